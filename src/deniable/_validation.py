@@ -1,0 +1,84 @@
+"""Input validation shared by the public entry points (private)."""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["as_codes", "check_confidence_level", "check_integer", "check_probability", "check_real"]
+
+
+def check_real(name: str, value: object) -> float:
+    """Return ``value`` as a finite float, or raise TypeError/ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {out!r}")
+    return out
+
+
+def check_probability(
+    name: str,
+    value: object,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    not_equal: float | None = None,
+) -> float:
+    """Check a probability, returning it as float.
+
+    Raises ValueError naming ``name`` and the allowed range (``[0, 1]``, ``(0, 1]``, ...)
+    when ``value`` is outside it, or equals ``not_equal``.
+    """
+    p = check_real(name, value)
+    lo = "(" if low_open else "["
+    hi = ")" if high_open else "]"
+    allowed = f"{lo}0, 1{hi}" + (f" and != {not_equal:g}" if not_equal is not None else "")
+    bad_low = p <= 0.0 if low_open else p < 0.0
+    bad_high = p >= 1.0 if high_open else p > 1.0
+    if bad_low or bad_high or (not_equal is not None and p == not_equal):
+        raise ValueError(f"{name} must be a probability in {allowed}, got {p!r}")
+    return p
+
+
+def check_integer(name: str, value: object, *, minimum: int) -> int:
+    """Return ``value`` as int >= ``minimum`` or raise TypeError/ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    out = int(value)
+    if out < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {out}")
+    return out
+
+
+def check_confidence_level(value: object) -> float:
+    """Check ``confidence_level`` lies in the open interval (0, 1)."""
+    return check_probability("confidence_level", value, low_open=True, high_open=True)
+
+
+def as_codes(
+    name: str, values: ArrayLike, size: int, *, error: type[ValueError] = ValueError
+) -> NDArray[np.integer]:
+    """Return a 1-D integer (or bool viewed as uint8) array with codes in ``[0, size)``.
+
+    Raises TypeError for a non-integer dtype and ValueError for codes out of range.
+    """
+    arr = np.asarray(values)
+    if arr.dtype == np.bool_:
+        arr = arr.view(np.uint8)
+    if arr.ndim != 1:
+        raise error(f"{name} must be a 1-D array of shape (n,), got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(
+            f"{name} must be an integer or bool array of codes 0..{size - 1}, got dtype {arr.dtype}"
+        )
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or hi >= size:
+            bad = lo if lo < 0 else hi
+            raise error(f"{name} must hold codes in 0..{size - 1}, found {bad}")
+    return arr

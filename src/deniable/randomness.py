@@ -1,0 +1,225 @@
+"""Sources of randomness for randomizers.
+
+A randomizer needs only uniform draws on ``[0, 1)``; every source here has the method
+``random(size) -> ndarray`` of dtype float64, the same signature as
+:meth:`numpy.random.Generator.random`, so a NumPy ``Generator`` can be passed wherever
+``rng=`` is accepted.
+
+* :class:`SecureRandom` (the default when ``rng=None``) reads ``os.urandom`` and turns
+  each 8 bytes into one uniform with 53 random bits, vectorised with NumPy. This is the
+  only source to use on a respondent's device.
+* A seeded ``numpy.random.Generator`` is for simulation and tests only: whoever knows
+  the seed knows every respondent's coin.
+* :class:`BlumBlumShub` is the provably unpredictable generator of Blum, Blum & Shub
+  (1986), for those who want a generator whose security reduces to factoring.
+  It is sequential and therefore slow (about 2 x 10^4 uniforms per second
+  with a 2048-bit modulus, against 10^7 for ``SecureRandom``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "BlumBlumShub",
+    "RandomSource",
+    "SecureRandom",
+    "resolve_rng",
+    "uniforms",
+]
+
+_TWO_POW_MINUS_53 = 2.0**-53
+
+
+@runtime_checkable
+class RandomSource(Protocol):
+    """Anything with ``random(size)`` returning float64 uniforms on ``[0, 1)``."""
+
+    def random(self, size: int) -> NDArray[np.float64]:  # pragma: no cover - protocol
+        ...
+
+
+class SecureRandom:
+    """Cryptographically secure uniforms from the operating system (``os.urandom``).
+
+    Each uniform is ``k / 2**53`` with ``k`` the top 53 bits of 8 fresh random bytes,
+    so every value on the 2^-53 grid of ``[0, 1)`` is equally likely. It cannot be
+    seeded, by design.
+
+    Examples
+    --------
+    >>> u = SecureRandom().random(5)
+    >>> u.shape, u.dtype, bool(((u >= 0) & (u < 1)).all())
+    ((5,), dtype('float64'), True)
+    """
+
+    def random(self, size: int) -> NDArray[np.float64]:
+        """Return ``size`` uniforms on ``[0, 1)``, shape ``(size,)``, dtype float64."""
+        size = _check_size(size)
+        words = np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
+        return (words >> np.uint64(11)).astype(np.float64) * _TWO_POW_MINUS_53
+
+    def __repr__(self) -> str:
+        return "SecureRandom()"
+
+
+_SECURE = SecureRandom()
+
+
+def resolve_rng(rng: RandomSource | np.random.Generator | None) -> RandomSource:
+    """Return the source to draw from: ``SecureRandom()`` when ``rng`` is None.
+
+    Raises
+    ------
+    TypeError
+        If ``rng`` has no ``random(size)`` method.
+    """
+    if rng is None:
+        return _SECURE
+    if not callable(getattr(rng, "random", None)):
+        raise TypeError(
+            "rng must be None (secure default), a numpy.random.Generator or an object "
+            f"with a random(size) method; got {type(rng).__name__}"
+        )
+    return rng
+
+
+def uniforms(rng: RandomSource | np.random.Generator | None, size: int) -> NDArray[np.float64]:
+    """Draw ``size`` uniforms on ``[0, 1)`` from ``rng`` (secure default), shape ``(size,)``."""
+    return np.asarray(resolve_rng(rng).random(size), dtype=np.float64)
+
+
+def _check_size(size: int) -> int:
+    if isinstance(size, bool) or not isinstance(size, int | np.integer):
+        raise TypeError(f"size must be an integer, got {type(size).__name__}")
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    return int(size)
+
+
+def _is_probable_prime(n: int, rounds: int = 40) -> bool:
+    """Miller-Rabin primality test with random bases (error < 4**-rounds)."""
+    if n < 2:
+        return False
+    small = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
+    for p in small:
+        if n % p == 0:
+            return n == p
+    d, s = n - 1, 0
+    while d % 2 == 0:
+        d //= 2
+        s += 1
+    for _ in range(rounds):
+        a = 2 + secrets.randbelow(n - 3)
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = pow(x, 2, n)
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def _blum_prime(bits: int) -> int:
+    """A random prime ``p`` of ``bits`` bits with ``p = 3 (mod 4)``."""
+    while True:
+        candidate = secrets.randbits(bits) | (1 << (bits - 1)) | 3
+        if _is_probable_prime(candidate):
+            return candidate
+
+
+class BlumBlumShub:
+    """The Blum-Blum-Shub generator (Blum, Blum & Shub 1986), usable as ``rng=``.
+
+    State ``x_{i+1} = x_i^2 mod M`` with ``M = p q``, ``p = q = 3 (mod 4)`` primes kept
+    secret. From each step the ``floor(log2(log2 M))`` least significant bits are
+    output, which Vazirani & Vazirani (1984) proved as unpredictable as factoring ``M``.
+
+    Parameters
+    ----------
+    modulus_bits : int, default 2048
+        Size of ``M`` in bits (>= 32; 2048 or more for real use). Ignored when ``p``
+        and ``q`` are given.
+    p, q : int, optional
+        The two Blum primes (both ``3 mod 4``, distinct). Generated securely when omitted.
+    seed : int, optional
+        Initial state, coprime with ``M`` and not 0 or 1 modulo ``M``. Drawn from
+        ``secrets`` when omitted. Pass one only to reproduce a stream in tests.
+
+    Raises
+    ------
+    ValueError
+        If ``modulus_bits`` < 32, the primes are not distinct primes ``3 mod 4``, or the
+        seed is not coprime with ``M``.
+
+    Examples
+    --------
+    >>> bbs = BlumBlumShub(p=499, q=547, seed=159201)
+    >>> bbs.random(3).round(6).tolist()
+    [0.804321, 0.880992, 0.328541]
+    """
+
+    def __init__(
+        self,
+        *,
+        modulus_bits: int = 2048,
+        p: int | None = None,
+        q: int | None = None,
+        seed: int | None = None,
+    ) -> None:
+        if (p is None) != (q is None):
+            raise ValueError("p and q must be given together (both primes = 3 mod 4) or not at all")
+        if p is None or q is None:
+            if modulus_bits < 32:
+                raise ValueError(f"modulus_bits must be >= 32, got {modulus_bits}")
+            p = _blum_prime(modulus_bits // 2)
+            q = _blum_prime(modulus_bits - modulus_bits // 2)
+            while q == p:
+                q = _blum_prime(modulus_bits - modulus_bits // 2)
+        for name, value in (("p", p), ("q", q)):
+            if value % 4 != 3 or not _is_probable_prime(value):
+                raise ValueError(f"{name} must be a prime congruent to 3 mod 4, got {value}")
+        if p == q:
+            raise ValueError("p and q must be distinct primes")
+        self._modulus = p * q
+        if seed is None:
+            seed = 2 + secrets.randbelow(self._modulus - 3)
+            while math.gcd(seed, self._modulus) != 1:
+                seed = 2 + secrets.randbelow(self._modulus - 3)
+        if math.gcd(seed, self._modulus) != 1 or seed % self._modulus in (0, 1):
+            raise ValueError("seed must be coprime with p*q and not 0 or 1 modulo p*q")
+        self._state = pow(seed, 2, self._modulus)
+        self._bits_per_step = max(1, int(math.log2(math.log2(self._modulus))))
+        self._mask = (1 << self._bits_per_step) - 1
+
+    @property
+    def bits_per_step(self) -> int:
+        """Bits output per squaring, ``floor(log2(log2 M))``."""
+        return self._bits_per_step
+
+    def getrandbits(self, k: int) -> int:
+        """Return a non-negative integer of ``k`` random bits."""
+        out, have = 0, 0
+        while have < k:
+            self._state = pow(self._state, 2, self._modulus)
+            out = (out << self._bits_per_step) | (self._state & self._mask)
+            have += self._bits_per_step
+        return out >> (have - k)
+
+    def random(self, size: int) -> NDArray[np.float64]:
+        """Return ``size`` uniforms on ``[0, 1)`` (53 bits each), shape ``(size,)``."""
+        size = _check_size(size)
+        words = [self.getrandbits(53) for _ in range(size)]
+        return np.array(words, dtype=np.float64) * _TWO_POW_MINUS_53
+
+    def __repr__(self) -> str:
+        return f"BlumBlumShub(modulus_bits={self._modulus.bit_length()})"

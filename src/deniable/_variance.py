@@ -118,7 +118,7 @@ def _max_variance_on_simplex(design: Design, j: int) -> float:
 
     best = max(-neg(s) for s in starts)
     for s in starts[:1]:
-        res = optimize.minimize(
+        res = optimize.minimize(  # type: ignore[call-overload]
             neg,
             s,
             method="SLSQP",
@@ -129,9 +129,9 @@ def _max_variance_on_simplex(design: Design, j: int) -> float:
     return best
 
 
-def _prevalence_range(prevalence: float | tuple[float, float] | NDArray[np.float64]) -> tuple[
-    float, float
-]:
+def _prevalence_range(
+    prevalence: float | tuple[float, float] | NDArray[np.float64],
+) -> tuple[float, float]:
     arr = np.atleast_1d(np.asarray(prevalence, dtype=np.float64))
     if arr.size == 1:
         lo = hi = float(arr[0])

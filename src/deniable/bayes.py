@@ -79,7 +79,7 @@ def posterior_draws(
     rng = np.random.default_rng(0) if rng is None else rng
     P = design.matrix
     counts = np.asarray(counts, dtype=np.int64)
-    S, m = counts.shape
+    S = counts.shape[0]
     k = design.n_truths
     out = np.empty((S, draws, k))
     pi = np.broadcast_to(prior / prior.sum(), (S, k)).copy()

@@ -155,10 +155,10 @@ class Design:
     def inverse(self) -> NDArray[np.float64]:
         """Left inverse ``P^+`` of the matrix, shape ``(k, m)`` (Moore-Penrose pseudo-inverse)."""
         if self._inverse is None:
-            inv = np.linalg.pinv(self._matrix)
+            inv: NDArray[np.float64] = np.linalg.pinv(self._matrix).astype(np.float64)
             inv.setflags(write=False)
             self._inverse = inv
-        return self._inverse
+        return inv if self._inverse is None else self._inverse
 
     def report_probabilities(self, prevalence: ArrayLike) -> NDArray[np.float64]:
         """Expected report shares ``P @ prevalence``, shape ``(m,)``.
@@ -174,9 +174,7 @@ class Design:
             p1 = check_probability("prevalence", float(pi))
             pi = np.array([1.0 - p1, p1])
         if pi.shape != (self.n_truths,):
-            raise ValueError(
-                f"prevalence must have shape ({self.n_truths},), got shape {pi.shape}"
-            )
+            raise ValueError(f"prevalence must have shape ({self.n_truths},), got shape {pi.shape}")
         if np.any(pi < 0) or not math.isclose(float(pi.sum()), 1.0, abs_tol=1e-9):
             raise ValueError(f"prevalence must be a distribution (>= 0, sum 1), got {pi}")
         return pi
@@ -264,7 +262,8 @@ class Design:
     def _draw(self, truths: NDArray[np.integer], u: NDArray[np.float64]) -> NDArray[np.integer]:
         if self.n_reports == 2:
             threshold = self._matrix[1]
-            return (u < threshold[truths]).view(np.uint8)
+            binary: NDArray[np.integer] = (u < threshold[truths]).view(np.uint8)
+            return binary
         # Inverse-CDF with one searchsorted over all columns: column t's CDF is shifted
         # by t so that t + u falls inside column t's block.
         cdf = np.cumsum(self._matrix, axis=0)
@@ -273,7 +272,7 @@ class Design:
         shifted = (cdf + np.arange(self.n_truths)).T.ravel()
         t = truths.astype(np.int64)
         idx = np.searchsorted(shifted, t + u, side="right") - t * m
-        out = np.minimum(idx, m - 1)
+        out: NDArray[np.integer] = np.minimum(idx, m - 1)
         return out.astype(np.uint8) if m <= 256 else out
 
     # -- description -------------------------------------------------------------
@@ -622,6 +621,8 @@ class KaryRR(Design):
         Number of categories (truths and reports).
     epsilon : float > 0
         Privacy parameter in nats.
+    labels : tuple of str, optional
+        Names of the k categories (default "0".."k-1").
 
     Use :meth:`from_keep_probability` to build it from the keep probability instead.
 
@@ -638,7 +639,7 @@ class KaryRR(Design):
 
     spec_name = "kary-rr"
 
-    def __init__(self, *, k: int, epsilon: float) -> None:
+    def __init__(self, *, k: int, epsilon: float, labels: tuple[str, ...] | None = None) -> None:
         self.k = check_integer("k", k, minimum=2)
         eps = check_real("epsilon", epsilon)
         if eps <= 0:
@@ -649,7 +650,8 @@ class KaryRR(Design):
         self.other_probability = 1.0 / (e + self.k - 1)
         P = np.full((self.k, self.k), self.other_probability)
         np.fill_diagonal(P, self.keep_probability)
-        super().__init__(P)
+        names = tuple(labels) if labels is not None else None
+        super().__init__(P, truth_labels=names, report_labels=names)
 
     @classmethod
     def from_keep_probability(cls, *, k: int, keep_probability: float) -> KaryRR:
@@ -676,14 +678,23 @@ class KaryRR(Design):
         np.clip(j, 0, self.k - 2, out=j)
         t = truths.astype(np.int64)
         other = j + (j >= t)
-        out = np.where(u < keep, t, other)
+        out: NDArray[np.integer] = np.where(u < keep, t, other)
         return out.astype(np.uint8) if self.k <= 256 else out
 
 
 #: Named designs for :func:`design_from_spec`, the command line and survey files.
 DESIGNS: Mapping[str, Callable[..., Design]] = {
     cls.spec_name: cls
-    for cls in (ForcedResponse, Warner, UnrelatedQuestion, Crosswise, Kuk, Mangat, Triangular, KaryRR)
+    for cls in (
+        ForcedResponse,
+        Warner,
+        UnrelatedQuestion,
+        Crosswise,
+        Kuk,
+        Mangat,
+        Triangular,
+        KaryRR,
+    )
 }
 
 
@@ -728,4 +739,6 @@ def _number(key: str, text: str) -> float | int:
         value = float(text)
     except (ValueError, ZeroDivisionError):
         raise ValueError(f"design parameter {key} must be a number, got {text!r}") from None
-    return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
+    return (
+        int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
+    )

@@ -147,7 +147,9 @@ class PrevalenceEstimate:
             return "bayes"
         return "wilson" if affine_map(self.design) is not None else "normal"
 
-    def to_dict(self, confidence_level: float = 0.95, methods: tuple[str, ...] = ()) -> dict[str, Any]:
+    def to_dict(
+        self, confidence_level: float = 0.95, methods: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
         """JSON-ready summary: estimate, SE and the intervals by each requested method."""
         methods = methods or (self.default_interval_method,)
         labels = self.design.truth_labels
@@ -249,7 +251,8 @@ def _as_tally(design: Design, reports: ArrayLike | Tally) -> Tally:
     if isinstance(reports, Tally):
         if reports.n_reports != design.n_reports:
             raise ReportValidationError(
-                f"tally has {reports.n_reports} report symbols but the design has {design.n_reports}"
+                f"tally has {reports.n_reports} report symbols "
+                f"but the design has {design.n_reports}"
             )
         tally = reports
     else:
@@ -306,4 +309,3 @@ def _fisher_covariance(design: Design, pi: NDArray[np.float64], n: int) -> NDArr
     cov_theta = np.linalg.pinv(info)
     A = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
     return np.asarray(A @ cov_theta @ A.T)
-

@@ -38,7 +38,9 @@ from .designs import Design
 
 __all__ = ["INTERVAL_METHODS", "IntervalMethod", "prevalence_intervals", "share_interval"]
 
-IntervalMethod = Literal["normal", "wilson", "agresti_coull", "beta", "jeffreys", "chebyshev", "bayes"]
+IntervalMethod = Literal[
+    "normal", "wilson", "agresti_coull", "beta", "jeffreys", "chebyshev", "bayes"
+]
 INTERVAL_METHODS: tuple[str, ...] = get_args(IntervalMethod)
 _SHARE_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
 
@@ -66,7 +68,9 @@ def share_interval(
     if method == "beta":
         with np.errstate(invalid="ignore"):
             low = np.where(y > 0, stats.beta.ppf(alpha / 2.0, np.maximum(y, 1), n - y + 1), 0.0)
-            high = np.where(y < n, stats.beta.ppf(1 - alpha / 2.0, y + 1, np.maximum(n - y, 1)), 1.0)
+            high = np.where(
+                y < n, stats.beta.ppf(1 - alpha / 2.0, y + 1, np.maximum(n - y, 1)), 1.0
+            )
         return low, high
     if method == "jeffreys":
         low = np.where(y > 0, stats.beta.ppf(alpha / 2.0, y + 0.5, n - y + 0.5), 0.0)

@@ -126,7 +126,7 @@ def _exact_sample_size(
             lo = np.ceil(n * (lam - width) - 1e-9)
             hi = np.floor(n * (lam + width) + 1e-9)
             cov = stats.binom.cdf(hi, n, lam) - stats.binom.cdf(lo - 1, n, lam)
-            worst = min(worst, float(cov.min()))
+            worst = min(worst, float(np.min(cov)))
         return worst
 
     hi_n = max(2, n_start)
@@ -199,7 +199,9 @@ class DisclosureRisk:
         """JSON-ready form."""
         return {
             "prior": self.prior.tolist(),
-            "posterior": np.where(np.isnan(self.posterior), None, self.posterior).tolist(),
+            "posterior": [
+                [None if math.isnan(v) else v for v in row] for row in self.posterior.tolist()
+            ],
             "max_posterior": self.max_posterior.tolist(),
             "truth_labels": list(self.design.truth_labels),
             "report_labels": list(self.design.report_labels),
@@ -272,7 +274,9 @@ def _check_test_args(design: Design, null: float, alternative: str) -> float:
     if not design.is_binary:
         raise ValueError("prevalence_test needs a binary design (2 truths, 2 reports)")
     if alternative not in _ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {', '.join(_ALTERNATIVES)}, got {alternative!r}")
+        raise ValueError(
+            f"alternative must be one of {', '.join(_ALTERNATIVES)}, got {alternative!r}"
+        )
     return check_probability("null", null)
 
 
@@ -310,7 +314,8 @@ def prevalence_test(
     tally = _as_tally(design, reports)
     lam0 = float(design.report_probabilities(null)[1])
     count = int(tally.counts[1])
-    res = stats.binomtest(count, tally.n, lam0, alternative=_report_alternative(design, alternative))
+    alt = _report_alternative(design, alternative)
+    res = stats.binomtest(count, tally.n, lam0, alternative=alt)  # type: ignore[arg-type]
     statistic = float((design.inverse @ tally.shares)[1])
     return PrevalenceTestResult(
         statistic, float(res.pvalue), null, alternative, count, tally.n, lam0
@@ -355,7 +360,9 @@ class TestErrorRates:
         return math.sqrt(r * (1.0 - r) / self.simulations)
 
 
-def _pvalues(count: NDArray[np.int64], n: int, lam0: float, alternative: str) -> NDArray[np.float64]:
+def _pvalues(
+    count: NDArray[np.int64], n: int, lam0: float, alternative: str
+) -> NDArray[np.float64]:
     """Exact binomial p-values for many counts (same rule as scipy.stats.binomtest)."""
     if alternative == "greater":
         return np.asarray(stats.binom.sf(count - 1, n, lam0))
@@ -406,7 +413,9 @@ def test_error_rates(
     null = _check_test_args(design, null, alternative)
     n = check_integer("n", n, minimum=1)
     pi = check_probability("prevalence", prevalence)
-    alpha = check_probability("significance_level", significance_level, low_open=True, high_open=True)
+    alpha = check_probability(
+        "significance_level", significance_level, low_open=True, high_open=True
+    )
     sims = check_integer("n_simulations", n_simulations, minimum=1)
     rng = np.random.default_rng(0) if rng is None else rng
     alt = _report_alternative(design, alternative)
@@ -426,5 +435,11 @@ def test_error_rates(
         done += s
     in_null = {"greater": pi <= null, "less": pi >= null, "two-sided": pi == null}[alternative]
     return TestErrorRates(
-        pi, n, alpha, "false positive" if in_null else "false negative", exact, rejected / sims, sims
+        pi,
+        n,
+        alpha,
+        "false positive" if in_null else "false negative",
+        exact,
+        rejected / sims,
+        sims,
     )

@@ -1,0 +1,47 @@
+"""Plots for planning and reporting (matplotlib, headless)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from scipy import special
+
+from ._variance import worst_case_variance
+from .designs import Design
+
+__all__ = ["plot_margin"]
+
+
+def plot_margin(design: Design, confidence_level: float, path: Path) -> Path:
+    """Save a log-log plot of the worst-case margin of error against the sample size.
+
+    Two curves: the normal-approximation margin ``z sqrt(V / n)`` and the
+    distribution-free Chebyshev margin ``sqrt(V / ((1 - confidence_level) n))``, with
+    ``V`` the exact worst-case per-respondent variance of the moment estimator.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    variance = float(worst_case_variance(design).max())
+    n = np.logspace(2, 6, 200)
+    z = float(special.ndtri(1.0 - (1.0 - confidence_level) / 2.0))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    ax.loglog(n, z * np.sqrt(variance / n), label="normal approximation")
+    ax.loglog(
+        n,
+        np.sqrt(variance / ((1.0 - confidence_level) * n)),
+        "--",
+        label="Chebyshev (distribution-free)",
+    )
+    ax.set_xlabel("respondents n")
+    ax.set_ylabel(f"margin of error at {confidence_level:.0%} (worst-case prevalence)")
+    ax.set_title(f"{design!r}\nepsilon = {design.epsilon:.3g} nats", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -29,7 +29,7 @@ from .designs import (
 )
 from .errors import BudgetExceededError, DeniableError, PrivacyWarning, ReportValidationError
 from .estimate import ConfidenceInterval, PrevalenceEstimate, estimate
-from .planning import disclosure_risk, prevalence_test, sample_size, test_error_rates
+from .planning import disclosure_risk, prevalence_test, prevalence_test_error_rates, sample_size
 from .randomness import BlumBlumShub, SecureRandom
 from .tally import Tally
 
@@ -59,6 +59,6 @@ __all__ = [
     "disclosure_risk",
     "estimate",
     "prevalence_test",
+    "prevalence_test_error_rates",
     "sample_size",
-    "test_error_rates",
 ]

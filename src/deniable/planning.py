@@ -18,12 +18,12 @@ from .tally import Tally
 
 __all__ = [
     "DisclosureRisk",
+    "PrevalenceTestErrorRates",
     "PrevalenceTestResult",
-    "TestErrorRates",
     "disclosure_risk",
     "prevalence_test",
+    "prevalence_test_error_rates",
     "sample_size",
-    "test_error_rates",
 ]
 
 SampleSizeMethod = Literal["normal", "chebyshev", "exact"]
@@ -323,15 +323,13 @@ def prevalence_test(
 
 
 @dataclass(frozen=True)
-class TestErrorRates:
+class PrevalenceTestErrorRates:
     """How often :func:`prevalence_test` rejects at a given true prevalence.
 
     ``kind`` is "false positive" when the true prevalence satisfies the null
     hypothesis, else "false negative"; ``error_rate_*`` is then the rejection rate, or
     one minus it. ``simulated_std_error`` is the binomial SE of the simulated rate.
     """
-
-    __test__ = False  # not a pytest test class
 
     prevalence: float
     n: int
@@ -375,7 +373,7 @@ def _pvalues(
     return np.minimum(1.0, cum[idx - 1])
 
 
-def test_error_rates(
+def prevalence_test_error_rates(
     design: Design,
     n: int,
     prevalence: float,
@@ -384,7 +382,7 @@ def test_error_rates(
     significance_level: float = 0.05,
     n_simulations: int = 10_000,
     rng: np.random.Generator | None = None,
-) -> TestErrorRates:
+) -> PrevalenceTestErrorRates:
     """False positive / false negative rate of :func:`prevalence_test`, exact and simulated.
 
     Simulation draws ``n_simulations`` surveys of ``n`` respondents, each truly "yes"
@@ -408,7 +406,7 @@ def test_error_rates(
 
     Returns
     -------
-    TestErrorRates
+    PrevalenceTestErrorRates
     """
     null = _check_test_args(design, null, alternative)
     n = check_integer("n", n, minimum=1)
@@ -434,7 +432,7 @@ def test_error_rates(
         rejected += int(reject[counts].sum())
         done += s
     in_null = {"greater": pi <= null, "less": pi >= null, "two-sided": pi == null}[alternative]
-    return TestErrorRates(
+    return PrevalenceTestErrorRates(
         pi,
         n,
         alpha,

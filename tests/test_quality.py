@@ -1,0 +1,40 @@
+"""Lint, types and the public surface, run as part of the test suite."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import deniable
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_ruff_lint_and_format():
+    lint = run("ruff", "check", "src", "tests", "bench")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    fmt = run("ruff", "format", "--check", "src", "tests", "bench")
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+
+
+def test_mypy_strict_on_src():
+    result = run("mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_public_names_are_sorted_and_exported():
+    assert deniable.__all__ == sorted(deniable.__all__)
+    for name in deniable.__all__:
+        assert hasattr(deniable, name), name
+
+
+def test_no_weak_randomness_in_src():
+    for path in (ROOT / "src").rglob("*.py"):
+        text = path.read_text()
+        assert "import random\n" not in text, path
+        assert "Math.random" not in text, path

@@ -87,6 +87,14 @@ def _read_table(path: Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+def _read_column(path: Path, column: str) -> pd.Series:
+    frame = _read_table(path)
+    if column not in frame.columns:
+        names = ", ".join(map(str, frame.columns))
+        raise _fail(f"--column {column!r} not in the file; columns: {names}")
+    return frame[column]
+
+
 @app.command()
 def simulate(
     population: Annotated[
@@ -106,12 +114,7 @@ def simulate(
 ) -> None:
     """Randomize every person's true answer through DESIGN and write the reports."""
     d = _design(design)
-    people = _read_table(population)
-    if column not in people.columns:
-        raise _fail(
-            f"--column {column!r} not in the file; columns: {', '.join(map(str, people.columns))}"
-        )
-    values = people[column].dropna()
+    values = _read_column(population, column).dropna()
     if d.n_truths == 2:
         if yes is None:
             raise _fail("--yes is required for a binary design: the value that means yes")
@@ -176,12 +179,7 @@ def analyze(
 ) -> None:
     """Estimate the prevalence of each truth from a reports file."""
     d = _design(design)
-    frame = _read_table(reports)
-    if column not in frame.columns:
-        raise _fail(
-            f"--column {column!r} not in the file; columns: {', '.join(map(str, frame.columns))}"
-        )
-    raw = frame[column]
+    raw = _read_column(reports, column)
     missing = int(raw.isna().sum())
     values = raw.dropna()
     if not np.all(np.isin(values, np.arange(d.n_reports))):

@@ -196,3 +196,16 @@ def test_mturk_items_have_known_truth():
     assert forced.design.p_yes == pytest.approx(1 / 6) and forced.design.p_no == pytest.approx(
         1 / 12
     )
+
+
+@pytest.mark.parametrize("method", ["mle", "bayes"])
+def test_analyze_with_other_estimators(tmp_path, method):
+    path = tmp_path / "r.csv"
+    pd.DataFrame({"report": [0] * 90 + [1] * 10}).to_csv(path, index=False)
+    result = runner.invoke(
+        app, ["analyze", str(path), "--design", "warner:p=0.7", "--method", method, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["method"] == method
+    assert 0.0 <= payload["prevalence"][1] <= 1.0  # both stay on the simplex

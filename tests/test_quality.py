@@ -38,3 +38,11 @@ def test_no_weak_randomness_in_src():
         text = path.read_text()
         assert "import random\n" not in text, path
         assert "Math.random" not in text, path
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    command = "python -m pip install uv && python -m uv run --locked pytest"
+    assert command in readme and command in ci
+    assert "python -m pip install uv && python -m uv run --locked deniable demo" in readme

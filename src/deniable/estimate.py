@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_confidence_level
+from ._variance import affine_map
 from .bayes import check_prior, posterior_draws
 from .designs import Design
 from .errors import ReportValidationError
@@ -141,8 +142,6 @@ class PrevalenceEstimate:
     @property
     def default_interval_method(self) -> str:
         """The interval method used when none is named."""
-        from ._variance import affine_map
-
         if self.method == "bayes":
             return "bayes"
         return "wilson" if affine_map(self.design) is not None else "normal"

@@ -1,4 +1,4 @@
-"""The ``deniable`` command: simulate, analyze, plan, demo.
+"""The ``deniable`` command: simulate, analyze, plan, survey check, serve, respond, demo.
 
 A thin adapter over the library: every number it prints comes from
 :mod:`deniable.estimate`, :mod:`deniable.planning` or :mod:`deniable.demo`.
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +27,7 @@ from .errors import DeniableError
 from .estimate import ESTIMATION_METHODS, estimate
 from .intervals import INTERVAL_METHODS
 from .planning import disclosure_risk, sample_size
+from .survey import load_survey
 
 app = typer.Typer(
     help="Randomized response: simulate private surveys, analyze reports, plan sample sizes.",
@@ -292,11 +295,40 @@ def _demo_table(title: str, rows: list[DemoRow]) -> Table:
 
 
 @app.command()
-def demo(seed: SeedOpt = None, as_json: JsonOpt = False) -> None:
-    """The main job: a private survey of the UCI Adult population, and real surveys analysed."""
+def demo(
+    seed: SeedOpt = None,
+    as_json: JsonOpt = False,
+    respondents: Annotated[
+        int, typer.Option(min=10, max=48_842, help="Respondents in the live HTTP survey.")
+    ] = 3000,
+    keep_serving: Annotated[
+        bool | None,
+        typer.Option(
+            "--keep-serving/--no-keep-serving",
+            help="Keep the demo server running until Ctrl-C (default: only on a terminal).",
+        ),
+    ] = None,
+) -> None:
+    """The main job: a private survey of UCI Adult (in-process and live over HTTP), and real
+    surveys analysed."""
+    from .live import LiveDemoResult, live_demo
+
     rng = np.random.default_rng(seed) if seed is not None else None
     if not console.is_terminal:
         console.width = max(console.width, 150)
+    stay = console.is_terminal and not as_json if keep_serving is None else keep_serving
+
+    def wait(result: LiveDemoResult) -> None:
+        _print_live(result)
+        console.print(
+            f"Serving the results page at [bold]{result.results_url}[/]; press Ctrl-C to stop."
+        )
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
     with Progress(console=err, transient=True, disable=as_json) as progress:
         task = progress.add_task("surveying", total=None)
 
@@ -305,9 +337,19 @@ def demo(seed: SeedOpt = None, as_json: JsonOpt = False) -> None:
 
         adult = adult_survey(rng, step)
         real = real_surveys(step)
+        step("starting the collection server")
+        live = live_demo(respondents, seed=seed, progress=step, keep_serving=None)
     if as_json:
         _emit_json(
-            {"adult": [r.to_dict() for r in adult], "real_surveys": [r.to_dict() for r in real]}
+            {
+                "adult": [r.to_dict() for r in adult],
+                "live": {
+                    "respondents": live.respondents,
+                    "seconds": live.seconds,
+                    "rows": [asdict(r) | {"covered": r.covered} for r in live.rows],
+                },
+                "real_surveys": [r.to_dict() for r in real],
+            }
         )
         return
     console.print(
@@ -319,8 +361,9 @@ def demo(seed: SeedOpt = None, as_json: JsonOpt = False) -> None:
     console.print(_demo_table("Estimate, 95% CI and the true rate", adult))
     covered = sum(bool(r.covered) for r in adult)
     console.print(f"{covered} of {len(adult)} intervals contain the true rate.\n")
+    _print_live(live)
     console.print(
-        "[bold]2. Real randomized-response surveys[/] "
+        "[bold]3. Real randomized-response surveys[/] "
         "(data from the R packages rr, RRTCS, GLMMRR).\n"
         "Estimates are the unbiased moment estimates (as RRreg::RRuni, rr and RRTCS report them); "
         "the MTURK dice game has a known truth."
@@ -331,6 +374,241 @@ def demo(seed: SeedOpt = None, as_json: JsonOpt = False) -> None:
         "under-estimates the observed cheating rate, as Hoeglinger & Jann (2018) report: the "
         "designs are unbiased only when respondents follow the instructions."
     )
+    if stay:
+        console.print("\nStarting the demo server again to keep its results page open...")
+        live_demo(respondents, seed=seed, keep_serving=wait)
+    else:
+        console.print(
+            "\nThe demo server has stopped. To browse the results page, run "
+            "[bold]deniable demo --keep-serving[/] and open the URL it prints, "
+            f"like {live.results_url.split('?')[0]}?key=<printed key>."
+        )
+
+
+def _print_live(live: Any) -> None:
+    console.print(
+        f"[bold]2. The same survey live over HTTP:[/] {live.respondents:,} people sampled from "
+        f"UCI Adult answered through the collection server ({live.base_url}, SQLite). Each "
+        "respondent's client randomized locally and sent only reports, one POST each "
+        f"({live.respondents / live.seconds:,.0f} responses/s)."
+    )
+    table = Table(title="Live estimates from the server", title_justify="left")
+    for name in ("question", "n", "estimate", "SE", "95% CI", "respondents' rate", "population"):
+        table.add_column(name, justify="left" if name == "question" else "right")
+    for r in live.rows:
+        label = r.question if r.category == "yes" else f"{r.question} [{r.category}]"
+        table.add_row(
+            label,
+            f"{r.n:,}",
+            f"{r.estimate:.4f}",
+            f"{r.std_error:.4f}",
+            f"{r.ci_low:.4f} - {r.ci_high:.4f}",
+            f"{r.respondents_rate:.4f}",
+            f"{r.population_rate:.4f}",
+        )
+    console.print(table)
+    covered = sum(r.covered for r in live.rows)
+    console.print(
+        f"{covered} of {len(live.rows)} intervals contain the respondents' true rate. "
+        f"Results page (while the server runs): {live.results_url}\n"
+    )
+
+
+survey_app = typer.Typer(help="Survey definitions.", no_args_is_help=True)
+app.add_typer(survey_app, name="survey")
+
+
+@survey_app.command("check")
+def survey_check(
+    file: Annotated[Path, typer.Argument(help="Survey definition (.yaml or .json).")],
+    prior: Annotated[
+        float,
+        typer.Option(min=0.0, max=1.0, help='Prior prevalence of "yes" for the disclosure risk.'),
+    ] = 0.1,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate a survey; print each question's epsilon, the total, and the disclosure risk."""
+    try:
+        survey = load_survey(file)
+    except FileNotFoundError:
+        raise _fail(f"no such file: {file}") from None
+    except DeniableError as exc:
+        for field, message in getattr(exc, "errors", [("survey", str(exc))]):
+            err.print(f"[bold red]error:[/] {field}: {message}")
+        raise typer.Exit(code=2) from None
+    rows = []
+    for q in survey.questions:
+        d = q.randomizer
+        k = d.n_truths
+        pri = np.array([1 - prior, prior]) if k == 2 else np.full(k, 1.0 / k)
+        risk = disclosure_risk(d, pri)
+        rows.append(
+            {
+                "id": q.id,
+                "design": repr(d),
+                "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
+                "prior": pri.tolist(),
+                "posterior_after_report": {
+                    q.report_labels[r]: None
+                    if np.isnan(risk.posterior[r]).all()
+                    else risk.posterior[r].tolist()
+                    for r in range(d.n_reports)
+                },
+                "disclosure": risk.describe(),
+            }
+        )
+    total = survey.total_epsilon
+    payload = {
+        "id": survey.id,
+        "version": survey.version,
+        "questions": rows,
+        "total_epsilon": total if math.isfinite(total) else "inf",
+        "finite_epsilon": survey.finite_epsilon,
+        "privacy_budget": survey.privacy_budget,
+        "digest": survey.digest,
+    }
+    if as_json:
+        _emit_json(payload)
+        return
+    table = Table(title=f"{survey.title} ({survey.id} v{survey.version})", title_justify="left")
+    table.add_column("question")
+    table.add_column("design", overflow="fold")
+    table.add_column("epsilon (nats)", justify="right")
+    table.add_column(f"disclosure risk (prior {prior:g})", overflow="fold")
+    for r in rows:
+        eps = r["epsilon"]
+        table.add_row(
+            r["id"],
+            _short(r["design"]),
+            eps if isinstance(eps, str) else f"{eps:.4f}",
+            "\n".join(r["disclosure"]),
+        )
+    console.print(table)
+    total_text = "inf" if not math.isfinite(total) else f"{total:.4f}"
+    console.print(
+        f"Total epsilon per respondent: {total_text} nats "
+        f"(finite part {survey.finite_epsilon:.4f} of budget {survey.privacy_budget:g}). OK."
+    )
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = 8000,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="DENIABLE_DATABASE_URL",
+            help="SQLAlchemy URL (sqlite:///file.sqlite or postgresql://user:pw@host/db); "
+            "default: a SQLite file deniable.sqlite in the working directory.",
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes.")] = 1,
+) -> None:
+    """Run the collection server (analyst token from DENIABLE_ANALYST_TOKEN)."""
+    import os
+
+    import uvicorn
+
+    from .storage import Store
+    from .storage import database_url as resolve
+
+    url = resolve(database_url)
+    os.environ["DENIABLE_DATABASE_URL"] = url
+    if not os.environ.get("DENIABLE_ANALYST_TOKEN"):
+        import secrets
+
+        os.environ["DENIABLE_ANALYST_TOKEN"] = secrets.token_urlsafe(24)
+        err.print(
+            "No DENIABLE_ANALYST_TOKEN set; the analyst token for this run is "
+            f"[bold]{os.environ['DENIABLE_ANALYST_TOKEN']}[/]"
+        )
+    Store(url).close()  # create and migrate once, before the workers start
+    err.print(f"Database: {url.split('@')[-1]}")
+    uvicorn.run(
+        "deniable.server:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        access_log=False,
+    )
+
+
+@app.command()
+def respond(
+    url: Annotated[str, typer.Argument(help="Survey URL, e.g. http://127.0.0.1:8000/s/my-survey")],
+    token: Annotated[str | None, typer.Option(help="Invitation token.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Send without asking.")] = False,
+) -> None:
+    """Answer a survey in the terminal: randomize locally, show what is sent, submit."""
+    import httpx
+
+    from .live import design_from_view, parse_survey_url, respond_reports
+
+    try:
+        link = parse_survey_url(url)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    token = token or link.token
+    try:
+        with httpx.Client(base_url=link.base_url, timeout=30) as http:
+            r = http.get(f"/api/surveys/{link.survey_id}")
+            if r.status_code != 200:
+                raise _fail(_server_message(r))
+            view = r.json()
+            for q in view["questions"]:
+                design_from_view(q)  # checks the stated epsilon before anything is asked
+            console.print(f"[bold]{view['title']}[/]")
+            console.print(
+                "Your true answers stay on this computer: each is randomized here with the "
+                "operating system's secure random source, and only the randomized reports are "
+                "sent."
+            )
+            answers: dict[str, int] = {}
+            for i, q in enumerate(view["questions"], 1):
+                console.print(f"\n[bold]{i}. {q['text']}[/]  (epsilon {q['epsilon']})")
+                for j, label in enumerate(q["choices"]):
+                    console.print(f"  {j + 1}) {label}")
+                pick = typer.prompt(
+                    "Your true answer (number; not sent)",
+                    type=click_choice([str(j + 1) for j in range(len(q["choices"]))]),
+                )
+                answers[q["id"]] = int(pick) - 1
+            if view.get("requires_invitation") and not token:
+                token = typer.prompt("Invitation token", hide_input=True)
+            reports = respond_reports(view, answers)
+            answers.clear()
+            console.print("\nThe server will receive only these reports:")
+            for q in view["questions"]:
+                console.print(f"  {q['id']}: {q['reports'][reports[q['id']]]!r}")
+            if not yes and not typer.confirm("Send them?", default=True):
+                console.print("Nothing was sent.")
+                raise typer.Exit(code=1)
+            body: dict[str, Any] = {"version": view["version"], "reports": reports}
+            if token:
+                body["token"] = token
+            r = http.post(f"/api/surveys/{link.survey_id}/responses", json=body)
+            if r.status_code != 201:
+                raise _fail(f"not stored: {_server_message(r)}")
+    except httpx.HTTPError as exc:
+        raise _fail(f"cannot reach {link.base_url}: {exc}") from None
+    console.print("Stored. Thank you.")
+
+
+def _server_message(r: Any) -> str:
+    try:
+        return str(r.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {r.status_code}"
+
+
+def click_choice(values: list[str]) -> Any:
+    """A click Choice type for prompts."""
+    import click
+
+    return click.Choice(values)
 
 
 def main() -> None:  # pragma: no cover - console script entry

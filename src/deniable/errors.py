@@ -5,7 +5,11 @@ The tree is small and flat::
     DeniableError                      base of every error the library raises itself
     ├── ReportValidationError(ValueError)   a report code outside the design's report set,
     │                                      or reports of the wrong type or shape
-    └── BudgetExceededError(ValueError)     a survey whose epsilons sum past its budget
+    ├── BudgetExceededError(ValueError)     a survey whose epsilons sum past its budget
+    ├── SurveyError(ValueError)             a malformed survey definition (names each field)
+    ├── SurveyNotFoundError(LookupError)    no published survey with that id/version
+    ├── SurveyConflictError                 republishing an (id, version) with other content
+    └── InvitationError                     a missing, unknown or already used invitation
     PrivacyWarning(UserWarning)            a legal but risky setting (very large epsilon)
 
 Bad parameters of a design (a probability of 1.3) raise plain :class:`ValueError`
@@ -14,7 +18,16 @@ naming the parameter and its allowed range; a wrong type raises :class:`TypeErro
 
 from __future__ import annotations
 
-__all__ = ["BudgetExceededError", "DeniableError", "PrivacyWarning", "ReportValidationError"]
+__all__ = [
+    "BudgetExceededError",
+    "DeniableError",
+    "InvitationError",
+    "PrivacyWarning",
+    "ReportValidationError",
+    "SurveyConflictError",
+    "SurveyError",
+    "SurveyNotFoundError",
+]
 
 
 class DeniableError(Exception):
@@ -27,6 +40,33 @@ class ReportValidationError(DeniableError, ValueError):
 
 class BudgetExceededError(DeniableError, ValueError):
     """The questions of a survey spend more epsilon than its per-respondent budget."""
+
+
+class SurveyError(DeniableError, ValueError):
+    """A survey definition failed validation.
+
+    Attributes
+    ----------
+    errors : list of (str, str)
+        ``(field, message)`` pairs; ``field`` is a dotted path such as
+        ``questions.0.design.params``.
+    """
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{f}: {m}" for f, m in errors))
+
+
+class SurveyNotFoundError(DeniableError, LookupError):
+    """No published survey has the requested id (and version)."""
+
+
+class SurveyConflictError(DeniableError):
+    """An (id, version) is already published with different content: publish a new version."""
+
+
+class InvitationError(DeniableError):
+    """The invitation token is missing, unknown, or already used (deliberately not said which)."""
 
 
 class PrivacyWarning(UserWarning):

@@ -12,3 +12,77 @@ Z4 = 4.0
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261121)
+
+
+# -- collection service --------------------------------------------------------------
+import os  # noqa: E402
+
+from sqlalchemy import create_engine, text  # noqa: E402
+
+#: PostgreSQL for the storage and API suites; `.ci/run` installs and starts a server
+#: from Debian's packages and sets this. Without it those parametrizations are skipped.
+POSTGRES_URL = os.environ.get("DENIABLE_TEST_POSTGRES_URL", "")
+
+SURVEY: dict = {
+    "format": 1,
+    "id": "health",
+    "version": 1,
+    "title": "Health survey",
+    "privacy_budget": 4.0,
+    "questions": [
+        {
+            "id": "drugs",
+            "text": "Have you used an illegal drug in the last 12 months?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.25, "p_no": 0.25}},
+        },
+        {
+            "id": "status",
+            "text": "Marital status?",
+            "choices": ["single", "married", "divorced"],
+            "design": {"name": "kary-rr", "params": {"epsilon": 2.0}},
+        },
+    ],
+}
+
+
+def reset_postgres(url: str) -> None:
+    from deniable.storage import database_url
+
+    engine = create_engine(database_url(url))
+    with engine.begin() as conn:
+        conn.execute(
+            text("DROP TABLE IF EXISTS reports, invitations, surveys, schema_migrations CASCADE")
+        )
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    """A fresh, empty database: a SQLite file, or the test PostgreSQL database (reset)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'test.sqlite'}"
+    if not POSTGRES_URL:
+        pytest.skip("DENIABLE_TEST_POSTGRES_URL is not set (.ci/run starts PostgreSQL)")
+    reset_postgres(POSTGRES_URL)
+    return POSTGRES_URL
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+ANALYST = "test-analyst-token"
+AUTH = {"Authorization": f"Bearer {ANALYST}"}
+
+
+def assert_error_shape(response, status: int | None = None) -> dict:
+    """Every rejection carries {"error": {"status", "code", "message"}}."""
+    if status is not None:
+        assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}, body
+    err = body["error"]
+    assert err["status"] == response.status_code
+    assert isinstance(err["code"], str) and isinstance(err["message"], str) and err["message"]
+    return err

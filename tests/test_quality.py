@@ -34,9 +34,12 @@ def test_public_names_are_sorted_and_exported():
 
 
 def test_no_weak_randomness_in_src():
-    for path in (ROOT / "src").rglob("*.py"):
+    paths = [*(ROOT / "src").rglob("*.py"), *(ROOT / "src").rglob("*.js")]
+    assert any(p.suffix == ".js" for p in paths)
+    for path in paths:
         text = path.read_text()
         assert "import random\n" not in text, path
+        assert "from random import" not in text, path
         assert "Math.random" not in text, path
 
 

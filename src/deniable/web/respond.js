@@ -1,6 +1,6 @@
 // deniable respondent page: randomizes each answer in this browser and sends only reports.
 //
-// Randomness comes from crypto.getRandomValues (never Math.random). Each question draws
+// Randomness comes from crypto.getRandomValues, never a non-cryptographic generator. Each question draws
 // exactly one 53-bit uniform whatever the answer, and the inverse-CDF walk visits every
 // entry of the design's matrix column, so neither the number of random bytes nor the
 // work done depends on the true answer. The true answer is never stored or sent: only

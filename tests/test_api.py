@@ -1,0 +1,228 @@
+"""The HTTP API in process (httpx.ASGITransport), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import copy
+import io
+import math
+
+import httpx
+import numpy as np
+import pandas as pd
+import pytest
+
+from deniable.designs import ForcedResponse
+from deniable.estimate import estimate
+from deniable.server import create_app
+from deniable.storage import Store
+
+from .conftest import ANALYST, AUTH, SURVEY, Z4, assert_error_shape
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def client(database_url):
+    store = Store(database_url)
+    app = create_app(store, analyst_token=ANALYST, max_body_bytes=256 * 1024)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        c.store = store  # type: ignore[attr-defined]
+        yield c
+    store.close()
+
+
+async def publish(client, **changes) -> dict:
+    r = await client.post("/api/surveys", json=copy.deepcopy(SURVEY) | changes, headers=AUTH)
+    assert r.status_code in (200, 201), r.text
+    return r.json()
+
+
+async def test_publish_is_idempotent_and_immutable(client):
+    first = await publish(client)
+    assert first["created"] is True and first["total_epsilon"] == pytest.approx(math.log(3) + 2)
+    r = await client.post("/api/surveys", json=SURVEY, headers=AUTH)
+    assert r.status_code == 200 and r.json()["created"] is False
+    changed = copy.deepcopy(SURVEY) | {"title": "Other"}
+    err = assert_error_shape(await client.post("/api/surveys", json=changed, headers=AUTH), 409)
+    assert "new version" in err["message"]
+    r = await client.get("/api/surveys", headers=AUTH)
+    assert r.json() == [{"id": "health", "version": 1, "responses": 0}]
+
+
+async def test_bad_survey_names_the_field(client):
+    bad = copy.deepcopy(SURVEY)
+    bad["questions"][0]["design"]["params"]["p_yes"] = 1.3
+    err = assert_error_shape(await client.post("/api/surveys", json=bad, headers=AUTH), 422)
+    assert err["field"] == "body.questions.0"
+    assert "p_yes must be a probability in [0, 1]" in err["message"]
+    over = copy.deepcopy(SURVEY) | {"privacy_budget": 1.0}
+    err = assert_error_shape(await client.post("/api/surveys", json=over, headers=AUTH), 422)
+    assert err["field"] == "body.privacy_budget"
+    assert client.store.survey_ids() == []
+
+
+async def test_analyst_endpoints_need_the_token(client):
+    await publish(client)
+    for method, url in [
+        ("POST", "/api/surveys"),
+        ("GET", "/api/surveys"),
+        ("POST", "/api/surveys/health/invitations"),
+        ("GET", "/api/surveys/health/results"),
+        ("GET", "/api/surveys/health/export"),
+        ("GET", "/surveys/health/results"),
+    ]:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic eDp5"}):
+            r = await client.request(method, url, headers=headers, json={})
+            assert_error_shape(r, 401)
+
+
+async def test_responses_results_and_estimates(client, rng):
+    await publish(client)
+    view = (await client.get("/api/surveys/health")).json()
+    assert view["questions"][0]["columns"] == [[0.75, 0.25], [0.25, 0.75]]
+    design = ForcedResponse(p_yes=0.25, p_no=0.25)
+    truths = rng.random(400) < 0.3
+    reports = design.randomize(truths, rng)
+    for i, rep in enumerate(reports):
+        body = {"version": 1, "reports": {"drugs": int(rep), "status": i % 3}}
+        r = await client.post("/api/surveys/health/responses", json=body)
+        assert r.status_code == 201 and r.json() == {"stored": 1, "survey": "health", "version": 1}
+    res = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
+    assert res["responses"] == 400
+    drugs = res["questions"][0]
+    expected = estimate(design, reports)
+    assert drugs["prevalence"] == pytest.approx(expected.prevalence.tolist(), abs=1e-12)
+    assert drugs["std_error"] == pytest.approx(expected.std_error.tolist(), abs=1e-12)
+    assert drugs["ci_low"][1] <= drugs["prevalence"][1] <= drugs["ci_high"][1]
+    # the true prevalence 0.3 within 4 standard errors
+    assert abs(drugs["prevalence"][1] - 0.3) < Z4 * drugs["std_error"][1]
+    page = await client.get("/surveys/health/results", params={"key": ANALYST})
+    assert page.status_code == 200 and "data:image/png;base64," in page.text
+    assert "400 responses" in page.text
+
+
+async def test_export_csv_and_parquet(client):
+    await publish(client)
+    batch = {
+        "version": 1,
+        "responses": [{"reports": {"drugs": i % 2, "status": i % 3}} for i in range(30)],
+    }
+    assert (await client.post("/api/surveys/health/batch", json=batch)).status_code == 201
+    csv = await client.get("/api/surveys/health/export", headers=AUTH)
+    frame = pd.read_csv(io.StringIO(csv.text))
+    assert len(frame) == 60 and set(frame["question_id"]) == {"drugs", "status"}
+    pq = await client.get("/api/surveys/health/export", params={"format": "parquet"}, headers=AUTH)
+    pframe = pd.read_parquet(io.BytesIO(pq.content))
+    assert pframe.shape == (60, 6)
+    assert np.bincount(pframe.loc[pframe.question_id == "status", "report"]).tolist() == [
+        10,
+        10,
+        10,
+    ]
+    assert_error_shape(await client.get("/api/surveys/health/export?format=xml", headers=AUTH), 422)
+
+
+async def test_invitations_one_response_per_token(client):
+    await publish(client, requires_invitation=True)
+    r = await client.post("/api/surveys/health/invitations", json={"count": 2}, headers=AUTH)
+    tokens = r.json()["tokens"]
+    body = {"version": 1, "reports": {"drugs": 1, "status": 0}}
+    assert (
+        await client.post("/api/surveys/health/responses", json=body | {"token": tokens[0]})
+    ).status_code == 201
+    used = assert_error_shape(
+        await client.post("/api/surveys/health/responses", json=body | {"token": tokens[0]}), 403
+    )
+    unknown = assert_error_shape(
+        await client.post("/api/surveys/health/responses", json=body | {"token": "x" * 32}), 403
+    )
+    assert used == unknown  # the rejection does not reveal whether the token existed
+    assert_error_shape(await client.post("/api/surveys/health/responses", json=body), 403)
+    batch = {"version": 1, "responses": [{"reports": {"drugs": 1, "status": 0}}]}
+    assert_error_shape(await client.post("/api/surveys/health/batch", json=batch), 403)
+    assert client.store.response_count("health") == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"version": 1, "reports": {"drugs": 2, "status": 0}}, None),
+        ({"version": 1, "reports": {"drugs": 1}}, None),
+        ({"version": 1, "reports": {"drugs": 1, "status": 0, "x": 0}}, None),
+        ({"version": 1, "reports": {"drugs": "1", "status": 0}}, "body.reports.drugs"),
+        ({"version": 1, "reports": {"drugs": 1.5, "status": 0}}, "body.reports.drugs"),
+        ({"version": 1, "reports": {"drugs": True, "status": 0}}, "body.reports.drugs"),
+        ({"version": 1, "reports": {"drugs": 1, "status": 0}, "truth": 1}, "body.truth"),
+        ({"version": "1", "reports": {"drugs": 1, "status": 0}}, "body.version"),
+        ({"reports": {"drugs": 1, "status": 0}}, "body.version"),
+        ({"version": 1, "reports": {"Bad Id": 1}}, "body.reports.Bad Id.[key]"),
+        ({"version": 1, "reports": []}, "body.reports"),
+        ([1, 2], "body"),
+    ],
+)
+async def test_malformed_responses_are_rejected_and_nothing_stored(client, body, field):
+    await publish(client)
+    err = assert_error_shape(await client.post("/api/surveys/health/responses", json=body), 422)
+    if field:
+        assert err["field"] == field
+    assert client.store.report_count() == 0
+
+
+async def test_unknown_survey_version_media_and_size(client):
+    await publish(client)
+    body = {"version": 1, "reports": {"drugs": 1, "status": 0}}
+    assert_error_shape(await client.post("/api/surveys/nope/responses", json=body), 404)
+    assert_error_shape(
+        await client.post("/api/surveys/health/responses", json=body | {"version": 9}), 404
+    )
+    assert_error_shape(await client.get("/api/surveys/NOT%20A%20SLUG"), 422)
+    assert_error_shape(
+        await client.post(
+            "/api/surveys/health/responses",
+            content=b"{not json",
+            headers={"Content-Type": "application/json"},
+        ),
+        422,
+    )
+    huge = b'{"version": 1, "reports": {"drugs": 1, "status": 0}, "pad": "' + b"x" * 300_000 + b'"}'
+    assert_error_shape(
+        await client.post(
+            "/api/surveys/health/responses",
+            content=huge,
+            headers={"Content-Type": "application/json"},
+        ),
+        413,
+    )
+
+    async def chunks():
+        for _ in range(40):
+            yield b" " * 10_000
+
+    # no Content-Length (chunked): the limit applies while reading
+    assert_error_shape(
+        await client.post(
+            "/api/surveys/health/responses",
+            content=chunks(),
+            headers={"Content-Type": "application/json"},
+        ),
+        413,
+    )
+    assert_error_shape(await client.delete("/api/surveys/health"), 405)
+    assert_error_shape(await client.get("/no/such/path"), 404)
+    assert client.store.report_count() == 0
+
+
+async def test_respondent_page_and_openapi(client):
+    await publish(client)
+    page = await client.get("/s/health")
+    assert page.status_code == 200
+    assert page.headers["referrer-policy"] == "no-referrer"
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert '<script src="/static/respond.js"' in page.text
+    assert "http://" not in page.text and "https://" not in page.text  # no CDN, no third party
+    js = (await client.get("/static/respond.js")).text
+    assert "crypto.getRandomValues" in js and "Math.random" not in js
+    doc = (await client.get("/openapi.json")).json()
+    assert "/api/surveys/{survey_id}/responses" in doc["paths"]
+    assert "/api/surveys/{survey_id}/batch" in doc["paths"]

@@ -1,0 +1,147 @@
+"""Survey definitions: validation names the field, budgets compose, one-sided designs opt in."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from deniable.cli import app
+from deniable.errors import SurveyError
+from deniable.survey import BUDGET_SLACK, load_survey, parse_survey
+
+from .conftest import SURVEY
+
+
+def survey(**changes):
+    data = copy.deepcopy(SURVEY)
+    data.update(changes)
+    return data
+
+
+def fields(exc: SurveyError) -> list[str]:
+    return [f for f, _ in exc.errors]
+
+
+def test_valid_survey_epsilons_and_digest():
+    s = load_survey(SURVEY)
+    assert s.question("drugs").epsilon == pytest.approx(math.log(3), abs=1e-12)
+    assert s.question("status").epsilon == pytest.approx(2.0, abs=1e-12)
+    assert s.total_epsilon == pytest.approx(math.log(3) + 2.0, abs=1e-12)
+    assert s.question("status").report_labels == ["single", "married", "divorced"]
+    # the digest identifies content: any change, even to text, changes it
+    other = survey(title="Health survey (revised)")
+    assert load_survey(other).digest != s.digest
+    assert load_survey(copy.deepcopy(SURVEY)).digest == s.digest
+
+
+def test_yaml_and_json_files_agree(tmp_path):
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(SURVEY))
+    (tmp_path / "s.json").write_text(json.dumps(SURVEY))
+    assert load_survey(tmp_path / "s.yaml").digest == load_survey(tmp_path / "s.json").digest
+    assert parse_survey(json.dumps(SURVEY)).digest == load_survey(SURVEY).digest
+
+
+def test_budget_is_sequential_composition():
+    spent = math.log(3) + 2.0
+    assert load_survey(survey(privacy_budget=spent))  # exactly at the budget
+    with pytest.raises(SurveyError) as info:
+        load_survey(survey(privacy_budget=spent - 10 * BUDGET_SLACK))
+    assert fields(info.value) == ["privacy_budget"]
+    assert "drugs=1.09861" in str(info.value) and "status=2" in str(info.value)
+
+
+def test_infinite_epsilon_needs_opt_in():
+    q = {
+        "id": "abortion",
+        "text": "Have you had an abortion?",
+        "design": {"name": "mangat", "params": {"p": 0.3}},
+    }
+    with pytest.raises(SurveyError, match="allow_infinite_epsilon"):
+        load_survey(survey(questions=[q]))
+    s = load_survey(survey(questions=[q | {"allow_infinite_epsilon": True}]))
+    assert math.isinf(s.total_epsilon) and s.finite_epsilon == 0.0
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        ({"privacy_budget": -1}, "privacy_budget", "greater than 0"),
+        ({"id": "Bad Id"}, "id", "pattern"),
+        ({"version": 0}, "version", "greater than or equal to 1"),
+        ({"format": 2}, "format", "1"),
+        ({"colour": "red"}, "colour", "Extra inputs"),
+        ({"questions": []}, "questions", "at least 1"),
+    ],
+)
+def test_malformed_survey_fields_are_named(change, field, fragment):
+    with pytest.raises(SurveyError) as info:
+        load_survey(survey(**change))
+    assert field in fields(info.value)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("question", "fragment"),
+    [
+        ({"design": {"name": "warner", "params": {"p": 1.3}}}, "p must be a probability in [0, 1]"),
+        ({"design": {"name": "coin-toss"}}, "unknown design 'coin-toss'; allowed:"),
+        ({"design": {"name": "warner", "params": {"q": 0.7}}}, "do not fit 'warner'"),
+        (
+            {"choices": ["a", "b", "c"], "design": {"name": "warner", "params": {"p": 0.7}}},
+            "choices has 3",
+        ),
+        ({"design": {"name": "kary-rr", "params": {"epsilon": 1}}}, "kary-rr needs choices"),
+    ],
+)
+def test_malformed_question_names_the_question(question, fragment):
+    q = {"id": "q", "text": "?"} | question
+    with pytest.raises(SurveyError) as info:
+        load_survey(survey(questions=[q]))
+    assert fields(info.value)[0].startswith("questions.0")
+    assert fragment in str(info.value)
+
+
+def test_duplicate_question_ids_and_bad_yaml():
+    q = SURVEY["questions"][0]
+    with pytest.raises(SurveyError, match="used twice"):
+        load_survey(survey(questions=[q, q]))
+    with pytest.raises(SurveyError, match="not valid YAML"):
+        parse_survey("id: [unclosed")
+    with pytest.raises(SurveyError, match="mapping"):
+        parse_survey("- a list")
+
+
+def test_respondent_view_columns_are_the_design_matrix():
+    s = load_survey(SURVEY)
+    view = s.respondent_view()
+    for q, vq in zip(s.questions, view["questions"], strict=True):
+        assert vq["columns"] == q.randomizer.matrix.T.tolist()
+        assert all(math.isclose(sum(c), 1.0) for c in vq["columns"])
+    drugs = view["questions"][0]
+    # two-coin design at prior 1/2: posterior of "yes" after report yes is 3/4
+    assert drugs["disclosure"]["posterior"][1][1] == pytest.approx(0.75)
+    assert "both heads" in drugs["instructions"]
+    assert json.dumps(view)  # JSON-ready
+
+
+def test_survey_check_command(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(SURVEY))
+    result = CliRunner().invoke(app, ["survey", "check", str(path), "--prior", "0.1", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert [q["id"] for q in out["questions"]] == ["drugs", "status"]
+    assert out["total_epsilon"] == pytest.approx(math.log(3) + 2)
+    # prior 0.1, report "yes": posterior = 0.75*0.1 / (0.75*0.1 + 0.25*0.9) = 0.25
+    assert out["questions"][0]["posterior_after_report"]["yes"][1] == pytest.approx(0.25)
+    text = CliRunner().invoke(app, ["survey", "check", str(path)])
+    assert text.exit_code == 0 and "Total epsilon per respondent" in text.output
+    path.write_text(json.dumps(survey(privacy_budget=1.0)))
+    bad = CliRunner().invoke(app, ["survey", "check", str(path)])
+    assert bad.exit_code == 2 and "privacy_budget" in bad.output

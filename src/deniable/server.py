@@ -28,6 +28,7 @@ than ``max_body_bytes`` are refused with 413 while they are read.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import html
 import io
@@ -47,6 +48,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from .errors import (
@@ -58,7 +60,7 @@ from .errors import (
     SurveyNotFoundError,
 )
 from .estimate import estimate
-from .storage import Store
+from .storage import PendingResponse, Store
 from .survey import Survey
 
 __all__ = ["MAX_BATCH", "app_from_environment", "create_app"]
@@ -201,6 +203,54 @@ class _BodyLimit:
         await self.app(scope, limited, send)
 
 
+class GroupCommitter:
+    """Group commit: responses arriving together are stored in one transaction.
+
+    Each request enqueues its validated response and waits; one writer task takes
+    everything queued (up to ``max_group``), commits it in a worker thread with
+    :meth:`Store.commit_group`, then wakes each request with its own outcome. A
+    response is therefore acknowledged only after a commit that contains it, and one
+    fsync serves many respondents.
+    """
+
+    def __init__(self, store: Store, max_group: int = 2000) -> None:
+        self.store = store
+        self.max_group = max_group
+        self._queue: asyncio.Queue[tuple[PendingResponse, asyncio.Future[None]]] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def submit(self, pending: PendingResponse) -> None:
+        """Wait until ``pending`` is committed; raise its InvitationError if refused."""
+        if self._queue is None or self._task is None or self._task.done():
+            self._queue = asyncio.Queue()
+            self._task = asyncio.create_task(self._run())
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((pending, future))
+        await future
+
+    async def _run(self) -> None:
+        assert self._queue is not None
+        queue = self._queue
+        while True:
+            group = [await queue.get()]
+            while not queue.empty() and len(group) < self.max_group:
+                group.append(queue.get_nowait())
+            try:
+                outcomes = await run_in_threadpool(self.store.commit_group, [p for p, _ in group])
+            except Exception as exc:  # nothing of this group was stored
+                for _, future in group:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), outcome in zip(group, outcomes, strict=True):
+                if future.done():  # the client went away; the response is stored anyway
+                    continue
+                if outcome is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(outcome)
+
+
 def create_app(
     store: Store | None = None,
     *,
@@ -291,11 +341,20 @@ def create_app(
         """The survey as the respondent's device needs it (matrices, labels, epsilons)."""
         return store.survey(survey_id, version).respondent_view()
 
+    committer = GroupCommitter(store)
+    app.state.committer = committer
+
     @app.post("/api/surveys/{survey_id}/responses", status_code=201, tags=["public"])
-    def submit(survey_id: SurveyId, body: ResponseIn) -> Stored:
-        """Store one response. 201 only after it is committed; 403 for a bad invitation."""
-        survey = store.survey(survey_id, body.version)
-        store.submit(survey, body.reports, body.token)
+    async def submit(survey_id: SurveyId, body: ResponseIn) -> Stored:
+        """Store one response. 201 only after it is committed; 403 for a bad invitation.
+
+        Concurrent responses share one transaction (group commit); each is acknowledged
+        only after that transaction has committed.
+        """
+        survey = store.cached_survey(survey_id, body.version)
+        if survey is None:
+            survey = await run_in_threadpool(store.survey, survey_id, body.version)
+        await committer.submit(store.prepare(survey, body.reports, body.token))
         return Stored(stored=1, survey=survey.id, version=survey.version)
 
     @app.post("/api/surveys/{survey_id}/batch", status_code=201, tags=["public"])

@@ -40,6 +40,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,7 @@ from .tally import Tally
 __all__ = [
     "DEFAULT_SQLITE_FILE",
     "MIGRATIONS",
+    "PendingResponse",
     "Store",
     "database_url",
     "hash_token",
@@ -193,6 +195,16 @@ def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
     return engine
 
 
+@dataclass(frozen=True)
+class PendingResponse:
+    """A validated response waiting for its transaction (see :meth:`Store.commit_group`)."""
+
+    survey_id: str
+    requires_invitation: bool
+    token: str | None
+    rows: list[dict[str, Any]]
+
+
 class Store:
     """The collection database.
 
@@ -297,6 +309,10 @@ class Store:
                 ) from None
         return True
 
+    def cached_survey(self, survey_id: str, version: int) -> Survey | None:
+        """The survey if this process has already loaded it (published ones never change)."""
+        return self._cache.get((survey_id, version))
+
     def survey(self, survey_id: str, version: int | None = None) -> Survey:
         """A published survey: the given version, or the latest.
 
@@ -400,11 +416,46 @@ class Store:
             If the survey needs an invitation and the token is missing, unknown, for
             another survey, or used (the error does not say which).
         """
+        (outcome,) = self.commit_group([self.prepare(survey, reports_by_question, token)])
+        if outcome is not None:
+            raise outcome
+
+    def prepare(
+        self, survey: Survey, reports_by_question: Mapping[str, int], token: str | None = None
+    ) -> PendingResponse:
+        """Validate one response into the rows to insert (no database access).
+
+        Raises
+        ------
+        ReportValidationError
+            As :meth:`submit`.
+        """
         rows = self._rows(survey, [reports_by_question], self._bucket())
+        return PendingResponse(survey.id, survey.requires_invitation, token, rows)
+
+    def commit_group(self, pending: Sequence[PendingResponse]) -> list[InvitationError | None]:
+        """Store many prepared responses in ONE transaction (group commit).
+
+        Each response spends its own invitation; a response whose invitation is refused
+        is left out (its entry in the result is the error) without affecting the others.
+        Returns after the commit: every ``None`` entry is then durable. If the
+        transaction fails, nothing is stored and the exception propagates.
+        """
+        outcomes: list[InvitationError | None] = []
+        rows: list[dict[str, Any]] = []
         with self.engine.begin() as conn:
-            if survey.requires_invitation:
-                self._spend(conn, survey.id, token)
-            conn.execute(insert(reports), rows)
+            for item in pending:
+                if item.requires_invitation:
+                    try:
+                        self._spend(conn, item.survey_id, item.token)
+                    except InvitationError as exc:
+                        outcomes.append(exc)
+                        continue
+                outcomes.append(None)
+                rows.extend(item.rows)
+            if rows:
+                conn.execute(insert(reports), rows)
+        return outcomes
 
     def submit_batch(self, survey: Survey, responses: Sequence[Mapping[str, int]]) -> int:
         """Store many responses in one transaction (all or none); return how many.

@@ -1,0 +1,182 @@
+"""A real `deniable serve` process on loopback: concurrency, SIGKILL mid-load, the
+terminal respondent client. Runs on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from deniable.live import free_port
+
+from .conftest import ANALYST, AUTH, SURVEY
+
+DEANIABLE = str(Path(sys.executable).parent / "deniable")
+
+#: Four 10-choice questions: a response's reports spell a number 0..9999, so every
+#: stored response can be matched to the request that sent it.
+DIGITS = {
+    "format": 1,
+    "id": "digits",
+    "version": 1,
+    "title": "Load test",
+    "privacy_budget": 4.0,
+    "questions": [
+        {
+            "id": f"d{i}",
+            "text": f"digit {i}",
+            "choices": [str(j) for j in range(10)],
+            "design": {"name": "kary-rr", "params": {"epsilon": 1.0}},
+        }
+        for i in range(4)
+    ],
+}
+
+
+def encode(n: int) -> dict:
+    return {"version": 1, "reports": {f"d{i}": (n // 10**i) % 10 for i in range(4)}}
+
+
+class Server:
+    def __init__(self, url: str, tmp: Path) -> None:
+        self.url, self.tmp = url, tmp
+        self.proc: subprocess.Popen | None = None
+        self.base = ""
+
+    def start(self) -> None:
+        port = free_port()
+        env = os.environ | {"DENIABLE_ANALYST_TOKEN": ANALYST, "DENIABLE_DATABASE_URL": self.url}
+        self.proc = subprocess.Popen(
+            [DEANIABLE, "serve", "--port", str(port)],
+            cwd=self.tmp,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.tmp / "server.log", "ab"),  # noqa: SIM115
+        )
+        self.base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError((self.tmp / "server.log").read_text())
+
+    def kill(self) -> None:
+        assert self.proc
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+
+
+@pytest.fixture
+def server(database_url, tmp_path):
+    s = Server(database_url, tmp_path)
+    s.start()
+    yield s
+    s.stop()
+
+
+def stored_numbers(base: str) -> list[int]:
+    frame = httpx.get(f"{base}/api/surveys/digits/export", headers=AUTH, timeout=60).text
+    import io
+
+    import pandas as pd
+
+    df = pd.read_csv(io.StringIO(frame))
+    wide = df.pivot(index="response_id", columns="question_id", values="report")
+    return sorted(int(sum(int(row[f"d{i}"]) * 10**i for i in range(4))) for _, row in wide.iterrows())
+
+
+async def load(base: str, numbers: list[list[int]], acked: list[int], stop_on_error: bool) -> None:
+    limits = httpx.Limits(max_connections=len(numbers))
+    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+
+        async def worker(mine: list[int]) -> None:
+            for n in mine:
+                try:
+                    r = await client.post("/api/surveys/digits/responses", json=encode(n))
+                except httpx.HTTPError:
+                    if stop_on_error:
+                        return
+                    raise
+                if r.status_code == 201:
+                    acked.append(n)
+                else:
+                    assert stop_on_error, r.text
+
+        await asyncio.gather(*(worker(m) for m in numbers))
+
+
+def test_openapi_and_flow_on_a_real_process(server):
+    doc = httpx.get(f"{server.base}/openapi.json").json()
+    assert doc["info"]["title"] == "deniable collection server"
+    assert httpx.post(f"{server.base}/api/surveys", json=SURVEY, headers=AUTH).status_code == 201
+    r = httpx.post(f"{server.base}/api/surveys/health/responses", json={"version": 1, "reports": {"drugs": 1, "status": 1}})
+    assert r.status_code == 201
+    assert httpx.get(f"{server.base}/s/health").status_code == 200
+
+
+def test_fifty_concurrent_clients_two_hundred_responses_each(server):
+    assert httpx.post(f"{server.base}/api/surveys", json=DIGITS, headers=AUTH).status_code == 201
+    numbers = [list(range(c * 200, (c + 1) * 200)) for c in range(50)]
+    acked: list[int] = []
+    asyncio.run(load(server.base, numbers, acked, stop_on_error=False))
+    assert len(acked) == 10_000
+    assert stored_numbers(server.base) == list(range(10_000))  # each exactly once
+
+
+def test_sigkill_mid_load_loses_no_acknowledged_response(server):
+    assert httpx.post(f"{server.base}/api/surveys", json=DIGITS, headers=AUTH).status_code == 201
+    numbers = [list(range(c * 500, (c + 1) * 500)) for c in range(20)]
+    acked: list[int] = []
+
+    async def scenario() -> None:
+        task = asyncio.create_task(load(server.base, numbers, acked, stop_on_error=True))
+        while len(acked) < 300:
+            await asyncio.sleep(0.01)
+        server.kill()
+        await task
+
+    asyncio.run(scenario())
+    assert 300 <= len(acked) < 10_000  # killed in the middle
+    server.start()
+    stored = stored_numbers(server.base)
+    assert len(stored) == len(set(stored))  # nothing duplicated
+    assert set(acked) <= set(stored)  # every acknowledged response survived
+    sent_upper = {n for m in numbers for n in m}
+    assert set(stored) <= sent_upper
+    # at most one in-flight request per client was committed without its acknowledgement
+    assert len(stored) - len(acked) <= len(numbers)
+
+
+def test_terminal_respondent_client(server):
+    invited = SURVEY | {"requires_invitation": True}
+    httpx.post(f"{server.base}/api/surveys", json=invited, headers=AUTH).raise_for_status()
+    (token,) = httpx.post(
+        f"{server.base}/api/surveys/health/invitations", json={"count": 1}, headers=AUTH
+    ).json()["tokens"]
+    url = f"{server.base}/s/health?token={token}"
+    out = subprocess.run(
+        [DEANIABLE, "respond", url], input="2\n3\ny\n", capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "The server will receive only these reports" in out.stdout and "Stored" in out.stdout
+    res = httpx.get(f"{server.base}/api/surveys/health/results", headers=AUTH).json()
+    assert res["responses"] == 1
+    again = subprocess.run(
+        [DEANIABLE, "respond", url, "--yes"], input="1\n1\n", capture_output=True, text=True, timeout=60
+    )
+    assert again.returncode == 2 and "not valid" in again.stderr

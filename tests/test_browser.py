@@ -134,7 +134,10 @@ def test_own_coin_mode_sends_the_entered_outcome(browser, site):
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
     frame = store.export("health")
-    assert dict(zip(frame["question_id"], frame["report"], strict=True)) == {"drugs": 1, "status": 0}
+    assert dict(zip(frame["question_id"], frame["report"], strict=True)) == {
+        "drugs": 1,
+        "status": 0,
+    }
     context.close()
 
 

@@ -30,7 +30,9 @@ json_scalar = (
 )
 json_value = st.recursive(
     json_scalar,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 valid_response = {"version": 1, "reports": {"drugs": 1, "status": 2}}
@@ -89,7 +91,10 @@ paths = st.sampled_from(
     ]
 ) | st.builds(
     lambda seg, tail: f"/api/surveys/{seg}/{tail}",
-    st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="/?#%"), max_size=12),
+    st.text(
+        alphabet=st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="/?#%"),
+        max_size=12,
+    ),
     st.sampled_from(["responses", "batch", "results", "", "x"]),
 )
 
@@ -99,10 +104,20 @@ requests = st.fixed_dictionaries(
         "path": paths,
         "body": mutated() | json_value.map(lambda v: v) | st.binary(max_size=64),
         "content_type": st.sampled_from(
-            ["application/json", "application/json", "text/plain", "application/x-www-form-urlencoded", None]
+            [
+                "application/json",
+                "application/json",
+                "text/plain",
+                "application/x-www-form-urlencoded",
+                None,
+            ]
         ),
         "auth": st.booleans(),
-        "query": st.dictionaries(st.sampled_from(["version", "format", "key", "confidence_level"]), st.text(max_size=6), max_size=2),
+        "query": st.dictionaries(
+            st.sampled_from(["version", "format", "key", "confidence_level"]),
+            st.text(max_size=6),
+            max_size=2,
+        ),
     }
 )
 
@@ -123,7 +138,9 @@ def test_fuzzed_requests_never_5xx_always_error_shape_store_nothing(tmp_path):
     assert r.status_code == 201
     stats = {"requests": 0, "rejected": 0}
 
-    @settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @settings(
+        max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+    )
     @given(req=requests)
     def check(req):
         before = store.report_count()
@@ -134,7 +151,9 @@ def test_fuzzed_requests_never_5xx_always_error_shape_store_nothing(tmp_path):
             headers["Authorization"] = f"Bearer {ANALYST}"
         body = req["body"]
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        resp = run(req["method"], req["path"], content=content, headers=headers, params=req["query"])
+        resp = run(
+            req["method"], req["path"], content=content, headers=headers, params=req["query"]
+        )
         stats["requests"] += 1
         assert resp.status_code < 500, (req, resp.text)
         if resp.status_code >= 400:

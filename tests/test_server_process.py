@@ -97,7 +97,9 @@ def stored_numbers(base: str) -> list[int]:
 
     df = pd.read_csv(io.StringIO(frame))
     wide = df.pivot(index="response_id", columns="question_id", values="report")
-    return sorted(int(sum(int(row[f"d{i}"]) * 10**i for i in range(4))) for _, row in wide.iterrows())
+    return sorted(
+        int(sum(int(row[f"d{i}"]) * 10**i for i in range(4))) for _, row in wide.iterrows()
+    )
 
 
 async def load(base: str, numbers: list[list[int]], acked: list[int], stop_on_error: bool) -> None:
@@ -124,7 +126,10 @@ def test_openapi_and_flow_on_a_real_process(server):
     doc = httpx.get(f"{server.base}/openapi.json").json()
     assert doc["info"]["title"] == "deniable collection server"
     assert httpx.post(f"{server.base}/api/surveys", json=SURVEY, headers=AUTH).status_code == 201
-    r = httpx.post(f"{server.base}/api/surveys/health/responses", json={"version": 1, "reports": {"drugs": 1, "status": 1}})
+    r = httpx.post(
+        f"{server.base}/api/surveys/health/responses",
+        json={"version": 1, "reports": {"drugs": 1, "status": 1}},
+    )
     assert r.status_code == 201
     assert httpx.get(f"{server.base}/s/health").status_code == 200
 
@@ -177,6 +182,10 @@ def test_terminal_respondent_client(server):
     res = httpx.get(f"{server.base}/api/surveys/health/results", headers=AUTH).json()
     assert res["responses"] == 1
     again = subprocess.run(
-        [DEANIABLE, "respond", url, "--yes"], input="1\n1\n", capture_output=True, text=True, timeout=60
+        [DEANIABLE, "respond", url, "--yes"],
+        input="1\n1\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert again.returncode == 2 and "not valid" in again.stderr

@@ -571,11 +571,7 @@ def respond(
                 console.print(f"\n[bold]{i}. {q['text']}[/]  (epsilon {q['epsilon']})")
                 for j, label in enumerate(q["choices"]):
                     console.print(f"  {j + 1}) {label}")
-                pick = typer.prompt(
-                    "Your true answer (number; not sent)",
-                    type=click_choice([str(j + 1) for j in range(len(q["choices"]))]),
-                )
-                answers[q["id"]] = int(pick) - 1
+                answers[q["id"]] = _ask_choice(len(q["choices"]))
             if view.get("requires_invitation") and not token:
                 token = typer.prompt("Invitation token", hide_input=True)
             reports = respond_reports(view, answers)
@@ -604,11 +600,13 @@ def _server_message(r: Any) -> str:
         return f"HTTP {r.status_code}"
 
 
-def click_choice(values: list[str]) -> Any:
-    """A click Choice type for prompts."""
-    import click
-
-    return click.Choice(values)
+def _ask_choice(k: int) -> int:
+    """Prompt until the answer is a number 1..k; return it as a code 0..k-1."""
+    while True:
+        raw = typer.prompt(f"Your true answer (1-{k}; stays on this computer)")
+        if raw.strip().isdigit() and 1 <= int(raw) <= k:
+            return int(raw) - 1
+        err.print(f"Please type a number from 1 to {k}.")
 
 
 def main() -> None:  # pragma: no cover - console script entry

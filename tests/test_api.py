@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import math
 
 import httpx
@@ -208,6 +209,12 @@ async def test_unknown_survey_version_media_and_size(client):
         ),
         413,
     )
+    plain = await client.post(
+        "/api/surveys/health/responses",
+        content=json.dumps(body).encode(),
+        headers={"Content-Type": "text/plain"},
+    )
+    assert assert_error_shape(plain, 422)["field"] == "body"
     assert_error_shape(await client.delete("/api/surveys/health"), 405)
     assert_error_shape(await client.get("/no/such/path"), 404)
     assert client.store.report_count() == 0
@@ -226,3 +233,8 @@ async def test_respondent_page_and_openapi(client):
     doc = (await client.get("/openapi.json")).json()
     assert "/api/surveys/{survey_id}/responses" in doc["paths"]
     assert "/api/surveys/{survey_id}/batch" in doc["paths"]
+    # the hot path parses the body itself; its schema is still published
+    post = doc["paths"]["/api/surveys/{survey_id}/responses"]["post"]
+    schema = post["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["required"] == ["version", "reports"]
+    assert schema["additionalProperties"] is False

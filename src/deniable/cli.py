@@ -318,10 +318,49 @@ def demo(
         console.width = max(console.width, 150)
     stay = console.is_terminal and not as_json if keep_serving is None else keep_serving
 
-    def wait(result: LiveDemoResult) -> None:
-        _print_live(result)
+    def report(live: LiveDemoResult) -> None:
+        if as_json:
+            _emit_json(
+                {
+                    "adult": [r.to_dict() for r in adult],
+                    "live": {
+                        "respondents": live.respondents,
+                        "seconds": live.seconds,
+                        "rows": [asdict(r) | {"covered": r.covered} for r in live.rows],
+                    },
+                    "real_surveys": [r.to_dict() for r in real],
+                }
+            )
+            return
         console.print(
-            f"Serving the results page at [bold]{result.results_url}[/]; press Ctrl-C to stop."
+            "[bold]1. A private survey of 48,842 people (UCI Adult, 1994 US census extract).[/]\n"
+            "Each answer is randomized on the respondent's device "
+            + ("(seeded simulation)" if seed is not None else "(secure random source)")
+            + "; the analyst sees only reports."
+        )
+        console.print(_demo_table("Estimate, 95% CI and the true rate", adult))
+        covered = sum(bool(r.covered) for r in adult)
+        console.print(f"{covered} of {len(adult)} intervals contain the true rate.\n")
+        _print_live(live)
+        console.print(
+            "[bold]3. Real randomized-response surveys[/] "
+            "(data from the R packages rr, RRTCS, GLMMRR).\n"
+            "Estimates are the unbiased moment estimates (as RRreg::RRuni, rr and RRTCS report "
+            "them); the MTURK dice game has a known truth."
+        )
+        console.print(_demo_table("Prevalence estimates", real))
+        console.print(
+            "In the MTURK validation study the crosswise model over-estimates and forced "
+            "response under-estimates the observed cheating rate, as Hoeglinger & Jann (2018) "
+            "report: the designs are unbiased only when respondents follow the instructions."
+        )
+
+    def hold(live: LiveDemoResult) -> None:
+        """Runs while the demo server is up: report, then serve until Ctrl-C."""
+        progress.stop()
+        report(live)
+        console.print(
+            f"\nServing the results page at [bold]{live.results_url}[/]; press Ctrl-C to stop."
         )
         try:
             while True:
@@ -338,46 +377,11 @@ def demo(
         adult = adult_survey(rng, step)
         real = real_surveys(step)
         step("starting the collection server")
-        live = live_demo(respondents, seed=seed, progress=step, keep_serving=None)
-    if as_json:
-        _emit_json(
-            {
-                "adult": [r.to_dict() for r in adult],
-                "live": {
-                    "respondents": live.respondents,
-                    "seconds": live.seconds,
-                    "rows": [asdict(r) | {"covered": r.covered} for r in live.rows],
-                },
-                "real_surveys": [r.to_dict() for r in real],
-            }
-        )
-        return
-    console.print(
-        "[bold]1. A private survey of 48,842 people (UCI Adult, 1994 US census extract).[/]\n"
-        "Each answer is randomized on the respondent's device "
-        + ("(seeded simulation)" if seed is not None else "(secure random source)")
-        + "; the analyst sees only reports."
-    )
-    console.print(_demo_table("Estimate, 95% CI and the true rate", adult))
-    covered = sum(bool(r.covered) for r in adult)
-    console.print(f"{covered} of {len(adult)} intervals contain the true rate.\n")
-    _print_live(live)
-    console.print(
-        "[bold]3. Real randomized-response surveys[/] "
-        "(data from the R packages rr, RRTCS, GLMMRR).\n"
-        "Estimates are the unbiased moment estimates (as RRreg::RRuni, rr and RRTCS report them); "
-        "the MTURK dice game has a known truth."
-    )
-    console.print(_demo_table("Prevalence estimates", real))
-    console.print(
-        "In the MTURK validation study the crosswise model over-estimates and forced response "
-        "under-estimates the observed cheating rate, as Hoeglinger & Jann (2018) report: the "
-        "designs are unbiased only when respondents follow the instructions."
-    )
+        live = live_demo(respondents, seed=seed, progress=step, keep_serving=hold if stay else None)
     if stay:
-        console.print("\nStarting the demo server again to keep its results page open...")
-        live_demo(respondents, seed=seed, keep_serving=wait)
-    else:
+        return
+    report(live)
+    if not as_json:
         console.print(
             "\nThe demo server has stopped. To browse the results page, run "
             "[bold]deniable demo --keep-serving[/] and open the URL it prints, "
@@ -439,15 +443,13 @@ def survey_check(
     rows = []
     for q in survey.questions:
         d = q.randomizer
-        k = d.n_truths
-        pri = np.array([1 - prior, prior]) if k == 2 else np.full(k, 1.0 / k)
-        risk = disclosure_risk(d, pri)
+        risk = q.disclosure_risk(prior)
         rows.append(
             {
                 "id": q.id,
                 "design": repr(d),
                 "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
-                "prior": pri.tolist(),
+                "prior": q.prior(prior).tolist(),
                 "posterior_after_report": {
                     q.report_labels[r]: None
                     if np.isnan(risk.posterior[r]).all()

@@ -47,7 +47,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
@@ -61,7 +61,7 @@ from .errors import (
 )
 from .estimate import estimate
 from .storage import PendingResponse, Store
-from .survey import Survey
+from .survey import SLUG_PATTERN, Survey
 
 __all__ = ["MAX_BATCH", "app_from_environment", "create_app"]
 
@@ -72,8 +72,8 @@ MAX_BATCH = 10_000
 #: Default limit on a request body, bytes.
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
-QuestionId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
-SurveyId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+QuestionId = Annotated[str, Field(pattern=SLUG_PATTERN)]
+SurveyId = Annotated[str, Field(pattern=SLUG_PATTERN)]
 
 
 class ResponseIn(BaseModel):
@@ -349,13 +349,32 @@ def create_app(
         status_code=201,
         tags=["public"],
         response_model=Stored,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": ResponseIn.model_json_schema()}},
+            }
+        },
     )
-    async def submit(survey_id: SurveyId, body: ResponseIn) -> Response:
+    async def submit(survey_id: SurveyId, request: Request) -> Response:
         """Store one response. 201 only after it is committed; 403 for a bad invitation.
 
         Concurrent responses share one transaction (group commit); each is acknowledged
         only after that transaction has committed.
         """
+        # hot path: pydantic-core parses and validates the raw JSON in one pass (the body
+        # schema is still published through ``openapi_extra``)
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json" and not media.endswith("+json"):
+            raise RequestValidationError(
+                [{"loc": ("body",), "msg": "request body must be JSON (application/json)"}]
+            )
+        try:
+            body = ResponseIn.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise RequestValidationError(
+                [e | {"loc": ("body", *e["loc"])} for e in exc.errors()]
+            ) from None
         survey = store.cached_survey(survey_id, body.version)
         if survey is None:
             survey = await run_in_threadpool(store.survey, survey_id, body.version)

@@ -45,6 +45,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
+from numpy.typing import NDArray
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -66,7 +67,7 @@ from .designs import (
     Warner,
 )
 from .errors import SurveyError
-from .planning import disclosure_risk
+from .planning import DisclosureRisk, disclosure_risk
 
 __all__ = [
     "BUDGET_SLACK",
@@ -83,7 +84,9 @@ __all__ = [
 #: Nats of slack in the budget check (absorbs each epsilon's upward rounding).
 BUDGET_SLACK = 1e-9
 
-Slug = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+#: Identifiers of surveys and questions: lower-case letter, then up to 63 of [a-z0-9_-].
+SLUG_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
+Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 Text = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
 Label = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
 
@@ -215,6 +218,21 @@ class Question(BaseModel):
         if self.choices is not None and isinstance(self._design, same_symbols):
             return list(self.choices)
         return list(self._design.report_labels)
+
+    def prior(self, prior_yes: float) -> NDArray[np.float64]:
+        """The prior over true answers used for this question's disclosure risk.
+
+        Binary questions use ``prior_yes`` (in [0, 1]) on "yes"; questions with k > 2
+        answers use the uniform prior (no category is singled out). Shape ``(k,)``.
+        """
+        k = self._design.n_truths
+        if k == 2:
+            return np.array([1.0 - prior_yes, prior_yes])
+        return np.full(k, 1.0 / k)
+
+    def disclosure_risk(self, prior_yes: float) -> DisclosureRisk:
+        """:func:`~deniable.planning.disclosure_risk` of this question at :meth:`prior`."""
+        return disclosure_risk(self._design, self.prior(prior_yes))
 
 
 class Survey(BaseModel):
@@ -348,14 +366,10 @@ def _json_float(x: float) -> float | str:
 
 
 def _disclosure(q: Question, prior_yes: float) -> dict[str, Any]:
-    d = q.randomizer
-    k = d.n_truths
-    # binary: the survey's prior on "yes"; k categories: uniform (no category singled out)
-    prior = np.array([1 - prior_yes, prior_yes]) if k == 2 else np.full(k, 1.0 / k)
-    risk = disclosure_risk(d, prior)
+    risk = q.disclosure_risk(prior_yes)
     post = risk.posterior
     return {
-        "prior": prior.tolist(),
+        "prior": q.prior(prior_yes).tolist(),
         "posterior": [[None if np.isnan(x) else float(x) for x in row] for row in post],
         "max_odds_factor": _json_float(math.exp(q.epsilon)) if math.isfinite(q.epsilon) else "inf",
     }

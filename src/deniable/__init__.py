@@ -29,7 +29,16 @@ from .designs import (
 )
 from .errors import BudgetExceededError, DeniableError, PrivacyWarning, ReportValidationError
 from .estimate import ConfidenceInterval, PrevalenceEstimate, estimate
+from .oracles import (
+    FrequencyOracle,
+    HadamardResponse,
+    LocalHashing,
+    SupportTally,
+    UnaryEncoding,
+    frequency_oracle,
+)
 from .planning import disclosure_risk, prevalence_test, prevalence_test_error_rates, sample_size
+from .postprocess import norm_sub, oracle_em, project_simplex
 from .randomness import BlumBlumShub, SecureRandom
 from .tally import Tally
 
@@ -43,22 +52,31 @@ __all__ = [
     "DeniableError",
     "Design",
     "ForcedResponse",
+    "FrequencyOracle",
+    "HadamardResponse",
     "KaryRR",
     "Kuk",
+    "LocalHashing",
     "Mangat",
     "MatrixDesign",
     "PrevalenceEstimate",
     "PrivacyWarning",
     "ReportValidationError",
     "SecureRandom",
+    "SupportTally",
     "Tally",
     "Triangular",
+    "UnaryEncoding",
     "UnrelatedQuestion",
     "Warner",
     "design_from_spec",
     "disclosure_risk",
     "estimate",
+    "frequency_oracle",
+    "norm_sub",
+    "oracle_em",
     "prevalence_test",
     "prevalence_test_error_rates",
+    "project_simplex",
     "sample_size",
 ]

@@ -20,18 +20,21 @@ With ``n`` reports and report shares ``lam = c / n``:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import stats
 
 from ._validation import check_confidence_level
 from ._variance import affine_map
 from .bayes import check_prior, posterior_draws
 from .designs import Design
 from .errors import ReportValidationError
-from .intervals import INTERVAL_METHODS, moment_batch, prevalence_intervals
+from .intervals import INTERVAL_METHODS, moment_batch, prevalence_intervals, share_interval
+from .oracles import FrequencyOracle, SupportTally
 from .tally import Tally
 
 __all__ = [
@@ -59,16 +62,20 @@ class PrevalenceEstimate:
 
     Attributes
     ----------
-    design : Design
-        The design the reports came through.
-    tally : Tally
-        Report counts, shape (m,).
+    design : Design or FrequencyOracle
+        The design (or frequency oracle) the reports came through.
+    tally : Tally or SupportTally
+        Report counts, shape (m,), or an oracle's support counts, shape (k,).
     method : {"moment", "mle", "bayes"}
     prevalence : ndarray, shape (k,), float64
-        Estimated share of each truth category (index 1 = "yes" for binary designs).
-        The moment estimate is unbiased and is never clipped, so it can leave [0, 1].
-    covariance : ndarray, shape (k, k), float64
-        Estimated covariance of ``prevalence``.
+        Estimated share of each truth category (index 1 = "yes" for binary designs;
+        the frequency of each value for an oracle). The moment estimate is unbiased
+        and is never clipped, so it can leave [0, 1].
+    covariance : ndarray, shape (k, k), float64, or None
+        Estimated covariance of ``prevalence`` (None for frequency oracles, whose
+        domains can have millions of values; see ``variance``).
+    variance : ndarray, shape (k,), float64, or None
+        Estimated variance of each entry when no covariance is kept.
     prior : ndarray, shape (k,), or None
         Dirichlet pseudocounts (``bayes`` only).
     posterior : ndarray, shape (draws, k), or None
@@ -77,14 +84,15 @@ class PrevalenceEstimate:
         EM iterations used (``mle``), 0 otherwise.
     """
 
-    design: Design
-    tally: Tally
+    design: Design | FrequencyOracle
+    tally: Tally | SupportTally
     method: str
     prevalence: NDArray[np.float64]
-    covariance: NDArray[np.float64]
+    covariance: NDArray[np.float64] | None
     prior: NDArray[np.float64] | None = None
     posterior: NDArray[np.float64] | None = field(default=None, repr=False)
     iterations: int = 0
+    variance: NDArray[np.float64] | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -93,8 +101,15 @@ class PrevalenceEstimate:
 
     @property
     def std_error(self) -> NDArray[np.float64]:
-        """Standard errors, shape (k,): square roots of the covariance diagonal."""
-        return np.sqrt(np.maximum(np.diag(self.covariance), 0.0))
+        """Standard errors, shape (k,): square roots of the variances."""
+        return np.sqrt(np.maximum(self._variance, 0.0))
+
+    @property
+    def _variance(self) -> NDArray[np.float64]:
+        if self.variance is not None:
+            return self.variance
+        assert self.covariance is not None
+        return np.diag(self.covariance)
 
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None
@@ -126,7 +141,13 @@ class PrevalenceEstimate:
             method = self.default_interval_method
         if method not in INTERVAL_METHODS:
             raise ValueError(f"method must be one of {', '.join(INTERVAL_METHODS)}, got {method!r}")
-        var = np.diag(self.covariance)[None, :]
+        if isinstance(self.design, FrequencyOracle):
+            assert isinstance(self.tally, SupportTally)
+            return _oracle_interval(
+                self.design, self.tally, self.prevalence, self._variance, method, level
+            )
+        assert isinstance(self.tally, Tally) and isinstance(self.design, Design)
+        var = self._variance[None, :]
         low, high = prevalence_intervals(
             self.design,
             self.tally.counts[None, :],
@@ -144,6 +165,8 @@ class PrevalenceEstimate:
         """The interval method used when none is named."""
         if self.method == "bayes":
             return "bayes"
+        if isinstance(self.design, FrequencyOracle):
+            return "wilson" if self.method == "moment" else "normal"
         return "wilson" if affine_map(self.design) is not None else "normal"
 
     def to_dict(
@@ -170,8 +193,8 @@ class PrevalenceEstimate:
 
 
 def estimate(
-    design: Design,
-    reports: ArrayLike | Tally,
+    design: Design | FrequencyOracle,
+    reports: ArrayLike | Tally | SupportTally | Any,
     method: str = "moment",
     prior: ArrayLike | None = None,
     *,
@@ -181,13 +204,16 @@ def estimate(
 
     Parameters
     ----------
-    design : Design
-        The design the reports were drawn through (matrix shape (m, k)).
-    reports : array_like of int, shape (n,), or Tally
+    design : Design or FrequencyOracle
+        The design the reports were drawn through (matrix shape (m, k)), or the
+        frequency oracle (:mod:`deniable.oracles`) that produced them.
+    reports : array_like of int, shape (n,), or Tally; for an oracle its reports or SupportTally
         Report codes ``0..m-1``, or their tally.
     method : {"moment", "mle", "bayes"}, default "moment"
         Unbiased moment estimator, maximum likelihood (EM), or Bayesian posterior mean
-        (data augmentation).
+        (data augmentation). Oracles: ``moment`` ``f_v = (C_v/n - q*) / (p* - q*)``
+        (Wang et al. 2017) or ``mle`` (EM on the exact likelihood of the reports,
+        :func:`deniable.postprocess.oracle_em`; needs the reports, not a tally).
     prior : array_like, shape (k,), optional
         Dirichlet pseudocounts for ``bayes``; for a binary design ``(a, b)`` = Beta(a, b)
         on "yes". Default uniform (all ones).
@@ -215,13 +241,17 @@ def estimate(
     >>> estimate(KaryRR(k=10, epsilon=math.log(3)), np.array([1])).prevalence.round(2).tolist()
     [-0.5, 5.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5]
     """
+    if isinstance(design, FrequencyOracle):
+        return _estimate_oracle(design, reports, method, prior)
     if not isinstance(design, Design):
-        raise TypeError(f"design must be a deniable Design, got {type(design).__name__}")
+        raise TypeError(
+            f"design must be a deniable Design or FrequencyOracle, got {type(design).__name__}"
+        )
     if method not in ESTIMATION_METHODS:
         raise ValueError(f"method must be one of {', '.join(ESTIMATION_METHODS)}, got {method!r}")
     if prior is not None and method != "bayes":
         raise ValueError("prior is used only with method='bayes'")
-    tally = _as_tally(design, reports)
+    tally = _as_tally(design, reports)  # type: ignore[arg-type]
     counts = tally.counts[None, :]
     if method == "moment":
         est, _ = moment_batch(design, counts)
@@ -244,6 +274,67 @@ def estimate(
         prior=alpha,
         posterior=draws,
     )
+
+
+def _estimate_oracle(
+    oracle: FrequencyOracle, reports: Any, method: str, prior: ArrayLike | None
+) -> PrevalenceEstimate:
+    if method not in ("moment", "mle"):
+        raise ValueError(f"method must be 'moment' or 'mle' for a frequency oracle, got {method!r}")
+    if prior is not None:
+        raise ValueError("prior is used only with method='bayes' (not for frequency oracles)")
+    tally = reports if isinstance(reports, SupportTally) else oracle.support_counts(reports)
+    if tally.counts.size != oracle.k:
+        raise ReportValidationError(
+            f"support tally has {tally.counts.size} candidates but the oracle has k = {oracle.k}"
+        )
+    if tally.n == 0:
+        raise ReportValidationError("no reports to estimate from (n = 0)")
+    p, q = oracle.p_star, oracle.q_star
+    if method == "moment":
+        f = (tally.shares - q) / (p - q)
+        var = oracle.variance(np.clip(f, 0.0, 1.0), tally.n)
+        return PrevalenceEstimate(oracle, tally, method, f, None, variance=var)
+    if isinstance(reports, SupportTally):
+        raise ValueError("method='mle' needs the reports themselves, not their support tally")
+    from .postprocess import oracle_em
+
+    f, iterations = oracle_em(oracle, reports)
+    var = oracle.variance(f, tally.n)
+    return PrevalenceEstimate(oracle, tally, method, f, None, iterations=iterations, variance=var)
+
+
+def _oracle_interval(
+    oracle: FrequencyOracle,
+    tally: SupportTally,
+    estimate: NDArray[np.float64],
+    variance: NDArray[np.float64],
+    method: str,
+    level: float,
+) -> ConfidenceInterval:
+    """Intervals for oracle frequencies.
+
+    ``normal``: Wald. ``wilson`` etc.: a binomial interval for the support share
+    ``C_v / n`` (a sum of independent Bernoulli draws) mapped through the affine
+    inverse ``f = (lam - q*) / (p* - q*)``. ``chebyshev``: the worst-case variance.
+    """
+    p, q = oracle.p_star, oracle.q_star
+    alpha = 1.0 - level
+    if method == "normal":
+        half = float(stats.norm.ppf(1 - alpha / 2)) * np.sqrt(variance)
+        low, high = estimate - half, estimate + half
+    elif method == "chebyshev":
+        center = (tally.shares - q) / (p - q)
+        half = np.full_like(center, math.sqrt(oracle.worst_case_variance / (tally.n * alpha)))
+        low, high = center - half, center + half
+    elif method == "bayes":
+        raise ValueError("interval method 'bayes' is not available for frequency oracles")
+    else:
+        lo_s, hi_s = share_interval(
+            method, tally.counts, np.full(tally.counts.shape, tally.n), level
+        )
+        low, high = (lo_s - q) / (p - q), (hi_s - q) / (p - q)
+    return ConfidenceInterval(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0))
 
 
 def _as_tally(design: Design, reports: ArrayLike | Tally) -> Tally:

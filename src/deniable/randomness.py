@@ -30,6 +30,7 @@ __all__ = [
     "BlumBlumShub",
     "RandomSource",
     "SecureRandom",
+    "random_bytes",
     "resolve_rng",
     "uniforms",
 ]
@@ -65,6 +66,10 @@ class SecureRandom:
         words = np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
         return (words >> np.uint64(11)).astype(np.float64) * _TWO_POW_MINUS_53
 
+    def bytes(self, length: int) -> bytes:
+        """Return ``length`` random bytes from ``os.urandom`` (the frequency oracles' source)."""
+        return os.urandom(_check_size(length))
+
     def __repr__(self) -> str:
         return "SecureRandom()"
 
@@ -93,6 +98,26 @@ def resolve_rng(rng: RandomSource | np.random.Generator | None) -> RandomSource:
 def uniforms(rng: RandomSource | np.random.Generator | None, size: int) -> NDArray[np.float64]:
     """Draw ``size`` uniforms on ``[0, 1)`` from ``rng`` (secure default), shape ``(size,)``."""
     return np.asarray(resolve_rng(rng).random(size), dtype=np.float64)
+
+
+def random_bytes(rng: RandomSource | np.random.Generator | None, length: int) -> bytes:
+    """Draw ``length`` uniformly random bytes from ``rng`` (secure default).
+
+    Uses the source's ``bytes(length)`` method when it has one (``SecureRandom``: from
+    ``os.urandom``; ``numpy.random.Generator.bytes``; ``BlumBlumShub``); otherwise
+    takes 32 bits from each of ``length / 4`` uniforms of ``random(size)``.
+    """
+    length = _check_size(length)
+    source = resolve_rng(rng)
+    draw = getattr(source, "bytes", None)
+    if callable(draw):
+        out = draw(length)
+        if not isinstance(out, bytes) or len(out) != length:
+            raise TypeError(f"rng.bytes({length}) must return {length} bytes")
+        return out
+    words = -(-length // 4)
+    u = np.asarray(source.random(words), dtype=np.float64)
+    return (np.floor(u * 2.0**32).astype("<u4")).tobytes()[:length]
 
 
 def _check_size(size: int) -> int:
@@ -220,6 +245,11 @@ class BlumBlumShub:
         size = _check_size(size)
         words = [self.getrandbits(53) for _ in range(size)]
         return np.array(words, dtype=np.float64) * _TWO_POW_MINUS_53
+
+    def bytes(self, length: int) -> bytes:
+        """Return ``length`` random bytes (8 bits per byte from the generator's stream)."""
+        length = _check_size(length)
+        return self.getrandbits(8 * length).to_bytes(length, "big") if length else b""
 
     def __repr__(self) -> str:
         return f"BlumBlumShub(modulus_bits={self._modulus.bit_length()})"

@@ -1,0 +1,902 @@
+"""Frequency oracles: local differential privacy over large domains.
+
+A frequency oracle lets each of ``n`` respondents report one value ``v`` of a domain
+``0..k-1`` under epsilon-local differential privacy, and lets the analyst estimate
+the frequency ``f_v`` of every value. Every oracle here defines, for each report and
+candidate ``v``, whether the report *supports* ``v``, with
+
+``Pr(support | truth = v) = p*`` and ``Pr(support | truth != v) = q*``,
+
+so the support count ``C_v`` of ``n`` reports gives the unbiased estimator
+``f_v = (C_v / n - q*) / (p* - q*)`` with exact variance
+``[f_v p*(1 - p*) + (1 - f_v) q*(1 - q*)] / (n (p* - q*)^2)`` (Wang et al. 2017).
+
+Oracles
+-------
+:class:`UnaryEncoding`
+    Symmetric (SUE, basic one-time RAPPOR) and optimized (OUE) unary encoding
+    (Wang, Blocki, Li & Jha 2017). Reports: ``k`` bits, packed.
+:class:`LocalHashing`
+    Optimal local hashing (OLH; Wang et al. 2017): each respondent draws a hash
+    function from a strongly universal family, hashes the value into ``g`` buckets and
+    applies ``g``-ary randomized response. Reports: ``(a, b, y)`` = hash seed and bucket.
+:class:`HadamardResponse`
+    Hadamard response (Acharya, Sun & Zhang 2019): one of ``K`` columns of a Hadamard
+    matrix; decoded by a fast Walsh-Hadamard transform in ``O(n + K log K)``.
+:class:`Rappor`
+    RAPPOR (Erlingsson, Pihur & Korolova 2014): see :mod:`deniable.rappor`.
+
+Randomness and exact epsilon
+----------------------------
+Every encoder is a deterministic function ``encode(values, random_bytes)`` of a fixed
+number of random bytes per report (:attr:`FrequencyOracle.bytes_per_report`), so the
+Python and JavaScript encoders can be checked bit for bit on shared test vectors;
+``randomize(values, rng=None)`` feeds it ``os.urandom`` bytes (or a seeded generator's,
+for simulation). A Bernoulli(p) draw is ``word < T`` for a little-endian 32-bit
+``word`` and an integer threshold ``T``, so it happens with probability exactly
+``T / 2^32``. Thresholds are chosen as the largest whose *exact* epsilon does not
+exceed the one asked for; :attr:`FrequencyOracle.epsilon` is that exact value
+(smaller than the request by at most about 1e-9 nats), and the estimators use the
+exact ``p*`` and ``q*``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
+
+from ._validation import as_codes, check_integer, check_real
+from .errors import ReportValidationError
+from .randomness import RandomSource, random_bytes
+
+__all__ = [
+    "FrequencyOracle",
+    "HadamardResponse",
+    "LocalHashing",
+    "SupportTally",
+    "UnaryEncoding",
+    "frequency_oracle",
+    "fwht",
+    "kary_rr_variance_at_zero",
+    "packed_bit_counts",
+]
+
+TWO32 = 1 << 32
+#: Largest number of random bytes drawn at once while randomizing (memory bound).
+_CHUNK_BYTES = 1 << 26
+
+
+def _prob(threshold: int) -> float:
+    return threshold / TWO32
+
+
+def _largest_threshold(epsilon: float, eps_of: Any, start: float) -> int:
+    """Largest integer ``T`` in (0, 2^32) with ``eps_of(T) <= epsilon`` (eps_of increasing)."""
+    t = int(min(max(start * TWO32, 1.0), TWO32 - 1))
+    while t > 1 and eps_of(t) > epsilon:
+        t -= 1 + (t >> 40)
+    while t + 1 < TWO32 and eps_of(t + 1) <= epsilon:
+        t += 1
+    return t
+
+
+def _check_epsilon(epsilon: object) -> float:
+    eps = check_real("epsilon", epsilon)
+    if not 0.0 < eps <= 30.0:
+        raise ValueError(f"epsilon must be in (0, 30] nats, got {eps}")
+    return eps
+
+
+@dataclass(frozen=True)
+class SupportTally:
+    """Support counts of a frequency oracle: mergeable sufficient statistics.
+
+    Parameters
+    ----------
+    counts : ndarray of int64, shape (k,)
+        ``counts[v]`` = number of reports that support candidate ``v``.
+    n : int
+        Number of reports.
+
+    Raises
+    ------
+    ReportValidationError
+        If counts are negative, exceed ``n``, or ``n`` is negative.
+    """
+
+    counts: NDArray[np.int64] = field()
+    n: int
+
+    def __post_init__(self) -> None:
+        arr = np.asarray(self.counts)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise ReportValidationError(
+                f"support counts must be a 1-D integer array, got shape {arr.shape} "
+                f"dtype {arr.dtype}"
+            )
+        arr = arr.astype(np.int64)
+        if self.n < 0 or (arr.size and (arr.min() < 0 or arr.max() > self.n)):
+            raise ReportValidationError(f"support counts must lie in 0..n = {self.n}")
+        arr.setflags(write=False)
+        object.__setattr__(self, "counts", arr)
+        object.__setattr__(self, "n", int(self.n))
+
+    @property
+    def shares(self) -> NDArray[np.float64]:
+        """``counts / n``, shape (k,)."""
+        return self.counts / max(self.n, 1)
+
+    def __add__(self, other: object) -> SupportTally:
+        if not isinstance(other, SupportTally):
+            return NotImplemented
+        if other.counts.shape != self.counts.shape:
+            raise ReportValidationError(
+                f"cannot merge support tallies over {self.counts.size} and "
+                f"{other.counts.size} candidates"
+            )
+        return SupportTally(self.counts + other.counts, self.n + other.n)
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready ``{"n": ..., "counts": [...]}``."""
+        return {"n": self.n, "counts": self.counts.tolist()}
+
+
+class FrequencyOracle(ABC):
+    """A local-DP frequency oracle over the domain ``0..k-1`` (abstract).
+
+    Attributes
+    ----------
+    k : int
+        Domain size (>= 2).
+    requested_epsilon : float
+        The epsilon asked for, in nats.
+    epsilon : float
+        The exact epsilon of the implemented mechanism, in nats (<= requested).
+    p_star, q_star : float
+        Probabilities that a report supports a candidate equal to / different from the
+        respondent's value.
+    bytes_per_report : int
+        Random bytes the encoder consumes per report, whatever the value.
+    """
+
+    #: Short name (``oue``, ``sue``, ``olh``, ``hadamard``, ``rappor``).
+    name: str = "oracle"
+
+    def __init__(self, k: int, epsilon: float) -> None:
+        self.k = check_integer("k", k, minimum=2)
+        self.requested_epsilon = _check_epsilon(epsilon)
+
+    # -- mechanism ----------------------------------------------------------------
+    @property
+    @abstractmethod
+    def epsilon(self) -> float:
+        """Exact epsilon of the mechanism, in nats."""
+
+    @property
+    @abstractmethod
+    def p_star(self) -> float:
+        """Pr(a report supports v | truth = v)."""
+
+    @property
+    @abstractmethod
+    def q_star(self) -> float:
+        """Pr(a report supports v | truth != v)."""
+
+    @property
+    @abstractmethod
+    def bytes_per_report(self) -> int:
+        """Random bytes consumed per report."""
+
+    @abstractmethod
+    def encode(self, values: ArrayLike, randomness: bytes | NDArray[np.uint8]) -> Any:
+        """Deterministic encoder: reports from values and ``bytes_per_report`` bytes each.
+
+        Parameters
+        ----------
+        values : array_like of int, shape (n,)
+            True values in ``0..k-1``.
+        randomness : bytes or ndarray of uint8, ``n * bytes_per_report`` bytes
+            Uniform random bytes, consumed in order, ``bytes_per_report`` per report.
+        """
+
+    @abstractmethod
+    def support_counts(self, reports: Any) -> SupportTally:
+        """Tally the reports: how many support each candidate."""
+
+    @abstractmethod
+    def check_reports(self, reports: Any) -> Any:
+        """Validate reports (shape, dtype, ranges); return them normalised.
+
+        Raises
+        ------
+        ReportValidationError
+            For malformed reports, naming what is wrong.
+        """
+
+    @abstractmethod
+    def support_matrix(self, reports: Any) -> sparse.csr_matrix:
+        """Which candidates each report supports, as a sparse bool matrix (n, k)."""
+
+    @abstractmethod
+    def params(self) -> dict[str, Any]:
+        """Constructor parameters."""
+
+    @abstractmethod
+    def likelihood_ratio(self) -> float:
+        """``Pr(report | truth supported) / Pr(report | truth not supported)`` (for EM)."""
+
+    def unique_reports(self, reports: Any) -> tuple[Any, NDArray[np.int64]]:
+        """Distinct reports and how often each occurs (EM works on these)."""
+        arr = self.check_reports(reports)
+        return arr, np.ones(len(arr), dtype=np.int64)
+
+    # -- shared -------------------------------------------------------------------
+    def randomize(
+        self, values: ArrayLike, rng: RandomSource | np.random.Generator | None = None
+    ) -> Any:
+        """Randomize each value into a report (vectorised).
+
+        Parameters
+        ----------
+        values : array_like of int, shape (n,)
+            True values in ``0..k-1``.
+        rng : numpy.random.Generator or RandomSource, optional
+            Source of the random bytes. Default: ``os.urandom`` (use the default on a
+            respondent's device; a seeded generator is for simulation only).
+
+        Returns
+        -------
+        Reports of this oracle for the ``n`` values (see the class).
+
+        Raises
+        ------
+        ValueError, TypeError
+            For values outside ``0..k-1`` or of a non-integer type.
+        """
+        codes = self._values(values)
+        per = self.bytes_per_report
+        rows = max(1, _CHUNK_BYTES // per)
+        parts = [
+            self.encode(codes[i : i + rows], random_bytes(rng, per * codes[i : i + rows].size))
+            for i in range(0, max(codes.size, 1), rows)
+        ]
+        return self._concat(parts) if len(parts) > 1 else parts[0]
+
+    def _values(self, values: ArrayLike) -> NDArray[np.int64]:
+        return as_codes("values", values, self.k).astype(np.int64)
+
+    def _bytes(self, randomness: bytes | NDArray[np.uint8], n: int) -> NDArray[np.uint8]:
+        buf = (
+            np.frombuffer(randomness, dtype=np.uint8)
+            if isinstance(randomness, bytes)
+            else (np.ascontiguousarray(randomness, dtype=np.uint8).reshape(-1))
+        )
+        need = n * self.bytes_per_report
+        if buf.size != need:
+            raise ValueError(
+                f"randomness must hold bytes_per_report * n = {self.bytes_per_report} * {n} "
+                f"= {need} bytes, got {buf.size}"
+            )
+        return buf.reshape(n, self.bytes_per_report)
+
+    @staticmethod
+    def _concat(parts: list[Any]) -> Any:
+        return np.concatenate(parts)
+
+    def variance(self, frequencies: ArrayLike, n: int) -> NDArray[np.float64]:
+        """Exact variance of the unbiased estimate of each ``f_v`` from ``n`` reports.
+
+        ``[f p*(1 - p*) + (1 - f) q*(1 - q*)] / (n (p* - q*)^2)`` (the support indicators
+        are independent Bernoulli draws, ``p*`` for holders of ``v`` and ``q*`` for the
+        others). ``frequencies``: shape (k,) or broadcastable, in [0, 1].
+        """
+        f = np.asarray(frequencies, dtype=np.float64)
+        p, q = self.p_star, self.q_star
+        return (f * p * (1 - p) + (1 - f) * q * (1 - q)) / (n * (p - q) ** 2)
+
+    @property
+    def worst_case_variance(self) -> float:
+        """``n * Var(f_v)`` maximised over ``f_v`` in [0, 1]."""
+        p, q = self.p_star, self.q_star
+        return max(p * (1 - p), q * (1 - q)) / (p - q) ** 2
+
+    @property
+    def variance_at_zero(self) -> float:
+        """``n * Var(f_v)`` at ``f_v = 0``: ``q*(1 - q*) / (p* - q*)^2`` (rare values)."""
+        p, q = self.p_star, self.q_star
+        return q * (1 - q) / (p - q) ** 2
+
+    @property
+    def truth_labels(self) -> tuple[str, ...]:
+        """Category labels ``"0" .. "k-1"``."""
+        return tuple(str(i) for i in range(self.k))
+
+    @property
+    def n_truths(self) -> int:
+        """Domain size ``k`` (the number of estimated frequencies)."""
+        return self.k
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description: name, parameters, exact epsilon, p*, q*."""
+        return {
+            "name": self.name,
+            "params": self.params(),
+            "epsilon": self.epsilon,
+            "p_star": self.p_star,
+            "q_star": self.q_star,
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, FrequencyOracle)
+            and type(other) is type(self)
+            and (self.params() == other.params())
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(sorted(self.params().items()))))
+
+
+# ---------------------------------------------------------------------------------
+class UnaryEncoding(FrequencyOracle):
+    """Unary encoding: one randomized bit per domain value (Wang et al. 2017).
+
+    The value ``v`` becomes the one-hot vector ``e_v``; bit ``v`` is reported as 1 with
+    probability ``p``, every other bit as 1 with probability ``q``, independently.
+    ``epsilon = ln(p (1 - q) / ((1 - p) q))``.
+
+    - ``optimized=True`` (OUE): ``p = 1/2``, ``q = 1 / (e^eps + 1)``, the choice that
+      minimises the variance ``4 e^eps / (n (e^eps - 1)^2)`` for rare values.
+    - ``optimized=False`` (SUE, basic one-time RAPPOR of Erlingsson et al. 2014):
+      ``p = e^(eps/2) / (e^(eps/2) + 1)``, ``q = 1 - p``.
+
+    Parameters
+    ----------
+    k : int >= 2
+        Domain size; reports are ``k`` bits.
+    epsilon : float in (0, 30]
+        Privacy parameter in nats.
+    optimized : bool, default True
+
+    Reports
+    -------
+    ndarray of uint8, shape (n, ceil(k / 8)): the bits packed little-endian (bit ``v``
+    is bit ``v % 8`` of byte ``v // 8``); padding bits are 0.
+
+    Randomness: ``4 k`` bytes per report, one 32-bit word per bit.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For ``k < 2`` or epsilon outside (0, 30].
+
+    Examples
+    --------
+    >>> oue = UnaryEncoding(k=100, epsilon=1.0)
+    >>> round(oue.p_star, 6), round(oue.q_star, 6), round(oue.epsilon, 6)
+    (0.5, 0.268941, 1.0)
+    """
+
+    def __init__(self, k: int, epsilon: float, optimized: bool = True) -> None:
+        super().__init__(k, epsilon)
+        self.optimized = bool(optimized)
+        eps = self.requested_epsilon
+        if self.optimized:
+            self.threshold_p = TWO32 // 2
+
+            def eps_q(tq_complement: int) -> float:  # T_q = 2^32 - x, decreasing in x
+                tq = TWO32 - tq_complement
+                return math.log((TWO32 - tq) / tq)
+
+            x = _largest_threshold(eps, eps_q, 1.0 - 1.0 / (math.exp(eps) + 1.0))
+            self.threshold_q = TWO32 - x
+        else:
+
+            def eps_sym(tp: int) -> float:
+                return 2.0 * math.log(tp / (TWO32 - tp))
+
+            half = math.exp(eps / 2.0)
+            self.threshold_p = _largest_threshold(eps, eps_sym, half / (half + 1.0))
+            self.threshold_q = TWO32 - self.threshold_p
+        self.name = "oue" if self.optimized else "sue"
+
+    @property
+    def p_star(self) -> float:
+        return _prob(self.threshold_p)
+
+    @property
+    def q_star(self) -> float:
+        return _prob(self.threshold_q)
+
+    @property
+    def epsilon(self) -> float:
+        p, q = self.p_star, self.q_star
+        return math.log(p * (1 - q) / ((1 - p) * q))
+
+    @property
+    def bytes_per_report(self) -> int:
+        return 4 * self.k
+
+    @property
+    def n_bytes(self) -> int:
+        """Bytes per packed report, ``ceil(k / 8)``."""
+        return (self.k + 7) // 8
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k, "epsilon": self.requested_epsilon, "optimized": self.optimized}
+
+    def encode(self, values: ArrayLike, randomness: bytes | NDArray[np.uint8]) -> NDArray[np.uint8]:
+        codes = self._values(values)
+        n = codes.size
+        words = self._bytes(randomness, n).view("<u4")  # (n, k)
+        bits = words < np.uint32(self.threshold_q)
+        rows = np.arange(n)
+        bits[rows, codes] = words[rows, codes] < np.uint32(self.threshold_p)
+        return np.packbits(bits, axis=1, bitorder="little")
+
+    def check_reports(self, reports: Any) -> NDArray[np.uint8]:
+        arr = np.asarray(reports)
+        if arr.ndim != 2 or arr.shape[1] != self.n_bytes or arr.dtype != np.uint8:
+            raise ReportValidationError(
+                f"unary-encoding reports must be a uint8 array of shape (n, {self.n_bytes}) "
+                f"(k = {self.k} bits packed little-endian), got dtype {arr.dtype} shape {arr.shape}"
+            )
+        pad = 8 * self.n_bytes - self.k
+        if pad and arr.size and np.any(arr[:, -1] >> np.uint8(8 - pad)):
+            raise ReportValidationError(
+                f"unary-encoding reports must have their {pad} padding bits set to 0"
+            )
+        return arr
+
+    def support_counts(self, reports: Any) -> SupportTally:
+        arr = self.check_reports(reports)
+        return SupportTally(packed_bit_counts(arr, self.k), arr.shape[0])
+
+    def unique_reports(self, reports: Any) -> tuple[Any, NDArray[np.int64]]:
+        arr = self.check_reports(reports)
+        uniq, counts = np.unique(arr, axis=0, return_counts=True)
+        return uniq, counts.astype(np.int64)
+
+    def support_matrix(self, reports: Any) -> sparse.csr_matrix:
+        arr = self.check_reports(reports)
+        bits = np.unpackbits(arr, axis=1, count=self.k, bitorder="little")
+        return sparse.csr_matrix(bits.astype(bool))
+
+    def likelihood_ratio(self) -> float:
+        """``Pr(report | truth in support) / Pr(report | truth not in support)`` per report."""
+        p, q = self.p_star, self.q_star
+        return p * (1 - q) / ((1 - p) * q)
+
+    def report_probability(self, report_bits: NDArray[np.bool_], truth: int) -> float:
+        """Exact probability of one unpacked report (bool, shape (k,)) given the truth."""
+        probs = np.where(np.arange(self.k) == truth, self.p_star, self.q_star)
+        return float(np.prod(np.where(report_bits, probs, 1 - probs)))
+
+
+_BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
+
+
+def packed_bit_counts(packed: NDArray[np.uint8], n_bits: int) -> NDArray[np.int64]:
+    """Count the 1 bits at each position of little-endian packed rows.
+
+    ``packed``: uint8, shape (n, nbytes); returns int64 shape (n_bits,). One bincount
+    of the byte values per byte column (offset so all columns share one bincount),
+    then a 256 x 8 table turns byte-value counts into bit counts.
+    """
+    n, nbytes = packed.shape
+    per_value = np.zeros((nbytes, 256), dtype=np.int64)
+    offsets = (np.arange(nbytes, dtype=np.int64) * 256)[None, :]
+    rows = max(1, (1 << 24) // max(nbytes, 1))
+    for i in range(0, n, rows):
+        block = packed[i : i + rows].astype(np.int64) + offsets
+        per_value += np.bincount(block.ravel(), minlength=256 * nbytes).reshape(nbytes, 256)
+    return (per_value @ _BIT_TABLE).reshape(-1)[:n_bits]
+
+
+# ---------------------------------------------------------------------------------
+OLH_DTYPE = np.dtype([("a", "<u8"), ("b", "<u8"), ("y", "<u4")])
+
+
+class LocalHashing(FrequencyOracle):
+    """(Optimal) local hashing, OLH (Wang, Blocki, Li & Jha 2017).
+
+    Each respondent draws a hash function ``h`` from a strongly universal family,
+    hashes the value into ``g`` buckets, and reports ``(h, y)`` where ``y`` is the
+    bucket ``h(v)`` with probability ``p`` and each other bucket otherwise (``g``-ary
+    randomized response). A report supports ``v`` when ``h(v) = y``.
+
+    Hash family: Dietzfelbinger's (1996) multiply-add-shift
+    ``x = ((a v + b) mod 2^64) >> 32`` with ``a, b`` uniform 64-bit, which is strongly
+    universal (pairwise independent and uniform) on 32-bit outputs for 32-bit keys;
+    the bucket is ``floor(x g / 2^32)``. The collision probability is then exactly
+    ``c = sum_j (|B_j| / 2^32)^2`` (``1/g`` up to ``~g / 2^64``), and ``q*`` follows
+    exactly from ``c``, ``p`` and the other-bucket draw.
+
+    Parameters
+    ----------
+    k : int, 2 <= k < 2^32
+        Domain size.
+    epsilon : float in (0, 30]
+        Privacy parameter in nats.
+    g : int >= 2, optional
+        Number of buckets; default ``round(e^eps) + 1``, the choice that minimises the
+        variance (``4 e^eps / (n (e^eps - 1)^2)`` for rare values at ``g = e^eps + 1``).
+
+    Reports
+    -------
+    structured ndarray of dtype ``OLH_DTYPE`` = (``a``: uint64, ``b``: uint64,
+    ``y``: uint32), shape (n,).
+
+    Randomness: 24 bytes per report: ``a`` and ``b`` (little-endian 64-bit), the keep
+    word and the other-bucket word (little-endian 32-bit). The other bucket is
+    ``(h(v) + 1 + floor(w (g - 1) / 2^32)) mod g``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For ``k`` out of range, epsilon outside (0, 30], ``g < 2`` or ``g >= 2^21``.
+    """
+
+    name = "olh"
+
+    def __init__(self, k: int, epsilon: float, g: int | None = None) -> None:
+        super().__init__(k, epsilon)
+        if self.k >= TWO32:
+            raise ValueError(f"k must be < 2^32 for local hashing, got {self.k}")
+        eps = self.requested_epsilon
+        self.g_requested = g
+        self.g = round(math.exp(eps)) + 1 if g is None else check_integer("g", g, minimum=2)
+        if self.g >= 1 << 21:
+            raise ValueError(f"g must be < 2^21, got {self.g}")
+        g_ = self.g
+        self.bucket_lows = np.array([(j * TWO32 + g_ - 1) // g_ for j in range(g_ + 1)], np.uint64)
+        widths = np.diff(self.bucket_lows.astype(np.float64))
+        self._bucket_weights = widths / TWO32
+        self._collision = float(np.sum(self._bucket_weights**2))
+        o = g_ - 1
+        self._other_weights = (
+            np.diff([(d * TWO32 + o - 1) // o for d in range(o + 1)]).astype(np.float64) / TWO32
+        )
+        m_min = float(self._other_weights.min())
+
+        def eps_of(tp: int) -> float:
+            p = _prob(tp)
+            return math.log(p / ((1 - p) * m_min))
+
+        e = math.exp(eps)
+        self.threshold_p = _largest_threshold(eps, eps_of, e / (e + g_ - 1))
+
+    @property
+    def keep_probability(self) -> float:
+        """``p``: probability of reporting the true bucket."""
+        return _prob(self.threshold_p)
+
+    @property
+    def epsilon(self) -> float:
+        p = self.keep_probability
+        return math.log(p / ((1 - p) * float(self._other_weights.min())))
+
+    @property
+    def p_star(self) -> float:
+        return self.keep_probability
+
+    @property
+    def q_star(self) -> float:
+        p = self.keep_probability
+        w = self._bucket_weights
+        g = self.g
+        other = np.zeros(g)  # other[j'] = Pr(y = j | bucket of truth = j') summed against w_j
+        for d, od in enumerate(self._other_weights):
+            other += od * np.roll(w, -(1 + d))
+        return float(p * self._collision + (1 - p) * np.sum(w * other))
+
+    @property
+    def bytes_per_report(self) -> int:
+        return 24
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k, "epsilon": self.requested_epsilon, "g": self.g}
+
+    def hash_buckets(
+        self, a: NDArray[np.uint64], b: NDArray[np.uint64], values: NDArray[np.int64]
+    ) -> NDArray[np.int64]:
+        """Bucket ``floor((((a v + b) mod 2^64) >> 32) g / 2^32)`` (arrays broadcast)."""
+        with np.errstate(over="ignore"):
+            x = (a * values.astype(np.uint64) + b) >> np.uint64(32)
+            return ((x * np.uint64(self.g)) >> np.uint64(32)).astype(np.int64)
+
+    def encode(self, values: ArrayLike, randomness: bytes | NDArray[np.uint8]) -> NDArray[Any]:
+        codes = self._values(values)
+        raw = self._bytes(randomness, codes.size)
+        a = raw[:, 0:8].copy().view("<u8")[:, 0]
+        b = raw[:, 8:16].copy().view("<u8")[:, 0]
+        keep_word = raw[:, 16:20].copy().view("<u4")[:, 0]
+        other_word = raw[:, 20:24].copy().view("<u4")[:, 0]
+        bucket = self.hash_buckets(a, b, codes)
+        off = (other_word.astype(np.uint64) * np.uint64(self.g - 1)) >> np.uint64(32)
+        other = (bucket + 1 + off.astype(np.int64)) % self.g
+        y = np.where(keep_word < np.uint32(self.threshold_p), bucket, other)
+        out = np.empty(codes.size, dtype=OLH_DTYPE)
+        out["a"], out["b"], out["y"] = a, b, y
+        return out
+
+    def check_reports(self, reports: Any) -> NDArray[Any]:
+        arr = np.asarray(reports)
+        if arr.ndim != 1 or arr.dtype.names is None or set(arr.dtype.names) != {"a", "b", "y"}:
+            raise ReportValidationError(
+                "local-hashing reports must be a 1-D structured array with fields a, b "
+                f"(uint64 seed) and y (bucket), got dtype {arr.dtype} shape {arr.shape}"
+            )
+        y = np.asarray(arr["y"])
+        if y.size and (y.min() < 0 or y.max() >= self.g):
+            raise ReportValidationError(f"report buckets y must lie in 0..{self.g - 1}")
+        return arr.astype(OLH_DTYPE, copy=False)
+
+    def _kernel_args(
+        self, arr: NDArray[Any]
+    ) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64]]:
+        y = arr["y"].astype(np.int64)
+        lo = self.bucket_lows[y]
+        width = self.bucket_lows[y + 1] - lo
+        return (
+            np.ascontiguousarray(arr["a"], dtype=np.uint64),
+            np.ascontiguousarray(arr["b"], dtype=np.uint64),
+            lo,
+            width,
+        )
+
+    def support_counts(self, reports: Any) -> SupportTally:
+        from ._kernels import olh_support_counts
+
+        arr = self.check_reports(reports)
+        if arr.size == 0:
+            return SupportTally(np.zeros(self.k, np.int64), 0)
+        return SupportTally(olh_support_counts(*self._kernel_args(arr), self.k), arr.size)
+
+    def support_matrix(self, reports: Any) -> sparse.csr_matrix:
+        from ._kernels import olh_support_pairs
+
+        arr = self.check_reports(reports)
+        indptr, indices = olh_support_pairs(*self._kernel_args(arr), self.k)
+        data = np.ones(indices.size, dtype=bool)
+        return sparse.csr_matrix((data, indices, indptr), shape=(arr.size, self.k))
+
+    def likelihood_ratio(self) -> float:
+        """Ratio of a report's probability under a supported vs an unsupported truth.
+
+        Exact when the other-bucket draw is uniform (``g - 1`` divides ``2^32``);
+        otherwise it differs by at most ``g / 2^32`` relatively.
+        """
+        p = self.keep_probability
+        return p * (self.g - 1) / (1 - p)
+
+    def report_probabilities(self, a: int, b: int) -> NDArray[np.float64]:
+        """Exact ``Pr(y | truth)`` for the hash ``(a, b)``: shape (g, k) (rows y, columns v)."""
+        seed_a, seed_b = np.full(1, a, dtype=np.uint64), np.full(1, b, dtype=np.uint64)
+        buckets = self.hash_buckets(seed_a, seed_b, np.arange(self.k, dtype=np.int64))
+        p = self.keep_probability
+        out = np.zeros((self.g, self.k))
+        for v, hb in enumerate(buckets):
+            out[hb, v] = p
+            for d, od in enumerate(self._other_weights):
+                out[(hb + 1 + d) % self.g, v] += (1 - p) * od
+        return out
+
+
+# ---------------------------------------------------------------------------------
+def fwht(x: ArrayLike) -> NDArray[np.int64] | NDArray[np.float64]:
+    """Fast Walsh-Hadamard transform (Sylvester order, unnormalised), ``O(K log K)``.
+
+    ``x``: shape (K,) with K a power of two; returns ``H_K x`` with
+    ``H[r, c] = (-1)^popcount(r & c)``, same dtype kind (int64 or float64).
+    """
+    a = np.asarray(x)
+    a = a.astype(np.int64) if a.dtype.kind in "iub" else a.astype(np.float64)
+    size = a.size
+    if size & (size - 1) or size == 0:
+        raise ValueError(f"fwht needs a length that is a power of two, got {size}")
+    h = 1
+    while h < size:
+        v = a.reshape(-1, 2, h)
+        a = np.stack((v[:, 0] + v[:, 1], v[:, 0] - v[:, 1]), axis=1).reshape(-1)
+        h *= 2
+    return a
+
+
+def _popcount(x: NDArray[np.uint32]) -> NDArray[np.uint8]:
+    return np.bitwise_count(x)
+
+
+class HadamardResponse(FrequencyOracle):
+    """Hadamard response (Acharya, Sun & Zhang 2019).
+
+    Let ``K`` be the smallest power of two above ``k`` and ``H`` the ``K x K``
+    Sylvester-Hadamard matrix. Value ``v`` owns row ``v + 1`` and its set
+    ``S_v = {c : H[v + 1, c] = +1}`` of ``K/2`` columns. The respondent reports a
+    uniform column of ``S_v`` with probability ``p = e^eps / (e^eps + 1)`` and a uniform
+    column outside it otherwise. A report ``c`` supports ``v`` when ``c`` is in ``S_v``:
+    ``p* = p`` and ``q* = 1/2`` (half of any other row's set lies in ``S_v``). The server
+    histograms the ``n`` columns and gets every support count at once from one fast
+    Walsh-Hadamard transform: ``C_v = (n + (H hist)[v + 1]) / 2``.
+
+    Reports: ndarray of uint32, shape (n,), columns in ``0..K-1`` (``log2 K`` bits).
+    Randomness: 8 bytes per report (keep word, column word). A uniform column in
+    ``0..K-1`` whose parity is wrong is moved into the wanted set by flipping the
+    lowest set bit of ``v + 1`` (a bijection between the set and its complement).
+
+    Parameters
+    ----------
+    k : int, 2 <= k < 2^31
+    epsilon : float in (0, 30], nats
+
+    Raises
+    ------
+    ValueError, TypeError
+        For ``k`` out of range or epsilon outside (0, 30].
+    """
+
+    name = "hadamard"
+
+    def __init__(self, k: int, epsilon: float) -> None:
+        super().__init__(k, epsilon)
+        if self.k >= 1 << 31:
+            raise ValueError(f"k must be < 2^31 for Hadamard response, got {self.k}")
+        self.K = 1 << int(self.k).bit_length()  # smallest power of two > k
+        e = math.exp(self.requested_epsilon)
+
+        def eps_of(tp: int) -> float:
+            return math.log(tp / (TWO32 - tp))
+
+        self.threshold_p = _largest_threshold(self.requested_epsilon, eps_of, e / (e + 1))
+
+    @property
+    def epsilon(self) -> float:
+        p = self.p_star
+        return math.log(p / (1 - p))
+
+    @property
+    def p_star(self) -> float:
+        return _prob(self.threshold_p)
+
+    @property
+    def q_star(self) -> float:
+        return 0.5
+
+    @property
+    def bytes_per_report(self) -> int:
+        return 8
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k, "epsilon": self.requested_epsilon}
+
+    def encode(
+        self, values: ArrayLike, randomness: bytes | NDArray[np.uint8]
+    ) -> NDArray[np.uint32]:
+        codes = self._values(values)
+        words = self._bytes(randomness, codes.size).view("<u4")
+        keep = words[:, 0] < np.uint32(self.threshold_p)
+        col = words[:, 1] & np.uint32(self.K - 1)
+        row = (codes + 1).astype(np.uint32)
+        parity = _popcount(row & col) & np.uint8(1)
+        wrong = parity != np.where(keep, 0, 1).astype(np.uint8)
+        low_bit = row & (~row + np.uint32(1))
+        return np.where(wrong, col ^ low_bit, col).astype(np.uint32)
+
+    def check_reports(self, reports: Any) -> NDArray[np.int64]:
+        arr = np.asarray(reports)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise ReportValidationError(
+                f"Hadamard reports must be a 1-D integer array of columns 0..{self.K - 1}, "
+                f"got dtype {arr.dtype} shape {arr.shape}"
+            )
+        if arr.size and (arr.min() < 0 or arr.max() >= self.K):
+            raise ReportValidationError(f"Hadamard report columns must lie in 0..{self.K - 1}")
+        return arr.astype(np.int64)
+
+    def support_counts(self, reports: Any) -> SupportTally:
+        arr = self.check_reports(reports)
+        hist = np.bincount(arr, minlength=self.K)
+        signed = fwht(hist)[1 : self.k + 1].astype(np.int64)
+        return SupportTally((arr.size + signed) // 2, arr.size)
+
+    def unique_reports(self, reports: Any) -> tuple[Any, NDArray[np.int64]]:
+        arr = self.check_reports(reports)
+        uniq, counts = np.unique(arr, return_counts=True)
+        return uniq, counts.astype(np.int64)
+
+    def support_matrix(self, reports: Any) -> sparse.csr_matrix:
+        arr = self.check_reports(reports)
+        cols, inverse = np.unique(arr, return_inverse=True)
+        rows = (np.arange(1, self.k + 1, dtype=np.uint32))[None, :]
+        inside = (_popcount(cols.astype(np.uint32)[:, None] & rows) & 1) == 0
+        return sparse.csr_matrix(inside)[inverse]
+
+    def likelihood_ratio(self) -> float:
+        """``Pr(report | truth in support) / Pr(report | not)``: ``p / (1 - p)``."""
+        p = self.p_star
+        return p / (1 - p)
+
+
+# ---------------------------------------------------------------------------------
+def kary_rr_variance_at_zero(k: int, epsilon: float) -> float:
+    """``n * Var(f_v)`` at ``f_v = 0`` for k-ary randomized response (Kairouz et al. 2016).
+
+    ``p = e^eps / (e^eps + k - 1)``, ``q = 1 / (e^eps + k - 1)``:
+    ``q (1 - q) / (p - q)^2 = (e^eps + k - 2) / (e^eps - 1)^2``.
+    """
+    e = math.exp(epsilon)
+    return (e + k - 2) / (e - 1) ** 2
+
+
+def frequency_oracle(
+    k: int,
+    epsilon: float,
+    *,
+    max_report_bytes: int | None = 256,
+    max_kary_k: int = 2048,
+) -> Any:
+    """The oracle with the lowest variance for rare values at this domain size and epsilon.
+
+    Candidates: k-ary randomized response (:class:`~deniable.designs.KaryRR`, when
+    ``k <= max_kary_k``; it wins while ``k - 2 < 3 e^eps`` roughly), optimized unary
+    encoding (when its ``ceil(k/8)``-byte reports fit ``max_report_bytes``), optimal
+    local hashing and Hadamard response. They are compared on the exact
+    ``n * Var(f_v)`` at ``f_v = 0`` (Wang et al. 2017): ``(e^eps + k - 2)/(e^eps - 1)^2``
+    for k-RR, ``4 e^eps / (e^eps - 1)^2`` for OUE, about the same for OLH and
+    ``((e^eps + 1)/(e^eps - 1))^2`` for Hadamard response. Ties go to the smaller report.
+
+    Parameters
+    ----------
+    k : int >= 2
+        Domain size.
+    epsilon : float in (0, 30]
+        Nats.
+    max_report_bytes : int or None, default 256
+        Largest acceptable report for unary encoding (None: no limit).
+    max_kary_k : int, default 2048
+        Largest domain for k-ary RR (its design keeps a dense k x k matrix).
+
+    Returns
+    -------
+    KaryRR or FrequencyOracle
+
+    Raises
+    ------
+    ValueError, TypeError
+        For ``k < 2`` or epsilon outside (0, 30].
+
+    Examples
+    --------
+    >>> frequency_oracle(4, 2.0)
+    KaryRR(k=4, epsilon=2.0)
+    >>> frequency_oracle(10_000, 1.0)
+    LocalHashing(k=10000, epsilon=1.0, g=4)
+    """
+    from .designs import KaryRR
+
+    k = check_integer("k", k, minimum=2)
+    eps = _check_epsilon(epsilon)
+    candidates: list[tuple[float, int, Any]] = []
+    if k <= max_kary_k:
+        candidates.append((kary_rr_variance_at_zero(k, eps), 0, lambda: KaryRR(k=k, epsilon=eps)))
+    if k < TWO32:
+        olh = LocalHashing(k, eps)
+        candidates.append((olh.variance_at_zero, 1, lambda: olh))
+    if k < 1 << 31:
+        hr = HadamardResponse(k, eps)
+        candidates.append((hr.variance_at_zero, 2, lambda: hr))
+    if max_report_bytes is None or (k + 7) // 8 <= max_report_bytes:
+        oue = UnaryEncoding(k, eps)
+        candidates.append((oue.variance_at_zero, 3, lambda: oue))
+    best = min(candidates, key=lambda c: (round(c[0], 9), c[1]))
+    return best[2]()

@@ -1,0 +1,325 @@
+"""Frequency oracles: exact epsilon from both sides, unbiasedness and exact variance.
+
+Statistical checks simulate R independent surveys of a fixed population (so the
+estimand is the population's frequencies) with a fixed seed, and compare with the
+exact formulas of each oracle:
+
+- mean of the R estimates of each f_v: |z| < 4.5 with z from the exact variance / R
+  (two-sided 4.5-sigma: false-failure rate 6.8e-6 per check);
+- sample variance over R surveys: (R - 1) s^2 / sigma^2 inside the chi-square
+  quantiles at alpha = 1e-5 (two-sided), each estimate being a sum of 2,000
+  independent Bernoulli support indicators, affine-transformed (close to normal).
+
+With about 30 checks of each kind per oracle the suite's false-failure rate is below
+1e-3.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import linalg, stats
+
+import deniable
+from deniable import (
+    HadamardResponse,
+    KaryRR,
+    LocalHashing,
+    SupportTally,
+    UnaryEncoding,
+    estimate,
+    frequency_oracle,
+    norm_sub,
+    project_simplex,
+)
+from deniable.errors import ReportValidationError
+from deniable.oracles import TWO32, fwht, packed_bit_counts
+
+R = 400
+N = 2000
+POPULATION = np.array([0.40, 0.25, 0.15, 0.10, 0.06, 0.04])  # k = 6
+ORACLES = [
+    UnaryEncoding(6, 1.0),
+    UnaryEncoding(6, 1.0, optimized=False),
+    LocalHashing(6, 1.0),
+    LocalHashing(6, 0.3),  # g = 2
+    LocalHashing(6, 2.0, g=5),
+    HadamardResponse(6, 1.0),
+]
+
+
+def _population(n: int) -> np.ndarray:
+    counts = np.round(POPULATION * n).astype(int)
+    counts[0] += n - counts.sum()
+    return np.repeat(np.arange(POPULATION.size), counts)
+
+
+@pytest.mark.parametrize("oracle", ORACLES, ids=repr)
+def test_unbiased_with_exact_variance(oracle):
+    rng = np.random.default_rng(20261121)
+    values = _population(N)
+    truth = np.bincount(values, minlength=oracle.k) / N
+    est = np.empty((R, oracle.k))
+    for r in range(R):
+        est[r] = estimate(oracle, oracle.randomize(values, rng)).prevalence
+    sigma2 = oracle.variance(truth, N)
+    z = (est.mean(axis=0) - truth) / np.sqrt(sigma2 / R)
+    assert np.all(np.abs(z) < 4.5), z
+    ratio = (R - 1) * est.var(axis=0, ddof=1) / sigma2
+    lo, hi = stats.chi2.ppf([0.5e-5, 1 - 0.5e-5], R - 1)
+    assert np.all((ratio > lo) & (ratio < hi)), ratio / (R - 1)
+
+
+@pytest.mark.parametrize("oracle", ORACLES, ids=repr)
+def test_wilson_intervals_cover(oracle):
+    # coverage of the 95% intervals over R surveys x k values; the R surveys are
+    # independent, so the average coverage has sd <= sqrt(0.95 * 0.05 / R) = 0.011
+    rng = np.random.default_rng(7)
+    values = _population(N)
+    truth = np.bincount(values, minlength=oracle.k) / N
+    covered = 0
+    for _ in range(R):
+        ci = estimate(oracle, oracle.randomize(values, rng)).confidence_interval()
+        covered += int(np.sum((ci.low <= truth) & (truth <= ci.high)))
+    share = covered / (R * oracle.k)
+    assert abs(share - 0.95) < 4 * math.sqrt(0.95 * 0.05 / R)
+
+
+# -- exact epsilon, from both sides ------------------------------------------------
+def _max_ratio(prob: np.ndarray) -> float:
+    """``prob``: (reports, truths) exact probabilities -> max over reports of max/min."""
+    return float(np.max(prob.max(axis=1) / prob.min(axis=1)))
+
+
+@pytest.mark.parametrize("optimized", [True, False])
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, math.log(3), 4.0])
+def test_unary_encoding_epsilon_by_enumeration(optimized, epsilon):
+    oracle = UnaryEncoding(4, epsilon, optimized=optimized)
+    reports = np.array(list(itertools.product([False, True], repeat=4)))
+    prob = np.array([[oracle.report_probability(r, t) for t in range(4)] for r in reports])
+    np.testing.assert_allclose(prob.sum(axis=0), 1.0, rtol=1e-12)
+    ratio = _max_ratio(prob)
+    assert ratio == pytest.approx(math.exp(oracle.epsilon), rel=1e-12)
+    assert oracle.epsilon <= epsilon  # never more than asked
+    assert oracle.epsilon > epsilon - 1e-8  # and essentially what was asked
+    assert ratio > math.exp(oracle.epsilon - 1e-9)  # not epsilon - 1e-9 private
+
+
+def test_unary_encoding_thresholds_are_what_the_encoder_uses():
+    oracle = UnaryEncoding(3, 1.0)
+    tp, tq = oracle.threshold_p, oracle.threshold_q
+    # word layout: 3 little-endian uint32 per report; value 1
+    words = np.array([[tq - 1, tp - 1, tq], [tq, tp, tq - 1]], dtype="<u4")
+    out = oracle.encode(np.array([1, 1]), words.tobytes())
+    bits = np.unpackbits(out, axis=1, count=3, bitorder="little")
+    assert bits.tolist() == [[1, 1, 0], [0, 0, 1]]
+    assert oracle.p_star == tp / TWO32 and oracle.q_star == tq / TWO32
+
+
+@pytest.mark.parametrize(("epsilon", "g"), [(0.3, None), (1.0, None), (2.0, 5), (4.0, None)])
+def test_local_hashing_epsilon_by_enumeration(epsilon, g):
+    oracle = LocalHashing(5, epsilon, g=g)
+    rng = np.random.default_rng(1)
+    ratios = []
+    for a, b in rng.integers(0, 2**63, size=(40, 2)):
+        prob = oracle.report_probabilities(int(a) * 2 + 1, int(b))
+        np.testing.assert_allclose(prob.sum(axis=0), 1.0, rtol=1e-12)
+        ratios.append(_max_ratio(prob))
+    assert max(ratios) <= math.exp(oracle.epsilon) * (1 + 1e-12)
+    assert max(ratios) == pytest.approx(math.exp(oracle.epsilon), rel=1e-12)
+    assert epsilon - 1e-8 < oracle.epsilon <= epsilon
+    # q* is the exact collision-based support probability, 1/g up to ~g / 2^32
+    assert oracle.q_star == pytest.approx(1 / oracle.g, abs=1e-8)
+
+
+def test_local_hashing_encoder_boundaries_and_hash():
+    oracle = LocalHashing(1000, 1.0)  # g = 4
+    a, b = 0x9E3779B97F4A7C15, 0x0123456789ABCDEF
+    v = np.array([123, 123, 123])
+    bucket = ((((a * 123 + b) % 2**64) >> 32) * oracle.g) >> 32
+    rows = []
+    for keep_word, other_word in [
+        (oracle.threshold_p - 1, 0),
+        (oracle.threshold_p, 0),
+        (2**32 - 1, 2**32 - 1),
+    ]:
+        rows.append(
+            a.to_bytes(8, "little")
+            + b.to_bytes(8, "little")
+            + keep_word.to_bytes(4, "little")
+            + other_word.to_bytes(4, "little")
+        )
+    out = oracle.encode(v, b"".join(rows))
+    assert out["y"].tolist() == [bucket, (bucket + 1) % 4, (bucket + 3) % 4]
+    assert out["a"][0] == a and out["b"][0] == b
+    # the decoder's support test agrees with the hash
+    tally = oracle.support_counts(out[:1])
+    hashed = oracle.hash_buckets(out["a"][:1], out["b"][:1], np.arange(1000))
+    np.testing.assert_array_equal(tally.counts, (hashed == out["y"][0]).astype(int))
+    matrix = oracle.support_matrix(out).toarray()
+    np.testing.assert_array_equal(matrix[0], hashed == out["y"][0])
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_hadamard_epsilon_and_uniform_columns_by_enumeration(epsilon):
+    oracle = HadamardResponse(6, epsilon)  # K = 8
+    K = oracle.K
+    assert K == 8
+    inside = oracle.support_matrix(np.arange(K)).toarray()  # (K columns, k values)
+    prob = np.where(inside, oracle.p_star, 1 - oracle.p_star) / (K / 2)
+    np.testing.assert_allclose(prob.sum(axis=0), 1.0)
+    assert _max_ratio(prob) == pytest.approx(math.exp(oracle.epsilon), rel=1e-12)
+    assert epsilon - 1e-8 < oracle.epsilon <= epsilon
+    # every column word, kept or not: each column of the wanted set is hit exactly twice
+    for value in range(6):
+        for keep in (True, False):
+            word0 = 0 if keep else 2**32 - 1
+            raw = np.array([[word0, j] for j in range(K)], dtype="<u4").tobytes()
+            cols = oracle.encode(np.full(K, value), raw)
+            hits = np.bincount(cols, minlength=K)
+            assert set(np.unique(hits[inside[:, value] == keep])) == {2}
+            assert hits[inside[:, value] != keep].sum() == 0
+
+
+def test_fwht_matches_the_hadamard_matrix():
+    x = np.random.default_rng(0).integers(0, 100, 16)
+    np.testing.assert_array_equal(fwht(x), linalg.hadamard(16) @ x)
+    with pytest.raises(ValueError, match="power of two"):
+        fwht(np.ones(6))
+
+
+def test_packed_bit_counts():
+    bits = np.random.default_rng(0).random((1000, 21)) < 0.3
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    np.testing.assert_array_equal(packed_bit_counts(packed, 21), bits.sum(axis=0))
+
+
+# -- estimation API ----------------------------------------------------------------
+def test_estimate_result_object_and_tally_merging():
+    oracle = LocalHashing(1000, 2.0)
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 10, 20_000)
+    reports = oracle.randomize(values, rng)
+    whole = oracle.support_counts(reports)
+    merged = oracle.support_counts(reports[:7000]) + oracle.support_counts(reports[7000:])
+    np.testing.assert_array_equal(whole.counts, merged.counts)
+    res = estimate(oracle, merged)
+    assert isinstance(res, deniable.PrevalenceEstimate)
+    assert res.prevalence.shape == (1000,) and res.std_error.shape == (1000,)
+    assert res.covariance is None and res.n == 20_000
+    for method in ("normal", "wilson", "beta", "chebyshev"):
+        ci = res.confidence_interval(0.9, method)
+        assert np.all((ci.low >= 0) & (ci.low <= ci.high) & (ci.high <= 1))
+    with pytest.raises(ValueError, match="bayes"):
+        res.confidence_interval(method="bayes")
+    with pytest.raises(ValueError, match="moment' or 'mle"):
+        estimate(oracle, reports, method="bayes")
+    with pytest.raises(ValueError, match="reports themselves"):
+        estimate(oracle, merged, method="mle")
+    d = res.to_dict()
+    assert d["design"]["name"] == "olh" and d["design"]["epsilon"] <= 2.0
+
+
+def test_bad_input_is_rejected_with_the_field_named():
+    with pytest.raises(ValueError, match="epsilon must be in"):
+        UnaryEncoding(10, 0.0)
+    with pytest.raises(ValueError, match="k must be an integer >= 2"):
+        LocalHashing(1, 1.0)
+    with pytest.raises(ValueError, match="g must be an integer >= 2"):
+        LocalHashing(10, 1.0, g=1)
+    with pytest.raises(ValueError, match=r"values must hold codes in 0\.\.9"):
+        HadamardResponse(10, 1.0).randomize([3, 10])
+    with pytest.raises(TypeError, match="values must be an integer"):
+        UnaryEncoding(10, 1.0).randomize([0.5])
+    oue = UnaryEncoding(10, 1.0)
+    with pytest.raises(ReportValidationError, match=r"shape \(n, 2\)"):
+        oue.support_counts(np.zeros((3, 3), np.uint8))
+    with pytest.raises(ReportValidationError, match="padding bits"):
+        oue.support_counts(np.array([[0, 0b100]], np.uint8))
+    olh = LocalHashing(10, 1.0)
+    bad = olh.randomize(np.arange(10), np.random.default_rng(0))
+    bad["y"][0] = olh.g
+    with pytest.raises(ReportValidationError, match="buckets y must lie"):
+        olh.support_counts(bad)
+    with pytest.raises(ReportValidationError, match="columns must lie"):
+        HadamardResponse(10, 1.0).support_counts(np.array([16]))
+    with pytest.raises(ReportValidationError, match="cannot merge"):
+        SupportTally(np.zeros(3, np.int64), 0) + SupportTally(np.zeros(4, np.int64), 0)
+    with pytest.raises(ValueError, match="randomness must hold"):
+        oue.encode([1], b"\0" * 3)
+
+
+def test_randomize_uses_the_secure_source_by_default(monkeypatch):
+    import os
+
+    calls = []
+    real = os.urandom
+
+    def spy(n):
+        calls.append(n)
+        return real(n)
+
+    monkeypatch.setattr(os, "urandom", spy)
+    LocalHashing(100, 1.0).randomize(np.arange(50))
+    assert calls == [50 * 24]
+
+
+# -- choosing an oracle and post-processing -----------------------------------------
+def test_frequency_oracle_picks_the_lowest_variance():
+    assert isinstance(frequency_oracle(4, 2.0), KaryRR)
+    assert isinstance(frequency_oracle(10_000, 1.0), LocalHashing)
+    assert isinstance(frequency_oracle(100, 0.5), UnaryEncoding)
+    assert isinstance(frequency_oracle(100, 0.5, max_report_bytes=4), LocalHashing)
+    for k, eps in [(3, 1.0), (50, 1.0), (500, 3.0), (10**5, 0.5)]:
+        best = frequency_oracle(k, eps)
+        chosen = (
+            (math.exp(eps) + k - 2) / (math.exp(eps) - 1) ** 2
+            if isinstance(best, KaryRR)
+            else best.variance_at_zero
+        )
+        for other in (LocalHashing(k, eps), HadamardResponse(k, eps)):
+            assert chosen <= other.variance_at_zero + 1e-9
+
+
+def test_projection_and_norm_sub():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        f = rng.normal(0.05, 0.2, 20)
+        proj = project_simplex(f)
+        assert proj.min() >= 0 and proj.sum() == pytest.approx(1.0)
+        # optimality (KKT): proj = max(f - theta, 0) for one theta
+        theta = (f - proj)[proj > 0]
+        np.testing.assert_allclose(theta, theta[0], atol=1e-12)
+        ns = norm_sub(f)
+        assert ns.min() >= 0 and ns.sum() == pytest.approx(1.0)
+        if theta[0] >= 0:
+            np.testing.assert_allclose(ns, proj, atol=1e-12)
+    # theta < 0: Norm-Sub keeps negatives at zero, the projection does not
+    f = np.array([0.3, 0.2, -0.05])
+    assert norm_sub(f).tolist() == pytest.approx([0.55, 0.45, 0.0])
+    assert project_simplex(f).tolist() == pytest.approx(
+        [0.3 + 0.55 / 3, 0.2 + 0.55 / 3, -0.05 + 0.55 / 3]
+    )
+
+
+@pytest.mark.parametrize(
+    "oracle", [UnaryEncoding(8, 1.0), LocalHashing(8, 1.0), HadamardResponse(8, 1.0)], ids=repr
+)
+def test_em_is_a_distribution_with_higher_likelihood(oracle):
+    rng = np.random.default_rng(11)
+    values = rng.choice(8, 3000, p=[0.5, 0.3, 0.1, 0.1, 0, 0, 0, 0])
+    reports = oracle.randomize(values, rng)
+    em = estimate(oracle, reports, method="mle")
+    assert em.prevalence.min() >= 0 and em.prevalence.sum() == pytest.approx(1.0)
+    support = oracle.support_matrix(reports).toarray()
+    rho = oracle.likelihood_ratio()
+
+    def loglik(f):
+        return np.sum(np.log1p((rho - 1) * (support @ f)))
+
+    moment = estimate(oracle, reports).prevalence
+    assert loglik(em.prevalence) >= loglik(project_simplex(moment)) - 1e-9
+    assert np.abs(em.prevalence - np.bincount(values, minlength=8) / 3000).max() < 0.1

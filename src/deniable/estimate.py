@@ -35,6 +35,7 @@ from .designs import Design
 from .errors import ReportValidationError
 from .intervals import INTERVAL_METHODS, moment_batch, prevalence_intervals, share_interval
 from .oracles import FrequencyOracle, SupportTally
+from .rappor import Rappor, RapporTally
 from .tally import Tally
 
 __all__ = [
@@ -84,8 +85,8 @@ class PrevalenceEstimate:
         EM iterations used (``mle``), 0 otherwise.
     """
 
-    design: Design | FrequencyOracle
-    tally: Tally | SupportTally
+    design: Design | FrequencyOracle | Rappor
+    tally: Tally | SupportTally | RapporTally
     method: str
     prevalence: NDArray[np.float64]
     covariance: NDArray[np.float64] | None
@@ -141,6 +142,12 @@ class PrevalenceEstimate:
             method = self.default_interval_method
         if method not in INTERVAL_METHODS:
             raise ValueError(f"method must be one of {', '.join(INTERVAL_METHODS)}, got {method!r}")
+        if isinstance(self.design, Rappor):
+            if method != "normal":
+                raise ValueError("RAPPOR estimates have only 'normal' (Wald) intervals")
+            half = float(stats.norm.ppf(0.5 + level / 2)) * self.std_error
+            low, high = self.prevalence - half, self.prevalence + half
+            return ConfidenceInterval(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0))
         if isinstance(self.design, FrequencyOracle):
             assert isinstance(self.tally, SupportTally)
             return _oracle_interval(
@@ -165,6 +172,8 @@ class PrevalenceEstimate:
         """The interval method used when none is named."""
         if self.method == "bayes":
             return "bayes"
+        if isinstance(self.design, Rappor):
+            return "normal"
         if isinstance(self.design, FrequencyOracle):
             return "wilson" if self.method == "moment" else "normal"
         return "wilson" if affine_map(self.design) is not None else "normal"
@@ -193,7 +202,7 @@ class PrevalenceEstimate:
 
 
 def estimate(
-    design: Design | FrequencyOracle,
+    design: Design | FrequencyOracle | Rappor,
     reports: ArrayLike | Tally | SupportTally | Any,
     method: str = "moment",
     prior: ArrayLike | None = None,
@@ -206,7 +215,8 @@ def estimate(
     ----------
     design : Design or FrequencyOracle
         The design the reports were drawn through (matrix shape (m, k)), or the
-        frequency oracle (:mod:`deniable.oracles`) that produced them.
+        frequency oracle (:mod:`deniable.oracles`, :class:`~deniable.rappor.Rappor`
+        with candidates) that produced them.
     reports : array_like of int, shape (n,), or Tally; for an oracle its reports or SupportTally
         Report codes ``0..m-1``, or their tally.
     method : {"moment", "mle", "bayes"}, default "moment"
@@ -243,6 +253,11 @@ def estimate(
     """
     if isinstance(design, FrequencyOracle):
         return _estimate_oracle(design, reports, method, prior)
+    if isinstance(design, Rappor):
+        if method != "moment" or prior is not None:
+            raise ValueError("RAPPOR is decoded by LASSO + NNLS; use the default method")
+        freq, se, _, rtally = design.decode(reports)  # type: ignore[arg-type]
+        return PrevalenceEstimate(design, rtally, "lasso+nnls", freq, None, variance=se**2)
     if not isinstance(design, Design):
         raise TypeError(
             f"design must be a deniable Design or FrequencyOracle, got {type(design).__name__}"

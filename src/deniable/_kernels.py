@@ -15,7 +15,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["olh_support_counts", "olh_support_pairs"]
+__all__ = ["byte_histograms", "olh_encode", "olh_support_counts", "olh_support_pairs"]
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -99,3 +99,65 @@ def olh_support_pairs(
     """The support sets of the reports as CSR ``(indptr (n+1,), indices (nnz,))``."""
     indptr, indices = _olh_pairs(a, b, lo, width, int(k))
     return np.asarray(indptr), np.asarray(indices)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _byte_histograms(packed: NDArray[np.uint8], blocks: int) -> NDArray[np.int64]:
+    n, nbytes = packed.shape
+    out = np.zeros((blocks, nbytes, 256), dtype=np.int64)
+    per = (n + blocks - 1) // blocks
+    for blk in numba.prange(blocks):
+        hist = out[blk]
+        start = blk * per
+        stop = min(n, start + per)
+        for i in range(start, stop):
+            for j in range(nbytes):
+                hist[j, packed[i, j]] += 1
+    return out.sum(axis=0)  # type: ignore[no-any-return]
+
+
+def byte_histograms(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
+    """How often each byte value occurs in each column of ``packed`` (n, nbytes): (nbytes, 256)."""
+    blocks = max(1, min(packed.shape[0], 2 * numba.get_num_threads()))
+    return np.asarray(_byte_histograms(np.ascontiguousarray(packed), blocks), dtype=np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _olh_encode(
+    values: NDArray[np.int64],
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    keep: NDArray[np.uint32],
+    other: NDArray[np.uint32],
+    g: int,
+    threshold: int,
+) -> NDArray[np.uint32]:
+    n = values.shape[0]
+    out = np.empty(n, dtype=np.uint32)
+    gg = np.uint64(g)
+    shift = np.uint64(32)
+    for i in range(n):
+        x = (a[i] * np.uint64(values[i]) + b[i]) >> shift
+        bucket = (x * gg) >> shift
+        if keep[i] < threshold:
+            out[i] = bucket
+        else:
+            off = (np.uint64(other[i]) * np.uint64(g - 1)) >> shift
+            y = bucket + np.uint64(1) + off
+            if y >= gg:
+                y -= gg
+            out[i] = y
+    return out
+
+
+def olh_encode(
+    values: NDArray[np.int64],
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    keep: NDArray[np.uint32],
+    other: NDArray[np.uint32],
+    g: int,
+    threshold: int,
+) -> NDArray[np.uint32]:
+    """Local-hashing reports' buckets (see ``LocalHashing.encode``), shape (n,)."""
+    return np.asarray(_olh_encode(values, a, b, keep, other, int(g), int(threshold)))

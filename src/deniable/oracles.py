@@ -489,22 +489,20 @@ _BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.
 def packed_bit_counts(packed: NDArray[np.uint8], n_bits: int) -> NDArray[np.int64]:
     """Count the 1 bits at each position of little-endian packed rows.
 
-    ``packed``: uint8, shape (n, nbytes); returns int64 shape (n_bits,). One bincount
-    of the byte values per byte column (offset so all columns share one bincount),
-    then a 256 x 8 table turns byte-value counts into bit counts.
+    ``packed``: uint8, shape (n, nbytes); returns int64 shape (n_bits,). A compiled
+    pass histograms the byte values of each column (one increment per byte), then a
+    256 x 8 table turns byte-value counts into bit counts.
     """
-    n, nbytes = packed.shape
-    per_value = np.zeros((nbytes, 256), dtype=np.int64)
-    offsets = (np.arange(nbytes, dtype=np.int64) * 256)[None, :]
-    rows = max(1, (1 << 24) // max(nbytes, 1))
-    for i in range(0, n, rows):
-        block = packed[i : i + rows].astype(np.int64) + offsets
-        per_value += np.bincount(block.ravel(), minlength=256 * nbytes).reshape(nbytes, 256)
-    return (per_value @ _BIT_TABLE).reshape(-1)[:n_bits]
+    from ._kernels import byte_histograms
+
+    if packed.shape[0] == 0:
+        return np.zeros(n_bits, dtype=np.int64)
+    return (byte_histograms(packed) @ _BIT_TABLE).reshape(-1)[:n_bits]
 
 
 # ---------------------------------------------------------------------------------
 OLH_DTYPE = np.dtype([("a", "<u8"), ("b", "<u8"), ("y", "<u4")])
+_OLH_RANDOM = np.dtype([("a", "<u8"), ("b", "<u8"), ("keep", "<u4"), ("other", "<u4")])
 
 
 class LocalHashing(FrequencyOracle):
@@ -616,16 +614,15 @@ class LocalHashing(FrequencyOracle):
             return ((x * np.uint64(self.g)) >> np.uint64(32)).astype(np.int64)
 
     def encode(self, values: ArrayLike, randomness: bytes | NDArray[np.uint8]) -> NDArray[Any]:
+        from ._kernels import olh_encode
+
         codes = self._values(values)
         raw = self._bytes(randomness, codes.size)
-        a = raw[:, 0:8].copy().view("<u8")[:, 0]
-        b = raw[:, 8:16].copy().view("<u8")[:, 0]
-        keep_word = raw[:, 16:20].copy().view("<u4")[:, 0]
-        other_word = raw[:, 20:24].copy().view("<u4")[:, 0]
-        bucket = self.hash_buckets(a, b, codes)
-        off = (other_word.astype(np.uint64) * np.uint64(self.g - 1)) >> np.uint64(32)
-        other = (bucket + 1 + off.astype(np.int64)) % self.g
-        y = np.where(keep_word < np.uint32(self.threshold_p), bucket, other)
+        fields = raw.reshape(-1).view(_OLH_RANDOM)
+        a, b = fields["a"], fields["b"]
+        keep_word, other_word = fields["keep"], fields["other"]
+        # compiled: bucket = ((((a v + b) mod 2^64) >> 32) g) >> 32, then g-ary RR
+        y = olh_encode(codes, a, b, keep_word, other_word, self.g, self.threshold_p)
         out = np.empty(codes.size, dtype=OLH_DTYPE)
         out["a"], out["b"], out["y"] = a, b, y
         return out

@@ -6,7 +6,7 @@ often the interval contains the true prevalence of "yes". Prints a Markdown tabl
 (and writes it with --output). The Monte-Carlo standard error of each coverage is
 ``sqrt(0.95 * 0.05 / surveys)`` (0.0015 at 20,000 surveys).
 
-    python -m uv run python bench/coverage.py --output docs/coverage.md
+    python -m uv run python bench/interval_coverage.py --output docs/coverage.md
 """
 
 from __future__ import annotations

@@ -1,0 +1,136 @@
+"""Runs inside the peers' own environment (see bench/oracles.py); prints one JSON line.
+
+Usage: python _peer_worker.py PEER ORACLE K EPSILON N VALUES.npy MODE BUDGET_SECONDS
+
+PEER: pure-ldp | multi-freq-ldpy; ORACLE: oue | olh | hadamard; MODE: speed | mse.
+``speed`` times the peer's client and server on as many of the N values as fit the
+budget and extrapolates the server's time to all N (both are linear in N).
+``mse`` runs all N values and returns the peer's estimates (raw where the peer has
+one, and each of its post-processings) as frequencies.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def _pure(oracle: str, k: int, eps: float):  # type: ignore[no-untyped-def]
+    if oracle == "oue":
+        from pure_ldp.frequency_oracles.unary_encoding import UEClient, UEServer
+
+        server = UEServer(epsilon=eps, d=k, use_oue=True)
+        client = UEClient(epsilon=eps, d=k, use_oue=True)
+    elif oracle == "olh":
+        from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
+
+        server = LHServer(epsilon=eps, d=k, use_olh=True)
+        client = LHClient(epsilon=eps, d=k, use_olh=True)
+    else:
+        from pure_ldp.frequency_oracles.hadamard_response import (
+            HadamardResponseClient,
+            HadamardResponseServer,
+        )
+
+        server = HadamardResponseServer(eps, k)
+        client = HadamardResponseClient(eps, k, server.get_hash_funcs())
+    # pure-ldp's domain is 1..k (its default index mapper subtracts 1)
+    return (lambda v: client.privatise(int(v) + 1)), server.aggregate, server
+
+
+def _mf(oracle: str, k: int, eps: float):  # type: ignore[no-untyped-def]
+    if oracle == "oue":
+        from multi_freq_ldpy.pure_frequency_oracles.UE import UE_Client
+
+        return lambda v: UE_Client(int(v), k, eps, True)
+    if oracle == "olh":
+        from multi_freq_ldpy.pure_frequency_oracles.LH import LH_Client
+
+        return lambda v: LH_Client(int(v), k, eps, True)
+    raise SystemExit("multi-freq-ldpy has no Hadamard response")
+
+
+def _mf_decode(oracle: str, reports: list, k: int, eps: float) -> dict[str, list[float]]:  # type: ignore[type-arg]
+    if oracle == "oue":
+        from multi_freq_ldpy.pure_frequency_oracles.UE import UE_Aggregator_IBU, UE_Aggregator_MI
+
+        out = {"clip+normalize": UE_Aggregator_MI(reports, eps, True)}
+        if k <= 100:
+            out["ibu"] = UE_Aggregator_IBU(reports, k, eps, True)
+    else:
+        from multi_freq_ldpy.pure_frequency_oracles.LH import LH_Aggregator_IBU, LH_Aggregator_MI
+
+        out = {"clip+normalize": LH_Aggregator_MI(reports, k, eps, True)}
+        if k <= 10:
+            out["ibu"] = LH_Aggregator_IBU(reports, k, eps, True)
+    return {name: np.asarray(v, dtype=float).tolist() for name, v in out.items()}
+
+
+def main() -> None:
+    peer, oracle, k, eps, n, path, mode, budget = sys.argv[1:9]
+    k, n, eps, budget = int(k), int(n), float(eps), float(budget)
+    values = np.load(path)[:n]
+    np.random.seed(12345)
+    result: dict[str, object] = {"peer": peer, "oracle": oracle}
+    if peer == "pure-ldp":
+        privatise, aggregate, server = _pure(oracle, k, eps)
+    else:
+        privatise = _mf(oracle, k, eps)
+        aggregate, server = None, None
+    # warm-up outside the clock (numba compiles the peers' jitted functions on first call)
+    warm = [privatise(v) for v in values[:20]]
+    if peer == "multi-freq-ldpy":
+        _mf_decode(oracle, warm, k, eps) if k <= 1000 else None
+    if mode == "speed":
+        reports = []
+        start = time.perf_counter()
+        for v in values:
+            reports.append(privatise(v))
+            if time.perf_counter() - start > budget / 2:
+                break
+        result["client_reports"] = len(reports)
+        result["client_per_s"] = len(reports) / (time.perf_counter() - start)
+        start = time.perf_counter()
+        if peer == "pure-ldp":
+            done = 0
+            for rep in reports:
+                aggregate(rep)
+                done += 1
+                if time.perf_counter() - start > budget / 2:
+                    break
+            server.estimate_all(range(1, k + 1), suppress_warnings=True)
+        else:
+            # the aggregator is one call over all reports: time it on a prefix
+            done = len(reports)
+            while True:
+                t0 = time.perf_counter()
+                _mf_decode(oracle, reports[:done], k, eps)
+                if time.perf_counter() - t0 < budget / 2 or done <= 100:
+                    break
+                done //= 4
+        elapsed = time.perf_counter() - start
+        result["server_reports"] = done
+        result["server_seconds_for_n"] = elapsed / done * n
+    else:
+        reports = [privatise(v) for v in values]
+        if peer == "pure-ldp":
+            for rep in reports:
+                aggregate(rep)
+            raw = server.estimate_all(range(1, k + 1), suppress_warnings=True) / n
+            simplex = server.estimate_all(range(1, k + 1), suppress_warnings=True, normalization=2)
+            additive = server.estimate_all(range(1, k + 1), suppress_warnings=True, normalization=1)
+            result["estimates"] = {
+                "raw": np.asarray(raw, dtype=float).tolist(),
+                "simplex": (np.asarray(simplex, dtype=float) / n).tolist(),
+                "additive": (np.asarray(additive, dtype=float) / n).tolist(),
+            }
+        else:
+            result["estimates"] = _mf_decode(oracle, reports, k, eps)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

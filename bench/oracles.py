@@ -1,0 +1,376 @@
+"""Frequency oracles against pure-ldp and multi-freq-ldpy: speed and accuracy, one run.
+
+Usage::
+
+    python -m uv run python bench/oracles.py [--quick] [--no-peers] [--out docs]
+
+The peers are installed into their own virtual environment (``bench/.peers``, created
+on first use with pip: ``pure-ldp``, ``multi-freq-ldpy`` and, so that they import and
+hash correctly on current releases, ``statsmodels``, ``scikit-learn`` and
+``xxhash<4``) and driven by ``bench/_peer_worker.py`` in a subprocess.
+
+For every setting (k in {10, 100, 1000, 10^4, 10^6}, epsilon in {0.5, 1, 2, 4} nats,
+n in {10^5, 10^6}; ``--quick``: k <= 1000, epsilon in {1, 4}, n = 10^5) and oracle
+(OUE, OLH, Hadamard response):
+
+- **client**: reports per second of our vectorised ``randomize`` with the secure
+  default source (os.urandom), against each peer's per-report client timed on as many
+  reports as fit a few seconds;
+- **server**: seconds to decode n reports (tally + estimate); the peers' per-report
+  aggregation is timed on a prefix and scaled to n (it is linear in n);
+- **MSE ratio**: mean over values and R simulated surveys of the squared error of our
+  unbiased estimate, divided by the mean exact variance
+  ``[f p*(1-p*) + (1-f) q*(1-q*)] / (n (p*-q*)^2)`` of the same population; its
+  standard error comes from the spread over the R surveys. The population is fixed
+  (Zipf, s = 1.1) so the estimand is known exactly;
+- **post-processed MSE** (sum over values): our projection onto the simplex, Norm-Sub
+  and EM against the peers' own post-processings (pure-ldp: simplex projection and
+  additive normalisation; multi-freq-ldpy: clip + normalise and IBU), on the same
+  population, where the peers can run all n reports in the time budget.
+
+Writes ``OUT/oracles-bench.json``, ``OUT/oracles-bench.md`` (the tables) and
+``OUT/oracles-bench.png`` (speed-ups and MSE ratios).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from deniable import HadamardResponse, LocalHashing, UnaryEncoding, estimate
+from deniable.postprocess import norm_sub, oracle_em, project_simplex
+
+HERE = Path(__file__).resolve().parent
+PEERS_ENV = HERE / ".peers"
+PEER_PACKAGES = [
+    "pure-ldp==1.2.0",
+    "multi-freq-ldpy==0.2.5",
+    "statsmodels",
+    "scikit-learn",
+    "xxhash<4",
+]
+ORACLES = {
+    "oue": lambda k, e: UnaryEncoding(k, e),
+    "olh": lambda k, e: LocalHashing(k, e),
+    "hadamard": lambda k, e: HadamardResponse(k, e),
+}
+PEERS = {
+    "oue": ["pure-ldp", "multi-freq-ldpy"],
+    "olh": ["pure-ldp", "multi-freq-ldpy"],
+    "hadamard": ["pure-ldp"],
+}
+
+
+def peer_python() -> Path:
+    """The peers' interpreter, creating their environment on first use."""
+    python = PEERS_ENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_ENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True)
+    return python
+
+
+def population(k: int, n: int, seed: int = 0) -> np.ndarray:
+    """n values from a Zipf(1.1) distribution over 0..k-1 (shuffled ranks)."""
+    rng = np.random.default_rng(seed)
+    w = 1.0 / np.arange(1, k + 1) ** 1.1
+    perm = rng.permutation(k)
+    return perm[rng.choice(k, size=n, p=w / w.sum())].astype(np.int64)
+
+
+def feasible(name: str, k: int, n: int) -> bool:
+    """UE reports are k bits and need 4k random bytes; OLH decoding is n*k hashes."""
+    if name == "oue":
+        return n * k <= 2 * 10**9
+    if name == "olh":
+        return n * k <= 10**11
+    return True
+
+
+def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float) -> dict:
+    oracle = ORACLES[name](k, eps)
+    n = values.size
+    truth = np.bincount(values, minlength=k) / n
+    oracle.support_counts(oracle.randomize(values[:100]))  # compile the kernels first
+    t0 = time.perf_counter()
+    reports = oracle.randomize(values)  # secure source
+    client = n / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    res = estimate(oracle, oracle.support_counts(reports))
+    server = time.perf_counter() - t0
+    rng = np.random.default_rng(1)
+    t0 = time.perf_counter()
+    seeded = oracle.randomize(values, rng)
+    client_seeded = n / (time.perf_counter() - t0)
+    var = oracle.variance(truth, n)
+    ratios, mse = [], {"raw": [], "projection": [], "norm_sub": [], "em": []}
+    start = time.perf_counter()
+    est = res.prevalence
+    rep_reports = reports
+    while True:
+        err2 = (est - truth) ** 2
+        ratios.append(err2.mean() / var.mean())
+        mse["raw"].append(err2.sum())
+        mse["projection"].append(np.sum((project_simplex(est) - truth) ** 2))
+        mse["norm_sub"].append(np.sum((norm_sub(est) - truth) ** 2))
+        if len(ratios) >= 2 and (time.perf_counter() - start > budget or len(ratios) >= 400):
+            break
+        rep_reports = oracle.randomize(values, rng) if len(ratios) > 1 else seeded
+        est = estimate(oracle, rep_reports).prevalence
+    if n * k <= 10**7:  # EM on the first survey only (it needs every report's support set)
+        f_em, _ = oracle_em(oracle, reports)
+        mse["em"].append(np.sum((f_em - truth) ** 2))
+    r = np.array(ratios)
+    return {
+        "epsilon_exact": oracle.epsilon,
+        "client_per_s": client,
+        "client_seeded_per_s": client_seeded,
+        "server_seconds": server,
+        "reps": len(r),
+        "mse_ratio": float(r.mean()),
+        "mse_ratio_se": float(r.std(ddof=1) / math.sqrt(len(r))),
+        "mse": {key: float(np.mean(v)) for key, v in mse.items() if v},
+    }
+
+
+def run_peer(
+    python: Path,
+    peer: str,
+    name: str,
+    k: int,
+    eps: float,
+    n: int,
+    path: str,
+    mode: str,
+    budget: float,
+) -> dict | None:
+    cmd = [
+        str(python),
+        str(HERE / "_peer_worker.py"),
+        peer,
+        name,
+        str(k),
+        str(eps),
+        str(n),
+        path,
+        mode,
+        str(budget),
+    ]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=budget * 6 + 120)
+    except subprocess.TimeoutExpired:
+        return None
+    if out.returncode != 0:
+        sys.stderr.write(f"[{peer} {name} k={k}] failed: {out.stderr[-400:]}\n")
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--budget", type=float, default=6.0, help="seconds per measurement")
+    ap.add_argument("--out", type=Path, default=HERE.parent / "docs")
+    args = ap.parse_args()
+    ks = [10, 100, 1000] if args.quick else [10, 100, 1000, 10**4, 10**6]
+    epss = [1.0, 4.0] if args.quick else [0.5, 1.0, 2.0, 4.0]
+    ns = [10**5] if args.quick else [10**5, 10**6]
+    python = None if args.no_peers else peer_python()
+    rows = []
+    tmp = tempfile.TemporaryDirectory()
+    for n in ns:
+        for k in ks:
+            values = population(k, n)
+            path = os.path.join(tmp.name, f"values-{k}-{n}.npy")
+            np.save(path, values)
+            truth = np.bincount(values, minlength=k) / n
+            for eps in epss:
+                for name in ORACLES:
+                    if not feasible(name, k, n):
+                        continue
+                    row = {"k": k, "epsilon": eps, "n": n, "oracle": name}
+                    row["ours"] = ours(name, k, eps, values, args.budget)
+                    row["peers"] = {}
+                    for peer in [] if python is None else PEERS[name]:
+                        speed = run_peer(python, peer, name, k, eps, n, path, "speed", args.budget)
+                        if speed is None:
+                            continue
+                        entry = dict(speed)
+                        full = speed["client_per_s"] and (
+                            n / speed["client_per_s"] + speed["server_seconds_for_n"]
+                        )
+                        if n == 10**5 and k <= 100 and full and full < 20 * args.budget:
+                            got = run_peer(
+                                python, peer, name, k, eps, n, path, "mse", args.budget * 10
+                            )
+                            if got:
+                                entry["mse"] = {
+                                    key: float(np.sum((np.asarray(v) - truth) ** 2))
+                                    for key, v in got["estimates"].items()
+                                }
+                        row["peers"][peer] = entry
+                    rows.append(row)
+                    print(summary_line(row), flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "oracles-bench.json").write_text(json.dumps(rows, indent=1))
+    (args.out / "oracles-bench.md").write_text(markdown(rows, args))
+    plot(rows, args.out / "oracles-bench.png")
+    print(f"wrote {args.out / 'oracles-bench.md'} and .png")
+
+
+def _best_peer(row: dict, key: str, higher: bool = True) -> tuple[str, float] | None:
+    vals = [(p, e[key]) for p, e in row["peers"].items() if e.get(key)]
+    if not vals:
+        return None
+    return max(vals, key=lambda t: t[1]) if higher else min(vals, key=lambda t: t[1])
+
+
+def _best_pp(row: dict) -> tuple[str, float] | None:
+    vals = [
+        (f"{p} {m}", v)
+        for p, e in row["peers"].items()
+        for m, v in e.get("mse", {}).items()
+        if m != "raw"
+    ]
+    return min(vals, key=lambda t: t[1]) if vals else None
+
+
+def summary_line(row: dict) -> str:
+    o = row["ours"]
+    client = _best_peer(row, "client_per_s")
+    server = _best_peer(row, "server_seconds_for_n", higher=False)
+    parts = [
+        f"{row['oracle']:8s} k={row['k']:<8d} eps={row['epsilon']:<4} n={row['n']:<8d}",
+        f"client {o['client_per_s']:12,.0f}/s",
+        f"x{o['client_per_s'] / client[1]:8.1f}" if client else "        -",
+        f"server {o['server_seconds']:8.3f}s",
+        f"x{server[1] / o['server_seconds']:9.1f}" if server else "         -",
+        f"mse ratio {o['mse_ratio']:.3f}±{o['mse_ratio_se']:.3f} ({o['reps']} reps)",
+    ]
+    return "  ".join(parts)
+
+
+def markdown(rows: list[dict], args: argparse.Namespace) -> str:
+    lines = [
+        "# Frequency-oracle benchmark",
+        "",
+        f"Produced by `python -m uv run python bench/oracles.py{' --quick' if args.quick else ''}`"
+        f" on {os.cpu_count()} cores. Peers: pure-ldp 1.2.0 and multi-freq-ldpy 0.2.5 in their "
+        "own environment. Client: reports/s (ours: vectorised, secure source os.urandom; "
+        "peers: one call per report, their own non-cryptographic numpy/random source). "
+        "Server: seconds to decode n reports (peers: timed on a prefix, scaled to n). "
+        "x = our speed / fastest peer's. MSE ratio = our unbiased estimator's mean squared "
+        "error / the exact variance, ± its standard error over the simulated surveys.",
+        "",
+        "| oracle | k | eps | n | client/s | x client | server s | x server | MSE ratio |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        o = row["ours"]
+        client = _best_peer(row, "client_per_s")
+        server = _best_peer(row, "server_seconds_for_n", higher=False)
+        lines.append(
+            f"| {row['oracle']} | {row['k']:,} | {row['epsilon']} | {row['n']:,} | "
+            f"{o['client_per_s']:,.0f} | "
+            + (f"{o['client_per_s'] / client[1]:,.0f} ({client[0]})" if client else "-")
+            + f" | {o['server_seconds']:.3f} | "
+            + (f"{server[1] / o['server_seconds']:,.0f} ({server[0]})" if server else "-")
+            + f" | {o['mse_ratio']:.3f} ± {o['mse_ratio_se']:.3f} |"
+        )
+    lines += [
+        "",
+        "## Post-processed estimators (sum of squared errors over the domain)",
+        "",
+        "| oracle | k | eps | n | ours raw | ours projection | ours Norm-Sub | ours EM | "
+        "best peer post-processed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        best = _best_pp(row)
+        if best is None:
+            continue
+        m = row["ours"]["mse"]
+        lines.append(
+            f"| {row['oracle']} | {row['k']:,} | {row['epsilon']} | {row['n']:,} | "
+            f"{m['raw']:.3g} | {m['projection']:.3g} | {m['norm_sub']:.3g} | "
+            + (f"{m['em']:.3g}" if "em" in m else "-")
+            + f" | {best[1]:.3g} ({best[0]}) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for name, marker in (("oue", "o"), ("olh", "s"), ("hadamard", "^")):
+        for eps, color in zip((0.5, 1.0, 2.0, 4.0), ("C0", "C1", "C2", "C3"), strict=True):
+            sel = [
+                r
+                for r in rows
+                if r["oracle"] == name
+                and r["epsilon"] == eps
+                and r["n"] == min(x["n"] for x in rows)
+            ]
+            if not sel:
+                continue
+            ks = [r["k"] for r in sel]
+            c = [
+                r["ours"]["client_per_s"] / b[1] if (b := _best_peer(r, "client_per_s")) else np.nan
+                for r in sel
+            ]
+            s = [
+                b[1] / r["ours"]["server_seconds"]
+                if (b := _best_peer(r, "server_seconds_for_n", higher=False))
+                else np.nan
+                for r in sel
+            ]
+            label = f"{name} eps={eps}"
+            axes[0].plot(ks, c, marker=marker, color=color, label=label)
+            axes[1].plot(ks, s, marker=marker, color=color, label=label)
+            axes[2].errorbar(
+                ks,
+                [r["ours"]["mse_ratio"] for r in sel],
+                yerr=[2 * r["ours"]["mse_ratio_se"] for r in sel],
+                marker=marker,
+                color=color,
+                label=label,
+                capsize=2,
+            )
+    for ax, title in zip(
+        axes,
+        (
+            "client speed-up over fastest peer",
+            "server speed-up over fastest peer",
+            "MSE / exact variance (±2 SE)",
+        ),
+        strict=True,
+    ):
+        ax.set_xscale("log")
+        ax.set_xlabel("domain size k")
+        ax.set_title(title)
+    axes[0].set_yscale("log")
+    axes[1].set_yscale("log")
+    axes[0].axhline(20, color="grey", ls="--", lw=1)
+    axes[1].axhline(20, color="grey", ls="--", lw=1)
+    axes[2].axhspan(0.95, 1.05, color="grey", alpha=0.2)
+    axes[2].legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

@@ -435,6 +435,10 @@ class UnaryEncoding(FrequencyOracle):
     def params(self) -> dict[str, Any]:
         return {"k": self.k, "epsilon": self.requested_epsilon, "optimized": self.optimized}
 
+    def client_params(self) -> dict[str, Any]:
+        """What a respondent's encoder (``web/oracles.js``: ``encodeOUE``) needs."""
+        return {"k": self.k, "threshold_p": self.threshold_p, "threshold_q": self.threshold_q}
+
     def encode(self, values: ArrayLike, randomness: bytes | NDArray[np.uint8]) -> NDArray[np.uint8]:
         codes = self._values(values)
         n = codes.size
@@ -604,6 +608,10 @@ class LocalHashing(FrequencyOracle):
 
     def params(self) -> dict[str, Any]:
         return {"k": self.k, "epsilon": self.requested_epsilon, "g": self.g}
+
+    def client_params(self) -> dict[str, Any]:
+        """What a respondent's encoder (``web/oracles.js``: ``encodeOLH``) needs."""
+        return {"k": self.k, "g": self.g, "threshold_p": self.threshold_p}
 
     def hash_buckets(
         self, a: NDArray[np.uint64], b: NDArray[np.uint64], values: NDArray[np.int64]

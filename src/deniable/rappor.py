@@ -241,6 +241,17 @@ class Rappor:
             "q": self.q_requested,
         }
 
+    def client_params(self) -> dict[str, Any]:
+        """What a respondent's encoder (``web/oracles.js``: ``encodeRappor``) needs."""
+        return {
+            "k": self.k,
+            "h": self.h,
+            "m": self.m,
+            "threshold_f": self.threshold_f,
+            "threshold_p": self.threshold_p,
+            "threshold_q": self.threshold_q,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description with both epsilons."""
         return {

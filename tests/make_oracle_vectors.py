@@ -1,0 +1,71 @@
+"""Write tests/data/oracle_vectors.json: shared test vectors for the Python and JS encoders.
+
+Run ``python -m uv run python tests/make_oracle_vectors.py`` after changing an encoder
+on purpose; tests/test_oracle_vectors.py checks both encoders against the file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from deniable import LocalHashing, UnaryEncoding
+from deniable.rappor import Rappor
+
+OUT = Path(__file__).resolve().parent / "data" / "oracle_vectors.json"
+
+
+def vectors() -> dict[str, list[dict[str, object]]]:
+    rng = np.random.default_rng(20261121)
+    out: dict[str, list[dict[str, object]]] = {"oue": [], "olh": [], "rappor": []}
+    for k, eps in [(5, 1.0), (17, 0.5), (64, 4.0)]:
+        oracle = UnaryEncoding(k, eps)
+        for value in (0, k // 2, k - 1):
+            raw = rng.bytes(oracle.bytes_per_report)
+            bits = oracle.encode([value], raw)[0]
+            out["oue"].append(
+                {
+                    "params": oracle.client_params(),
+                    "value": value,
+                    "random": raw.hex(),
+                    "report": bits.tobytes().hex(),
+                }
+            )
+    for k, eps in [(10, 1.0), (1000, 0.3), (10**6, 4.0)]:
+        oracle = LocalHashing(k, eps)
+        for value in (0, 7, k - 1):
+            for _ in range(3):
+                raw = rng.bytes(oracle.bytes_per_report)
+                rep = oracle.encode([value], raw)[0]
+                out["olh"].append(
+                    {
+                        "params": oracle.client_params(),
+                        "value": value,
+                        "random": raw.hex(),
+                        "report": {"a": str(rep["a"]), "b": str(rep["b"]), "y": int(rep["y"])},
+                    }
+                )
+    for k, h, m in [(16, 2, 4), (40, 3, 64)]:
+        r = Rappor(k=k, h=h, m=m, f=0.5, p=0.25, q=0.75)
+        for value in ("apple", "https://example.org/ünïcode", ""):
+            secret = rng.bytes(32)
+            irr = rng.bytes(r.bytes_per_report)
+            prr = r.prr_bytes(secret, value)
+            rep = r.encode([value], [r.cohort_of(secret)], prr, irr)
+            out["rappor"].append(
+                {
+                    "params": r.client_params(),
+                    "value": value,
+                    "secret": secret.hex(),
+                    "random": irr.hex(),
+                    "report": {"cohort": int(rep.cohort[0]), "bits": rep.bits[0].tobytes().hex()},
+                }
+            )
+    return out
+
+
+if __name__ == "__main__":
+    OUT.write_text(json.dumps(vectors(), indent=1) + "\n")
+    print(f"wrote {OUT}")

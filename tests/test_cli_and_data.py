@@ -209,3 +209,51 @@ def test_analyze_with_other_estimators(tmp_path, method):
     payload = json.loads(result.output)
     assert payload["method"] == method
     assert 0.0 <= payload["prevalence"][1] <= 1.0  # both stay on the simplex
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["olh:k=64,epsilon=2", "oue:k=64,epsilon=2", "hadamard:k=64,epsilon=2", "rappor:k=64,h=2,m=16"],
+)
+def test_oracles_simulate_analyze_and_find_the_heavy_hitters(tmp_path, spec):
+    out = tmp_path / ("reports.parquet" if spec.startswith("rappor") else "reports.csv")
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "adult",
+            "--column",
+            "native-country",
+            "--design",
+            spec,
+            "-o",
+            str(out),
+            "--seed",
+            "5",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / (out.name + ".labels.txt")).exists()
+    result = runner.invoke(app, ["analyze", str(out), "--design", spec, "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    hitters = {row["value"]: row for row in payload["heavy_hitters"]}
+    # the respondents' true share of the United States (UCI Adult, known truth) lies in
+    # its interval at level 1 - alpha = 0.95
+    countries = load_adult()["native-country"].dropna().astype(str).str.strip()
+    truth = float((countries == "United-States").mean())
+    us = hitters["United-States"]
+    assert us["ci_low"] <= truth <= us["ci_high"]
+    assert payload["design"]["epsilon"] <= 2.0 + 1e-12 or spec.startswith("rappor")
+
+
+def test_oracle_reports_that_are_malformed_are_rejected(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("a,b,y\n1,2,9\n")
+    result = runner.invoke(app, ["analyze", str(path), "--design", "olh:k=10,epsilon=1"])
+    assert result.exit_code != 0 and "buckets 0..3" in result.output
+    path.write_text("report\nzz\n")
+    result = runner.invoke(app, ["analyze", str(path), "--design", "oue:k=10,epsilon=1"])
+    assert result.exit_code != 0 and "hexadecimal" in result.output
+    result = runner.invoke(app, ["analyze", str(path), "--design", "olh:k=10,epsilon=-1"])
+    assert result.exit_code != 0 and "epsilon must be in (0, 30]" in result.output

@@ -26,6 +26,13 @@ from .designs import Design, design_from_spec
 from .errors import DeniableError
 from .estimate import ESTIMATION_METHODS, estimate
 from .intervals import INTERVAL_METHODS
+from .oracles import (
+    ORACLE_NAMES,
+    heavy_hitters,
+    oracle_from_spec,
+    reports_from_frame,
+    reports_to_frame,
+)
 from .planning import disclosure_risk, sample_size
 from .survey import load_survey
 
@@ -43,7 +50,9 @@ DesignOpt = Annotated[
         "--design",
         "-d",
         help='Design spec "name:param=value,...", e.g. "forced-response:p_yes=0.25,p_no=0.25", '
-        '"warner:p=0.7", "kary-rr:k=5,epsilon=1".',
+        '"warner:p=0.7", "kary-rr:k=5,epsilon=1"; or a frequency oracle: "oue:k=1000,epsilon=1", '
+        '"sue:...", "olh:k=10000,epsilon=2", "hadamard:k=1000000,epsilon=1", '
+        '"rappor:k=128,h=2,m=64,f=0.5,p=0.5,q=0.75".',
     ),
 ]
 JsonOpt = Annotated[
@@ -90,6 +99,21 @@ def _read_table(path: Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+def _oracle(spec: str) -> Any | None:
+    """The frequency oracle named by ``spec``, or None when it names a finite design."""
+    name = spec.strip().partition(":")[0].strip().lower()
+    if name not in ORACLE_NAMES:
+        return None
+    try:
+        return oracle_from_spec(spec)
+    except ValueError as exc:
+        raise _fail(f"--design: {exc}") from None
+
+
+def _labels_path(reports: Path) -> Path:
+    return reports.with_name(reports.name + ".labels.txt")
+
+
 def _read_column(path: Path, column: str) -> pd.Series:
     frame = _read_table(path)
     if column not in frame.columns:
@@ -116,6 +140,10 @@ def simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """Randomize every person's true answer through DESIGN and write the reports."""
+    oracle = _oracle(design)
+    if oracle is not None:
+        _simulate_oracle(oracle, population, column, output, seed, as_json)
+        return
     d = _design(design)
     values = _read_column(population, column).dropna()
     if d.n_truths == 2:
@@ -165,6 +193,122 @@ def simulate(
         console.print(f"  true rate of {label!r}: {rate:.4f}")
 
 
+def _simulate_oracle(
+    oracle: Any, population: Path, column: str, output: Path, seed: int | None, as_json: bool
+) -> None:
+    from .rappor import Rappor
+
+    values = _read_column(population, column).dropna().astype(str).str.strip()
+    labels = sorted(values.unique())
+    rng = np.random.default_rng(seed) if seed is not None else None
+    parts = []
+    with Progress(console=err, transient=True, disable=as_json) as progress:
+        task = progress.add_task("randomizing", total=len(values))
+        if isinstance(oracle, Rappor):
+            items = values.tolist()
+            for start in range(0, len(items), _CHUNK):
+                parts.append(
+                    reports_to_frame(oracle, oracle.randomize(items[start : start + _CHUNK], rng))
+                )
+                progress.advance(task, min(_CHUNK, len(items) - start))
+        else:
+            if len(labels) > oracle.k:
+                raise _fail(
+                    f"column {column!r} has {len(labels)} values but the oracle has k = {oracle.k}"
+                )
+            codes = values.map({v: i for i, v in enumerate(labels)}).to_numpy(dtype=np.int64)
+            for start in range(0, codes.size, _CHUNK):
+                part = codes[start : start + _CHUNK]
+                parts.append(reports_to_frame(oracle, oracle.randomize(part, rng)))
+                progress.advance(task, part.size)
+    frame = pd.concat(parts, ignore_index=True)
+    if output.suffix.lower() in (".parquet", ".pq"):
+        frame.to_parquet(output, index=False)
+    else:
+        frame.to_csv(output, index=False)
+    names = (
+        labels
+        if isinstance(oracle, Rappor)
+        else labels + [f"(unused {i})" for i in range(len(labels), oracle.k)]
+    )
+    _labels_path(output).write_text("\n".join(names) + "\n")
+    payload = {
+        "population": str(population),
+        "n": len(values),
+        "design": oracle.to_dict(),
+        "output": str(output),
+        "labels": str(_labels_path(output)),
+        "randomness": "seeded simulation" if seed is not None else "secure (os.urandom)",
+    }
+    if as_json:
+        _emit_json(payload)
+        return
+    console.print(
+        f"Wrote {len(values):,} reports to [bold]{output}[/] through {oracle!r} "
+        f"(epsilon {oracle.epsilon:.4g} nats per report) and the value names to "
+        f"{_labels_path(output)}."
+    )
+
+
+def _analyze_oracle(
+    oracle: Any,
+    reports: Path,
+    labels_file: Path | None,
+    alpha: float,
+    top: int,
+    confidence_level: float,
+    as_json: bool,
+) -> None:
+    from .rappor import Rappor
+
+    if not reports.exists():
+        raise _fail(f"file not found: {reports}")
+    if reports.suffix.lower() in (".parquet", ".pq"):
+        frame = pd.read_parquet(reports)
+    else:
+        frame = pd.read_csv(reports, dtype=str)
+    path = labels_file or _labels_path(reports)
+    names = path.read_text().splitlines() if path.exists() else None
+    if isinstance(oracle, Rappor):
+        if not names:
+            raise _fail("RAPPOR needs the candidate strings: --labels FILE (one per line)")
+        oracle = oracle.with_candidates(names)
+    elif names is not None and len(names) != oracle.k:
+        raise _fail(f"--labels names {len(names)} values but the oracle has k = {oracle.k}")
+    try:
+        data = reports_from_frame(oracle, frame)
+        result = estimate(oracle, data)
+        hitters = heavy_hitters(result, alpha, names)
+    except (ValueError, DeniableError) as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        _emit_json(
+            {
+                "design": oracle.to_dict(),
+                "n": result.n,
+                "alpha": alpha,
+                "threshold_z": hitters.attrs["threshold_z"],
+                "heavy_hitters": hitters.to_dict(orient="records"),
+            }
+        )
+        return
+    table = Table(
+        title=f"{oracle!r}: n = {result.n:,} reports, epsilon {oracle.epsilon:.4g} nats; "
+        f"{len(hitters)} values detected (estimate/SE > {hitters.attrs['threshold_z']:.2f}, "
+        f"alpha {alpha} over {result.prevalence.size:,} values)"
+    )
+    for name in ("value", "estimate", "SE", f"{1 - alpha:.0%} CI"):
+        table.add_column(name, justify="left" if name == "value" else "right")
+    for row in hitters.head(top).itertuples():
+        table.add_row(
+            str(row.value),
+            f"{row.estimate:.4f}",
+            f"{row.std_error:.4f}",
+            f"{row.ci_low:.4f} - {row.ci_high:.4f}",
+        )
+    console.print(table)
+
+
 @app.command()
 def analyze(
     reports: Annotated[Path, typer.Argument(help="Reports file (.csv or .parquet).")],
@@ -178,9 +322,26 @@ def analyze(
         typer.Option(help=f"Interval method(s), repeatable: {', '.join(INTERVAL_METHODS)}."),
     ] = None,
     confidence_level: Annotated[float, typer.Option(help="Confidence level in (0, 1).")] = 0.95,
+    labels: Annotated[
+        Path | None, typer.Option(help="Oracles: file naming the values, one per line.")
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option(min=1e-12, max=0.5, help="Oracles: family-wise detection level.")
+    ] = 0.05,
+    top: Annotated[int, typer.Option(min=1, help="Oracles: rows of the heavy-hitter table.")] = 20,
     as_json: JsonOpt = False,
 ) -> None:
-    """Estimate the prevalence of each truth from a reports file."""
+    """Estimate the prevalence of each truth from a reports file.
+
+    For a frequency oracle the report columns are those ``simulate`` writes, the value
+    names come from ``--labels`` (default: the ``.labels.txt`` file beside the reports),
+    and the table lists the heavy hitters: values whose estimate passes the detection
+    threshold (Bonferroni at ``--alpha``).
+    """
+    oracle = _oracle(design)
+    if oracle is not None:
+        _analyze_oracle(oracle, reports, labels, alpha, top, confidence_level, as_json)
+        return
     d = _design(design)
     raw = _read_column(reports, column)
     missing = int(raw.isna().sum())

@@ -715,20 +715,32 @@ def design_from_spec(spec: str) -> Design:
     >>> design_from_spec("forced-response:p_yes=1/6,p_no=1/6")
     ForcedResponse(p_yes=0.16666666666666666, p_no=0.16666666666666666)
     """
-    name, _, rest = spec.strip().partition(":")
-    name = name.strip().lower().replace("_", "-")
+    name, kwargs = parse_spec(spec)
     if name not in DESIGNS:
         raise ValueError(f"unknown design {name!r}; allowed: {', '.join(sorted(DESIGNS))}")
-    kwargs: dict[str, float | int] = {}
-    for item in filter(None, (s.strip() for s in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise ValueError(f"design parameter {item!r} must look like name=value")
-        kwargs[key.strip().replace("-", "_")] = _number(key.strip(), value.strip())
     try:
         return DESIGNS[name](**kwargs)
     except TypeError as exc:
         raise ValueError(f"bad parameters for design {name!r}: {exc}") from None
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, float | int]]:
+    """Split ``"name:param=value,..."`` into the lower-case name and numeric parameters.
+
+    Raises
+    ------
+    ValueError
+        For a parameter that is not ``name=number``.
+    """
+    name, _, rest = spec.strip().partition(":")
+    name = name.strip().lower().replace("_", "-")
+    kwargs: dict[str, float | int] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"parameter {item!r} must look like name=value")
+        kwargs[key.strip().replace("-", "_")] = _number(key.strip(), value.strip())
+    return name, kwargs
 
 
 def _number(key: str, text: str) -> float | int:

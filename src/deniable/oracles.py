@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,8 +64,12 @@ __all__ = [
     "UnaryEncoding",
     "frequency_oracle",
     "fwht",
+    "heavy_hitters",
     "kary_rr_variance_at_zero",
+    "oracle_from_spec",
     "packed_bit_counts",
+    "reports_from_frame",
+    "reports_to_frame",
 ]
 
 TWO32 = 1 << 32
@@ -905,3 +910,171 @@ def frequency_oracle(
         candidates.append((oue.variance_at_zero, 3, lambda: oue))
     best = min(candidates, key=lambda c: (round(c[0], 9), c[1]))
     return best[2]()
+
+
+# ---------------------------------------------------------------------------------
+ORACLE_NAMES = ("oue", "sue", "olh", "hadamard", "rappor")
+
+
+def oracle_from_spec(spec: str) -> Any:
+    """Build a frequency oracle from ``"name:param=value,..."``.
+
+    Names: ``oue`` and ``sue`` (k, epsilon), ``olh`` (k, epsilon, optional g),
+    ``hadamard`` (k, epsilon), ``rappor`` (k, h, m, f, p, q).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or a bad parameter.
+
+    Examples
+    --------
+    >>> oracle_from_spec("olh:k=1000,epsilon=2")
+    LocalHashing(k=1000, epsilon=2, g=8)
+    """
+    from .designs import parse_spec
+    from .rappor import Rappor
+
+    name, kwargs = parse_spec(spec)
+    builders: dict[str, Any] = {
+        "oue": lambda **kw: UnaryEncoding(optimized=True, **kw),
+        "sue": lambda **kw: UnaryEncoding(optimized=False, **kw),
+        "olh": LocalHashing,
+        "hadamard": HadamardResponse,
+        "rappor": Rappor,
+    }
+    if name not in builders:
+        raise ValueError(f"unknown oracle {name!r}; allowed: {', '.join(ORACLE_NAMES)}")
+    try:
+        return builders[name](**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"bad parameters for oracle {name!r}: {exc}") from None
+
+
+def reports_to_frame(oracle: Any, reports: Any) -> Any:
+    """Reports as a pandas DataFrame for CSV/Parquet files.
+
+    Columns: unary encoding and RAPPOR ``report`` (hex of the packed bits; RAPPOR also
+    ``cohort``), local hashing ``a``, ``b`` (decimal strings of the 64-bit seed) and
+    ``y``, Hadamard response ``report`` (the column).
+    """
+    import pandas as pd
+
+    from .rappor import Rappor
+
+    if isinstance(oracle, Rappor):
+        return pd.DataFrame(
+            {"cohort": reports.cohort, "report": [row.tobytes().hex() for row in reports.bits]}
+        )
+    if isinstance(oracle, UnaryEncoding):
+        return pd.DataFrame({"report": [row.tobytes().hex() for row in reports]})
+    if isinstance(oracle, LocalHashing):
+        return pd.DataFrame(
+            {"a": reports["a"].astype(str), "b": reports["b"].astype(str), "y": reports["y"]}
+        )
+    return pd.DataFrame({"report": reports})
+
+
+def reports_from_frame(oracle: Any, frame: Any) -> Any:
+    """Inverse of :func:`reports_to_frame`, validating every report.
+
+    Raises
+    ------
+    ReportValidationError
+        For a missing column or a malformed report, naming the column.
+    """
+    from .rappor import Rappor, RapporReports
+
+    def column(name: str) -> Any:
+        if name not in frame.columns:
+            raise ReportValidationError(
+                f"reports need a column {name!r} (have: {', '.join(map(str, frame.columns))})"
+            )
+        return frame[name]
+
+    def hex_rows(col: Any, nbytes: int) -> NDArray[np.uint8]:
+        try:
+            raw = b"".join(bytes.fromhex(str(x)) for x in col)
+        except ValueError:
+            raise ReportValidationError(
+                "column 'report' must hold hexadecimal bit strings"
+            ) from None
+        if len(raw) != len(col) * nbytes:
+            raise ReportValidationError(
+                f"each report must be {nbytes} bytes ({2 * nbytes} hex digits)"
+            )
+        return np.frombuffer(raw, dtype=np.uint8).reshape(len(col), nbytes)
+
+    try:
+        if isinstance(oracle, Rappor):
+            cohort = np.asarray(column("cohort"), dtype=np.int64)
+            bits = hex_rows(column("report"), oracle.n_bytes)
+            return oracle.check_reports(RapporReports(cohort.astype(np.uint32), bits))
+        if isinstance(oracle, UnaryEncoding):
+            return oracle.check_reports(hex_rows(column("report"), oracle.n_bytes))
+        if isinstance(oracle, LocalHashing):
+            out = np.empty(len(frame), dtype=OLH_DTYPE)
+            out["a"] = [int(x) for x in column("a")]
+            out["b"] = [int(x) for x in column("b")]
+            y = np.asarray(column("y"), dtype=np.int64)
+            if y.size and (y.min() < 0 or y.max() >= oracle.g):
+                raise ReportValidationError(f"column 'y' must hold buckets 0..{oracle.g - 1}")
+            out["y"] = y
+            return oracle.check_reports(out)
+        return oracle.check_reports(np.asarray(column("report"), dtype=np.int64))
+    except (OverflowError, TypeError, ValueError) as exc:
+        if isinstance(exc, ReportValidationError):
+            raise
+        raise ReportValidationError(f"malformed reports: {exc}") from None
+
+
+def heavy_hitters(result: Any, alpha: float = 0.05, labels: Sequence[str] | None = None) -> Any:
+    """Values whose estimated frequency passes the detection threshold.
+
+    A value is detected when ``estimate / SE > z_{1 - alpha / k}`` (one-sided, Bonferroni
+    over the ``k`` candidates), the rule of the RAPPOR analysis (Erlingsson et al. 2014).
+
+    Parameters
+    ----------
+    result : PrevalenceEstimate
+        From :func:`deniable.estimate` on an oracle (or a design).
+    alpha : float in (0, 1), default 0.05
+        Family-wise false-detection rate.
+    labels : sequence of str, optional
+        Names of the ``k`` values (default: the result's truth labels).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``value``, ``estimate``, ``std_error``, ``ci_low``, ``ci_high``,
+        ``z``; one row per detected value, largest estimate first.
+    """
+    import pandas as pd
+    from scipy import stats
+
+    from ._validation import check_probability
+
+    alpha = check_probability("alpha", alpha, low_open=True, high_open=True)
+    est = result.prevalence
+    se = result.std_error
+    k = est.size
+    names = list(labels) if labels is not None else list(result.design.truth_labels)
+    if len(names) != k:
+        raise ValueError(f"labels must name all {k} values, got {len(names)}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(se > 0, est / se, 0.0)
+    threshold = float(stats.norm.ppf(1 - alpha / k))
+    keep = np.nonzero(z > threshold)[0]
+    ci = result.confidence_interval(1 - alpha, "normal")
+    frame = pd.DataFrame(
+        {
+            "value": [names[i] for i in keep],
+            "estimate": est[keep],
+            "std_error": se[keep],
+            "ci_low": ci.low[keep],
+            "ci_high": ci.high[keep],
+            "z": z[keep],
+        }
+    )
+    frame.attrs["threshold_z"] = threshold
+    return frame.sort_values("estimate", ascending=False, ignore_index=True)

@@ -930,7 +930,7 @@ def oracle_from_spec(spec: str) -> Any:
     Examples
     --------
     >>> oracle_from_spec("olh:k=1000,epsilon=2")
-    LocalHashing(k=1000, epsilon=2, g=8)
+    LocalHashing(k=1000, epsilon=2.0, g=8)
     """
     from .designs import parse_spec
     from .rappor import Rappor

@@ -1,0 +1,320 @@
+"""Binary-trait channels with several randomization groups and unknown parameters.
+
+A *channel* says how the report of a respondent in randomization group ``g`` depends
+on whether the respondent carries the sensitive trait:
+
+``Pr(report r | group g) = A[g, r](theta) + B[g, r](theta) * pi``
+
+where ``pi`` is the prevalence (or, in regression, ``pi(x) = sigmoid(x beta)``) and
+``theta`` holds the design parameters that are *not* known and are estimated jointly
+with ``pi``. Every classical design is affine in ``pi``; the designs below are also
+affine in ``theta``, so the log-likelihood's derivatives are exact and cheap.
+
+Channels
+--------
+:class:`KnownChannel`
+    One known :class:`~deniable.designs.Design` per group (e.g. direct questioning in
+    one group, forced response in another): ``A = P[:, no]``, ``B = P[:, yes] - P[:, no]``.
+:class:`UnknownInnocuous`
+    Unrelated question with an innocuous question of unknown prevalence ``alpha``,
+    two or more groups with different probabilities ``p_g`` of the sensitive question
+    (Greenberg, Abul-Ela, Simmons & Horvitz 1969): ``Pr(yes) = p_g pi + (1 - p_g) alpha``.
+:class:`CheatingDetection`
+    Clark & Desharnais (1998): a forced "yes" with probability ``p_g``, otherwise the
+    truth, but a share ``gamma`` of respondents (cheaters) says "no" whatever happens;
+    ``pi`` is the share of honest carriers: ``Pr(yes) = pi + p_g (1 - pi - gamma)``.
+:class:`StochasticLieDetector`
+    Moshagen, Musch & Erdfelder (2012): non-carriers answer the sensitive statement
+    with probability ``p_g`` and its negation otherwise, carriers answer truthfully
+    with unknown probability ``t`` (honesty): ``Pr(yes) = pi t + (1 - pi)(1 - p_g)``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._validation import check_probability
+from ..designs import Design
+
+__all__ = [
+    "Channel",
+    "CheatingDetection",
+    "KnownChannel",
+    "StochasticLieDetector",
+    "UnknownInnocuous",
+    "as_channel",
+]
+
+Array = NDArray[np.float64]
+
+
+class Channel(ABC):
+    """Abstract channel over ``G`` randomization groups and ``m`` report symbols.
+
+    Attributes
+    ----------
+    group_labels : tuple
+        The value of the grouping column for each group, in order.
+    n_reports : int
+        Number of report symbols ``m`` (2 for yes/no designs).
+    param_names : tuple of str
+        Names of the unknown design parameters ``theta`` (may be empty).
+    bounds : list of (float, float)
+        Allowed range of each parameter.
+    """
+
+    group_labels: tuple[Hashable, ...]
+    n_reports: int = 2
+    param_names: tuple[str, ...] = ()
+    bounds: list[tuple[float, float]]
+
+    @property
+    def n_groups(self) -> int:
+        """Number of randomization groups ``G``."""
+        return len(self.group_labels)
+
+    @abstractmethod
+    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+        """``A, B`` of shape (G, m) and their derivatives ``dA, dB`` of shape (q, G, m)."""
+
+    def start(self) -> Array:
+        """Starting values of ``theta`` (mid-range)."""
+        return np.array([(lo + hi) / 2 for lo, hi in self.bounds], dtype=np.float64)
+
+    def group_codes(self, groups: ArrayLike | None, n: int) -> NDArray[np.intp]:
+        """Map group values (shape (n,)) to ``0..G-1``.
+
+        Raises
+        ------
+        ValueError
+            If a value is not one of :attr:`group_labels`, or groups are missing for a
+            channel with several groups.
+        """
+        if groups is None:
+            if self.n_groups != 1:
+                raise ValueError(
+                    f"group is required: this channel has {self.n_groups} randomization "
+                    f"groups {list(self.group_labels)}"
+                )
+            return np.zeros(n, dtype=np.intp)
+        values: NDArray[Any] = np.asarray(groups)
+        if values.shape != (n,):
+            raise ValueError(f"group must have shape ({n},), got {values.shape}")
+        codes = np.full(n, -1, dtype=np.intp)
+        for i, label in enumerate(self.group_labels):
+            codes[values == label] = i
+        if np.any(codes < 0):
+            bad = values[codes < 0][0]
+            raise ValueError(
+                f"group value {bad!r} is not a randomization group; allowed: "
+                f"{', '.join(map(repr, self.group_labels))}"
+            )
+        return np.asarray(codes, dtype=np.intp)
+
+    def report_probabilities(self, prevalence: float, theta: ArrayLike = ()) -> Array:
+        """``Pr(report | group)``, shape (G, m), at a prevalence in [0, 1]."""
+        A, B, _, _ = self.coefficients(np.asarray(theta, dtype=np.float64))
+        return A + B * prevalence
+
+    def simulate(
+        self,
+        truths: ArrayLike,
+        groups: NDArray[np.intp],
+        theta: ArrayLike,
+        rng: np.random.Generator,
+    ) -> NDArray[np.intp]:
+        """Draw reports for 0/1 truths and group codes (simulation only; seeded ``rng``)."""
+        t = np.asarray(truths, dtype=np.float64)
+        A, B, _, _ = self.coefficients(np.asarray(theta, dtype=np.float64))
+        probs = A[groups] + B[groups] * t[:, None]  # (n, m)
+        u = rng.random(t.size)
+        drawn: NDArray[np.intp] = (u[:, None] > np.cumsum(probs, axis=1)[:, :-1]).sum(axis=1)
+        return drawn.astype(np.intp)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready description."""
+        return {"channel": type(self).__name__, "groups": list(map(str, self.group_labels))}
+
+
+def _probabilities(name: str, p: Sequence[float]) -> Array:
+    values = [check_probability(f"{name}[{i}]", v) for i, v in enumerate(p)]
+    if len(values) < 1:
+        raise ValueError(f"{name} needs one probability per randomization group")
+    return np.asarray(values, dtype=np.float64)
+
+
+def _labels(labels: Sequence[Hashable] | None, n: int) -> tuple[Hashable, ...]:
+    out = tuple(range(1, n + 1)) if labels is None else tuple(labels)
+    if len(out) != n or len(set(out)) != n:
+        raise ValueError(f"group_labels must be {n} distinct values, got {list(out)}")
+    return out
+
+
+class KnownChannel(Channel):
+    """Known designs, one per randomization group.
+
+    Parameters
+    ----------
+    designs : Design or mapping of group value to Design
+        Each with two truths (no, yes) and the same number of report symbols.
+
+    Raises
+    ------
+    ValueError
+        If a design does not have exactly two truths, or the report sets differ.
+    """
+
+    def __init__(self, designs: Design | Mapping[Hashable, Design]) -> None:
+        mapping = {0: designs} if isinstance(designs, Design) else dict(designs)
+        if not mapping:
+            raise ValueError("designs must name at least one design")
+        for label, d in mapping.items():
+            if not isinstance(d, Design):
+                raise TypeError(f"designs[{label!r}] must be a Design, got {type(d).__name__}")
+            if d.n_truths != 2:
+                raise ValueError(
+                    f"designs[{label!r}] must have two truths (no, yes), got {d.n_truths}"
+                )
+        sizes = {d.n_reports for d in mapping.values()}
+        if len(sizes) != 1:
+            raise ValueError(f"all designs must have the same number of reports, got {sizes}")
+        self.designs = mapping
+        self.group_labels = tuple(mapping)
+        self.n_reports = sizes.pop()
+        self.bounds = []
+        P = np.stack([d.matrix for d in mapping.values()])  # (G, m, 2)
+        self._A = P[:, :, 0].copy()
+        self._B = P[:, :, 1] - P[:, :, 0]
+
+    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+        empty = np.zeros((0, *self._A.shape))
+        return self._A, self._B, empty, empty
+
+    def group_codes(self, groups: ArrayLike | None, n: int) -> NDArray[np.intp]:
+        if groups is None and self.n_groups == 1:
+            return np.zeros(n, dtype=np.intp)
+        return super().group_codes(groups, n)
+
+
+class UnknownInnocuous(Channel):
+    """Unrelated question with unknown innocuous prevalence ``alpha`` (Greenberg et al. 1969).
+
+    ``Pr(yes | group g) = p_g pi + (1 - p_g) alpha``; identifiable with two groups whose
+    ``p_g`` differ.
+
+    Parameters
+    ----------
+    p : sequence of float in [0, 1]
+        Probability of the sensitive question in each group.
+    group_labels : sequence, optional
+        Values of the grouping column (default 1, 2, ...).
+    """
+
+    param_names = ("alpha",)
+
+    def __init__(self, p: Sequence[float], group_labels: Sequence[Hashable] | None = None):
+        self.p = _probabilities("p", p)
+        if np.unique(self.p).size < 2:
+            raise ValueError(f"p must differ between at least two groups, got {self.p.tolist()}")
+        self.group_labels = _labels(group_labels, self.p.size)
+        self.bounds = [(0.0, 1.0)]
+
+    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+        (alpha,) = theta
+        q = 1.0 - self.p
+        A = np.stack([1.0 - q * alpha, q * alpha], axis=1)
+        B = np.stack([-self.p, self.p], axis=1)
+        dA = np.stack([-q, q], axis=1)[None]
+        return A, B, dA, np.zeros_like(dA)
+
+
+class CheatingDetection(Channel):
+    """Cheating detection model (Clark & Desharnais 1998).
+
+    A device says "answer yes" with probability ``p_g``, otherwise "answer truthfully";
+    a share ``gamma`` of respondents (cheaters) says "no" whatever the device says.
+    ``pi`` is the share of honest carriers; honest non-carriers are ``1 - pi - gamma``.
+    ``Pr(yes | group g) = pi + p_g (1 - pi - gamma)``.
+
+    Parameters
+    ----------
+    p : sequence of float in [0, 1]
+        Probability of a forced "yes" in each group (two different values).
+    group_labels : sequence, optional
+        Values of the grouping column (default 1, 2, ...).
+    """
+
+    param_names = ("gamma",)
+
+    def __init__(self, p: Sequence[float], group_labels: Sequence[Hashable] | None = None):
+        self.p = _probabilities("p", p)
+        if np.unique(self.p).size < 2:
+            raise ValueError(f"p must differ between at least two groups, got {self.p.tolist()}")
+        self.group_labels = _labels(group_labels, self.p.size)
+        self.bounds = [(0.0, 1.0)]
+
+    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+        (gamma,) = theta
+        yes_a = self.p * (1.0 - gamma)
+        A = np.stack([1.0 - yes_a, yes_a], axis=1)
+        B = np.stack([-(1.0 - self.p), 1.0 - self.p], axis=1)
+        dA = np.stack([self.p, -self.p], axis=1)[None]
+        return A, B, dA, np.zeros_like(dA)
+
+    def start(self) -> Array:
+        return np.array([0.1])
+
+
+class StochasticLieDetector(Channel):
+    """Stochastic lie detector (Moshagen, Musch & Erdfelder 2012).
+
+    Non-carriers answer the sensitive statement with probability ``p_g`` (saying "no")
+    and its negation otherwise (saying "yes"); carriers say "yes" with the unknown
+    probability ``t`` (``t < 1``: some carriers lie).
+    ``Pr(yes | group g) = pi t + (1 - pi)(1 - p_g)``.
+
+    Parameters
+    ----------
+    p : sequence of float in [0, 1]
+        ``p_g`` for each group (two different values); the minaret survey of Heck &
+        Moshagen (2018) used ``(2/12, 10/12)``.
+    group_labels : sequence, optional
+        Values of the grouping column (default 1, 2, ...).
+    """
+
+    param_names = ("t",)
+
+    def __init__(self, p: Sequence[float], group_labels: Sequence[Hashable] | None = None):
+        self.p = _probabilities("p", p)
+        if np.unique(self.p).size < 2:
+            raise ValueError(f"p must differ between at least two groups, got {self.p.tolist()}")
+        self.group_labels = _labels(group_labels, self.p.size)
+        self.bounds = [(0.0, 1.0)]
+
+    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+        (t,) = theta
+        A = np.stack([self.p, 1.0 - self.p], axis=1)
+        B = np.stack([1.0 - t - self.p, t - (1.0 - self.p)], axis=1)
+        ones = np.ones_like(self.p)
+        dB = np.stack([-ones, ones], axis=1)[None]
+        return A, B, np.zeros_like(dB), dB
+
+    def start(self) -> Array:
+        return np.array([0.9])
+
+
+def as_channel(design: Design | Mapping[Hashable, Design] | Channel) -> Channel:
+    """A :class:`Channel` from a design, a mapping of group value to design, or a channel."""
+    if isinstance(design, Channel):
+        return design
+    if isinstance(design, Design | Mapping):
+        return KnownChannel(design)
+    raise TypeError(
+        "design must be a Design, a mapping of group value to Design, or a Channel, got "
+        f"{type(design).__name__}"
+    )

@@ -1,0 +1,345 @@
+"""Logistic regression of a randomized answer on covariates collected in the clear.
+
+The trait ``Z`` of respondent ``i`` follows ``Pr(Z = 1 | x) = sigmoid(x beta)``; only the
+report ``R`` is seen, through the design: ``Pr(R = r | x) = P[r, no] + (P[r, yes] -
+P[r, no]) sigmoid(x beta)`` (Maddala 1983; Scheers & Dayton 1988; van der Heijden & van
+Gils 1996). :func:`rr_logit` maximises this likelihood (the model of R's
+``rr::rrreg``, Blair, Imai & Zhou 2015, and ``RRreg::RRlog``, Heck & Moshagen 2018),
+including designs with several randomization groups and unknown parameters (the
+cheating-detection model and the stochastic lie detector), where the unknown
+parameters are estimated jointly with ``beta``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+from scipy.special import expit
+
+from .._validation import check_confidence_level
+from ..designs import Design
+from ._formula import model_frame
+from ._likelihood import fit, loglik
+from ._results import CoefficientsMixin, TestResult, coefficient_table, observed_covariance
+from .channels import Channel, as_channel
+
+__all__ = ["PredictedPrevalence", "RRLogitResult", "rr_logit"]
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class PredictedPrevalence:
+    """Average predicted prevalence over a set of rows, with a delta-method interval.
+
+    Attributes
+    ----------
+    estimate : float
+        ``mean_i sigmoid(x_i beta)``, in [0, 1].
+    std_error : float
+        Delta-method standard error from the covariance of ``beta``.
+    """
+
+    estimate: float
+    std_error: float
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
+        """Wald interval on the logit scale mapped back (stays inside (0, 1))."""
+        level = check_confidence_level(confidence_level)
+        z = float(stats.norm.ppf(0.5 + level / 2))
+        p = min(max(self.estimate, 1e-12), 1 - 1e-12)
+        se_logit = self.std_error / (p * (1 - p))
+        centre = math.log(p / (1 - p))
+        return float(expit(centre - z * se_logit)), float(expit(centre + z * se_logit))
+
+
+@dataclass(frozen=True)
+class RRLogitResult(CoefficientsMixin):
+    """A fitted randomized-response logistic regression (statsmodels-style names).
+
+    Attributes
+    ----------
+    params : pandas.Series
+        Coefficients indexed by term (``Intercept``, covariates), then the channel's
+        unknown parameters (``t`` of the stochastic lie detector, ``gamma`` of the
+        cheating-detection model, ``alpha`` of the unrelated question), if any.
+    covariance : ndarray, shape (p + q, p + q)
+        Inverse observed information at the optimum.
+    llf : float
+        Maximised log-likelihood.
+    nobs : int
+        Rows used (rows with a missing value are dropped).
+    converged : bool
+    iterations : int
+    formula : str
+    channel : Channel
+    """
+
+    params: pd.Series
+    covariance: Array
+    llf: float
+    nobs: int
+    converged: bool
+    iterations: int
+    formula: str
+    channel: Channel
+    X: Array = field(repr=False)
+    groups: NDArray[np.intp] = field(repr=False)
+    reports: NDArray[np.intp] = field(repr=False)
+    weights: Array | None = field(repr=False)
+    model_spec: Any = field(repr=False)
+
+    @property
+    def n_coefficients(self) -> int:
+        """Number of logistic coefficients ``p`` (the rest are channel parameters)."""
+        return int(self.X.shape[1])
+
+    @property
+    def df_model(self) -> int:
+        """Number of estimated parameters."""
+        return len(self.params)
+
+    @property
+    def aic(self) -> float:
+        """Akaike information criterion ``2 k - 2 llf``."""
+        return 2 * self.df_model - 2 * self.llf
+
+    @property
+    def bic(self) -> float:
+        """Bayesian information criterion ``k ln n - 2 llf``."""
+        return self.df_model * math.log(self.nobs) - 2 * self.llf
+
+    def lr_test(self, restricted: RRLogitResult) -> TestResult:
+        """Likelihood-ratio test of this model against a nested ``restricted`` fit.
+
+        Raises
+        ------
+        ValueError
+            If ``restricted`` has as many or more parameters, or other rows.
+        """
+        if not isinstance(restricted, RRLogitResult):
+            raise TypeError("restricted must be an RRLogitResult")
+        df = self.df_model - restricted.df_model
+        if df <= 0 or restricted.nobs != self.nobs:
+            raise ValueError(
+                "restricted must be fitted on the same rows with fewer parameters "
+                f"(got {restricted.df_model} vs {self.df_model} parameters, "
+                f"{restricted.nobs} vs {self.nobs} rows)"
+            )
+        stat = max(0.0, 2 * (self.llf - restricted.llf))
+        return TestResult(stat, df, float(stats.chi2.sf(stat, df)), name="LR")
+
+    def drop_terms(self, terms: list[str] | str) -> RRLogitResult:
+        """Refit without the named covariate columns (for :meth:`lr_test`)."""
+        names = [terms] if isinstance(terms, str) else list(terms)
+        cols = list(self.params.index[: self.n_coefficients])
+        bad = [t for t in names if t not in cols]
+        if bad:
+            raise ValueError(f"terms must name coefficients; unknown {bad}; allowed: {cols}")
+        keep = [i for i, c in enumerate(cols) if c not in names]
+        return _fit_result(
+            self.X[:, keep],
+            [cols[i] for i in keep],
+            self.groups,
+            self.reports,
+            self.channel,
+            self.weights,
+            formula=f"{self.formula} - ({' + '.join(names)})",
+            model_spec=None,
+        )
+
+    def _design_matrix(self, data: pd.DataFrame | None) -> Array:
+        if data is None:
+            return self.X
+        if self.model_spec is None:
+            raise ValueError("this result was refitted from a matrix: predict on its own rows")
+        return np.asarray(self.model_spec.get_model_matrix(data), dtype=np.float64)
+
+    def predict(self, data: pd.DataFrame | None = None) -> Array:
+        """Predicted prevalence ``sigmoid(x beta)`` per row, shape (n,), float64.
+
+        ``data`` defaults to the rows of the fit; new rows need every covariate.
+        """
+        beta = self.params.to_numpy()[: self.n_coefficients]
+        return np.asarray(expit(self._design_matrix(data) @ beta))
+
+    def predicted_prevalence(self, data: pd.DataFrame | None = None) -> PredictedPrevalence:
+        """Average predicted prevalence over ``data`` (default the fitted rows).
+
+        Standard error by the delta method: gradient ``mean_i s_i (1 - s_i) x_i``.
+        """
+        X = self._design_matrix(data)
+        p = self.n_coefficients
+        s = expit(X @ self.params.to_numpy()[:p])
+        grad = (X * (s * (1 - s))[:, None]).mean(axis=0)
+        var = float(grad @ self.covariance[:p, :p] @ grad)
+        return PredictedPrevalence(float(s.mean()), math.sqrt(max(var, 0.0)))
+
+    def summary(self, confidence_level: float = 0.95) -> str:
+        """A text summary: model, fit statistics and the coefficient table."""
+        head = [
+            "Randomized-response logistic regression (maximum likelihood)",
+            f"Formula: {self.formula}",
+            f"Channel: {type(self.channel).__name__} groups={list(self.channel.group_labels)}",
+            f"No. observations: {self.nobs}   Log-likelihood: {self.llf:.4f}   "
+            f"AIC: {self.aic:.2f}   converged: {self.converged} ({self.iterations} iterations)",
+            "",
+        ]
+        return "\n".join(head) + coefficient_table(self, confidence_level)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {
+            "formula": self.formula,
+            "nobs": self.nobs,
+            "llf": self.llf,
+            "params": self.params.to_dict(),
+            "bse": self.bse.to_dict(),
+            "converged": self.converged,
+        }
+
+
+def _fit_result(
+    X: Array,
+    terms: list[str],
+    groups: NDArray[np.intp],
+    reports: NDArray[np.intp],
+    channel: Channel,
+    weights: Array | None,
+    *,
+    formula: str,
+    model_spec: Any,
+    start: Array | None = None,
+    max_iter: int = 200,
+) -> RRLogitResult:
+    p = X.shape[1]
+    beta0 = None if start is None else np.asarray(start[:p], dtype=np.float64)
+    theta0 = None if start is None or len(start) == p else np.asarray(start[p:], np.float64)
+    result = fit(
+        X, groups, reports, channel, weights, beta0=beta0, theta0=theta0, max_iter=max_iter
+    )
+    _, _, hess = loglik(result.beta, result.theta, X, groups, reports, channel, weights)
+    names = [*terms, *channel.param_names]
+    return RRLogitResult(
+        params=pd.Series(np.concatenate([result.beta, result.theta]), index=names),
+        covariance=observed_covariance(hess),
+        llf=result.llf,
+        nobs=len(reports),
+        converged=result.converged,
+        iterations=result.iterations,
+        formula=formula,
+        channel=channel,
+        X=X,
+        groups=groups,
+        reports=reports,
+        weights=weights,
+        model_spec=model_spec,
+    )
+
+
+def report_codes(y: ArrayLike, n_reports: int, name: str) -> NDArray[np.intp]:
+    """Check that the response holds report codes ``0..m-1`` (as numbers)."""
+    arr = np.asarray(y, dtype=np.float64)
+    codes = arr.astype(np.intp)
+    if np.any(codes != arr) or np.any(codes < 0) or np.any(codes >= n_reports):
+        bad = arr[(codes != arr) | (codes < 0) | (codes >= n_reports)][0]
+        raise ValueError(
+            f"response {name!r} must hold report codes 0..{n_reports - 1}, found {bad!r}"
+        )
+    return codes
+
+
+def rr_logit(
+    formula: str,
+    data: pd.DataFrame,
+    design: Design | Mapping[Hashable, Design] | Channel,
+    *,
+    group: str | None = None,
+    weights: str | None = None,
+    start: ArrayLike | None = None,
+    max_iter: int = 200,
+) -> RRLogitResult:
+    """Logistic regression of a randomized binary answer on clear covariates.
+
+    Parameters
+    ----------
+    formula : str
+        Wilkinson formula, response = the report column: ``"rr.q1 ~ cov.female +
+        I(cov.age / 10) + I((cov.age / 10) ** 2)"`` (``formulaic``; column names with
+        dots are allowed; write powers as ``**``).
+    data : pandas.DataFrame
+        One row per respondent; rows with a missing value in a used column are dropped.
+        The response holds report codes ``0..m-1`` (1 = "yes" for yes/no designs).
+    design : Design, mapping of group value to Design, or Channel
+        The randomization: one design for everyone, one per randomization group
+        (e.g. ``{0: direct questioning, 1: forced response}``), or a channel with
+        unknown parameters (:class:`~deniable.analysis.StochasticLieDetector`,
+        :class:`~deniable.analysis.CheatingDetection`,
+        :class:`~deniable.analysis.UnknownInnocuous`).
+    group : str, optional
+        Column holding each row's randomization group (needed with several groups).
+    weights : str, optional
+        Column of non-negative frequency weights.
+    start : array_like, optional
+        Starting values (coefficients, then channel parameters).
+    max_iter : int, default 200
+        Newton iterations at most.
+
+    Returns
+    -------
+    RRLogitResult
+
+    Raises
+    ------
+    TypeError
+        If ``data`` is not a DataFrame or ``design`` not a design or channel.
+    ValueError
+        For a malformed formula, unknown columns, responses that are not report codes,
+        unknown group values, or negative weights.
+
+    Examples
+    --------
+    >>> from deniable import ForcedResponse
+    >>> from deniable.datasets import load_rr_survey
+    >>> nigeria = load_rr_survey("rr/nigeria")
+    >>> fit = rr_logit("rr.q1 ~ cov.female", nigeria, ForcedResponse(p_yes=1/6, p_no=1/6))
+    >>> fit.nobs, bool(fit.converged)
+    (2435, True)
+    """
+    channel = as_channel(design)
+    frame = model_frame(formula, data)
+    reports = report_codes(frame.y, channel.n_reports, frame.response)
+    rows = frame.rows
+    if group is not None:
+        if group not in data.columns:
+            raise ValueError(f"group column {group!r} is not in data")
+        group_values = data.loc[rows, group].to_numpy()
+    else:
+        group_values = None
+    groups = channel.group_codes(group_values, len(rows))
+    w = None
+    if weights is not None:
+        if weights not in data.columns:
+            raise ValueError(f"weights column {weights!r} is not in data")
+        w = data.loc[rows, weights].to_numpy(dtype=np.float64)
+        if np.any(~np.isfinite(w)) or np.any(w < 0):
+            raise ValueError("weights must be finite and >= 0")
+    return _fit_result(
+        frame.X,
+        frame.terms,
+        groups,
+        reports,
+        channel,
+        w,
+        formula=formula,
+        model_spec=frame.spec,
+        start=None if start is None else np.asarray(start, dtype=np.float64),
+        max_iter=max_iter,
+    )

@@ -14,6 +14,7 @@ uncertain the result is.
 True
 """
 
+from .analysis.fairness import statistical_parity
 from .designs import (
     Crosswise,
     Design,
@@ -79,4 +80,5 @@ __all__ = [
     "prevalence_test_error_rates",
     "project_simplex",
     "sample_size",
+    "statistical_parity",
 ]

@@ -13,8 +13,10 @@ from .channels import (
     UnknownInnocuous,
 )
 from .fairness import ParityResult, adult_parity_audit, statistical_parity
+from .power import PowerResult, power_coefficient, power_difference, sample_size_difference
 from .predictor import RRPredictorResult, rr_predictor
 from .prevalence import ChannelEstimate, closed_form, estimate_channel
+from .ratings import RankingResult, rank_items
 from .regression import PredictedPrevalence, RRLogitResult, rr_logit
 from .subgroups import Contrast, SubgroupResult, subgroup_prevalence
 
@@ -25,17 +27,23 @@ __all__ = [
     "Contrast",
     "KnownChannel",
     "ParityResult",
+    "PowerResult",
     "PredictedPrevalence",
     "RRLogitResult",
     "RRPredictorResult",
+    "RankingResult",
     "StochasticLieDetector",
     "SubgroupResult",
     "UnknownInnocuous",
     "adult_parity_audit",
     "closed_form",
     "estimate_channel",
+    "power_coefficient",
+    "power_difference",
+    "rank_items",
     "rr_logit",
     "rr_predictor",
+    "sample_size_difference",
     "statistical_parity",
     "subgroup_prevalence",
 ]

@@ -12,6 +12,7 @@ from .channels import (
     StochasticLieDetector,
     UnknownInnocuous,
 )
+from .complex import Revision, SurveyEstimate, survey_estimate
 from .fairness import ParityResult, adult_parity_audit, statistical_parity
 from .power import PowerResult, power_coefficient, power_difference, sample_size_difference
 from .predictor import RRPredictorResult, rr_predictor
@@ -32,8 +33,10 @@ __all__ = [
     "RRLogitResult",
     "RRPredictorResult",
     "RankingResult",
+    "Revision",
     "StochasticLieDetector",
     "SubgroupResult",
+    "SurveyEstimate",
     "UnknownInnocuous",
     "adult_parity_audit",
     "closed_form",
@@ -46,4 +49,5 @@ __all__ = [
     "sample_size_difference",
     "statistical_parity",
     "subgroup_prevalence",
+    "survey_estimate",
 ]

@@ -329,6 +329,30 @@ def analyze(
         float, typer.Option(min=1e-12, max=0.5, help="Oracles: family-wise detection level.")
     ] = 0.05,
     top: Annotated[int, typer.Option(min=1, help="Oracles: rows of the heavy-hitter table.")] = 20,
+    formula: Annotated[
+        str | None,
+        typer.Option(
+            help='Logistic regression of the randomized answer, e.g. "report ~ age + female" '
+            "(formulaic syntax; powers as **)."
+        ),
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(help="Clear column: prevalence per subgroup and a test of equality."),
+    ] = None,
+    pi: Annotated[
+        str | None,
+        typer.Option(help="Complex sample: column of inclusion probabilities (Horvitz-Thompson)."),
+    ] = None,
+    population: Annotated[
+        float | None, typer.Option(help="Complex sample: population size N.")
+    ] = None,
+    strata: Annotated[str | None, typer.Option(help="Complex sample: stratum column.")] = None,
+    clusters: Annotated[str | None, typer.Option(help="Complex sample: cluster column.")] = None,
+    variance: Annotated[
+        str | None,
+        typer.Option(help="Complex sample: deville, ultimate_cluster, jackknife, srswr or srswor."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Estimate the prevalence of each truth from a reports file.
@@ -336,13 +360,25 @@ def analyze(
     For a frequency oracle the report columns are those ``simulate`` writes, the value
     names come from ``--labels`` (default: the ``.labels.txt`` file beside the reports),
     and the table lists the heavy hitters: values whose estimate passes the detection
-    threshold (Bonferroni at ``--alpha``).
+    threshold (Bonferroni at ``--alpha``). With ``--formula`` it fits a logistic
+    regression of the randomized answer; with ``--by`` it estimates per subgroup; with
+    ``--pi`` or ``--population`` it gives design-based (Horvitz-Thompson) estimates.
     """
     oracle = _oracle(design)
     if oracle is not None:
         _analyze_oracle(oracle, reports, labels, alpha, top, confidence_level, as_json)
         return
     d = _design(design)
+    if formula is not None:
+        _analyze_formula(reports, d, formula, confidence_level, as_json)
+        return
+    if by is not None:
+        _analyze_by(reports, d, column, by, confidence_level, as_json)
+        return
+    if pi is not None or population is not None:
+        options = {"strata": strata, "clusters": clusters, "variance": variance}
+        _analyze_complex(reports, d, column, pi, population, options, confidence_level, as_json)
+        return
     raw = _read_column(reports, column)
     missing = int(raw.isna().sum())
     values = raw.dropna()
@@ -370,6 +406,157 @@ def analyze(
             for m in intervals
         ]
         table.add_row(label, f"{est.prevalence[j]:.4f}", f"{est.std_error[j]:.4f}", *cells)
+    console.print(table)
+
+
+def _analyze_formula(
+    reports: Path, d: Design, formula: str, confidence_level: float, as_json: bool
+) -> None:
+    from .analysis import rr_logit
+
+    frame = _read_table(reports)
+    try:
+        fit = rr_logit(formula, frame, d)
+        ci = fit.conf_int(confidence_level)
+    except (ValueError, TypeError, DeniableError) as exc:
+        raise _fail(f"--formula: {exc}") from None
+    if as_json:
+        payload = fit.to_dict()
+        payload["conf_int"] = {t: [ci.loc[t, "lower"], ci.loc[t, "upper"]] for t in ci.index}
+        _emit_json(payload)
+        return
+    table = Table(title=f"{formula}  ({d!r}; n = {fit.nobs:,}, log-likelihood {fit.llf:.3f})")
+    for col in ("term", "coef", "SE", "z", "p", f"{confidence_level:.0%} CI"):
+        table.add_column(col, justify="left" if col == "term" else "right")
+    for t in fit.params.index:
+        table.add_row(
+            str(t),
+            f"{fit.params[t]:.4f}",
+            f"{fit.bse[t]:.4f}",
+            f"{fit.tvalues[t]:.2f}",
+            f"{fit.pvalues[t]:.3g}",
+            f"{ci.loc[t, 'lower']:.4f} - {ci.loc[t, 'upper']:.4f}",
+        )
+    console.print(table)
+
+
+def _analyze_by(
+    reports: Path, d: Design, column: str, by: str, confidence_level: float, as_json: bool
+) -> None:
+    from .analysis import subgroup_prevalence
+
+    frame = _read_table(reports)
+    for name, opt in ((column, "--column"), (by, "--by")):
+        if name not in frame.columns:
+            raise _fail(f"{opt} {name!r} not in the file; columns: {', '.join(frame.columns)}")
+    rows = frame[[column, by]].dropna()
+    try:
+        res = subgroup_prevalence(d, rows[column].to_numpy(dtype=np.int64), rows[by].to_numpy())
+        table_df = res.table(confidence_level)
+        test = res.test_equal()
+    except (ValueError, TypeError, DeniableError) as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        _emit_json(
+            {
+                "groups": table_df.reset_index().to_dict(orient="records"),
+                "test_equal": asdict(test),
+            }
+        )
+        return
+    table = Table(title=f"{d!r}: prevalence of '{d.truth_labels[1]}' by {by}")
+    for col in ("group", "n", "estimate", "SE", f"{confidence_level:.0%} CI"):
+        table.add_column(col, justify="left" if col == "group" else "right")
+    for g, row in table_df.iterrows():
+        table.add_row(
+            str(g),
+            f"{int(row['n']):,}",
+            f"{row['prevalence']:.4f}",
+            f"{row['std_error']:.4f}",
+            f"{row['ci_low']:.4f} - {row['ci_high']:.4f}",
+        )
+    console.print(table)
+    console.print(f"equal prevalence: {test}")
+
+
+def _analyze_complex(
+    reports: Path,
+    d: Design,
+    column: str,
+    pi: str | None,
+    population: float | None,
+    options: dict[str, str | None],
+    confidence_level: float,
+    as_json: bool,
+) -> None:
+    from .analysis import survey_estimate
+
+    frame = _read_table(reports)
+    needed = {"--column": column, "--pi": pi, "--strata": options["strata"]}
+    needed["--clusters"] = options["clusters"]
+    for opt, name in needed.items():
+        if name is not None and name not in frame.columns:
+            raise _fail(f"{opt} {name!r} not in the file; columns: {', '.join(frame.columns)}")
+
+    def col(name: str | None) -> Any:
+        return None if name is None else frame[name].to_numpy()
+
+    try:
+        est = survey_estimate(
+            d,
+            frame[column].to_numpy(dtype=np.float64),
+            pi=col(pi),
+            N=population,
+            strata=col(options["strata"]),
+            clusters=col(options["clusters"]),
+            variance=options["variance"],
+        )
+        low, high = est.confidence_interval(confidence_level)
+    except (ValueError, TypeError, DeniableError) as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        _emit_json({**est.to_dict(), "confidence_level": confidence_level, "ci": [low, high]})
+        return
+    console.print(
+        f"{d!r}, Horvitz-Thompson {est.kind} over {est.n:,} replies ({est.method} variance): "
+        f"{est.estimate:.4f}, SE {est.std_error:.4f}, {confidence_level:.0%} CI "
+        f"{low:.4f} - {high:.4f}"
+    )
+
+
+@app.command()
+def audit(
+    epsilon: Annotated[
+        float, typer.Option(min=1e-6, max=20.0, help="Epsilon (nats) of the private attribute.")
+    ] = 1.0,
+    confidence_level: Annotated[float, typer.Option(help="Confidence level in (0, 1).")] = 0.95,
+    seed: SeedOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fairness audit on UCI Adult: parity of income >50K, clear and with private groups."""
+    from .analysis import adult_parity_audit
+
+    rng = np.random.default_rng(seed)
+    table_df = adult_parity_audit(epsilon, confidence_level=confidence_level, rng=rng)
+    if as_json:
+        _emit_json(table_df.reset_index().to_dict(orient="records"))
+        return
+    table = Table(
+        title=f"Statistical parity of income >50K (not in group - in group); group collected "
+        f"by Warner at epsilon = {epsilon:g}"
+    )
+    for c in ("group", "members", "clear", "private", "SE", f"{confidence_level:.0%} CI", "covers"):
+        table.add_column(c, justify="left" if c == "group" else "right")
+    for g, row in table_df.iterrows():
+        table.add_row(
+            str(g),
+            f"{int(row['members']):,}",
+            f"{row['clear_difference']:+.4f}",
+            f"{row['private_difference']:+.4f}",
+            f"{row['private_std_error']:.4f}",
+            f"{row['private_ci_low']:+.4f} - {row['private_ci_high']:+.4f}",
+            "yes" if row["covers_clear"] else "no",
+        )
     console.print(table)
 
 

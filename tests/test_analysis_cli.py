@@ -1,0 +1,112 @@
+"""The analysis commands: analyze --formula / --by / --pi and audit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from deniable import ForcedResponse
+from deniable.analysis import rr_logit, subgroup_prevalence, survey_estimate
+from deniable.cli import app
+from deniable.datasets import load_rr_survey
+
+runner = CliRunner()
+BLAIR = "forced-response:p_yes=0.16666666666666666,p_no=0.16666666666666666"
+
+
+@pytest.fixture(scope="module")
+def nigeria_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "nigeria.csv"
+    load_rr_survey("rr/nigeria").to_csv(path, index=False)
+    return path
+
+
+def test_formula_prints_the_library_fit(nigeria_csv: Path) -> None:
+    formula = "rr.q1 ~ cov.female + I(cov.age / 10)"
+    result = runner.invoke(
+        app, ["analyze", str(nigeria_csv), "-d", BLAIR, "--formula", formula, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    fit = rr_logit(formula, load_rr_survey("rr/nigeria"), ForcedResponse(p_yes=1 / 6, p_no=1 / 6))
+    assert payload["params"] == pytest.approx(fit.params.to_dict())
+    assert payload["nobs"] == fit.nobs
+    bad = runner.invoke(app, ["analyze", str(nigeria_csv), "-d", BLAIR, "--formula", "rr.q1 ~ zz"])
+    assert bad.exit_code == 2 and "--formula" in bad.output
+
+
+def test_by_prints_subgroups_and_test(nigeria_csv: Path) -> None:
+    args = ["analyze", str(nigeria_csv), "-d", BLAIR, "--column", "rr.q1", "--by", "cov.female"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    data = load_rr_survey("rr/nigeria").dropna(subset=["rr.q1", "cov.female"])
+    res = subgroup_prevalence(
+        ForcedResponse(p_yes=1 / 6, p_no=1 / 6), data["rr.q1"].astype(int), data["cov.female"]
+    )
+    assert payload["test_equal"]["statistic"] == pytest.approx(res.test_equal().statistic)
+    assert [g["n"] for g in payload["groups"]] == list(res.table()["n"])
+    table = runner.invoke(app, args)
+    assert table.exit_code == 0 and "equal prevalence" in table.output
+
+
+def test_complex_sample(tmp_path: Path) -> None:
+    path = tmp_path / "stcl.csv"
+    data = load_rr_survey("RRTCS/HorvitzDataStCl")
+    data.to_csv(path, index=False)
+    spec = "unrelated-question:p=0.6,innocuous_prevalence=0.5"
+    result = runner.invoke(
+        app,
+        [
+            "analyze",
+            str(path),
+            "-d",
+            spec,
+            "--column",
+            "z",
+            "--pi",
+            "Pi",
+            "--population",
+            "1500",
+            "--strata",
+            "ST",
+            "--clusters",
+            "CL",
+            "--variance",
+            "jackknife",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    from deniable import UnrelatedQuestion
+
+    est = survey_estimate(
+        UnrelatedQuestion(p=0.6, innocuous_prevalence=0.5),
+        data.z,
+        pi=data.Pi,
+        N=1500,
+        strata=data.ST,
+        clusters=data.CL,
+        variance="jackknife",
+    )
+    assert payload["estimate"] == pytest.approx(est.estimate)
+    assert payload["std_error"] == pytest.approx(est.std_error)
+    bad = runner.invoke(app, ["analyze", str(path), "-d", spec, "--column", "z", "--pi", "nope"])
+    assert bad.exit_code == 2 and "--pi 'nope'" in bad.output
+
+
+def test_audit_command() -> None:
+    result = runner.invoke(app, ["audit", "--seed", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert [r["attribute"] for r in rows] == [
+        "female",
+        "private employment",
+        "Asian-Pac-Islander",
+        "divorced",
+    ]
+    assert rows[0]["clear_difference"] == pytest.approx(0.1945, abs=5e-5)

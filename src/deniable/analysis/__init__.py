@@ -11,6 +11,7 @@ from .channels import (
     KnownChannel,
     StochasticLieDetector,
     UnknownInnocuous,
+    WithDirectQuestioning,
 )
 from .complex import Revision, SurveyEstimate, survey_estimate
 from .fairness import ParityResult, adult_parity_audit, statistical_parity
@@ -38,6 +39,7 @@ __all__ = [
     "SubgroupResult",
     "SurveyEstimate",
     "UnknownInnocuous",
+    "WithDirectQuestioning",
     "adult_parity_audit",
     "closed_form",
     "estimate_channel",

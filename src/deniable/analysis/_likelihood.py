@@ -82,6 +82,27 @@ def loglik(
     return ll, grad, hess
 
 
+def scores(
+    beta: Array,
+    theta: Array,
+    X: Array,
+    groups: NDArray[np.intp],
+    reports: NDArray[np.intp],
+    channel: Channel,
+) -> Array:
+    """Per-row score vectors, shape (n, p + q) (for the outer-product information)."""
+    A, B, dA, dB = channel.coefficients(theta)
+    a = A[groups, reports]
+    b = B[groups, reports]
+    s = expit(X @ beta)
+    L = a + b * s
+    cols = [X * (b * s * (1.0 - s) / L)[:, None]]
+    if theta.size:
+        u = dA[:, groups, reports] + dB[:, groups, reports] * s
+        cols.append((u / L).T)
+    return np.hstack(cols)
+
+
 def start_beta(
     X: Array,
     groups: NDArray[np.intp],

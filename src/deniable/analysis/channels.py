@@ -47,6 +47,7 @@ __all__ = [
     "KnownChannel",
     "StochasticLieDetector",
     "UnknownInnocuous",
+    "WithDirectQuestioning",
     "as_channel",
 ]
 
@@ -306,6 +307,43 @@ class StochasticLieDetector(Channel):
 
     def start(self) -> Array:
         return np.array([0.9])
+
+
+class WithDirectQuestioning(Channel):
+    """A channel plus one group asked directly (no randomization).
+
+    ``RRreg::RRlog`` treats ``group == 0`` this way: the direct answers inform the
+    logistic model through ``Pr(yes) = pi`` while the randomized groups also inform the
+    channel's unknown parameters (Heck & Moshagen 2018).
+
+    Parameters
+    ----------
+    channel : Channel
+        The randomized groups (two report symbols).
+    label : hashable, default 0
+        The value of the grouping column for the directly asked group.
+    """
+
+    def __init__(self, channel: Channel, label: Hashable = 0) -> None:
+        if channel.n_reports != 2:
+            raise ValueError("direct questioning needs a yes/no channel")
+        if label in channel.group_labels:
+            raise ValueError(f"label {label!r} is already a randomization group")
+        self.inner = channel
+        self.group_labels = (*channel.group_labels, label)
+        self.param_names = channel.param_names
+        self.bounds = channel.bounds
+        self.n_reports = 2
+
+    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+        A, B, dA, dB = self.inner.coefficients(theta)
+        A = np.vstack([A, [1.0, 0.0]])
+        B = np.vstack([B, [-1.0, 1.0]])
+        pad = np.zeros((dA.shape[0], 1, 2))
+        return A, B, np.concatenate([dA, pad], axis=1), np.concatenate([dB, pad], axis=1)
+
+    def start(self) -> Array:
+        return self.inner.start()
 
 
 def as_channel(design: Design | Mapping[Hashable, Design] | Channel) -> Channel:

@@ -26,7 +26,7 @@ from scipy.special import expit
 from .._validation import check_confidence_level
 from ..designs import Design
 from ._formula import model_frame
-from ._likelihood import fit, loglik
+from ._likelihood import fit, loglik, scores
 from ._results import CoefficientsMixin, TestResult, coefficient_table, observed_covariance
 from .channels import Channel, as_channel
 
@@ -218,6 +218,7 @@ def _fit_result(
     model_spec: Any,
     start: Array | None = None,
     max_iter: int = 200,
+    information: str = "observed",
 ) -> RRLogitResult:
     p = X.shape[1]
     beta0 = None if start is None else np.asarray(start[:p], dtype=np.float64)
@@ -225,11 +226,17 @@ def _fit_result(
     result = fit(
         X, groups, reports, channel, weights, beta0=beta0, theta0=theta0, max_iter=max_iter
     )
-    _, _, hess = loglik(result.beta, result.theta, X, groups, reports, channel, weights)
+    if information == "opg":
+        S = scores(result.beta, result.theta, X, groups, reports, channel)
+        w = np.ones(len(reports)) if weights is None else weights
+        covariance = observed_covariance(-(S * w[:, None]).T @ S)
+    else:
+        _, _, hess = loglik(result.beta, result.theta, X, groups, reports, channel, weights)
+        covariance = observed_covariance(hess)
     names = [*terms, *channel.param_names]
     return RRLogitResult(
         params=pd.Series(np.concatenate([result.beta, result.theta]), index=names),
-        covariance=observed_covariance(hess),
+        covariance=covariance,
         llf=result.llf,
         nobs=len(reports),
         converged=result.converged,
@@ -265,6 +272,7 @@ def rr_logit(
     weights: str | None = None,
     start: ArrayLike | None = None,
     max_iter: int = 200,
+    information: str = "observed",
 ) -> RRLogitResult:
     """Logistic regression of a randomized binary answer on clear covariates.
 
@@ -291,6 +299,11 @@ def rr_logit(
         Starting values (coefficients, then channel parameters).
     max_iter : int, default 200
         Newton iterations at most.
+    information : {"observed", "opg"}, default "observed"
+        Standard errors from the observed information (the Hessian; as
+        ``RRreg::RRlog`` and ``rr::rrreg(optim = TRUE)``) or from the outer product of
+        the per-row scores (BHHH; the default of ``rr::rrreg``). Both are consistent;
+        they differ in finite samples.
 
     Returns
     -------
@@ -302,7 +315,7 @@ def rr_logit(
         If ``data`` is not a DataFrame or ``design`` not a design or channel.
     ValueError
         For a malformed formula, unknown columns, responses that are not report codes,
-        unknown group values, or negative weights.
+        unknown group values, negative weights, or an unknown ``information``.
 
     Examples
     --------
@@ -313,6 +326,8 @@ def rr_logit(
     >>> fit.nobs, bool(fit.converged)
     (2435, True)
     """
+    if information not in ("observed", "opg"):
+        raise ValueError(f"information must be 'observed' or 'opg', got {information!r}")
     channel = as_channel(design)
     frame = model_frame(formula, data)
     reports = report_codes(frame.y, channel.n_reports, frame.response)
@@ -342,4 +357,5 @@ def rr_logit(
         model_spec=frame.spec,
         start=None if start is None else np.asarray(start, dtype=np.float64),
         max_iter=max_iter,
+        information=information,
     )

@@ -299,3 +299,55 @@ def test_rrtcs_pij_mean_differs_where_rrtcs_is_wrong() -> None:
     assert math.sqrt(rrtcs_var) == pytest.approx(507.231127091, rel=SIG4)
     assert est.std_error > 1.4 * 507.231127091
     assert linear_binary(0.3, 0.4).params == {"c": 0.3, "d": 0.4}
+
+
+# rrreg.predictor(civic ~ cov.asset.index + cov.married + I(cov.age/10) + I((cov.age/10)^2) +
+#                 cov.education + cov.female + rr.q1, rr.item = "rr.q1", p = 2/3, p1 = 1/6,
+#                 p0 = 1/6, design = "forced-known", fit.sens = "glm", fit.outcome = "glm",
+#                 parstart = FALSE, bstart = rep(0, 7), tstart = rep(0, 8),
+#                 em.converge = 1e-10, estconv = TRUE)   # converged after 37 EM steps
+PRED_EST_T = [
+    -3.05582926705,
+    0.11345803192,
+    0.27551130648,
+    1.06099243213,
+    -0.11531495035,
+    0.08548021666,
+    -0.02474176352,
+    0.40006124764,
+]
+PRED_EST_B = [
+    -0.40345690110,
+    0.08853263622,
+    -0.29082996856,
+    -0.33185812145,
+    0.04016757493,
+    -0.01248002807,
+    -0.56224236467,
+]
+PRED_LLIK = -3127.94558  # its obs.llik at its estimates
+
+
+def test_rrreg_predictor_em_stops_short_of_the_maximum() -> None:
+    """rr's EM for rrreg.predictor regresses the *reports* on x with the posterior
+    weight of a truthful answer and drops the forced answers' information about z; its
+    fixed point is not the maximum of the likelihood it states. Evaluated with our
+    likelihood, R's estimates give R's own log-likelihood, and our maximum is higher."""
+    from deniable.analysis import rr_predictor
+    from deniable.analysis._formula import model_frame
+    from deniable.analysis.predictor import _negll
+
+    nigeria = load_rr_survey("rr/nigeria")
+    formula = (
+        "civic ~ cov.asset.index + cov.married + I(cov.age/10) + I((cov.age/10)**2)"
+        " + cov.education + cov.female + rr.q1"
+    )
+    design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    frame = model_frame(formula, nigeria)
+    X, reports = frame.X[:, :7], frame.X[:, 7].astype(int)
+    at_r = np.array([*PRED_EST_B, *PRED_EST_T])
+    ll_at_r = -_negll(at_r, X, frame.y, design.matrix[reports], 7)[0]
+    assert ll_at_r == pytest.approx(PRED_LLIK, abs=1e-4)  # the same likelihood as R's
+    fit = rr_predictor(formula, nigeria, design, rr_item="rr.q1")
+    assert fit.converged and fit.nobs == 2423
+    assert fit.llf > PRED_LLIK + 0.5  # -3127.077: R's EM fixed point is 0.87 lower

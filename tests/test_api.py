@@ -238,3 +238,41 @@ async def test_respondent_page_and_openapi(client):
     schema = post["requestBody"]["content"]["application/json"]["schema"]
     assert schema["required"] == ["version", "reports"]
     assert schema["additionalProperties"] is False
+
+
+async def test_fast_path_answers_valid_responses_and_replays_the_rest(client, monkeypatch):
+    """The respondents' hot path bypasses the framework only for responses it stores;
+    everything else reaches the full application with its body intact."""
+    from fastapi.routing import APIRoute
+
+    calls: list[str] = []
+    original = APIRoute.handle
+
+    async def counting(self, scope, receive, send):  # type: ignore[no-untyped-def]
+        calls.append(scope["path"])
+        await original(self, scope, receive, send)
+
+    monkeypatch.setattr(APIRoute, "handle", counting)
+    await publish(client)
+    calls.clear()
+    body = {"version": 1, "reports": {"drugs": 1, "status": 0}}
+    fast = await client.post("/api/surveys/health/responses", json=body)
+    assert fast.status_code == 201 and calls == []  # answered by the fast path
+    assert fast.json() == {"stored": 1, "survey": "health", "version": 1}
+    assert fast.headers["content-type"] == "application/json"
+
+    async def chunked():  # no Content-Length: the full application stores it
+        yield json.dumps(body).encode()
+
+    slow = await client.post(
+        "/api/surveys/health/responses",
+        content=chunked(),
+        headers={"content-type": "application/json"},
+    )
+    assert slow.status_code == 201 and slow.json() == fast.json()
+    assert calls == ["/api/surveys/health/responses"]
+    bad = {"version": 1, "reports": {"drugs": 7, "status": 0}}
+    assert_error_shape(await client.post("/api/surveys/health/responses", json=bad), 422)
+    assert_error_shape(await client.post("/api/surveys/nope/responses", json=body), 404)
+    assert len(calls) == 3  # both rejections went through the application
+    assert client.store.response_count("health") == 2

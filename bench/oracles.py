@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m uv run python bench/oracles.py [--quick] [--no-peers] [--out docs]
+    python -m uv run python bench/oracles.py [--quick] [--no-peers] [--out docs] [--oracles oue,olh]
 
 The peers are installed into their own virtual environment (``bench/.peers``, created
 on first use with pip: ``pure-ldp``, ``multi-freq-ldpy`` and, so that they import and
@@ -181,7 +181,17 @@ def main() -> None:
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--budget", type=float, default=3.0, help="seconds per measurement")
     ap.add_argument("--out", type=Path, default=HERE.parent / "docs")
+    ap.add_argument(
+        "--oracles",
+        default=",".join(ORACLES),
+        help="comma-separated subset to measure again; the other oracles' rows are kept "
+        "from OUT/oracles-bench.json",
+    )
     args = ap.parse_args()
+    chosen = [o.strip() for o in args.oracles.split(",") if o.strip()]
+    unknown = [o for o in chosen if o not in ORACLES]
+    if unknown:
+        ap.error(f"--oracles: unknown {unknown}; allowed: {', '.join(ORACLES)}")
     ks = [10, 100, 1000] if args.quick else [10, 100, 1000, 10**4, 10**6]
     epss = [1.0, 4.0] if args.quick else [0.5, 1.0, 2.0, 4.0]
     ns = [10**5] if args.quick else [10**5, 10**6]
@@ -196,7 +206,7 @@ def main() -> None:
             np.save(path, values)
             truth = np.bincount(values, minlength=k) / n
             for eps in epss:
-                for name in ORACLES:
+                for name in chosen:
                     if not feasible(name, k, n):
                         continue
                     row = {"k": k, "epsilon": eps, "n": n, "oracle": name}
@@ -231,7 +241,12 @@ def main() -> None:
                     rows.append(row)
                     print(summary_line(row), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "oracles-bench.json").write_text(json.dumps(rows, indent=1))
+    previous = args.out / "oracles-bench.json"
+    if set(chosen) != set(ORACLES) and previous.exists():
+        kept = [r for r in json.loads(previous.read_text()) if r["oracle"] not in chosen]
+        order = {name: i for i, name in enumerate(ORACLES)}
+        rows = sorted(kept + rows, key=lambda r: (r["n"], r["k"], r["epsilon"], order[r["oracle"]]))
+    previous.write_text(json.dumps(rows, indent=1))
     (args.out / "oracles-bench.md").write_text(markdown(rows, args))
     plot(rows, args.out / "oracles-bench.png")
     print(f"wrote {args.out / 'oracles-bench.md'} and .png")

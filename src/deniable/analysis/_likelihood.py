@@ -41,6 +41,22 @@ class Fit:
     converged: bool
 
 
+def _row_terms(
+    beta: Array,
+    theta: Array,
+    X: Array,
+    groups: NDArray[np.intp],
+    reports: NDArray[np.intp],
+    channel: Channel,
+) -> tuple[Array, Array, Array, Array, Array]:
+    """Per-row ``b``, ``s = sigmoid(x beta)``, ``L = a + b s`` and the rows of dA, dB."""
+    A, B, dA, dB = channel.coefficients(theta)
+    b = B[groups, reports]
+    s = expit(X @ beta)
+    L = A[groups, reports] + b * s
+    return b, s, L, dA[:, groups, reports], dB[:, groups, reports]
+
+
 def loglik(
     beta: Array,
     theta: Array,
@@ -52,11 +68,7 @@ def loglik(
     derivatives: bool = True,
 ) -> tuple[float, Array, Array]:
     """Log-likelihood, gradient (p + q,) and Hessian (p + q, p + q)."""
-    A, B, dA, dB = channel.coefficients(theta)
-    a = A[groups, reports]
-    b = B[groups, reports]
-    s = expit(X @ beta)
-    L = a + b * s
+    b, s, L, dA_rows, dB_rows = _row_terms(beta, theta, X, groups, reports, channel)
     w = np.ones_like(s) if weights is None else weights
     if np.any(L <= 0):
         return -np.inf, np.zeros(0), np.zeros((0, 0))
@@ -72,10 +84,9 @@ def loglik(
     curv = w * (b * ds * (1.0 - 2.0 * s) / L - bl**2)
     hess[:p, :p] = (X * curv[:, None]).T @ X
     if q:
-        u = dA[:, groups, reports] + dB[:, groups, reports] * s  # (q, n)
-        ul = u / L
+        ul = (dA_rows + dB_rows * s) / L  # (q, n)
         grad[p:] = ul @ w
-        cross = w * (dB[:, groups, reports] * ds / L - bl * ul)  # (q, n)
+        cross = w * (dB_rows * ds / L - bl * ul)  # (q, n)
         hess[:p, p:] = X.T @ cross.T
         hess[p:, :p] = hess[:p, p:].T
         hess[p:, p:] = -(ul * w) @ ul.T
@@ -91,15 +102,10 @@ def scores(
     channel: Channel,
 ) -> Array:
     """Per-row score vectors, shape (n, p + q) (for the outer-product information)."""
-    A, B, dA, dB = channel.coefficients(theta)
-    a = A[groups, reports]
-    b = B[groups, reports]
-    s = expit(X @ beta)
-    L = a + b * s
+    b, s, L, dA_rows, dB_rows = _row_terms(beta, theta, X, groups, reports, channel)
     cols = [X * (b * s * (1.0 - s) / L)[:, None]]
     if theta.size:
-        u = dA[:, groups, reports] + dB[:, groups, reports] * s
-        cols.append((u / L).T)
+        cols.append(((dA_rows + dB_rows * s) / L).T)
     return np.hstack(cols)
 
 

@@ -202,7 +202,18 @@ class KnownChannel(Channel):
         return super().group_codes(groups, n)
 
 
-class UnknownInnocuous(Channel):
+class _GroupsWithOneParameter(Channel):
+    """Yes/no designs over randomization groups that differ in one known probability."""
+
+    def __init__(self, p: Sequence[float], group_labels: Sequence[Hashable] | None = None):
+        self.p = _probabilities("p", p)
+        if np.unique(self.p).size < 2:
+            raise ValueError(f"p must differ between at least two groups, got {self.p.tolist()}")
+        self.group_labels = _labels(group_labels, self.p.size)
+        self.bounds = [(0.0, 1.0)]
+
+
+class UnknownInnocuous(_GroupsWithOneParameter):
     """Unrelated question with unknown innocuous prevalence ``alpha`` (Greenberg et al. 1969).
 
     ``Pr(yes | group g) = p_g pi + (1 - p_g) alpha``; identifiable with two groups whose
@@ -218,13 +229,6 @@ class UnknownInnocuous(Channel):
 
     param_names = ("alpha",)
 
-    def __init__(self, p: Sequence[float], group_labels: Sequence[Hashable] | None = None):
-        self.p = _probabilities("p", p)
-        if np.unique(self.p).size < 2:
-            raise ValueError(f"p must differ between at least two groups, got {self.p.tolist()}")
-        self.group_labels = _labels(group_labels, self.p.size)
-        self.bounds = [(0.0, 1.0)]
-
     def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
         (alpha,) = theta
         q = 1.0 - self.p
@@ -234,7 +238,7 @@ class UnknownInnocuous(Channel):
         return A, B, dA, np.zeros_like(dA)
 
 
-class CheatingDetection(Channel):
+class CheatingDetection(_GroupsWithOneParameter):
     """Cheating detection model (Clark & Desharnais 1998).
 
     A device says "answer yes" with probability ``p_g``, otherwise "answer truthfully";
@@ -252,13 +256,6 @@ class CheatingDetection(Channel):
 
     param_names = ("gamma",)
 
-    def __init__(self, p: Sequence[float], group_labels: Sequence[Hashable] | None = None):
-        self.p = _probabilities("p", p)
-        if np.unique(self.p).size < 2:
-            raise ValueError(f"p must differ between at least two groups, got {self.p.tolist()}")
-        self.group_labels = _labels(group_labels, self.p.size)
-        self.bounds = [(0.0, 1.0)]
-
     def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
         (gamma,) = theta
         yes_a = self.p * (1.0 - gamma)
@@ -271,7 +268,7 @@ class CheatingDetection(Channel):
         return np.array([0.1])
 
 
-class StochasticLieDetector(Channel):
+class StochasticLieDetector(_GroupsWithOneParameter):
     """Stochastic lie detector (Moshagen, Musch & Erdfelder 2012).
 
     Non-carriers answer the sensitive statement with probability ``p_g`` (saying "no")
@@ -289,13 +286,6 @@ class StochasticLieDetector(Channel):
     """
 
     param_names = ("t",)
-
-    def __init__(self, p: Sequence[float], group_labels: Sequence[Hashable] | None = None):
-        self.p = _probabilities("p", p)
-        if np.unique(self.p).size < 2:
-            raise ValueError(f"p must differ between at least two groups, got {self.p.tolist()}")
-        self.group_labels = _labels(group_labels, self.p.size)
-        self.bounds = [(0.0, 1.0)]
 
     def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
         (t,) = theta

@@ -110,3 +110,43 @@ def test_audit_command() -> None:
         "divorced",
     ]
     assert rows[0]["clear_difference"] == pytest.approx(0.1945, abs=5e-5)
+
+
+def test_shipped_data_by_name() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "analyze",
+            "RRTCS/WarnerData",
+            "-d",
+            "warner:p=0.7",
+            "--column",
+            "z",
+            "--pi",
+            "Pi",
+            "--population",
+            "802",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["estimate"] == pytest.approx(0.45)
+
+
+def test_readme_analysis_commands_run() -> None:
+    """The README's analyze --formula and audit lines run as written."""
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = readme.replace("\\\n", " ")
+    commands = [
+        line.split("#")[0].strip()
+        for line in text.splitlines()
+        if line.startswith("python -m uv run deniable analyze rr/")
+        or line.startswith("python -m uv run deniable audit")
+    ]
+    assert len(commands) == 2, commands
+    for command in commands:
+        args = shlex.split(command)[5:]  # after "python -m uv run deniable"
+        result = runner.invoke(app, [*args, "--json"])
+        assert result.exit_code == 0, (command, result.output)

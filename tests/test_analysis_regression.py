@@ -173,7 +173,6 @@ def test_saturated_channels_reach_their_closed_form(minarets_rr: pd.DataFrame) -
     shares = minarets_rr.groupby("condition")["rrt"].mean().to_numpy()
     for channel in (
         StochasticLieDetector([2 / 12, 10 / 12], group_labels=[1, 2]),
-        CheatingDetection([2 / 12, 10 / 12], group_labels=[1, 2]),
         UnknownInnocuous([2 / 12, 10 / 12], group_labels=[1, 2]),
     ):
         est = estimate_channel(
@@ -192,6 +191,30 @@ def test_saturated_channels_reach_their_closed_form(minarets_rr: pd.DataFrame) -
     )
     assert sld.params["pi"] == pytest.approx(pi, abs=1e-7)
     assert sld.params["t"] == pytest.approx(t, abs=1e-7)
+
+
+def test_cheating_detection_keeps_its_classes_a_distribution(minarets_rr: pd.DataFrame) -> None:
+    """Read as a cheating-detection survey, the minaret shares put the closed form outside
+    the model (pi + gamma = 1.13 > 1); the estimate stays on the boundary pi + gamma = 1,
+    and it matches the closed form where that lies inside (simulated survey)."""
+    cdm = CheatingDetection([2 / 12, 10 / 12], group_labels=[1, 2])
+    shares = minarets_rr.groupby("condition")["rrt"].mean().to_numpy()
+    outside = closed_form(cdm, shares)
+    assert outside.sum() > 1.1
+    est = estimate_channel(cdm, minarets_rr.rrt.to_numpy(), minarets_rr.condition.to_numpy())
+    assert est.params.sum() == pytest.approx(1.0, abs=1e-7)
+    rng = np.random.default_rng(17)
+    n = 50_000
+    groups = rng.integers(0, 2, n)
+    u = rng.random(n)
+    honest_carrier, cheater = u < 0.2, (u >= 0.2) & (u < 0.3)
+    forced_yes = rng.random(n) < np.where(groups == 0, 2 / 12, 10 / 12)
+    reports = np.where(cheater, 0, np.where(honest_carrier | forced_yes, 1, 0))
+    inside = estimate_channel(cdm, reports, groups + 1)
+    lam = [reports[groups == g].mean() for g in (0, 1)]
+    np.testing.assert_allclose(inside.params, closed_form(cdm, lam), atol=1e-6)
+    for name, value in (("pi", 0.2), ("gamma", 0.1)):
+        assert abs(inside.params[name] - value) < 4 * inside.bse[name]
 
 
 def test_sld_regression_agrees_with_the_prevalence_fit(minarets_rr: pd.DataFrame) -> None:

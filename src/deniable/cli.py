@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from .datasets import load_adult
+from .datasets import RR_SURVEYS, load_adult, load_rr_survey
 from .demo import DemoRow, adult_survey, real_surveys
 from .designs import Design, design_from_spec
 from .errors import DeniableError
@@ -92,6 +92,8 @@ def _json_default(value: Any) -> Any:
 def _read_table(path: Path) -> pd.DataFrame:
     if str(path) == "adult":
         return load_adult()
+    if str(path) in RR_SURVEYS:  # a shipped survey by name, e.g. rr/nigeria
+        return load_rr_survey(str(path))
     if not path.exists():
         raise _fail(f"file not found: {path}")
     if path.suffix.lower() in (".parquet", ".pq"):

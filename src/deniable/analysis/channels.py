@@ -73,6 +73,9 @@ class Channel(ABC):
     n_reports: int = 2
     param_names: tuple[str, ...] = ()
     bounds: list[tuple[float, float]]
+    #: True when the prevalence and the one parameter are shares of the same population
+    #: (``pi + parameter <= 1``), as the cheaters of the cheating-detection model.
+    shares_sum_at_most_one: bool = False
 
     @property
     def n_groups(self) -> int:
@@ -243,7 +246,8 @@ class CheatingDetection(_GroupsWithOneParameter):
 
     A device says "answer yes" with probability ``p_g``, otherwise "answer truthfully";
     a share ``gamma`` of respondents (cheaters) says "no" whatever the device says.
-    ``pi`` is the share of honest carriers; honest non-carriers are ``1 - pi - gamma``.
+    ``pi`` is the share of honest carriers; honest non-carriers are ``1 - pi - gamma``,
+    so :func:`~deniable.analysis.estimate_channel` keeps ``pi + gamma <= 1``.
     ``Pr(yes | group g) = pi + p_g (1 - pi - gamma)``.
 
     Parameters
@@ -255,6 +259,7 @@ class CheatingDetection(_GroupsWithOneParameter):
     """
 
     param_names = ("gamma",)
+    shares_sum_at_most_one = True
 
     def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
         (gamma,) = theta

@@ -170,15 +170,28 @@ def estimate_channel(
     starts = [np.concatenate([[pi0], channel.start()]) for pi0 in (0.1, 0.5, 0.9)]
     best = None
     for x0 in starts:
-        res = optimize.minimize(
-            _objective,
-            x0,
-            args=(channel, c),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=bounds,
-            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
-        )
+        if channel.shares_sum_at_most_one:  # pi + parameter <= 1 (classes of one population)
+            x0 = np.minimum(x0, [0.5, 0.4])
+            res = optimize.minimize(
+                _objective,
+                x0,
+                args=(channel, c),
+                jac=True,
+                method="SLSQP",
+                bounds=bounds,
+                constraints=[{"type": "ineq", "fun": lambda x: 1.0 - x[0] - x[1]}],
+                options={"ftol": 1e-14, "maxiter": 1000},
+            )
+        else:
+            res = optimize.minimize(
+                _objective,
+                x0,
+                args=(channel, c),
+                jac=True,
+                method="L-BFGS-B",
+                bounds=bounds,
+                options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
+            )
         if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
             best = res
     if best is None:

@@ -179,7 +179,7 @@ def estimate_channel(
                 jac=True,
                 method="SLSQP",
                 bounds=bounds,
-                constraints=[{"type": "ineq", "fun": lambda x: 1.0 - x[0] - x[1]}],
+                constraints=optimize.LinearConstraint(np.array([[1.0, 1.0]]), -np.inf, 1.0),
                 options={"ftol": 1e-14, "maxiter": 1000},
             )
         else:

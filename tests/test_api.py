@@ -103,6 +103,20 @@ async def test_responses_results_and_estimates(client, rng):
     assert "400 responses" in page.text
 
 
+async def test_results_page_with_an_estimate_outside_its_clipped_interval(client):
+    """All "no" reports through the two coins: the unbiased estimate is -0.5 while its
+    interval is clipped to [0, 1]; the page still renders (it once drew negative bars)."""
+    await publish(client)
+    for i in range(3):
+        body = {"version": 1, "reports": {"drugs": 0, "status": i}}
+        assert (await client.post("/api/surveys/health/responses", json=body)).status_code == 201
+    res = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
+    assert res["questions"][0]["prevalence"][1] == pytest.approx(-0.5)
+    assert res["questions"][0]["ci_low"][1] == 0.0
+    page = await client.get("/surveys/health/results", params={"key": ANALYST})
+    assert page.status_code == 200 and "data:image/png;base64," in page.text
+
+
 async def test_export_csv_and_parquet(client):
     await publish(client)
     batch = {

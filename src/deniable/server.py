@@ -672,9 +672,12 @@ def _results_page(store: Store, survey: Survey) -> str:
         ax = fig.subplots()
         y = np.arange(len(labels))[::-1]
         e = np.array(est)
-        ax.errorbar(e, y, xerr=[e - np.array(lo), np.array(hi) - e], fmt="o", capsize=4, color="C0")
+        # the unbiased estimate may fall outside [0, 1] while its interval is clipped to
+        # it: draw the interval and the estimate separately (no negative error bars)
+        ax.hlines(y, lo, hi, color="C0", lw=2)
+        ax.plot(e, y, "o", color="C0")
         ax.set_yticks(y, labels)
-        ax.set_xlim(-0.05, 1.05)
+        ax.set_xlim(min(-0.05, float(e.min()) - 0.05), max(1.05, float(e.max()) + 0.05))
         ax.axvline(0, color="0.8", lw=0.8)
         ax.set_xlabel("estimated prevalence with 95% confidence interval")
         images.append(("Estimates with 95% confidence intervals", _png(fig)))

@@ -169,29 +169,24 @@ def estimate_channel(
     bounds = [(0.0, 1.0), *channel.bounds]
     starts = [np.concatenate([[pi0], channel.start()]) for pi0 in (0.1, 0.5, 0.9)]
     best = None
+    constrained = channel.shares_sum_at_most_one  # pi + parameter <= 1 (one population)
     for x0 in starts:
-        if channel.shares_sum_at_most_one:  # pi + parameter <= 1 (classes of one population)
-            x0 = np.minimum(x0, [0.5, 0.4])
-            res = optimize.minimize(
-                _objective,
-                x0,
-                args=(channel, c),
-                jac=True,
-                method="SLSQP",
-                bounds=bounds,
-                constraints=optimize.LinearConstraint(np.array([[1.0, 1.0]]), -np.inf, 1.0),
-                options={"ftol": 1e-14, "maxiter": 1000},
-            )
-        else:
-            res = optimize.minimize(
-                _objective,
-                x0,
-                args=(channel, c),
-                jac=True,
-                method="L-BFGS-B",
-                bounds=bounds,
-                options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
-            )
+        res = optimize.minimize(
+            _objective,
+            np.minimum(x0, [0.5, 0.4]) if constrained else x0,
+            args=(channel, c),
+            jac=True,
+            method="SLSQP" if constrained else "L-BFGS-B",
+            bounds=bounds,
+            constraints=(
+                optimize.LinearConstraint(np.array([[1.0, 1.0]]), -np.inf, 1.0)
+                if constrained
+                else ()
+            ),
+            options={"ftol": 1e-14, "maxiter": 1000}
+            if constrained
+            else {"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
+        )
         if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
             best = res
     if best is None:

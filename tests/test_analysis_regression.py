@@ -283,3 +283,16 @@ def test_rr_predictor_recovers_the_joint_model() -> None:
     assert np.all(dev < 4), dict(zip(fit.params.index, dev, strict=True))
     with pytest.raises(ValueError, match="rr_item"):
         rr_predictor("y ~ x1", df, design, rr_item="r")
+
+
+def test_frequency_weights_equal_repeated_rows(nigeria: pd.DataFrame) -> None:
+    data = nigeria.dropna(subset=["rr.q1", "cov.female", "cov.asset.index"]).copy()
+    data["w"] = 2.0
+    weighted = rr_logit("rr.q1 ~ cov.female + cov.asset.index", data, BLAIR, weights="w")
+    doubled = rr_logit("rr.q1 ~ cov.female + cov.asset.index", pd.concat([data, data]), BLAIR)
+    np.testing.assert_allclose(weighted.params, doubled.params, rtol=1e-8)
+    np.testing.assert_allclose(weighted.bse, doubled.bse, rtol=1e-8)
+    assert weighted.llf == pytest.approx(doubled.llf)
+    data.loc[data.index[0], "w"] = -1.0
+    with pytest.raises(ValueError, match="weights must be finite and >= 0"):
+        rr_logit("rr.q1 ~ cov.female", data, BLAIR, weights="w")

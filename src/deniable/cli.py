@@ -116,11 +116,17 @@ def _labels_path(reports: Path) -> Path:
     return reports.with_name(reports.name + ".labels.txt")
 
 
+def _require_columns(frame: pd.DataFrame, options: dict[str, str | None]) -> None:
+    """Exit 2 naming the option whose column (None: not given) the file lacks."""
+    for option, name in options.items():
+        if name is not None and name not in frame.columns:
+            names = ", ".join(map(str, frame.columns))
+            raise _fail(f"{option} {name!r} not in the file; columns: {names}")
+
+
 def _read_column(path: Path, column: str) -> pd.Series:
     frame = _read_table(path)
-    if column not in frame.columns:
-        names = ", ".join(map(str, frame.columns))
-        raise _fail(f"--column {column!r} not in the file; columns: {names}")
+    _require_columns(frame, {"--column": column})
     return frame[column]
 
 
@@ -448,9 +454,7 @@ def _analyze_by(
     from .analysis import subgroup_prevalence
 
     frame = _read_table(reports)
-    for name, opt in ((column, "--column"), (by, "--by")):
-        if name not in frame.columns:
-            raise _fail(f"{opt} {name!r} not in the file; columns: {', '.join(frame.columns)}")
+    _require_columns(frame, {"--column": column, "--by": by})
     rows = frame[[column, by]].dropna()
     try:
         res = subgroup_prevalence(d, rows[column].to_numpy(dtype=np.int64), rows[by].to_numpy())
@@ -494,11 +498,11 @@ def _analyze_complex(
     from .analysis import survey_estimate
 
     frame = _read_table(reports)
-    needed = {"--column": column, "--pi": pi, "--strata": options["strata"]}
-    needed["--clusters"] = options["clusters"]
-    for opt, name in needed.items():
-        if name is not None and name not in frame.columns:
-            raise _fail(f"{opt} {name!r} not in the file; columns: {', '.join(frame.columns)}")
+    _require_columns(
+        frame,
+        {"--column": column, "--pi": pi}
+        | {f"--{key}": options[key] for key in ("strata", "clusters")},
+    )
 
     def col(name: str | None) -> Any:
         return None if name is None else frame[name].to_numpy()

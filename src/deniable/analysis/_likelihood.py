@@ -65,7 +65,6 @@ def loglik(
     reports: NDArray[np.intp],
     channel: Channel,
     weights: Array | None,
-    derivatives: bool = True,
 ) -> tuple[float, Array, Array]:
     """Log-likelihood, gradient (p + q,) and Hessian (p + q, p + q)."""
     b, s, L, dA_rows, dB_rows = _row_terms(beta, theta, X, groups, reports, channel)
@@ -73,8 +72,6 @@ def loglik(
     if np.any(L <= 0):
         return -np.inf, np.zeros(0), np.zeros((0, 0))
     ll = float(np.dot(w, np.log(L)))
-    if not derivatives:
-        return ll, np.zeros(0), np.zeros((0, 0))
     ds = s * (1.0 - s)
     bl = b * ds / L  # (n,)
     p, q = X.shape[1], theta.size

@@ -140,10 +140,6 @@ class Channel(ABC):
         drawn: NDArray[np.intp] = (u[:, None] > np.cumsum(probs, axis=1)[:, :-1]).sum(axis=1)
         return drawn.astype(np.intp)
 
-    def describe(self) -> dict[str, Any]:
-        """JSON-ready description."""
-        return {"channel": type(self).__name__, "groups": list(map(str, self.group_labels))}
-
 
 def _probabilities(name: str, p: Sequence[float]) -> Array:
     values = [check_probability(f"{name}[{i}]", v) for i, v in enumerate(p)]

@@ -34,10 +34,6 @@ __all__ = ["ParityResult", "adult_parity_audit", "statistical_parity"]
 Array = NDArray[np.float64]
 
 
-def _identity(k: int) -> Array:
-    return np.eye(k)
-
-
 def _conditional(pi: Array, k: int, m: int) -> Array:
     joint = pi.reshape(k, m)
     return np.asarray(joint / joint.sum(axis=1, keepdims=True), dtype=np.float64)
@@ -200,7 +196,7 @@ def statistical_parity(
         if raw.size and not np.issubdtype(arr.dtype, np.integer):
             raise TypeError(f"{name} must hold integer or bool codes, got dtype {raw.dtype}")
         k = max(2, int(arr.max()) + 1) if arr.size else 2
-        return k, _identity(k)
+        return k, np.eye(k)
 
     mo, Po = _size(o_raw, outcome_design, "outcome")
     mg, Pg = _size(g_raw, group_design, "group")

@@ -29,9 +29,8 @@ from scipy.special import expit
 from .._validation import check_confidence_level, check_integer, check_probability
 from ..designs import Design
 from ._formula import model_frame
-from ._likelihood import fit, loglik
-from ._results import observed_covariance
 from .channels import KnownChannel
+from .regression import _fit_result
 
 __all__ = ["PowerResult", "power_coefficient", "power_difference", "sample_size_difference"]
 
@@ -219,9 +218,10 @@ def power_coefficient(
         truth = rng.random(size) < expit(Xs @ beta)
         reports = design.randomize(truth, rng).astype(np.intp)
         groups = np.zeros(size, dtype=np.intp)
-        res = fit(Xs, groups, reports, channel)
-        _, _, hess = loglik(res.beta, res.theta, Xs, groups, reports, channel, None)
-        se = math.sqrt(max(observed_covariance(hess)[j, j], 0.0))
-        hits += bool(se > 0 and abs(res.beta[j]) / se > z)
+        res = _fit_result(
+            Xs, frame.terms, groups, reports, channel, None, formula=formula, model_spec=None
+        )
+        se = float(res.bse.iloc[j])
+        hits += bool(se > 0 and abs(res.params.iloc[j]) / se > z)
     p = hits / reps
     return PowerResult(p, "simulation", math.sqrt(p * (1 - p) / reps))

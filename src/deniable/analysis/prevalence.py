@@ -20,6 +20,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
+from .._validation import as_codes
 from ..designs import Design
 from ._results import CoefficientsMixin, TestResult, coefficient_table, observed_covariance
 from .channels import Channel, as_channel
@@ -84,12 +85,7 @@ class ChannelEstimate(CoefficientsMixin):
 
 
 def _counts(channel: Channel, reports: ArrayLike, groups: ArrayLike | None) -> Array:
-    r = np.asarray(reports)
-    if r.ndim != 1 or not (np.issubdtype(r.dtype, np.integer) or r.dtype == np.bool_):
-        raise ValueError(f"reports must be a 1-D array of integer report codes, got {r.dtype}")
-    r = r.astype(np.intp)
-    if r.size and (r.min() < 0 or r.max() >= channel.n_reports):
-        raise ValueError(f"reports must hold codes 0..{channel.n_reports - 1}")
+    r = as_codes("reports", reports, channel.n_reports).astype(np.intp)
     g = channel.group_codes(groups, r.size)
     flat = np.bincount(g * channel.n_reports + r, minlength=channel.n_groups * channel.n_reports)
     return flat.reshape(channel.n_groups, channel.n_reports).astype(np.float64)
@@ -150,8 +146,10 @@ def estimate_channel(
 
     Raises
     ------
+    TypeError
+        For reports that are not integer (or bool) codes.
     ValueError
-        For reports that are not codes of the channel, or unknown group values.
+        For codes outside the channel's report set, or unknown group values.
 
     Examples
     --------

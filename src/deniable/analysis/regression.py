@@ -26,7 +26,7 @@ from scipy.special import expit
 from .._validation import check_confidence_level
 from ..designs import Design
 from ._formula import model_frame
-from ._likelihood import fit, loglik, scores
+from ._likelihood import fit, scores
 from ._results import CoefficientsMixin, TestResult, coefficient_table, observed_covariance
 from .channels import Channel, as_channel
 
@@ -231,8 +231,7 @@ def _fit_result(
         w = np.ones(len(reports)) if weights is None else weights
         covariance = observed_covariance(-(S * w[:, None]).T @ S)
     else:
-        _, _, hess = loglik(result.beta, result.theta, X, groups, reports, channel, weights)
-        covariance = observed_covariance(hess)
+        covariance = observed_covariance(result.hessian)
     names = [*terms, *channel.param_names]
     return RRLogitResult(
         params=pd.Series(np.concatenate([result.beta, result.theta]), index=names),

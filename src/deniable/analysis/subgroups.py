@@ -119,10 +119,8 @@ class SubgroupResult:
             raise ValueError(f"the prevalence of group {b!r} is estimated at 0: no ratio")
         va, vb = float(ea.std_error[c] ** 2), float(eb.std_error[c] ** 2)
         r = pa / pb
-        se = abs(r) * math.sqrt((va / pa**2 if pa else math.inf) + vb / pb**2)
-        log_se = math.sqrt(va / pa**2 + vb / pb**2) if pa > 0 and pb > 0 else None
-        if pa == 0:
-            se = math.sqrt(va) / abs(pb)
+        se = math.sqrt(va + r**2 * vb) / abs(pb)  # Var(pa/pb) ~ (va + r^2 vb) / pb^2
+        log_se = se / r if pa > 0 and pb > 0 else None  # Var(log r) ~ Var(r) / r^2
         return Contrast(r, se, "ratio", log_se)
 
     def test_equal(self) -> TestResult:

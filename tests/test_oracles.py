@@ -191,10 +191,13 @@ def test_fwht_matches_the_hadamard_matrix():
         fwht(np.ones(6))
 
 
-def test_packed_bit_counts():
-    bits = np.random.default_rng(0).random((1000, 21)) < 0.3
+@pytest.mark.parametrize("n, k", [(1000, 21), (3000, 2100), (700, 8 * 300 + 5)])
+def test_packed_bit_counts(n, k):
+    # narrow rows go through byte histograms, rows over 256 bytes through bit-sliced
+    # counters (3000 rows: several 255-row flushes per thread block)
+    bits = np.random.default_rng(k).random((n, k)) < np.linspace(0.0, 1.0, k)
     packed = np.packbits(bits, axis=1, bitorder="little")
-    np.testing.assert_array_equal(packed_bit_counts(packed, 21), bits.sum(axis=0))
+    np.testing.assert_array_equal(packed_bit_counts(packed, k), bits.sum(axis=0))
 
 
 # -- estimation API ----------------------------------------------------------------

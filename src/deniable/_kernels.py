@@ -165,3 +165,192 @@ def olh_encode(
 ) -> NDArray[np.uint32]:
     """Local-hashing reports' buckets (see ``LocalHashing.encode``), shape (n,)."""
     return np.asarray(_olh_encode(values, a, b, keep, other, int(g), int(threshold)))
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _packed_bit_counts(packed: NDArray[np.uint8], blocks: int) -> NDArray[np.int64]:
+    # Bit-sliced ("vertical") counters: plane b holds bit b of every column's running
+    # count, so adding one row is a ripple-carry add of 8 bits per byte column, which
+    # LLVM vectorises across columns (32 columns per AVX2 instruction). Planes are
+    # flushed into int64 counts every 255 rows, before an 8-bit count can overflow.
+    n, nbytes = packed.shape
+    out = np.zeros((blocks, 8 * nbytes), dtype=np.int64)
+    per = (n + blocks - 1) // blocks
+    for blk in numba.prange(blocks):
+        counts = out[blk]
+        planes = np.zeros((8, nbytes), dtype=np.uint8)
+        start = blk * per
+        stop = min(n, start + per)
+        for group in range(start, stop, 255):
+            for i in range(group, min(stop, group + 255)):
+                row = packed[i]
+                for j in range(nbytes):
+                    c = row[j]
+                    for b in range(8):
+                        t = planes[b, j] & c
+                        planes[b, j] ^= c
+                        c = t
+            for b in range(8):
+                for j in range(nbytes):
+                    x = planes[b, j]
+                    if x:
+                        for bit in range(8):
+                            counts[8 * j + bit] += ((x >> bit) & 1) << b
+                    planes[b, j] = 0
+    return out.sum(axis=0)  # type: ignore[no-any-return]
+
+
+def packed_column_bit_counts(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
+    """Number of 1 bits at each bit position of the rows of ``packed``.
+
+    ``packed``: uint8, shape (n, nbytes), bits little-endian within bytes; returns int64,
+    shape (8 * nbytes,), entry ``8 j + b`` counting bit ``b`` of byte ``j``.
+    """
+    blocks = max(1, min(packed.shape[0] // 1024, numba.get_num_threads()))
+    return np.asarray(_packed_bit_counts(np.ascontiguousarray(packed), blocks), dtype=np.int64)
+
+
+# lowest set bit of each 16-bit value (0 for 0, unused)
+_LOWEST_BIT16 = np.array(
+    [(x & -x).bit_length() - 1 if x else 0 for x in range(1 << 16)], dtype=np.int8
+)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _nibble(stream: NDArray[np.uint8], pos: int) -> int:
+    return (int(stream[pos >> 1]) >> (4 * (pos & 1))) & 15
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _below(
+    ties: NDArray[np.uint8], pos: int, avail: int, t: NDArray[np.int64], first: int
+) -> tuple[int, int]:
+    """Finish ``word < T`` after its nibbles before ``first`` tied: (bit, new pos), or (-1, -1)."""
+    for i in range(first, 8):
+        if pos >= avail:
+            return -1, -1
+        v = _nibble(ties, pos)
+        pos += 1
+        if v != t[i]:
+            return (1 if v < t[i] else 0), pos
+    return 0, pos  # all 32 bits equal: word == T, not below
+
+
+_LANES = np.uint64(0x0101010101010101)
+_HIGH = np.uint64(0x8080808080808080)
+_GATHER = np.uint64(0x0002040810204081)  # bit 7 of byte i -> bit 56 + i
+_LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
+
+
+@numba.njit(cache=True, nogil=True)
+def _ue_lazy(
+    codes: NDArray[np.int64],
+    top: NDArray[np.uint64],
+    pbytes: NDArray[np.uint8],
+    ties: NDArray[np.uint8],
+    tq: NDArray[np.int64],
+    tp: NDArray[np.int64],
+    k: int,
+    out: NDArray[np.uint8],
+) -> int:
+    # Output bytes 2h and 2h + 1 of a row take the 16 first nibbles of the 64-bit word
+    # top[r, h]: bit i of byte 2h the low nibble of the word's byte i, bit i of byte
+    # 2h + 1 its high nibble. The comparisons with T's first nibble run 8 at once, one
+    # nibble per byte lane (SWAR): lane + 0x80 - t has its high bit clear iff lane < t,
+    # and (lane ^ t) + 0x7f iff lane == t; a multiply gathers the 8 high bits into a
+    # byte. Ties are resolved afterwards, in bit order, from the ``ties`` stream.
+    m, nb = out.shape
+    avail = 2 * ties.shape[0]
+    pos = 0
+    last_mask = np.int64((1 << (k - 8 * (nb - 1))) - 1)
+    below = (np.uint64(0x80) - np.uint64(tq[0])) * _LANES
+    same = np.uint64(tq[0]) * _LANES
+    seven = np.uint64(0x7F) * _LANES
+    t1 = tq[1]
+    tie_at = np.empty(nb + 1, dtype=np.int64)
+    tie_mask = np.empty(nb + 1, dtype=np.int64)
+    for r in range(m):
+        # the true value's bit: Bernoulli(T_p / 2^32), its own nibble, ties from the stream
+        u = int(pbytes[r]) & 15
+        tbit = 1 if u < tp[0] else 0
+        if u == tp[0]:
+            tbit, pos = _below(ties, pos, avail, tp, 1)
+            if pos < 0:
+                return -1
+        row = top[r]
+        outrow = out[r]
+        n_ties = 0
+        for h in range(nb >> 1):
+            w = row[h]
+            lo = w & _LOW_NIBBLES
+            hi = (w >> np.uint64(4)) & _LOW_NIBBLES
+            res = np.int64(((~(lo + below) & _HIGH) * _GATHER) >> np.uint64(56)) | (
+                np.int64(((~(hi + below) & _HIGH) * _GATHER) >> np.uint64(56)) << 8
+            )
+            tie = np.int64(((~((lo ^ same) + seven) & _HIGH) * _GATHER) >> np.uint64(56)) | (
+                np.int64(((~((hi ^ same) + seven) & _HIGH) * _GATHER) >> np.uint64(56)) << 8
+            )
+            outrow[2 * h] = np.uint8(res & 255)
+            outrow[2 * h + 1] = np.uint8(res >> 8)
+            tie_at[n_ties] = h
+            tie_mask[n_ties] = tie
+            n_ties += 1 if tie else 0
+        if nb & 1:  # last byte alone: the low nibbles of its word
+            h = nb >> 1
+            lo = row[h] & _LOW_NIBBLES
+            res = np.int64(((~(lo + below) & _HIGH) * _GATHER) >> np.uint64(56))
+            tie = np.int64(((~((lo ^ same) + seven) & _HIGH) * _GATHER) >> np.uint64(56))
+            outrow[2 * h] = np.uint8(res)
+            tie_at[n_ties] = h
+            tie_mask[n_ties] = tie
+            n_ties += 1 if tie else 0
+        # padding bits past k are 0; the true value's bit was drawn above
+        c = np.int64(codes[r])
+        last = nb - 1
+        outrow[last] = np.uint8(np.int64(outrow[last]) & last_mask)
+        skip = np.int64(1) << (8 * ((c >> 3) & 1) + (c & 7))
+        pad = np.int64(255 ^ last_mask) << (8 * (last & 1))
+        for i in range(n_ties):
+            h = tie_at[i]
+            tie = tie_mask[i]
+            if h == c >> 4:
+                tie &= ~skip
+            if h == last >> 1:
+                tie &= ~pad
+            set_bits = np.int64(0)
+            while tie:
+                j = np.int64(_LOWEST_BIT16[tie])
+                tie &= tie - 1
+                if pos >= avail:
+                    return -1
+                v = _nibble(ties, pos)  # the second nibble decides 15 times in 16
+                pos += 1
+                bit = int(v < t1)
+                if v == t1:
+                    bit, pos = _below(ties, pos - 1, avail, tq, 1)
+                    if pos < 0:
+                        return -1
+                set_bits |= bit << j
+            outrow[2 * h] |= np.uint8(set_bits & 255)
+            outrow[2 * h + 1] |= np.uint8(set_bits >> 8)
+        cb = c >> 3
+        outrow[cb] = np.uint8((np.int64(outrow[cb]) & (255 ^ (1 << (c & 7)))) | (tbit << (c & 7)))
+    return pos
+
+
+def ue_lazy_encode(
+    codes: NDArray[np.int64],
+    top: NDArray[np.uint64],
+    pbytes: NDArray[np.uint8],
+    ties: NDArray[np.uint8],
+    tq: NDArray[np.int64],
+    tp: NDArray[np.int64],
+    k: int,
+    out: NDArray[np.uint8],
+) -> int:
+    """Unary-encoding reports from lazily compared nibbles (see ``UnaryEncoding.randomize``).
+
+    Writes ``out`` (uint8, (m, ceil(k/8))); returns the number of tie nibbles used from
+    ``ties``, or -1 if ``ties`` ran out (call again with a longer ``ties``).
+    """
+    return int(_ue_lazy(codes, top, pbytes, ties, tq, tp, int(k), out))

@@ -7,7 +7,14 @@ A randomizer needs only uniform draws on ``[0, 1)``; every source here has the m
 
 * :class:`SecureRandom` (the default when ``rng=None``) reads ``os.urandom`` and turns
   each 8 bytes into one uniform with 53 random bits, vectorised with NumPy. This is the
-  only source to use on a respondent's device.
+  only source to use on a respondent's device. Its ``bytes(length)`` (the frequency
+  oracles' source) reads ``os.urandom`` for short requests; from 64 KiB on it returns
+  the AES-256-CTR keystream under a fresh 256-bit key and 128-bit initial counter
+  block read from ``os.urandom`` for that one request and then discarded: the
+  CTR_DRBG construction of NIST SP 800-90A (Barker & Kelsey 2015), a cryptographically
+  secure generator whose output cannot be told from ``os.urandom``'s without breaking
+  AES, at about 1.3 GB/s instead of about 0.25 GB/s (AES-NI, OpenSSL through the
+  ``cryptography`` package).
 * A seeded ``numpy.random.Generator`` is for simulation and tests only: whoever knows
   the seed knows every respondent's coin.
 * :class:`BlumBlumShub` is the provably unpredictable generator of Blum, Blum & Shub
@@ -24,6 +31,7 @@ import secrets
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from numpy.typing import NDArray
 
 __all__ = [
@@ -66,15 +74,43 @@ class SecureRandom:
         words = np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
         return (words >> np.uint64(11)).astype(np.float64) * _TWO_POW_MINUS_53
 
-    def bytes(self, length: int) -> bytes:
-        """Return ``length`` random bytes from ``os.urandom`` (the frequency oracles' source)."""
-        return os.urandom(_check_size(length))
+    def bytes(self, length: int) -> bytes | bytearray:
+        """Return ``length`` cryptographically secure random bytes.
+
+        Below :data:`KEYSTREAM_MIN_BYTES` (64 KiB) they come from ``os.urandom``; from
+        there on they are the AES-256-CTR keystream under a key and initial counter
+        block drawn from ``os.urandom`` for this call only (NIST SP 800-90A CTR_DRBG
+        without reseeding: at most 2^32 bytes per key here, far inside its 2^48-request
+        limit).
+        """
+        length = _check_size(length)
+        if length < KEYSTREAM_MIN_BYTES:
+            return os.urandom(length)
+        return _aes_ctr_keystream(length)
 
     def __repr__(self) -> str:
         return "SecureRandom()"
 
 
 _SECURE = SecureRandom()
+
+#: Requests of at least this many bytes are served from a fresh AES-256-CTR keystream.
+KEYSTREAM_MIN_BYTES = 1 << 16
+_KEYSTREAM_PIECE = 1 << 24  # bytes encrypted per call (bounds the zero buffer)
+_ZEROS = memoryview(bytes(_KEYSTREAM_PIECE))
+
+
+def _aes_ctr_keystream(length: int) -> bytearray:
+    """``length`` bytes of AES-256-CTR keystream under a fresh ``os.urandom`` key."""
+    encryptor = Cipher(algorithms.AES(os.urandom(32)), modes.CTR(os.urandom(16))).encryptor()
+    out = bytearray(length + 15)  # update_into needs block_size - 1 spare bytes
+    view = memoryview(out)
+    for start in range(0, length, _KEYSTREAM_PIECE):
+        size = min(_KEYSTREAM_PIECE, length - start)
+        encryptor.update_into(_ZEROS[:size], view[start:])
+    del view
+    del out[length:]
+    return out
 
 
 def resolve_rng(rng: RandomSource | np.random.Generator | None) -> RandomSource:
@@ -100,12 +136,13 @@ def uniforms(rng: RandomSource | np.random.Generator | None, size: int) -> NDArr
     return np.asarray(resolve_rng(rng).random(size), dtype=np.float64)
 
 
-def random_bytes(rng: RandomSource | np.random.Generator | None, length: int) -> bytes:
+def random_bytes(rng: RandomSource | np.random.Generator | None, length: int) -> bytes | bytearray:
     """Draw ``length`` uniformly random bytes from ``rng`` (secure default).
 
     A seeded ``numpy.random.Generator`` gives the little-endian bytes of uniform 32-bit
     words; other sources their ``bytes(length)`` method (``SecureRandom``: from
-    ``os.urandom``; ``BlumBlumShub``); otherwise
+    ``os.urandom``, or for 64 KiB and more an AES-256-CTR keystream keyed from it;
+    ``BlumBlumShub``); otherwise
     takes 32 bits from each of ``length / 4`` uniforms of ``random(size)``.
     """
     length = _check_size(length)
@@ -116,7 +153,7 @@ def random_bytes(rng: RandomSource | np.random.Generator | None, length: int) ->
     draw = getattr(source, "bytes", None)
     if callable(draw):
         out = draw(length)
-        if not isinstance(out, bytes) or len(out) != length:
+        if not isinstance(out, bytes | bytearray) or len(out) != length:
             raise TypeError(f"rng.bytes({length}) must return {length} bytes")
         return out
     words = -(-length // 4)

@@ -383,7 +383,7 @@ class Rappor:
             prr = raw[4 * n :]
         else:
             if secrets is None:
-                secret_bytes = random_bytes(None, 32 * n)
+                secret_bytes = bytes(random_bytes(None, 32 * n))
                 secrets = [secret_bytes[32 * i : 32 * i + 32] for i in range(n)]
             if len(secrets) != n or any(len(s) < 16 for s in secrets):
                 raise ValueError("secrets must give one secret of >= 16 bytes per value")

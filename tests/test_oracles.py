@@ -47,7 +47,10 @@ ORACLES = [
     LocalHashing(6, 1.0),
     LocalHashing(6, 0.3),  # g = 2
     LocalHashing(6, 2.0, g=5),
-    HadamardResponse(6, 1.0),
+    HadamardResponse(6, 1.0),  # B = 2 blocks of b = 8 columns
+    HadamardResponse(6, 0.5),  # B = 1: the high-privacy scheme
+    HadamardResponse(6, 2.5),  # B = 8 blocks of b = 2: one value a block
+    HadamardResponse(6, 3.0, blocks=2),  # several values a block, some variance from F_v
 ]
 
 
@@ -163,25 +166,60 @@ def test_local_hashing_encoder_boundaries_and_hash():
     np.testing.assert_array_equal(matrix[0], hashed == out["y"][0])
 
 
-@pytest.mark.parametrize("epsilon", [0.5, 2.0])
-def test_hadamard_epsilon_and_uniform_columns_by_enumeration(epsilon):
-    oracle = HadamardResponse(6, epsilon)  # K = 8
+@pytest.mark.parametrize(
+    ("k", "epsilon", "blocks"), [(6, 0.5, None), (6, 2.0, None), (11, 4.0, None), (6, 3.0, 2)]
+)
+def test_hadamard_epsilon_and_estimator_by_enumeration(k, epsilon, blocks):
+    oracle = HadamardResponse(k, epsilon, blocks=blocks)
     K = oracle.K
-    assert K == 8
-    inside = oracle.support_matrix(np.arange(K)).toarray()  # (K columns, k values)
-    prob = np.where(inside, oracle.p_star, 1 - oracle.p_star) / (K / 2)
-    np.testing.assert_allclose(prob.sum(axis=0), 1.0)
-    assert _max_ratio(prob) == pytest.approx(math.exp(oracle.epsilon), rel=1e-12)
-    assert epsilon - 1e-8 < oracle.epsilon <= epsilon
-    # every column word, kept or not: each column of the wanted set is hit exactly twice
-    for value in range(6):
-        for keep in (True, False):
-            word0 = 0 if keep else 2**32 - 1
-            raw = np.array([[word0, j] for j in range(K)], dtype="<u4").tobytes()
+    rho = oracle.threshold_rho / TWO32
+    # every column word y with the keep word below / above T_rho: exact P(report | truth)
+    prob = np.zeros((K, k))
+    for keep_word, weight in ((oracle.threshold_rho - 1, rho), (oracle.threshold_rho, 1 - rho)):
+        for value in range(k):
+            raw = np.array([[y, keep_word] for y in range(K)], dtype="<u4").tobytes()
             cols = oracle.encode(np.full(K, value), raw)
-            hits = np.bincount(cols, minlength=K)
-            assert set(np.unique(hits[inside[:, value] == keep])) == {2}
-            assert hits[inside[:, value] != keep].sum() == 0
+            prob[:, value] += weight * np.bincount(cols, minlength=K) / K
+    np.testing.assert_allclose(prob.sum(axis=0), 1.0, rtol=1e-12)
+    ratio = _max_ratio(prob)
+    assert ratio == pytest.approx(math.exp(oracle.epsilon), rel=1e-12)
+    assert epsilon - 1e-8 < oracle.epsilon <= epsilon
+    # two probability levels: alpha on the value's set S_v (the support matrix), beta off it
+    inside = oracle.support_matrix(np.arange(K)).toarray()
+    assert inside.sum(axis=0).tolist() == [oracle.b // 2] * k
+    alpha, beta = np.unique(prob).max(), np.unique(prob).min()
+    np.testing.assert_allclose(prob, np.where(inside, alpha, beta), rtol=1e-12)
+    assert oracle.likelihood_ratio() == pytest.approx(alpha / beta, rel=1e-12)
+    # each column's weight for each value (from a one-report tally), and its moments
+    weights = np.array(
+        [oracle.support_counts([c]).counts / oracle.support_counts([c]).scale for c in range(K)]
+    )
+    assert set(np.unique(weights)) <= {0.0, 0.5, 1.0}
+    mean = prob.T @ weights  # (truth, candidate): E[w_v | truth]
+    np.testing.assert_allclose(np.diag(mean), oracle.p_star, rtol=1e-12)
+    np.testing.assert_allclose(mean[~np.eye(k, dtype=bool)], oracle.q_star, rtol=1e-12)
+    # the variance formula for a fixed population f (a share f_t of the reports have
+    # truth t), from the exact second moments: sum_t f_t Var(w_v | t)
+    f = np.random.default_rng(k).dirichlet(np.ones(k))
+    second = prob.T @ weights**2
+    var_w = f @ (second - mean**2)
+    gap = oracle.p_star - oracle.q_star
+    np.testing.assert_allclose(oracle.variance(f, 1), var_w / gap**2, rtol=1e-10)
+
+
+def test_hadamard_half_supports_use_wald_intervals():
+    oracle = HadamardResponse(20, 3.0)
+    assert oracle.B > 1
+    tally = oracle.support_counts(oracle.randomize(np.arange(20), np.random.default_rng(0)))
+    assert tally.scale == 2 and tally.to_dict()["scale"] == 2
+    result = estimate(oracle, tally)
+    assert result.default_interval_method == "normal"
+    with pytest.raises(ValueError, match="needs binomial support counts"):
+        result.confidence_interval(method="wilson")
+    with pytest.raises(ReportValidationError, match="scales"):
+        tally + SupportTally(np.zeros(20, dtype=np.int64), 3)
+    with pytest.raises(ReportValidationError, match=r"0\.\.2"):
+        SupportTally(np.array([3]), 1, scale=2)
 
 
 def test_fwht_matches_the_hadamard_matrix():

@@ -175,7 +175,8 @@ class PrevalenceEstimate:
         if isinstance(self.design, Rappor):
             return "normal"
         if isinstance(self.design, FrequencyOracle):
-            return "wilson" if self.method == "moment" else "normal"
+            binomial = isinstance(self.tally, SupportTally) and self.tally.scale == 1
+            return "wilson" if self.method == "moment" and binomial else "normal"
         return "wilson" if affine_map(self.design) is not None else "normal"
 
     def to_dict(
@@ -344,6 +345,12 @@ def _oracle_interval(
         low, high = center - half, center + half
     elif method == "bayes":
         raise ValueError("interval method 'bayes' is not available for frequency oracles")
+    elif tally.scale != 1:
+        raise ValueError(
+            f"interval method {method!r} needs binomial support counts; this oracle's "
+            "reports carry half supports (Hadamard response with several blocks): "
+            "use 'normal' or 'chebyshev'"
+        )
     else:
         lo_s, hi_s = share_interval(
             method, tally.counts, np.full(tally.counts.shape, tally.n), level

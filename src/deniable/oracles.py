@@ -131,18 +131,24 @@ class SupportTally:
     Parameters
     ----------
     counts : ndarray of int64, shape (k,)
-        ``counts[v]`` = number of reports that support candidate ``v``.
+        ``counts[v]`` = number of reports that support candidate ``v``, in units of
+        ``1 / scale`` report.
     n : int
         Number of reports.
+    scale : 1 or 2, default 1
+        2 when reports carry half supports (Hadamard response with several blocks:
+        ``counts[v]`` is twice the summed weight, in ``0..2n``).
 
     Raises
     ------
     ReportValidationError
-        If counts are negative, exceed ``n``, or ``n`` is negative.
+        If counts are negative, exceed ``scale * n``, ``n`` is negative or ``scale`` is
+        not 1 or 2.
     """
 
     counts: NDArray[np.int64] = field()
     n: int
+    scale: int = 1
 
     def __post_init__(self) -> None:
         arr = np.asarray(self.counts)
@@ -152,30 +158,40 @@ class SupportTally:
                 f"dtype {arr.dtype}"
             )
         arr = arr.astype(np.int64)
-        if self.n < 0 or (arr.size and (arr.min() < 0 or arr.max() > self.n)):
-            raise ReportValidationError(f"support counts must lie in 0..n = {self.n}")
+        if isinstance(self.scale, bool) or self.scale not in (1, 2):
+            raise ReportValidationError(f"support tally scale must be 1 or 2, got {self.scale}")
+        top = self.scale * self.n
+        if self.n < 0 or (arr.size and (arr.min() < 0 or arr.max() > top)):
+            raise ReportValidationError(f"support counts must lie in 0..{top} (scale * n)")
         arr.setflags(write=False)
         object.__setattr__(self, "counts", arr)
         object.__setattr__(self, "n", int(self.n))
 
     @property
     def shares(self) -> NDArray[np.float64]:
-        """``counts / n``, shape (k,)."""
-        return self.counts / max(self.n, 1)
+        """``counts / (scale n)``: mean support weight of the reports, shape (k,)."""
+        return self.counts / max(self.scale * self.n, 1)
 
     def __add__(self, other: object) -> SupportTally:
         if not isinstance(other, SupportTally):
             return NotImplemented
+        if other.scale != self.scale:
+            raise ReportValidationError(
+                f"cannot merge support tallies of scales {self.scale} and {other.scale}"
+            )
         if other.counts.shape != self.counts.shape:
             raise ReportValidationError(
                 f"cannot merge support tallies over {self.counts.size} and "
                 f"{other.counts.size} candidates"
             )
-        return SupportTally(self.counts + other.counts, self.n + other.n)
+        return SupportTally(self.counts + other.counts, self.n + other.n, self.scale)
 
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready ``{"n": ..., "counts": [...]}``."""
-        return {"n": self.n, "counts": self.counts.tolist()}
+        """JSON-ready ``{"n": ..., "counts": [...]}`` (and ``"scale"`` when it is 2)."""
+        out: dict[str, object] = {"n": self.n, "counts": self.counts.tolist()}
+        if self.scale != 1:
+            out["scale"] = self.scale
+        return out
 
 
 class FrequencyOracle(ABC):
@@ -816,19 +832,29 @@ class LocalHashing(FrequencyOracle):
 
 
 # ---------------------------------------------------------------------------------
-def fwht(x: ArrayLike) -> NDArray[np.int64] | NDArray[np.float64]:
+def fwht(x: ArrayLike, block: int | None = None) -> NDArray[np.int64] | NDArray[np.float64]:
     """Fast Walsh-Hadamard transform (Sylvester order, unnormalised), ``O(K log K)``.
 
     ``x``: shape (K,) with K a power of two; returns ``H_K x`` with
-    ``H[r, c] = (-1)^popcount(r & c)``, same dtype kind (int64 or float64).
+    ``H[r, c] = (-1)^popcount(r & c)``, same dtype kind (int64 or float64). With
+    ``block`` (a power of two dividing K), transforms each run of ``block`` entries
+    on its own: ``H_block`` applied to ``x.reshape(-1, block)`` row by row.
+
+    Raises
+    ------
+    ValueError
+        If K or ``block`` is not a power of two, or ``block`` does not divide K.
     """
     a = np.asarray(x)
     a = a.astype(np.int64) if a.dtype.kind in "iub" else a.astype(np.float64)
     size = a.size
     if size & (size - 1) or size == 0:
         raise ValueError(f"fwht needs a length that is a power of two, got {size}")
+    span = size if block is None else int(block)
+    if span < 1 or span & (span - 1) or size % span:
+        raise ValueError(f"fwht block must be a power of two dividing {size}, got {block}")
     h = 1
-    while h < size:
+    while h < span:
         v = a.reshape(-1, 2, h)
         a = np.stack((v[:, 0] + v[:, 1], v[:, 0] - v[:, 1]), axis=1).reshape(-1)
         h *= 2
@@ -840,55 +866,101 @@ def _popcount(x: NDArray[np.uint32]) -> NDArray[np.uint8]:
 
 
 class HadamardResponse(FrequencyOracle):
-    """Hadamard response (Acharya, Sun & Zhang 2019).
+    """Hadamard response, for every privacy level (Acharya, Sun & Zhang 2019).
 
-    Let ``K`` be the smallest power of two above ``k`` and ``H`` the ``K x K``
-    Sylvester-Hadamard matrix. Value ``v`` owns row ``v + 1`` and its set
-    ``S_v = {c : H[v + 1, c] = +1}`` of ``K/2`` columns. The respondent reports a
-    uniform column of ``S_v`` with probability ``p = e^eps / (e^eps + 1)`` and a uniform
-    column outside it otherwise. A report ``c`` supports ``v`` when ``c`` is in ``S_v``:
-    ``p* = p`` and ``q* = 1/2`` (half of any other row's set lies in ``S_v``). The server
-    histograms the ``n`` columns and gets every support count at once from one fast
-    Walsh-Hadamard transform: ``C_v = (n + (H hist)[v + 1]) / 2``.
+    The outputs are ``K = B b`` columns in ``B`` blocks of ``b`` (powers of two), ``H``
+    the ``b x b`` Sylvester-Hadamard matrix. Value ``v`` lives in block
+    ``j = v // (b - 1)`` and owns row ``r = v % (b - 1) + 1`` of it, i.e. the set
+    ``S_v`` of the ``b / 2`` columns ``c`` of block ``j`` with ``H[r, c] = +1``. The
+    respondent reports a column with probability ``alpha`` each inside ``S_v`` and
+    ``beta`` each outside it, ``alpha / beta = e^eps``. The paper's choice (its
+    Section 5, "general privacy") is ``B = 2^floor(log2 min(2k, e^eps))`` and
+    ``b = 2^ceil(log2(k / B + 1))``; ``B = 1`` (epsilon < ln 2) is the high-privacy
+    scheme, ``K/2`` columns per value and ``K`` the power of two above ``k``.
+
+    Estimator: a report ``c`` gives ``v`` the weight ``w = 1`` if ``c`` is in ``S_v``,
+    ``0`` if it is in ``v``'s block but not in ``S_v``, and ``1/2`` outside the block.
+    ``E[w] = p* = 1/2 + (b/4)(alpha - beta)`` if the truth is ``v`` and exactly
+    ``q* = 1/2`` otherwise (other rows of the block meet ``S_v`` in ``b/4`` columns),
+    so ``f_v = (W_v / n - 1/2) / (p* - q*)`` is unbiased. The weights sum to
+    ``W_v = (n + T[j, r]) / 2`` with ``T`` the per-block fast Walsh-Hadamard
+    transform of the column histogram: ``O(n + K log b)``. With ``B > 1`` the tally
+    holds ``2 W_v`` (``SupportTally.scale == 2``), the variance depends on the
+    frequency of ``v``'s whole block (:meth:`variance`) and intervals are Wald
+    (``normal``) or ``chebyshev``.
+
+    Sampling (exact, 8 random bytes per report): a uniform column ``y`` (``log2 K``
+    bits of the first little-endian 32-bit word) is reported if it lies in ``S_v``
+    or if the second word is below ``T_rho``; otherwise the report is ``y``'s position
+    moved into block ``j`` and, if outside ``S_v``, into it by flipping the lowest set
+    bit of ``r``. Each column of ``S_v`` has ``2B - 1`` such preimages, so
+    ``alpha = (1 + (2B - 1)(1 - rho)) / K`` and ``beta = rho / K``,
+    ``rho = T_rho / 2^32``; ``T_rho`` is the smallest threshold whose exact epsilon
+    ``ln(alpha / beta)`` is at most the one asked for.
 
     Reports: ndarray of uint32, shape (n,), columns in ``0..K-1`` (``log2 K`` bits).
-    Randomness: 8 bytes per report (keep word, column word). A uniform column in
-    ``0..K-1`` whose parity is wrong is moved into the wanted set by flipping the
-    lowest set bit of ``v + 1`` (a bijection between the set and its complement).
 
     Parameters
     ----------
     k : int, 2 <= k < 2^31
     epsilon : float in (0, 30], nats
+    blocks : int, power of two, optional
+        ``B``; default the paper's choice above. ``blocks=1`` forces the
+        high-privacy scheme.
 
     Raises
     ------
     ValueError, TypeError
-        For ``k`` out of range or epsilon outside (0, 30].
+        For ``k`` out of range, epsilon outside (0, 30] or ``blocks`` not a power of
+        two in ``1..2^20``.
     """
 
     name = "hadamard"
 
-    def __init__(self, k: int, epsilon: float) -> None:
+    def __init__(self, k: int, epsilon: float, blocks: int | None = None) -> None:
         super().__init__(k, epsilon)
         if self.k >= 1 << 31:
             raise ValueError(f"k must be < 2^31 for Hadamard response, got {self.k}")
-        self.K = 1 << int(self.k).bit_length()  # smallest power of two > k
         e = math.exp(self.requested_epsilon)
+        if blocks is None:
+            self.B = 1 << max(0, math.floor(math.log2(min(2.0 * self.k, e))))
+        else:
+            self.B = check_integer("blocks", blocks, minimum=1)
+            if self.B & (self.B - 1) or self.B > 1 << 20:
+                raise ValueError(f"blocks must be a power of two in 1..2^20, got {blocks}")
+        self.blocks_given = blocks
+        self.b = 1 << math.ceil(math.log2(self.k / self.B + 1.0))  # b - 1 values a block
+        self.K = self.B * self.b
+        if self.K > 1 << 32:
+            raise ValueError(f"Hadamard response needs K = B b <= 2^32 columns, got {self.K}")
+        two_b = 2 * self.B
 
-        def eps_of(tp: int) -> float:
-            return math.log(tp / (TWO32 - tp))
+        def eps_of(t: int) -> float:  # decreasing in the threshold t
+            rho = t / TWO32
+            return math.log((1.0 + (two_b - 1) * (1.0 - rho)) / rho)
 
-        self.threshold_p = _largest_threshold(self.requested_epsilon, eps_of, e / (e + 1))
+        t = max(1, min(TWO32 - 1, math.ceil(two_b / (e + two_b - 1) * TWO32)))
+        while t + 1 < TWO32 and eps_of(t) > self.requested_epsilon:
+            t += 1
+        while t > 1 and eps_of(t - 1) <= self.requested_epsilon:
+            t -= 1
+        self.threshold_rho = t
+
+    @property
+    def _alpha_beta(self) -> tuple[float, float]:
+        """Probability of each column inside ``S_v`` and outside it."""
+        rho = self.threshold_rho / TWO32
+        return (1.0 + (2 * self.B - 1) * (1.0 - rho)) / self.K, rho / self.K
 
     @property
     def epsilon(self) -> float:
-        p = self.p_star
-        return math.log(p / (1 - p))
+        alpha, beta = self._alpha_beta
+        return math.log(alpha / beta)
 
     @property
     def p_star(self) -> float:
-        return _prob(self.threshold_p)
+        alpha, beta = self._alpha_beta
+        return 0.5 + self.b / 4.0 * (alpha - beta)
 
     @property
     def q_star(self) -> float:
@@ -899,18 +971,29 @@ class HadamardResponse(FrequencyOracle):
         return 8
 
     def params(self) -> dict[str, Any]:
-        return {"k": self.k, "epsilon": self.requested_epsilon}
+        out: dict[str, Any] = {"k": self.k, "epsilon": self.requested_epsilon}
+        if self.blocks_given is not None:
+            out["blocks"] = self.B
+        return out
+
+    def _block_and_row(
+        self, codes: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Block ``v // (b - 1)`` and Hadamard row ``v % (b - 1) + 1`` of each value."""
+        return codes // (self.b - 1), codes % (self.b - 1) + 1
 
     def encode(self, values: ArrayLike, randomness: RandomBytes) -> NDArray[np.uint32]:
         codes = self._values(values)
         words = self._bytes(randomness, codes.size).view("<u4")
-        keep = words[:, 0] < np.uint32(self.threshold_p)
-        col = words[:, 1] & np.uint32(self.K - 1)
-        row = (codes + 1).astype(np.uint32)
-        parity = _popcount(row & col) & np.uint8(1)
-        wrong = parity != np.where(keep, 0, 1).astype(np.uint8)
-        low_bit = row & (~row + np.uint32(1))
-        return np.where(wrong, col ^ low_bit, col).astype(np.uint32)
+        tail = self.b.bit_length() - 1
+        block, row = self._block_and_row(codes)
+        y = words[:, 0].astype(np.int64) & (self.K - 1)
+        pos = y & (self.b - 1)
+        odd = (_popcount((row & pos).astype(np.uint32)) & 1).astype(bool)
+        inside = ((y >> tail) == block) & ~odd
+        keep = inside | (words[:, 1] < np.uint32(self.threshold_rho))
+        moved = (block << tail) | np.where(odd, pos ^ (row & -row), pos)
+        return np.where(keep, y, moved).astype(np.uint32)
 
     def check_reports(self, reports: Any) -> NDArray[np.int64]:
         arr = np.asarray(reports)
@@ -926,8 +1009,12 @@ class HadamardResponse(FrequencyOracle):
     def support_counts(self, reports: Any) -> SupportTally:
         arr = self.check_reports(reports)
         hist = np.bincount(arr, minlength=self.K)
-        signed = fwht(hist)[1 : self.k + 1].astype(np.int64)
-        return SupportTally((arr.size + signed) // 2, arr.size)
+        transform = fwht(hist, block=self.b).reshape(self.B, self.b)
+        block, row = self._block_and_row(np.arange(self.k))
+        doubled = (arr.size + transform[block, row]).astype(np.int64)  # 2 W_v
+        if self.B == 1:  # no report falls outside a value's block: W_v is a count
+            return SupportTally(doubled // 2, arr.size)
+        return SupportTally(doubled, arr.size, scale=2)
 
     def unique_reports(self, reports: Any) -> tuple[Any, NDArray[np.int64]]:
         arr = self.check_reports(reports)
@@ -935,16 +1022,63 @@ class HadamardResponse(FrequencyOracle):
         return uniq, counts.astype(np.int64)
 
     def support_matrix(self, reports: Any) -> sparse.csr_matrix:
+        """``[c in S_v]``, shape (n, k) bool: the reports' likelihood is ``alpha`` or ``beta``."""
         arr = self.check_reports(reports)
         cols, inverse = np.unique(arr, return_inverse=True)
-        rows = (np.arange(1, self.k + 1, dtype=np.uint32))[None, :]
-        inside = (_popcount(cols.astype(np.uint32)[:, None] & rows) & 1) == 0
-        return sparse.csr_matrix(inside)[inverse]
+        tail = self.b.bit_length() - 1
+        block, row = self._block_and_row(np.arange(self.k))
+        pos = (cols & (self.b - 1)).astype(np.uint32)
+        same = (cols[:, None] >> tail) == block[None, :]
+        even = (_popcount(pos[:, None] & row[None, :].astype(np.uint32)) & 1) == 0
+        return sparse.csr_matrix(same & even)[inverse]
 
     def likelihood_ratio(self) -> float:
-        """``Pr(report | truth in support) / Pr(report | not)``: ``p / (1 - p)``."""
+        """``Pr(report | truth in support) / Pr(report | not)``: ``alpha / beta``."""
+        alpha, beta = self._alpha_beta
+        return alpha / beta
+
+    def _weight_variances(self) -> tuple[float, float, float]:
+        """Variance of one report's weight ``w`` for ``v``: truth ``v``, same block, other block."""
+        alpha, beta = self._alpha_beta
+        b, K = self.b, self.K
         p = self.p_star
-        return p / (1 - p)
+        own = b / 2 * alpha + (K - b) * beta / 4 - p * p
+        same = b / 4 * (alpha + beta) + (K - b) * beta / 4 - 0.25
+        other = b / 2 * beta + (b / 2 * alpha + (K - 1.5 * b) * beta) / 4 - 0.25
+        return own, same, other
+
+    def variance(self, frequencies: ArrayLike, n: int) -> NDArray[np.float64]:
+        """Exact variance of the unbiased estimate of each ``f_v`` from ``n`` reports.
+
+        ``[f_v V_own + (F_v - f_v) V_same + (1 - F_v) V_other] / (n (p* - q*)^2)``,
+        with ``F_v`` the total frequency of ``v``'s block and ``V_*`` the variance of
+        one report's weight when the truth is ``v``, another value of its block, or a
+        value of another block. ``frequencies``: shape (k,) (a scalar is spread over
+        every value), in [0, 1]. Returns float64, shape (k,).
+        """
+        f = np.broadcast_to(np.asarray(frequencies, dtype=np.float64), (self.k,))
+        block, _ = self._block_and_row(np.arange(self.k))
+        total = np.bincount(block, weights=f)[block]
+        own, same, other = self._weight_variances()
+        gap = self.p_star - self.q_star
+        return np.asarray((f * own + (total - f) * same + (1.0 - total) * other) / (n * gap * gap))
+
+    @property
+    def worst_case_variance(self) -> float:
+        """``n * Var(f_v)`` maximised over the population (a vertex of ``0 <= f_v <= F_v <= 1``)."""
+        gap = self.p_star - self.q_star
+        return max(self._weight_variances()) / (gap * gap)
+
+    @property
+    def variance_at_zero(self) -> float:
+        """``n * Var(f_v)`` at ``f_v = 0``, every other value of frequency ``1 / k``.
+
+        ``v``'s block then holds ``F_v = (min(b - 1, k) - 1) / k`` of the population.
+        """
+        block_share = (min(self.b - 1, self.k) - 1) / self.k
+        _, same, other = self._weight_variances()
+        gap = self.p_star - self.q_star
+        return (same * block_share + other * (1.0 - block_share)) / (gap * gap)
 
 
 # ---------------------------------------------------------------------------------
@@ -1030,7 +1164,7 @@ def oracle_from_spec(spec: str) -> Any:
     """Build a frequency oracle from ``"name:param=value,..."``.
 
     Names: ``oue`` and ``sue`` (k, epsilon), ``olh`` (k, epsilon, optional g),
-    ``hadamard`` (k, epsilon), ``rappor`` (k, h, m, f, p, q).
+    ``hadamard`` (k, epsilon, optional blocks), ``rappor`` (k, h, m, f, p, q).
 
     Raises
     ------

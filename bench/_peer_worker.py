@@ -5,8 +5,9 @@ Usage: python _peer_worker.py PEER ORACLE K EPSILON N VALUES.npy MODE BUDGET_SEC
 PEER: pure-ldp | multi-freq-ldpy; ORACLE: oue | olh | hadamard; MODE: speed | mse.
 ``speed`` times the peer's client and server on as many of the N values as fit the
 budget and extrapolates the server's time to all N (both are linear in N).
-``mse`` runs all N values and returns the peer's estimates (raw where the peer has
-one, and each of its post-processings) as frequencies.
+``mse`` runs independent surveys of all N values for the budget (at least 2) and
+returns, per survey, the summed squared error of each of the peer's estimates (raw
+where the peer has one, and each of its post-processings).
 """
 
 from __future__ import annotations
@@ -114,20 +115,32 @@ def main() -> None:
         result["server_reports"] = done
         result["server_seconds_for_n"] = elapsed / done * n
     else:
-        reports = [privatise(v) for v in values]
-        if peer == "pure-ldp":
-            for rep in reports:
-                aggregate(rep)
-            raw = server.estimate_all(range(1, k + 1), suppress_warnings=True) / n
-            simplex = server.estimate_all(range(1, k + 1), suppress_warnings=True, normalization=2)
-            additive = server.estimate_all(range(1, k + 1), suppress_warnings=True, normalization=1)
-            result["estimates"] = {
-                "raw": np.asarray(raw, dtype=float).tolist(),
-                "simplex": (np.asarray(simplex, dtype=float) / n).tolist(),
-                "additive": (np.asarray(additive, dtype=float) / n).tolist(),
-            }
-        else:
-            result["estimates"] = _mf_decode(oracle, reports, k, eps)
+        # independent surveys of the same population until the budget is spent (at
+        # least 2): the sum over values of each estimate's squared error, per survey
+        truth = np.bincount(values, minlength=k) / n
+        sse: dict[str, list[float]] = {}
+        start = time.perf_counter()
+        while len(next(iter(sse.values()), [])) < 2 or time.perf_counter() - start < budget:
+            reports = [privatise(v) for v in values]
+            if peer == "pure-ldp":
+                server.reset()
+                for rep in reports:
+                    aggregate(rep)
+                every = range(1, k + 1)
+                raw = server.estimate_all(every, suppress_warnings=True) / n
+                simplex = server.estimate_all(every, suppress_warnings=True, normalization=2)
+                additive = server.estimate_all(every, suppress_warnings=True, normalization=1)
+                estimates = {
+                    "raw": np.asarray(raw, dtype=float),
+                    "simplex": np.asarray(simplex, dtype=float) / n,
+                    "additive": np.asarray(additive, dtype=float) / n,
+                }
+            else:
+                decoded = _mf_decode(oracle, reports, k, eps)
+                estimates = {m: np.asarray(v) for m, v in decoded.items()}
+            for method, est in estimates.items():
+                sse.setdefault(method, []).append(float(np.sum((est - truth) ** 2)))
+        result["sse"] = sse
     print(json.dumps(result))
 
 

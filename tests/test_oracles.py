@@ -47,9 +47,9 @@ ORACLES = [
     LocalHashing(6, 1.0),
     LocalHashing(6, 0.3),  # g = 2
     LocalHashing(6, 2.0, g=5),
-    HadamardResponse(6, 1.0),  # B = 2 blocks of b = 8 columns
+    HadamardResponse(6, 1.0, blocks=2),  # B = 2 blocks of b = 4 columns
     HadamardResponse(6, 0.5),  # B = 1: the high-privacy scheme
-    HadamardResponse(6, 2.5),  # B = 8 blocks of b = 2: one value a block
+    HadamardResponse(6, 2.5, blocks=8),  # B = 8 blocks of b = 2: one value a block
     HadamardResponse(6, 3.0, blocks=2),  # several values a block, some variance from F_v
 ]
 
@@ -205,6 +205,24 @@ def test_hadamard_epsilon_and_estimator_by_enumeration(k, epsilon, blocks):
     var_w = f @ (second - mean**2)
     gap = oracle.p_star - oracle.q_star
     np.testing.assert_allclose(oracle.variance(f, 1), var_w / gap**2, rtol=1e-10)
+
+
+@pytest.mark.parametrize("k", [10, 100, 1000, 10**6])
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])
+def test_hadamard_default_blocks_have_the_least_uniform_variance(k, epsilon):
+    # the default B against every power of two with K = B b <= 2^32, on the exact
+    # variance summed over a uniform population (computed here from variance())
+    chosen = HadamardResponse(k, epsilon)
+    uniform = np.full(k, 1.0 / k)
+    best = chosen.variance(uniform, 1).sum()
+    paper = 1 << math.floor(math.log2(min(2 * k, math.exp(epsilon))))
+    for j in range(0, 21):
+        if (1 << j) * 2 * k > 1 << 32:
+            break
+        other = HadamardResponse(k, epsilon, blocks=1 << j).variance(uniform, 1).sum()
+        assert best <= other * (1 + 1e-12), (1 << j, other, chosen.B, best)
+        if 1 << j == paper:
+            assert best <= other
 
 
 def test_hadamard_half_supports_use_wald_intervals():

@@ -11,6 +11,8 @@ counts, summed at the end.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 from numpy.typing import NDArray
@@ -353,4 +355,12 @@ def ue_lazy_encode(
     Writes ``out`` (uint8, (m, ceil(k/8))); returns the number of tie nibbles used from
     ``ties``, or -1 if ``ties`` ran out (call again with a longer ``ties``).
     """
+    # read-only views: bytes and bytearray sources then share one compiled signature
+    top, pbytes, ties = (_read_only(a) for a in (top, pbytes, ties))
     return int(_ue_lazy(codes, top, pbytes, ties, tq, tp, int(k), out))
+
+
+def _read_only(a: NDArray[Any]) -> NDArray[Any]:
+    view = a.view()
+    view.setflags(write=False)
+    return view

@@ -249,8 +249,8 @@ def test_fwht_matches_the_hadamard_matrix():
 
 @pytest.mark.parametrize("n, k", [(1000, 21), (3000, 2100), (700, 8 * 300 + 5)])
 def test_packed_bit_counts(n, k):
-    # narrow rows go through byte histograms, rows over 256 bytes through bit-sliced
-    # counters (3000 rows: several 255-row flushes per thread block)
+    # narrow rows go through byte histograms, rows of 64 bytes or more through
+    # bit-sliced counters (3000 rows: several 15- and 255-row flushes per thread block)
     bits = np.random.default_rng(k).random((n, k)) < np.linspace(0.0, 1.0, k)
     packed = np.packbits(bits, axis=1, bitorder="little")
     np.testing.assert_array_equal(packed_bit_counts(packed, k), bits.sum(axis=0))
@@ -382,3 +382,12 @@ def test_em_is_a_distribution_with_higher_likelihood(oracle):
     moment = estimate(oracle, reports).prevalence
     assert loglik(em.prevalence) >= loglik(project_simplex(moment)) - 1e-9
     assert np.abs(em.prevalence - np.bincount(values, minlength=8) / 3000).max() < 0.1
+    # a maximum on the simplex (KKT): the log-likelihood's gradient g satisfies
+    # g_v = n where f_v > 0 and g_v <= n where f_v = 0; SQUAREM reaches it
+    f = em.prevalence
+    grad = (rho - 1) * support.T @ (1 / (1 + (rho - 1) * (support @ f))) + np.sum(
+        1 / (1 + (rho - 1) * (support @ f))
+    )
+    active = f > 1e-4
+    np.testing.assert_allclose(grad[active], 3000, rtol=1e-3)
+    assert np.all(grad[~active] <= 3000 * (1 + 1e-3))

@@ -64,6 +64,8 @@ SeedOpt = Annotated[
 ]
 _CHUNK = 1_000_000
 
+_SECURE_LABEL = "secure (os.urandom; AES-256-CTR keyed from it for large draws)"
+
 
 def _fail(message: str) -> typer.Exit:
     err.print(f"[bold red]error:[/] {message}")
@@ -188,7 +190,7 @@ def simulate(
         "design": d.to_dict(),
         "output": str(output),
         "true_rate": true_rate,
-        "randomness": "seeded simulation" if seed is not None else "secure (os.urandom)",
+        "randomness": "seeded simulation" if seed is not None else _SECURE_LABEL,
     }
     if as_json:
         _emit_json(payload)
@@ -246,7 +248,7 @@ def _simulate_oracle(
         "design": oracle.to_dict(),
         "output": str(output),
         "labels": str(_labels_path(output)),
-        "randomness": "seeded simulation" if seed is not None else "secure (os.urandom)",
+        "randomness": "seeded simulation" if seed is not None else _SECURE_LABEL,
     }
     if as_json:
         _emit_json(payload)

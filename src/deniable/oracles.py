@@ -879,8 +879,8 @@ class HadamardResponse(FrequencyOracle):
     ``beta`` each outside it, ``alpha / beta = e^eps``, and ``b = 2^ceil(log2(k / B + 1))``.
     The paper (its Section 5, "general privacy") takes ``B = 2^floor(log2 min(2k,
     e^eps))``; by default we take, among the powers of two from 1/8 to 4 times that,
-    the ``B`` with the smallest exact variance summed over a uniform population (20%
-    lower than the paper's at epsilon = 1, 30% at epsilon = 4 and k = 100 or 1000).
+    the ``B`` with the smallest exact variance summed over a uniform population (15-25%
+    lower than the paper's at epsilon = 1, 27% at epsilon = 4 and k = 100 or 1000).
     ``B = 1`` is the high-privacy scheme: ``K/2`` columns per value, ``K`` the power
     of two above ``k``.
 

@@ -1,4 +1,4 @@
-"""Compiled inner loops of the frequency-oracle decoders (private; numba).
+"""Compiled inner loops of the frequency-oracle encoders and decoders (private; numba).
 
 Local hashing needs, for every report ``(a, b, y)`` and every candidate ``v``, the
 test "does ``h_{a,b}(v)`` fall in bucket ``y``?": ``n * k`` hash evaluations, which no
@@ -17,7 +17,14 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["byte_histograms", "olh_encode", "olh_support_counts", "olh_support_pairs"]
+__all__ = [
+    "byte_histograms",
+    "olh_encode",
+    "olh_support_counts",
+    "olh_support_pairs",
+    "packed_column_bit_counts",
+    "ue_lazy_encode",
+]
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -227,9 +234,8 @@ def packed_column_bit_counts(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
 
 
 # lowest set bit of each 16-bit value (0 for 0, unused)
-_LOWEST_BIT16 = np.array(
-    [(x & -x).bit_length() - 1 if x else 0 for x in range(1 << 16)], dtype=np.int8
-)
+_WORDS16 = np.arange(1 << 16, dtype=np.int64)
+_LOWEST_BIT16 = np.bitwise_count(np.maximum((_WORDS16 & -_WORDS16) - 1, 0)).astype(np.int8)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -101,10 +101,6 @@ def _tie_bytes(comparisons: int) -> int:
     return int(mean + 8.0 * math.sqrt(comparisons * 16.0 / 225.0) + 64.0) // 2
 
 
-def _result(item: tuple[list[Any], Future[int]]) -> tuple[list[Any], int]:
-    return item[0], item[1].result()
-
-
 def _prob(threshold: int) -> float:
     return threshold / TWO32
 
@@ -538,19 +534,19 @@ class UnaryEncoding(FrequencyOracle):
             ties = np.frombuffer(random_bytes(rng, _tie_bytes(m * self.k)), np.uint8)
             return [chunk, top, pbytes, ties, out[start : start + m]]
 
-        def encode(job: list[Any]) -> int:  # compiled, releases the GIL
+        def run(job: list[Any]) -> int:  # compiled, releases the GIL
             return ue_lazy_encode(job[0], job[1], job[2], job[3], tq, tp, self.k, job[4])
 
         def finish(job: list[Any], used: int) -> None:
             while used < 0:  # ties ran out: extend the stream, encode the chunk again
                 more = np.frombuffer(random_bytes(rng, job[3].size), np.uint8)
                 job[3] = np.concatenate([job[3], more])
-                used = encode(job)
+                used = run(job)
 
         starts = range(0, n, rows)
         if len(starts) == 1:
             job = draw(0)
-            finish(job, encode(job))
+            finish(job, run(job))
             return out
         # pipeline: this thread draws the next chunks' random bytes (AES, holding the
         # GIL) while two workers encode earlier chunks
@@ -558,11 +554,13 @@ class UnaryEncoding(FrequencyOracle):
             pending: deque[tuple[list[Any], Future[int]]] = deque()
             for start in starts:
                 job = draw(start)
-                pending.append((job, pool.submit(encode, job)))
+                pending.append((job, pool.submit(run, job)))
                 while len(pending) > 2:
-                    finish(*_result(pending.popleft()))
+                    done, future = pending.popleft()
+                    finish(done, future.result())
             while pending:
-                finish(*_result(pending.popleft()))
+                done, future = pending.popleft()
+                finish(done, future.result())
         return out
 
     @property

@@ -39,7 +39,7 @@ from .oracles import (
     frequency_oracle,
 )
 from .planning import disclosure_risk, prevalence_test, prevalence_test_error_rates, sample_size
-from .postprocess import norm_sub, oracle_em, project_simplex
+from .postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
 from .randomness import BlumBlumShub, SecureRandom
 from .tally import Tally
 
@@ -72,6 +72,7 @@ __all__ = [
     "Warner",
     "design_from_spec",
     "disclosure_risk",
+    "empirical_bayes",
     "estimate",
     "frequency_oracle",
     "norm_sub",

@@ -346,6 +346,23 @@ class FrequencyOracle(ABC):
         p, q = self.p_star, self.q_star
         return (f * p * (1 - p) + (1 - f) * q * (1 - q)) / (n * (p - q) ** 2)
 
+    def variance_line(
+        self, frequencies: ArrayLike, n: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``Var(f_v)`` as a line in ``f_v``: ``intercept_v + slope_v * f_v``, others fixed.
+
+        Every oracle's variance is affine in a value's own frequency when the other
+        frequencies are held at ``frequencies`` (shape (k,), in [0, 1]; used only by
+        oracles whose variance depends on them). Here
+        ``intercept = q*(1 - q*) / (n (p* - q*)^2)`` and
+        ``slope = [p*(1 - p*) - q*(1 - q*)] / (n (p* - q*)^2)`` for every value.
+        Returns two float64 arrays of shape (k,).
+        """
+        p, q = self.p_star, self.q_star
+        scale = n * (p - q) ** 2
+        ones = np.ones(self.k)
+        return ones * (q * (1 - q) / scale), ones * ((p * (1 - p) - q * (1 - q)) / scale)
+
     @property
     def worst_case_variance(self) -> float:
         """``n * Var(f_v)`` maximised over ``f_v`` in [0, 1]."""
@@ -1074,6 +1091,24 @@ class HadamardResponse(FrequencyOracle):
         own, same, other = self._weight_variances()
         gap = self.p_star - self.q_star
         return np.asarray((f * own + (total - f) * same + (1.0 - total) * other) / (n * gap * gap))
+
+    def variance_line(
+        self, frequencies: ArrayLike, n: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``Var(f_v) = intercept_v + slope_v * f_v`` with the rest of ``v``'s block fixed.
+
+        With ``R_v = F_v - f_v`` taken from ``frequencies`` (shape (k,), in [0, 1]):
+        ``intercept = [R_v V_same + (1 - R_v) V_other] / (n (p* - q*)^2)`` and
+        ``slope = (V_own - V_other) / (n (p* - q*)^2)`` (see :meth:`variance`).
+        Returns two float64 arrays of shape (k,).
+        """
+        f = np.broadcast_to(np.asarray(frequencies, dtype=np.float64), (self.k,))
+        block, _ = self._block_and_row(np.arange(self.k))
+        rest = np.bincount(block, weights=f)[block] - f
+        own, same, other = self._weight_variances()
+        scale = n * (self.p_star - self.q_star) ** 2
+        intercept = (rest * same + (1.0 - rest) * other) / scale
+        return np.asarray(intercept), np.full(self.k, (own - other) / scale)
 
     def _uniform_variance(self) -> float:
         """``n * sum_v Var(f_v)`` when every value has frequency ``1 / k``."""

@@ -2,12 +2,16 @@
 
 Usage: python _peer_worker.py PEER ORACLE K EPSILON N VALUES.npy MODE BUDGET_SECONDS
 
-PEER: pure-ldp | multi-freq-ldpy; ORACLE: oue | olh | hadamard; MODE: speed | mse.
+PEER: pure-ldp | multi-freq-ldpy; ORACLE: oue | olh | hadamard; MODE: speed | mse | pp.
 ``speed`` times the peer's client and server on as many of the N values as fit the
 budget and extrapolates the server's time to all N (both are linear in N).
 ``mse`` runs independent surveys of all N values for the budget (at least 2) and
 returns, per survey, the summed squared error of each of the peer's estimates (raw
 where the peer has one, and each of its post-processings).
+``pp`` (OUE and OLH, whose mechanisms are the same as ours): VALUES.npy is instead an
+``.npz`` of our surveys' support counts (``counts``, surveys x K) and the population's
+frequencies (``truth``); the peer's own post-processing code runs on each survey's
+counts, so its error can be compared with ours survey by survey.
 """
 
 from __future__ import annotations
@@ -70,9 +74,55 @@ def _mf_decode(oracle: str, reports: list, k: int, eps: float) -> dict[str, list
     return {name: np.asarray(v, dtype=float).tolist() for name, v in out.items()}
 
 
+def _paired(
+    peer: str, oracle: str, k: int, eps: float, n: int, path: str
+) -> dict[str, list[float]]:
+    data = np.load(path)
+    truth = data["truth"]
+    sse: dict[str, list[float]] = {}
+    if peer == "pure-ldp":
+        _, _, server = _pure(oracle, k, eps)
+        every = range(1, k + 1)
+        for counts in data["counts"]:
+            server.reset()
+            server.aggregated_data = counts.astype(float)
+            server.n = n
+            estimates = {
+                "raw": server.estimate_all(every, suppress_warnings=True),
+                "simplex": server.estimate_all(every, suppress_warnings=True, normalization=2),
+                "additive": server.estimate_all(every, suppress_warnings=True, normalization=1),
+            }
+            for method, est in estimates.items():
+                err = np.asarray(est, dtype=float) / n - truth
+                sse.setdefault(method, []).append(float(np.sum(err**2)))
+        return sse
+    from multi_freq_ldpy.estimators.Histogram_estimator import IBU, MI
+
+    # the parameters exactly as multi-freq-ldpy's UE / LH aggregators set them
+    if oracle == "oue":
+        p, q = 0.5, 1 / (np.exp(eps) + 1)
+    else:
+        g = round(np.exp(eps)) + 1
+        p, q = np.exp(eps) / (np.exp(eps) + g - 1), 1 / g
+    channel = np.full((k, k), q)
+    np.fill_diagonal(channel, p)
+    for counts in data["counts"].astype(float):
+        estimates = {
+            "clip+normalize": MI(counts, n, p, q),
+            "ibu": IBU(k, channel, counts / counts.sum(), 10000, 1e-12, "max_abs"),
+        }
+        for method, est in estimates.items():
+            sse.setdefault(method, []).append(float(np.sum((np.asarray(est) - truth) ** 2)))
+    return sse
+
+
 def main() -> None:
     peer, oracle, k, eps, n, path, mode, budget = sys.argv[1:9]
     k, n, eps, budget = int(k), int(n), float(eps), float(budget)
+    if mode == "pp":
+        sse = _paired(peer, oracle, k, eps, n, path)
+        print(json.dumps({"peer": peer, "oracle": oracle, "n": n, "sse": sse}))
+        return
     values = np.load(path)[:n]
     np.random.seed(12345)  # noqa: NPY002 - the peers draw from numpy's global generator
     result: dict[str, object] = {"peer": peer, "oracle": oracle, "n": n}

@@ -25,10 +25,13 @@ n in {10^5, 10^6}; ``--quick``: k <= 1000, epsilon in {1, 4}, n = 10^5) and orac
   ``[f p*(1-p*) + (1-f) q*(1-q*)] / (n (p*-q*)^2)`` of the same population; its
   standard error comes from the spread over the R surveys. The population is fixed
   (Zipf, s = 1.1) so the estimand is known exactly;
-- **post-processed MSE** (sum over values): our projection onto the simplex, Norm-Sub
-  and EM against the peers' own post-processings (pure-ldp: simplex projection and
-  additive normalisation; multi-freq-ldpy: clip + normalise and IBU), on the same
-  population, where the peers can run all n reports in the time budget.
+- **post-processed MSE** (sum over values; n = 10^5, k <= 100, epsilon in {1, 4}): our
+  projection onto the simplex, Norm-Sub, empirical Bayes and EM against the peers' own
+  post-processings (pure-ldp: simplex projection and additive normalisation;
+  multi-freq-ldpy: clip + normalise and IBU), on the same population: paired (the
+  peers' post-processing code on the support counts of our 100 surveys; OUE and OLH,
+  whose mechanisms are the same as the peers') and through the peers' whole pipeline
+  on their own surveys.
 
 Writes ``OUT/oracles-bench.json``, ``OUT/oracles-bench.md`` (the tables) and
 ``OUT/oracles-bench.png`` (speed-ups and MSE ratios).
@@ -49,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from deniable import HadamardResponse, LocalHashing, UnaryEncoding, estimate
-from deniable.postprocess import norm_sub, oracle_em, project_simplex
+from deniable.postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
 
 HERE = Path(__file__).resolve().parent
 PEERS_ENV = HERE / ".peers"
@@ -98,7 +101,7 @@ def feasible(name: str, k: int, n: int) -> bool:
     return True
 
 
-def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float) -> dict:
+def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float, surveys: int) -> dict:
     oracle = ORACLES[name](k, eps)
     n = values.size
     truth = np.bincount(values, minlength=k) / n
@@ -119,8 +122,8 @@ def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float) -> di
     seeded = oracle.randomize(values, rng)
     client_seeded = n / (time.perf_counter() - t0)
     var = oracle.variance(truth, n)
-    ratios, mse = [], {"raw": [], "projection": [], "norm_sub": [], "em": []}
-    start = time.perf_counter()
+    ratios, mse = [], {"raw": [], "projection": [], "norm_sub": [], "eb": [], "em": []}
+    start, eb_seconds = time.perf_counter(), 0.0
     est = res.prevalence
     rep_reports = reports
     while True:
@@ -129,19 +132,37 @@ def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float) -> di
         mse["raw"].append(err2.sum())
         mse["projection"].append(np.sum((project_simplex(est) - truth) ** 2))
         mse["norm_sub"].append(np.sum((norm_sub(est) - truth) ** 2))
+        if eb_seconds < budget or len(mse["eb"]) < 2:  # empirical Bayes: its own budget
+            t0 = time.perf_counter()
+            mse["eb"].append(np.sum((empirical_bayes(oracle, est, n) - truth) ** 2))
+            eb_seconds += time.perf_counter() - t0
         if len(ratios) >= 2 and (time.perf_counter() - start > budget or len(ratios) >= 400):
             break
         rep_reports = oracle.randomize(values, rng) if len(ratios) > 1 else seeded
         est = estimate(oracle, rep_reports).prevalence
+    # post-processed error / raw error on the same surveys (empirical Bayes ran on the
+    # first of them)
+    vs_raw = {m: float(np.mean(mse[m]) / np.mean(mse["raw"][: len(mse[m])])) for m in mse if mse[m]}
+    compared = compares_postprocessing(k, eps, n)
     # EM (it needs every report's support set) on further surveys, its own budget
-    start = time.perf_counter()
-    while n * k <= 10**7 and len(mse["em"]) < 200:
-        f_em, _ = oracle_em(oracle, oracle.randomize(values, rng))
-        mse["em"].append(np.sum((f_em - truth) ** 2))
+    # (where the post-processings are compared with the peers', it runs on those surveys)
+    start, raw_em = time.perf_counter(), []
+    while not compared and n * k <= 10**7 and len(mse["em"]) < 200:
+        em_reports = oracle.randomize(values, rng)
+        mse["em"].append(np.sum((oracle_em(oracle, em_reports)[0] - truth) ** 2))
+        raw_em.append(np.sum((estimate(oracle, em_reports).prevalence - truth) ** 2))
         if len(mse["em"]) >= 2 and time.perf_counter() - start > 5 * budget:
             break
+    if raw_em:
+        vs_raw["em"] = float(np.mean(mse["em"]) / np.mean(raw_em))
     r = np.array(ratios)
+    paired = paired_surveys(oracle, values, rng, surveys) if compared else None
+    if paired is not None:
+        sse = paired["sse"]
+        vs_raw = {m: float(np.mean(sse[m]) / np.mean(sse["raw"])) for m in sse if m != "raw"}
     return {
+        "vs_raw": vs_raw,
+        "paired": paired,
         "epsilon_exact": oracle.epsilon,
         "client_per_s": client,
         "client_seeded_per_s": client_seeded,
@@ -152,6 +173,51 @@ def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float) -> di
         "mse": {key: float(np.mean(v)) for key, v in mse.items() if v},
         "mse_se": {key: _se(v) for key, v in mse.items() if v},
     }
+
+
+PAIRED_SURVEYS = 100
+
+
+def compares_postprocessing(k: int, eps: float, n: int) -> bool:
+    """The settings where post-processings are compared with the peers'."""
+    return n == 10**5 and k <= 100 and eps in (1.0, 4.0)
+
+
+def paired_surveys(  # type: ignore[no-untyped-def]
+    oracle, values: np.ndarray, rng: np.random.Generator, surveys: int
+) -> dict:
+    """Every post-processing of ours on the same ``surveys`` surveys, with their tallies.
+
+    The peers' post-processings run on these same support counts (``pp`` mode of the
+    peer worker), so each comparison is paired: survey-to-survey noise cancels.
+    """
+    n, k = values.size, oracle.k
+    truth = np.bincount(values, minlength=k) / n
+    sse: dict[str, list[float]] = {m: [] for m in ("raw", "projection", "norm_sub", "eb", "em")}
+    counts = []
+    for _ in range(surveys):
+        reports = oracle.randomize(values, rng)
+        tally = oracle.support_counts(reports)
+        counts.append(tally.counts)
+        est = estimate(oracle, tally).prevalence
+        fits = {
+            "raw": est,
+            "projection": project_simplex(est),
+            "norm_sub": norm_sub(est),
+            "eb": empirical_bayes(oracle, est, n),
+            "em": oracle_em(oracle, reports)[0],
+        }
+        for m, f in fits.items():
+            sse[m].append(float(np.sum((f - truth) ** 2)))
+    return {"sse": sse, "counts": np.array(counts).tolist()}
+
+
+def paired_ratio(ours: list[float], peer: list[float]) -> tuple[float, float]:
+    """mean(ours) / mean(peer) over the same surveys and its delta-method standard error."""
+    a, b = np.asarray(ours), np.asarray(peer)
+    ratio = a.mean() / b.mean()
+    resid = a - ratio * b
+    return float(ratio), float(resid.std(ddof=1) / math.sqrt(a.size) / b.mean())
 
 
 def _se(values: list[float]) -> float:
@@ -199,6 +265,12 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=3.0, help="seconds per measurement")
     ap.add_argument("--out", type=Path, default=HERE.parent / "docs")
     ap.add_argument(
+        "--paired-surveys",
+        type=int,
+        default=PAIRED_SURVEYS,
+        help="surveys behind the paired post-processing comparison",
+    )
+    ap.add_argument(
         "--oracles",
         default=",".join(ORACLES),
         help="comma-separated subset to measure again; the other oracles' rows are kept "
@@ -226,8 +298,13 @@ def main() -> None:
                     if not feasible(name, k, n):
                         continue
                     row = {"k": k, "epsilon": eps, "n": n, "oracle": name}
-                    row["ours"] = ours(name, k, eps, values, args.budget)
+                    row["ours"] = ours(name, k, eps, values, args.budget, args.paired_surveys)
                     row["peers"] = {}
+                    paired = row["ours"]["paired"]
+                    counts_path = os.path.join(tmp.name, f"counts-{name}-{k}-{eps}-{n}.npz")
+                    if paired is not None:
+                        truth = np.bincount(values, minlength=k) / n
+                        np.savez(counts_path, counts=np.array(paired.pop("counts")), truth=truth)
                     for peer in [] if python is None else PEERS[name]:
                         # a peer's per-report speed does not depend on n: measure once
                         key = (peer, name, k, eps)
@@ -244,14 +321,26 @@ def main() -> None:
                             if "n" in speed
                             else speed["server_seconds_for_n"]
                         )
-                        if n == 10**5 and k <= 100 and eps in (1.0, 4.0):
-                            got = run_peer(
-                                python, peer, name, k, eps, n, path, "mse", args.budget * 10
-                            )
+                        if compares_postprocessing(k, eps, n):
+                            # their whole pipeline on their own surveys (unpaired) ...
+                            # (Hadamard response has no paired comparison: more surveys)
+                            budget = args.budget * (30 if name == "hadamard" else 10)
+                            got = run_peer(python, peer, name, k, eps, n, path, "mse", budget)
                             if got:
                                 entry["mse"] = {m: float(np.mean(v)) for m, v in got["sse"].items()}
                                 entry["mse_se"] = {m: _se(v) for m, v in got["sse"].items()}
                                 entry["mse_reps"] = min(len(v) for v in got["sse"].values())
+                            # ... and their post-processing code on our surveys' support
+                            # counts (paired; same mechanism: OUE and OLH only)
+                            got = (
+                                run_peer(
+                                    python, peer, name, k, eps, n, counts_path, "pp", args.budget
+                                )
+                                if name != "hadamard"
+                                else None
+                            )
+                            if got:
+                                entry["paired_sse"] = got["sse"]
                         row["peers"][peer] = entry
                     rows.append(row)
                     print(summary_line(row), flush=True)
@@ -283,14 +372,6 @@ def _best_pp(row: dict) -> tuple[str, float, float, int] | None:
         if m != "raw"
     ]
     return min(vals, key=lambda t: t[1]) if vals else None
-
-
-def _ours_best_pp(row: dict) -> tuple[str, float, float]:
-    """Our post-processing with the lowest mean SSE: (name, mean, SE)."""
-    o = row["ours"]
-    names = [m for m in ("projection", "norm_sub", "em") if m in o["mse"]]
-    best = min(names, key=lambda m: o["mse"][m])
-    return best, o["mse"][best], o.get("mse_se", {}).get(best, math.nan)
 
 
 def summary_line(row: dict) -> str:
@@ -340,32 +421,77 @@ def markdown(rows: list[dict], args: argparse.Namespace) -> str:
         "",
         "## Post-processed estimators (sum of squared errors over the domain)",
         "",
-        "Mean over independent simulated surveys of the same population (ours: as many "
-        "as fit the time budget, EM on up to 200 of them; peers: as many as fit 10 times "
-        "the budget, their own client and post-processing), ± the standard error of "
-        "that mean. Ratio: our best post-processing / the peers' best.",
+        f"Ours: every post-processing on the same {args.paired_surveys} simulated surveys of the "
+        "population, mean ± standard error. Peers on our surveys: the peers' own "
+        "post-processing code run on those surveys' support counts (OUE and OLH, whose "
+        "mechanisms are the same as ours), so the ratio is paired survey by survey "
+        "(delta-method SE). Peers' pipeline: their own client and post-processing on "
+        "their own surveys, as many as fit 10 times the budget (30 times for Hadamard "
+        "response, where it is the only comparison: its mechanism differs from "
+        "pure-ldp's). Ratio: our best post-processing / the peers' best.",
         "",
-        "| oracle | k | eps | n | ours raw | ours projection | ours Norm-Sub | ours EM | "
-        "best peer post-processed (surveys) | ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| oracle | k | eps | ours raw | projection | Norm-Sub | empirical Bayes | EM | "
+        "best peer on our surveys | ratio (paired) | best peer pipeline (surveys) | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-
-    def cell(o: dict, m: str) -> str:
-        if m not in o["mse"]:
-            return "-"
-        return f"{o['mse'][m]:.3g} ± {o.get('mse_se', {}).get(m, math.nan):.2g}"
-
     for row in rows:
-        best = _best_pp(row)
-        if best is None:
+        paired = row["ours"].get("paired")
+        if not paired:
             continue
-        o = row["ours"]
-        _, ours_best, _ = _ours_best_pp(row)
+        sse = paired["sse"]
+        cells = [
+            f"{np.mean(sse[m]):.3g} ± {_se(sse[m]):.2g}"
+            for m in ("raw", "projection", "norm_sub", "eb", "em")
+        ]
+        best_m = min((m for m in sse if m != "raw"), key=lambda m: np.mean(sse[m]))
+        on_ours = [
+            (f"{p} {m}", v)
+            for p, e in row["peers"].items()
+            for m, v in e.get("paired_sse", {}).items()
+            if m != "raw"
+        ]
+        if on_ours:
+            name, peer_sse = min(on_ours, key=lambda t: np.mean(t[1]))
+            r, r_se = paired_ratio(sse[best_m], peer_sse)
+            paired_cells = [f"{np.mean(peer_sse):.3g} ({name})", f"{r:.3f} ± {r_se:.3f}"]
+        else:
+            paired_cells = ["-", "-"]
+        best = _best_pp(row)
+        if best is not None:
+            m_o, se_o = float(np.mean(sse[best_m])), _se(sse[best_m])
+            r = m_o / best[1]
+            r_se = r * math.sqrt((se_o / m_o) ** 2 + (best[2] / best[1]) ** 2)
+            pipe_cells = [
+                f"{best[1]:.3g} ± {best[2]:.2g} ({best[0]}, {best[3]})",
+                f"{r:.2f} ± {r_se:.2f}",
+            ]
+        else:
+            pipe_cells = ["-", "-"]
+        lines.append(
+            f"| {row['oracle']} | {row['k']:,} | {row['epsilon']} | "
+            + " | ".join(cells + paired_cells + pipe_cells)
+            + " |"
+        )
+    lines += [
+        "",
+        "## Post-processing against the raw estimate, every setting",
+        "",
+        "Mean sum of squared errors after post-processing / before, on the same surveys: "
+        "the paired surveys above where there are any; elsewhere those of the MSE-ratio "
+        "column (empirical Bayes on as many of them as fit the budget) and, for EM, up to "
+        "200 further surveys where n k <= 10^7.",
+        "",
+        "| oracle | k | eps | n | projection | Norm-Sub | empirical Bayes | EM |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        vs_raw = row["ours"].get("vs_raw", {})
+        methods = ("projection", "norm_sub", "eb", "em")
+        ratio = [f"{vs_raw[m]:.3f}" if m in vs_raw else "-" for m in methods]
         lines.append(
             f"| {row['oracle']} | {row['k']:,} | {row['epsilon']} | {row['n']:,} | "
-            f"{cell(o, 'raw')} | {cell(o, 'projection')} | {cell(o, 'norm_sub')} | "
-            f"{cell(o, 'em')} | {best[1]:.3g} ± {best[2]:.2g} ({best[0]}, {best[3]}) | "
-            f"{ours_best / best[1]:.2f} |"
+            + " | ".join(ratio)
+            + " |"
         )
     return "\n".join(lines) + "\n"
 

@@ -247,6 +247,41 @@ def test_oracles_simulate_analyze_and_find_the_heavy_hitters(tmp_path, spec):
     assert payload["design"]["epsilon"] <= 2.0 + 1e-12 or spec.startswith("rappor")
 
 
+@pytest.mark.parametrize("method", ["projection", "norm-sub", "empirical-bayes", "mle"])
+def test_oracle_analysis_post_processes_into_a_distribution(tmp_path, method):
+    out = tmp_path / "reports.csv"
+    spec = "oue:k=64,epsilon=2"
+    simulate = ["simulate", "adult", "--column", "native-country", "--design", spec]
+    result = runner.invoke(app, [*simulate, "-o", str(out), "--seed", "5"])
+    assert result.exit_code == 0, result.output
+    analyze = ["analyze", str(out), "--design", spec, "--postprocess", method]
+    result = runner.invoke(app, [*analyze, "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    freq = np.array(payload["distribution"]["frequencies"])
+    assert payload["distribution"]["method"] == method
+    assert freq.size == 64 and freq.min() >= 0 and freq.sum() == pytest.approx(1.0)
+    labels = (tmp_path / "reports.csv.labels.txt").read_text().splitlines()
+    for row in payload["heavy_hitters"]:
+        assert row[method] == pytest.approx(freq[labels.index(row["value"])])
+    # the table names the post-processing in a column
+    result = runner.invoke(app, analyze)
+    assert result.exit_code == 0 and method in result.output
+
+
+def test_post_processing_is_only_for_frequency_oracles(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("report\n0\n1\n")
+    result = runner.invoke(
+        app, ["analyze", str(path), "--design", "warner:p=0.7", "--postprocess", "mle"]
+    )
+    assert result.exit_code != 0 and "frequency oracles" in result.output
+    result = runner.invoke(
+        app, ["analyze", str(path), "--design", "olh:k=10,epsilon=1", "--postprocess", "median"]
+    )
+    assert result.exit_code != 0 and "must be one of projection, norm-sub" in result.output
+
+
 def test_oracle_reports_that_are_malformed_are_rejected(tmp_path):
     path = tmp_path / "bad.csv"
     path.write_text("a,b,y\n1,2,9\n")

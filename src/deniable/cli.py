@@ -260,6 +260,22 @@ def _simulate_oracle(
     )
 
 
+POST_PROCESSINGS = ("projection", "norm-sub", "empirical-bayes", "mle")
+
+
+def _post_processed(oracle: Any, reports: Any, result: Any, method: str) -> Any:
+    """The oracle's frequencies as a distribution, by the named post-processing."""
+    from .postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
+
+    if method == "projection":
+        return project_simplex(result.prevalence)
+    if method == "norm-sub":
+        return norm_sub(result.prevalence)
+    if method == "empirical-bayes":
+        return empirical_bayes(oracle, result.prevalence, result.n)
+    return oracle_em(oracle, reports)[0]
+
+
 def _analyze_oracle(
     oracle: Any,
     reports: Path,
@@ -268,8 +284,15 @@ def _analyze_oracle(
     top: int,
     confidence_level: float,
     as_json: bool,
+    postprocess: str | None = None,
 ) -> None:
     from .rappor import Rappor
+
+    if postprocess is not None and postprocess not in POST_PROCESSINGS:
+        allowed = ", ".join(POST_PROCESSINGS)
+        raise _fail(f"--postprocess must be one of {allowed}, got {postprocess!r}")
+    if postprocess is not None and isinstance(oracle, Rappor):
+        raise _fail("--postprocess applies to unary encoding, local hashing and Hadamard response")
 
     if not reports.exists():
         raise _fail(f"file not found: {reports}")
@@ -289,33 +312,42 @@ def _analyze_oracle(
         data = reports_from_frame(oracle, frame)
         result = estimate(oracle, data)
         hitters = heavy_hitters(result, alpha, names)
+        distribution = (
+            None if postprocess is None else _post_processed(oracle, data, result, postprocess)
+        )
     except (ValueError, DeniableError) as exc:
         raise _fail(str(exc)) from None
+    if distribution is not None:
+        index = {name: i for i, name in enumerate(names or result.design.truth_labels)}
+        hitters[postprocess] = [float(distribution[index[v]]) for v in hitters["value"]]
     if as_json:
-        _emit_json(
-            {
-                "design": oracle.to_dict(),
-                "n": result.n,
-                "alpha": alpha,
-                "threshold_z": hitters.attrs["threshold_z"],
-                "heavy_hitters": hitters.to_dict(orient="records"),
-            }
-        )
+        payload = {
+            "design": oracle.to_dict(),
+            "n": result.n,
+            "alpha": alpha,
+            "threshold_z": hitters.attrs["threshold_z"],
+            "heavy_hitters": hitters.to_dict(orient="records"),
+        }
+        if distribution is not None:
+            payload["distribution"] = {"method": postprocess, "frequencies": distribution.tolist()}
+        _emit_json(payload)
         return
     table = Table(
         title=f"{oracle!r}: n = {result.n:,} reports, epsilon {oracle.epsilon:.4g} nats; "
         f"{len(hitters)} values detected (estimate/SE > {hitters.attrs['threshold_z']:.2f}, "
         f"alpha {alpha} over {result.prevalence.size:,} values)"
     )
-    for name in ("value", "estimate", "SE", f"{1 - alpha:.0%} CI"):
+    columns = ["value", "estimate", "SE", f"{1 - alpha:.0%} CI"]
+    for name in columns + ([postprocess] if postprocess else []):
         table.add_column(name, justify="left" if name == "value" else "right")
-    for row in hitters.head(top).itertuples():
-        table.add_row(
-            str(row.value),
-            f"{row.estimate:.4f}",
-            f"{row.std_error:.4f}",
-            f"{row.ci_low:.4f} - {row.ci_high:.4f}",
-        )
+    for _, row in hitters.head(top).iterrows():
+        cells = [
+            str(row["value"]),
+            f"{row['estimate']:.4f}",
+            f"{row['std_error']:.4f}",
+            f"{row['ci_low']:.4f} - {row['ci_high']:.4f}",
+        ]
+        table.add_row(*cells, *([f"{row[postprocess]:.4f}"] if postprocess else []))
     console.print(table)
 
 
@@ -339,6 +371,13 @@ def analyze(
         float, typer.Option(min=1e-12, max=0.5, help="Oracles: family-wise detection level.")
     ] = 0.05,
     top: Annotated[int, typer.Option(min=1, help="Oracles: rows of the heavy-hitter table.")] = 20,
+    postprocess: Annotated[
+        str | None,
+        typer.Option(
+            help="Oracles: also the frequencies as a distribution, by "
+            f"{', '.join(POST_PROCESSINGS)} (docs/oracles.md says which lowers error where)."
+        ),
+    ] = None,
     formula: Annotated[
         str | None,
         typer.Option(
@@ -370,14 +409,17 @@ def analyze(
     For a frequency oracle the report columns are those ``simulate`` writes, the value
     names come from ``--labels`` (default: the ``.labels.txt`` file beside the reports),
     and the table lists the heavy hitters: values whose estimate passes the detection
-    threshold (Bonferroni at ``--alpha``). With ``--formula`` it fits a logistic
+    threshold (Bonferroni at ``--alpha``), with their post-processed frequencies under
+    ``--postprocess``. With ``--formula`` it fits a logistic
     regression of the randomized answer; with ``--by`` it estimates per subgroup; with
     ``--pi`` or ``--population`` it gives design-based (Horvitz-Thompson) estimates.
     """
     oracle = _oracle(design)
     if oracle is not None:
-        _analyze_oracle(oracle, reports, labels, alpha, top, confidence_level, as_json)
+        _analyze_oracle(oracle, reports, labels, alpha, top, confidence_level, as_json, postprocess)
         return
+    if postprocess is not None:
+        raise _fail("--postprocess applies to frequency oracles (oue, olh, hadamard designs)")
     d = _design(design)
     if formula is not None:
         _analyze_formula(reports, d, formula, confidence_level, as_json)

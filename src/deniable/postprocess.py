@@ -203,13 +203,13 @@ def _npmle_grid(intercept: float, slope: float, top: float, size: int) -> NDArra
     ``u`` (at most ``size`` of them) are equally far apart in standard deviations.
     """
     sd0 = math.sqrt(intercept)
-    if abs(slope) * top < 1e-9 * intercept:
-        span = top / sd0
-        u = np.linspace(0.0, span, max(2, min(size, math.ceil(3 * span) + 1)))
-        return np.asarray(u * sd0, dtype=np.float64)
-    span = 2.0 * (math.sqrt(max(intercept + slope * top, 1e-300)) - sd0) / slope
+    flat = abs(slope) * top < 1e-9 * intercept  # constant variance: u = theta / sd0
+    span = (
+        top / sd0 if flat else 2.0 * (math.sqrt(max(intercept + slope * top, 1e-300)) - sd0) / slope
+    )
     u = np.linspace(0.0, span, max(2, min(size, math.ceil(3 * span) + 1)))
-    return np.asarray(((slope * u / 2.0 + sd0) ** 2 - intercept) / slope, dtype=np.float64)
+    theta = u * sd0 if flat else ((slope * u / 2.0 + sd0) ** 2 - intercept) / slope
+    return np.asarray(theta, dtype=np.float64)
 
 
 def _log_normal_pdf(
@@ -303,13 +303,15 @@ def empirical_bayes(
     width = math.sqrt(max(min(a0, a0 + b0 * top), 1e-300)) / 10.0
     cell = np.round(f / width).astype(np.int64)
     cell -= cell.min()
-    key = kind.astype(np.int64) * (int(cell.max()) + 1) + cell
-    _, row, count = np.unique(key, return_inverse=True, return_counts=True)
+    stride = int(cell.max()) + 1
+    keys, row, count = np.unique(
+        kind.astype(np.int64) * stride + cell, return_inverse=True, return_counts=True
+    )
     row = row.reshape(-1)
+    kind_row = keys // stride
     x_row = np.bincount(row, weights=f) / count
     a_row = np.bincount(row, weights=intercept) / count
     b_row = np.bincount(row, weights=slope) / count
-    kind_row = np.bincount(row, weights=kind) / count
     if x_row.size <= grid_size:
         # few distinct estimates: each is a support point too, so G can sit on them
         # even where the noise is finer than the grid (the NPMLE's atoms lie near data)
@@ -334,6 +336,6 @@ def empirical_bayes(
     posterior_mean = np.empty(f.size)
     for k_id in range(int(kind.max()) + 1):
         mine = kind == k_id
-        rows = np.round(kind_row) == k_id
+        rows = kind_row == k_id
         posterior_mean[mine] = np.interp(f[mine], x_row[rows], mean_row[rows])
     return project_simplex(posterior_mean)

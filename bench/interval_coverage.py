@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from deniable import ForcedResponse, Warner
-from deniable.bayes import DEFAULT_BURN_IN, posterior_draws
-from deniable.intervals import INTERVAL_METHODS, moment_batch, prevalence_intervals
-from deniable.simulation import simulate_tallies
+from deniable.estimation.bayes import DEFAULT_BURN_IN, posterior_draws
+from deniable.estimation.common import moment_batch
+from deniable.estimation.intervals import INTERVAL_METHODS, prevalence_intervals
+from deniable.planning.simulation import simulate_tallies
 
 PREVALENCES = (0.02, 0.3, 0.5)
 SIZES = (100, 1_000, 10_000)

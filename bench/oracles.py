@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from deniable import HadamardResponse, LocalHashing, UnaryEncoding, estimate
-from deniable.postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
+from deniable.estimation.postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
 
 HERE = Path(__file__).resolve().parent
 PEERS_ENV = HERE / ".peers"
@@ -106,15 +106,15 @@ def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float, surve
     n = values.size
     truth = np.bincount(values, minlength=k) / n
     # compile the kernels, and fault in the memory a full-size run touches, first
-    oracle.support_counts(oracle.randomize(values[:100]))
-    oracle.support_counts(oracle.randomize(values))
+    oracle.tally(oracle.randomize(values[:100]))
+    oracle.tally(oracle.randomize(values))
     clients, servers = [], []
     for _ in range(3):  # median of 3 runs: one-off stalls of the machine do not count
         t0 = time.perf_counter()
         reports = oracle.randomize(values)  # secure source
         clients.append(n / (time.perf_counter() - t0))
         t0 = time.perf_counter()
-        res = estimate(oracle, oracle.support_counts(reports))
+        res = estimate(oracle, oracle.tally(reports))
         servers.append(time.perf_counter() - t0)
     client, server = float(np.median(clients)), float(np.median(servers))
     rng = np.random.default_rng(1)
@@ -198,7 +198,7 @@ def paired_surveys(  # type: ignore[no-untyped-def]
     counts = []
     for _ in range(surveys):
         reports = oracle.randomize(values, rng)
-        tally = oracle.support_counts(reports)
+        tally = oracle.tally(reports)
         counts.append(tally.counts)
         est = estimate(oracle, tally).prevalence
         fits = {

@@ -46,7 +46,7 @@ SURVEY: dict = {
 
 
 def reset_postgres(url: str) -> None:
-    from deniable.storage import database_url
+    from deniable.collection.storage import database_url
 
     engine = create_engine(database_url(url))
     with engine.begin() as conn:

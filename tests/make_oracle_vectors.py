@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from deniable import LocalHashing, UnaryEncoding
-from deniable.rappor import Rappor
+from deniable.mechanisms.rappor import Rappor
 
 OUT = Path(__file__).resolve().parent / "data" / "oracle_vectors.json"
 

@@ -150,3 +150,19 @@ def test_readme_analysis_commands_run() -> None:
         args = shlex.split(command)[5:]  # after "python -m uv run deniable"
         result = runner.invoke(app, [*args, "--json"])
         assert result.exit_code == 0, (command, result.output)
+
+
+def test_analyze_refuses_options_of_two_analyses(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("report,g,pi\n0,a,0.1\n1,b,0.1\n")
+    both = ["--formula", "report ~ g", "--by", "g"]
+    result = runner.invoke(app, ["analyze", str(path), "--design", "warner:p=0.7", *both])
+    assert result.exit_code == 2 and "choose one analysis: --formula and --by" in result.output
+    result = runner.invoke(
+        app, ["analyze", str(path), "--design", "warner:p=0.7", "--by", "g", "--strata", "g"]
+    )
+    assert result.exit_code == 2 and "--strata applies to complex samples" in result.output
+    result = runner.invoke(
+        app, ["analyze", str(path), "--design", "olh:k=10,epsilon=1", "--by", "g"]
+    )
+    assert result.exit_code == 2 and "applies to finite designs" in result.output

@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from deniable.designs import ForcedResponse, KaryRR, Kuk
-from deniable.live import serve_in_thread
-from deniable.storage import Store
-from deniable.survey import load_survey
+from deniable.collection.live import serve_in_thread
+from deniable.collection.storage import Store
+from deniable.collection.survey import load_survey
+from deniable.mechanisms.binary import ForcedResponse, Kuk
+from deniable.mechanisms.designs import KaryRR
 
 from .conftest import ANALYST, SURVEY
 

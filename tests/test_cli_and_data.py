@@ -243,7 +243,7 @@ def test_oracles_simulate_analyze_and_find_the_heavy_hitters(tmp_path, spec):
     countries = load_adult()["native-country"].dropna().astype(str).str.strip()
     truth = float((countries == "United-States").mean())
     us = hitters["United-States"]
-    assert us["ci_low"] <= truth <= us["ci_high"]
+    assert us["low"] <= truth <= us["high"]
     assert payload["design"]["epsilon"] <= 2.0 + 1e-12 or spec.startswith("rappor")
 
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from deniable import ForcedResponse, KaryRR, Warner
-from deniable.intervals import moment_batch, prevalence_intervals
-from deniable.simulation import simulate_tallies
+from deniable.estimation.common import moment_batch
+from deniable.estimation.intervals import prevalence_intervals
+from deniable.planning.simulation import simulate_tallies
 
 from .conftest import Z4
 
@@ -21,7 +22,7 @@ def coverage(design, pi, n, method, rng, category=1):
     counts = simulate_tallies(design, pi, n, S, rng)
     est, var = moment_batch(design, counts)
     low, high = prevalence_intervals(design, counts, method, 0.95, estimate=est, variance=var)
-    truth = design._as_prevalence(pi)[category]
+    truth = design.as_prevalence(pi)[category]
     return float(((low[:, category] <= truth) & (truth <= high[:, category])).mean())
 
 
@@ -64,7 +65,7 @@ def test_bayes_credible_interval_covers_for_moderate_n(rng):
 def test_binary_share_intervals_match_scipy():
     from scipy import stats
 
-    from deniable.intervals import share_interval
+    from deniable.estimation.intervals import share_interval
 
     for y, n in [(0, 20), (7, 20), (20, 20), (333, 1000)]:
         ref = stats.binomtest(y, n).proportion_ci(0.95, method="wilson")

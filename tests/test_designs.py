@@ -21,7 +21,7 @@ from deniable import (
     Warner,
     design_from_spec,
 )
-from deniable.designs import ldp_epsilon
+from deniable.mechanisms.designs import ldp_epsilon
 
 # Each design with its exact epsilon (nats), computed by hand from the published formulas.
 DESIGNS = [

@@ -18,8 +18,8 @@ from deniable import (
     Warner,
     estimate,
 )
-from deniable._variance import per_respondent_variance
-from deniable.simulation import simulate_tallies
+from deniable.estimation.variance import per_respondent_variance
+from deniable.planning.simulation import simulate_tallies
 
 from .conftest import Z4
 
@@ -64,7 +64,7 @@ def test_moment_estimator_is_unbiased_with_the_exact_variance(design, prevalence
     # sample variance within 4 SE of the exact variance (SE ~ V sqrt(2 / (S - 1)) for a
     # near-normal estimator). False-failure rate ~ 6e-5 per assertion.
     n, S = 1000, 4000
-    pi = design._as_prevalence(prevalence)
+    pi = design.as_prevalence(prevalence)
     counts = simulate_tallies(design, pi, n, S, rng)
     estimates = (counts / n) @ design.inverse.T
     exact_var = per_respondent_variance(design, pi) / n

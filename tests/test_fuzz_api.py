@@ -16,8 +16,8 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deniable.server import create_app
-from deniable.storage import Store
+from deniable.collection.server.app import create_app
+from deniable.collection.storage import Store
 
 from .conftest import ANALYST, SURVEY, assert_error_shape
 

@@ -2,7 +2,7 @@
 
 tests/data/oracle_vectors.json holds (parameters, value, random bytes, report) for
 OUE, OLH and RAPPOR. The Python encoders must reproduce it (so a change to either
-encoder shows up here), and so must src/deniable/web/oracles.js, run in Node.js when
+encoder shows up here), and so must src/deniable/collection/web/oracles.js, run in Node.js when
 it is installed and in Debian's chromium through Playwright (the respondent's case).
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 from .make_oracle_vectors import OUT, vectors
 
-JS = resources.files("deniable") / "web" / "oracles.js"
+JS = resources.files("deniable.collection") / "web" / "oracles.js"
 CHROMIUM = Path("/usr/bin/chromium")
 
 HARNESS = r"""
@@ -69,8 +69,8 @@ def test_javascript_encoders_in_node(tmp_path):
 def test_javascript_encoders_in_chromium(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from deniable.live import serve_in_thread
-    from deniable.storage import Store
+    from deniable.collection.live import serve_in_thread
+    from deniable.collection.storage import Store
 
     from .test_browser import ARGS
 

@@ -36,7 +36,9 @@ from deniable import (
     project_simplex,
 )
 from deniable.errors import ReportValidationError
-from deniable.oracles import TWO32, fwht, packed_bit_counts
+from deniable.mechanisms.hadamard import fwht
+from deniable.mechanisms.oracle import TWO32
+from deniable.mechanisms.unary import packed_bit_counts
 
 R = 400
 N = 2000
@@ -159,7 +161,7 @@ def test_local_hashing_encoder_boundaries_and_hash():
     assert out["y"].tolist() == [bucket, (bucket + 1) % 4, (bucket + 3) % 4]
     assert out["a"][0] == a and out["b"][0] == b
     # the decoder's support test agrees with the hash
-    tally = oracle.support_counts(out[:1])
+    tally = oracle.tally(out[:1])
     hashed = oracle.hash_buckets(out["a"][:1], out["b"][:1], np.arange(1000))
     np.testing.assert_array_equal(tally.counts, (hashed == out["y"][0]).astype(int))
     matrix = oracle.support_matrix(out).toarray()
@@ -191,9 +193,7 @@ def test_hadamard_epsilon_and_estimator_by_enumeration(k, epsilon, blocks):
     np.testing.assert_allclose(prob, np.where(inside, alpha, beta), rtol=1e-12)
     assert oracle.likelihood_ratio() == pytest.approx(alpha / beta, rel=1e-12)
     # each column's weight for each value (from a one-report tally), and its moments
-    weights = np.array(
-        [oracle.support_counts([c]).counts / oracle.support_counts([c]).scale for c in range(K)]
-    )
+    weights = np.array([oracle.tally([c]).counts / oracle.tally([c]).scale for c in range(K)])
     assert set(np.unique(weights)) <= {0.0, 0.5, 1.0}
     mean = prob.T @ weights  # (truth, candidate): E[w_v | truth]
     np.testing.assert_allclose(np.diag(mean), oracle.p_star, rtol=1e-12)
@@ -228,7 +228,7 @@ def test_hadamard_default_blocks_have_the_least_uniform_variance(k, epsilon):
 def test_hadamard_half_supports_use_wald_intervals():
     oracle = HadamardResponse(20, 3.0)
     assert oracle.B > 1
-    tally = oracle.support_counts(oracle.randomize(np.arange(20), np.random.default_rng(0)))
+    tally = oracle.tally(oracle.randomize(np.arange(20), np.random.default_rng(0)))
     assert tally.scale == 2 and tally.to_dict()["scale"] == 2
     result = estimate(oracle, tally)
     assert result.default_interval_method == "normal"
@@ -262,8 +262,8 @@ def test_estimate_result_object_and_tally_merging():
     rng = np.random.default_rng(3)
     values = rng.integers(0, 10, 20_000)
     reports = oracle.randomize(values, rng)
-    whole = oracle.support_counts(reports)
-    merged = oracle.support_counts(reports[:7000]) + oracle.support_counts(reports[7000:])
+    whole = oracle.tally(reports)
+    merged = oracle.tally(reports[:7000]) + oracle.tally(reports[7000:])
     np.testing.assert_array_equal(whole.counts, merged.counts)
     res = estimate(oracle, merged)
     assert isinstance(res, deniable.PrevalenceEstimate)
@@ -279,7 +279,7 @@ def test_estimate_result_object_and_tally_merging():
     with pytest.raises(ValueError, match="reports themselves"):
         estimate(oracle, merged, method="mle")
     d = res.to_dict()
-    assert d["design"]["name"] == "olh" and d["design"]["epsilon"] <= 2.0
+    assert d["mechanism"]["mechanism"] == "olh" and d["mechanism"]["epsilon"] <= 2.0
 
 
 def test_bad_input_is_rejected_with_the_field_named():
@@ -295,16 +295,16 @@ def test_bad_input_is_rejected_with_the_field_named():
         UnaryEncoding(10, 1.0).randomize([0.5])
     oue = UnaryEncoding(10, 1.0)
     with pytest.raises(ReportValidationError, match=r"shape \(n, 2\)"):
-        oue.support_counts(np.zeros((3, 3), np.uint8))
+        oue.tally(np.zeros((3, 3), np.uint8))
     with pytest.raises(ReportValidationError, match="padding bits"):
-        oue.support_counts(np.array([[0, 0b100]], np.uint8))
+        oue.tally(np.array([[0, 0b100]], np.uint8))
     olh = LocalHashing(10, 1.0)
     bad = olh.randomize(np.arange(10), np.random.default_rng(0))
     bad["y"][0] = olh.g
     with pytest.raises(ReportValidationError, match="buckets y must lie"):
-        olh.support_counts(bad)
+        olh.tally(bad)
     with pytest.raises(ReportValidationError, match="columns must lie"):
-        HadamardResponse(10, 1.0).support_counts(np.array([16]))
+        HadamardResponse(10, 1.0).tally(np.array([16]))
     with pytest.raises(ReportValidationError, match="cannot merge"):
         SupportTally(np.zeros(3, np.int64), 0) + SupportTally(np.zeros(4, np.int64), 0)
     with pytest.raises(ValueError, match="randomness must hold"):

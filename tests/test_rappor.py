@@ -10,7 +10,8 @@ import pytest
 
 from deniable import estimate
 from deniable.errors import ReportValidationError
-from deniable.rappor import Rappor, RapporReports
+from deniable.estimation.rappor import decode_rappor
+from deniable.mechanisms.rappor import Rappor, RapporReports
 
 
 def _two_values_with_disjoint_bits(r: Rappor, cohort: int = 0) -> tuple[str, str]:
@@ -38,7 +39,7 @@ def test_epsilons_by_enumeration(f, p, q, h):
         return b
 
     def report_prob(value):  # one report: independent bits with p* / q*
-        probs = np.where(bloom(value), r.q_star, r.p_star)
+        probs = np.where(bloom(value), r.p_star, r.q_star)
         return np.prod(np.where(outputs, probs, 1 - probs), axis=1)
 
     def permanent_prob(value):  # the memoized B'
@@ -89,7 +90,8 @@ def test_decoding_finds_the_heavy_hitters_with_honest_errors():
     r = Rappor(k=128, h=2, m=32, candidates=candidates)
     reports = r.randomize(values, rng)
     res = estimate(r, reports)
-    est, se, detected, _ = r.decode(reports)
+    decoded = decode_rappor(r, reports)
+    est, se, detected = decoded.estimate, decoded.std_error, decoded.detected
     np.testing.assert_array_equal(est, res.prevalence)
     truth = np.bincount([int(v[4:]) for v in values], minlength=100) / n
     big = truth > 0.05

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from deniable.live import free_port
+from deniable.collection.live import free_port
 
 from .conftest import ANALYST, AUTH, SURVEY
 

@@ -9,14 +9,21 @@ import numpy as np
 import pytest
 from sqlalchemy import inspect, select
 
+from deniable.collection.storage import (
+    MIGRATIONS,
+    Store,
+    database_url,
+    hash_token,
+    invitations,
+    reports,
+)
+from deniable.collection.survey import load_survey
 from deniable.errors import (
     InvitationError,
     ReportValidationError,
     SurveyConflictError,
     SurveyNotFoundError,
 )
-from deniable.storage import MIGRATIONS, Store, database_url, hash_token, invitations, reports
-from deniable.survey import load_survey
 
 from .conftest import SURVEY
 

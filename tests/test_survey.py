@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
+from deniable.collection.survey import BUDGET_SLACK, load_survey, parse_survey
 from deniable.errors import SurveyError
-from deniable.survey import BUDGET_SLACK, load_survey, parse_survey
 
 from .conftest import SURVEY
 
@@ -121,7 +121,7 @@ def test_respondent_view_columns_are_the_design_matrix():
     s = load_survey(SURVEY)
     view = s.respondent_view()
     for q, vq in zip(s.questions, view["questions"], strict=True):
-        assert vq["columns"] == q.randomizer.matrix.T.tolist()
+        assert vq["columns"] == q.mechanism.matrix.T.tolist()
         assert all(math.isclose(sum(c), 1.0) for c in vq["columns"])
     drugs = view["questions"][0]
     # two-coin design at prior 1/2: posterior of "yes" after report yes is 3/4

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from deniable import BlumBlumShub, ForcedResponse, ReportValidationError, SecureRandom, Tally
-from deniable.randomness import resolve_rng
+from deniable.mechanisms.randomness import resolve_rng
 
 
 def test_tally_counts_and_merges():

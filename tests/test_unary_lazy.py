@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from deniable import UnaryEncoding
-from deniable import oracles as oracles_module
-from deniable.randomness import KEYSTREAM_MIN_BYTES, SecureRandom
+from deniable.mechanisms import unary as unary_module
+from deniable.mechanisms.randomness import KEYSTREAM_MIN_BYTES, SecureRandom
 
 
 class Recorder:
@@ -132,7 +132,7 @@ def test_a_word_equal_to_its_threshold_is_not_below_it(monkeypatch):
     stream = tp[1:] + tq[1:] * 12
     stream += [0] * (len(stream) % 2)
     ties = bytes(stream[i] | stream[i + 1] << 4 for i in range(0, len(stream), 2))
-    monkeypatch.setattr(oracles_module, "_tie_bytes", lambda comparisons: len(ties))
+    monkeypatch.setattr(unary_module, "_tie_bytes", lambda comparisons: len(ties))
     source = Scripted([first, bytes([tp[0]]), ties])
     reports = oracle.randomize([4], rng=source)
     np.testing.assert_array_equal(reports, np.zeros((1, 2), dtype=np.uint8))
@@ -140,7 +140,7 @@ def test_a_word_equal_to_its_threshold_is_not_below_it(monkeypatch):
 
 
 def test_a_short_tie_stream_is_extended_without_changing_the_draw(monkeypatch):
-    monkeypatch.setattr(oracles_module, "_tie_bytes", lambda comparisons: 1)
+    monkeypatch.setattr(unary_module, "_tie_bytes", lambda comparisons: 1)
     oracle = UnaryEncoding(23, 1.0)
     codes = np.random.default_rng(1).integers(0, 23, 500)
     source = Recorder(seed=5)
@@ -150,7 +150,7 @@ def test_a_short_tie_stream_is_extended_without_changing_the_draw(monkeypatch):
 
 
 def test_chunks_encoded_in_parallel_match_the_reference(monkeypatch):
-    monkeypatch.setattr(oracles_module, "_LAZY_CHUNK_BYTES", 8 * 2 * 50)  # 50 rows a chunk
+    monkeypatch.setattr(unary_module, "_LAZY_CHUNK_BYTES", 8 * 2 * 50)  # 50 rows a chunk
     oracle = UnaryEncoding(30, 1.5, optimized=False)
     codes = np.random.default_rng(2).integers(0, 30, 1234)
     source = Recorder(seed=6)

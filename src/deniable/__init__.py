@@ -1,8 +1,10 @@
 """deniable: randomized response with honest aggregate answers.
 
-Each respondent's device randomizes the answer through a known design before it
-leaves the device; the analyst undoes the design's bias in aggregate and states how
-uncertain the result is.
+Each respondent's device randomizes the answer through a known mechanism before it
+leaves the device; the analyst undoes the mechanism's bias in aggregate and states how
+uncertain the result is. Data flow one way: mechanism -> report -> tally -> estimator
+-> result. ``import deniable`` loads NumPy and SciPy only; the analysis, collection,
+plotting and command-line parts load with their subpackages.
 
 >>> import numpy as np
 >>> from deniable import ForcedResponse, estimate
@@ -10,38 +12,48 @@ uncertain the result is.
 >>> rng = np.random.default_rng(7)          # simulation only; omit rng for real respondents
 >>> reports = coins.randomize(rng.random(10_000) < 0.3, rng)
 >>> result = estimate(coins, reports)
->>> bool(abs(result.prevalence[1] - 0.3) < 4 * result.std_error[1])
+>>> bool(abs(result.estimate[1] - 0.3) < 4 * result.std_error[1])
 True
 """
 
-from .analysis.fairness import statistical_parity
-from .designs import (
+from .errors import BudgetExceededError, DeniableError, PrivacyWarning, ReportValidationError
+from .estimation import (
+    ConfidenceInterval,
+    HeavyHitters,
+    PrevalenceEstimate,
+    RapporEstimate,
+    empirical_bayes,
+    estimate,
+    heavy_hitters,
+    norm_sub,
+    oracle_em,
+    project_simplex,
+)
+from .mechanisms import (
+    BlumBlumShub,
     Crosswise,
     Design,
     ForcedResponse,
+    FrequencyOracle,
+    HadamardResponse,
     KaryRR,
     Kuk,
+    LocalHashing,
     Mangat,
     MatrixDesign,
+    Mechanism,
+    Rappor,
+    SecureRandom,
     Triangular,
+    UnaryEncoding,
     UnrelatedQuestion,
     Warner,
     design_from_spec,
-)
-from .errors import BudgetExceededError, DeniableError, PrivacyWarning, ReportValidationError
-from .estimate import ConfidenceInterval, PrevalenceEstimate, estimate
-from .oracles import (
-    FrequencyOracle,
-    HadamardResponse,
-    LocalHashing,
-    SupportTally,
-    UnaryEncoding,
     frequency_oracle,
+    mechanism_from_spec,
 )
 from .planning import disclosure_risk, prevalence_test, prevalence_test_error_rates, sample_size
-from .postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
-from .randomness import BlumBlumShub, SecureRandom
-from .tally import Tally
+from .tallies import RapporTally, SupportTally, Tally
 
 __version__ = "0.1.0"
 
@@ -55,13 +67,18 @@ __all__ = [
     "ForcedResponse",
     "FrequencyOracle",
     "HadamardResponse",
+    "HeavyHitters",
     "KaryRR",
     "Kuk",
     "LocalHashing",
     "Mangat",
     "MatrixDesign",
+    "Mechanism",
     "PrevalenceEstimate",
     "PrivacyWarning",
+    "Rappor",
+    "RapporEstimate",
+    "RapporTally",
     "ReportValidationError",
     "SecureRandom",
     "SupportTally",
@@ -75,11 +92,21 @@ __all__ = [
     "empirical_bayes",
     "estimate",
     "frequency_oracle",
+    "heavy_hitters",
+    "mechanism_from_spec",
     "norm_sub",
     "oracle_em",
     "prevalence_test",
     "prevalence_test_error_rates",
     "project_simplex",
     "sample_size",
-    "statistical_parity",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``deniable.statistical_parity`` loads the analysis subpackage (pandas) on first use."""
+    if name == "statistical_parity":
+        from .analysis.fairness import statistical_parity
+
+        return statistical_parity
+    raise AttributeError(f"module 'deniable' has no attribute {name!r}")

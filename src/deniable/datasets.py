@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from .designs import Crosswise, Design, ForcedResponse, UnrelatedQuestion
+from .mechanisms.binary import Crosswise, ForcedResponse, UnrelatedQuestion
+from .mechanisms.designs import Design
 
 __all__ = [
     "ADULT_COLUMNS",
@@ -203,12 +204,12 @@ def real_survey_items() -> list[RealSurveyItem]:
         )
     )
     horvitz = load_rr_survey("RRTCS/HorvitzDataRealSurvey")
-    for column, (question, alpha) in HORVITZ_INNOCUOUS.items():
+    for column, (question, innocuous) in HORVITZ_INNOCUOUS.items():
         items.append(
             RealSurveyItem(
                 f"RRTCS/HorvitzDataRealSurvey:{column}",
                 question,
-                UnrelatedQuestion(p=0.5, innocuous_prevalence=alpha),
+                UnrelatedQuestion(p=0.5, innocuous_prevalence=innocuous),
                 _codes(horvitz[column]),
                 None,
                 "RRTCS::Horvitz",

@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .datasets import load_adult, real_survey_items
-from .designs import Design, ForcedResponse, KaryRR
-from .estimate import estimate
+from .estimation.estimators import estimate
+from .mechanisms.binary import ForcedResponse
+from .mechanisms.designs import Design, KaryRR
 
 __all__ = ["DemoRow", "adult_survey", "real_surveys"]
 

@@ -5,8 +5,8 @@ The tree is small and flat::
     DeniableError                      base of every error the library raises itself
     ├── ReportValidationError(ValueError)   a report code outside the design's report set,
     │                                      or reports of the wrong type or shape
-    ├── BudgetExceededError(ValueError)     a survey whose epsilons sum past its budget
     ├── SurveyError(ValueError)             a malformed survey definition (names each field)
+    │   └── BudgetExceededError             its questions' epsilons sum past its budget
     ├── SurveyNotFoundError(LookupError)    no published survey with that id/version
     ├── SurveyConflictError                 republishing an (id, version) with other content
     └── InvitationError                     a missing, unknown or already used invitation
@@ -38,10 +38,6 @@ class ReportValidationError(DeniableError, ValueError):
     """A report (or a tally) does not fit the design it is analysed with."""
 
 
-class BudgetExceededError(DeniableError, ValueError):
-    """The questions of a survey spend more epsilon than its per-respondent budget."""
-
-
 class SurveyError(DeniableError, ValueError):
     """A survey definition failed validation.
 
@@ -55,6 +51,14 @@ class SurveyError(DeniableError, ValueError):
     def __init__(self, errors: list[tuple[str, str]]) -> None:
         self.errors = errors
         super().__init__("; ".join(f"{f}: {m}" for f, m in errors))
+
+
+class BudgetExceededError(SurveyError):
+    """The questions of a survey spend more epsilon than its per-respondent budget.
+
+    Raised by :func:`deniable.collection.survey.load_survey` (sequential composition:
+    the finite epsilons of all questions must sum to at most ``privacy_budget``).
+    """
 
 
 class SurveyNotFoundError(DeniableError, LookupError):

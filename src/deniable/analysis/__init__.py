@@ -2,8 +2,16 @@
 subgroups, fairness audits, private ratings and complex samples.
 
 Results follow statsmodels' names: ``.params`` and ``.bse`` (pandas Series indexed by
-term), ``.llf``, ``.conf_int()``, ``.summary()``.
+term), ``.llf``, ``.conf_int()``, ``.summary()``; and the package's vocabulary:
+``.estimate``, ``.std_error``, ``.confidence_interval()`` returning a
+:class:`~deniable.estimation.ConfidenceInterval`, ``.to_frame()``. Needs the
+``analysis`` extra: ``pip install 'deniable[analysis]'``.
 """
+
+from .._extras import require
+
+require("pandas", "analysis")
+require("formulaic", "analysis")
 
 from .channels import (
     Channel,

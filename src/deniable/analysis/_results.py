@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from .._validation import check_confidence_level
+from ..estimation.common import z_quantile
+from ..estimation.results import ConfidenceInterval, EstimateResult
 
-__all__ = ["CoefficientsMixin", "TestResult", "coefficient_table", "observed_covariance"]
+__all__ = [
+    "CoefficientsMixin",
+    "TestResult",
+    "WaldResult",
+    "coefficient_table",
+    "normal_only",
+    "observed_covariance",
+]
+
+
+def normal_only(method: str | None) -> None:
+    """Accept only the Wald interval (``None`` or ``"normal"``).
+
+    Raises
+    ------
+    ValueError
+        Naming the method and the one allowed.
+    """
+    if method not in (None, "normal"):
+        raise ValueError(f"method must be 'normal' (Wald) for this result, got {method!r}")
 
 
 @dataclass(frozen=True)
@@ -36,11 +57,59 @@ def observed_covariance(hessian: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(np.linalg.pinv(info))
 
 
-class CoefficientsMixin:
-    """``params``/``bse``/``conf_int``/``wald_test`` for results holding a covariance."""
+class WaldResult(EstimateResult):
+    """A result whose interval is Wald's on its own scale.
+
+    Subclasses give ``estimate``, ``std_error``, ``labels`` and ``_wald(z)``, the
+    interval for the standard normal quantile ``z`` (plain, clipped, on a log or logit
+    scale; floats for one estimate, Series indexed by term for coefficients).
+    """
+
+    def _wald(self, z: float) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval:
+        """Wald interval on the result's scale: ``low`` and ``high`` shaped as ``estimate``.
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1) or a method other than ``normal``.
+        """
+        normal_only(method)
+        return ConfidenceInterval(*self._wald(z_quantile(confidence_level)))
+
+
+class CoefficientsMixin(WaldResult):
+    """``params``/``bse``/``conf_int``/``wald_test`` for results holding a covariance.
+
+    Also the package's vocabulary: ``estimate`` (= ``params``), ``std_error`` (= ``bse``),
+    ``confidence_interval()`` (a :class:`~deniable.estimation.ConfidenceInterval` of two
+    Series), ``summary()`` and ``to_frame()``.
+    """
 
     params: pd.Series
     covariance: NDArray[np.float64]
+
+    @property
+    def estimate(self) -> pd.Series:
+        """The coefficients, indexed by term (statsmodels' :attr:`params`)."""
+        return self.params
+
+    @property
+    def std_error(self) -> pd.Series:
+        """Standard errors indexed by term (statsmodels' :attr:`bse`)."""
+        return self.bse
+
+    @property
+    def labels(self) -> list[str]:
+        """The terms."""
+        return [str(t) for t in self.params.index]
+
+    def _wald(self, z: float) -> tuple[pd.Series, pd.Series]:
+        return self.params - z * self.bse, self.params + z * self.bse
 
     @property
     def bse(self) -> pd.Series:
@@ -70,11 +139,8 @@ class CoefficientsMixin:
         ValueError
             For a confidence level outside (0, 1).
         """
-        level = check_confidence_level(confidence_level)
-        z = float(stats.norm.ppf(0.5 + level / 2))
-        return pd.DataFrame(
-            {"lower": self.params - z * self.bse, "upper": self.params + z * self.bse}
-        )
+        low, high = self._wald(z_quantile(confidence_level))
+        return pd.DataFrame({"lower": low, "upper": high})
 
     def wald_test(self, terms: list[str] | str) -> TestResult:
         """Joint Wald test that the named coefficients are all zero.

@@ -13,7 +13,7 @@ affine in ``theta``, so the log-likelihood's derivatives are exact and cheap.
 Channels
 --------
 :class:`KnownChannel`
-    One known :class:`~deniable.designs.Design` per group (e.g. direct questioning in
+    One known :class:`~deniable.mechanisms.Design` per group (e.g. direct questioning in
     one group, forced response in another): ``A = P[:, no]``, ``B = P[:, yes] - P[:, no]``.
 :class:`UnknownInnocuous`
     Unrelated question with an innocuous question of unknown prevalence ``alpha``,
@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_probability
-from ..designs import Design
+from ..mechanisms.designs import Design
+from ..validation import check_probability
 
 __all__ = [
     "Channel",

@@ -13,7 +13,7 @@ R's ``RRTCS``, Cobo, Rueda & Arcos 2021):
 
 Revision models (:class:`Revision`)
 -----------------------------------
-Binary designs ``Pr(z = 1 | y) = c + d y`` (any two-truth :class:`~deniable.designs.Design`,
+Binary designs ``Pr(z = 1 | y) = c + d y`` (any two-truth :class:`~deniable.mechanisms.Design`,
 or :func:`linear_binary` for other published devices): ``r = (z - c) / d`` and
 ``v = r (r - 1)`` (unbiased for ``Var_R(r)`` since ``y^2 = y``). Kuk (1990) with ``k``
 draws: ``r = (z / k - p2) / (p1 - p2)``. Christofides (2003): ``r = (z - mu) / (m + 1 - 2 mu)``.
@@ -61,10 +61,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
-from .._validation import check_confidence_level, check_probability
-from ..designs import Design
+from ..mechanisms.designs import Design
+from ..validation import check_probability
+from ._results import WaldResult
 
 __all__ = [
     "Revision",
@@ -128,23 +128,30 @@ def linear_binary(c: float, d: float, name: str = "binary") -> Revision:
 
 
 def binary_revision(design: Design) -> Revision:
-    """Revision for any two-truth, two-report :class:`~deniable.designs.Design`."""
+    """Revision for any two-truth, two-report :class:`~deniable.mechanisms.Design`."""
     if not design.is_binary:
         raise ValueError("binary_revision needs a design with two truths and two reports")
-    P = design.matrix
-    return linear_binary(float(P[1, 0]), float(P[1, 1] - P[1, 0]), repr(design))
+    return linear_binary(*design.yes_line, repr(design))
 
 
-def kuk_revision(p1: float, p2: float, k: int) -> Revision:
-    """Kuk (1990): ``z`` red cards in ``k`` draws, deck red shares ``p1`` (carriers), ``p2``.
+def kuk_revision(p_carrier: float, p_noncarrier: float, draws: int) -> Revision:
+    """Kuk (1990): ``z`` red cards in ``k = draws`` draws.
 
+    The deck of carriers has red share ``p1 = p_carrier``, that of non-carriers
+    ``p2 = p_noncarrier`` (the names of :class:`~deniable.mechanisms.Kuk`):
     ``r = (z / k - p2) / (p1 - p2)``; ``v = b r + c`` with ``b = (1 - p1 - p2) / (k (p1 - p2))``,
     ``c = p2 (1 - p2) / (k (p1 - p2)^2)`` (unbiased for a binary ``y``).
+
+    Raises
+    ------
+    ValueError
+        For probabilities outside [0, 1], equal red shares or fewer than 1 draw.
     """
-    p1 = check_probability("p1", p1)
-    p2 = check_probability("p2", p2)
+    p1 = check_probability("p_carrier", p_carrier)
+    p2 = check_probability("p_noncarrier", p_noncarrier)
+    k = draws
     if p1 == p2 or k < 1:
-        raise ValueError("Kuk needs p1 != p2 and k >= 1 draws")
+        raise ValueError("Kuk needs p_carrier != p_noncarrier and draws >= 1")
     b = (1 - p1 - p2) / (k * (p1 - p2))
     c = p2 * (1 - p2) / (k * (p1 - p2) ** 2)
 
@@ -154,7 +161,7 @@ def kuk_revision(p1: float, p2: float, k: int) -> Revision:
         r = (z / k - p2) / (p1 - p2)
         return r, b * r + c
 
-    return Revision("Kuk (1990)", revise, {"p1": p1, "p2": p2, "k": k})
+    return Revision("Kuk (1990)", revise, {"p_carrier": p1, "p_noncarrier": p2, "draws": k})
 
 
 def christofides(cards: ArrayLike, probabilities: ArrayLike) -> Revision:
@@ -197,7 +204,15 @@ def quantitative(
     p1, p2, p3 : float in [0, 1], summing to 1
     mu, sigma : array_like, shape (3,)
         Means and standard deviations of ``S1, S2, S3``.
+    name : str, default "quantitative"
+        The revision's name in results.
+    unbiased : bool, default True
+        Which variance estimate to use (below).
 
+    Notes
+    -----
+    The revision is ``r = (z - b) / a`` with ``a = p1 + p2 mu1`` and
+    ``b = p2 mu2 + p3 mu3``; with
     ``A = p1(1 - p1) + p2 sigma1^2 + p2 mu1^2 (1 - p2) - 2 p1 p2 mu1``,
     ``B = 2 p2 mu1 mu2 (1 - p2) - 2 p1 p2 mu2 - 2 p1 p3 mu3 - 2 p2 p3 mu1 mu3``,
     ``C = p2 (sigma2^2 + mu2^2) + p3 (sigma3^2 + mu3^2) - (p2 mu2 + p3 mu3)^2``,
@@ -300,7 +315,7 @@ def diana_perri_2(mu: ArrayLike, beta: float) -> Revision:
 
 
 @dataclass(frozen=True)
-class SurveyEstimate:
+class SurveyEstimate(WaldResult):
     """A design-based estimate of a total or mean from randomized replies.
 
     Attributes
@@ -329,10 +344,13 @@ class SurveyEstimate:
         """Square root of the variance (0 if the estimate is negative)."""
         return math.sqrt(max(self.variance, 0.0))
 
-    def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
-        """Wald interval (not clipped: a proportion's interval may leave [0, 1])."""
-        level = check_confidence_level(confidence_level)
-        z = float(stats.norm.ppf(0.5 + level / 2))
+    @property
+    def labels(self) -> list[str]:
+        """One label: ``self.kind``."""
+        return [self.kind]
+
+    def _wald(self, z: float) -> tuple[float, float]:
+        """Not clipped: a proportion's interval may leave [0, 1]."""
         return self.estimate - z * self.std_error, self.estimate + z * self.std_error
 
     def to_dict(self) -> dict[str, Any]:

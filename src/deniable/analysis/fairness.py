@@ -24,10 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
-from .._validation import as_codes, check_confidence_level
-from ..designs import Design, Warner
+from ..mechanisms.binary import Warner
+from ..mechanisms.designs import Design
+from ..validation import as_codes, check_confidence_level
+from ._results import WaldResult
 
 __all__ = ["ParityResult", "adult_parity_audit", "statistical_parity"]
 
@@ -48,7 +49,7 @@ def _tv(cond: Array) -> float:
 
 
 @dataclass(frozen=True)
-class ParityResult:
+class ParityResult(WaldResult):
     """Statistical parity of an outcome across groups, with its uncertainty.
 
     Attributes
@@ -108,10 +109,18 @@ class ParityResult:
             grad[2 * g + 1] = sign * (pi[g, 0] / s**2)
         return grad
 
-    def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
-        """Wald interval for :attr:`difference`, clipped to [-1, 1]."""
-        level = check_confidence_level(confidence_level)
-        z = float(stats.norm.ppf(0.5 + level / 2))
+    @property
+    def estimate(self) -> float:
+        """The parity difference (:attr:`difference`)."""
+        return self.difference
+
+    @property
+    def labels(self) -> list[str]:
+        """One label: ``"difference"``."""
+        return ["difference"]
+
+    def _wald(self, z: float) -> tuple[float, float]:
+        """Clipped to [-1, 1]."""
         d, se = self.difference, self.std_error
         return max(-1.0, d - z * se), min(1.0, d + z * se)
 

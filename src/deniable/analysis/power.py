@@ -26,11 +26,12 @@ from numpy.typing import ArrayLike
 from scipy import optimize, stats
 from scipy.special import expit
 
-from .._validation import check_confidence_level, check_integer, check_probability
-from ..designs import Design
+from ..estimation.common import z_quantile
+from ..mechanisms.designs import Design
+from ..validation import check_confidence_level, check_integer, check_probability
 from ._formula import model_frame
 from .channels import KnownChannel
-from .regression import _fit_result
+from .regression import fit_result
 
 __all__ = ["PowerResult", "power_coefficient", "power_difference", "sample_size_difference"]
 
@@ -47,8 +48,7 @@ class PowerResult:
 def _affine(design: Design) -> tuple[float, float]:
     if not design.is_binary:
         raise ValueError("power_difference needs a binary design (Pr(yes) = c + d pi)")
-    P = design.matrix
-    return float(P[1, 0]), float(P[1, 1] - P[1, 0])
+    return design.yes_line
 
 
 def power_difference(
@@ -93,7 +93,7 @@ def power_difference(
     c, d = _affine(design)
     la, lb = c + d * pa, c + d * pb
     s = math.sqrt(la * (1 - la) / (na * d * d) + lb * (1 - lb) / (nb * d * d))
-    z = float(stats.norm.ppf(0.5 + level / 2))
+    z = z_quantile(level)
     delta = abs(pa - pb)
     if s == 0:
         return PowerResult(1.0 if delta > 0 else 1 - level, "formula")
@@ -195,7 +195,7 @@ def power_coefficient(
         raise ValueError(f"coefficients must hold {len(frame.terms)} values for {frame.terms}")
     j = frame.terms.index(term)
     X = frame.X
-    z = float(stats.norm.ppf(0.5 + level / 2))
+    z = z_quantile(level)
     channel = KnownChannel(design)
     if method == "formula":
         P = design.matrix
@@ -218,7 +218,7 @@ def power_coefficient(
         truth = rng.random(size) < expit(Xs @ beta)
         reports = design.randomize(truth, rng).astype(np.intp)
         groups = np.zeros(size, dtype=np.intp)
-        res = _fit_result(
+        res = fit_result(
             Xs, frame.terms, groups, reports, channel, None, formula=formula, model_spec=None
         )
         se = float(res.bse.iloc[j])

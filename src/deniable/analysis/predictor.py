@@ -27,9 +27,9 @@ from numpy.typing import NDArray
 from scipy import optimize
 from scipy.special import expit, log_expit
 
-from ..designs import Design
+from ..mechanisms.designs import Design
 from ._formula import model_frame
-from ._results import CoefficientsMixin, coefficient_table, observed_covariance
+from ._results import CoefficientsMixin, coefficient_table, normal_only, observed_covariance
 from .regression import report_codes
 
 __all__ = ["RRPredictorResult", "rr_predictor"]
@@ -61,8 +61,9 @@ class RRPredictorResult(CoefficientsMixin):
     converged: bool
     formula: str
 
-    def summary(self, confidence_level: float = 0.95) -> str:
-        """Text summary with the coefficient table."""
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+        """Text summary with the coefficient table (``method``: normal or None)."""
+        normal_only(method)
         head = (
             "Logistic regression with a randomized-response predictor (maximum likelihood)\n"
             f"Formula: {self.formula}\nNo. observations: {self.nobs}   "

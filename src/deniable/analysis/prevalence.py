@@ -20,9 +20,15 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
-from .._validation import as_codes
-from ..designs import Design
-from ._results import CoefficientsMixin, TestResult, coefficient_table, observed_covariance
+from ..mechanisms.designs import Design
+from ..validation import as_codes
+from ._results import (
+    CoefficientsMixin,
+    TestResult,
+    coefficient_table,
+    normal_only,
+    observed_covariance,
+)
 from .channels import Channel, as_channel
 
 __all__ = ["ChannelEstimate", "closed_form", "estimate_channel"]
@@ -75,8 +81,9 @@ class ChannelEstimate(CoefficientsMixin):
         stat = max(0.0, 2 * (saturated - self.llf))
         return TestResult(stat, df, float(stats.chi2.sf(stat, df)), name="G2")
 
-    def summary(self, confidence_level: float = 0.95) -> str:
-        """Text summary with the coefficient table."""
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+        """Text summary with the coefficient table (``method``: normal or None)."""
+        normal_only(method)
         head = (
             f"{type(self.channel).__name__}: joint maximum likelihood\n"
             f"No. observations: {self.nobs}   Log-likelihood: {self.llf:.4f}\n\n"

@@ -1,11 +1,11 @@
 """Private ratings and Bayesian ranking.
 
 Items are rated on a ``k``-point scale; each rating may pass through k-ary randomized
-response (:class:`~deniable.designs.KaryRR`, Kairouz, Oh & Viswanath 2016) before it
+response (:class:`~deniable.mechanisms.KaryRR`, Kairouz, Oh & Viswanath 2016) before it
 leaves the rater's device. Per item, the share ``theta`` of each rating has a Dirichlet
 prior of pseudocounts ``a`` ("ghost ratings"); the posterior given the reports is
 sampled by data augmentation (the true ratings are the missing data; Tanner & Wong
-1987, :mod:`deniable.bayes`), vectorised over all items at once. The score of an item
+1987, :mod:`deniable.estimation.bayes`), vectorised over all items at once. The score of an item
 is the expected utility ``E[sum_i theta_i u_i]`` under the posterior, for a utility
 ``u_i`` per rating level, with an equal-tailed credible interval; items are ranked by
 score (or by the lower credible bound, the cautious choice for few ratings).
@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import as_codes, check_confidence_level
-from ..bayes import posterior_draws
-from ..designs import Design
+from ..estimation.bayes import posterior_draws
+from ..mechanisms.designs import Design
+from ..validation import as_codes, check_confidence_level
 
 __all__ = ["RankingResult", "rank_items"]
 
@@ -64,7 +64,7 @@ def rank_items(
     confidence_level: float = 0.95,
     rank_by: str = "score",
     draws: int = 4000,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int = 0,
 ) -> RankingResult:
     """Score and rank items from (randomized) ratings.
 
@@ -90,8 +90,8 @@ def rank_items(
         Rank by posterior expected utility, or by the interval's lower bound.
     draws : int
         Posterior draws (randomized ratings; the closed form needs none).
-    rng : numpy.random.Generator, optional
-        Sampler randomness (default seeded with 0: reproducible).
+    rng : numpy.random.Generator or int, default 0
+        Sampler randomness (a generator, or the seed of one; default 0: reproducible).
 
     Raises
     ------
@@ -135,7 +135,7 @@ def rank_items(
         total = alpha.sum(axis=1)
         score = alpha @ u / total
         # credible interval from exact Dirichlet draws (gamma variates normalised)
-        rng_ = np.random.default_rng(0) if rng is None else rng
+        rng_ = np.random.default_rng(rng)
         sample = rng_.standard_gamma(alpha[:, None, :], size=(values.size, draws, size))
         util = (sample / sample.sum(axis=2, keepdims=True)) @ u
         low, high = np.quantile(util, [lo_q, hi_q], axis=1)

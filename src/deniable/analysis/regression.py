@@ -23,20 +23,26 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 from scipy.special import expit
 
-from .._validation import check_confidence_level
-from ..designs import Design
+from ..mechanisms.designs import Design
 from ._formula import model_frame
 from ._likelihood import fit, scores
-from ._results import CoefficientsMixin, TestResult, coefficient_table, observed_covariance
+from ._results import (
+    CoefficientsMixin,
+    TestResult,
+    WaldResult,
+    coefficient_table,
+    normal_only,
+    observed_covariance,
+)
 from .channels import Channel, as_channel
 
-__all__ = ["PredictedPrevalence", "RRLogitResult", "rr_logit"]
+__all__ = ["PredictedPrevalence", "RRLogitResult", "fit_result", "rr_logit"]
 
 Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class PredictedPrevalence:
+class PredictedPrevalence(WaldResult):
     """Average predicted prevalence over a set of rows, with a delta-method interval.
 
     Attributes
@@ -50,10 +56,13 @@ class PredictedPrevalence:
     estimate: float
     std_error: float
 
-    def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
-        """Wald interval on the logit scale mapped back (stays inside (0, 1))."""
-        level = check_confidence_level(confidence_level)
-        z = float(stats.norm.ppf(0.5 + level / 2))
+    @property
+    def labels(self) -> list[str]:
+        """One label: ``"prevalence"``."""
+        return ["prevalence"]
+
+    def _wald(self, z: float) -> tuple[float, float]:
+        """On the logit scale, mapped back (stays inside (0, 1))."""
         p = min(max(self.estimate, 1e-12), 1 - 1e-12)
         se_logit = self.std_error / (p * (1 - p))
         centre = math.log(p / (1 - p))
@@ -144,7 +153,7 @@ class RRLogitResult(CoefficientsMixin):
         if bad:
             raise ValueError(f"terms must name coefficients; unknown {bad}; allowed: {cols}")
         keep = [i for i, c in enumerate(cols) if c not in names]
-        return _fit_result(
+        return fit_result(
             self.X[:, keep],
             [cols[i] for i in keep],
             self.groups,
@@ -182,8 +191,9 @@ class RRLogitResult(CoefficientsMixin):
         var = float(grad @ self.covariance[:p, :p] @ grad)
         return PredictedPrevalence(float(s.mean()), math.sqrt(max(var, 0.0)))
 
-    def summary(self, confidence_level: float = 0.95) -> str:
-        """A text summary: model, fit statistics and the coefficient table."""
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+        """Model, fit statistics and the coefficient table (``method``: normal or None)."""
+        normal_only(method)
         head = [
             "Randomized-response logistic regression (maximum likelihood)",
             f"Formula: {self.formula}",
@@ -206,7 +216,7 @@ class RRLogitResult(CoefficientsMixin):
         }
 
 
-def _fit_result(
+def fit_result(
     X: Array,
     terms: list[str],
     groups: NDArray[np.intp],
@@ -220,6 +230,13 @@ def _fit_result(
     max_iter: int = 200,
     information: str = "observed",
 ) -> RRLogitResult:
+    """Fit the randomized-response logistic likelihood and wrap it as a result.
+
+    Shared by :func:`rr_logit` and the power simulation. ``X`` (n, p) float64 holds the
+    model matrix with column names ``terms``; ``groups`` (n,) the channel group of each
+    row, ``reports`` (n,) the report codes, ``weights`` (n,) optional frequency
+    weights; ``information`` is ``"observed"`` or ``"opg"`` (outer product of scores).
+    """
     p = X.shape[1]
     beta0 = None if start is None else np.asarray(start[:p], dtype=np.float64)
     theta0 = None if start is None or len(start) == p else np.asarray(start[p:], np.float64)
@@ -345,7 +362,7 @@ def rr_logit(
         w = data.loc[rows, weights].to_numpy(dtype=np.float64)
         if np.any(~np.isfinite(w)) or np.any(w < 0):
             raise ValueError("weights must be finite and >= 0")
-    return _fit_result(
+    return fit_result(
         frame.X,
         frame.terms,
         groups,

@@ -20,17 +20,18 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from .._validation import as_codes, check_confidence_level
-from ..designs import Design
-from ..estimate import PrevalenceEstimate, estimate
-from ..tally import Tally
-from ._results import TestResult
+from ..estimation.estimators import estimate
+from ..estimation.results import PrevalenceEstimate
+from ..mechanisms.designs import Design
+from ..tallies import Tally
+from ..validation import as_codes
+from ._results import TestResult, WaldResult
 
 __all__ = ["Contrast", "SubgroupResult", "subgroup_prevalence"]
 
 
 @dataclass(frozen=True)
-class Contrast:
+class Contrast(WaldResult):
     """A difference or ratio of two subgroup prevalences.
 
     Attributes
@@ -46,15 +47,17 @@ class Contrast:
     kind: str
     log_std_error: float | None = None
 
-    def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
-        """Wald interval; a ratio of positive estimates uses the log scale (asymmetric)."""
-        level = check_confidence_level(confidence_level)
-        z = float(stats.norm.ppf(0.5 + level / 2))
+    @property
+    def labels(self) -> list[str]:
+        """One label: ``self.kind``."""
+        return [self.kind]
+
+    def _wald(self, z: float) -> tuple[float, float]:
+        """A ratio of positive estimates uses the log scale (asymmetric)."""
         if self.kind == "ratio" and self.log_std_error is not None:
             centre = math.log(self.estimate)
-            return (
-                math.exp(centre - z * self.log_std_error),
-                math.exp(centre + z * self.log_std_error),
+            return math.exp(centre - z * self.log_std_error), math.exp(
+                centre + z * self.log_std_error
             )
         return self.estimate - z * self.std_error, self.estimate + z * self.std_error
 
@@ -66,7 +69,7 @@ class SubgroupResult:
     Attributes
     ----------
     estimates : dict
-        Group value -> :class:`~deniable.estimate.PrevalenceEstimate`.
+        Group value -> :class:`~deniable.estimation.PrevalenceEstimate`.
     category : int
         The truth category compared by :meth:`difference`, :meth:`ratio` (1 = "yes").
     """
@@ -169,7 +172,7 @@ def subgroup_prevalence(
         Each respondent's clear attribute (any hashable values; missing values are
         not allowed).
     method : {"moment", "mle", "bayes"}
-        Estimator within each group (see :func:`deniable.estimate`).
+        Estimator within each group (see :func:`deniable.estimation`).
     category : int, default 1
         The truth category that :meth:`SubgroupResult.difference` and ``ratio`` compare.
 

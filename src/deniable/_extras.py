@@ -1,0 +1,35 @@
+"""Optional dependencies: import them by name, or fail with the extra that installs them."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["EXTRAS", "require"]
+
+#: The extras of ``pip install 'deniable[...]'`` and what each brings.
+EXTRAS = {
+    "analysis": "pandas, pyarrow and formulaic (regression, subgroups, complex samples, files)",
+    "rappor": "scikit-learn (RAPPOR decoding by LASSO)",
+    "plot": "matplotlib (plots of planning and results)",
+    "server": "FastAPI, uvicorn, SQLAlchemy, psycopg, pydantic, PyYAML, Jinja2, httpx",
+    "cli": "typer and rich (the deniable command)",
+}
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import ``module``, or raise ModuleNotFoundError naming the extra that installs it.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        ``"... needs scikit-learn: pip install 'deniable[rappor]'"``.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(
+            f"this part of deniable needs {module.split('.')[0]} ({EXTRAS[extra]}): "
+            f"pip install 'deniable[{extra}]'",
+            name=exc.name,
+        ) from exc

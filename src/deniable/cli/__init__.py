@@ -1,0 +1,25 @@
+"""The ``deniable`` command: simulate, analyze, plan, audit, demo, survey check, serve, respond.
+
+A thin adapter over the library, one module per command group: every number it prints
+comes from :mod:`deniable.estimation`, :mod:`deniable.planning`, :mod:`deniable.analysis`
+or :mod:`deniable.demo`. Needs the ``cli`` extra (typer, rich) and, for most commands,
+``analysis`` (pandas): ``pip install 'deniable[all]'``.
+"""
+
+from __future__ import annotations
+
+from .._extras import require
+
+require("typer", "cli")
+require("pandas", "analysis")
+
+from . import analyze, collect, demo, plan, simulate  # register the commands
+from .common import app
+
+__all__ = ["app", "main"]
+_COMMANDS = (analyze, collect, demo, plan, simulate)
+
+
+def main() -> None:  # pragma: no cover - console script entry
+    """Run the ``deniable`` command."""
+    app()

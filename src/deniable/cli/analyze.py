@@ -1,0 +1,412 @@
+"""``deniable analyze``: estimates from a reports file.
+
+Finite designs, frequency oracles and RAPPOR, regression (``--formula``), subgroups
+(``--by``) and complex samples (``--pi``, ``--strata``, ``--clusters``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.table import Table
+
+from ..errors import DeniableError
+from ..estimation.estimators import ESTIMATION_METHODS, estimate
+from ..estimation.heavy_hitters import heavy_hitters
+from ..estimation.intervals import INTERVAL_METHODS
+from ..io import reports_from_frame
+from ..mechanisms.designs import Design
+from .common import (
+    DesignOpt,
+    JsonOpt,
+    app,
+    console,
+    emit_json,
+    fail,
+    labels_path,
+    parse_design,
+    parse_oracle,
+    read_column,
+    read_table,
+    require_columns,
+)
+
+__all__ = ["MODES", "POST_PROCESSINGS", "analyze", "choose_mode"]
+
+POST_PROCESSINGS = ("projection", "norm-sub", "empirical-bayes", "mle")
+
+
+def _post_processed(oracle: Any, reports: Any, result: Any, method: str) -> Any:
+    """The oracle's frequencies as a distribution, by the named post-processing."""
+    from ..estimation.postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
+
+    if method == "projection":
+        return project_simplex(result.prevalence)
+    if method == "norm-sub":
+        return norm_sub(result.prevalence)
+    if method == "empirical-bayes":
+        return empirical_bayes(oracle, result.prevalence, result.n)
+    return oracle_em(oracle, reports)[0]
+
+
+def _analyze_oracle(
+    oracle: Any,
+    reports: Path,
+    labels_file: Path | None,
+    alpha: float,
+    top: int,
+    confidence_level: float,
+    as_json: bool,
+    postprocess: str | None = None,
+) -> None:
+    from ..mechanisms.rappor import Rappor
+
+    if postprocess is not None and postprocess not in POST_PROCESSINGS:
+        allowed = ", ".join(POST_PROCESSINGS)
+        raise fail(f"--postprocess must be one of {allowed}, got {postprocess!r}")
+    if postprocess is not None and isinstance(oracle, Rappor):
+        raise fail("--postprocess applies to unary encoding, local hashing and Hadamard response")
+
+    if not reports.exists():
+        raise fail(f"file not found: {reports}")
+    if reports.suffix.lower() in (".parquet", ".pq"):
+        frame = pd.read_parquet(reports)
+    else:
+        frame = pd.read_csv(reports, dtype=str)
+    path = labels_file or labels_path(reports)
+    names = path.read_text().splitlines() if path.exists() else None
+    if isinstance(oracle, Rappor):
+        if not names:
+            raise fail("RAPPOR needs the candidate strings: --labels FILE (one per line)")
+        oracle = oracle.with_candidates(names)
+    elif names is not None and len(names) != oracle.k:
+        raise fail(f"--labels names {len(names)} values but the oracle has k = {oracle.k}")
+    try:
+        data = reports_from_frame(oracle, frame)
+        result = estimate(oracle, data)
+        hitters = heavy_hitters(result, alpha, names)
+        distribution = (
+            None if postprocess is None else _post_processed(oracle, data, result, postprocess)
+        )
+    except (ValueError, DeniableError) as exc:
+        raise fail(str(exc)) from None
+    frame = hitters.to_frame()
+    if distribution is not None:
+        index = {name: i for i, name in enumerate(names or result.labels)}
+        frame[postprocess] = [float(distribution[index[v]]) for v in hitters.values]
+    if as_json:
+        payload = {
+            "design": oracle.to_dict(),
+            "n": result.n,
+            "alpha": alpha,
+            "threshold_z": hitters.threshold_z,
+            "heavy_hitters": frame.to_dict(orient="records"),
+        }
+        if distribution is not None:
+            payload["distribution"] = {"method": postprocess, "frequencies": distribution.tolist()}
+        emit_json(payload)
+        return
+    table = Table(
+        title=f"{oracle!r}: n = {result.n:,} reports, epsilon {oracle.epsilon:.4g} nats; "
+        f"{len(hitters)} values detected (estimate/SE > {hitters.threshold_z:.2f}, "
+        f"alpha {alpha} over {result.prevalence.size:,} values)"
+    )
+    columns = ["value", "estimate", "SE", f"{1 - alpha:.0%} CI"]
+    for name in columns + ([postprocess] if postprocess else []):
+        table.add_column(name, justify="left" if name == "value" else "right")
+    for _, row in frame.head(top).iterrows():
+        cells = [
+            str(row["value"]),
+            f"{row['estimate']:.4f}",
+            f"{row['std_error']:.4f}",
+            f"{row['low']:.4f} - {row['high']:.4f}",
+        ]
+        table.add_row(*cells, *([f"{row[postprocess]:.4f}"] if postprocess else []))
+    console.print(table)
+
+
+#: The modes of ``analyze``: the options that choose each, and those it also takes.
+MODES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "oracle": ((), ("--labels", "--postprocess")),
+    "formula": (("--formula",), ()),
+    "subgroups": (("--by",), ()),
+    "complex": (("--pi", "--population"), ("--strata", "--clusters", "--variance")),
+    "prevalence": ((), ()),
+}
+_NAMES = {
+    "oracle": "frequency oracles (oue, sue, olh, hadamard, rappor)",
+    "formula": "regression (--formula)",
+    "subgroups": "subgroup estimates (--by)",
+    "complex": "complex samples (--pi, --population)",
+    "prevalence": "a prevalence estimate",
+}
+
+
+def choose_mode(is_oracle: bool, given: dict[str, object]) -> str:
+    """The one analysis the options ask for; exit 2 naming conflicting options.
+
+    A frequency oracle's design chooses ``oracle``; otherwise ``--formula``, ``--by`` or
+    ``--pi``/``--population`` choose theirs, and none of them ``prevalence``. Every
+    option given must belong to the chosen mode.
+    """
+    chosen = [
+        mode
+        for mode, (triggers, _) in MODES.items()
+        if any(given.get(t) is not None for t in triggers)
+    ]
+    if len(chosen) > 1:
+        raise fail(f"choose one analysis: {' and '.join('/'.join(MODES[m][0]) for m in chosen)}")
+    mode = "oracle" if is_oracle else (chosen[0] if chosen else "prevalence")
+    if is_oracle and chosen:
+        raise fail(
+            f"{'/'.join(MODES[chosen[0]][0])} applies to finite designs, not to {_NAMES['oracle']}"
+        )
+    allowed = set(MODES[mode][0]) | set(MODES[mode][1])
+    for option, value in given.items():
+        if value is not None and option not in allowed:
+            owner = next(m for m, (t, extra) in MODES.items() if option in t or option in extra)
+            raise fail(f"{option} applies to {_NAMES[owner]}, not to {_NAMES[mode]}")
+    return mode
+
+
+@app.command()
+def analyze(
+    reports: Annotated[Path, typer.Argument(help="Reports file (.csv or .parquet).")],
+    design: DesignOpt,
+    column: Annotated[str, typer.Option(help="Column of report codes.")] = "report",
+    method: Annotated[
+        str, typer.Option(help=f"Estimator: {', '.join(ESTIMATION_METHODS)}.")
+    ] = "moment",
+    interval: Annotated[
+        list[str] | None,
+        typer.Option(help=f"Interval method(s), repeatable: {', '.join(INTERVAL_METHODS)}."),
+    ] = None,
+    confidence_level: Annotated[float, typer.Option(help="Confidence level in (0, 1).")] = 0.95,
+    labels: Annotated[
+        Path | None, typer.Option(help="Oracles: file naming the values, one per line.")
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option(min=1e-12, max=0.5, help="Oracles: family-wise detection level.")
+    ] = 0.05,
+    top: Annotated[int, typer.Option(min=1, help="Oracles: rows of the heavy-hitter table.")] = 20,
+    postprocess: Annotated[
+        str | None,
+        typer.Option(
+            help="Oracles: also the frequencies as a distribution, by "
+            f"{', '.join(POST_PROCESSINGS)} (docs/oracles.md says which lowers error where)."
+        ),
+    ] = None,
+    formula: Annotated[
+        str | None,
+        typer.Option(
+            help='Logistic regression of the randomized answer, e.g. "report ~ age + female" '
+            "(formulaic syntax; powers as **)."
+        ),
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(help="Clear column: prevalence per subgroup and a test of equality."),
+    ] = None,
+    pi: Annotated[
+        str | None,
+        typer.Option(help="Complex sample: column of inclusion probabilities (Horvitz-Thompson)."),
+    ] = None,
+    population: Annotated[
+        float | None, typer.Option(help="Complex sample: population size N.")
+    ] = None,
+    strata: Annotated[str | None, typer.Option(help="Complex sample: stratum column.")] = None,
+    clusters: Annotated[str | None, typer.Option(help="Complex sample: cluster column.")] = None,
+    variance: Annotated[
+        str | None,
+        typer.Option(help="Complex sample: deville, ultimate_cluster, jackknife, srswr or srswor."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Estimate the prevalence of each truth from a reports file.
+
+    For a frequency oracle the report columns are those ``simulate`` writes, the value
+    names come from ``--labels`` (default: the ``.labels.txt`` file beside the reports),
+    and the table lists the heavy hitters: values whose estimate passes the detection
+    threshold (Bonferroni at ``--alpha``), with their post-processed frequencies under
+    ``--postprocess``. With ``--formula`` it fits a logistic
+    regression of the randomized answer; with ``--by`` it estimates per subgroup; with
+    ``--pi`` or ``--population`` it gives design-based (Horvitz-Thompson) estimates.
+    """
+    oracle = parse_oracle(design)
+    mode = choose_mode(
+        oracle is not None,
+        {
+            "--formula": formula,
+            "--by": by,
+            "--pi": pi,
+            "--population": population,
+            "--strata": strata,
+            "--clusters": clusters,
+            "--variance": variance,
+            "--labels": labels,
+            "--postprocess": postprocess,
+        },
+    )
+    if oracle is not None:
+        _analyze_oracle(oracle, reports, labels, alpha, top, confidence_level, as_json, postprocess)
+        return
+    d = parse_design(design)
+    if mode == "formula":
+        assert formula is not None
+        _analyze_formula(reports, d, formula, confidence_level, as_json)
+        return
+    if mode == "subgroups":
+        assert by is not None
+        _analyze_by(reports, d, column, by, confidence_level, as_json)
+        return
+    if mode == "complex":
+        options = {"strata": strata, "clusters": clusters, "variance": variance}
+        _analyze_complex(reports, d, column, pi, population, options, confidence_level, as_json)
+        return
+    raw = read_column(reports, column)
+    missing = int(raw.isna().sum())
+    values = raw.dropna()
+    if not np.all(np.isin(values, np.arange(d.n_reports))):
+        raise fail(f"column {column!r} must hold report codes 0..{d.n_reports - 1}")
+    intervals = tuple(interval or ["normal", "wilson"])
+    try:
+        est = estimate(d, values.to_numpy(dtype=np.int64), method=method)
+        payload = est.to_dict(confidence_level, intervals)
+    except (ValueError, DeniableError) as exc:
+        raise fail(str(exc)) from None
+    payload["missing"] = missing
+    if as_json:
+        emit_json(payload)
+        return
+    table = Table(title=f"{d!r}: n = {est.n:,} reports ({missing} missing), {method} estimate")
+    table.add_column("truth")
+    table.add_column("estimate", justify="right")
+    table.add_column("SE", justify="right")
+    for m in intervals:
+        table.add_column(f"{confidence_level:.0%} CI ({m})", justify="right")
+    for j, label in enumerate(d.truth_labels):
+        cells = [
+            f"{payload['intervals'][m]['low'][j]:.4f} - {payload['intervals'][m]['high'][j]:.4f}"
+            for m in intervals
+        ]
+        table.add_row(label, f"{est.prevalence[j]:.4f}", f"{est.std_error[j]:.4f}", *cells)
+    console.print(table)
+
+
+def _analyze_formula(
+    reports: Path, d: Design, formula: str, confidence_level: float, as_json: bool
+) -> None:
+    from ..analysis import rr_logit
+
+    frame = read_table(reports)
+    try:
+        fit = rr_logit(formula, frame, d)
+        ci = fit.conf_int(confidence_level)
+    except (ValueError, TypeError, DeniableError) as exc:
+        raise fail(f"--formula: {exc}") from None
+    if as_json:
+        payload = fit.to_dict()
+        payload["conf_int"] = {t: [ci.loc[t, "lower"], ci.loc[t, "upper"]] for t in ci.index}
+        emit_json(payload)
+        return
+    table = Table(title=f"{formula}  ({d!r}; n = {fit.nobs:,}, log-likelihood {fit.llf:.3f})")
+    for col in ("term", "coef", "SE", "z", "p", f"{confidence_level:.0%} CI"):
+        table.add_column(col, justify="left" if col == "term" else "right")
+    for t in fit.params.index:
+        table.add_row(
+            str(t),
+            f"{fit.params[t]:.4f}",
+            f"{fit.bse[t]:.4f}",
+            f"{fit.tvalues[t]:.2f}",
+            f"{fit.pvalues[t]:.3g}",
+            f"{ci.loc[t, 'lower']:.4f} - {ci.loc[t, 'upper']:.4f}",
+        )
+    console.print(table)
+
+
+def _analyze_by(
+    reports: Path, d: Design, column: str, by: str, confidence_level: float, as_json: bool
+) -> None:
+    from ..analysis import subgroup_prevalence
+
+    frame = read_table(reports)
+    require_columns(frame, {"--column": column, "--by": by})
+    rows = frame[[column, by]].dropna()
+    try:
+        res = subgroup_prevalence(d, rows[column].to_numpy(dtype=np.int64), rows[by].to_numpy())
+        table_df = res.table(confidence_level)
+        test = res.test_equal()
+    except (ValueError, TypeError, DeniableError) as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        emit_json(
+            {
+                "groups": table_df.reset_index().to_dict(orient="records"),
+                "test_equal": asdict(test),
+            }
+        )
+        return
+    table = Table(title=f"{d!r}: prevalence of '{d.truth_labels[1]}' by {by}")
+    for col in ("group", "n", "estimate", "SE", f"{confidence_level:.0%} CI"):
+        table.add_column(col, justify="left" if col == "group" else "right")
+    for g, row in table_df.iterrows():
+        table.add_row(
+            str(g),
+            f"{int(row['n']):,}",
+            f"{row['prevalence']:.4f}",
+            f"{row['std_error']:.4f}",
+            f"{row['ci_low']:.4f} - {row['ci_high']:.4f}",
+        )
+    console.print(table)
+    console.print(f"equal prevalence: {test}")
+
+
+def _analyze_complex(
+    reports: Path,
+    d: Design,
+    column: str,
+    pi: str | None,
+    population: float | None,
+    options: dict[str, str | None],
+    confidence_level: float,
+    as_json: bool,
+) -> None:
+
+    from ..analysis import survey_estimate
+
+    frame = read_table(reports)
+    require_columns(
+        frame,
+        {"--column": column, "--pi": pi}
+        | {f"--{key}": options[key] for key in ("strata", "clusters")},
+    )
+
+    def col(name: str | None) -> Any:
+        return None if name is None else frame[name].to_numpy()
+
+    try:
+        est = survey_estimate(
+            d,
+            frame[column].to_numpy(dtype=np.float64),
+            pi=col(pi),
+            N=population,
+            strata=col(options["strata"]),
+            clusters=col(options["clusters"]),
+            variance=options["variance"],
+        )
+        low, high = est.confidence_interval(confidence_level)
+    except (ValueError, TypeError, DeniableError) as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        emit_json({**est.to_dict(), "confidence_level": confidence_level, "ci": [low, high]})
+        return
+    console.print(
+        f"{d!r}, Horvitz-Thompson {est.kind} over {est.n:,} replies ({est.method} variance): "
+        f"{est.estimate:.4f}, SE {est.std_error:.4f}, {confidence_level:.0%} CI "
+        f"{low:.4f} - {high:.4f}"
+    )

@@ -1,0 +1,209 @@
+"""``deniable survey check``, ``serve`` and ``respond``: the collection service."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ..collection.survey import load_survey
+from ..errors import DeniableError
+from .common import JsonOpt, app, console, emit_json, err, fail, short_spec
+
+__all__ = ["respond", "serve", "survey_app", "survey_check"]
+
+survey_app = typer.Typer(help="Survey definitions.", no_args_is_help=True)
+app.add_typer(survey_app, name="survey")
+
+
+@survey_app.command("check")
+def survey_check(
+    file: Annotated[Path, typer.Argument(help="Survey definition (.yaml or .json).")],
+    prior: Annotated[
+        float,
+        typer.Option(min=0.0, max=1.0, help='Prior prevalence of "yes" for the disclosure risk.'),
+    ] = 0.1,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate a survey; print each question's epsilon, the total, and the disclosure risk."""
+    try:
+        survey = load_survey(file)
+    except FileNotFoundError:
+        raise fail(f"no such file: {file}") from None
+    except DeniableError as exc:
+        for field, message in getattr(exc, "errors", [("survey", str(exc))]):
+            err.print(f"[bold red]error:[/] {field}: {message}")
+        raise typer.Exit(code=2) from None
+    rows = []
+    for q in survey.questions:
+        d = q.mechanism
+        risk = q.disclosure_risk(prior)
+        rows.append(
+            {
+                "id": q.id,
+                "design": repr(d),
+                "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
+                "prior": q.prior(prior).tolist(),
+                "posterior_after_report": {
+                    q.report_labels[r]: None
+                    if np.isnan(risk.posterior[r]).all()
+                    else risk.posterior[r].tolist()
+                    for r in range(d.n_reports)
+                },
+                "disclosure": risk.describe(),
+            }
+        )
+    total = survey.total_epsilon
+    payload = {
+        "id": survey.id,
+        "version": survey.version,
+        "questions": rows,
+        "total_epsilon": total if math.isfinite(total) else "inf",
+        "finite_epsilon": survey.finite_epsilon,
+        "privacy_budget": survey.privacy_budget,
+        "digest": survey.digest,
+    }
+    if as_json:
+        emit_json(payload)
+        return
+    table = Table(title=f"{survey.title} ({survey.id} v{survey.version})", title_justify="left")
+    table.add_column("question")
+    table.add_column("design", overflow="fold")
+    table.add_column("epsilon (nats)", justify="right")
+    table.add_column(f"disclosure risk (prior {prior:g})", overflow="fold")
+    for r in rows:
+        eps = r["epsilon"]
+        table.add_row(
+            r["id"],
+            short_spec(r["design"]),
+            eps if isinstance(eps, str) else f"{eps:.4f}",
+            "\n".join(r["disclosure"]),
+        )
+    console.print(table)
+    total_text = "inf" if not math.isfinite(total) else f"{total:.4f}"
+    console.print(
+        f"Total epsilon per respondent: {total_text} nats "
+        f"(finite part {survey.finite_epsilon:.4f} of budget {survey.privacy_budget:g}). OK."
+    )
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = 8000,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="DENIABLE_DATABASE_URL",
+            help="SQLAlchemy URL (sqlite:///file.sqlite or postgresql://user:pw@host/db); "
+            "default: a SQLite file deniable.sqlite in the working directory.",
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes.")] = 1,
+) -> None:
+    """Run the collection server (analyst token from DENIABLE_ANALYST_TOKEN)."""
+    import os
+
+    import uvicorn
+
+    from ..collection.storage import Store
+    from ..collection.storage import database_url as resolve
+
+    url = resolve(database_url)
+    os.environ["DENIABLE_DATABASE_URL"] = url
+    if not os.environ.get("DENIABLE_ANALYST_TOKEN"):
+        import secrets
+
+        os.environ["DENIABLE_ANALYST_TOKEN"] = secrets.token_urlsafe(24)
+        err.print(
+            "No DENIABLE_ANALYST_TOKEN set; the analyst token for this run is "
+            f"[bold]{os.environ['DENIABLE_ANALYST_TOKEN']}[/]"
+        )
+    Store(url).close()  # create and migrate once, before the workers start
+    err.print(f"Database: {url.split('@')[-1]}")
+    uvicorn.run(
+        "deniable.collection.server:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        access_log=False,
+    )
+
+
+@app.command()
+def respond(
+    url: Annotated[str, typer.Argument(help="Survey URL, e.g. http://127.0.0.1:8000/s/my-survey")],
+    token: Annotated[str | None, typer.Option(help="Invitation token.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Send without asking.")] = False,
+) -> None:
+    """Answer a survey in the terminal: randomize locally, show what is sent, submit."""
+    import httpx
+
+    from ..collection.client import design_from_view, parse_survey_url, respond_reports
+
+    try:
+        link = parse_survey_url(url)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    token = token or link.token
+    try:
+        with httpx.Client(base_url=link.base_url, timeout=30) as http:
+            r = http.get(f"/api/surveys/{link.survey_id}")
+            if r.status_code != 200:
+                raise fail(_server_message(r))
+            view = r.json()
+            for q in view["questions"]:
+                design_from_view(q)  # checks the stated epsilon before anything is asked
+            console.print(f"[bold]{view['title']}[/]")
+            console.print(
+                "Your true answers stay on this computer: each is randomized here with the "
+                "operating system's secure random source, and only the randomized reports are "
+                "sent."
+            )
+            answers: dict[str, int] = {}
+            for i, q in enumerate(view["questions"], 1):
+                console.print(f"\n[bold]{i}. {q['text']}[/]  (epsilon {q['epsilon']})")
+                for j, label in enumerate(q["choices"]):
+                    console.print(f"  {j + 1}) {label}")
+                answers[q["id"]] = _ask_choice(len(q["choices"]))
+            if view.get("requires_invitation") and not token:
+                token = typer.prompt("Invitation token", hide_input=True)
+            reports = respond_reports(view, answers)
+            answers.clear()
+            console.print("\nThe server will receive only these reports:")
+            for q in view["questions"]:
+                console.print(f"  {q['id']}: {q['reports'][reports[q['id']]]!r}")
+            if not yes and not typer.confirm("Send them?", default=True):
+                console.print("Nothing was sent.")
+                raise typer.Exit(code=1)
+            body: dict[str, Any] = {"version": view["version"], "reports": reports}
+            if token:
+                body["token"] = token
+            r = http.post(f"/api/surveys/{link.survey_id}/responses", json=body)
+            if r.status_code != 201:
+                raise fail(f"not stored: {_server_message(r)}")
+    except httpx.HTTPError as exc:
+        raise fail(f"cannot reach {link.base_url}: {exc}") from None
+    console.print("Stored. Thank you.")
+
+
+def _server_message(r: Any) -> str:
+    try:
+        return str(r.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {r.status_code}"
+
+
+def _ask_choice(k: int) -> int:
+    """Prompt until the answer is a number 1..k; return it as a code 0..k-1."""
+    while True:
+        raw = typer.prompt(f"Your true answer (1-{k}; stays on this computer)")
+        if raw.strip().isdigit() and 1 <= int(raw) <= k:
+            return int(raw) - 1
+        err.print(f"Please type a number from 1 to {k}.")

@@ -1,0 +1,140 @@
+"""Shared pieces of the ``deniable`` command: the app, consoles, options, file helpers."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.console import Console
+
+from ..datasets import RR_SURVEYS, load_adult, load_rr_survey
+from ..mechanisms.designs import Design
+from ..mechanisms.protocol import Mechanism
+from ..mechanisms.registry import ORACLES, design_from_spec, oracle_from_spec
+
+app = typer.Typer(
+    help="Randomized response: simulate private surveys, analyze reports, plan sample sizes.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+__all__ = [
+    "CHUNK",
+    "SECURE_LABEL",
+    "DesignOpt",
+    "JsonOpt",
+    "SeedOpt",
+    "app",
+    "console",
+    "emit_json",
+    "err",
+    "fail",
+    "labels_path",
+    "parse_design",
+    "parse_oracle",
+    "read_column",
+    "read_table",
+    "require_columns",
+    "short_spec",
+]
+console = Console()
+err = Console(stderr=True)
+
+DesignOpt = Annotated[
+    str,
+    typer.Option(
+        "--design",
+        "-d",
+        help='Design spec "name:param=value,...", e.g. "forced-response:p_yes=0.25,p_no=0.25", '
+        '"warner:p=0.7", "kary-rr:k=5,epsilon=1"; or a frequency oracle: "oue:k=1000,epsilon=1", '
+        '"sue:...", "olh:k=10000,epsilon=2", "hadamard:k=1000000,epsilon=1", '
+        '"rappor:k=128,h=2,m=64,f=0.5,p=0.5,q=0.75".',
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(help="Seed a simulation generator (reproducible; never for real respondents)."),
+]
+CHUNK = 1_000_000
+
+SECURE_LABEL = "secure (os.urandom; AES-256-CTR keyed from it for large draws)"
+
+
+def fail(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code=2)
+
+
+def parse_design(spec: str) -> Design:
+    try:
+        return design_from_spec(spec)
+    except ValueError as exc:
+        raise fail(f"--design: {exc}") from None
+
+
+def emit_json(payload: Any) -> None:
+    typer.echo(json.dumps(payload, indent=2, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    if str(path) == "adult":
+        return load_adult()
+    if str(path) in RR_SURVEYS:  # a shipped survey by name, e.g. rr/nigeria
+        return load_rr_survey(str(path))
+    if not path.exists():
+        raise fail(f"file not found: {path}")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return pd.read_parquet(path)
+    return pd.read_csv(path)
+
+
+def parse_oracle(spec: str) -> Mechanism | None:
+    """The frequency oracle named by ``spec``, or None when it names a finite design."""
+    name = spec.strip().partition(":")[0].strip().lower()
+    if name not in ORACLES:
+        return None
+    try:
+        return oracle_from_spec(spec)
+    except ValueError as exc:
+        raise fail(f"--design: {exc}") from None
+
+
+def labels_path(reports: Path) -> Path:
+    return reports.with_name(reports.name + ".labels.txt")
+
+
+def require_columns(frame: pd.DataFrame, options: dict[str, str | None]) -> None:
+    """Exit 2 naming the option whose column (None: not given) the file lacks."""
+    for option, name in options.items():
+        if name is not None and name not in frame.columns:
+            names = ", ".join(map(str, frame.columns))
+            raise fail(f"{option} {name!r} not in the file; columns: {names}")
+
+
+def read_column(path: Path, column: str) -> pd.Series:
+    frame = read_table(path)
+    require_columns(frame, {"--column": column})
+    return frame[column]
+
+
+def short_spec(design: str) -> str:
+    """Compact design text for tables: 0.16666666666666666 -> 0.1667."""
+    import re
+
+    return re.sub(r"(\d\.\d{4})\d+", r"\1", design)

@@ -1,0 +1,96 @@
+"""A respondent's client in Python: read a survey, randomize on this device, send reports.
+
+What a respondent's device does, as the browser page does it (``web/respond.js``): it
+rebuilds every question's design from the matrix columns the server publishes, checks
+the server's privacy claim against them (:func:`design_from_view`: the epsilon
+recomputed from the columns must not exceed the stated one), randomizes each true
+answer locally with the secure source, and sends only the reports. Needs NumPy only;
+the HTTP exchange is the caller's (``deniable respond`` uses httpx).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+
+from ..mechanisms.designs import Design, MatrixDesign
+from ..mechanisms.protocol import check_stated_epsilon
+from ..mechanisms.randomness import RandomSource
+
+__all__ = ["SurveyLink", "design_from_view", "parse_survey_url", "respond_reports"]
+
+
+@dataclass(frozen=True)
+class SurveyLink:
+    """Where a survey lives: server base URL, survey id, and an invitation token if any."""
+
+    base_url: str
+    survey_id: str
+    token: str | None
+
+
+def parse_survey_url(url: str) -> SurveyLink:
+    """Parse ``http(s)://host[:port]/s/<id>[?token=...]`` (or ``/api/surveys/<id>``).
+
+    Raises
+    ------
+    ValueError
+        If the URL is not http(s) or names no survey.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"survey URL must be http(s)://host/s/<survey id>, got {url!r}")
+    segs = [s for s in parts.path.split("/") if s]
+    if len(segs) >= 2 and segs[-2] in ("s", "surveys"):
+        sid = segs[-1]
+    else:
+        raise ValueError(f"survey URL must end in /s/<survey id>, got {url!r}")
+    token = parse_qs(parts.query).get("token", [None])[0]
+    return SurveyLink(f"{parts.scheme}://{parts.netloc}", sid, token)
+
+
+def design_from_view(question: dict[str, Any]) -> Design:
+    """Rebuild a question's design from the matrix columns the server published.
+
+    The client checks the server's claim: the epsilon recomputed from the columns must
+    not exceed the one the server states.
+
+    Raises
+    ------
+    ValueError
+        If the columns are not a valid design or the stated epsilon is too small.
+    """
+    matrix = np.asarray(question["columns"], dtype=np.float64).T.copy()
+    design = MatrixDesign(
+        matrix,
+        truth_labels=tuple(question["choices"]),
+        report_labels=tuple(question["reports"]),
+    )
+    check_stated_epsilon(design.epsilon, question["epsilon"], f"question {question['id']!r}")
+    return design
+
+
+def respond_reports(
+    view: dict[str, Any],
+    answers: dict[str, int],
+    rng: RandomSource | np.random.Generator | None = None,
+) -> dict[str, int]:
+    """Randomize one respondent's answers on this device; return only the reports.
+
+    Parameters
+    ----------
+    view : dict
+        The survey as served by ``GET /api/surveys/{id}``.
+    answers : dict of str to int
+        True answer code (``0..k-1``) per question id; never leaves this function.
+    rng : optional
+        Default: the secure source (``os.urandom``).
+    """
+    out: dict[str, int] = {}
+    for q in view["questions"]:
+        design = design_from_view(q)
+        out[q["id"]] = int(design.randomize(np.array([answers[q["id"]]]), rng)[0])
+    return out

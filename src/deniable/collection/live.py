@@ -1,0 +1,238 @@
+"""Running the collection server in-process, and the live demo.
+
+:func:`serve_in_thread` starts the real server (uvicorn) on a loopback port inside the
+current process; :func:`live_demo` publishes a
+survey to a fresh server on a temporary SQLite database, drives simulated respondents
+drawn from the UCI Adult population through the HTTP API (each randomizing with
+:func:`~deniable.collection.client.respond_reports`), and reads back the live estimates.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import uvicorn
+
+from ..datasets import load_adult
+from .client import design_from_view
+from .server.app import create_app
+from .storage import Store
+
+__all__ = ["DEMO_SURVEY", "LiveDemoResult", "LiveRow", "free_port", "live_demo", "serve_in_thread"]
+
+#: The survey the live demo publishes (UCI Adult attributes as sensitive questions).
+DEMO_SURVEY: dict[str, Any] = {
+    "format": 1,
+    "id": "adult-demo",
+    "version": 1,
+    "title": "A private survey of the UCI Adult population",
+    "description": "Simulated respondents from the 1994 US census extract.",
+    "privacy_budget": 4.5,
+    "requires_invitation": False,
+    "questions": [
+        {
+            "id": "income",
+            "text": "Is your income over $50K a year?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.25, "p_no": 0.25}},
+        },
+        {
+            "id": "divorced",
+            "text": "Are you divorced?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.25, "p_no": 0.25}},
+        },
+        {
+            "id": "marital",
+            "text": "What is your marital status?",
+            "choices": [
+                "Divorced",
+                "Married-AF-spouse",
+                "Married-civ-spouse",
+                "Married-spouse-absent",
+                "Never-married",
+                "Separated",
+                "Widowed",
+            ],
+            "design": {"name": "kary-rr", "params": {"epsilon": 2.0}},
+        },
+    ],
+}
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 at the time of the call."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve_in_thread(
+    store: Store, analyst_token: str, host: str = "127.0.0.1", port: int | None = None
+) -> Iterator[str]:
+    """Run the server in a background thread; yield its base URL; stop it on exit."""
+    port = port or free_port()
+    config = uvicorn.Config(
+        create_app(store, analyst_token=analyst_token),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the server did not start on {host}:{port}")
+        time.sleep(0.02)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@dataclass(frozen=True)
+class LiveRow:
+    """One live estimate beside the truth."""
+
+    question: str
+    category: str
+    n: int
+    estimate: float
+    std_error: float
+    ci_low: float
+    ci_high: float
+    respondents_rate: float
+    population_rate: float
+
+    @property
+    def covered(self) -> bool:
+        """Whether the interval contains the respondents' true rate."""
+        return self.ci_low <= self.respondents_rate <= self.ci_high
+
+
+@dataclass(frozen=True)
+class LiveDemoResult:
+    """What the live demo measured."""
+
+    base_url: str
+    results_url: str
+    database: str
+    respondents: int
+    seconds: float
+    rows: list[LiveRow]
+
+
+def _truth_codes(view: dict[str, Any], people: Any) -> dict[str, np.ndarray]:
+    marital = view["questions"][2]["choices"]
+    return {
+        "income": (people["income"] == ">50K").to_numpy(dtype=np.int64),
+        "divorced": (people["marital-status"] == "Divorced").to_numpy(dtype=np.int64),
+        "marital": people["marital-status"].map({v: i for i, v in enumerate(marital)}).to_numpy(),
+    }
+
+
+def live_demo(
+    respondents: int = 3000,
+    *,
+    seed: int | None = None,
+    workdir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    keep_serving: Callable[[LiveDemoResult], None] | None = None,
+    clients: int = 8,
+) -> LiveDemoResult:
+    """Collect a survey over HTTP from simulated UCI Adult respondents.
+
+    Starts the server on a temporary SQLite database, publishes :data:`DEMO_SURVEY`,
+    samples ``respondents`` people, randomizes each one's answers client-side (secure
+    source, or a generator seeded with ``seed`` for a reproducible simulation), submits
+    each response with its own POST from ``clients`` concurrent clients, and reads the
+    live results back.
+
+    Parameters
+    ----------
+    keep_serving : callable, optional
+        Called with the result while the server still runs (for example to wait until
+        the user presses Ctrl-C); the server stops when it returns.
+    """
+    people_all = load_adult()
+    sampler = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed + 1) if seed is not None else None
+    idx = sampler.choice(len(people_all), size=respondents, replace=False)
+    people = people_all.iloc[idx]
+    tmp = tempfile.TemporaryDirectory(prefix="deniable-demo-") if workdir is None else None
+    folder = Path(tmp.name) if tmp else Path(workdir or ".")
+    db = folder / "demo.sqlite"
+    token = secrets.token_urlsafe(24)
+    store = Store(f"sqlite:///{db}")
+    try:
+        with serve_in_thread(store, token) as base, httpx.Client(base_url=base, timeout=30) as http:
+            auth = {"Authorization": f"Bearer {token}"}
+            http.post("/api/surveys", json=DEMO_SURVEY, headers=auth).raise_for_status()
+            view = http.get(f"/api/surveys/{DEMO_SURVEY['id']}").json()
+            truths = _truth_codes(view, people)
+            population = _truth_codes(view, people_all)
+            # every simulated device randomizes its own answers (vectorised here)
+            reports = {
+                q["id"]: design_from_view(q).randomize(truths[q["id"]], rng)
+                for q in view["questions"]
+            }
+            if progress:
+                progress(f"{respondents} respondents answering over HTTP")
+            start = time.perf_counter()
+
+            def send(i: int) -> None:
+                body = {"version": 1, "reports": {k: int(v[i]) for k, v in reports.items()}}
+                r = http.post(f"/api/surveys/{DEMO_SURVEY['id']}/responses", json=body)
+                r.raise_for_status()
+
+            with ThreadPoolExecutor(clients) as pool:
+                list(pool.map(send, range(respondents)))
+            seconds = time.perf_counter() - start
+            res = http.get(f"/api/surveys/{DEMO_SURVEY['id']}/results", headers=auth).json()
+            rows: list[LiveRow] = []
+            for q in res["questions"]:
+                k = len(q["categories"])
+                for j in range(1 if k == 2 else 0, k):
+                    rows.append(
+                        LiveRow(
+                            question=q["text"],
+                            category=q["categories"][j],
+                            n=q["n"],
+                            estimate=q["prevalence"][j],
+                            std_error=q["std_error"][j],
+                            ci_low=q["ci_low"][j],
+                            ci_high=q["ci_high"][j],
+                            respondents_rate=float(np.mean(truths[q["id"]] == j)),
+                            population_rate=float(np.mean(population[q["id"]] == j)),
+                        )
+                    )
+            result = LiveDemoResult(
+                base_url=base,
+                results_url=f"{base}/surveys/{DEMO_SURVEY['id']}/results?key={token}",
+                database=str(db),
+                respondents=respondents,
+                seconds=seconds,
+                rows=rows,
+            )
+            if keep_serving:
+                keep_serving(result)
+            return result
+    finally:
+        store.close()
+        if tmp:
+            tmp.cleanup()

@@ -1,0 +1,140 @@
+"""HTML pages (Jinja2 templates in ``templates/``) and the results they show.
+
+The respondent page randomizes in the browser (``web/respond.js``); the results page
+shows each question's estimate, standard error and interval, and two plots.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from typing import Any
+
+import numpy as np
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ...estimation.estimators import estimate
+from ...planning.plots import headless_figure
+from ..storage import Store
+from ..survey import Survey
+
+__all__ = ["PAGE_HEADERS", "respondent_page", "results_page", "survey_results"]
+
+#: Headers of the respondent page: no caching, no referrer, a strict CSP.
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+}
+
+_TEMPLATES = Environment(
+    loader=PackageLoader("deniable.collection.server", "templates"),
+    autoescape=select_autoescape(["html"]),
+    keep_trailing_newline=True,
+)
+
+
+def survey_results(store: Store, survey: Survey, level: float) -> dict[str, Any]:
+    """Estimate, standard error and interval of every question, from SQL tallies."""
+    tallies = store.tallies(survey)
+    out: dict[str, Any] = {
+        "survey": survey.id,
+        "version": survey.version,
+        "title": survey.title,
+        "responses": store.response_count(survey.id, survey.version),
+        "confidence_level": level,
+        "questions": [],
+    }
+    for q in survey.questions:
+        tally = tallies[q.id]
+        item: dict[str, Any] = {
+            "id": q.id,
+            "text": q.text,
+            "categories": q.choice_labels,
+            "design": q.design.name,
+            "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
+            "n": tally.n,
+            "counts": tally.counts.tolist(),
+        }
+        if tally.n > 0:
+            est = estimate(q.mechanism, tally)
+            ci = est.confidence_interval(level)
+            item |= {
+                "prevalence": est.prevalence.tolist(),
+                "std_error": est.std_error.tolist(),
+                "interval_method": est.default_interval_method,
+                "ci_low": ci.low.tolist(),
+                "ci_high": ci.high.tolist(),
+            }
+        out["questions"].append(item)
+    return out
+
+
+def respondent_page(survey: Survey) -> str:
+    """The respondent page of ``survey`` (its JSON view embedded, ``<`` escaped)."""
+    data = json.dumps(survey.respondent_view()).replace("<", "\\u003c")
+    return _TEMPLATES.get_template("respond.html").render(title=survey.title, survey_json=data)
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def results_page(store: Store, survey: Survey) -> str:
+    """The analyst's results page: a table and two plots (matplotlib, headless)."""
+    res = survey_results(store, survey, 0.95)
+    rows: list[dict[str, Any]] = []
+    for q in res["questions"]:
+        for j, cat in enumerate(q["categories"]):
+            if len(q["categories"]) == 2 and j == 0:
+                continue  # binary: show "yes" only
+            row: dict[str, Any] = {
+                "name": f"{q['id']}: {cat}",
+                "n": q["n"],
+                "design": q["design"],
+                "estimate": None,
+            }
+            if "prevalence" in q:
+                row |= {
+                    "estimate": q["prevalence"][j],
+                    "std_error": q["std_error"][j],
+                    "low": q["ci_low"][j],
+                    "high": q["ci_high"][j],
+                }
+            rows.append(row)
+    images = []
+    shown = [r for r in rows if r["estimate"] is not None]
+    if shown:
+        fig = headless_figure(figsize=(7, 0.45 * len(shown) + 1.2))
+        ax = fig.subplots()
+        y = np.arange(len(shown))[::-1]
+        e = np.array([r["estimate"] for r in shown])
+        # the unbiased estimate may fall outside [0, 1] while its interval is clipped to
+        # it: draw the interval and the estimate separately (no negative error bars)
+        ax.hlines(y, [r["low"] for r in shown], [r["high"] for r in shown], color="C0", lw=2)
+        ax.plot(e, y, "o", color="C0")
+        ax.set_yticks(y, [r["name"] for r in shown])
+        ax.set_xlim(min(-0.05, float(e.min()) - 0.05), max(1.05, float(e.max()) + 0.05))
+        ax.axvline(0, color="0.8", lw=0.8)
+        ax.set_xlabel("estimated prevalence with 95% confidence interval")
+        images.append(("Estimates with 95% confidence intervals", _png(fig)))
+    timeline = store.timeline(survey.id)
+    if timeline:
+        fig = headless_figure(figsize=(7, 2.6))
+        ax = fig.subplots()
+        xs = np.array([b for b, _ in timeline], dtype="datetime64[s]")
+        width = np.timedelta64(store.bucket_seconds, "s")
+        ax.bar(xs, [n for _, n in timeline], width=width * 0.9, align="edge", color="C1")
+        ax.set_ylabel(f"responses per {store.bucket_seconds // 60} min")
+        fig.autofmt_xdate()
+        images.append(("Responses over time (coarse buckets)", _png(fig)))
+    template = _TEMPLATES.get_template("results.html")
+    return template.render(survey=survey, results=res, rows=rows, images=images)

@@ -1,0 +1,478 @@
+"""Survey definitions: questions, their designs, and a per-respondent privacy budget.
+
+A survey file (YAML or JSON) is validated by pydantic. Example::
+
+    format: 1
+    id: workplace-2026
+    version: 1
+    title: Workplace survey
+    privacy_budget: 3.0          # nats, per respondent, all questions together
+    requires_invitation: true
+    questions:
+      - id: drugs
+        text: Have you used an illegal drug in the last 12 months?
+        design: {name: forced-response, params: {p_yes: 0.25, p_no: 0.25}}
+      - id: status
+        text: What is your marital status?
+        choices: [single, married, divorced]
+        design: {name: kary-rr, params: {epsilon: 1.0}}
+
+Privacy accounting
+------------------
+Each question's epsilon is the local-DP epsilon of its design's misclassification
+matrix (:attr:`deniable.mechanisms.Design.epsilon`, in nats, rounded upward). A respondent
+answers every question once, so by sequential composition (Dwork & Roth 2014, Thm 3.16)
+the survey spends the *sum* of its questions' epsilons, which must not exceed
+``privacy_budget`` (a slack of :data:`BUDGET_SLACK` nats absorbs the upward rounding of
+each epsilon; it is ~10^6 times smaller than any epsilon used in practice). One-sided
+designs (Mangat, triangular) have infinite epsilon: a question may use one only with
+``allow_infinite_epsilon: true``; such questions are listed apart and the survey's
+total epsilon is then infinite.
+
+A published survey is immutable: any change, including to its text, is a new
+``version`` (:attr:`Survey.digest` identifies a definition).
+"""
+
+from __future__ import annotations
+
+from .._extras import require
+
+require("pydantic", "server")
+require("yaml", "server")
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ..errors import BudgetExceededError, SurveyError
+from ..mechanisms.binary import Crosswise, ForcedResponse, UnrelatedQuestion, Warner
+from ..mechanisms.designs import Design, KaryRR
+from ..mechanisms.registry import DESIGNS
+from ..planning.disclosure import DisclosureRisk, disclosure_risk
+
+__all__ = [
+    "BUDGET_SLACK",
+    "DesignChoice",
+    "Question",
+    "Survey",
+    "SurveyError",
+    "load_survey",
+    "parse_survey",
+    "physical_instructions",
+    "survey_error",
+]
+
+#: Nats of slack in the budget check (absorbs each epsilon's upward rounding).
+BUDGET_SLACK = 1e-9
+
+#: Identifiers of surveys and questions: lower-case letter, then up to 63 of [a-z0-9_-].
+SLUG_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
+Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
+
+
+def survey_error(exc: ValidationError) -> SurveyError:
+    """Convert pydantic's error list to a :class:`SurveyError` naming each field."""
+    out = []
+    over_budget = False
+    for e in exc.errors():
+        over_budget |= isinstance(e.get("ctx", {}).get("error"), BudgetExceededError)
+        field = ".".join(str(p) for p in e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        if not field and ": " in msg:  # model-level checks name their field first
+            field, _, msg = msg.partition(": ")
+        out.append((field or "survey", msg))
+    return BudgetExceededError(out) if over_budget else SurveyError(out)
+
+
+class DesignChoice(BaseModel):
+    """A named design and its parameters (see :data:`deniable.mechanisms.registry.DESIGNS`).
+
+    ``kary-rr`` takes ``k`` from the question's number of choices when not given.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(description="Design name: " + ", ".join(sorted(DESIGNS)))
+    params: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        name = v.strip().lower().replace("_", "-")
+        if name not in DESIGNS:
+            raise ValueError(f"unknown design {v!r}; allowed: {', '.join(sorted(DESIGNS))}")
+        return name
+
+
+class Question(BaseModel):
+    """One sensitive question.
+
+    Attributes
+    ----------
+    id : str
+        Lower-case slug, unique in the survey.
+    text : str
+        The question as shown to respondents.
+    choices : list of str, optional
+        Labels of the true answers (default the design's, ``["no", "yes"]`` for binary
+        designs); their number must equal the design's number of truths.
+    reports : list of str, optional
+        Labels of the report symbols (default the design's).
+    design : DesignChoice
+    innocuous_question : str, optional
+        The innocuous question of an unrelated-question or crosswise design, shown to
+        respondents who randomize physically.
+    allow_infinite_epsilon : bool
+        Opt in to a design with infinite epsilon (one-sided designs).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: Slug
+    text: Text
+    choices: list[Label] | None = Field(default=None, min_length=2, max_length=256)
+    reports: list[Label] | None = Field(default=None, min_length=2, max_length=256)
+    design: DesignChoice
+    innocuous_question: Text | None = None
+    allow_infinite_epsilon: bool = False
+    _design: Design = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _build(self) -> Question:
+        params: dict[str, Any] = dict(self.design.params)
+        if self.design.name == "kary-rr":
+            if self.choices is None and "k" not in params:
+                raise ValueError("kary-rr needs choices (or params.k)")
+            params.setdefault("k", len(self.choices or []))
+            if not float(params["k"]).is_integer():
+                raise ValueError(f"design.params.k must be a whole number, got {params['k']}")
+            params["k"] = int(params["k"])
+            if self.choices is not None:
+                params["labels"] = tuple(self.choices)
+        if self.design.name == "kuk" and "draws" in params:
+            if not float(params["draws"]).is_integer():
+                raise ValueError(
+                    f"design.params.draws must be a whole number, got {params['draws']}"
+                )
+            params["draws"] = int(params["draws"])
+        try:
+            design = DESIGNS[self.design.name](**params)
+        except TypeError as exc:
+            raise ValueError(f"design.params do not fit {self.design.name!r}: {exc}") from None
+        if self.choices is not None and len(self.choices) != design.n_truths:
+            raise ValueError(
+                f"choices has {len(self.choices)} labels but design {self.design.name!r} "
+                f"has {design.n_truths} true answers"
+            )
+        if self.reports is not None and len(self.reports) != design.n_reports:
+            raise ValueError(
+                f"reports has {len(self.reports)} labels but design {self.design.name!r} "
+                f"has {design.n_reports} report symbols"
+            )
+        if design.requires_opt_in and not self.allow_infinite_epsilon:
+            raise ValueError(
+                f"design {self.design.name!r} has infinite epsilon (one answer is never "
+                "protected); set allow_infinite_epsilon: true to use it"
+            )
+        self._design = design
+        return self
+
+    @property
+    def mechanism(self) -> Design:
+        """The built :class:`~deniable.mechanisms.Design` (``design``: its name, parameters)."""
+        return self._design
+
+    @property
+    def epsilon(self) -> float:
+        """Epsilon of this question's design, in nats (``inf`` for one-sided designs)."""
+        return self._design.epsilon
+
+    @property
+    def choice_labels(self) -> list[str]:
+        """Labels of the true answers."""
+        return list(self.choices or self._design.truth_labels)
+
+    @property
+    def report_labels(self) -> list[str]:
+        """Labels of the report symbols."""
+        if self.reports is not None:
+            return list(self.reports)
+        same_symbols = KaryRR | Warner | ForcedResponse | UnrelatedQuestion
+        if self.choices is not None and isinstance(self._design, same_symbols):
+            return list(self.choices)
+        return list(self._design.report_labels)
+
+    def prior(self, prior_yes: float) -> NDArray[np.float64]:
+        """The prior over true answers used for this question's disclosure risk.
+
+        Binary questions use ``prior_yes`` (in [0, 1]) on "yes"; questions with k > 2
+        answers use the uniform prior (no category is singled out). Shape ``(k,)``.
+        """
+        k = self._design.n_truths
+        if k == 2:
+            return np.array([1.0 - prior_yes, prior_yes])
+        return np.full(k, 1.0 / k)
+
+    def disclosure_risk(self, prior_yes: float) -> DisclosureRisk:
+        """:func:`~deniable.planning.disclosure_risk` of this question at :meth:`prior`."""
+        return disclosure_risk(self._design, self.prior(prior_yes))
+
+
+class Survey(BaseModel):
+    """A versioned survey definition (``format: 1``).
+
+    Attributes
+    ----------
+    id : str
+        Lower-case slug (``[a-z][a-z0-9_-]{0,63}``).
+    version : int >= 1
+        A published (id, version) never changes; edits need a new version.
+    title, description : str
+    privacy_budget : float > 0
+        Per-respondent epsilon budget in nats; the finite epsilons of all questions must
+        sum to at most this (sequential composition).
+    requires_invitation : bool
+        Whether a response needs a one-time invitation token.
+    disclosure_prior : float in (0, 1)
+        The prior belief in "yes" used to explain the disclosure risk to respondents.
+    questions : list of Question
+        1 to 100 questions with unique ids.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        On any malformed field; use :func:`load_survey` for a :class:`SurveyError`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    format: Literal[1] = 1
+    id: Slug
+    version: int = Field(ge=1, le=1_000_000)
+    title: Text
+    description: Annotated[str, StringConstraints(max_length=10_000)] = ""
+    privacy_budget: float = Field(gt=0, le=100, allow_inf_nan=False)
+    requires_invitation: bool = False
+    disclosure_prior: float = Field(default=0.5, gt=0, lt=1)
+    questions: list[Question] = Field(min_length=1, max_length=100)
+
+    @field_validator("questions")
+    @classmethod
+    def _unique(cls, qs: list[Question]) -> list[Question]:
+        seen: set[str] = set()
+        for q in qs:
+            if q.id in seen:
+                raise ValueError(f"question id {q.id!r} is used twice")
+            seen.add(q.id)
+        return qs
+
+    @model_validator(mode="after")
+    def _budget(self) -> Survey:
+        spent = self.finite_epsilon
+        if spent > self.privacy_budget + BUDGET_SLACK:
+            parts = ", ".join(
+                f"{q.id}={q.epsilon:.6g}" for q in self.questions if math.isfinite(q.epsilon)
+            )
+            raise BudgetExceededError(
+                [
+                    (
+                        "privacy_budget",
+                        f"the questions spend {spent:.6g} nats ({parts}) but the budget is "
+                        f"{self.privacy_budget:g} nats; raise privacy_budget or lower the "
+                        "questions' epsilons",
+                    )
+                ]
+            )
+        return self
+
+    @property
+    def finite_epsilon(self) -> float:
+        """Sum of the finite question epsilons (nats): what the budget is checked against."""
+        return math.fsum(q.epsilon for q in self.questions if math.isfinite(q.epsilon))
+
+    @property
+    def total_epsilon(self) -> float:
+        """Epsilon of one whole response (nats); ``inf`` if any question opted in to it."""
+        return math.fsum(q.epsilon for q in self.questions)
+
+    def question(self, question_id: str) -> Question:
+        """The question with this id; KeyError if there is none."""
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise KeyError(question_id)
+
+    def canonical_json(self) -> str:
+        """The definition as canonical JSON (sorted keys, no whitespace)."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 (hex) of :meth:`canonical_json`: identifies the published content."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+    def respondent_view(self) -> dict[str, Any]:
+        """What the respondent's device needs: matrices, labels, epsilons, explanations.
+
+        Each question carries ``columns`` (``columns[t][r] = Pr(report r | truth t)``,
+        the design matrix transposed), its epsilon, the posterior belief an observer
+        would hold after each report (at :attr:`disclosure_prior`), and instructions for
+        randomizing with a physical coin or die.
+        """
+        out: dict[str, Any] = {
+            "id": self.id,
+            "version": self.version,
+            "title": self.title,
+            "description": self.description,
+            "requires_invitation": self.requires_invitation,
+            "privacy_budget": self.privacy_budget,
+            "total_epsilon": _json_float(self.total_epsilon),
+            "digest": self.digest,
+            "questions": [],
+        }
+        for q in self.questions:
+            d = q.mechanism
+            out["questions"].append(
+                {
+                    "id": q.id,
+                    "text": q.text,
+                    "choices": q.choice_labels,
+                    "reports": q.report_labels,
+                    "columns": d.matrix.T.tolist(),
+                    "epsilon": _json_float(q.epsilon),
+                    "design": q.design.name,
+                    "params": d.params,
+                    "disclosure": _disclosure(q, self.disclosure_prior),
+                    "instructions": physical_instructions(q),
+                    "innocuous_question": q.innocuous_question,
+                }
+            )
+        return out
+
+
+def _json_float(x: float) -> float | str:
+    return x if math.isfinite(x) else "inf"
+
+
+def _disclosure(q: Question, prior_yes: float) -> dict[str, Any]:
+    risk = q.disclosure_risk(prior_yes)
+    post = risk.posterior
+    return {
+        "prior": q.prior(prior_yes).tolist(),
+        "posterior": [[None if np.isnan(x) else float(x) for x in row] for row in post],
+        "max_odds_factor": _json_float(math.exp(q.epsilon)) if math.isfinite(q.epsilon) else "inf",
+    }
+
+
+def _pct(p: float) -> str:
+    return f"{100 * p:.4g}%"
+
+
+def physical_instructions(q: Question) -> str:
+    """Plain-words instructions for randomizing with one's own coin, die or cards.
+
+    The respondent then enters only the outcome (the report). Designs without a
+    simple device get the report probabilities for each true answer.
+    """
+    d = q.mechanism
+    labels = q.report_labels
+    if isinstance(d, ForcedResponse):
+        keep = 1 - d.p_yes - d.p_no
+        return (
+            f"Privately flip coins or roll a die so that: with chance {_pct(d.p_yes)} you answer "
+            f"'{labels[1]}', with chance {_pct(d.p_no)} you answer '{labels[0]}', and otherwise "
+            f"(chance {_pct(keep)}) you answer truthfully. (Two coins: both heads, answer "
+            "'yes'; both tails, answer 'no'; otherwise the truth, when both chances are 25%.)"
+        )
+    if isinstance(d, Warner):
+        return (
+            f"Privately draw a card: with chance {_pct(d.p)} it says 'answer the question', "
+            f"otherwise it says 'answer the opposite'. Enter the answer the card told you to give."
+        )
+    if isinstance(d, UnrelatedQuestion):
+        inn = (
+            q.innocuous_question
+            or "an unrelated question whose answer is 'yes' for "
+            + _pct(d.innocuous_prevalence)
+            + " of people"
+        )
+        return (
+            f"Privately draw a card: with chance {_pct(d.p)} answer the question above; otherwise "
+            f"answer truthfully this innocuous question instead: {inn}"
+        )
+    if isinstance(d, Crosswise):
+        inn = q.innocuous_question or (
+            f"a statement that is true for {_pct(d.p)} of people (for example about your birthday)"
+        )
+        return (
+            f"Consider the innocuous statement: {inn}. Answer '{labels[1]}' if your answers to "
+            f"both are the same (both yes or both no), '{labels[0]}' if they differ."
+        )
+    if isinstance(d, KaryRR):
+        return (
+            f"Privately roll a die or spinner: with chance {_pct(d.keep_probability)} give your "
+            f"true answer; otherwise give one of the other {d.k - 1} answers, each equally likely."
+        )
+    rows = []
+    for t, truth in enumerate(q.choice_labels):
+        parts = ", ".join(
+            f"'{labels[r]}' with chance {_pct(p)}" for r, p in enumerate(d.matrix[:, t]) if p > 0
+        )
+        rows.append(f"if the truth is '{truth}': answer {parts}")
+    return "Privately randomize so that " + "; ".join(rows) + "."
+
+
+def load_survey(source: str | Path | Mapping[str, Any]) -> Survey:
+    """Load and validate a survey from a YAML/JSON file path or an already parsed mapping.
+
+    Raises
+    ------
+    SurveyError
+        Naming every invalid field (dotted path) and why; also for unreadable YAML.
+    FileNotFoundError
+        If the file does not exist.
+    """
+    if isinstance(source, Mapping):
+        return _validate(source)
+    return parse_survey(Path(source).read_text(encoding="utf-8"))
+
+
+def parse_survey(text: str) -> Survey:
+    """Validate a survey given as YAML or JSON text (JSON is a subset of YAML 1.2).
+
+    Raises
+    ------
+    SurveyError
+        As :func:`load_survey`.
+    """
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SurveyError([("survey", f"not valid YAML/JSON: {exc}")]) from None
+    return _validate(data)
+
+
+def _validate(data: Any) -> Survey:
+    if not isinstance(data, Mapping):
+        raise SurveyError([("survey", "must be a mapping of fields")])
+    try:
+        return Survey.model_validate(dict(data))
+    except ValidationError as exc:
+        raise survey_error(exc) from None

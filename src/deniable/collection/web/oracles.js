@@ -1,0 +1,140 @@
+/*
+ * deniable: frequency-oracle encoders for the respondent's browser.
+ *
+ * The same deterministic encoders as deniable.mechanisms (Python): given the same random
+ * bytes they produce the same report, bit for bit (checked by the shared test vectors
+ * in tests/data/oracle_vectors.json). A Bernoulli draw is `word < threshold` for a
+ * little-endian 32-bit word, so its probability is exactly threshold / 2^32; the
+ * thresholds come from the server (Python computes them so the exact epsilon never
+ * exceeds the one asked for). Randomness: crypto.getRandomValues only.
+ *
+ * - encodeOUE / randomizeOUE: unary encoding (Wang et al. 2017), 4k random bytes.
+ * - encodeOLH / randomizeOLH: local hashing with the multiply-add-shift hash
+ *   (Dietzfelbinger 1996), 24 random bytes.
+ * - encodeRappor / randomizeRappor: RAPPOR (Erlingsson, Pihur & Korolova 2014), the
+ *   permanent response memoized by HMAC-SHA256 of the client secret (WebCrypto).
+ *
+ * Every encoder does the same work whatever the value.
+ */
+(function (root) {
+  "use strict";
+
+  const TWO32 = 4294967296;
+
+  function randomBytes(n) {
+    const out = new Uint8Array(n);
+    for (let i = 0; i < n; i += 65536) {
+      root.crypto.getRandomValues(out.subarray(i, Math.min(n, i + 65536)));
+    }
+    return out;
+  }
+
+  function view(bytes) {
+    return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  function need(bytes, n, what) {
+    if (!(bytes instanceof Uint8Array) || bytes.length !== n) {
+      throw new Error(what + " needs exactly " + n + " random bytes");
+    }
+  }
+
+  function checkValue(value, k) {
+    if (!Number.isInteger(value) || value < 0 || value >= k) {
+      throw new Error("value must be an integer in 0.." + (k - 1));
+    }
+  }
+
+  /* Unary encoding: params {k, threshold_p, threshold_q}; returns packed bits
+     (Uint8Array of ceil(k/8), little-endian bit order). */
+  function encodeOUE(params, value, bytes) {
+    const k = params.k;
+    checkValue(value, k);
+    need(bytes, 4 * k, "unary encoding");
+    const dv = view(bytes);
+    const out = new Uint8Array((k + 7) >> 3);
+    for (let i = 0; i < k; i++) {
+      const threshold = i === value ? params.threshold_p : params.threshold_q;
+      if (dv.getUint32(4 * i, true) < threshold) out[i >> 3] |= 1 << (i & 7);
+    }
+    return out;
+  }
+
+  /* Local hashing: params {k, g, threshold_p}; returns {a, b, y} with the 64-bit seed
+     halves as decimal strings. */
+  function encodeOLH(params, value, bytes) {
+    checkValue(value, params.k);
+    need(bytes, 24, "local hashing");
+    const dv = view(bytes);
+    const g = params.g;
+    const a = dv.getBigUint64(0, true);
+    const b = dv.getBigUint64(8, true);
+    const keep = dv.getUint32(16, true);
+    const other = dv.getUint32(20, true);
+    const x = Number(BigInt.asUintN(64, a * BigInt(value) + b) >> 32n);
+    const bucket = Math.floor((x * g) / TWO32); // x * g < 2^53: exact
+    let y = bucket + 1 + Math.floor((other * (g - 1)) / TWO32);
+    if (y >= g) y -= g;
+    return { a: a.toString(), b: b.toString(), y: keep < params.threshold_p ? bucket : y };
+  }
+
+  function u32be(x) {
+    const out = new Uint8Array(4);
+    new DataView(out.buffer).setUint32(0, x, false);
+    return out;
+  }
+
+  function concat(a, b) {
+    const out = new Uint8Array(a.length + b.length);
+    out.set(a, 0);
+    out.set(b, a.length);
+    return out;
+  }
+
+  async function hmac(key, message) {
+    return new Uint8Array(await root.crypto.subtle.sign("HMAC", key, message));
+  }
+
+  /* RAPPOR: params {k, h, m, threshold_f, threshold_p, threshold_q}; secret: the
+     client's secret bytes; irr: 4k fresh random bytes. Returns {cohort, bits}. */
+  async function encodeRappor(params, secret, value, irr) {
+    const k = params.k;
+    need(irr, 4 * k, "RAPPOR");
+    const enc = new TextEncoder();
+    const key = await root.crypto.subtle.importKey(
+      "raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]
+    );
+    const word = view(await hmac(key, enc.encode("cohort"))).getUint32(0, false);
+    const cohort = Math.floor((word * params.m) / TWO32);
+    const valueBytes = enc.encode(value);
+    const digest = new Uint8Array(
+      await root.crypto.subtle.digest("SHA-256", concat(u32be(cohort), valueBytes))
+    );
+    const bloom = new Uint8Array(k);
+    for (let j = 0; j < params.h; j++) bloom[view(digest).getUint32(4 * j, false) % k] = 1;
+    const blocks = Math.ceil(k / 32);
+    const prr = new Uint8Array(32 * blocks);
+    for (let i = 0; i < blocks; i++) prr.set(await hmac(key, concat(valueBytes, u32be(i))), 32 * i);
+    const dv = view(irr);
+    const bits = new Uint8Array((k + 7) >> 3);
+    for (let i = 0; i < k; i++) {
+      const byte = prr[i];
+      const permanent = (byte >> 1) < params.threshold_f ? byte & 1 : bloom[i];
+      const threshold = permanent ? params.threshold_q : params.threshold_p;
+      if (dv.getUint32(4 * i, true) < threshold) bits[i >> 3] |= 1 << (i & 7);
+    }
+    return { cohort: cohort, bits: bits };
+  }
+
+  const api = {
+    randomBytes: randomBytes,
+    encodeOUE: encodeOUE,
+    encodeOLH: encodeOLH,
+    encodeRappor: encodeRappor,
+    randomizeOUE: (params, value) => encodeOUE(params, value, randomBytes(4 * params.k)),
+    randomizeOLH: (params, value) => encodeOLH(params, value, randomBytes(24)),
+    randomizeRappor: (params, secret, value) =>
+      encodeRappor(params, secret, value, randomBytes(4 * params.k)),
+  };
+  root.deniableOracles = api;
+})(globalThis);

@@ -1,0 +1,40 @@
+"""Estimation: undo a mechanism's channel from a tally, with honest uncertainty.
+
+========================  ===============================================================
+module                    what it holds
+========================  ===============================================================
+``estimators``            :func:`estimate` (moment, maximum likelihood, Bayes) for every
+                          mechanism, dispatched on its channel
+``results``               the result vocabulary: :class:`PrevalenceEstimate`,
+                          :class:`ConfidenceInterval`, :class:`EstimateResult`
+``intervals``             interval methods (normal, wilson, beta, ..., chebyshev, bayes)
+``common``                z quantiles, Wald intervals, Bonferroni, moment covariance
+``variance``              exact and worst-case variances of the moment estimator
+``bayes``                 Dirichlet priors and the data-augmentation sampler
+``postprocess``           simplex projection, Norm-Sub, empirical Bayes, oracle EM
+``rappor``                RAPPOR decoding (LASSO + NNLS)
+``heavy_hitters``         detecting frequent values among an oracle's candidates
+========================  ===============================================================
+"""
+
+from .estimators import ESTIMATION_METHODS, estimate
+from .heavy_hitters import HeavyHitters, heavy_hitters
+from .intervals import INTERVAL_METHODS
+from .postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
+from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
+
+__all__ = [
+    "ESTIMATION_METHODS",
+    "INTERVAL_METHODS",
+    "ConfidenceInterval",
+    "EstimateResult",
+    "HeavyHitters",
+    "PrevalenceEstimate",
+    "RapporEstimate",
+    "empirical_bayes",
+    "estimate",
+    "heavy_hitters",
+    "norm_sub",
+    "oracle_em",
+    "project_simplex",
+]

@@ -1,0 +1,239 @@
+"""Estimators of the prevalence from a tally of randomized reports.
+
+With ``n`` reports and report shares ``lam = c / n``:
+
+``moment`` (default)
+    The unbiased moment estimator ``pi_hat = P^+ lam`` (Warner 1965; Chaudhuri &
+    Mukerjee 1988), never clipped, with covariance
+    ``P^+ (diag(lam) - lam lam^T) P^+T / n``. For the two-coin design
+    ``pi_hat = 2 lam_yes - 1/2`` and ``Var = 4 lam (1 - lam) / n`` (between ``3/(4n)``
+    and ``1/n``, not the seed text's constant ``3/(4n)``). For a frequency oracle
+    ``f_v = (C_v/n - q*) / (p* - q*)`` (Wang et al. 2017).
+``mle``
+    Maximum likelihood on the simplex by EM, ``pi <- pi * P^T (c / (P pi)) / n``
+    (Dempster, Laird & Rubin 1977; van den Hout & van der Heijden 2002). Never negative;
+    equal to the moment estimate when that lies inside the simplex. Covariance from the
+    Fisher information of the multinomial likelihood.
+``bayes``
+    Posterior mean under a Dirichlet (Beta) prior, by data augmentation
+    (:mod:`deniable.estimation.bayes`); covariance = posterior covariance.
+
+:func:`estimate` takes any :class:`~deniable.mechanisms.Mechanism` and dispatches on
+its channel (matrix, support or Bloom filter), never on its class.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import ReportValidationError
+from ..mechanisms.protocol import BloomChannel, Mechanism, SupportChannel
+from ..tallies import SupportTally, Tally
+from .bayes import check_prior, posterior_draws
+from .common import moment_batch, moment_covariance
+from .results import PrevalenceEstimate
+
+__all__ = ["ESTIMATION_METHODS", "EstimationMethod", "as_tally", "em_batch", "estimate"]
+
+EstimationMethod = Literal["moment", "mle", "bayes"]
+ESTIMATION_METHODS: tuple[str, ...] = get_args(EstimationMethod)
+
+
+def estimate(
+    mechanism: Mechanism,
+    reports: Any,
+    method: str = "moment",
+    prior: ArrayLike | None = None,
+    *,
+    rng: np.random.Generator | int = 0,
+) -> PrevalenceEstimate:
+    """Estimate the prevalence of each truth category from randomized reports.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The design the reports were drawn through (matrix shape (m, k)), or the
+        frequency oracle or RAPPOR (with candidates) that produced them.
+    reports : array_like of int, shape (n,), or the mechanism's tally
+        Report codes ``0..m-1`` (a design), an oracle's reports, RAPPOR reports, or the
+        tally they reduce to (:class:`~deniable.tallies.Tally`,
+        :class:`~deniable.tallies.SupportTally`, :class:`~deniable.tallies.RapporTally`).
+    method : {"moment", "mle", "bayes"}, default "moment"
+        Unbiased moment estimator, maximum likelihood (EM), or Bayesian posterior mean
+        (data augmentation). Oracles: ``moment`` or ``mle`` (EM on the exact likelihood
+        of the reports, :func:`deniable.estimation.postprocess.oracle_em`; needs the
+        reports, not a tally). RAPPOR: ``moment`` only (decoded by LASSO + NNLS).
+    prior : array_like, shape (k,), optional
+        Dirichlet pseudocounts for ``bayes``; for a binary design ``(a, b)`` = Beta(a, b)
+        on "yes". Default uniform (all ones).
+    rng : numpy.random.Generator or int, default 0
+        Randomness of the posterior sampler: a generator, or the seed of one (default 0,
+        so repeated analyses give the same numbers).
+
+    Returns
+    -------
+    PrevalenceEstimate
+        (:class:`~deniable.estimation.results.RapporEstimate` for RAPPOR.)
+
+    Raises
+    ------
+    TypeError
+        For an object that is not a mechanism.
+    ValueError
+        For an unknown method, a prior given without ``bayes``, or a bad prior.
+    ReportValidationError
+        For malformed reports, a tally of the wrong size, or no reports at all.
+
+    Examples
+    --------
+    The per-report debiasing of k-ary randomized response:
+
+    >>> import math
+    >>> from deniable.mechanisms import KaryRR
+    >>> estimate(KaryRR(k=10, epsilon=math.log(3)), np.array([1])).prevalence.round(2).tolist()
+    [-0.5, 5.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5]
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(
+            "mechanism must be a deniable Mechanism (a Design, FrequencyOracle or Rappor), "
+            f"got {type(mechanism).__name__}"
+        )
+    channel = mechanism.channel
+    if isinstance(channel, BloomChannel):
+        if method != "moment" or prior is not None:
+            raise ValueError("RAPPOR is decoded by LASSO + NNLS; use the default method")
+        from .rappor import decode_rappor
+
+        return decode_rappor(mechanism, reports)  # type: ignore[arg-type]
+    if isinstance(channel, SupportChannel):
+        return _estimate_support(mechanism, channel, reports, method, prior)
+    if method not in ESTIMATION_METHODS:
+        raise ValueError(f"method must be one of {', '.join(ESTIMATION_METHODS)}, got {method!r}")
+    if prior is not None and method != "bayes":
+        raise ValueError("prior is used only with method='bayes'")
+    design: Any = mechanism
+    tally = as_tally(design, reports)
+    counts = tally.counts[None, :]
+    if method == "moment":
+        est, _ = moment_batch(design, counts)
+        cov = moment_covariance(design.inverse, tally.shares, tally.n)
+        return PrevalenceEstimate(mechanism, tally, method, est[0], cov)
+    if method == "mle":
+        pi, iterations = em_batch(design, counts)
+        cov = _fisher_covariance(channel.matrix, pi[0], tally.n)
+        return PrevalenceEstimate(mechanism, tally, method, pi[0], cov, iterations=iterations)
+    pseudocounts = check_prior(design, prior)
+    draws = posterior_draws(design, counts, pseudocounts, rng=rng)[0]
+    return PrevalenceEstimate(
+        mechanism,
+        tally,
+        method,
+        draws.mean(axis=0),
+        np.atleast_2d(np.cov(draws, rowvar=False)),
+        prior=pseudocounts,
+        posterior=draws,
+    )
+
+
+def _estimate_support(
+    oracle: Any, channel: SupportChannel, reports: Any, method: str, prior: ArrayLike | None
+) -> PrevalenceEstimate:
+    if method not in ("moment", "mle"):
+        raise ValueError(f"method must be 'moment' or 'mle' for a frequency oracle, got {method!r}")
+    if prior is not None:
+        raise ValueError("prior is used only with method='bayes' (not for frequency oracles)")
+    tally = reports if isinstance(reports, SupportTally) else oracle.tally(reports)
+    if tally.counts.size != oracle.k:
+        raise ReportValidationError(
+            f"support tally has {tally.counts.size} candidates but the oracle has k = {oracle.k}"
+        )
+    if tally.n == 0:
+        raise ReportValidationError("no reports to estimate from (n = 0)")
+    p, q = channel.p_star, channel.q_star
+    if method == "moment":
+        f = (tally.shares - q) / (p - q)
+        var = oracle.variance(np.clip(f, 0.0, 1.0), tally.n)
+        return PrevalenceEstimate(oracle, tally, method, f, None, variance=var)
+    if isinstance(reports, SupportTally):
+        raise ValueError("method='mle' needs the reports themselves, not their support tally")
+    from .postprocess import oracle_em
+
+    f, iterations = oracle_em(oracle, reports)
+    var = oracle.variance(f, tally.n)
+    return PrevalenceEstimate(oracle, tally, method, f, None, iterations=iterations, variance=var)
+
+
+def as_tally(design: Any, reports: ArrayLike | Tally) -> Tally:
+    """The tally of ``reports`` for ``design`` (a Tally is checked and passed through).
+
+    Raises
+    ------
+    ReportValidationError
+        For report codes outside ``0..m-1``, a tally over the wrong number of report
+        symbols, or no reports at all.
+    """
+    if isinstance(reports, Tally):
+        if reports.n_reports != design.n_reports:
+            raise ReportValidationError(
+                f"tally has {reports.n_reports} report symbols "
+                f"but the design has {design.n_reports}"
+            )
+        tally = reports
+    else:
+        tally = design.tally(reports)
+    if tally.n == 0:
+        raise ReportValidationError("no reports to estimate from (n = 0)")
+    return tally
+
+
+def em_batch(
+    design: Any,
+    counts: NDArray[np.int64],
+    *,
+    tol: float = 1e-12,
+    max_iterations: int = 100_000,
+) -> tuple[NDArray[np.float64], int]:
+    """Maximum-likelihood prevalences on the simplex for tallies ``counts`` (S, m).
+
+    Square designs whose moment estimate lies inside the simplex return it directly
+    (it is then the MLE); the others run EM from the uniform distribution until no
+    entry moves by more than ``tol``. Returns estimates (S, k) and the iterations used.
+    """
+    P = design.matrix
+    counts = np.asarray(counts, dtype=np.float64)
+    n = counts.sum(axis=1, keepdims=True)
+    k = design.n_truths
+    moment, _ = moment_batch(design, counts.astype(np.int64))
+    done = np.all(moment >= 0, axis=1) if P.shape[0] == k else np.zeros(len(counts), bool)
+    pi = np.where(done[:, None], moment, 1.0 / k)
+    active = ~done
+    iterations = 0
+    while np.any(active) and iterations < max_iterations:
+        cur = pi[active]
+        lam = cur @ P.T
+        ratio = np.divide(counts[active], lam, out=np.zeros_like(lam), where=lam > 0)
+        new = cur * (ratio @ P) / n[active]
+        step = np.abs(new - cur).max(axis=1)
+        pi[active] = new
+        still = step > tol
+        idx = np.flatnonzero(active)
+        active[idx[~still]] = False
+        iterations += 1
+    return pi, iterations
+
+
+def _fisher_covariance(
+    P: NDArray[np.float64], pi: NDArray[np.float64], n: int
+) -> NDArray[np.float64]:
+    """Inverse Fisher information of the multinomial likelihood, mapped to all k categories."""
+    k = P.shape[1]
+    lam = P @ pi
+    D = P[:, :-1] - P[:, -1:]  # d lam / d theta, theta = pi[:-1]
+    w = np.divide(1.0, lam, out=np.zeros_like(lam), where=lam > 0)
+    info = n * (D.T * w) @ D
+    cov_theta = np.linalg.pinv(info)
+    A = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
+    return np.asarray(A @ cov_theta @ A.T)

@@ -1,0 +1,153 @@
+"""Confidence intervals for prevalences, vectorised over many tallies.
+
+Methods (the names of ``statsmodels.stats.proportion.proportion_confint``):
+
+``normal``
+    Wald: ``pi_hat +/- z SE`` (SE of the estimate the interval is asked of).
+``wilson``, ``agresti_coull``, ``beta``, ``jeffreys``
+    A binomial interval for the report share ``lam_r`` (Wilson 1927; Agresti & Coull
+    1998; Clopper & Pearson 1934; the Jeffreys interval of Brown, Cai & DasGupta
+    2001), mapped through the affine inverse ``pi = c + s lam_r`` of the design.
+    Defined for designs whose estimate of each category is affine in one report
+    share: every binary design and k-ary randomized response.
+``chebyshev``
+    Distribution free: ``pi_hat +/- sqrt(V_max / (n (1 - confidence_level)))`` with
+    ``V_max`` the exact worst-case per-respondent variance of the moment estimator over
+    all prevalences, so coverage is at least the confidence level for every
+    prevalence and every n (Chebyshev's inequality; the seed's rule, with the correct
+    variance).
+``bayes``
+    Equal-tailed credible interval of the data-augmentation posterior under a
+    Dirichlet (Beta) prior.
+
+Every interval is clipped to [0, 1], the range of a prevalence; estimates are never
+clipped.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from ..mechanisms.designs import Design
+from .bayes import posterior_draws
+from .common import moment_batch, z_quantile
+from .variance import affine_map, worst_case_variance
+
+__all__ = ["INTERVAL_METHODS", "IntervalMethod", "prevalence_intervals", "share_interval"]
+
+IntervalMethod = Literal[
+    "normal", "wilson", "agresti_coull", "beta", "jeffreys", "chebyshev", "bayes"
+]
+INTERVAL_METHODS: tuple[str, ...] = get_args(IntervalMethod)
+_SHARE_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
+
+Array = NDArray[np.float64]
+
+
+def share_interval(
+    method: str, y: NDArray[np.int64], n: NDArray[np.int64], confidence_level: float
+) -> tuple[Array, Array]:
+    """Binomial confidence interval for a proportion ``y / n`` (arrays broadcast together)."""
+    y = np.asarray(y, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    alpha = 1.0 - confidence_level
+    z = z_quantile(confidence_level)
+    if method == "wilson":
+        z2 = z * z
+        center = (y + z2 / 2.0) / (n + z2)
+        half = z / (n + z2) * np.sqrt(y * (n - y) / n + z2 / 4.0)
+        return center - half, center + half
+    if method == "agresti_coull":
+        n_t = n + z * z
+        p_t = (y + z * z / 2.0) / n_t
+        half = z * np.sqrt(p_t * (1.0 - p_t) / n_t)
+        return p_t - half, p_t + half
+    if method == "beta":
+        with np.errstate(invalid="ignore"):
+            low = np.where(y > 0, stats.beta.ppf(alpha / 2.0, np.maximum(y, 1), n - y + 1), 0.0)
+            high = np.where(
+                y < n, stats.beta.ppf(1 - alpha / 2.0, y + 1, np.maximum(n - y, 1)), 1.0
+            )
+        return low, high
+    if method == "jeffreys":
+        low = np.where(y > 0, stats.beta.ppf(alpha / 2.0, y + 0.5, n - y + 0.5), 0.0)
+        high = np.where(y < n, stats.beta.ppf(1 - alpha / 2.0, y + 0.5, n - y + 0.5), 1.0)
+        return low, high
+    raise ValueError(f"method must be one of {', '.join(_SHARE_METHODS)}, got {method!r}")
+
+
+def prevalence_intervals(
+    design: Design,
+    counts: NDArray[np.int64],
+    method: str,
+    confidence_level: float,
+    *,
+    estimate: Array | None = None,
+    variance: Array | None = None,
+    prior: Array | None = None,
+    posterior: NDArray[np.float64] | None = None,
+    rng: np.random.Generator | int = 0,
+) -> tuple[Array, Array]:
+    """Intervals for every category of a batch of tallies.
+
+    Parameters
+    ----------
+    design : Design
+    counts : ndarray of int, shape (S, m)
+    method : str
+        One of :data:`INTERVAL_METHODS`.
+    confidence_level : float in (0, 1)
+    estimate, variance : ndarray, shape (S, k), optional
+        Point estimate and its variance for ``normal`` (default: moment estimator).
+    prior : ndarray, shape (k,), optional
+        Dirichlet pseudocounts for ``bayes`` (default uniform).
+    posterior : ndarray, shape (S, draws, k), optional
+        Posterior draws for ``bayes`` (drawn here when omitted).
+
+    Returns
+    -------
+    low, high : ndarray, shape (S, k), clipped to [0, 1]
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, or a binomial method on a design without a per-category
+        affine inverse.
+    """
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"method must be one of {', '.join(INTERVAL_METHODS)}, got {method!r}")
+    counts = np.asarray(counts, dtype=np.int64)
+    n = counts.sum(axis=1, keepdims=True)
+    alpha = 1.0 - confidence_level
+    if method == "normal":
+        if estimate is None or variance is None:
+            estimate, variance = moment_batch(design, counts)
+        half = z_quantile(confidence_level) * np.sqrt(variance)
+        low, high = estimate - half, estimate + half
+    elif method == "chebyshev":
+        center, _ = moment_batch(design, counts)
+        half = np.sqrt(worst_case_variance(design)[None, :] / (n * alpha))
+        low, high = center - half, center + half
+    elif method == "bayes":
+        if posterior is None:
+            prior = np.ones(design.n_truths) if prior is None else prior
+            posterior = posterior_draws(design, counts, prior, rng=rng)
+        low = np.quantile(posterior, alpha / 2.0, axis=1)
+        high = np.quantile(posterior, 1.0 - alpha / 2.0, axis=1)
+    else:
+        amap = affine_map(design)
+        if amap is None:
+            raise ValueError(
+                f"interval method {method!r} needs a design whose estimate of each category is "
+                "affine in one report share (binary designs, k-ary RR); use 'normal', "
+                "'chebyshev' or 'bayes' for this design"
+            )
+        lo_s, hi_s = share_interval(method, counts[:, amap.report], n, confidence_level)
+        a = amap.intercept + amap.slope * lo_s
+        b = amap.intercept + amap.slope * hi_s
+        low, high = np.minimum(a, b), np.maximum(a, b)
+    return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)

@@ -1,0 +1,75 @@
+"""Mechanisms: known channels from truths to reports, and the randomness they draw.
+
+Every mechanism satisfies :class:`Mechanism` (:mod:`deniable.mechanisms.protocol`):
+exact epsilon through one privacy guard, ``randomize(truths, rng=None)``, the tally its
+reports reduce to, the channel the estimators invert, and a spec through one registry
+(:mod:`deniable.mechanisms.registry`).
+
+========================  ===============================================================
+module                    what it holds
+========================  ===============================================================
+``protocol``              the :class:`Mechanism` protocol, channels, the privacy guard
+``designs``               finite designs: :class:`Design`, :class:`MatrixDesign`, k-ary RR
+``binary``                the classical binary designs (forced response, Warner, ...)
+``oracle``                :class:`FrequencyOracle`, the base of the large-domain oracles
+``unary``                 unary encoding (SUE/OUE)
+``local_hashing``         optimal local hashing (OLH)
+``hadamard``              Hadamard response
+``rappor``                RAPPOR's client (Bloom filter, permanent and instantaneous RR)
+``selection``             :func:`frequency_oracle`, the lowest-variance choice
+``registry``              names and spec strings of every mechanism
+``randomness``            the secure source and seeded generators for simulation
+========================  ===============================================================
+"""
+
+from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
+from .designs import Design, KaryRR, MatrixDesign, ldp_epsilon
+from .hadamard import HadamardResponse
+from .local_hashing import LocalHashing
+from .oracle import FrequencyOracle
+from .protocol import (
+    BloomChannel,
+    Channel,
+    MatrixChannel,
+    Mechanism,
+    SupportChannel,
+    check_epsilon,
+)
+from .randomness import BlumBlumShub, SecureRandom
+from .rappor import Rappor, RapporReports
+from .registry import design_from_spec, mechanism_from_dict, mechanism_from_spec, oracle_from_spec
+from .selection import frequency_oracle
+from .unary import UnaryEncoding
+
+__all__ = [
+    "BloomChannel",
+    "BlumBlumShub",
+    "Channel",
+    "Crosswise",
+    "Design",
+    "ForcedResponse",
+    "FrequencyOracle",
+    "HadamardResponse",
+    "KaryRR",
+    "Kuk",
+    "LocalHashing",
+    "Mangat",
+    "MatrixChannel",
+    "MatrixDesign",
+    "Mechanism",
+    "Rappor",
+    "RapporReports",
+    "SecureRandom",
+    "SupportChannel",
+    "Triangular",
+    "UnaryEncoding",
+    "UnrelatedQuestion",
+    "Warner",
+    "check_epsilon",
+    "design_from_spec",
+    "frequency_oracle",
+    "ldp_epsilon",
+    "mechanism_from_dict",
+    "mechanism_from_spec",
+    "oracle_from_spec",
+]

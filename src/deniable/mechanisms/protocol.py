@@ -1,0 +1,240 @@
+"""The mechanism protocol: what every design, frequency oracle and RAPPOR has.
+
+A *mechanism* is a known channel from truths to reports (Warner 1965; Chaudhuri &
+Mukerjee 1988). Whatever its reports look like (a report code, packed bits, a hash
+seed and bucket), every mechanism here gives
+
+* its privacy: :attr:`Mechanism.epsilon`, exact and rounded up, in nats, checked by
+  the one shared guard :func:`check_epsilon`;
+* a vectorised, secure-by-default randomizer ``randomize(truths, rng=None)``;
+* the tally its reports reduce to (:meth:`Mechanism.tally`), a mergeable sufficient
+  statistic (:mod:`deniable.tallies`);
+* the channel the estimators invert (:attr:`Mechanism.channel`): a misclassification
+  matrix (:class:`MatrixChannel`) or a support channel (:class:`SupportChannel`, with
+  ``Pr(support | truth = v) = p*`` and ``Pr(support | truth != v) = q*``; Wang et al.
+  2017), or RAPPOR's Bloom-filter channel (:class:`BloomChannel`);
+* a name and parameters (:attr:`Mechanism.params`, :meth:`Mechanism.to_dict`,
+  :attr:`Mechanism.spec`) that :func:`deniable.mechanisms.registry.mechanism_from_spec`
+  turns back into the same mechanism.
+
+The estimators (:func:`deniable.estimation`) dispatch on the channel, never on the
+concrete class.
+
+Privacy guard
+-------------
+Epsilon is a property of the channel, derived, never taken on trust. One guard holds
+for every mechanism: a requested epsilon must be a real number in ``(0, 30]`` nats
+(:data:`MAX_EPSILON`: beyond it no floating-point channel is distinguishable from
+the identity), and a mechanism whose epsilon exceeds :data:`LARGE_EPSILON` (5 nats)
+warns with :class:`~deniable.errors.PrivacyWarning` when it is built: one report then
+moves an observer's odds on the true answer by a factor above ``e^5 = 148``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import PrivacyWarning
+from ..validation import check_real
+
+if TYPE_CHECKING:
+    from ..tallies import RapporTally, SupportTally, Tally
+    from .randomness import RandomSource
+    from .rappor import RapporReports
+
+__all__ = [
+    "LARGE_EPSILON",
+    "MAX_EPSILON",
+    "BloomChannel",
+    "Channel",
+    "MatrixChannel",
+    "Mechanism",
+    "SupportChannel",
+    "check_epsilon",
+    "check_stated_epsilon",
+    "spec_string",
+    "warn_large_epsilon",
+]
+
+#: Epsilon (nats) above which building a mechanism warns with PrivacyWarning.
+LARGE_EPSILON = 5.0
+#: Largest epsilon (nats) a mechanism may be asked for.
+MAX_EPSILON = 30.0
+
+
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
+    """Validate a requested epsilon: a real number in ``(0, 30]`` nats.
+
+    Raises
+    ------
+    TypeError
+        For a non-numeric value.
+    ValueError
+        For a value outside ``(0, 30]``, naming ``name`` and the allowed range.
+    """
+    eps = check_real(name, epsilon)
+    if not 0.0 < eps <= MAX_EPSILON:
+        raise ValueError(f"{name} must be in (0, {MAX_EPSILON:g}] nats, got {eps}")
+    return eps
+
+
+def check_stated_epsilon(actual: float, stated: float | str, what: str) -> None:
+    """Refuse a privacy claim that understates the mechanism's epsilon.
+
+    A client rebuilds the mechanism from what a server publishes and recomputes its
+    epsilon (``actual``, nats, rounded up); the server's ``stated`` epsilon (a number or
+    ``"inf"``) must not be smaller, up to a relative ``1e-9`` for the rounding of the
+    published numbers.
+
+    Raises
+    ------
+    ValueError
+        Naming ``what``, the stated and the actual epsilon.
+    """
+    stated_f = math.inf if stated == "inf" else float(stated)
+    if actual > stated_f * (1 + 1e-9):
+        raise ValueError(
+            f"{what}: the server states epsilon {stated} but its matrix gives {actual}"
+        )
+
+
+def warn_large_epsilon(epsilon: float, what: str) -> None:
+    """Warn (:class:`~deniable.errors.PrivacyWarning`) when ``epsilon`` exceeds 5 nats.
+
+    ``inf`` (one-sided designs, which state a likelihood-ratio bound instead) does not
+    warn here: those designs need an explicit opt-in wherever they are used.
+    """
+    if LARGE_EPSILON < epsilon < math.inf:
+        warnings.warn(
+            f"{what} has epsilon = {epsilon:.3f} nats > {LARGE_EPSILON:g}: one report "
+            f"multiplies an observer's odds on the true answer by up to {math.exp(epsilon):.3g}",
+            PrivacyWarning,
+            stacklevel=3,
+        )
+
+
+@dataclass(frozen=True)
+class MatrixChannel:
+    """A finite channel: the misclassification matrix ``P[r, t] = Pr(report r | truth t)``.
+
+    Attributes
+    ----------
+    matrix : ndarray, shape (m, k), float64
+        Column-stochastic (Chaudhuri & Mukerjee 1988).
+    """
+
+    matrix: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class SupportChannel:
+    """A frequency oracle's channel (Wang, Blocki, Li & Jha 2017).
+
+    Attributes
+    ----------
+    p_star : float in [0, 1]
+        ``Pr(a report supports v | truth = v)``.
+    q_star : float in [0, 1]
+        ``Pr(a report supports v | truth != v)``; ``p_star > q_star``.
+    scale : {1, 2}
+        2 when reports carry half supports (Hadamard response with several blocks).
+    """
+
+    p_star: float
+    q_star: float
+    scale: int = 1
+
+
+@dataclass(frozen=True)
+class BloomChannel:
+    """RAPPOR's channel on each Bloom-filter bit (Erlingsson, Pihur & Korolova 2014).
+
+    Attributes
+    ----------
+    p_star : float in [0, 1]
+        ``Pr(report bit = 1 | Bloom bit = 1)``.
+    q_star : float in [0, 1]
+        ``Pr(report bit = 1 | Bloom bit = 0)``.
+    """
+
+    p_star: float
+    q_star: float
+
+
+#: Every channel the estimators invert.
+Channel = MatrixChannel | SupportChannel | BloomChannel
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """What every mechanism (design, frequency oracle, RAPPOR) provides.
+
+    Implemented by :class:`~deniable.mechanisms.Design` and its subclasses,
+    :class:`~deniable.mechanisms.FrequencyOracle` (unary encoding, local hashing,
+    Hadamard response) and :class:`~deniable.mechanisms.Rappor`.
+    """
+
+    @property
+    def spec_name(self) -> str:
+        """Registry name (``forced-response``, ``kary-rr``, ``oue``, ``olh``, ...)."""
+        ...
+
+    @property
+    def epsilon(self) -> float:
+        """Exact local-DP epsilon of one report, in nats, rounded up (``inf`` if none)."""
+        ...
+
+    @property
+    def n_truths(self) -> int:
+        """Number of truth categories (the length of the estimated distribution)."""
+        ...
+
+    @property
+    def truth_labels(self) -> tuple[str, ...]:
+        """One label per truth category."""
+        ...
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Constructor parameters (JSON-ready)."""
+        ...
+
+    @property
+    def channel(self) -> Channel:
+        """The channel from truths to reports that the estimators invert."""
+        ...
+
+    @property
+    def spec(self) -> str:
+        """``"name:param=value,..."``, accepted by ``mechanism_from_spec``."""
+        ...
+
+    def randomize(
+        self, truths: Any, rng: RandomSource | np.random.Generator | None = None, /
+    ) -> NDArray[Any] | RapporReports:
+        """Reports for ``truths`` (secure randomness unless a seeded ``rng`` is given)."""
+        ...
+
+    def tally(self, reports: Any) -> Tally | SupportTally | RapporTally:
+        """The sufficient statistic of ``reports`` (validated)."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready ``{"mechanism": name, "params": {...}, "epsilon": ...}``."""
+        ...
+
+
+def spec_string(name: str, params: dict[str, Any]) -> str:
+    """``name:key=value,...`` for the parameters that are numbers (the spec grammar)."""
+    items = [
+        f"{k}={v!r}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in params.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    ]
+    return name + (":" + ",".join(items) if items else "")

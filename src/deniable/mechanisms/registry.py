@@ -1,0 +1,187 @@
+"""One registry of named mechanisms, for spec strings, survey files and the command line.
+
+A spec is ``"name:param=value,..."``: ``forced-response:p_yes=1/6,p_no=1/6``,
+``kary-rr:k=5,epsilon=1``, ``olh:k=1000,epsilon=2``. Values may be decimals or
+fractions; parameter names use ``_`` or ``-``.
+
+Finite designs: ``forced-response``, ``warner``, ``unrelated-question``, ``crosswise``,
+``kuk``, ``mangat``, ``triangular``, ``kary-rr``. Frequency oracles: ``oue`` and
+``sue`` (k, epsilon), ``olh`` (k, epsilon, optional g), ``hadamard`` (k, epsilon,
+optional blocks), ``rappor`` (k, h, m, f, p, q).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
+from .designs import Design, KaryRR
+from .hadamard import HadamardResponse
+from .local_hashing import LocalHashing
+from .protocol import Mechanism
+from .rappor import Rappor
+from .unary import UnaryEncoding
+
+__all__ = [
+    "DESIGNS",
+    "MECHANISMS",
+    "ORACLES",
+    "design_from_spec",
+    "mechanism_from_dict",
+    "mechanism_from_spec",
+    "oracle_from_spec",
+    "parse_spec",
+]
+
+#: Named finite designs (survey files accept these).
+DESIGNS: Mapping[str, Callable[..., Design]] = {
+    cls.spec_name: cls
+    for cls in (
+        ForcedResponse,
+        Warner,
+        UnrelatedQuestion,
+        Crosswise,
+        Kuk,
+        Mangat,
+        Triangular,
+        KaryRR,
+    )
+}
+
+
+def _unary(optimized: bool) -> Callable[..., UnaryEncoding]:
+    def build(**kwargs: Any) -> UnaryEncoding:
+        if kwargs.pop("optimized", optimized) != optimized:
+            raise TypeError(f"optimized must be {optimized} for this name")
+        return UnaryEncoding(optimized=optimized, **kwargs)
+
+    return build
+
+
+#: Named frequency oracles (large domains).
+ORACLES: Mapping[str, Callable[..., Any]] = {
+    "oue": _unary(True),
+    "sue": _unary(False),
+    "olh": LocalHashing,
+    "hadamard": HadamardResponse,
+    "rappor": Rappor,
+}
+
+#: Every named mechanism.
+MECHANISMS: Mapping[str, Callable[..., Any]] = {**DESIGNS, **ORACLES}
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, float | int]]:
+    """Split ``"name:param=value,..."`` into the lower-case name and numeric parameters.
+
+    Raises
+    ------
+    ValueError
+        For a parameter that is not ``name=number``.
+    """
+    name, _, rest = spec.strip().partition(":")
+    name = name.strip().lower().replace("_", "-")
+    kwargs: dict[str, float | int] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"parameter {item!r} must look like name=value")
+        kwargs[key.strip().replace("-", "_")] = _number(key.strip(), value.strip())
+    return name, kwargs
+
+
+def _number(key: str, text: str) -> float | int:
+    try:
+        if "/" in text:
+            num, den = text.split("/", 1)
+            return float(num) / float(den)
+        value = float(text)
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"parameter {key} must be a number, got {text!r}") from None
+    return (
+        int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
+    )
+
+
+def _build(kind: str, table: Mapping[str, Callable[..., Any]], name: str, kwargs: Any) -> Any:
+    if name not in table:
+        raise ValueError(f"unknown {kind} {name!r}; allowed: {', '.join(sorted(table))}")
+    try:
+        return table[name](**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"bad parameters for {kind} {name!r}: {exc}") from None
+
+
+def mechanism_from_spec(spec: str) -> Mechanism:
+    """Build any named mechanism from ``"name:param=value,..."``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the allowed ones), a malformed
+        parameter, or an invalid value.
+
+    Examples
+    --------
+    >>> mechanism_from_spec("olh:k=1000,epsilon=2")
+    LocalHashing(k=1000, epsilon=2.0, g=8)
+    """
+    name, kwargs = parse_spec(spec)
+    return _build("mechanism", MECHANISMS, name, kwargs)  # type: ignore[no-any-return]
+
+
+def design_from_spec(spec: str) -> Design:
+    """Build a finite design from ``"name:param=value,param=value"``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown design name, a malformed parameter, or an invalid value.
+
+    Examples
+    --------
+    >>> design_from_spec("forced-response:p_yes=1/6,p_no=1/6")
+    ForcedResponse(p_yes=0.16666666666666666, p_no=0.16666666666666666)
+    """
+    name, kwargs = parse_spec(spec)
+    return _build("design", DESIGNS, name, kwargs)  # type: ignore[no-any-return]
+
+
+def oracle_from_spec(spec: str) -> Mechanism:
+    """Build a frequency oracle (``oue``, ``sue``, ``olh``, ``hadamard``, ``rappor``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or a bad parameter.
+
+    Examples
+    --------
+    >>> oracle_from_spec("hadamard:k=100,epsilon=1")
+    HadamardResponse(k=100, epsilon=1.0)
+    """
+    name, kwargs = parse_spec(spec)
+    return _build("oracle", ORACLES, name, kwargs)  # type: ignore[no-any-return]
+
+
+def mechanism_from_dict(data: Mapping[str, Any]) -> Mechanism:
+    """Inverse of ``mechanism.to_dict()``: ``{"mechanism": name, "params": {...}}``.
+
+    Raises
+    ------
+    ValueError
+        For a missing or unknown name, or bad parameters.
+    """
+    name = data.get("mechanism")
+    if not isinstance(name, str):
+        raise ValueError("mechanism: a name is required, e.g. {'mechanism': 'warner', ...}")
+    params = data.get("params", {})
+    if not isinstance(params, Mapping):
+        raise ValueError("params must be a mapping of parameter names to values")
+    if name == "matrix":
+        from .designs import MatrixDesign
+
+        design: Mechanism = MatrixDesign(**params)
+        return design
+    return _build("mechanism", MECHANISMS, name, dict(params))  # type: ignore[no-any-return]

@@ -1,0 +1,222 @@
+"""The package's shape: one-way layers, no import circles, a light core, a sorted surface."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "deniable"
+HEAVY = ("pandas", "matplotlib", "sqlalchemy", "fastapi", "sklearn", "pydantic", "typer", "yaml")
+
+
+def module_name(path: Path) -> str:
+    parts = ["deniable", *path.relative_to(SRC).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def top_level_imports(path: Path, name: str) -> set[str]:
+    """Modules of the package imported when ``name`` is imported (not lazily, not typing)."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If) and not is_type_checking(node):
+                visit(node.body + node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body + node.orelse + node.finalbody)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    found.add(sub if sub in MODULES else target)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+
+    visit(tree.body)
+    return {m for m in found if m in MODULES}
+
+
+GRAPH = {name: top_level_imports(path, name) for name, path in MODULES.items()}
+
+
+def test_no_import_circle_among_the_package_modules():
+    # Tarjan's strongly connected components: any component of two or more is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in GRAPH[v]:
+                circles.append(sorted(comp))
+
+    sys.setrecursionlimit(10_000)
+    for v in GRAPH:
+        if v not in index:
+            strong(v)
+    assert circles == []
+
+
+def test_the_circle_detector_finds_a_circle():
+    saved = dict(GRAPH)
+    try:
+        GRAPH["deniable.tallies"] = GRAPH["deniable.tallies"] | {"deniable.mechanisms.designs"}
+        with pytest.raises(AssertionError):
+            test_no_import_circle_among_the_package_modules()
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
+
+
+# Layers import one way: a layer may import only the layers listed for it.
+LAYERS = {
+    "deniable.errors": set(),
+    "deniable.validation": set(),
+    "deniable.mechanisms": {"errors", "validation", "tallies", "_extras"},
+    "deniable.tallies": {"errors", "validation"},
+    "deniable.estimation": {"errors", "validation", "tallies", "mechanisms", "_extras"},
+    "deniable.planning": {"errors", "validation", "tallies", "mechanisms", "estimation", "_extras"},
+    "deniable.io": {"errors", "mechanisms", "validation"},
+}
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_layers_import_one_way(layer):
+    allowed = {f"deniable.{x}" for x in LAYERS[layer]} | {layer}
+    for name, deps in GRAPH.items():
+        if name != layer and not name.startswith(layer + "."):
+            continue
+        for dep in deps:
+            assert any(dep == a or dep.startswith(a + ".") for a in allowed), (name, dep)
+
+
+def test_modules_stay_small():
+    sizes = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
+    assert {name: n for name, n in sizes.items() if n > 600} == {}
+
+
+def test_import_deniable_loads_numpy_and_scipy_only():
+    code = (
+        "import sys, deniable, deniable.mechanisms, deniable.estimation, deniable.planning\n"
+        "import deniable.collection.client, deniable.io, deniable.tallies\n"
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+    # and the check is real: the analysis subpackage does load pandas
+    code = "import sys, deniable.analysis; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+
+
+def isort_key(name: str) -> tuple[int, str]:
+    """The order of ruff's RUF022: CONSTANTS, then Classes, then functions, each sorted."""
+    return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
+
+
+PUBLIC = sorted(
+    name
+    for name in MODULES
+    if not any(part.startswith("_") for part in name.split(".")) and "web" not in name
+)
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_module_has_a_sorted_complete_all(name):
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{name} has no __all__"
+    assert list(exported) == sorted(exported, key=isort_key), name
+    for attr in exported:
+        assert hasattr(module, attr), f"{name}.__all__ names {attr!r}, which it lacks"
+
+
+def test_py_typed_is_shipped():
+    assert (SRC / "py.typed").is_file()
+
+
+@pytest.mark.slow
+def test_core_install_estimates_without_the_extras(tmp_path):
+    """An environment with only the core dependencies runs an estimate; extras fail clearly."""
+    uv = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+    if uv is None:
+        uv_cmd = [sys.executable, "-m", "uv"]
+        probe = subprocess.run([*uv_cmd, "--version"], capture_output=True)
+        if probe.returncode != 0:
+            pytest.skip("uv is not installed (the README's commands install it)")
+    else:
+        uv_cmd = [uv]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "UV_PROJECT"))}
+    req = tmp_path / "core.txt"
+    subprocess.run(
+        [*uv_cmd, "export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project",
+         "--output-file", str(req)],
+        cwd=ROOT, check=True, capture_output=True, env=env,
+    )  # fmt: skip
+    venv = tmp_path / "venv"
+    subprocess.run([*uv_cmd, "venv", "-q", str(venv)], check=True, capture_output=True, env=env)
+    python = venv / "bin" / "python"
+    for args in (["-r", str(req)], ["--no-deps", str(ROOT)]):
+        done = subprocess.run(
+            [*uv_cmd, "pip", "install", "-q", "--python", str(python), *args],
+            capture_output=True, text=True, env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    code = """
+import importlib.util, sys
+import numpy as np
+from deniable import ForcedResponse, estimate
+assert importlib.util.find_spec("pandas") is None, "pandas is in the core install"
+coins = ForcedResponse(p_yes=0.25, p_no=0.25)
+result = estimate(coins, coins.randomize(np.arange(1000) % 2 == 0))
+print(round(float(result.confidence_interval().high[1] - result.confidence_interval().low[1]), 3))
+try:
+    import deniable.analysis
+except ModuleNotFoundError as exc:
+    print(exc)
+"""
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    width, message = out.stdout.strip().splitlines()
+    assert 0.05 < float(width) < 0.25
+    assert "pip install 'deniable[analysis]'" in message

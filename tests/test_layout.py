@@ -116,7 +116,7 @@ LAYERS = {
     "deniable.tallies": {"errors", "validation"},
     "deniable.estimation": {"errors", "validation", "tallies", "mechanisms", "_extras"},
     "deniable.planning": {"errors", "validation", "tallies", "mechanisms", "estimation", "_extras"},
-    "deniable.io": {"errors", "mechanisms", "validation"},
+    "deniable.io": {"errors", "mechanisms", "validation", "_extras"},
 }
 
 

@@ -16,6 +16,7 @@ from deniable import (
     Mechanism,
     PrivacyWarning,
     Rappor,
+    ReportValidationError,
     estimate,
     heavy_hitters,
     mechanism_from_spec,
@@ -184,3 +185,20 @@ def test_rappor_decodes_into_a_result_object():
 
 def test_kary_rr_spec_round_trip_keeps_labels_out():
     assert mechanism_from_spec(KaryRR(k=3, epsilon=1.5).spec) == KaryRR(k=3, epsilon=1.5)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_reports_round_trip_through_table_columns(spec):
+    mech = mechanism_from_spec(spec)
+    rng = np.random.default_rng(8)
+    if isinstance(mech, Rappor):
+        reports = mech.randomize(["a", "b", "c"] * 20, rng)
+    else:
+        reports = mech.randomize(rng.integers(0, mech.n_truths, 60), rng)
+    columns = mech.report_columns(reports)
+    assert all(len(v) == 60 for v in columns.values())
+    back = mech.reports_from_columns({k: list(v) for k, v in columns.items()})
+    np.testing.assert_array_equal(mech.tally(back).counts, mech.tally(reports).counts)
+    assert mech.tally(back).n == 60
+    with pytest.raises(ReportValidationError, match="reports need a column"):
+        mech.reports_from_columns({"nothing": [1]})

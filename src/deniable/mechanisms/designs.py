@@ -26,13 +26,16 @@ question twice (each report spends epsilon again; surveys memoize reports).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..errors import ReportValidationError
 from ..tallies import Tally
 from ..validation import as_codes, check_integer, check_probability, check_real
+from .columns import column
 from .protocol import MatrixChannel, check_epsilon, spec_string, warn_large_epsilon
 from .randomness import RandomSource, uniforms
 
@@ -122,6 +125,29 @@ class Design:
             For report codes outside ``0..m-1`` or a non-integer array.
         """
         return Tally.from_reports(reports, self.n_reports)
+
+    def report_columns(self, reports: ArrayLike) -> dict[str, Any]:
+        """The reports as table columns: ``{"report": codes}``, validated.
+
+        Raises
+        ------
+        ReportValidationError
+            For codes outside ``0..m-1`` or a non-integer array.
+        """
+        return {"report": self._report_codes(reports)}
+
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> NDArray[np.integer]:
+        """Report codes from a ``report`` column, validated (inverse of ``report_columns``).
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column or codes outside ``0..m-1``.
+        """
+        return self._report_codes(np.asarray(column(columns, "report")))
+
+    def _report_codes(self, reports: ArrayLike) -> NDArray[np.integer]:
+        return as_codes("report", reports, self.n_reports, error=ReportValidationError)
 
     @property
     def yes_line(self) -> tuple[float, float]:

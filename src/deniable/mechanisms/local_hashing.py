@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from scipy import sparse
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
 from ..validation import check_integer
+from .columns import column
 from .oracle import (
     TWO32,
     FrequencyOracle,
@@ -153,6 +155,29 @@ class LocalHashing(FrequencyOracle):
         out = np.empty(codes.size, dtype=OLH_DTYPE)
         out["a"], out["b"], out["y"] = a, b, y
         return out
+
+    def report_columns(self, reports: Any) -> dict[str, Any]:
+        """``{"a", "b"}``: the 64-bit hash seed as decimal strings; ``{"y"}``: the bucket."""
+        arr = self.check_reports(reports)
+        return {"a": arr["a"].astype(str), "b": arr["b"].astype(str), "y": arr["y"]}
+
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> NDArray[Any]:
+        """Reports from columns ``a``, ``b`` (decimal strings) and ``y``, validated.
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column, a seed outside 64 bits or a bucket outside ``0..g-1``.
+        """
+        a, b, y = (column(columns, name) for name in ("a", "b", "y"))
+        out = np.empty(len(y), dtype=OLH_DTYPE)
+        out["a"] = [int(x) for x in a]
+        out["b"] = [int(x) for x in b]
+        buckets = np.asarray(y, dtype=np.int64)
+        if buckets.size and (buckets.min() < 0 or buckets.max() >= self.g):
+            raise ReportValidationError(f"column 'y' must hold buckets 0..{self.g - 1}")
+        out["y"] = buckets
+        return self.check_reports(out)
 
     def check_reports(self, reports: Any) -> NDArray[Any]:
         arr = np.asarray(reports)

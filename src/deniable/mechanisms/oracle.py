@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,7 @@ from scipy import sparse
 
 from ..tallies import SupportTally
 from ..validation import as_codes, check_integer
+from .columns import column
 from .protocol import SupportChannel, check_epsilon, spec_string, warn_large_epsilon
 from .randomness import RandomSource, random_bytes
 
@@ -148,6 +150,20 @@ class FrequencyOracle(ABC):
     @abstractmethod
     def tally(self, reports: Any) -> SupportTally:
         """Tally the reports: how many support each candidate (validated)."""
+
+    def report_columns(self, reports: Any) -> dict[str, Any]:
+        """The reports as table columns (CSV, Parquet); here ``{"report": reports}``."""
+        return {"report": self.check_reports(reports)}
+
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> NDArray[Any]:
+        """Reports from table columns, validated (inverse of :meth:`report_columns`).
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column or a malformed report, naming the column.
+        """
+        return self.check_reports(np.asarray(column(columns, "report"), dtype=np.int64))
 
     @abstractmethod
     def check_reports(self, reports: Any) -> NDArray[Any]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -227,6 +228,14 @@ class Mechanism(Protocol):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready ``{"mechanism": name, "params": {...}, "epsilon": ...}``."""
+        ...
+
+    def report_columns(self, reports: Any, /) -> dict[str, Any]:
+        """The reports as named table columns (CSV, Parquet), validated."""
+        ...
+
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]], /) -> Any:
+        """Reports from named table columns, validated (inverse of ``report_columns``)."""
         ...
 
 

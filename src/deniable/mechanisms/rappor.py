@@ -42,7 +42,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ReportValidationError
 from ..tallies import RapporTally
 from ..validation import check_integer, check_probability
+from .columns import column, hex_rows, hex_strings
 from .oracle import TWO32
 from .protocol import BloomChannel, spec_string, warn_large_epsilon
 from .randomness import RandomSource, random_bytes
@@ -389,6 +390,25 @@ class Rappor:
         return self.encode(values, cohorts, prr, irr)
 
     # -- server -----------------------------------------------------------------------
+    def report_columns(self, reports: RapporReports) -> dict[str, Any]:
+        """``{"cohort": ..., "report": hex}``: the cohort and the packed bits in hexadecimal."""
+        checked = self.check_reports(reports)
+        return {"cohort": checked.cohort, "report": hex_strings(checked.bits)}
+
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> RapporReports:
+        """Reports from ``cohort`` and hexadecimal ``report`` columns, validated.
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column, a cohort outside ``0..m-1`` or malformed bits.
+        """
+        cohort = np.asarray(column(columns, "cohort"), dtype=np.int64)
+        bits = hex_rows(column(columns, "report"), self.n_bytes)
+        if cohort.size and (cohort.min() < 0 or cohort.max() >= TWO32):
+            raise ReportValidationError(f"column 'cohort' must hold cohorts 0..{self.m - 1}")
+        return self.check_reports(RapporReports(cohort.astype(np.uint32), bits))
+
     def check_reports(self, reports: Any) -> RapporReports:
         """Validate reports (types, shapes, cohort range, padding bits)."""
         if not isinstance(reports, RapporReports):

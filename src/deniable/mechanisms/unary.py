@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -13,6 +14,7 @@ from scipy import sparse
 
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
+from .columns import column, hex_rows, hex_strings
 from .oracle import (
     TWO32,
     FrequencyOracle,
@@ -223,6 +225,20 @@ class UnaryEncoding(FrequencyOracle):
         rows = np.arange(n)
         bits[rows, codes] = words[rows, codes] < np.uint32(self.threshold_p)
         return np.packbits(bits, axis=1, bitorder="little")
+
+    def report_columns(self, reports: Any) -> dict[str, Any]:
+        """``{"report": hex}``: the packed bits of each report as a hexadecimal string."""
+        return {"report": hex_strings(self.check_reports(reports))}
+
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> NDArray[np.uint8]:
+        """Packed reports from hexadecimal ``report`` strings, validated.
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column or a malformed report.
+        """
+        return self.check_reports(hex_rows(column(columns, "report"), self.n_bytes))
 
     def check_reports(self, reports: Any) -> NDArray[np.uint8]:
         arr = np.asarray(reports)

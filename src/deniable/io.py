@@ -16,6 +16,9 @@ from .mechanisms.protocol import Mechanism
 
 if TYPE_CHECKING:
     import pandas as pd
+    from numpy.typing import NDArray
+
+    from .mechanisms.rappor import RapporReports
 
 __all__ = ["reports_from_frame", "reports_to_frame"]
 
@@ -35,7 +38,9 @@ def reports_to_frame(mechanism: Mechanism, reports: Any) -> pd.DataFrame:
     return frame
 
 
-def reports_from_frame(mechanism: Mechanism, frame: pd.DataFrame) -> Any:
+def reports_from_frame(
+    mechanism: Mechanism, frame: pd.DataFrame
+) -> NDArray[Any] | RapporReports:
     """Inverse of :func:`reports_to_frame`, validating every report.
 
     Raises

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
-from ..mechanisms.protocol import BloomChannel, Mechanism, SupportChannel
+from ..mechanisms.protocol import BloomChannel, MatrixChannel, Mechanism, SupportChannel
 from ..tallies import SupportTally, Tally
 from .bayes import check_prior, posterior_draws
 from .common import moment_batch, moment_covariance
@@ -96,12 +96,12 @@ def estimate(
     >>> estimate(KaryRR(k=10, epsilon=math.log(3)), np.array([1])).prevalence.round(2).tolist()
     [-0.5, 5.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5]
     """
-    if not isinstance(mechanism, Mechanism):
+    channel = getattr(mechanism, "channel", None)  # cheaper than a Protocol isinstance
+    if not isinstance(channel, MatrixChannel | SupportChannel | BloomChannel):
         raise TypeError(
             "mechanism must be a deniable Mechanism (a Design, FrequencyOracle or Rappor), "
             f"got {type(mechanism).__name__}"
         )
-    channel = mechanism.channel
     if isinstance(channel, BloomChannel):
         if method != "moment" or prior is not None:
             raise ValueError("RAPPOR is decoded by LASSO + NNLS; use the default method")

@@ -234,7 +234,9 @@ class Mechanism(Protocol):
         """The reports as named table columns (CSV, Parquet), validated."""
         ...
 
-    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]], /) -> Any:
+    def reports_from_columns(
+        self, columns: Mapping[str, Sequence[Any]], /
+    ) -> NDArray[Any] | RapporReports:
         """Reports from named table columns, validated (inverse of ``report_columns``)."""
         ...
 

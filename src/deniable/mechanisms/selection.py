@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from ..validation import check_integer
 from .designs import KaryRR
 from .hadamard import HadamardResponse
 from .local_hashing import LocalHashing
-from .oracle import TWO32, kary_rr_variance_at_zero
+from .oracle import TWO32, FrequencyOracle, kary_rr_variance_at_zero
 from .protocol import check_epsilon
 from .unary import UnaryEncoding
 
@@ -21,7 +21,7 @@ def frequency_oracle(
     *,
     max_report_bytes: int | None = 256,
     max_kary_k: int = 2048,
-) -> Any:
+) -> KaryRR | FrequencyOracle:
     """The oracle with the lowest variance for rare values at this domain size and epsilon.
 
     Candidates: k-ary randomized response (:class:`~deniable.mechanisms.KaryRR`, when
@@ -61,7 +61,7 @@ def frequency_oracle(
     """
     k = check_integer("k", k, minimum=2)
     eps = check_epsilon(epsilon)
-    candidates: list[tuple[float, int, Any]] = []
+    candidates: list[tuple[float, int, Callable[[], KaryRR | FrequencyOracle]]] = []
     if k <= max_kary_k:
         candidates.append((kary_rr_variance_at_zero(k, eps), 0, lambda: KaryRR(k=k, epsilon=eps)))
     if k < TWO32:

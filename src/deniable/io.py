@@ -38,9 +38,7 @@ def reports_to_frame(mechanism: Mechanism, reports: Any) -> pd.DataFrame:
     return frame
 
 
-def reports_from_frame(
-    mechanism: Mechanism, frame: pd.DataFrame
-) -> NDArray[Any] | RapporReports:
+def reports_from_frame(mechanism: Mechanism, frame: pd.DataFrame) -> NDArray[Any] | RapporReports:
     """Inverse of :func:`reports_to_frame`, validating every report.
 
     Raises

@@ -36,7 +36,7 @@ def test_no_randomization_gives_the_plain_formula() -> None:
         expected = np.sum((counts + prior) * utility) / np.sum(counts + prior)
         assert res.table.loc[item, "score"] == pytest.approx(expected, abs=1e-12)
         assert expected == pytest.approx(plain_score(counts, prior, utility))
-        assert res.table.loc[item, "ci_low"] < expected < res.table.loc[item, "ci_high"]
+        assert res.table.loc[item, "low"] < expected < res.table.loc[item, "high"]
     assert list(res.table["rank"]) == [1, 2, 3, 4]
     assert res.table["score"].is_monotonic_decreasing
 
@@ -63,7 +63,7 @@ def test_randomized_ratings_credible_intervals_cover() -> None:
     res = rank_items(items, design.randomize(truth, rng), design, draws=1500, rng=rng)
     true_score = probs @ np.arange(1, 6)
     tab = res.table.sort_index()
-    hits = (tab.ci_low.to_numpy() <= true_score) & (true_score <= tab.ci_high.to_numpy())
+    hits = (tab.low.to_numpy() <= true_score) & (true_score <= tab.high.to_numpy())
     assert abs(hits.mean() - 0.95) < 4 * math.sqrt(0.95 * 0.05 / n_items)
     assert res.posterior is not None and res.posterior.shape == (n_items, 1500, 5)
     assert tab.prob_best.sum() == pytest.approx(1.0)

@@ -95,7 +95,7 @@ async def test_responses_results_and_estimates(client, rng):
     expected = estimate(design, reports)
     assert drugs["prevalence"] == pytest.approx(expected.prevalence.tolist(), abs=1e-12)
     assert drugs["std_error"] == pytest.approx(expected.std_error.tolist(), abs=1e-12)
-    assert drugs["ci_low"][1] <= drugs["prevalence"][1] <= drugs["ci_high"][1]
+    assert drugs["low"][1] <= drugs["prevalence"][1] <= drugs["high"][1]
     # the true prevalence 0.3 within 4 standard errors
     assert abs(drugs["prevalence"][1] - 0.3) < Z4 * drugs["std_error"][1]
     page = await client.get("/surveys/health/results", params={"key": ANALYST})
@@ -112,7 +112,7 @@ async def test_results_page_with_an_estimate_outside_its_clipped_interval(client
         assert (await client.post("/api/surveys/health/responses", json=body)).status_code == 201
     res = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
     assert res["questions"][0]["prevalence"][1] == pytest.approx(-0.5)
-    assert res["questions"][0]["ci_low"][1] == 0.0
+    assert res["questions"][0]["low"][1] == 0.0
     page = await client.get("/surveys/health/results", params={"key": ANALYST})
     assert page.status_code == 200 and "data:image/png;base64," in page.text
 

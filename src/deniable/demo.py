@@ -36,8 +36,8 @@ class DemoRow:
     estimate: float
     std_error: float
     mle: float
-    ci_low: float
-    ci_high: float
+    low: float
+    high: float
     interval_method: str
     truth: float | None
 
@@ -46,7 +46,7 @@ class DemoRow:
         """Whether the interval contains the known truth (None when it is unknown)."""
         if self.truth is None:
             return None
-        return self.ci_low <= self.truth <= self.ci_high
+        return self.low <= self.truth <= self.high
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready form (infinite epsilon as the string "inf")."""
@@ -79,8 +79,8 @@ def _rows(
             estimate=float(est.prevalence[j]),
             std_error=float(est.std_error[j]),
             mle=float(mle.prevalence[j]),
-            ci_low=float(ci.low[j]),
-            ci_high=float(ci.high[j]),
+            low=float(ci.low[j]),
+            high=float(ci.high[j]),
             interval_method=method,
             truth=None if truth is None else float(truth[j]),
         )

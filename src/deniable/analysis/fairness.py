@@ -293,12 +293,12 @@ def adult_parity_audit(
                 "attribute": name,
                 "members": int(member.sum()),
                 "clear_difference": clear.difference,
-                "clear_ci_low": clo,
-                "clear_ci_high": chi,
+                "clear_low": clo,
+                "clear_high": chi,
                 "private_difference": private.difference,
                 "private_std_error": private.std_error,
-                "private_ci_low": lo,
-                "private_ci_high": hi,
+                "private_low": lo,
+                "private_high": hi,
                 "covers_clear": bool(lo <= clear.difference <= hi),
             }
         )

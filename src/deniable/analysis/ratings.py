@@ -42,7 +42,7 @@ class RankingResult:
     ----------
     table : pandas.DataFrame
         One row per item, best first: ``n`` (reports), ``score`` (posterior expected
-        utility), ``ci_low``, ``ci_high`` (credible interval), ``prob_best``
+        utility), ``low``, ``high`` (credible interval), ``prob_best``
         (posterior probability that the item has the highest expected utility; NaN
         when computed in closed form) and ``rank`` (1 = best).
     posterior : ndarray, shape (items, draws, k), or None
@@ -151,13 +151,13 @@ def rank_items(
         {
             "n": counts.sum(axis=1),
             "score": score,
-            "ci_low": low,
-            "ci_high": high,
+            "low": low,
+            "high": high,
             "prob_best": prob_best,
         },
         index=pd.Index([v.item() if hasattr(v, "item") else v for v in values], name="item"),
     )
-    key = "score" if rank_by == "score" else "ci_low"
+    key = "score" if rank_by == "score" else "low"
     table = table.sort_values(key, ascending=False, kind="stable")
     table["rank"] = np.arange(1, len(table) + 1)
     return RankingResult(table, posterior)

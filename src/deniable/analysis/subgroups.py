@@ -78,7 +78,7 @@ class SubgroupResult:
     category: int = 1
 
     def table(self, confidence_level: float = 0.95, method: str | None = None) -> pd.DataFrame:
-        """One row per group: n, prevalence, std_error, ci_low, ci_high (of ``category``)."""
+        """One row per group: n, prevalence, std_error, low, high (of ``category``)."""
         rows = []
         for label, est in self.estimates.items():
             ci = est.confidence_interval(confidence_level, method)
@@ -88,8 +88,8 @@ class SubgroupResult:
                     "n": est.n,
                     "prevalence": float(est.prevalence[self.category]),
                     "std_error": float(est.std_error[self.category]),
-                    "ci_low": float(ci.low[self.category]),
-                    "ci_high": float(ci.high[self.category]),
+                    "low": float(ci.low[self.category]),
+                    "high": float(ci.high[self.category]),
                 }
             )
         return pd.DataFrame(rows).set_index("group")

@@ -360,7 +360,7 @@ def _analyze_by(
             f"{int(row['n']):,}",
             f"{row['prevalence']:.4f}",
             f"{row['std_error']:.4f}",
-            f"{row['ci_low']:.4f} - {row['ci_high']:.4f}",
+            f"{row['low']:.4f} - {row['high']:.4f}",
         )
     console.print(table)
     console.print(f"equal prevalence: {test}")

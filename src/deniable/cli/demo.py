@@ -37,7 +37,7 @@ def _demo_table(title: str, rows: list[DemoRow]) -> Table:
             f"{r.n:,}",
             f"{r.estimate:.4f}",
             f"{r.std_error:.4f}",
-            f"{r.ci_low:.4f} - {r.ci_high:.4f}",
+            f"{r.low:.4f} - {r.high:.4f}",
             "" if r.truth is None else f"{r.truth:.4f}",
             {True: "yes", False: "NO", None: ""}[r.covered],
         ]
@@ -157,7 +157,7 @@ def _print_live(live: Any) -> None:
             f"{r.n:,}",
             f"{r.estimate:.4f}",
             f"{r.std_error:.4f}",
-            f"{r.ci_low:.4f} - {r.ci_high:.4f}",
+            f"{r.low:.4f} - {r.high:.4f}",
             f"{r.respondents_rate:.4f}",
             f"{r.population_rate:.4f}",
         )

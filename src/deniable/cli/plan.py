@@ -46,7 +46,7 @@ def audit(
             f"{row['clear_difference']:+.4f}",
             f"{row['private_difference']:+.4f}",
             f"{row['private_std_error']:.4f}",
-            f"{row['private_ci_low']:+.4f} - {row['private_ci_high']:+.4f}",
+            f"{row['private_low']:+.4f} - {row['private_high']:+.4f}",
             "yes" if row["covers_clear"] else "no",
         )
     console.print(table)

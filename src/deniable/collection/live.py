@@ -114,15 +114,15 @@ class LiveRow:
     n: int
     estimate: float
     std_error: float
-    ci_low: float
-    ci_high: float
+    low: float
+    high: float
     respondents_rate: float
     population_rate: float
 
     @property
     def covered(self) -> bool:
         """Whether the interval contains the respondents' true rate."""
-        return self.ci_low <= self.respondents_rate <= self.ci_high
+        return self.low <= self.respondents_rate <= self.high
 
 
 @dataclass(frozen=True)
@@ -215,8 +215,8 @@ def live_demo(
                             n=q["n"],
                             estimate=q["prevalence"][j],
                             std_error=q["std_error"][j],
-                            ci_low=q["ci_low"][j],
-                            ci_high=q["ci_high"][j],
+                            low=q["low"][j],
+                            high=q["high"][j],
                             respondents_rate=float(np.mean(truths[q["id"]] == j)),
                             population_rate=float(np.mean(population[q["id"]] == j)),
                         )

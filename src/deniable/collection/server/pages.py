@@ -69,8 +69,8 @@ def survey_results(store: Store, survey: Survey, level: float) -> dict[str, Any]
                 "prevalence": est.prevalence.tolist(),
                 "std_error": est.std_error.tolist(),
                 "interval_method": est.default_interval_method,
-                "ci_low": ci.low.tolist(),
-                "ci_high": ci.high.tolist(),
+                "low": ci.low.tolist(),
+                "high": ci.high.tolist(),
             }
         out["questions"].append(item)
     return out
@@ -106,8 +106,8 @@ def results_page(store: Store, survey: Survey) -> str:
                 row |= {
                     "estimate": q["prevalence"][j],
                     "std_error": q["std_error"][j],
-                    "low": q["ci_low"][j],
-                    "high": q["ci_high"][j],
+                    "low": q["low"][j],
+                    "high": q["high"][j],
                 }
             rows.append(row)
     images = []

@@ -129,6 +129,8 @@ class HadamardResponse(FrequencyOracle):
             if self.B & (self.B - 1) or self.B > 1 << 20:
                 raise ValueError(f"blocks must be a power of two in 1..2^20, got {blocks}")
         self.blocks_given = blocks
+        # with several blocks a report gives half a support outside its block
+        self.support_scale = 1 if self.B == 1 else 2
         self.b = 1 << math.ceil(math.log2(self.k / self.B + 1.0))  # b - 1 values a block
         self.K = self.B * self.b
         if self.K > 1 << 32 and blocks is not None:
@@ -207,18 +209,13 @@ class HadamardResponse(FrequencyOracle):
             raise ReportValidationError(f"Hadamard report columns must lie in 0..{self.K - 1}")
         return arr.astype(np.int64)
 
-    @property
-    def support_scale(self) -> int:  # type: ignore[override]
-        """2 with several blocks (half supports), else 1."""
-        return 1 if self.B == 1 else 2
-
     def tally(self, reports: Any) -> SupportTally:
         arr = self.check_reports(reports)
         hist = np.bincount(arr, minlength=self.K)
         transform = fwht(hist, block=self.b).reshape(self.B, self.b)
         block, row = self._block_and_row(np.arange(self.k))
         doubled = (arr.size + transform[block, row]).astype(np.int64)  # 2 W_v
-        if self.B == 1:  # no report falls outside a value's block: W_v is a count
+        if self.support_scale == 1:  # no report falls outside a value's block: W_v is a count
             return SupportTally(doubled // 2, arr.size)
         return SupportTally(doubled, arr.size, scale=2)
 

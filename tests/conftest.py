@@ -51,7 +51,10 @@ def reset_postgres(url: str) -> None:
     engine = create_engine(database_url(url))
     with engine.begin() as conn:
         conn.execute(
-            text("DROP TABLE IF EXISTS reports, invitations, surveys, schema_migrations CASCADE")
+            text(
+                "DROP TABLE IF EXISTS reports, invitations, surveys, schema_migrations, "
+                "credential_keys, nullifiers, ingestion_keys CASCADE"
+            )
         )
     engine.dispose()
 
@@ -86,3 +89,49 @@ def assert_error_shape(response, status: int | None = None) -> dict:
     assert err["status"] == response.status_code
     assert isinstance(err["code"], str) and isinstance(err["message"], str) and err["message"]
     return err
+
+
+def store_credential(store, survey_id: str, token: str):
+    """The respondent's side of RFC 9474 against a store: blind, spend, finalize."""
+    from deniable.collection.credentials import Credential, finalize, new_credential_request
+
+    key = store.credential_key(survey_id)
+    blinded, state = new_credential_request(key.public_key)
+    signature = finalize(key.public_key, state, store.issue_credential(survey_id, token, blinded))
+    return Credential(state.prepared, signature)
+
+
+def http_credential(client, survey_id: str, token: str) -> dict:
+    """The respondent's side of RFC 9474 over HTTP (any httpx-like client): the
+    ``credential`` object of a response."""
+    from deniable.collection.client import request_credential
+
+    view = client.get(f"/api/surveys/{survey_id}").json()
+
+    def post(path: str, body: dict) -> dict:
+        r = client.post(path, json=body)
+        assert r.status_code == 201, r.text
+        return r.json()
+
+    return request_credential(view, token, post).to_json()
+
+
+async def async_http_credential(client, survey_id: str, token: str) -> dict:
+    """:func:`http_credential` for an async httpx client."""
+    from deniable.collection.credentials import (
+        Credential,
+        b64url,
+        b64url_decode,
+        finalize,
+        load_public_key,
+        new_credential_request,
+    )
+
+    view = (await client.get(f"/api/surveys/{survey_id}")).json()
+    key = load_public_key(view["credential_key"])
+    blinded, state = new_credential_request(key)
+    body = {"token": token, "blinded_msg": b64url(blinded)}
+    r = await client.post(f"/api/surveys/{survey_id}/credentials", json=body)
+    assert r.status_code == 201, r.text
+    signature = finalize(key, state, b64url_decode(r.json()["blind_sig"], "blind_sig", 512))
+    return Credential(state.prepared, signature).to_json()

@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 
 from deniable.collection.server.app import create_app
+from deniable.collection.server.security import RateLimiter
 from deniable.collection.storage import Store
 from deniable.estimation.estimators import estimate
 from deniable.mechanisms.binary import ForcedResponse
 
-from .conftest import ANALYST, AUTH, SURVEY, Z4, assert_error_shape
+from .conftest import ANALYST, AUTH, SURVEY, Z4, assert_error_shape, async_http_credential
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +26,9 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 async def client(database_url):
     store = Store(database_url)
-    app = create_app(store, analyst_token=ANALYST, max_body_bytes=256 * 1024)
+    app = create_app(
+        store, analyst_token=ANALYST, max_body_bytes=256 * 1024, limiter=RateLimiter(0, 0)
+    )
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
         c.store = store  # type: ignore[attr-defined]
@@ -71,11 +74,41 @@ async def test_analyst_endpoints_need_the_token(client):
         ("POST", "/api/surveys/health/invitations"),
         ("GET", "/api/surveys/health/results"),
         ("GET", "/api/surveys/health/export"),
-        ("GET", "/surveys/health/results"),
+        ("POST", "/api/surveys/health/ingestion-keys"),
     ]:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic eDp5"}):
             r = await client.request(method, url, headers=headers, json={})
             assert_error_shape(r, 401)
+        # the analyst token in a query string is refused, even when it is right
+        r = await client.request(method, url, params={"key": ANALYST}, json={})
+        assert "secrets must not travel in URLs" in assert_error_shape(r, 400)["message"]
+    # the results page sends a browser without a session to the login form
+    page = await client.get("/surveys/health/results")
+    assert page.status_code == 303 and page.headers["location"].startswith("/login?next=")
+    assert (await client.get("/surveys/health/results", params={"key": ANALYST})).status_code == 400
+
+
+async def test_login_sets_a_strict_http_only_session_for_reading_only(client):
+    await publish(client)
+    form = await client.get("/login", params={"next": "/surveys/health/results"})
+    assert form.status_code == 200 and 'name="token"' in form.text
+    assert "form-action 'self'" in form.headers["content-security-policy"]
+    bad = await client.post("/login", data={"token": "wrong", "next": "/surveys/health/results"})
+    assert bad.status_code == 401 and "not right" in bad.text and "set-cookie" not in bad.headers
+    good = await client.post(
+        "/login", data={"token": ANALYST, "next": "https://evil.example/surveys/health/results"}
+    )
+    assert good.status_code == 303 and good.headers["location"] == "/"  # no open redirect
+    cookie = good.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and ANALYST.lower() not in cookie
+    page = await client.get("/surveys/health/results")  # the client keeps the cookie
+    assert page.status_code == 200 and "Results: Health survey" in page.text
+    for name in ("content-security-policy", "x-content-type-options", "referrer-policy"):
+        assert name in page.headers
+    assert (await client.get("/api/surveys/health/results")).status_code == 200
+    # the cookie never authorizes a write
+    r = await client.post("/api/surveys/health/invitations", json={"count": 1})
+    assert_error_shape(r, 401)
 
 
 async def test_responses_results_and_estimates(client, rng):
@@ -98,7 +131,7 @@ async def test_responses_results_and_estimates(client, rng):
     assert drugs["low"][1] <= drugs["prevalence"][1] <= drugs["high"][1]
     # the true prevalence 0.3 within 4 standard errors
     assert abs(drugs["prevalence"][1] - 0.3) < Z4 * drugs["std_error"][1]
-    page = await client.get("/surveys/health/results", params={"key": ANALYST})
+    page = await client.get("/surveys/health/results", headers=AUTH)
     assert page.status_code == 200 and "data:image/png;base64," in page.text
     assert "400 responses" in page.text
 
@@ -113,8 +146,26 @@ async def test_results_page_with_an_estimate_outside_its_clipped_interval(client
     res = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
     assert res["questions"][0]["prevalence"][1] == pytest.approx(-0.5)
     assert res["questions"][0]["low"][1] == 0.0
-    page = await client.get("/surveys/health/results", params={"key": ANALYST})
+    # -0.5, and the standard error at prevalence 0 is 0.5: within 3.29 of them, not flagged
+    assert "warning" not in res["questions"][0]
+    page = await client.get("/surveys/health/results", headers=AUTH)
     assert page.status_code == 200 and "data:image/png;base64," in page.text
+
+
+async def test_an_estimate_far_outside_the_unit_interval_is_flagged(client):
+    """300 "no" reports: the estimate -0.5; at prevalence 0 the standard error is
+    sqrt(0.25 * 0.75 / 300) / 0.5 = 0.05, so it lies 10 of them below 0: flagged."""
+    await publish(client)
+    key = (await client.post("/api/surveys/health/ingestion-keys", headers=AUTH)).json()["key"]
+    batch = {"version": 1, "responses": [{"reports": {"drugs": 0, "status": 0}}] * 300}
+    r = await client.post(
+        "/api/surveys/health/batch", json=batch, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert r.status_code == 201
+    res = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
+    assert "flooding" in res["questions"][0]["warning"]
+    page = await client.get("/surveys/health/results", headers=AUTH)
+    assert "check for flooding" in page.text
 
 
 async def test_export_csv_and_parquet(client):
@@ -123,7 +174,11 @@ async def test_export_csv_and_parquet(client):
         "version": 1,
         "responses": [{"reports": {"drugs": i % 2, "status": i % 3}} for i in range(30)],
     }
-    assert (await client.post("/api/surveys/health/batch", json=batch)).status_code == 201
+    key = (await client.post("/api/surveys/health/ingestion-keys", headers=AUTH)).json()["key"]
+    r = await client.post(
+        "/api/surveys/health/batch", json=batch, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert r.status_code == 201
     csv = await client.get("/api/surveys/health/export", headers=AUTH)
     frame = pd.read_csv(io.StringIO(csv.text))
     assert len(frame) == 60 and set(frame["question_id"]) == {"drugs", "status"}
@@ -138,25 +193,52 @@ async def test_export_csv_and_parquet(client):
     assert_error_shape(await client.get("/api/surveys/health/export?format=xml", headers=AUTH), 422)
 
 
-async def test_invitations_one_response_per_token(client):
+async def test_invitations_give_one_unlinkable_credential_each(client):
     await publish(client, requires_invitation=True)
     r = await client.post("/api/surveys/health/invitations", json={"count": 2}, headers=AUTH)
     tokens = r.json()["tokens"]
+    assert r.json()["links"][0] == f"http://test/s/health#token={tokens[0]}"  # fragment
+    credential = await async_http_credential(client, "health", tokens[0])
     body = {"version": 1, "reports": {"drugs": 1, "status": 0}}
-    assert (
-        await client.post("/api/surveys/health/responses", json=body | {"token": tokens[0]})
-    ).status_code == 201
-    used = assert_error_shape(
-        await client.post("/api/surveys/health/responses", json=body | {"token": tokens[0]}), 403
+    r = await client.post("/api/surveys/health/responses", json=body | {"credential": credential})
+    assert r.status_code == 201
+    # the credential is spent; the invitation cannot get a second one
+    err = assert_error_shape(
+        await client.post("/api/surveys/health/responses", json=body | {"credential": credential}),
+        403,
     )
-    unknown = assert_error_shape(
-        await client.post("/api/surveys/health/responses", json=body | {"token": "x" * 32}), 403
+    assert err["code"] == "invalid_credential" and "already used" in err["message"]
+    blinded = {"token": tokens[0], "blinded_msg": "A" * 342}
+    err = assert_error_shape(
+        await client.post("/api/surveys/health/credentials", json=blinded), 403
     )
-    assert used == unknown  # the rejection does not reveal whether the token existed
+    assert "already been used" in err["message"]
+    blinded["token"] = "x" * 32
+    err = assert_error_shape(
+        await client.post("/api/surveys/health/credentials", json=blinded), 403
+    )
+    assert "not valid" in err["message"]
+    # no credential, a forged one, a token where a credential belongs: refused
     assert_error_shape(await client.post("/api/surveys/health/responses", json=body), 403)
+    forged = credential | {"message": credential["message"][:-2] + "AA"}
+    assert_error_shape(
+        await client.post("/api/surveys/health/responses", json=body | {"credential": forged}), 403
+    )
+    assert_error_shape(
+        await client.post("/api/surveys/health/responses", json=body | {"token": tokens[1]}), 422
+    )
     batch = {"version": 1, "responses": [{"reports": {"drugs": 1, "status": 0}}]}
-    assert_error_shape(await client.post("/api/surveys/health/batch", json=batch), 403)
+    assert_error_shape(await client.post("/api/surveys/health/batch", json=batch), 401)
     assert client.store.response_count("health") == 1
+
+
+async def test_anonymous_batches_are_refused_and_store_nothing(client):
+    await publish(client)
+    batch = {"version": 1, "responses": [{"reports": {"drugs": 1, "status": 0}}] * 10}
+    for headers in ({}, {"Authorization": "Bearer guessed"}, AUTH):
+        r = await client.post("/api/surveys/health/batch", json=batch, headers=headers)
+        assert "ingestion key" in assert_error_shape(r, 401)["message"]
+    assert client.store.response_count("health") == 0
 
 
 @pytest.mark.parametrize(

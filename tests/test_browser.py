@@ -71,8 +71,13 @@ def test_true_answer_never_leaves_the_browser(browser, site):
         "request",
         lambda r: seen.append({"method": r.method, "url": r.url, "body": r.post_data}),
     )
-    page.goto(f"{base}/s/health?token={token}")
+    # no code on the page may use a non-cryptographic generator, the bundled library included
+    page.add_init_script("Math.random = () => { throw new Error('Math.random used'); };")
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{base}/s/health#token={token}")
     assert "token" not in page.url  # the invitation is taken out of the address bar
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
     # accessible names: screen readers announce these
     page.get_by_role("radio", name="yes").focus()
     page.keyboard.press("Space")
@@ -90,21 +95,37 @@ def test_true_answer_never_leaves_the_browser(browser, site):
     assert page.get_by_role("radio", name="yes").is_checked() is False  # not kept on the page
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
-    # every request the page made: same origin; exactly one carries data, and only reports
-    assert all(r["url"].startswith(base) for r in seen)
+    # every request the page made: same origin, no token in any URL; two carry data: the
+    # blinded message with the invitation, then the reports with the unblinded credential
+    assert all(r["url"].startswith(base) and token not in r["url"] for r in seen)
     posts = [r for r in seen if r["method"] != "GET"]
-    assert len(posts) == 1 and posts[0]["url"] == f"{base}/api/surveys/health/responses"
-    assert json.loads(posts[0]["body"]) == {"version": 1, "reports": shown, "token": token}
+    assert [p["url"] for p in posts] == [
+        f"{base}/api/surveys/health/credentials",
+        f"{base}/api/surveys/health/responses",
+    ]
+    issue, response = (json.loads(p["body"]) for p in posts)
+    assert set(issue) == {"token", "blinded_msg"} and issue["token"] == token
+    assert set(response) == {"version", "reports", "credential"} and token not in posts[1]["body"]
+    assert response["reports"] == shown and response["version"] == 1
+    # the credential the server sees is not the blinded message it signed
+    assert issue["blinded_msg"] not in posts[1]["body"]
     gets = [r["url"] for r in seen if r["method"] == "GET"]
     assert sorted(u.split("?")[0] for u in gets) == sorted(
-        [f"{base}/s/health", f"{base}/static/style.css", f"{base}/static/respond.js"]
+        [
+            f"{base}/s/health",
+            f"{base}/static/style.css",
+            f"{base}/static/vendor/blindrsa-ts-0.4.4.js",
+            f"{base}/static/respond.js",
+        ]
     )
-    # the browser's storage holds the reports only
+    assert errors == []
+    # the browser's storage holds the reports only (the spent credential is removed)
     stored_locally = page.evaluate("JSON.stringify(Object.assign({}, localStorage))")
+    digests = {q.id: q.content_digest for q in survey.questions}
     assert json.loads(stored_locally) == {
-        "deniable/health/1/q/drugs": str(shown["drugs"]),
-        "deniable/health/1/q/status": str(shown["status"]),
-        "deniable/health/1/submitted": "true",
+        f"deniable/health/q/{digests['drugs']}": str(shown["drugs"]),
+        f"deniable/health/q/{digests['status']}": str(shown["status"]),
+        "deniable/health/sent/1": "true",
     }
     # the server stored exactly what the page showed
     frame = store.export("health")
@@ -124,7 +145,8 @@ def test_own_coin_mode_sends_the_entered_outcome(browser, site):
     token = store.issue_tokens(survey.id, 1)[0]
     context = browser.new_context()
     page = context.new_page()
-    page.goto(f"{base}/s/health?token={token}")
+    page.goto(f"{base}/s/health#token={token}")
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
     page.locator("#q-drugs [data-role=physical]").click()
     assert "both heads" in page.locator("#q-drugs").inner_text()
     page.locator("#outcome-drugs-1").check()
@@ -173,3 +195,114 @@ def test_javascript_and_python_randomizers_agree_in_distribution(browser, site, 
     assert np.all(u * 2**53 == np.floor(u * 2**53))
     assert abs(u.mean() - 0.5) < 4 * math.sqrt(1 / 12 / u.size)
     page.close()
+
+
+VECTORS = json.loads((Path(__file__).parent / "data" / "rfc9474_vectors.json").read_text())
+
+
+def test_rfc9474_vector_in_chromium(browser, site):
+    """RFC 9474's RSABSSA-SHA384-PSS-Randomized vector through the bundled library, with
+    crypto.getRandomValues answering the vector's prefix, salt and blinding factor."""
+    base, _, _ = site
+    v = next(x for x in VECTORS if x["name"] == "RSABSSA-SHA384-PSS-Randomized")
+    n, d, p, q = (int(v[x], 16) for x in ("n", "d", "p", "q"))
+    k = (n.bit_length() + 7) // 8
+    r = pow(int(v["inv"], 16), -1, n)
+
+    def b64(x: int) -> str:
+        import base64
+
+        raw = x.to_bytes((x.bit_length() + 7) // 8, "big")
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    jwk = {
+        "kty": "RSA",
+        "n": b64(n),
+        "e": b64(int(v["e"], 16)),
+        "d": b64(d),
+        "p": b64(p),
+        "q": b64(q),
+        "dp": b64(d % (p - 1)),
+        "dq": b64(d % (q - 1)),
+        "qi": b64(pow(q, -1, p)),
+    }
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{base}/s/health")
+    out = page.evaluate(
+        """async ([v, jwk, rHex]) => {
+          const hex = (h) => Uint8Array.from(h.match(/../g).map((b) => parseInt(b, 16)));
+          const toHex = (a) => Array.from(a, (b) => b.toString(16).padStart(2, "0")).join("");
+          const queue = [hex(v.msg_prefix), hex(v.salt), hex(rHex)];
+          const real = crypto.getRandomValues.bind(crypto);
+          crypto.getRandomValues = (a) => (queue.length ? queue.shift() : real(a));
+          const alg = { name: "RSA-PSS", hash: "SHA-384" };
+          const pub = await crypto.subtle.importKey(
+            "jwk", { kty: "RSA", n: jwk.n, e: jwk.e, ext: true }, alg, true, ["verify"]);
+          const priv = await crypto.subtle.importKey("jwk", { ...jwk, ext: true }, alg, true,
+            ["sign"]);
+          const suite = blindrsa.RSABSSA.SHA384.PSS.Randomized();
+          const input = suite.prepare(hex(v.msg));
+          const { blindedMsg, inv } = await suite.blind(pub, input);
+          const blindSig = await suite.blindSign(priv, blindedMsg);
+          const sig = await suite.finalize(pub, input, blindSig, inv);
+          crypto.getRandomValues = real;
+          return { input: toHex(input), blinded: toHex(blindedMsg), blindSig: toHex(blindSig),
+                   sig: toHex(sig), valid: await suite.verify(pub, sig, input) };
+        }""",
+        [v, jwk, f"{r:0{2 * k}x}"],
+    )
+    assert out["input"] == v["input_msg"]
+    assert out["blinded"] == v["blinded_msg"]
+    assert out["blindSig"] == v["blind_sig"]
+    assert out["sig"] == v["sig"]
+    assert out["valid"] is True
+    context.close()
+
+
+def test_an_unchanged_question_is_not_drawn_again_in_a_new_version(browser, site):
+    """Version 2 changes one question's text: the browser reuses the memoized report of the
+    unchanged question (no draw, no new randomness) and draws only for the changed one;
+    the lifetime ledger charges only the changed question again."""
+    base, store, _ = site
+    data = copy.deepcopy(SURVEY) | {"id": "life", "requires_invitation": True}
+    store.publish(load_survey(data | {"lifetime_budget": 6.0}))
+    (token1,) = store.issue_tokens("life", 1)
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{base}/s/life#token={token1}")
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    page.get_by_role("radio", name="yes").check()
+    page.locator("#q-drugs [data-role=draw]").click()
+    page.get_by_role("radio", name="married").check()
+    page.locator("#q-status [data-role=draw]").click()
+    first = int(page.locator("#report-status").get_attribute("data-report"))
+    page.get_by_role("button", name="Send my reports").click()
+    page.get_by_text("Sent and stored").wait_for()
+
+    data |= {"version": 2, "lifetime_budget": 6.0}
+    data["questions"][0]["text"] = "Have you used an illegal drug in the last year?"
+    store.publish(load_survey(data))
+    assert store.ledger("life").cumulative[-1][1] == pytest.approx(math.log(3))
+    (token2,) = store.issue_tokens("life", 1)
+    page.add_init_script(
+        "window.__draws = 0; const g = crypto.getRandomValues.bind(crypto);"
+        "crypto.getRandomValues = (a) => { window.__draws += 1; return g(a); };"
+    )
+    page.goto("about:blank")  # else only the fragment changes and the page stays
+    page.goto(f"{base}/s/life#token={token2}")
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    # the unchanged question shows its earlier report and cannot be drawn again
+    assert int(page.locator("#report-status").get_attribute("data-report")) == first
+    assert "drawn earlier on this device" in page.locator("#report-status").inner_text()
+    assert page.locator("#q-status [data-role=draw]").is_disabled()
+    # the changed question is open: answering it draws once
+    assert page.locator("#report-drugs").is_hidden()
+    before = page.evaluate("window.__draws")
+    page.get_by_role("radio", name="no").check()
+    page.locator("#q-drugs [data-role=draw]").click()
+    assert page.evaluate("window.__draws") - before == 1
+    page.get_by_role("button", name="Send my reports").click()
+    page.get_by_text("Sent and stored").wait_for()
+    assert store.response_count("life", 2) == 1
+    context.close()

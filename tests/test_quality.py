@@ -34,9 +34,15 @@ def test_public_names_are_sorted_and_exported():
 
 
 def test_no_weak_randomness_in_src():
+    """Our code never uses a non-cryptographic generator. The vendored blind-signature
+    bundle (web/vendor) contains sjcl's unused generator; the browser tests run the whole
+    credential exchange with Math.random replaced by a function that throws."""
     paths = [*(ROOT / "src").rglob("*.py"), *(ROOT / "src").rglob("*.js")]
     assert any(p.suffix == ".js" for p in paths)
+    vendor = ROOT / "src" / "deniable" / "collection" / "web" / "vendor"
     for path in paths:
+        if path.is_relative_to(vendor):
+            continue
         text = path.read_text()
         assert "import random\n" not in text, path
         assert "from random import" not in text, path

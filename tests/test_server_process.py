@@ -16,7 +16,7 @@ import pytest
 
 from deniable.collection.live import free_port
 
-from .conftest import ANALYST, AUTH, SURVEY
+from .conftest import ANALYST, AUTH, SURVEY, http_credential
 
 DEANIABLE = str(Path(sys.executable).parent / "deniable")
 
@@ -52,7 +52,12 @@ class Server:
 
     def start(self) -> None:
         port = free_port()
-        env = os.environ | {"DENIABLE_ANALYST_TOKEN": ANALYST, "DENIABLE_DATABASE_URL": self.url}
+        env = os.environ | {
+            "DENIABLE_ANALYST_TOKEN": ANALYST,
+            "DENIABLE_DATABASE_URL": self.url,
+            # the load tests send thousands of responses from one loopback address
+            "DENIABLE_RATE_PER_MINUTE": "0",
+        }
         self.proc = subprocess.Popen(
             [DEANIABLE, "serve", "--port", str(port)],
             cwd=self.tmp,
@@ -173,7 +178,7 @@ def test_terminal_respondent_client(server):
     (token,) = httpx.post(
         f"{server.base}/api/surveys/health/invitations", json={"count": 1}, headers=AUTH
     ).json()["tokens"]
-    url = f"{server.base}/s/health?token={token}"
+    url = f"{server.base}/s/health#token={token}"
     out = subprocess.run(
         [DEANIABLE, "respond", url], input="2\n3\ny\n", capture_output=True, text=True, timeout=60
     )
@@ -188,4 +193,27 @@ def test_terminal_respondent_client(server):
         text=True,
         timeout=60,
     )
-    assert again.returncode == 2 and "not valid" in again.stderr
+    assert again.returncode == 2 and "already been used" in again.stderr
+
+
+def test_one_credential_fifty_concurrent_submissions_stores_once(server):
+    invited = SURVEY | {"requires_invitation": True}
+    httpx.post(f"{server.base}/api/surveys", json=invited, headers=AUTH).raise_for_status()
+    (token,) = httpx.post(
+        f"{server.base}/api/surveys/health/invitations", json={"count": 1}, headers=AUTH
+    ).json()["tokens"]
+    with httpx.Client(base_url=server.base, timeout=60) as http:
+        credential = http_credential(http, "health", token)
+    body = {"version": 1, "credential": credential, "reports": {"drugs": 1, "status": 0}}
+
+    async def race() -> list[int]:
+        async with httpx.AsyncClient(base_url=server.base, timeout=60) as client:
+            answers = await asyncio.gather(
+                *(client.post("/api/surveys/health/responses", json=body) for _ in range(50))
+            )
+        return [a.status_code for a in answers]
+
+    codes = asyncio.run(race())
+    assert sorted(codes) == [201] + [403] * 49
+    res = httpx.get(f"{server.base}/api/surveys/health/results", headers=AUTH).json()
+    assert res["responses"] == 1

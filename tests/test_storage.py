@@ -9,23 +9,25 @@ import numpy as np
 import pytest
 from sqlalchemy import inspect, select
 
+from deniable.collection.credentials import Credential
+from deniable.collection.schema import invitations, reports
 from deniable.collection.storage import (
     MIGRATIONS,
     Store,
     database_url,
     hash_token,
-    invitations,
-    reports,
 )
 from deniable.collection.survey import load_survey
 from deniable.errors import (
+    BudgetExceededError,
+    CredentialRejectedError,
     InvitationError,
     ReportValidationError,
     SurveyConflictError,
     SurveyNotFoundError,
 )
 
-from .conftest import SURVEY
+from .conftest import SURVEY, store_credential
 
 
 @pytest.fixture
@@ -95,17 +97,30 @@ def test_tokens_are_hashed_and_spent_once(store):
         stored = set(conn.execute(select(invitations.c.token_hash)).scalars())
     assert stored == {hash_token(t) for t in tokens}
     assert not any(t in h for t in tokens for h in stored)
-    store.submit(s, {"drugs": 1, "status": 2}, tokens[0])
-    # second use, unknown token, missing token: the same error, nothing stored
-    for bad in (tokens[0], "not-a-token", None):
-        with pytest.raises(InvitationError) as info:
+    credential = store_credential(store, s.id, tokens[0])
+    store.submit(s, {"drugs": 1, "status": 2}, credential)
+    # a spent invitation gets no second credential; an unknown one gets none
+    with pytest.raises(InvitationError, match="already been used"):
+        store_credential(store, s.id, tokens[0])
+    with pytest.raises(InvitationError, match="not valid"):
+        store_credential(store, s.id, "not-a-token")
+    # a credential is used once; a missing or forged one is refused; nothing stored
+    forged = Credential(credential.message[:-1] + b"x", credential.signature)
+    for bad, why in (
+        (credential, "already used"),
+        (None, "needs a credential"),
+        (forged, "not valid"),
+    ):
+        with pytest.raises(CredentialRejectedError, match=why):
             store.submit(s, {"drugs": 0, "status": 0}, bad)
-        assert "token" in str(info.value)
     assert store.response_count(s.id) == 1
     other = load_survey(copy.deepcopy(SURVEY) | {"id": "other", "requires_invitation": True})
     store.publish(other)
     with pytest.raises(InvitationError):  # a token works only for its own survey
-        store.submit(other, {"drugs": 0, "status": 0}, tokens[1])
+        store_credential(store, other.id, tokens[1])
+    fresh = store_credential(store, s.id, tokens[1])
+    with pytest.raises(CredentialRejectedError):  # a credential only for its own survey
+        store.submit(other, {"drugs": 0, "status": 0}, fresh)
 
 
 @pytest.mark.parametrize(
@@ -124,10 +139,11 @@ def test_invalid_response_stores_nothing_and_keeps_the_token(store, response):
     s = invited()
     store.publish(s)
     (token,) = store.issue_tokens(s.id, 1)
+    credential = store_credential(store, s.id, token)
     with pytest.raises(ReportValidationError, match="responses\\[0\\]"):
-        store.submit(s, response, token)
+        store.submit(s, response, credential)
     assert store.report_count() == 0
-    store.submit(s, {"drugs": 0, "status": 1}, token)  # the token was not spent
+    store.submit(s, {"drugs": 0, "status": 1}, credential)  # the credential was not spent
     assert store.report_count() == 2
 
 
@@ -203,3 +219,33 @@ def test_sqlite_is_wal_and_fully_synchronous(tmp_path):
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
     s.close()
     assert (tmp_path / "w.sqlite").exists()
+
+
+def test_ten_versions_publishing_stops_at_the_lifetime_budget(store):
+    """Each version changes the drugs question's text (charged ln 3 again) and keeps the
+    status question (2 nats, charged once). Lifetime budget 10 nats: versions 1..7 spend
+    2 + 7 ln 3 = 9.69; version 8 would spend 10.79 and is refused, naming the sums."""
+    published = []
+    for version in range(1, 11):
+        data = copy.deepcopy(SURVEY) | {"version": version, "lifetime_budget": 10.0}
+        data["questions"][0]["text"] = f"Drugs, wording {version}?"
+        try:
+            store.publish(load_survey(data))
+        except BudgetExceededError as exc:
+            assert version == 8
+            assert "10.79 nats against the survey's lifetime budget of 10" in str(exc)
+            assert "version 8 adds 1.099 nats" in str(exc)
+            break
+        published.append(version)
+    assert published == list(range(1, 8))
+    ledger = store.ledger("health")
+    assert ledger.spent == pytest.approx(2 + 7 * np.log(3))
+    assert [round(added, 4) for _, added, _ in ledger.cumulative] == [3.0986] + [1.0986] * 6
+    # an unchanged question costs nothing: a version that only changes the title is free
+    same = copy.deepcopy(SURVEY) | {"version": 9, "lifetime_budget": 10.0, "title": "New"}
+    same["questions"][0]["text"] = "Drugs, wording 7?"
+    assert store.publish(load_survey(same))
+    assert store.ledger("health").cumulative[-1][1] == 0.0
+    # the lifetime budget is fixed by version 1
+    with pytest.raises(SurveyConflictError, match="fixed by version 1 at 10 nats"):
+        store.publish(load_survey(same | {"version": 10, "lifetime_budget": 20.0}))

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from deniable.cli import app
 from deniable.collection.survey import BUDGET_SLACK, load_survey, parse_survey
-from deniable.errors import SurveyError
+from deniable.errors import PrivacyWarning, SurveyError
 
 from .conftest import SURVEY
 
@@ -65,7 +65,66 @@ def test_infinite_epsilon_needs_opt_in():
     with pytest.raises(SurveyError, match="allow_infinite_epsilon"):
         load_survey(survey(questions=[q]))
     s = load_survey(survey(questions=[q | {"allow_infinite_epsilon": True}]))
-    assert math.isinf(s.total_epsilon) and s.finite_epsilon == 0.0
+    # Mangat: "yes" always reports yes, "no" reports yes with chance 0.7; a report can
+    # prove only "no", and "yes" costs its likelihood ratio ln(1 / 0.7)
+    (question,) = s.questions
+    assert math.isinf(question.epsilon)
+    assert question.cost == pytest.approx(math.log(1 / 0.7), rel=1e-12)
+    assert s.total_epsilon == question.cost
+    # if "no" were the sensitive answer, the "no" report would prove it: refused
+    with pytest.raises(SurveyError, match="proves a sensitive answer"):
+        load_survey(survey(questions=[q | {"allow_infinite_epsilon": True, "sensitive": ["no"]}]))
+
+
+def test_a_design_that_exposes_the_sensitive_answer_is_refused():
+    """Forced response with p_yes = 0: a "yes" report proves "yes" (the review's case)."""
+    q = {
+        "id": "q",
+        "text": "Sensitive?",
+        "design": {"name": "forced-response", "params": {"p_yes": 0.0, "p_no": 0.01}},
+        "allow_infinite_epsilon": True,
+    }
+    with pytest.raises(SurveyError, match="proves a sensitive answer") as info:
+        load_survey(survey(privacy_budget=0.1, questions=[q]))
+    assert fields(info.value) == ["questions.0"]
+
+
+def test_large_epsilon_needs_opt_in_and_has_a_hard_maximum():
+    q = {
+        "id": "q",
+        "text": "Which?",
+        "choices": ["a", "b", "c"],
+        "design": {"name": "kary-rr", "params": {"epsilon": 6.0}},
+    }
+    with pytest.warns(PrivacyWarning), pytest.raises(SurveyError, match="allow_large_epsilon"):
+        load_survey(survey(privacy_budget=10, questions=[q]))
+    with pytest.warns(PrivacyWarning):
+        s = load_survey(survey(privacy_budget=10, questions=[q | {"allow_large_epsilon": True}]))
+    assert s.total_epsilon == pytest.approx(6.0)
+    with pytest.warns(PrivacyWarning), pytest.raises(SurveyError, match="privacy_budget"):
+        load_survey(survey(privacy_budget=31, questions=[q | {"allow_large_epsilon": True}]))
+
+
+@pytest.mark.parametrize("k", [1e9, 3000, 65])
+def test_category_counts_are_bounded_before_anything_is_built(k):
+    q = {
+        "id": "q",
+        "text": "Which?",
+        "design": {"name": "kary-rr", "params": {"k": k, "epsilon": 1.0}},
+    }
+    with pytest.raises(SurveyError, match=r"design\.params\.k must be in 1\.\.64") as info:
+        load_survey(survey(questions=[q]))
+    assert fields(info.value) == ["questions.0"]
+
+
+def test_sensitive_answers_default_and_override():
+    s = load_survey(SURVEY)
+    assert [s.questions[0].choice_labels[i] for i in s.questions[0].sensitive_indices] == ["yes"]
+    assert s.questions[1].sensitive_indices == [0, 1, 2]  # no "no": every answer
+    with pytest.raises(SurveyError, match="not among"):
+        bad = copy.deepcopy(SURVEY)
+        bad["questions"][0]["sensitive"] = ["maybe"]
+        load_survey(bad)
 
 
 @pytest.mark.parametrize(
@@ -141,7 +200,32 @@ def test_survey_check_command(tmp_path):
     # prior 0.1, report "yes": posterior = 0.75*0.1 / (0.75*0.1 + 0.25*0.9) = 0.25
     assert out["questions"][0]["posterior_after_report"]["yes"][1] == pytest.approx(0.25)
     text = CliRunner().invoke(app, ["survey", "check", str(path)])
-    assert text.exit_code == 0 and "Total epsilon per respondent" in text.output
+    assert text.exit_code == 0 and "Cost per respondent: 3.0986 nats" in text.output
+    assert "Lifetime budget of health: 3.0986 of 4 nats" in text.output
     path.write_text(json.dumps(survey(privacy_budget=1.0)))
     bad = CliRunner().invoke(app, ["survey", "check", str(path)])
     assert bad.exit_code == 2 and "privacy_budget" in bad.output
+
+
+def test_survey_check_prints_the_lifetime_ledger(tmp_path):
+    """v2 changes one question's text (charged again); v3 repeats v2 (free); v4 changes
+    the other question and goes past the lifetime budget of 6 nats."""
+    base = copy.deepcopy(SURVEY) | {"lifetime_budget": 6.0}
+    v2 = copy.deepcopy(base) | {"version": 2}
+    v2["questions"][0]["text"] = "Drugs, in the last year?"
+    v3 = copy.deepcopy(v2) | {"version": 3, "title": "Same questions"}
+    v4 = copy.deepcopy(v3) | {"version": 4}
+    v4["questions"][1]["text"] = "Your marital status?"
+    paths = []
+    for i, data in enumerate((base, v2, v3, v4), 1):
+        paths.append(tmp_path / f"v{i}.json")
+        paths[-1].write_text(json.dumps(data))
+    ok = CliRunner().invoke(app, ["survey", "check", *map(str, paths[:3]), "--json"])
+    assert ok.exit_code == 0, ok.output
+    ledger = json.loads(ok.output)["ledger"]
+    drugs, status = math.log(3), 2.0
+    assert [v["added"] for v in ledger["versions"]] == pytest.approx([drugs + status, drugs, 0])
+    assert ledger["spent"] == pytest.approx(2 * drugs + status)
+    over = CliRunner().invoke(app, ["survey", "check", *map(str, paths)])
+    assert over.exit_code == 2
+    assert "lifetime_budget" in over.output and "version 4 adds 2 nats" in over.output

@@ -9,7 +9,10 @@ The tree is small and flat::
     │   └── BudgetExceededError             its questions' epsilons sum past its budget
     ├── SurveyNotFoundError(LookupError)    no published survey with that id/version
     ├── SurveyConflictError                 republishing an (id, version) with other content
-    └── InvitationError                     a missing, unknown or already used invitation
+    ├── InvitationError                     a missing, unknown or already used invitation
+    │   └── CredentialRejectedError         a credential that is forged, for another
+    │                                      survey, or already spent
+    └── CredentialError(ValueError)         a malformed blinded message or credential
     PrivacyWarning(UserWarning)            a legal but risky setting (very large epsilon)
 
 Bad parameters of a design (a probability of 1.3) raise plain :class:`ValueError`
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "CredentialError",
+    "CredentialRejectedError",
     "DeniableError",
     "InvitationError",
     "PrivacyWarning",
@@ -71,6 +76,14 @@ class SurveyConflictError(DeniableError):
 
 class InvitationError(DeniableError):
     """The invitation token is missing, unknown, or already used (deliberately not said which)."""
+
+
+class CredentialRejectedError(InvitationError):
+    """A response's credential does not verify under the survey's key, or was spent."""
+
+
+class CredentialError(DeniableError, ValueError):
+    """A blinded message, blind signature or credential is malformed (RFC 9474 sizes)."""
 
 
 class PrivacyWarning(UserWarning):

@@ -22,22 +22,41 @@ app.add_typer(survey_app, name="survey")
 
 @survey_app.command("check")
 def survey_check(
-    file: Annotated[Path, typer.Argument(help="Survey definition (.yaml or .json).")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Survey definition (.yaml or .json); give every version of a survey to "
+            "check its lifetime budget (the last is shown in detail)."
+        ),
+    ],
     prior: Annotated[
         float,
         typer.Option(min=0.0, max=1.0, help='Prior prevalence of "yes" for the disclosure risk.'),
     ] = 0.1,
     as_json: JsonOpt = False,
 ) -> None:
-    """Validate a survey; print each question's epsilon, the total, and the disclosure risk."""
+    """Validate a survey; print each question's cost, the total, the disclosure risk, and
+    the lifetime-budget ledger across the versions given."""
+    from ..collection.budget import check_lifetime
+
     try:
-        survey = load_survey(file)
-    except FileNotFoundError:
-        raise fail(f"no such file: {file}") from None
-    except DeniableError as exc:
+        versions = sorted((load_survey(f) for f in files), key=lambda s: s.version)
+        ledger = None
+        for i, version in enumerate(versions):
+            ledger = check_lifetime(versions[:i], version)
+    except FileNotFoundError as exc:
+        raise fail(f"no such file: {exc.filename}") from None
+    except ValueError as exc:
+        if not isinstance(exc, DeniableError):
+            raise fail(str(exc)) from None
         for field, message in getattr(exc, "errors", [("survey", str(exc))]):
             err.print(f"[bold red]error:[/] {field}: {message}")
         raise typer.Exit(code=2) from None
+    except DeniableError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(code=2) from None
+    survey = versions[-1]
+    assert ledger is not None
     rows = []
     for q in survey.questions:
         d = q.mechanism
@@ -47,6 +66,8 @@ def survey_check(
                 "id": q.id,
                 "design": repr(d),
                 "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
+                "cost": q.cost,
+                "sensitive": [q.choice_labels[i] for i in q.sensitive_indices],
                 "prior": q.prior(prior).tolist(),
                 "posterior_after_report": {
                     q.report_labels[r]: None
@@ -62,10 +83,10 @@ def survey_check(
         "id": survey.id,
         "version": survey.version,
         "questions": rows,
-        "total_epsilon": total if math.isfinite(total) else "inf",
-        "finite_epsilon": survey.finite_epsilon,
+        "total_epsilon": total,
         "privacy_budget": survey.privacy_budget,
         "digest": survey.digest,
+        "ledger": ledger.to_dict(),
     }
     if as_json:
         emit_json(payload)
@@ -74,6 +95,7 @@ def survey_check(
     table.add_column("question")
     table.add_column("design", overflow="fold")
     table.add_column("epsilon (nats)", justify="right")
+    table.add_column("cost (nats)", justify="right")
     table.add_column(f"disclosure risk (prior {prior:g})", overflow="fold")
     for r in rows:
         eps = r["epsilon"]
@@ -81,14 +103,25 @@ def survey_check(
             r["id"],
             short_spec(r["design"]),
             eps if isinstance(eps, str) else f"{eps:.4f}",
+            f"{r['cost']:.4f}",
             "\n".join(r["disclosure"]),
         )
     console.print(table)
-    total_text = "inf" if not math.isfinite(total) else f"{total:.4f}"
     console.print(
-        f"Total epsilon per respondent: {total_text} nats "
-        f"(finite part {survey.finite_epsilon:.4f} of budget {survey.privacy_budget:g}). OK."
+        f"Cost per respondent: {total:.4f} nats of the version's budget "
+        f"{survey.privacy_budget:g}. OK."
     )
+    book = Table(
+        title=f"Lifetime budget of {survey.id}: {ledger.spent:.4f} of "
+        f"{ledger.lifetime_budget:g} nats",
+        title_justify="left",
+    )
+    book.add_column("version", justify="right")
+    book.add_column("adds (nats)", justify="right")
+    book.add_column("spent through it (nats)", justify="right")
+    for number, added, spent in ledger.cumulative:
+        book.add_row(str(number), f"{added:.4f}", f"{spent:.4f}")
+    console.print(book)
 
 
 @app.command()
@@ -115,6 +148,11 @@ def serve(
 
     url = resolve(database_url)
     os.environ["DENIABLE_DATABASE_URL"] = url
+    if workers > 1 and not os.environ.get("DENIABLE_ANALYST_TOKEN"):
+        raise fail(
+            f"--workers {workers} needs DENIABLE_ANALYST_TOKEN: set it to a long random "
+            "secret that all worker processes share"
+        )
     if not os.environ.get("DENIABLE_ANALYST_TOKEN"):
         import secrets
 
@@ -139,13 +177,21 @@ def serve(
 @app.command()
 def respond(
     url: Annotated[str, typer.Argument(help="Survey URL, e.g. http://127.0.0.1:8000/s/my-survey")],
-    token: Annotated[str | None, typer.Option(help="Invitation token.")] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(help="Invitation token (default: the link's #token=...; else asked)."),
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Send without asking.")] = False,
 ) -> None:
     """Answer a survey in the terminal: randomize locally, show what is sent, submit."""
     import httpx
 
-    from ..collection.client import design_from_view, parse_survey_url, respond_reports
+    from ..collection.client import (
+        design_from_view,
+        parse_survey_url,
+        request_credential,
+        respond_reports,
+    )
 
     try:
         link = parse_survey_url(url)
@@ -172,8 +218,20 @@ def respond(
                 for j, label in enumerate(q["choices"]):
                     console.print(f"  {j + 1}) {label}")
                 answers[q["id"]] = _ask_choice(len(q["choices"]))
-            if view.get("requires_invitation") and not token:
-                token = typer.prompt("Invitation token", hide_input=True)
+            credential = None
+            if view.get("requires_invitation"):
+                if not token:
+                    token = typer.prompt("Invitation token", hide_input=True)
+
+                def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+                    answer = http.post(path, json=body)
+                    if answer.status_code != 201:
+                        raise fail(f"invitation refused: {_server_message(answer)}")
+                    result: dict[str, Any] = answer.json()
+                    return result
+
+                # the credential cannot be tied to the invitation it was obtained with
+                credential = request_credential(view, token, post)
             reports = respond_reports(view, answers)
             answers.clear()
             console.print("\nThe server will receive only these reports:")
@@ -183,8 +241,8 @@ def respond(
                 console.print("Nothing was sent.")
                 raise typer.Exit(code=1)
             body: dict[str, Any] = {"version": view["version"], "reports": reports}
-            if token:
-                body["token"] = token
+            if credential is not None:
+                body["credential"] = credential.to_json()
             r = http.post(f"/api/surveys/{link.survey_id}/responses", json=body)
             if r.status_code != 201:
                 raise fail(f"not stored: {_server_message(r)}")

@@ -111,7 +111,8 @@ def demo(
         progress.stop()
         report(live)
         console.print(
-            f"\nServing the results page at [bold]{live.results_url}[/]; press Ctrl-C to stop."
+            f"\nServing the results page at [bold]{live.results_url}[/] (log in with the "
+            f"analyst token [bold]{live.analyst_token}[/]); press Ctrl-C to stop."
         )
         try:
             while True:
@@ -136,7 +137,7 @@ def demo(
         console.print(
             "\nThe demo server has stopped. To browse the results page, run "
             "[bold]deniable demo --keep-serving[/] and open the URL it prints, "
-            f"like {live.results_url.split('?')[0]}?key=<printed key>."
+            f"like {live.results_url}, and log in with the analyst token it prints."
         )
 
 

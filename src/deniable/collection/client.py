@@ -4,23 +4,42 @@ What a respondent's device does, as the browser page does it (``web/respond.js``
 rebuilds every question's design from the matrix columns the server publishes, checks
 the server's privacy claim against them (:func:`design_from_view`: the epsilon
 recomputed from the columns must not exceed the stated one), randomizes each true
-answer locally with the secure source, and sends only the reports. Needs NumPy only;
-the HTTP exchange is the caller's (``deniable respond`` uses httpx).
+answer locally with the secure source, and sends only the reports. For a survey that
+needs invitations it first exchanges the invitation for an unlinkable credential
+(:func:`request_credential`, RFC 9474 blind signatures). Needs NumPy and
+``cryptography``; the HTTP exchange is the caller's (``deniable respond`` uses httpx).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
+from ..errors import CredentialError
 from ..mechanisms.designs import Design, MatrixDesign
 from ..mechanisms.protocol import check_stated_epsilon
 from ..mechanisms.randomness import RandomSource
+from .credentials import (
+    VARIANT,
+    Credential,
+    b64url,
+    b64url_decode,
+    finalize,
+    load_public_key,
+    new_credential_request,
+)
 
-__all__ = ["SurveyLink", "design_from_view", "parse_survey_url", "respond_reports"]
+__all__ = [
+    "SurveyLink",
+    "design_from_view",
+    "parse_survey_url",
+    "request_credential",
+    "respond_reports",
+]
 
 
 @dataclass(frozen=True)
@@ -33,7 +52,9 @@ class SurveyLink:
 
 
 def parse_survey_url(url: str) -> SurveyLink:
-    """Parse ``http(s)://host[:port]/s/<id>[?token=...]`` (or ``/api/surveys/<id>``).
+    """Parse ``http(s)://host[:port]/s/<id>[#token=...]`` (or ``/api/surveys/<id>``).
+
+    The invitation token travels in the fragment, which is never sent to a server.
 
     Raises
     ------
@@ -48,7 +69,7 @@ def parse_survey_url(url: str) -> SurveyLink:
         sid = segs[-1]
     else:
         raise ValueError(f"survey URL must end in /s/<survey id>, got {url!r}")
-    token = parse_qs(parts.query).get("token", [None])[0]
+    token = parse_qs(parts.fragment).get("token", [None])[0]
     return SurveyLink(f"{parts.scheme}://{parts.netloc}", sid, token)
 
 
@@ -94,3 +115,34 @@ def respond_reports(
         design = design_from_view(q)
         out[q["id"]] = int(design.randomize(np.array([answers[q["id"]]]), rng)[0])
     return out
+
+
+def request_credential(
+    view: dict[str, Any], token: str, post: Callable[[str, dict[str, Any]], dict[str, Any]]
+) -> Credential:
+    """Exchange an invitation for a credential the server cannot link to it.
+
+    Blinds a fresh random message under the survey's ``credential_key`` (RFC 9474,
+    RSABSSA-SHA384-PSS-Randomized), sends ``{"token", "blinded_msg"}`` with
+    ``post(path, body)`` (which returns the JSON answer or raises), and finalizes the
+    blind signature, checking it against the key.
+
+    Raises
+    ------
+    CredentialError
+        If the survey names another variant, or the server's signature is not valid.
+    """
+    if view.get("credential_variant") != VARIANT:
+        raise CredentialError(
+            f"the survey's credential_variant must be {VARIANT!r}, "
+            f"got {view.get('credential_variant')!r}"
+        )
+    public_key = load_public_key(view["credential_key"])
+    blinded, state = new_credential_request(public_key)
+    answer = post(
+        f"/api/surveys/{view['id']}/credentials", {"token": token, "blinded_msg": b64url(blinded)}
+    )
+    signature = finalize(
+        public_key, state, b64url_decode(str(answer["blind_sig"]), "blind_sig", 512)
+    )
+    return Credential(state.prepared, signature)

@@ -3,8 +3,11 @@
 :func:`serve_in_thread` starts the real server (uvicorn) on a loopback port inside the
 current process; :func:`live_demo` publishes a
 survey to a fresh server on a temporary SQLite database, drives simulated respondents
-drawn from the UCI Adult population through the HTTP API (each randomizing with
-:func:`~deniable.collection.client.respond_reports`), and reads back the live estimates.
+drawn from the UCI Adult population through the HTTP API, and reads back the live
+estimates. Each simulated respondent follows the real protocol: it exchanges its own
+invitation for a blind-signature credential
+(:func:`~deniable.collection.client.request_credential`), randomizes on its device, and
+sends the reports with the credential.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 import uvicorn
 
 from ..datasets import load_adult
-from .client import design_from_view
+from .client import design_from_view, request_credential
 from .server.app import create_app
 from .storage import Store
 
@@ -40,7 +43,7 @@ DEMO_SURVEY: dict[str, Any] = {
     "title": "A private survey of the UCI Adult population",
     "description": "Simulated respondents from the 1994 US census extract.",
     "privacy_budget": 4.5,
-    "requires_invitation": False,
+    "requires_invitation": True,
     "questions": [
         {
             "id": "income",
@@ -135,6 +138,8 @@ class LiveDemoResult:
     respondents: int
     seconds: float
     rows: list[LiveRow]
+    #: the analyst token of this demo server (for the results page's login form)
+    analyst_token: str = ""
 
 
 def _truth_codes(view: dict[str, Any], people: Any) -> dict[str, np.ndarray]:
@@ -195,10 +200,28 @@ def live_demo(
                 progress(f"{respondents} respondents answering over HTTP")
             start = time.perf_counter()
 
-            def send(i: int) -> None:
-                body = {"version": 1, "reports": {k: int(v[i]) for k, v in reports.items()}}
-                r = http.post(f"/api/surveys/{DEMO_SURVEY['id']}/responses", json=body)
+            invitations = http.post(
+                f"/api/surveys/{DEMO_SURVEY['id']}/invitations",
+                json={"count": respondents},
+                headers=auth,
+            )
+            invitations.raise_for_status()
+            tokens = invitations.json()["tokens"]
+
+            def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+                r = http.post(path, json=body)
                 r.raise_for_status()
+                answer: dict[str, Any] = r.json()
+                return answer
+
+            def send(i: int) -> None:
+                credential = request_credential(view, tokens[i], post)
+                body = {
+                    "version": 1,
+                    "credential": credential.to_json(),
+                    "reports": {k: int(v[i]) for k, v in reports.items()},
+                }
+                post(f"/api/surveys/{DEMO_SURVEY['id']}/responses", body)
 
             with ThreadPoolExecutor(clients) as pool:
                 list(pool.map(send, range(respondents)))
@@ -223,7 +246,8 @@ def live_demo(
                     )
             result = LiveDemoResult(
                 base_url=base,
-                results_url=f"{base}/surveys/{DEMO_SURVEY['id']}/results?key={token}",
+                results_url=f"{base}/surveys/{DEMO_SURVEY['id']}/results",
+                analyst_token=token,
                 database=str(db),
                 respondents=respondents,
                 seconds=seconds,

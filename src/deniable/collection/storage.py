@@ -1,35 +1,34 @@
-"""Durable storage of surveys, invitation tokens and randomized reports (SQLAlchemy Core).
+"""Durable storage of surveys, invitations, credentials and randomized reports.
 
 SQLite (the default: a file created on first use, WAL journal, ``synchronous=FULL`` so a
 commit survives a crash of the process *and* of the machine) or PostgreSQL
-(``postgresql://user:pass@host/db``, driven by psycopg 3).
+(``postgresql://user:pass@host/db``, driven by psycopg 3). The tables are in
+:mod:`deniable.collection.schema`.
 
-What is stored, and what is not
--------------------------------
-- ``surveys``: each published (id, version) with its canonical JSON and SHA-256 digest.
-  Immutable: republishing the same content is a no-op, other content is refused.
-- ``invitations``: SHA-256 hashes of one-time tokens and whether each was used; the
-  plaintext token is returned once, when issued, and never stored. No time of use.
-- ``reports``: one row per (response, question): the randomized report code only.
-  There is no column for a true answer, no IP address, no respondent identifier and
-  no exact time (only the start of a coarse bucket, default one hour). Rows are keyed
-  by a random 128-bit id; on SQLite the table is ``WITHOUT ROWID`` so its physical
-  order is that random key, not arrival order; every read orders by the random key.
-  The invitation that a response spent is not linked to it.
+The invitation protocol (RFC 9474 blind signatures, :mod:`.credentials`)
+--------------------------------------------------------------------------
+- :meth:`Store.issue_credential` spends an invitation and returns a blind signature;
+  it never sees the credential the respondent's device later unblinds.
+- :meth:`Store.commit_group` stores a response with the *nullifier* of its credential
+  (SHA-256 of its message) in one transaction; a nullifier is stored once, so a
+  credential is used at most once, and nothing ties it to the invitation spent for it.
+- After every write on SQLite the WAL is checkpointed and truncated
+  (:meth:`Store.forget_history`, ``secure_delete`` on), so the files do not keep the
+  order in which invitations were spent and responses stored.
+
+What is stored, and what is not: reports carry no true answer, no address, no
+respondent identifier and no exact time (only the start of a coarse bucket, default one
+hour). Rows are keyed by random 128-bit ids and every read orders by them.
 
 Durability
 ----------
-:meth:`Store.submit` returns only after the transaction that marks the token used and
-inserts the reports has committed; a caller acknowledges the respondent after that.
+A response is acknowledged only after the transaction that stores its nullifier and
+reports has committed; a credential is returned only after its invitation's spend has.
 
-Schema migrations are named and applied in order at start-up (:data:`MIGRATIONS`); the
-``schema_migrations`` table records those applied.
-
-Limit: on PostgreSQL the heap keeps arrival order and a superuser can correlate rows
-through system columns (the transaction id ``xmin`` shared by a spent token's row
-version and its reports) until ``VACUUM`` reclaims old row versions. The application's
-readers (results, exports) never expose either: they read tallies or order by the
-random key.
+Limit (PostgreSQL): the heap keeps arrival order, and a superuser can read each row's
+creating transaction id (``xmin``) until ``VACUUM FREEZE``; xids increase with time, so
+invitation spends and responses can be ordered against each other. See the threat
+model in docs/collection.md.
 """
 
 from __future__ import annotations
@@ -39,178 +38,69 @@ from .._extras import require
 require("sqlalchemy", "server")
 require("pandas", "server")
 
-import hashlib
-import os
 import secrets
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import (
-    Boolean,
-    CheckConstraint,
-    Column,
-    Connection,
-    Engine,
-    ForeignKeyConstraint,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    create_engine,
-    event,
-    func,
-    insert,
-    select,
-    text,
-    update,
-)
+from sqlalchemy import Connection, create_engine, func, insert, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import (
+    CredentialRejectedError,
     InvitationError,
     ReportValidationError,
     SurveyConflictError,
     SurveyNotFoundError,
 )
 from ..tallies import Tally
+from .budget import Ledger, check_lifetime, lifetime_ledger
+from .credentials import Credential, CredentialKey, nullifier
+from .invitations import InvitationsMixin, PendingSpend
+from .schema import (
+    DEFAULT_SQLITE_FILE,
+    MIGRATIONS,
+    database_url,
+    hash_token,
+    nullifiers,
+    reports,
+    schema_migrations,
+    sqlite_engine,
+    surveys,
+)
 from .survey import Survey, parse_survey
 
 __all__ = [
     "DEFAULT_SQLITE_FILE",
     "MIGRATIONS",
     "PendingResponse",
+    "PendingSpend",
     "Store",
     "database_url",
     "hash_token",
 ]
 
-#: File name of the default SQLite database, created in the working directory.
-DEFAULT_SQLITE_FILE = "deniable.sqlite"
-
-metadata = MetaData()
-
-schema_migrations = Table(
-    "schema_migrations",
-    metadata,
-    Column("name", String(100), primary_key=True),
-    Column("position", Integer, nullable=False),
-)
-surveys = Table(
-    "surveys",
-    metadata,
-    Column("survey_id", String(64), primary_key=True),
-    Column("version", Integer, primary_key=True),
-    Column("digest", String(64), nullable=False),
-    Column("definition", Text, nullable=False),
-)
-invitations = Table(
-    "invitations",
-    metadata,
-    Column("token_hash", String(64), primary_key=True),
-    Column("survey_id", String(64), nullable=False),
-    Column("used", Boolean, nullable=False),
-    sqlite_with_rowid=False,
-)
-reports = Table(
-    "reports",
-    metadata,
-    Column("report_id", String(32), primary_key=True),
-    Column("response_id", String(32), nullable=False),
-    Column("survey_id", String(64), nullable=False),
-    Column("version", Integer, nullable=False),
-    Column("question_id", String(64), nullable=False),
-    Column("report", Integer, nullable=False),
-    Column("received_bucket", Integer, nullable=False),
-    ForeignKeyConstraint(["survey_id", "version"], ["surveys.survey_id", "surveys.version"]),
-    CheckConstraint("report >= 0", name="report_non_negative"),
-    Index("reports_tally", "survey_id", "version", "question_id", "report"),
-    sqlite_with_rowid=False,
-)
-
-
-def _initial(conn: Connection) -> None:
-    for table in (surveys, invitations, reports):
-        table.create(conn, checkfirst=True)
-
-
-def _invitation_index(conn: Connection) -> None:
-    # plain DDL so the index is not part of the table metadata that migration 1 creates
-    conn.execute(text("CREATE INDEX IF NOT EXISTS invitations_survey ON invitations (survey_id)"))
-
-
-#: Ordered, named schema migrations; never edit one that has shipped, append a new one.
-MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
-    ("0001_initial", _initial),
-    ("0002_invitation_survey_index", _invitation_index),
-)
-
-
-def database_url(url: str | None = None) -> str:
-    """Resolve the database URL: the argument, else ``DENIABLE_DATABASE_URL``, else a
-    SQLite file :data:`DEFAULT_SQLITE_FILE` in the working directory.
-
-    ``postgresql://`` and ``postgres://`` URLs are given the psycopg 3 driver.
-    """
-    url = url or os.environ.get("DENIABLE_DATABASE_URL") or ""
-    if not url:
-        return f"sqlite:///{Path.cwd() / DEFAULT_SQLITE_FILE}"
-    for prefix in ("postgres://", "postgresql://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
-
-
-def hash_token(token: str) -> str:
-    """SHA-256 (hex) of an invitation token. Tokens carry 192 random bits, so a fast
-    hash suffices: there is nothing to brute-force."""
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
-    engine = create_engine(
-        url,
-        connect_args={"timeout": 60, "check_same_thread": False},
-        pool_size=8,
-        max_overflow=32,
-    )
-
-    @event.listens_for(engine, "connect")
-    def _connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # SQLAlchemy's begin event emits BEGIN
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=FULL")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _begin(conn: Connection) -> None:
-        # Writers take the write lock up front, so two writers queue on the busy
-        # timeout instead of failing to upgrade a read snapshot.
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-    return engine
-
 
 @dataclass(frozen=True)
 class PendingResponse:
-    """A validated response waiting for its transaction (see :meth:`Store.commit_group`)."""
+    """A validated response waiting for its transaction (see :meth:`Store.commit_group`).
+
+    ``nullifier`` is the spent-credential record of a survey that needs invitations
+    (its credential already verified), ``None`` otherwise.
+    """
 
     survey_id: str
-    requires_invitation: bool
-    token: str | None
+    nullifier: str | None
     rows: list[dict[str, Any]]
 
 
-class Store:
+class Store(InvitationsMixin):
     """The collection database.
 
     Parameters
@@ -233,12 +123,13 @@ class Store:
         self.bucket_seconds = bucket_seconds
         self.is_sqlite = self.url.startswith("sqlite")
         if self.is_sqlite:
-            self.engine = _sqlite_engine(self.url, immediate=True)
-            self.reader = _sqlite_engine(self.url, immediate=False)
+            self.engine = sqlite_engine(self.url, immediate=True)
+            self.reader = sqlite_engine(self.url, immediate=False)
         else:
             self.engine = create_engine(self.url, pool_size=10, max_overflow=40)
             self.reader = self.engine
         self._cache: dict[tuple[str, int], Survey] = {}
+        self._keys: dict[str, CredentialKey] = {}
         self.migrate()
 
     def close(self) -> None:
@@ -291,14 +182,21 @@ class Store:
                     f"survey {survey.id!r} version {survey.version} is already published with "
                     "different content; publish the change as a new version"
                 )
-            latest = conn.execute(
-                select(func.max(surveys.c.version)).where(surveys.c.survey_id == survey.id)
-            ).scalar()
+            earlier = [
+                parse_survey(d)
+                for d in conn.execute(
+                    select(surveys.c.definition).where(surveys.c.survey_id == survey.id)
+                ).scalars()
+            ]
+            latest = max((s.version for s in earlier), default=None)
             if latest is not None and latest > survey.version:
                 raise SurveyConflictError(
                     f"survey {survey.id!r} already has version {latest}; a new version must "
                     f"be greater than {latest}"
                 )
+            check_lifetime(earlier, survey)
+            if survey.requires_invitation:
+                self._ensure_key(conn, survey.id)
             try:
                 conn.execute(
                     insert(surveys).values(
@@ -312,7 +210,22 @@ class Store:
                 raise SurveyConflictError(
                     f"survey {survey.id!r} version {survey.version} was published concurrently"
                 ) from None
+        self.forget_history()
         return True
+
+    def ledger(self, survey_id: str) -> Ledger:
+        """The lifetime privacy-budget ledger of a published survey id.
+
+        Raises
+        ------
+        SurveyNotFoundError
+        """
+        q = select(surveys.c.definition).where(surveys.c.survey_id == survey_id)
+        with self.reader.connect() as conn:
+            versions = [parse_survey(d) for d in conn.execute(q).scalars()]
+        if not versions:
+            raise SurveyNotFoundError(f"no published survey {survey_id!r}")
+        return lifetime_ledger(versions)
 
     def cached_survey(self, survey_id: str, version: int) -> Survey | None:
         """The survey if this process has already loaded it (published ones never change)."""
@@ -349,24 +262,6 @@ class Store:
                 surveys.c.survey_id, surveys.c.version
             )
             return [(r.survey_id, r.version) for r in conn.execute(q)]
-
-    # -- invitations -------------------------------------------------------------
-    def issue_tokens(self, survey_id: str, count: int) -> list[str]:
-        """Create ``count`` one-time invitation tokens (1..100,000) for a published survey.
-
-        Returns the plaintext tokens (URL-safe, 192 random bits from ``secrets``); only
-        their SHA-256 hashes are stored.
-        """
-        if not 1 <= count <= 100_000:
-            raise ValueError(f"count must be in 1..100000, got {count}")
-        self.survey(survey_id)
-        tokens = [secrets.token_urlsafe(24) for _ in range(count)]
-        rows = [
-            {"token_hash": hash_token(t), "survey_id": survey_id, "used": False} for t in tokens
-        ]
-        with self.engine.begin() as conn:
-            conn.execute(insert(invitations), rows)
-        return tokens
 
     # -- reports -----------------------------------------------------------------
     def _rows(
@@ -407,7 +302,10 @@ class Store:
         return now - now % self.bucket_seconds
 
     def submit(
-        self, survey: Survey, reports_by_question: Mapping[str, int], token: str | None = None
+        self,
+        survey: Survey,
+        reports_by_question: Mapping[str, int],
+        credential: Credential | None = None,
     ) -> None:
         """Store one response (a report code for every question) atomically.
 
@@ -417,55 +315,94 @@ class Store:
         ------
         ReportValidationError
             If a question is missing or extra, or a code is not an int in ``0..m-1``.
-        InvitationError
-            If the survey needs an invitation and the token is missing, unknown, for
-            another survey, or used (the error does not say which).
+        CredentialRejectedError
+            If the survey needs invitations and the credential is missing, does not
+            verify under the survey's key, or was already spent.
         """
-        (outcome,) = self.commit_group([self.prepare(survey, reports_by_question, token)])
+        (outcome,) = self.commit_group([self.prepare(survey, reports_by_question, credential)])
         if outcome is not None:
             raise outcome
 
     def prepare(
-        self, survey: Survey, reports_by_question: Mapping[str, int], token: str | None = None
+        self,
+        survey: Survey,
+        reports_by_question: Mapping[str, int],
+        credential: Credential | None = None,
     ) -> PendingResponse:
-        """Validate one response into the rows to insert (no database access).
+        """Validate one response and its credential (no write).
 
         Raises
         ------
-        ReportValidationError
-            As :meth:`submit`.
+        ReportValidationError, CredentialRejectedError
+            As :meth:`submit` (a spent credential is found only at the commit).
         """
         rows = self._rows(survey, [reports_by_question], self._bucket())
-        return PendingResponse(survey.id, survey.requires_invitation, token, rows)
+        spent = None
+        if survey.requires_invitation:
+            if credential is None:
+                raise CredentialRejectedError(
+                    "this survey needs a credential (obtained with an invitation)"
+                )
+            if not self.credential_key(survey.id).verify(credential.message, credential.signature):
+                raise CredentialRejectedError("the credential is not valid for this survey")
+            spent = nullifier(credential.message)
+        return PendingResponse(survey.id, spent, rows)
 
-    def commit_group(self, pending: Sequence[PendingResponse]) -> list[InvitationError | None]:
-        """Store many prepared responses in ONE transaction (group commit).
+    def commit_group(
+        self, pending: Sequence[PendingResponse | PendingSpend], forget: bool = True
+    ) -> list[InvitationError | None]:
+        """Store many prepared responses and invitation spends in ONE transaction.
 
-        Each response spends its own invitation; a response whose invitation is refused
-        is left out (its entry in the result is the error) without affecting the others.
-        Returns after the commit: every ``None`` entry is then durable. If the
-        transaction fails, nothing is stored and the exception propagates.
+        A response whose credential was already spent (earlier, or by an earlier entry of
+        this group), or a spend whose invitation was, is left out (its entry in the
+        result is the error) without affecting the others. Returns after the commit:
+        every ``None`` entry is then durable. If the transaction fails, nothing is stored
+        and the exception propagates. With ``forget`` the WAL is then truncated
+        (:meth:`forget_history`); the group committer does that when it goes idle.
         """
-        outcomes: list[InvitationError | None] = []
+        spends = [(i, p) for i, p in enumerate(pending) if isinstance(p, PendingSpend)]
+        answers = [(i, p) for i, p in enumerate(pending) if isinstance(p, PendingResponse)]
+        outcomes: list[InvitationError | None] = [None] * len(pending)
         rows: list[dict[str, Any]] = []
         with self.engine.begin() as conn:
-            for item in pending:
-                if item.requires_invitation:
-                    try:
-                        self._spend(conn, item.survey_id, item.token)
-                    except InvitationError as exc:
-                        outcomes.append(exc)
-                        continue
-                outcomes.append(None)
-                rows.extend(item.rows)
+            if spends:
+                spent = self._spend_all(conn, [p for _, p in spends])
+                for j, (i, _) in enumerate(spends):
+                    outcomes[i] = spent[j]
+            recorded = self._record_all(conn, [p for _, p in answers])
+            for j, (i, item) in enumerate(answers):
+                if recorded[j]:
+                    rows.extend(item.rows)
+                else:
+                    outcomes[i] = CredentialRejectedError("this credential was already used")
             if rows:
                 conn.execute(insert(reports), rows)
+        if forget:
+            self.forget_history()
         return outcomes
+
+    def forget_history(self) -> None:
+        """SQLite: checkpoint the WAL into the database and truncate it to zero bytes, so
+        the files keep no record of the order of past transactions. Waits at most 50 ms
+        for readers; if one holds an old snapshot the WAL is truncated at the next write.
+        PostgreSQL: nothing (see the module's limits)."""
+        if not self.is_sqlite:
+            return
+        raw = self.engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            cur.execute("PRAGMA busy_timeout=50")
+            cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            cur.execute("PRAGMA busy_timeout=60000")
+            cur.close()
+        finally:
+            raw.close()
 
     def submit_batch(self, survey: Survey, responses: Sequence[Mapping[str, int]]) -> int:
         """Store many responses in one transaction (all or none); return how many.
 
-        For telemetry clients of surveys that need no invitation.
+        For telemetry clients of surveys that need no invitation (the server checks
+        their ingestion key).
 
         Raises
         ------
@@ -482,23 +419,31 @@ class Store:
         if rows:
             with self.engine.begin() as conn:
                 conn.execute(insert(reports), rows)
+            self.forget_history()
         return len(responses)
 
-    @staticmethod
-    def _spend(conn: Connection, survey_id: str, token: str | None) -> None:
-        if not token:
-            raise InvitationError("this survey needs a valid invitation token")
-        res = conn.execute(
-            update(invitations)
-            .where(
-                invitations.c.token_hash == hash_token(token),
-                invitations.c.survey_id == survey_id,
-                invitations.c.used.is_(False),
+    def _record_all(self, conn: Connection, items: Sequence[PendingResponse]) -> list[bool]:
+        """Record the nullifiers (one INSERT ... ON CONFLICT DO NOTHING RETURNING); for
+        each response, whether it may be stored (no nullifier, or newly recorded by it)."""
+        first: dict[str, int] = {}
+        for i, item in enumerate(items):
+            if item.nullifier is not None:
+                first.setdefault(item.nullifier, i)
+        inserted: set[str] = set()
+        if first:
+            dialect_insert = sqlite_insert if self.is_sqlite else pg_insert
+            values = [{"nullifier": n, "survey_id": items[i].survey_id} for n, i in first.items()]
+            stmt = (
+                dialect_insert(nullifiers)
+                .values(values)
+                .on_conflict_do_nothing()
+                .returning(nullifiers.c.nullifier)
             )
-            .values(used=True)
-        )
-        if res.rowcount != 1:
-            raise InvitationError("the invitation token is not valid for this survey")
+            inserted = set(conn.execute(stmt).scalars())
+        return [
+            item.nullifier is None or (item.nullifier in inserted and first[item.nullifier] == i)
+            for i, item in enumerate(items)
+        ]
 
     # -- reading -----------------------------------------------------------------
     def tallies(self, survey: Survey) -> dict[str, Tally]:

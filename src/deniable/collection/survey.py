@@ -19,15 +19,25 @@ A survey file (YAML or JSON) is validated by pydantic. Example::
 
 Privacy accounting
 ------------------
-Each question's epsilon is the local-DP epsilon of its design's misclassification
-matrix (:attr:`deniable.mechanisms.Design.epsilon`, in nats, rounded upward). A respondent
-answers every question once, so by sequential composition (Dwork & Roth 2014, Thm 3.16)
-the survey spends the *sum* of its questions' epsilons, which must not exceed
-``privacy_budget`` (a slack of :data:`BUDGET_SLACK` nats absorbs the upward rounding of
-each epsilon; it is ~10^6 times smaller than any epsilon used in practice). One-sided
-designs (Mangat, triangular) have infinite epsilon: a question may use one only with
-``allow_infinite_epsilon: true``; such questions are listed apart and the survey's
-total epsilon is then infinite.
+Each question declares its *sensitive* answers (default: every answer except one
+labelled "no"; every answer if none is). What a question costs (:attr:`Question.cost`,
+nats, rounded upward) is the local-DP epsilon of its design's misclassification matrix
+(:attr:`deniable.mechanisms.Design.epsilon`). One-sided designs (Mangat, triangular)
+have infinite epsilon; a question may use one only with ``allow_infinite_epsilon: true``
+and only when no report can prove a sensitive answer, and it then costs its
+protected likelihood ratio (:func:`deniable.mechanisms.designs.protected_epsilon`).
+No question bypasses the budget. One guard bounds each cost
+(:func:`deniable.mechanisms.protocol.check_question_epsilon`): at most 30 nats, and above
+5 only with ``allow_large_epsilon: true``.
+
+A respondent answers every question once, so by sequential composition (Dwork & Roth
+2014, Thm 3.16) a version spends the *sum* of its questions' costs, which must not
+exceed ``privacy_budget`` (a slack of :data:`BUDGET_SLACK` nats absorbs the upward
+rounding of each epsilon). Across versions the survey id has a lifetime budget
+(``lifetime_budget``, default ``privacy_budget``): an unchanged question (same id, text,
+choices, reports and design: :attr:`Question.content_digest`) reuses the report
+memoized on the respondent's device and costs nothing again; a changed or new one is
+charged (:mod:`deniable.collection.budget`).
 
 A published survey is immutable: any change, including to its text, is a new
 ``version`` (:attr:`Survey.digest` identifies a definition).
@@ -64,12 +74,14 @@ from pydantic import (
 
 from ..errors import BudgetExceededError, SurveyError
 from ..mechanisms.binary import Crosswise, ForcedResponse, UnrelatedQuestion, Warner
-from ..mechanisms.designs import Design, KaryRR
+from ..mechanisms.designs import Design, KaryRR, protected_epsilon
+from ..mechanisms.protocol import MAX_EPSILON, check_question_epsilon
 from ..mechanisms.registry import DESIGNS
 from ..planning.disclosure import DisclosureRisk, disclosure_risk
 
 __all__ = [
     "BUDGET_SLACK",
+    "MAX_CATEGORIES",
     "DesignChoice",
     "Question",
     "Survey",
@@ -82,6 +94,11 @@ __all__ = [
 
 #: Nats of slack in the budget check (absorbs each epsilon's upward rounding).
 BUDGET_SLACK = 1e-9
+#: Most true answers or report symbols a question may have (bounds every page and
+#: matrix before anything is built).
+MAX_CATEGORIES = 64
+#: Most matrix cells (reports x answers, all questions) one survey may publish.
+MAX_SURVEY_CELLS = 20_000
 
 #: Identifiers of surveys and questions: lower-case letter, then up to 63 of [a-z0-9_-].
 SLUG_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -141,23 +158,37 @@ class Question(BaseModel):
     innocuous_question : str, optional
         The innocuous question of an unrelated-question or crosswise design, shown to
         respondents who randomize physically.
+    sensitive : list of str, optional
+        The sensitive answers (labels among ``choices``); default every answer except
+        one labelled "no" (every answer if none is).
     allow_infinite_epsilon : bool
-        Opt in to a design with infinite epsilon (one-sided designs).
+        Opt in to a one-sided design (infinite epsilon), allowed only when no report can
+        prove a sensitive answer.
+    allow_large_epsilon : bool
+        Opt in to a cost above 5 nats (never above 30).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: Slug
     text: Text
-    choices: list[Label] | None = Field(default=None, min_length=2, max_length=256)
-    reports: list[Label] | None = Field(default=None, min_length=2, max_length=256)
+    choices: list[Label] | None = Field(default=None, min_length=2, max_length=MAX_CATEGORIES)
+    reports: list[Label] | None = Field(default=None, min_length=2, max_length=MAX_CATEGORIES)
     design: DesignChoice
     innocuous_question: Text | None = None
+    sensitive: list[Label] | None = Field(default=None, min_length=1, max_length=MAX_CATEGORIES)
     allow_infinite_epsilon: bool = False
+    allow_large_epsilon: bool = False
     _design: Design = PrivateAttr()
+    _cost: float = PrivateAttr()
 
     @model_validator(mode="after")
     def _build(self) -> Question:
         params: dict[str, Any] = dict(self.design.params)
+        for name in ("k", "draws"):  # sizes are bounded before anything is allocated
+            if name in params and not 1 <= params[name] <= MAX_CATEGORIES:
+                raise ValueError(
+                    f"design.params.{name} must be in 1..{MAX_CATEGORIES}, got {params[name]:g}"
+                )
         if self.design.name == "kary-rr":
             if self.choices is None and "k" not in params:
                 raise ValueError("kary-rr needs choices (or params.k)")
@@ -193,7 +224,53 @@ class Question(BaseModel):
                 "protected); set allow_infinite_epsilon: true to use it"
             )
         self._design = design
+        labels = self.choice_labels
+        if self.sensitive is not None:
+            unknown = sorted(set(self.sensitive) - set(labels))
+            if unknown:
+                raise ValueError(f"sensitive names {unknown}, which are not among {labels}")
+        cost = design.epsilon
+        if math.isinf(cost):
+            cost = protected_epsilon(design.matrix, self.sensitive_indices)
+            if math.isinf(cost):
+                raise ValueError(
+                    f"design: a report of {self.design.name!r} with these parameters proves "
+                    f"a sensitive answer ({', '.join(labels[i] for i in self.sensitive_indices)})"
+                    "; no opt-in allows that. Make every report possible under every answer"
+                )
+        check_question_epsilon(cost, "design", self.allow_large_epsilon)
+        self._cost = cost
         return self
+
+    @property
+    def sensitive_indices(self) -> list[int]:
+        """Indices of the sensitive true answers (see ``sensitive``)."""
+        labels = self.choice_labels
+        if self.sensitive is not None:
+            return [i for i, label in enumerate(labels) if label in self.sensitive]
+        no = [i for i, label in enumerate(labels) if label.strip().lower() == "no"]
+        return [i for i in range(len(labels)) if i not in no[:1]]
+
+    @property
+    def cost(self) -> float:
+        """Nats this question spends: its epsilon, or for a one-sided design its
+        protected likelihood ratio (always finite, at most 30)."""
+        return self._cost
+
+    @cached_property
+    def content_digest(self) -> str:
+        """SHA-256 (hex) of what the respondent answers and how it is randomized: id,
+        text, answer and report labels, design name and matrix. Equal digests across
+        versions mean the device may reuse its memoized report."""
+        content = {
+            "id": self.id,
+            "text": self.text,
+            "choices": self.choice_labels,
+            "reports": self.report_labels,
+            "design": self.design.name,
+            "matrix": self._design.matrix.round(15).tolist(),
+        }
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
     @property
     def mechanism(self) -> Design:
@@ -246,9 +323,12 @@ class Survey(BaseModel):
     version : int >= 1
         A published (id, version) never changes; edits need a new version.
     title, description : str
-    privacy_budget : float > 0
-        Per-respondent epsilon budget in nats; the finite epsilons of all questions must
-        sum to at most this (sequential composition).
+    privacy_budget : float in (0, 30]
+        Per-respondent budget of this version in nats; the questions' costs must sum to
+        at most this (sequential composition).
+    lifetime_budget : float in (0, 30], optional
+        Budget of the survey id over all its versions (default ``privacy_budget``); fixed
+        by the first version (:mod:`deniable.collection.budget`).
     requires_invitation : bool
         Whether a response needs a one-time invitation token.
     disclosure_prior : float in (0, 1)
@@ -268,7 +348,8 @@ class Survey(BaseModel):
     version: int = Field(ge=1, le=1_000_000)
     title: Text
     description: Annotated[str, StringConstraints(max_length=10_000)] = ""
-    privacy_budget: float = Field(gt=0, le=100, allow_inf_nan=False)
+    privacy_budget: float = Field(gt=0, le=MAX_EPSILON, allow_inf_nan=False)
+    lifetime_budget: float | None = Field(default=None, gt=0, le=MAX_EPSILON, allow_inf_nan=False)
     requires_invitation: bool = False
     disclosure_prior: float = Field(default=0.5, gt=0, lt=1)
     questions: list[Question] = Field(min_length=1, max_length=100)
@@ -285,11 +366,20 @@ class Survey(BaseModel):
 
     @model_validator(mode="after")
     def _budget(self) -> Survey:
-        spent = self.finite_epsilon
-        if spent > self.privacy_budget + BUDGET_SLACK:
-            parts = ", ".join(
-                f"{q.id}={q.epsilon:.6g}" for q in self.questions if math.isfinite(q.epsilon)
+        cells = sum(q.mechanism.n_truths * q.mechanism.n_reports for q in self.questions)
+        if cells > MAX_SURVEY_CELLS:
+            raise ValueError(
+                f"questions: the designs have {cells} matrix cells in all; at most "
+                f"{MAX_SURVEY_CELLS} fit on a respondent's page"
             )
+        if self.lifetime_budget is not None and self.privacy_budget > self.lifetime_budget:
+            raise ValueError(
+                f"privacy_budget: {self.privacy_budget:g} nats exceeds lifetime_budget "
+                f"{self.lifetime_budget:g}"
+            )
+        spent = self.total_epsilon
+        if spent > self.privacy_budget + BUDGET_SLACK:
+            parts = ", ".join(f"{q.id}={q.cost:.6g}" for q in self.questions)
             raise BudgetExceededError(
                 [
                     (
@@ -303,14 +393,15 @@ class Survey(BaseModel):
         return self
 
     @property
-    def finite_epsilon(self) -> float:
-        """Sum of the finite question epsilons (nats): what the budget is checked against."""
-        return math.fsum(q.epsilon for q in self.questions if math.isfinite(q.epsilon))
+    def total_epsilon(self) -> float:
+        """What one whole response spends (nats): the sum of the questions' costs."""
+        return math.fsum(q.cost for q in self.questions)
 
     @property
-    def total_epsilon(self) -> float:
-        """Epsilon of one whole response (nats); ``inf`` if any question opted in to it."""
-        return math.fsum(q.epsilon for q in self.questions)
+    def lifetime(self) -> float:
+        """The lifetime budget of the survey id (nats): ``lifetime_budget`` or, if not
+        given, ``privacy_budget``."""
+        return self.lifetime_budget if self.lifetime_budget is not None else self.privacy_budget
 
     def question(self, question_id: str) -> Question:
         """The question with this id; KeyError if there is none."""
@@ -343,7 +434,7 @@ class Survey(BaseModel):
             "description": self.description,
             "requires_invitation": self.requires_invitation,
             "privacy_budget": self.privacy_budget,
-            "total_epsilon": _json_float(self.total_epsilon),
+            "total_epsilon": self.total_epsilon,
             "digest": self.digest,
             "questions": [],
         }
@@ -357,6 +448,9 @@ class Survey(BaseModel):
                     "reports": q.report_labels,
                     "columns": d.matrix.T.tolist(),
                     "epsilon": _json_float(q.epsilon),
+                    "cost": q.cost,
+                    "sensitive": [q.choice_labels[i] for i in q.sensitive_indices],
+                    "memo_key": q.content_digest,
                     "design": q.design.name,
                     "params": d.params,
                     "disclosure": _disclosure(q, self.disclosure_prior),

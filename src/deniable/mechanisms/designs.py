@@ -39,7 +39,14 @@ from .columns import column
 from .protocol import MatrixChannel, check_epsilon, spec_string, warn_large_epsilon
 from .randomness import RandomSource, uniforms
 
-__all__ = ["Design", "KaryRR", "MatrixDesign", "binary_matrix", "ldp_epsilon"]
+__all__ = [
+    "Design",
+    "KaryRR",
+    "MatrixDesign",
+    "binary_matrix",
+    "ldp_epsilon",
+    "protected_epsilon",
+]
 
 #: Grid of the uniforms every source draws (53 random bits).
 _GRID = 2.0**-53
@@ -70,6 +77,47 @@ def ldp_epsilon(matrix: NDArray[np.float64]) -> float:
     ratio = (hi[used] + _GRID) / (lo[used] - _GRID)
     ratio = np.nextafter(ratio, np.inf)
     return float(np.nextafter(np.log(ratio), np.inf).max())
+
+
+def protected_epsilon(matrix: NDArray[np.float64], sensitive: Sequence[int]) -> float:
+    """Largest log likelihood ratio by which a report raises the odds of a *sensitive*
+    true answer against any other answer, in nats, rounded upward.
+
+    ``max over reports r, sensitive s, truths t != s of ln(P[r,s] / P[r,t])``. It equals
+    :func:`ldp_epsilon` when every answer is sensitive; it is finite for one-sided
+    designs such as the triangular model (Yu, Tian & Tang 2008), whose reports can prove
+    only the non-sensitive answer, and infinite when some report can occur under a
+    sensitive answer but not under another answer (that report proves it).
+
+    Parameters
+    ----------
+    matrix : ndarray, shape (m, k), float64
+        ``Pr(report | truth)``.
+    sensitive : sequence of int
+        Indices (0..k-1) of the sensitive true answers.
+
+    Raises
+    ------
+    ValueError
+        If ``sensitive`` is empty or holds an index outside ``0..k-1``.
+    """
+    k = matrix.shape[1]
+    idx = sorted(set(int(s) for s in sensitive))
+    if not idx or idx[0] < 0 or idx[-1] >= k:
+        raise ValueError(f"sensitive must name 1..{k} true answers in 0..{k - 1}, got {idx}")
+    worst = 0.0
+    for s in idx:
+        top = matrix[:, s]
+        others = np.delete(matrix, s, axis=1)
+        used = top > _GRID
+        if not np.any(used):
+            continue
+        low = others[used].min(axis=1)
+        if np.any(low <= _GRID):
+            return math.inf
+        ratio = np.nextafter((top[used] + _GRID) / (low - _GRID), np.inf)
+        worst = max(worst, float(np.nextafter(np.log(ratio), np.inf).max()))
+    return worst
 
 
 class Design:

@@ -58,6 +58,7 @@ __all__ = [
     "Mechanism",
     "SupportChannel",
     "check_epsilon",
+    "check_question_epsilon",
     "check_stated_epsilon",
     "spec_string",
     "warn_large_epsilon",
@@ -83,6 +84,36 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     if not 0.0 < eps <= MAX_EPSILON:
         raise ValueError(f"{name} must be in (0, {MAX_EPSILON:g}] nats, got {eps}")
     return eps
+
+
+def check_question_epsilon(epsilon: float, field: str, allow_large: bool = False) -> None:
+    """The guard on one question's (or one report's) privacy loss, in nats.
+
+    ``epsilon`` must be finite and at most :data:`MAX_EPSILON`; above
+    :data:`LARGE_EPSILON` it needs an explicit opt-in (``allow_large``). The same bounds
+    as :func:`check_epsilon` and :func:`warn_large_epsilon`, which mechanisms apply when
+    they are built; surveys apply this one to each question.
+
+    Raises
+    ------
+    ValueError
+        Naming ``field``, the epsilon and the allowed values.
+    """
+    if not math.isfinite(epsilon):
+        raise ValueError(
+            f"{field}: epsilon is infinite (a report can prove a sensitive answer); "
+            "choose parameters under which every report is possible for every answer"
+        )
+    if epsilon > MAX_EPSILON:
+        raise ValueError(
+            f"{field}: epsilon {epsilon:.4g} nats exceeds the hard maximum {MAX_EPSILON:g}"
+        )
+    if epsilon > LARGE_EPSILON and not allow_large:
+        raise ValueError(
+            f"{field}: epsilon {epsilon:.4g} nats is above {LARGE_EPSILON:g}; set "
+            "allow_large_epsilon: true to accept it (one report then moves an observer's "
+            f"odds by a factor above e^{LARGE_EPSILON:g} = {math.exp(LARGE_EPSILON):.0f})"
+        )
 
 
 def check_stated_epsilon(actual: float, stated: float | str, what: str) -> None:

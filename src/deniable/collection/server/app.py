@@ -4,16 +4,19 @@ Run it with ``deniable serve``; the OpenAPI document is at ``/openapi.json``.
 
 Public endpoints
     ``GET /api/surveys/{id}``            the survey as the respondent's device needs it
-    ``GET /s/{id}``                      the respondent page (randomizes in the browser)
+    ``GET /s/{id}``                      the respondent page (token in the fragment)
+    ``POST /api/surveys/{id}/credentials``  spend an invitation for a blind signature
     ``POST /api/surveys/{id}/responses`` one response: a report code per question
-    ``POST /api/surveys/{id}/batch``     many responses at once (telemetry clients)
-Analyst endpoints (``Authorization: Bearer <DENIABLE_ANALYST_TOKEN>``)
+    ``POST /api/surveys/{id}/batch``     many responses (``Bearer <ingestion key>``)
+    ``GET|POST /login``                  the analyst's login form (session cookie)
+Analyst endpoints (``Authorization: Bearer <DENIABLE_ANALYST_TOKEN>``, never a query)
     ``POST /api/surveys``                publish a survey version
     ``GET /api/surveys``                 list published surveys
-    ``POST /api/surveys/{id}/invitations``  issue one-time invitation tokens
+    ``POST /api/surveys/{id}/invitations``  issue one-time invitations (links)
+    ``POST /api/surveys/{id}/ingestion-keys``  issue a telemetry ingestion key
     ``GET /api/surveys/{id}/results``    estimate, SE and CI per question (SQL GROUP BY tallies)
     ``GET /api/surveys/{id}/export``     reports as CSV or Parquet
-    ``GET /surveys/{id}/results``        results page with plots (token also as ``?key=``)
+    ``GET /surveys/{id}/results``        results page with plots (session cookie)
 
 Every error has one JSON shape::
 
@@ -23,7 +26,8 @@ Every error has one JSON shape::
 A rejected request stores nothing: all validation happens before the one transaction
 that stores a response, and the transaction is rolled back on any failure. A response is
 acknowledged (201) only after that transaction has committed. Request bodies larger
-than ``max_body_bytes`` are refused with 413 while they are read.
+than ``max_body_bytes`` are refused with 413 while they are read, and a body whose next
+part takes longer than ``body_timeout`` seconds with 408 and a closed connection.
 """
 
 from __future__ import annotations
@@ -42,9 +46,16 @@ from starlette.exceptions import HTTPException
 from ...errors import DeniableError
 from ..storage import Store
 from .errors import error_for
-from .ingestion import MAX_BODY_BYTES, BodyLimit, FastSubmit, GroupCommitter
+from .ingestion import (
+    BODY_TIMEOUT_SECONDS,
+    MAX_BODY_BYTES,
+    BodyLimit,
+    FastSubmit,
+    GroupCommitter,
+)
 from .routes import analyst_router, public_router
 from .schemas import MAX_BATCH
+from .security import RateLimiter, SecurityHeaders
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "app_from_environment", "create_app"]
 
@@ -60,6 +71,8 @@ def create_app(
     *,
     analyst_token: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    body_timeout: float = BODY_TIMEOUT_SECONDS,
+    limiter: RateLimiter | None = None,
 ) -> FastAPI:
     """Build the ASGI application.
 
@@ -69,28 +82,48 @@ def create_app(
         Storage (default ``Store()``: ``DENIABLE_DATABASE_URL`` or a SQLite file).
     analyst_token : str, optional
         Bearer token of the analyst endpoints (default ``DENIABLE_ANALYST_TOKEN``; if
-        neither is set a random one is generated and logged once).
+        neither is set a random one is generated for this application object, readable
+        as ``app.state.analyst_token`` and never logged).
     max_body_bytes : int
         Largest accepted request body in bytes.
+    body_timeout : float
+        Seconds a client has to send each part of a request body (> 0).
+    limiter : RateLimiter, optional
+        Limits on responses to surveys without invitations (default:
+        ``DENIABLE_RATE_PER_MINUTE`` per client, default 30, and
+        ``DENIABLE_CAP_PER_BUCKET`` per survey and time bucket, default 100,000).
     """
     store = store or Store()
     token = analyst_token or os.environ.get("DENIABLE_ANALYST_TOKEN") or ""
     if not token:
         token = secrets.token_urlsafe(24)
-        log.warning("no DENIABLE_ANALYST_TOKEN set; analyst token for this run: %s", token)
+    if limiter is None:
+        limiter = RateLimiter(
+            float(os.environ.get("DENIABLE_RATE_PER_MINUTE", "30")),
+            int(os.environ.get("DENIABLE_CAP_PER_BUCKET", "100000")),
+            store.bucket_seconds,
+        )
     app = FastAPI(
         title="deniable collection server",
         version="1",
         description="Collects randomized-response reports; never receives a true answer.",
+        docs_url=None,  # Swagger UI loads scripts from a CDN, which the CSP forbids
+        redoc_url=None,
     )
     committer = GroupCommitter(store)
     app.state.store = store
     app.state.analyst_token = token
     app.state.committer = committer
+    app.state.limiter = limiter
     for exc_type in (RequestValidationError, HTTPException, DeniableError, Exception):
         app.add_exception_handler(exc_type, _handle)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    app.add_middleware(FastSubmit, store=store, committer=committer, max_bytes=max_body_bytes)
+    # the last added is the outermost: security headers, then body limits, then the
+    # respondents' fast path, then the application
+    app.add_middleware(
+        FastSubmit, store=store, committer=committer, max_bytes=max_body_bytes, limiter=limiter
+    )
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
+    app.add_middleware(SecurityHeaders)
     app.include_router(public_router)
     app.include_router(analyst_router)
     static = resources.files("deniable.collection") / "web"
@@ -100,5 +133,17 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """App factory for ``uvicorn --factory`` (``deniable serve``): the database URL from
-    ``DENIABLE_DATABASE_URL``, the analyst token from ``DENIABLE_ANALYST_TOKEN``."""
+    ``DENIABLE_DATABASE_URL``, the analyst token from ``DENIABLE_ANALYST_TOKEN``.
+
+    Raises
+    ------
+    RuntimeError
+        Without ``DENIABLE_ANALYST_TOKEN``: each worker process would otherwise invent
+        a token of its own (``deniable serve`` makes one for all its workers).
+    """
+    if not os.environ.get("DENIABLE_ANALYST_TOKEN"):
+        raise RuntimeError(
+            "DENIABLE_ANALYST_TOKEN is not set: set it to a long random secret shared by "
+            "all worker processes (or start the server with 'deniable serve')"
+        )
     return create_app(Store())

@@ -16,6 +16,8 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from ...errors import (
+    CredentialError,
+    CredentialRejectedError,
     DeniableError,
     InvitationError,
     ReportValidationError,
@@ -37,11 +39,15 @@ CODES = {
     405: "method_not_allowed",
     409: "conflict",
     413: "payload_too_large",
+    408: "request_timeout",
     415: "unsupported_media_type",
     422: "validation_error",
+    429: "rate_limited",
 }
 
 _DENIABLE = {
+    CredentialError: (422, "invalid_credential_format"),
+    CredentialRejectedError: (403, "invalid_credential"),
     ReportValidationError: (422, "invalid_report"),
     InvitationError: (403, "invalid_invitation"),
     SurveyNotFoundError: (404, "not_found"),
@@ -80,7 +86,12 @@ def error_for(exc: BaseException) -> JSONResponse:
         message = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
         return error_response(422, "validation_error", message, fields)
     if isinstance(exc, HTTPException):
-        return error_response(exc.status_code, CODES.get(exc.status_code, "error"), str(exc.detail))
+        response = error_response(
+            exc.status_code, CODES.get(exc.status_code, "error"), str(exc.detail)
+        )
+        if exc.status_code == 408:  # the body will not come: free the connection
+            response.headers["connection"] = "close"
+        return response
     if isinstance(exc, SurveyError):
         fields = [{"field": f"body.{f}", "message": m} for f, m in exc.errors]
         return error_response(422, "invalid_survey", str(exc), fields)

@@ -11,6 +11,7 @@ bodies over the limit while they are read.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -19,35 +20,54 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from ..credentials import VARIANT, Credential, b64url, b64url_decode
+from ..invitations import PendingSpend
 from ..storage import PendingResponse, Store
 from .errors import body_validation_error, error_for, error_response
-from .schemas import ResponseIn, Stored
+from .schemas import CredentialOut, CredentialRequest, ResponseIn, Stored
+from .security import RateLimiter
+
+log = logging.getLogger("deniable.server")
 
 __all__ = [
+    "BODY_TIMEOUT_SECONDS",
     "MAX_BODY_BYTES",
     "RESPONSES_PATH",
     "BodyLimit",
     "FastSubmit",
     "GroupCommitter",
+    "ingest_credential_request",
     "ingest_response",
 ]
 
 #: Default limit on a request body, bytes.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Default time a client has to send each part of a request body, seconds.
+BODY_TIMEOUT_SECONDS = 10.0
 
 
 async def ingest_response(
-    store: Store, committer: GroupCommitter, survey_id: str, raw: bytes
+    store: Store,
+    committer: GroupCommitter,
+    survey_id: str,
+    raw: bytes,
+    limiter: RateLimiter | None = None,
+    client: str | None = None,
 ) -> Stored:
     """Validate one raw JSON response and return once it is committed.
+
+    A survey without invitations takes the response only within ``limiter``'s limits
+    for ``client`` (an address used as an in-memory key only).
 
     Raises
     ------
     RequestValidationError
         For a body that is not a valid response (located under ``body``).
-    SurveyNotFoundError, ReportValidationError, InvitationError
-        For an unknown survey or version, a bad report code, or a refused invitation;
+    SurveyNotFoundError, ReportValidationError, CredentialRejectedError
+        For an unknown survey or version, a bad report code, or a refused credential;
         nothing is stored.
+    HTTPException
+        429 over a rate limit.
     """
     try:
         parsed = ResponseIn.model_validate_json(raw)
@@ -56,16 +76,56 @@ async def ingest_response(
     survey = store.cached_survey(survey_id, parsed.version)
     if survey is None:  # raises SurveyNotFoundError for an unknown survey
         survey = await run_in_threadpool(store.survey, survey_id, parsed.version)
-    await committer.submit(store.prepare(survey, parsed.reports, parsed.token))
+    if limiter is not None and not survey.requires_invitation:
+        limiter.check(survey.id, client)
+    credential = None
+    if parsed.credential is not None:
+        credential = Credential(
+            b64url_decode(parsed.credential.message, "credential.message", 150),
+            b64url_decode(parsed.credential.signature, "credential.signature", 512),
+        )
+    await committer.submit(store.prepare(survey, parsed.reports, credential))
     return Stored(stored=1, survey=survey.id, version=survey.version)
 
 
-class BodyLimit:
-    """ASGI middleware: refuse bodies over ``max_bytes`` (413), declared or streamed."""
+async def ingest_credential_request(
+    store: Store, committer: GroupCommitter, survey_id: str, raw: bytes
+) -> CredentialOut:
+    """Validate a raw JSON credential request, spend its invitation, then blind-sign.
 
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    The spend is committed (with the group) before the signature is made, so an
+    invitation yields at most one signature; the signer never sees the message.
+
+    Raises
+    ------
+    RequestValidationError
+        For a body that is not a credential request.
+    CredentialError, InvitationError, SurveyNotFoundError
+        For a malformed blinded message, an unknown or spent invitation, or a survey
+        without invitations; nothing is spent.
+    """
+    try:
+        parsed = CredentialRequest.model_validate_json(raw)
+    except ValidationError as exc:
+        raise body_validation_error(exc) from None
+    blinded = b64url_decode(parsed.blinded_msg, "blinded_msg", 512)
+    key = store.cached_credential_key(survey_id)
+    if key is None:  # a read, once per process and survey
+        key = await run_in_threadpool(store.credential_key, survey_id)
+    await committer.submit(store.prepare_spend(survey_id, parsed.token, blinded))
+    signature = await run_in_threadpool(key.blind_sign, blinded)
+    return CredentialOut(blind_sig=b64url(signature), variant=VARIANT)
+
+
+class BodyLimit:
+    """ASGI middleware: refuse bodies over ``max_bytes`` (413), declared or streamed, and
+    bodies whose next part does not arrive within ``timeout`` seconds (408; the server
+    then closes the connection), so slow or half-sent bodies cannot hold connections."""
+
+    def __init__(self, app: Any, max_bytes: int, timeout: float = BODY_TIMEOUT_SECONDS) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def __call__(
         self,
@@ -96,7 +156,12 @@ class BodyLimit:
 
         async def limited() -> MutableMapping[str, Any]:
             nonlocal seen
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.timeout)
+            except TimeoutError:
+                raise HTTPException(
+                    408, f"request body not received within {self.timeout:g} s"
+                ) from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
@@ -119,10 +184,12 @@ class GroupCommitter:
     def __init__(self, store: Store, max_group: int = 2000) -> None:
         self.store = store
         self.max_group = max_group
-        self._queue: asyncio.Queue[tuple[PendingResponse, asyncio.Future[None]]] | None = None
+        self._queue: (
+            asyncio.Queue[tuple[PendingResponse | PendingSpend, asyncio.Future[None]]] | None
+        ) = None
         self._task: asyncio.Task[None] | None = None
 
-    async def submit(self, pending: PendingResponse) -> None:
+    async def submit(self, pending: PendingResponse | PendingSpend) -> None:
         """Wait until ``pending`` is committed; raise its InvitationError if refused."""
         if self._queue is None or self._task is None or self._task.done():
             self._queue = asyncio.Queue()
@@ -139,7 +206,9 @@ class GroupCommitter:
             while not queue.empty() and len(group) < self.max_group:
                 group.append(queue.get_nowait())
             try:
-                outcomes = await run_in_threadpool(self.store.commit_group, [p for p, _ in group])
+                outcomes = await run_in_threadpool(
+                    self.store.commit_group, [p for p, _ in group], False
+                )
             except Exception as exc:  # nothing of this group was stored
                 for _, future in group:
                     if not future.done():
@@ -152,29 +221,44 @@ class GroupCommitter:
                     future.set_result(None)
                 else:
                     future.set_exception(outcome)
+            if queue.empty():  # idle: leave no history of the order of commits in the WAL
+                try:
+                    await run_in_threadpool(self.store.forget_history)
+                except Exception:  # the next idle moment retries  # pragma: no cover
+                    log.exception("could not truncate the write-ahead log")
 
 
-RESPONSES_PATH = re.compile(r"/api/surveys/([a-z][a-z0-9_-]{0,63})/responses")
+RESPONSES_PATH = re.compile(r"/api/surveys/([a-z][a-z0-9_-]{0,63})/(responses|credentials)")
 #: The fast path takes bodies up to this size (a response is well under 1 KiB).
 _FAST_MAX_BYTES = 64 * 1024
 
 
 class FastSubmit:
-    """ASGI fast path for ``POST /api/surveys/{id}/responses`` (the respondents' hot path).
+    """ASGI fast path for ``POST /api/surveys/{id}/responses`` and ``.../credentials``
+    (the respondents' hot paths).
 
     A JSON body with a declared Content-Length, for a survey id of the right shape, goes
-    through :func:`ingest_response` (the one write path, which the application's route
-    uses too) without the framework's routing, dependency and exception layers; its
-    acknowledgement or its rejection (in the one error shape, :func:`error_for`) is
-    sent from here, so every report is validated once. Anything else (a chunked or
-    large body, another media type, a malformed id) goes to the full application.
+    through :func:`ingest_response` or :func:`ingest_credential_request` (the one write
+    path of each, which the application's routes use too) without the framework's
+    routing, dependency and exception layers; its acknowledgement or its rejection (in
+    the one error shape, :func:`error_for`) is sent from here, so every report is
+    validated once. Anything else (a chunked or large body, another media type, a
+    malformed id) goes to the full application.
     """
 
-    def __init__(self, app: Any, store: Store, committer: GroupCommitter, max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: Any,
+        store: Store,
+        committer: GroupCommitter,
+        max_bytes: int,
+        limiter: RateLimiter | None = None,
+    ) -> None:
         self.app = app
         self.store = store
         self.committer = committer
         self.max_bytes = min(max_bytes, _FAST_MAX_BYTES)
+        self.limiter = limiter
 
     async def __call__(
         self,
@@ -199,15 +283,19 @@ class FastSubmit:
             return
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its body: nothing to do
-            chunk = message.get("body", b"")
-            chunks.append(chunk)
-            size += len(chunk)
-            if not message.get("more_body", False) or size > declared:
-                break
+        try:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return  # the client went away before sending its body: nothing to do
+                chunk = message.get("body", b"")
+                chunks.append(chunk)
+                size += len(chunk)
+                if not message.get("more_body", False) or size > declared:
+                    break
+        except HTTPException as exc:  # too slow (BodyLimit's timeout)
+            await error_for(exc)(scope, receive, send)
+            return
         body = b"".join(chunks)
         replayed = False
 
@@ -222,11 +310,25 @@ class FastSubmit:
             await self.app(scope, replay, send)
             return
         try:
-            stored = await ingest_response(self.store, self.committer, match.group(1), body)
+            answer: Stored | CredentialOut
+            if match.group(2) == "credentials":
+                answer = await ingest_credential_request(
+                    self.store, self.committer, match.group(1), body
+                )
+            else:
+                client = scope.get("client")
+                answer = await ingest_response(
+                    self.store,
+                    self.committer,
+                    match.group(1),
+                    body,
+                    self.limiter,
+                    client[0] if client else None,
+                )
         except Exception as exc:  # the same error shape as the application's handlers
             await error_for(exc)(scope, replay, send)
             return
-        ack = stored.model_dump_json().encode()
+        ack = answer.model_dump_json().encode()
         await send(
             {
                 "type": "http.response.start",

@@ -14,24 +14,38 @@ from typing import Any
 
 import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
+from numpy.typing import NDArray
 
+from ...estimation.common import moment_covariance
 from ...estimation.estimators import estimate
+from ...mechanisms.designs import Design
 from ...planning.plots import headless_figure
 from ..storage import Store
 from ..survey import Survey
+from .security import CSP
 
-__all__ = ["PAGE_HEADERS", "respondent_page", "results_page", "survey_results"]
+__all__ = [
+    "FLAG_Z",
+    "PAGE_HEADERS",
+    "login_page",
+    "outside_unit_interval",
+    "respondent_page",
+    "results_page",
+    "survey_results",
+]
 
-#: Headers of the respondent page: no caching, no referrer, a strict CSP.
+#: Headers of the respondent page: no caching, no referrer, a strict CSP with no forms.
 PAGE_HEADERS = {
     "Cache-Control": "no-store",
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-        "img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
-    ),
+    "Content-Security-Policy": CSP.replace("form-action 'self'", "form-action 'none'"),
 }
+
+#: An unbiased estimate further than this many standard errors outside [0, 1] is
+#: flagged (two-sided 0.1% under the normal approximation): a sign of flooding, of
+#: respondents not following the design, or of a design other than the one published.
+FLAG_Z = 3.29
 
 _TEMPLATES = Environment(
     loader=PackageLoader("deniable.collection.server", "templates"),
@@ -65,6 +79,14 @@ def survey_results(store: Store, survey: Survey, level: float) -> dict[str, Any]
         if tally.n > 0:
             est = estimate(q.mechanism, tally)
             ci = est.confidence_interval(level)
+            outside = outside_unit_interval(q.mechanism, est.prevalence, tally.n)
+            if outside.any():
+                cats = [c for c, o in zip(q.choice_labels, outside, strict=True) if o]
+                item["warning"] = (
+                    f"estimate outside [0, 1] by more than {FLAG_Z} standard errors for "
+                    f"{', '.join(cats)}: check for flooding or respondents not following "
+                    "the design"
+                )
             item |= {
                 "prevalence": est.prevalence.tolist(),
                 "std_error": est.std_error.tolist(),
@@ -76,10 +98,30 @@ def survey_results(store: Store, survey: Survey, level: float) -> dict[str, Any]
     return out
 
 
-def respondent_page(survey: Survey) -> str:
-    """The respondent page of ``survey`` (its JSON view embedded, ``<`` escaped)."""
-    data = json.dumps(survey.respondent_view()).replace("<", "\\u003c")
+def outside_unit_interval(
+    design: Design, estimate: NDArray[np.float64], n: int
+) -> NDArray[np.bool_]:
+    """Which unbiased estimates lie outside [0, 1] by more than :data:`FLAG_Z` standard
+    errors, the standard error taken at the nearest prevalence vector inside the simplex
+    (the estimate clipped to [0, 1] and renormalised), where sampling could have put
+    it; the plug-in standard error at an estimate outside [0, 1] can be 0. Shape (k,)."""
+    inside = np.clip(estimate, 0.0, 1.0)
+    inside = inside / inside.sum() if inside.sum() > 0 else np.full_like(inside, 1 / inside.size)
+    cov = moment_covariance(design.inverse, design.matrix @ inside, n)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    return np.asarray((estimate < -FLAG_Z * se) | (estimate > 1 + FLAG_Z * se))
+
+
+def respondent_page(survey: Survey, view: dict[str, Any] | None = None) -> str:
+    """The respondent page of ``survey``: its JSON view (default
+    :meth:`Survey.respondent_view`) embedded with ``<`` escaped."""
+    data = json.dumps(view or survey.respondent_view()).replace("<", "\\u003c")
     return _TEMPLATES.get_template("respond.html").render(title=survey.title, survey_json=data)
+
+
+def login_page(target: str, failed: bool = False) -> str:
+    """The analyst's login form; it posts the token to ``/login`` (never in a URL)."""
+    return _TEMPLATES.get_template("login.html").render(target=target, failed=failed)
 
 
 def _png(fig: Any) -> str:
@@ -110,6 +152,7 @@ def results_page(store: Store, survey: Survey) -> str:
                     "high": q["high"][j],
                 }
             rows.append(row)
+    warnings = [f"{q['id']}: {q['warning']}" for q in res["questions"] if "warning" in q]
     images = []
     shown = [r for r in rows if r["estimate"] is not None]
     if shown:
@@ -137,4 +180,4 @@ def results_page(store: Store, survey: Survey) -> str:
         fig.autofmt_xdate()
         images.append(("Responses over time (coarse buckets)", _png(fig)))
     template = _TEMPLATES.get_template("results.html")
-    return template.render(survey=survey, results=res, rows=rows, images=images)
+    return template.render(survey=survey, results=res, rows=rows, images=images, warnings=warnings)

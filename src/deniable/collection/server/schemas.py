@@ -12,6 +12,9 @@ __all__ = [
     "MAX_BATCH",
     "BatchIn",
     "BatchItem",
+    "CredentialIn",
+    "CredentialOut",
+    "CredentialRequest",
     "InvitationsIn",
     "Published",
     "QuestionId",
@@ -27,13 +30,44 @@ QuestionId = Annotated[str, Field(pattern=SLUG_PATTERN)]
 SurveyId = Annotated[str, Field(pattern=SLUG_PATTERN)]
 
 
+#: base64url text of at most 4096-bit (512-byte) RSA values
+_B64URL = r"^[A-Za-z0-9_-]+={0,2}$"
+
+
+class CredentialIn(BaseModel):
+    """A finalized blind-signature credential (RFC 9474), base64url."""
+
+    model_config = ConfigDict(extra="forbid")
+    message: str = Field(
+        min_length=8, max_length=200, pattern=_B64URL, description="The prepared message."
+    )
+    signature: str = Field(
+        min_length=8, max_length=700, pattern=_B64URL, description="Its RSASSA-PSS signature."
+    )
+
+
+class CredentialRequest(BaseModel):
+    """An invitation token and a blinded message to sign (RFC 9474 ``Blind`` output)."""
+
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(min_length=1, max_length=200, description="One-time invitation token.")
+    blinded_msg: str = Field(min_length=8, max_length=700, pattern=_B64URL)
+
+
+class CredentialOut(BaseModel):
+    """The blind signature (base64url) and the variant it belongs to."""
+
+    blind_sig: str
+    variant: str
+
+
 class ResponseIn(BaseModel):
     """One response: a report code for every question of the survey version."""
 
     model_config = ConfigDict(extra="forbid")
     version: StrictInt = Field(ge=1, le=1_000_000, description="Survey version answered.")
-    token: str | None = Field(
-        default=None, min_length=1, max_length=200, description="One-time invitation token."
+    credential: CredentialIn | None = Field(
+        default=None, description="Needed when the survey requires invitations."
     )
     reports: dict[QuestionId, StrictInt] = Field(
         description="Report code (0..m-1) per question id; never the true answer.",

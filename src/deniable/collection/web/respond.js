@@ -4,8 +4,17 @@
 // exactly one 53-bit uniform whatever the answer, and the inverse-CDF walk visits every
 // entry of the design's matrix column, so neither the number of random bytes nor the
 // work done depends on the true answer. The true answer is never stored or sent: only
-// the report is memoized (localStorage, per survey, version and question), so a reload
-// or a second visit shows the same report instead of drawing again.
+// the report is memoized (localStorage, per survey id and the question's content digest,
+// not per version), so a reload, a second visit or a later version with the same
+// question shows the same report instead of drawing again: an unchanged question costs
+// no more privacy however many versions are published.
+//
+// Invitations: the link carries the token in the fragment (#token=...), which the
+// browser never sends to a server. On opening, the page exchanges it for an unlinkable
+// credential (RFC 9474 blind signature, vendor/blindrsa-ts): it blinds a random message,
+// the server spends the invitation and signs the blinded message, the page unblinds the
+// signature. The response then carries the credential, which the server cannot tie to
+// the invitation.
 "use strict";
 
 const deniable = (() => {
@@ -41,14 +50,48 @@ const deniable = (() => {
     return out;
   }
 
-  return { uniform53, drawReport, sample };
+  function b64url(bytes) {
+    let text = "";
+    bytes.forEach((b) => { text += String.fromCharCode(b); });
+    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function fromB64(text) {
+    const std = text.replace(/-/g, "+").replace(/_/g, "/");
+    const raw = atob(std + "=".repeat((4 - (std.length % 4)) % 4));
+    return Uint8Array.from(raw, (c) => c.charCodeAt(0));
+  }
+
+  /**
+   * Exchange an invitation token for a credential (RFC 9474, RSABSSA-SHA384-PSS-Randomized).
+   * `post(path, body)` resolves to the server's JSON answer. Returns {message, signature}
+   * in base64url; the token is not part of it.
+   */
+  async function obtainCredential(view, token, post) {
+    if (view.credential_variant !== "RSABSSA-SHA384-PSS-Randomized") {
+      throw new Error(`unsupported credential variant ${view.credential_variant}`);
+    }
+    const publicKey = await crypto.subtle.importKey(
+      "spki", fromB64(view.credential_key), { name: "RSA-PSS", hash: "SHA-384" }, true, ["verify"],
+    );
+    const suite = blindrsa.RSABSSA.SHA384.PSS.Randomized();
+    const prepared = suite.prepare(crypto.getRandomValues(new Uint8Array(32)));
+    const { blindedMsg, inv } = await suite.blind(publicKey, prepared);
+    const answer = await post(`/api/surveys/${encodeURIComponent(view.id)}/credentials`,
+      { token, blinded_msg: b64url(blindedMsg) });
+    const signature = await suite.finalize(publicKey, prepared, fromB64(answer.blind_sig), inv);
+    return { message: b64url(prepared), signature: b64url(signature) };
+  }
+
+  return { uniform53, drawReport, sample, b64url, fromB64, obtainCredential };
 })();
 
 (function page() {
   const node = document.getElementById("survey-data");
   if (!node) return;
   const survey = JSON.parse(node.textContent);
-  const store = memo(`deniable/${survey.id}/${survey.version}`);
+  const store = memo(`deniable/${survey.id}`);
+  const sentKey = `sent/${survey.version}`;
   const reports = {};
   const container = document.getElementById("questions");
   const status = document.getElementById("status");
@@ -56,13 +99,18 @@ const deniable = (() => {
   const tokenBox = document.getElementById("token-box");
   const tokenInput = document.getElementById("token");
 
-  const params = new URLSearchParams(window.location.search);
-  const urlToken = params.get("token");
+  const fragment = new URLSearchParams(window.location.hash.slice(1));
+  const urlToken = fragment.get("token");
   if (urlToken) {
     // keep the invitation out of the address bar, history and screenshots
     history.replaceState(null, "", window.location.pathname);
   }
-  if (survey.requires_invitation && !urlToken) tokenBox.hidden = false;
+  let credential = survey.requires_invitation ? store.get("credential") : null;
+  let pendingCredential = null;
+  if (survey.requires_invitation && !credential) {
+    if (urlToken) pendingCredential = exchange(urlToken);
+    else tokenBox.hidden = false;
+  }
 
   const eps = survey.total_epsilon;
   document.getElementById("budget").textContent =
@@ -72,17 +120,57 @@ const deniable = (() => {
         `private (epsilon in nats; the survey's limit is ${survey.privacy_budget}).`;
 
   survey.questions.forEach((q, index) => container.appendChild(renderQuestion(q, index)));
-  if (store.get("submitted")) {
+  if (store.get(sentKey)) {
     lockAll();
     status.textContent = "You have already sent your reports for this survey. Thank you.";
   }
   refresh();
 
+  async function postJson(path, body) {
+    const res = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+      credentials: "omit",
+      cache: "no-store",
+      referrerPolicy: "no-referrer",
+    });
+    const answer = await res.json().catch(() => ({}));
+    if (!res.ok) {
+      const msg = (answer.error && answer.error.message) || `the server answered ${res.status}`;
+      throw new Error(msg);
+    }
+    return answer;
+  }
+
+  /** Spend the invitation for a credential now, so the reports can be sent any time later. */
+  async function exchange(token) {
+    status.textContent = "Exchanging your invitation for an anonymous credential…";
+    try {
+      credential = await deniable.obtainCredential(survey, token, postJson);
+      store.set("credential", credential);
+      status.textContent = "Your invitation was exchanged for an anonymous credential: the " +
+        "server can check that you were invited, but not which invitation is yours.";
+      return credential;
+    } catch (e) {
+      status.textContent = `Your invitation could not be used: ${e.message}.`;
+      tokenBox.hidden = false;
+      return null;
+    } finally {
+      refresh();
+    }
+  }
+
   submit.addEventListener("click", async () => {
     const body = { version: survey.version, reports: { ...reports } };
-    const token = urlToken || tokenInput.value.trim();
-    if (token) body.token = token;
     submit.disabled = true;
+    if (survey.requires_invitation) {
+      if (!credential && pendingCredential) await pendingCredential;
+      const typed = tokenInput.value.trim();
+      if (!credential && typed) await exchange(typed);
+      if (!credential) { refresh(); return; }
+      body.credential = credential;
+    }
     status.textContent = "Sending your reports…";
     try {
       const res = await fetch(`/api/surveys/${encodeURIComponent(survey.id)}/responses`, {
@@ -94,7 +182,8 @@ const deniable = (() => {
         referrerPolicy: "no-referrer",
       });
       if (res.status === 201) {
-        store.set("submitted", true);
+        store.set(sentKey, true);
+        store.remove("credential"); // spent
         lockAll();
         status.textContent = "Sent and stored. Thank you. The server received only the reports shown above.";
       } else {
@@ -188,7 +277,7 @@ const deniable = (() => {
       setReport(q, Number(checked.value), "from your own coin or die");
     });
 
-    const saved = store.get(`q/${q.id}`);
+    const saved = store.get(`q/${q.memo_key}`);
     if (saved !== null && Number.isInteger(saved) && saved >= 0 && saved < q.reports.length) {
       queueMicrotask(() => setReport(q, saved, "drawn earlier on this device; it cannot be redrawn"));
     }
@@ -197,7 +286,7 @@ const deniable = (() => {
 
   function setReport(q, report, how) {
     reports[q.id] = report;
-    store.set(`q/${q.id}`, report);
+    store.set(`q/${q.memo_key}`, report);
     const fs = document.getElementById(`q-${q.id}`);
     fs.querySelectorAll("input, button").forEach((el) => (el.disabled = true));
     const result = document.getElementById(`report-${q.id}`);
@@ -210,7 +299,7 @@ const deniable = (() => {
 
   function refresh() {
     const done = survey.questions.every((q) => q.id in reports);
-    submit.disabled = !done || store.get("submitted") === true;
+    submit.disabled = !done || store.get(sentKey) === true;
   }
 
   function lockAll() {
@@ -279,6 +368,9 @@ const deniable = (() => {
       set(key, value) {
         const raw = JSON.stringify(value);
         if (ls) ls.setItem(`${prefix}/${key}`, raw); else mem[key] = raw;
+      },
+      remove(key) {
+        if (ls) ls.removeItem(`${prefix}/${key}`); else delete mem[key];
       },
     };
   }

@@ -1,0 +1,149 @@
+"""The lifetime privacy budget of a survey id across its versions.
+
+A respondent may answer every version of a survey. Their device memoizes each report
+under the survey id and the question's :attr:`~deniable.collection.survey.Question.content_digest`
+(web/respond.js), so a question that is unchanged across versions (same id, text,
+answer and report labels, design and matrix) is answered once and costs once, and a
+changed or new question draws again and is charged again. By sequential composition
+(Dwork & Roth 2014, Thm 3.16) a respondent of every version spends at most the sum of
+the costs of the *distinct* questions of all versions; that sum must stay within the
+lifetime budget, which the first version fixes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import BudgetExceededError, SurveyConflictError
+from .survey import BUDGET_SLACK, Survey
+
+__all__ = ["Ledger", "LedgerEntry", "check_lifetime", "lifetime_ledger"]
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One distinct question content: its cost (nats) and the versions that ask it."""
+
+    question_id: str
+    digest: str
+    cost: float
+    versions: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The lifetime ledger of a survey id.
+
+    Attributes
+    ----------
+    survey_id : str
+    lifetime_budget : float
+        Nats, fixed by the first version.
+    entries : list of LedgerEntry
+        Distinct question contents in order of first appearance.
+    cumulative : list of (int, float, float)
+        ``(version, nats that version adds, nats spent through it)``.
+    """
+
+    survey_id: str
+    lifetime_budget: float
+    entries: list[LedgerEntry]
+    cumulative: list[tuple[int, float, float]]
+
+    @property
+    def spent(self) -> float:
+        """Nats a respondent of every version spends at most."""
+        return math.fsum(e.cost for e in self.entries)
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready form."""
+        return {
+            "survey": self.survey_id,
+            "lifetime_budget": self.lifetime_budget,
+            "spent": self.spent,
+            "versions": [{"version": v, "added": a, "spent": c} for v, a, c in self.cumulative],
+            "questions": [
+                {
+                    "id": e.question_id,
+                    "digest": e.digest,
+                    "cost": e.cost,
+                    "versions": list(e.versions),
+                }
+                for e in self.entries
+            ],
+        }
+
+
+def lifetime_ledger(versions: Sequence[Survey]) -> Ledger:
+    """The ledger of the given versions of one survey id (any order; sorted here).
+
+    Raises
+    ------
+    ValueError
+        If the versions are empty, of several survey ids, or repeat a version number.
+    """
+    if not versions:
+        raise ValueError("versions must hold at least one survey version")
+    ordered = sorted(versions, key=lambda s: s.version)
+    if len({s.id for s in ordered}) != 1 or len({s.version for s in ordered}) != len(ordered):
+        raise ValueError("versions must be distinct versions of one survey id")
+    entries: dict[str, LedgerEntry] = {}
+    cumulative: list[tuple[int, float, float]] = []
+    spent = 0.0
+    for survey in ordered:
+        added = 0.0
+        for q in survey.questions:
+            seen = entries.get(q.content_digest)
+            if seen is None:
+                entries[q.content_digest] = LedgerEntry(
+                    q.id, q.content_digest, q.cost, (survey.version,)
+                )
+                added += q.cost
+            else:
+                entries[q.content_digest] = LedgerEntry(
+                    seen.question_id, seen.digest, seen.cost, (*seen.versions, survey.version)
+                )
+        spent += added
+        cumulative.append((survey.version, added, spent))
+    return Ledger(ordered[0].id, ordered[0].lifetime, list(entries.values()), cumulative)
+
+
+def check_lifetime(published: Sequence[Survey], new: Survey) -> Ledger:
+    """Refuse a new version that changes the lifetime budget or would take a respondent
+    of the earlier versions past it; return the ledger with it.
+
+    Raises
+    ------
+    SurveyConflictError
+        If ``new`` states another lifetime budget than the first version.
+    BudgetExceededError
+        Naming the charged questions and the sums.
+    """
+    if published:
+        first = min(published, key=lambda s: s.version)
+        if not math.isclose(new.lifetime, first.lifetime, rel_tol=0, abs_tol=BUDGET_SLACK):
+            raise SurveyConflictError(
+                f"lifetime_budget of survey {new.id!r} is fixed by version {first.version} at "
+                f"{first.lifetime:g} nats; version {new.version} states {new.lifetime:g} "
+                f"(set lifetime_budget: {first.lifetime:g})"
+            )
+    ledger = lifetime_ledger([*published, new])
+    if ledger.spent > ledger.lifetime_budget + BUDGET_SLACK:
+        charged = ", ".join(
+            f"{e.question_id} (v{e.versions[0]})={e.cost:.4g}" for e in ledger.entries
+        )
+        version, added, _ = ledger.cumulative[-1]
+        raise BudgetExceededError(
+            [
+                (
+                    "lifetime_budget",
+                    f"a respondent of every version would spend {ledger.spent:.4g} nats "
+                    f"against the survey's lifetime budget of {ledger.lifetime_budget:g}: "
+                    f"version {version} adds {added:.4g} nats of changed or new questions; "
+                    f"charged: {charged}. Keep questions unchanged to reuse their reports",
+                )
+            ]
+        )
+    return ledger

@@ -1,0 +1,202 @@
+"""The collection database's schema, migrations and engines (SQLAlchemy Core).
+
+Tables
+------
+- ``surveys``: each published (id, version), its canonical JSON and SHA-256 digest.
+- ``invitations``: SHA-256 hashes of one-time invitation tokens and whether each was
+  spent (on obtaining a credential). No time of use, no link to anything else.
+- ``credential_keys``: each survey's RSA signing key for blind signatures (RFC 9474).
+- ``nullifiers``: SHA-256 of each spent credential's message. Written in the
+  transaction that stores the response's reports; it cannot be tied to an invitation
+  (the signer never saw the message), so it links nothing.
+- ``ingestion_keys``: SHA-256 hashes of the keys telemetry clients send batches with.
+- ``reports``: one row per (response, question): the randomized report code only.
+
+Every table that grows with responses is ``WITHOUT ROWID`` on SQLite and keyed by a
+random value, so its physical order is not arrival order.
+"""
+
+from __future__ import annotations
+
+from .._extras import require
+
+require("sqlalchemy", "server")
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Column,
+    Connection,
+    Engine,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    text,
+)
+
+__all__ = [
+    "DEFAULT_SQLITE_FILE",
+    "MIGRATIONS",
+    "credential_keys",
+    "database_url",
+    "hash_token",
+    "ingestion_keys",
+    "invitations",
+    "metadata",
+    "nullifiers",
+    "reports",
+    "schema_migrations",
+    "sqlite_engine",
+    "surveys",
+]
+
+#: File name of the default SQLite database, created in the working directory.
+DEFAULT_SQLITE_FILE = "deniable.sqlite"
+
+metadata = MetaData()
+
+schema_migrations = Table(
+    "schema_migrations",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("position", Integer, nullable=False),
+)
+surveys = Table(
+    "surveys",
+    metadata,
+    Column("survey_id", String(64), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("digest", String(64), nullable=False),
+    Column("definition", Text, nullable=False),
+)
+invitations = Table(
+    "invitations",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("survey_id", String(64), nullable=False),
+    Column("used", Boolean, nullable=False),
+    sqlite_with_rowid=False,
+)
+reports = Table(
+    "reports",
+    metadata,
+    Column("report_id", String(32), primary_key=True),
+    Column("response_id", String(32), nullable=False),
+    Column("survey_id", String(64), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("question_id", String(64), nullable=False),
+    Column("report", Integer, nullable=False),
+    Column("received_bucket", Integer, nullable=False),
+    ForeignKeyConstraint(["survey_id", "version"], ["surveys.survey_id", "surveys.version"]),
+    CheckConstraint("report >= 0", name="report_non_negative"),
+    Index("reports_tally", "survey_id", "version", "question_id", "report"),
+    sqlite_with_rowid=False,
+)
+
+
+credential_keys = Table(
+    "credential_keys",
+    metadata,
+    Column("survey_id", String(64), primary_key=True),
+    Column("private_key", Text, nullable=False),
+)
+nullifiers = Table(
+    "nullifiers",
+    metadata,
+    Column("nullifier", String(64), primary_key=True),
+    Column("survey_id", String(64), nullable=False),
+    sqlite_with_rowid=False,
+)
+ingestion_keys = Table(
+    "ingestion_keys",
+    metadata,
+    Column("key_hash", String(64), primary_key=True),
+    Column("survey_id", String(64), nullable=False),
+    sqlite_with_rowid=False,
+)
+
+
+def _initial(conn: Connection) -> None:
+    for table in (surveys, invitations, reports):
+        table.create(conn, checkfirst=True)
+
+
+def _credentials(conn: Connection) -> None:
+    for table in (credential_keys, nullifiers, ingestion_keys):
+        table.create(conn, checkfirst=True)
+
+
+def _invitation_index(conn: Connection) -> None:
+    # plain DDL so the index is not part of the table metadata that migration 1 creates
+    conn.execute(text("CREATE INDEX IF NOT EXISTS invitations_survey ON invitations (survey_id)"))
+
+
+#: Ordered, named schema migrations; never edit one that has shipped, append a new one.
+MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
+    ("0001_initial", _initial),
+    ("0002_invitation_survey_index", _invitation_index),
+    ("0003_credentials_nullifiers_ingestion_keys", _credentials),
+)
+
+
+def database_url(url: str | None = None) -> str:
+    """Resolve the database URL: the argument, else ``DENIABLE_DATABASE_URL``, else a
+    SQLite file :data:`DEFAULT_SQLITE_FILE` in the working directory.
+
+    ``postgresql://`` and ``postgres://`` URLs are given the psycopg 3 driver.
+    """
+    url = url or os.environ.get("DENIABLE_DATABASE_URL") or ""
+    if not url:
+        return f"sqlite:///{Path.cwd() / DEFAULT_SQLITE_FILE}"
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 (hex) of an invitation token. Tokens carry 192 random bits, so a fast
+    hash suffices: there is nothing to brute-force."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def sqlite_engine(url: str, *, immediate: bool) -> Engine:
+    engine = create_engine(
+        url,
+        connect_args={"timeout": 60, "check_same_thread": False},
+        pool_size=8,
+        max_overflow=32,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # SQLAlchemy's begin event emits BEGIN
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=FULL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        # overwrite deleted content, and keep the WAL from holding history: it is
+        # truncated after each write (Store.forget_history) and capped here
+        cur.execute("PRAGMA secure_delete=ON")
+        cur.execute("PRAGMA journal_size_limit=0")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        # Writers take the write lock up front, so two writers queue on the busy
+        # timeout instead of failing to upgrade a read snapshot.
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine

@@ -1,0 +1,216 @@
+"""Who may do what: the analyst token, the results page's session cookie, security
+headers on every response, and the in-memory rate limits of open surveys.
+
+- The analyst token travels only in ``Authorization: Bearer``; a token in a query string
+  is refused (URLs end up in logs, histories and ``Referer`` headers).
+- The results page has a login form that sets an HttpOnly, ``SameSite=Strict`` session
+  cookie: ``<expiry>.<HMAC-SHA256(analyst token, expiry)>`` (``hmac`` from the standard
+  library). It is stateless, so every worker that shares the analyst token accepts it,
+  and it is honoured for reading (GET) only.
+- :class:`SecurityHeaders` adds ``X-Content-Type-Options: nosniff`` and
+  ``Referrer-Policy: no-referrer`` to every response, and a strict
+  Content-Security-Policy and ``Cache-Control: no-store`` to every HTML page.
+- :class:`RateLimiter` bounds responses to surveys without invitations, per client and
+  per survey and time bucket. The client address is only a key of an in-memory map, as
+  an HMAC under a per-process random key; it is never stored or logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.exceptions import HTTPException
+
+__all__ = [
+    "CSP",
+    "SESSION_COOKIE",
+    "RateLimiter",
+    "SecurityHeaders",
+    "check_analyst",
+    "new_session",
+    "session_valid",
+]
+
+access = logging.getLogger("deniable.access")
+
+#: Name of the results page's session cookie.
+SESSION_COOKIE = "deniable_session"
+#: Lifetime of a session, seconds.
+SESSION_SECONDS = 8 * 3600
+#: The Content-Security-Policy of every HTML page (the login form posts to itself).
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+_URL_SECRETS = ("key", "token", "access_token")
+
+
+def _mac(token: str, expiry: int) -> str:
+    return hmac.new(token.encode(), f"session|{expiry}".encode(), hashlib.sha256).hexdigest()
+
+
+def new_session(token: str, now: float | None = None) -> str:
+    """A session cookie value valid for :data:`SESSION_SECONDS`."""
+    expiry = int(now if now is not None else time.time()) + SESSION_SECONDS
+    return f"{expiry}.{_mac(token, expiry)}"
+
+
+def session_valid(token: str, value: str | None, now: float | None = None) -> bool:
+    """Whether a session cookie value was made with ``token`` and has not expired."""
+    if not value or len(value) > 100 or "." not in value:
+        return False
+    expiry_text, _, mac = value.partition(".")
+    if not expiry_text.isdigit():
+        return False
+    expiry = int(expiry_text)
+    if expiry < (now if now is not None else time.time()):
+        return False
+    return hmac.compare_digest(mac.encode(), _mac(token, expiry).encode())
+
+
+def check_analyst(
+    token: str,
+    bearer: str | None,
+    query: MutableMapping[str, str] | Any,
+    cookie: str | None,
+    method: str,
+) -> None:
+    """Allow the analyst (constant-time comparison), or raise.
+
+    Raises
+    ------
+    HTTPException
+        400 if a secret is in the query string; 401 without a valid bearer token (or,
+        for GET and HEAD, a valid session cookie).
+    """
+    for name in _URL_SECRETS:
+        if name in query:
+            raise HTTPException(
+                400,
+                f"query parameter {name!r} refused: secrets must not travel in URLs; send "
+                "'Authorization: Bearer <token>'",
+            )
+    if bearer is not None:
+        if hmac.compare_digest(bearer.encode(), token.encode()):
+            return
+    elif method in ("GET", "HEAD") and session_valid(token, cookie):
+        return
+    raise HTTPException(401, "analyst endpoints need 'Authorization: Bearer <token>'")
+
+
+class SecurityHeaders:
+    """ASGI middleware: nosniff and no-referrer on everything; CSP and no-store on HTML.
+
+    It also writes the access log (logger ``deniable.access``): method, path and status
+    only; never the query string, the client address or a header.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                access.info("%s %s %s", scope["method"], scope["path"], message["status"])
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                for name, value in (
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                ):
+                    if name not in names:
+                        headers.append((name, value))
+                html = any(
+                    n.lower() == b"content-type" and v.startswith(b"text/html") for n, v in headers
+                )
+                if html and b"content-security-policy" not in names:
+                    headers.append((b"content-security-policy", CSP.encode()))
+                if html and b"cache-control" not in names:
+                    headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class RateLimiter:
+    """Token buckets per client, and a cap per survey and time bucket (memory only).
+
+    Parameters
+    ----------
+    per_client_per_minute : float
+        Sustained responses a minute from one client address (burst: the same number).
+        0 disables the per-client limit.
+    per_survey_per_bucket : int
+        Responses one survey accepts per time bucket of ``bucket_seconds`` in this
+        process. 0 disables the cap.
+    bucket_seconds : int
+        The bucket width (the store's report bucket).
+    max_clients : int
+        Clients remembered at once; the least recently seen are forgotten first.
+    """
+
+    def __init__(
+        self,
+        per_client_per_minute: float = 30.0,
+        per_survey_per_bucket: int = 100_000,
+        bucket_seconds: int = 3600,
+        max_clients: int = 100_000,
+    ) -> None:
+        if per_client_per_minute < 0 or per_survey_per_bucket < 0:
+            raise ValueError("rate limits must be >= 0 (0 disables a limit)")
+        self.rate = per_client_per_minute / 60.0
+        self.burst = per_client_per_minute
+        self.cap = per_survey_per_bucket
+        self.bucket_seconds = bucket_seconds
+        self.max_clients = max_clients
+        self._key = secrets.token_bytes(32)
+        self._clients: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
+        self._surveys: dict[tuple[str, int], int] = {}
+
+    def check(self, survey_id: str, client: str | None, now: float | None = None) -> None:
+        """Take one response from ``client`` for ``survey_id``, or raise.
+
+        Raises
+        ------
+        HTTPException
+            429 when the client or the survey is over its limit.
+        """
+        now = time.monotonic() if now is None else now
+        if self.rate > 0 and client:
+            key = hmac.new(self._key, client.encode(), hashlib.sha256).digest()[:16]
+            tokens, last = self._clients.pop(key, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            if tokens < 1:
+                self._clients[key] = (tokens, now)
+                raise HTTPException(429, "too many responses from this client; try later")
+            self._clients[key] = (tokens - 1, now)
+            while len(self._clients) > self.max_clients:
+                self._clients.popitem(last=False)
+        if self.cap > 0:
+            bucket = int(time.time()) // self.bucket_seconds
+            slot = (survey_id, bucket)
+            count = self._surveys.get(slot, 0)
+            if count >= self.cap:
+                raise HTTPException(
+                    429, f"this survey accepts at most {self.cap} responses per time bucket"
+                )
+            if count == 0:  # a new bucket: forget the old ones
+                self._surveys = {k: v for k, v in self._surveys.items() if k[1] == bucket}
+            self._surveys[slot] = count + 1

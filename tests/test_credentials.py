@@ -1,0 +1,101 @@
+"""RFC 9474 blind signatures (RSABSSA-SHA384-PSS-Randomized): the published test vectors
+and the properties the collection server relies on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from deniable.collection.credentials import (
+    CredentialError,
+    CredentialKey,
+    blind,
+    finalize,
+    load_public_key,
+    new_credential_request,
+    nullifier,
+    prepare,
+    verify,
+)
+
+VECTORS = json.loads((Path(__file__).parent / "data" / "rfc9474_vectors.json").read_text())
+RANDOMIZED = next(v for v in VECTORS if v["name"] == "RSABSSA-SHA384-PSS-Randomized")
+
+
+def _key(v: dict[str, str]) -> CredentialKey:
+    p, q, d, e = (int(v[x], 16) for x in ("p", "q", "d", "e"))
+    numbers = rsa.RSAPrivateNumbers(
+        p=p,
+        q=q,
+        d=d,
+        dmp1=rsa.rsa_crt_dmp1(d, p),
+        dmq1=rsa.rsa_crt_dmq1(d, q),
+        iqmp=rsa.rsa_crt_iqmp(p, q),
+        public_numbers=rsa.RSAPublicNumbers(e, int(v["n"], 16)),
+    )
+    return CredentialKey(numbers.private_key())
+
+
+def test_rfc9474_vector_randomized_pss() -> None:
+    """Every intermediate value of RFC 9474 Appendix A's RSABSSA-SHA384-PSS-Randomized."""
+    v = RANDOMIZED
+    key = _key(v)
+    prepared = prepare(bytes.fromhex(v["msg"]), prefix=bytes.fromhex(v["msg_prefix"]))
+    assert prepared.hex() == v["input_msg"]
+    n = int(v["n"], 16)
+    r = pow(int(v["inv"], 16), -1, n)
+    blinded, state = blind(key.public_key, prepared, salt=bytes.fromhex(v["salt"]), r=r)
+    assert blinded.hex() == v["blinded_msg"]
+    assert int.from_bytes(state.inverse, "big") == int(v["inv"], 16)
+    blind_sig = key.blind_sign(blinded)
+    assert blind_sig.hex() == v["blind_sig"]
+    signature = finalize(key.public_key, state, blind_sig)
+    assert signature.hex() == v["sig"]
+    assert verify(key.public_key, prepared, signature)
+
+
+def test_round_trip_and_unforgeability() -> None:
+    key = CredentialKey.generate(2048)
+    public = load_public_key(key.public_spki_b64())
+    blinded, state = new_credential_request(public)
+    signature = finalize(public, state, key.blind_sign(blinded))
+    assert key.verify(state.prepared, signature)
+    # a forged or altered credential does not verify
+    assert not key.verify(state.prepared[:-1] + bytes([state.prepared[-1] ^ 1]), signature)
+    assert not key.verify(state.prepared, bytes(len(signature)))
+    # another survey's key does not accept it
+    assert not CredentialKey.generate(2048).verify(state.prepared, signature)
+    # the signer's view (blinded message) differs from the credential it later sees
+    assert blinded != signature and state.prepared not in blinded
+    assert len(nullifier(state.prepared)) == 64
+
+
+def test_blind_signature_checks() -> None:
+    key = CredentialKey.generate(2048)
+    with pytest.raises(CredentialError, match="blinded_msg must be 256 bytes"):
+        key.blind_sign(b"\x01" * 10)
+    with pytest.raises(CredentialError, match="smaller than the modulus"):
+        key.blind_sign(b"\xff" * 256)
+    blinded, state = new_credential_request(key.public_key)
+    with pytest.raises(CredentialError, match="does not verify"):
+        finalize(key.public_key, state, blinded)
+    with pytest.raises(CredentialError, match="256 bytes"):
+        finalize(key.public_key, state, b"\x00")
+
+
+def test_blinded_messages_are_uniform_to_the_signer() -> None:
+    """The same prepared message blinded twice gives unrelated blinded messages."""
+    key = CredentialKey.generate(2048)
+    prepared = prepare(b"x" * 32)
+    a, _ = blind(key.public_key, prepared)
+    b, _ = blind(key.public_key, prepared)
+    assert a != b
+
+
+def test_key_round_trip() -> None:
+    key = CredentialKey.generate(2048)
+    again = CredentialKey.from_pem(key.to_pem())
+    assert again.public_spki_b64() == key.public_spki_b64()

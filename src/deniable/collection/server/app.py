@@ -71,7 +71,7 @@ def create_app(
     *,
     analyst_token: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
-    body_timeout: float = BODY_TIMEOUT_SECONDS,
+    body_timeout: float | None = None,
     limiter: RateLimiter | None = None,
 ) -> FastAPI:
     """Build the ASGI application.
@@ -86,14 +86,19 @@ def create_app(
         as ``app.state.analyst_token`` and never logged).
     max_body_bytes : int
         Largest accepted request body in bytes.
-    body_timeout : float
-        Seconds a client has to send each part of a request body (> 0).
+    body_timeout : float, optional
+        Seconds a client has to send each part of a request body (> 0; default
+        ``DENIABLE_BODY_TIMEOUT``, else 10).
     limiter : RateLimiter, optional
         Limits on responses to surveys without invitations (default:
         ``DENIABLE_RATE_PER_MINUTE`` per client, default 30, and
         ``DENIABLE_CAP_PER_BUCKET`` per survey and time bucket, default 100,000).
     """
     store = store or Store()
+    if body_timeout is None:
+        body_timeout = float(os.environ.get("DENIABLE_BODY_TIMEOUT", BODY_TIMEOUT_SECONDS))
+    if not body_timeout > 0:
+        raise ValueError(f"body_timeout must be > 0 seconds, got {body_timeout}")
     token = analyst_token or os.environ.get("DENIABLE_ANALYST_TOKEN") or ""
     if not token:
         token = secrets.token_urlsafe(24)

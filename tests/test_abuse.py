@@ -1,0 +1,154 @@
+"""What the review's attacker sent, against a real `deniable serve` on loopback (SQLite):
+designs that expose an answer or allocate without bound, 64 MiB bodies, 800 half-sent
+bodies. Each must get a clear 4xx or a closed connection, never a 5xx, and /healthz
+must answer in under 100 ms meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+
+import httpx
+import pytest
+
+from .conftest import AUTH, SURVEY
+from .test_server_process import Server
+
+#: seconds the server waits for each part of a body in these tests
+BODY_TIMEOUT = 2.0
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    monkeypatch.setenv("DENIABLE_BODY_TIMEOUT", str(BODY_TIMEOUT))
+    s = Server(f"sqlite:///{tmp_path / 'abuse.sqlite'}", tmp_path)
+    s.start()
+    httpx.post(f"{s.base}/api/surveys", json=SURVEY, headers=AUTH).raise_for_status()
+    yield s
+    s.stop()
+
+
+def healthz_ms(base: str, client: httpx.Client | None = None) -> float:
+    """Milliseconds for GET /healthz (on ``client``'s kept-alive connection if given, so
+    that client set-up is not counted)."""
+    own = client is None
+    client = client or httpx.Client(timeout=5)
+    client.get(f"{base}/healthz")  # warm the connection
+    t0 = time.perf_counter()
+    assert client.get(f"{base}/healthz").status_code == 200
+    ms = (time.perf_counter() - t0) * 1e3
+    if own:
+        client.close()
+    return ms
+
+
+@pytest.mark.parametrize(
+    ("question", "fragment"),
+    [
+        (
+            {
+                "design": {"name": "forced-response", "params": {"p_yes": 0, "p_no": 0.01}},
+                "allow_infinite_epsilon": True,
+            },
+            "proves a sensitive answer",
+        ),
+        ({"design": {"name": "kary-rr", "params": {"k": 1e9, "epsilon": 1}}}, "1..64"),
+        ({"design": {"name": "kary-rr", "params": {"k": 3000, "epsilon": 1}}}, "1..64"),
+        (
+            {
+                "choices": [f"c{i}" for i in range(3000)],
+                "design": {"name": "kary-rr", "params": {"epsilon": 1}},
+            },
+            "at most 64",
+        ),
+    ],
+)
+def test_dangerous_designs_are_refused_with_their_field(server, question, fragment):
+    bad = copy.deepcopy(SURVEY) | {"id": "bad", "privacy_budget": 0.1}
+    bad["questions"] = [{"id": "q", "text": "Sensitive?"} | question]
+    r = httpx.post(f"{server.base}/api/surveys", json=bad, headers=AUTH, timeout=30)
+    assert r.status_code == 422, r.text
+    err = r.json()["error"]
+    assert err["field"].startswith("body.questions.0") and fragment in err["message"]
+    assert httpx.get(f"{server.base}/s/bad").status_code == 404  # nothing was published
+
+
+def test_sixty_four_mib_bodies_are_refused_while_read(server):
+    big = b"{" + b" " * (64 * MIB) + b"}"
+    for path in ("/api/surveys/health/responses", "/api/surveys", "/api/surveys/health/batch"):
+        # declared length: refused before the body is read
+        try:
+            r = httpx.post(
+                server.base + path,
+                content=big,
+                headers={"Content-Type": "application/json"} | AUTH,
+                timeout=30,
+            )
+            assert r.status_code == 413, r.text
+        except httpx.HTTPError:
+            pass  # the server may close the connection before the whole body is sent
+
+        # streamed without a length: cut once it passes the limit
+        def chunks():
+            for _ in range(64):
+                yield b" " * MIB
+
+        try:
+            r = httpx.post(
+                server.base + path,
+                content=chunks(),
+                headers={"Content-Type": "application/json"} | AUTH,
+                timeout=30,
+            )
+            assert r.status_code == 413, r.text
+        except httpx.HTTPError:
+            pass
+    assert healthz_ms(server.base) < 100
+
+
+def test_eight_hundred_half_sent_bodies_are_cut_and_health_stays_fast(server):
+    """800 connections each declare 1,000 bytes and send 10; the server answers 408 and
+    closes each after the body timeout; /healthz answers in < 100 ms meanwhile."""
+    port = int(server.base.rsplit(":", 1)[1])
+    head = (
+        b"POST /api/surveys/health/responses HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    ) + b'{"version"'
+
+    async def scenario() -> tuple[list[float], list[bytes], float]:
+        conns = []
+        for _ in range(800):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(head)
+            conns.append((reader, writer))
+        await asyncio.gather(*(w.drain() for _, w in conns))
+        t0 = time.perf_counter()
+        latencies = []
+        loop = asyncio.get_running_loop()
+        with httpx.Client(timeout=5) as probe:
+            while time.perf_counter() - t0 < BODY_TIMEOUT * 0.75:
+                ms = await loop.run_in_executor(None, healthz_ms, server.base, probe)
+                latencies.append(ms)
+                await asyncio.sleep(0.05)
+
+        async def outcome(reader: asyncio.StreamReader) -> bytes:
+            return await asyncio.wait_for(reader.read(), timeout=BODY_TIMEOUT * 5)
+
+        answers = await asyncio.gather(*(outcome(r) for r, _ in conns))
+        closed_after = time.perf_counter() - t0
+        for _, w in conns:
+            w.close()
+        return latencies, answers, closed_after
+
+    latencies, answers, closed_after = asyncio.run(scenario())
+    assert max(latencies) < 100, latencies
+    # every connection was answered 408 and closed (read() returned at EOF)
+    assert all(a.startswith(b"HTTP/1.1 408") for a in answers), {a[:20] for a in answers}
+    assert closed_after < BODY_TIMEOUT * 5
+    assert healthz_ms(server.base) < 100
+    assert (
+        httpx.get(f"{server.base}/api/surveys/health/results", headers=AUTH).json()["responses"]
+        == 0
+    )

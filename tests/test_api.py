@@ -372,3 +372,40 @@ async def test_fast_path_answers_responses_and_rejections_once(client, monkeypat
     assert_error_shape(await client.post("/api/surveys/nope/responses", json=body), 404)
     assert len(calls) == 1  # both rejections were answered by the one write path
     assert client.store.response_count("health") == 2
+
+
+async def test_open_surveys_are_rate_limited_per_client_and_per_bucket(database_url):
+    """A client may send 3 responses (burst) to an open survey, then gets 429; the
+    survey's cap per bucket stops everyone at 5. Nothing past a limit is stored."""
+    store = Store(database_url)
+    app = create_app(store, analyst_token=ANALYST, limiter=RateLimiter(3, 5))
+    body = {"version": 1, "reports": {"drugs": 1, "status": 0}}
+    try:
+        codes = []
+        for host in ("10.0.0.1", "10.0.0.2"):
+            transport = httpx.ASGITransport(app=app, client=(host, 1234))
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+                if host == "10.0.0.1":
+                    await c.post("/api/surveys", json=SURVEY, headers=AUTH)
+                for _ in range(4):
+                    r = await c.post("/api/surveys/health/responses", json=body)
+                    codes.append(r.status_code)
+                    if r.status_code == 429:
+                        assert_error_shape(r, 429)
+        assert codes == [201, 201, 201, 429, 201, 201, 429, 429]
+        assert store.response_count("health") == 5
+    finally:
+        store.close()
+
+
+def test_rate_limiter_refills_and_forgets_old_clients():
+    limiter = RateLimiter(60, 0, max_clients=2)  # one a second, burst 60
+    for _ in range(60):
+        limiter.check("s", "a", now=0.0)
+    with pytest.raises(Exception, match="too many"):
+        limiter.check("s", "a", now=0.5)
+    limiter.check("s", "a", now=1.6)  # refilled by one
+    limiter.check("s", "b", now=2.0)
+    limiter.check("s", "c", now=2.0)  # "a" is forgotten: at most 2 clients in memory
+    assert len(limiter._clients) == 2
+    assert all(len(k) == 16 for k in limiter._clients)  # keyed by an HMAC, not the address

@@ -229,3 +229,31 @@ def test_survey_check_prints_the_lifetime_ledger(tmp_path):
     over = CliRunner().invoke(app, ["survey", "check", *map(str, paths)])
     assert over.exit_code == 2
     assert "lifetime_budget" in over.output and "version 4 adds 2 nats" in over.output
+
+
+def test_the_largest_survey_gives_a_bounded_page():
+    """The respondent page of a survey at every limit (4 questions of 64 categories with
+    200-character labels, 96 binary questions, 2,000-character texts, a 10,000-character
+    description) stays under 2 MiB; matrices past 20,000 cells are refused."""
+    from deniable.collection.server.pages import respondent_page
+
+    wide = [
+        {
+            "id": f"q{i}",
+            "text": "x" * 2000,
+            "choices": [f"{j:0200d}" for j in range(64)],
+            "design": {"name": "kary-rr", "params": {"epsilon": 0.01}},
+        }
+        for i in range(4)
+    ]
+    binary = [
+        {"id": f"b{i}", "text": "y" * 2000, "design": {"name": "warner", "params": {"p": 0.52}}}
+        for i in range(96)
+    ]
+    data = survey(
+        title="t" * 2000, description="d" * 10_000, privacy_budget=30, questions=wide + binary
+    )
+    assert len(respondent_page(load_survey(data)).encode()) < 2 * 1024 * 1024
+    with pytest.raises(SurveyError, match="at most 20000 fit"):
+        fifth = wide[0] | {"id": "q4"}
+        load_survey(survey(privacy_budget=30, questions=[*wide, fifth, *binary[:1]]))

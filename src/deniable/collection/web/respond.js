@@ -112,12 +112,11 @@ const deniable = (() => {
     else tokenBox.hidden = false;
   }
 
-  const eps = survey.total_epsilon;
+  const eps = Number(survey.total_epsilon);
   document.getElementById("budget").textContent =
-    eps === "inf"
-      ? "Some questions here protect only one of the answers (see each question)."
-      : `In privacy terms, your whole response is ${Number(eps).toFixed(2)}-differentially ` +
-        `private (epsilon in nats; the survey's limit is ${survey.privacy_budget}).`;
+    `Together, your reports can change anyone's odds about your sensitive answers by at ` +
+    `most a factor of ${Math.exp(eps).toFixed(1)} (a privacy loss of epsilon = ` +
+    `${eps.toFixed(2)} nats; this survey's limit is ${survey.privacy_budget}).`;
 
   survey.questions.forEach((q, index) => container.appendChild(renderQuestion(q, index)));
   if (store.get(sentKey)) {
@@ -310,8 +309,11 @@ const deniable = (() => {
   function explainRisk(q) {
     const pct = (x) => `${(100 * x).toFixed(0)}%`;
     if (q.epsilon === "inf") {
-      return "Careful: with this design one answer is fully protected but the other can be " +
-        "revealed by the report. You agreed to this when the survey opted in.";
+      const protectedAnswers = q.sensitive.map((a) => `"${a}"`).join(" or ");
+      return `Whatever report is sent, it can raise anyone's odds that your answer is ` +
+        `${protectedAnswers} by at most a factor of ${Math.exp(q.cost).toFixed(2)}. ` +
+        "With this design some reports can show that your answer is not " +
+        `${protectedAnswers}.`;
     }
     const factor = Number(q.disclosure.max_odds_factor);
     let text = `Whatever report is sent, it can shift anyone's odds about your true answer by ` +

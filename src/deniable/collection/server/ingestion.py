@@ -157,7 +157,8 @@ class BodyLimit:
         async def limited() -> MutableMapping[str, Any]:
             nonlocal seen
             try:
-                message = await asyncio.wait_for(receive(), self.timeout)
+                async with asyncio.timeout(self.timeout):  # no task per read, as wait_for
+                    message = await receive()
             except TimeoutError:
                 raise HTTPException(
                     408, f"request body not received within {self.timeout:g} s"
@@ -178,12 +179,17 @@ class GroupCommitter:
     everything queued (up to ``max_group``), commits it in a worker thread with
     :meth:`Store.commit_group`, then wakes each request with its own outcome. A
     response is therefore acknowledged only after a commit that contains it, and one
-    fsync serves many respondents.
+    fsync serves many respondents. Invitation spends (:class:`PendingSpend`) share the
+    same groups. Once nothing has arrived for ``idle_seconds`` after a commit, the
+    writer truncates the SQLite WAL (:meth:`Store.forget_history`), so the files keep no
+    order of past commits; under sustained load the WAL's automatic checkpoints bound
+    what it holds.
     """
 
-    def __init__(self, store: Store, max_group: int = 2000) -> None:
+    def __init__(self, store: Store, max_group: int = 2000, idle_seconds: float = 0.2) -> None:
         self.store = store
         self.max_group = max_group
+        self.idle_seconds = idle_seconds
         self._queue: (
             asyncio.Queue[tuple[PendingResponse | PendingSpend, asyncio.Future[None]]] | None
         ) = None
@@ -201,8 +207,21 @@ class GroupCommitter:
     async def _run(self) -> None:
         assert self._queue is not None
         queue = self._queue
+        dirty = False  # the WAL holds commits not yet truncated away
         while True:
-            group = [await queue.get()]
+            if dirty:
+                try:
+                    first = await asyncio.wait_for(queue.get(), self.idle_seconds)
+                except TimeoutError:  # idle: leave no history of the order of commits
+                    try:
+                        await run_in_threadpool(self.store.forget_history)
+                        dirty = False
+                    except Exception:  # the next idle moment retries  # pragma: no cover
+                        log.exception("could not truncate the write-ahead log")
+                    continue
+            else:
+                first = await queue.get()
+            group = [first]
             while not queue.empty() and len(group) < self.max_group:
                 group.append(queue.get_nowait())
             try:
@@ -221,11 +240,7 @@ class GroupCommitter:
                     future.set_result(None)
                 else:
                     future.set_exception(outcome)
-            if queue.empty():  # idle: leave no history of the order of commits in the WAL
-                try:
-                    await run_in_threadpool(self.store.forget_history)
-                except Exception:  # the next idle moment retries  # pragma: no cover
-                    log.exception("could not truncate the write-ahead log")
+            dirty = True
 
 
 RESPONSES_PATH = re.compile(r"/api/surveys/([a-z][a-z0-9_-]{0,63})/(responses|credentials)")

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
@@ -80,6 +81,16 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+def _json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI request body of a route that parses ``model`` itself (one pass)."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }
+
+
 def respondent_view(store: Store, survey_id: str, version: int | None = None) -> dict[str, Any]:
     """The survey as the respondent's device needs it, with the survey's credential key
     (base64 DER SubjectPublicKeyInfo) when it needs invitations."""
@@ -101,12 +112,7 @@ def get_survey(survey_id: SurveyId, store: StoreDep, version: Version = None) ->
     "/api/surveys/{survey_id}/credentials",
     status_code=201,
     response_model=CredentialOut,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": CredentialRequest.model_json_schema()}},
-        }
-    },
+    openapi_extra=_json_body(CredentialRequest),
 )
 async def credential(survey_id: SurveyId, request: Request, store: StoreDep) -> Response:
     """Spend an invitation for a blind signature (RFC 9474, RSABSSA-SHA384-PSS-Randomized).
@@ -133,12 +139,7 @@ def _require_json(request: Request) -> None:
     "/api/surveys/{survey_id}/responses",
     status_code=201,
     response_model=Stored,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": ResponseIn.model_json_schema()}},
-        }
-    },
+    openapi_extra=_json_body(ResponseIn),
 )
 async def submit(survey_id: SurveyId, request: Request, store: StoreDep) -> Response:
     """Store one response. 201 only after it is committed; 403 for a bad invitation.

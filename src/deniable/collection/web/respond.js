@@ -172,27 +172,15 @@ const deniable = (() => {
     }
     status.textContent = "Sending your reports…";
     try {
-      const res = await fetch(`/api/surveys/${encodeURIComponent(survey.id)}/responses`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(body),
-        credentials: "omit",
-        cache: "no-store",
-        referrerPolicy: "no-referrer",
-      });
-      if (res.status === 201) {
-        store.set(sentKey, true);
-        store.remove("credential"); // spent
-        lockAll();
-        status.textContent = "Sent and stored. Thank you. The server received only the reports shown above.";
-      } else {
-        const err = await res.json().catch(() => ({}));
-        const msg = (err.error && err.error.message) || `the server answered ${res.status}`;
-        status.textContent = `Not stored: ${msg}.`;
-        submit.disabled = false;
-      }
+      await postJson(`/api/surveys/${encodeURIComponent(survey.id)}/responses`, body);
+      store.set(sentKey, true);
+      store.remove("credential"); // spent
+      lockAll();
+      status.textContent = "Sent and stored. Thank you. The server received only the reports shown above.";
     } catch (e) {
-      status.textContent = "Not sent: the server could not be reached. Your reports are kept; try again.";
+      status.textContent = e instanceof TypeError // fetch found no server
+        ? "Not sent: the server could not be reached. Your reports are kept; try again."
+        : `Not stored: ${e.message}.`;
       submit.disabled = false;
     }
   });

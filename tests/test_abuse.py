@@ -1,7 +1,7 @@
 """What the review's attacker sent, against a real `deniable serve` on loopback (SQLite):
 designs that expose an answer or allocate without bound, 64 MiB bodies, 800 half-sent
-bodies. Each must get a clear 4xx or a closed connection, never a 5xx, and /healthz
-must answer in under 100 ms meanwhile."""
+bodies, and 800 half-sent headers (slowloris). Each must get a clear 4xx or a closed
+connection, never a 5xx, and /healthz must answer in under 100 ms meanwhile."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ MIB = 1024 * 1024
 @pytest.fixture
 def server(tmp_path, monkeypatch):
     monkeypatch.setenv("DENIABLE_BODY_TIMEOUT", str(BODY_TIMEOUT))
+    monkeypatch.setenv("DENIABLE_HEADER_TIMEOUT", str(BODY_TIMEOUT))
     s = Server(f"sqlite:///{tmp_path / 'abuse.sqlite'}", tmp_path)
     s.start()
     httpx.post(f"{s.base}/api/surveys", json=SURVEY, headers=AUTH).raise_for_status()
@@ -152,3 +153,33 @@ def test_eight_hundred_half_sent_bodies_are_cut_and_health_stays_fast(server):
         httpx.get(f"{server.base}/api/surveys/health/results", headers=AUTH).json()["responses"]
         == 0
     )
+
+
+def test_eight_hundred_half_sent_headers_are_cut(server):
+    """Slowloris: 800 connections send a request line and one header, never the end of
+    the headers; the server closes each after the header deadline."""
+    port = int(server.base.rsplit(":", 1)[1])
+
+    async def scenario() -> tuple[list[bytes], float, float]:
+        conns = []
+        for _ in range(800):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /api/surveys/health/responses HTTP/1.1\r\nHost: x\r\n")
+            conns.append((reader, writer))
+        await asyncio.gather(*(w.drain() for _, w in conns))
+        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        with httpx.Client(timeout=5) as probe:
+            health = await loop.run_in_executor(None, healthz_ms, server.base, probe)
+        answers = await asyncio.gather(
+            *(asyncio.wait_for(r.read(), timeout=BODY_TIMEOUT * 5) for r, _ in conns)
+        )
+        closed_after = time.perf_counter() - t0
+        for _, w in conns:
+            w.close()
+        return answers, closed_after, health
+
+    answers, closed_after, health = asyncio.run(scenario())
+    assert all(a == b"" for a in answers)  # closed without a response
+    assert closed_after < BODY_TIMEOUT * 5
+    assert health < 100

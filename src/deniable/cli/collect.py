@@ -170,7 +170,8 @@ def serve(
         port=port,
         workers=workers,
         log_level="info",
-        access_log=False,
+        access_log=False,  # the application's own access log has no addresses or queries
+        http="deniable.collection.server.protocol:HeaderDeadlineProtocol",
     )
 
 

@@ -31,6 +31,7 @@ import uvicorn
 from ..datasets import load_adult
 from .client import design_from_view, request_credential
 from .server.app import create_app
+from .server.protocol import HeaderDeadlineProtocol
 from .storage import Store
 
 __all__ = ["DEMO_SURVEY", "LiveDemoResult", "LiveRow", "free_port", "live_demo", "serve_in_thread"]
@@ -92,6 +93,7 @@ def serve_in_thread(
         port=port,
         log_level="warning",
         access_log=False,
+        http=HeaderDeadlineProtocol,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 import math
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
@@ -272,6 +272,7 @@ class CredentialKey:
         self._e = numbers.public_numbers.e
         self.modulus_bytes = (self._n.bit_length() + 7) // 8
         self._crt = (numbers.p, numbers.q, numbers.dmp1, numbers.dmq1, numbers.iqmp)
+        self._gmp: tuple[Any, ...] | None = None
 
     @classmethod
     def generate(cls, bits: int = 2048) -> CredentialKey:
@@ -335,14 +336,17 @@ class CredentialKey:
         require("gmpy2", "server")
         import gmpy2
 
-        m = self.check_blinded(blinded)
-        p, q, dp, dq, qinv = self._crt
+        if self._gmp is None:  # the key as GMP integers, once
+            self._gmp = tuple(gmpy2.mpz(x) for x in (*self._crt, self._n, self._e))
+        p, q, dp, dq, qinv, n, e = self._gmp
+        m = gmpy2.mpz(self.check_blinded(blinded))
         s1 = gmpy2.powmod_sec(m % p, dp, p)
         s2 = gmpy2.powmod_sec(m % q, dq, q)
-        s = int(s2 + q * ((qinv * (s1 - s2)) % p))
-        if not hmac.compare_digest(_i2osp(pow(s, self._e, self._n), self.modulus_bytes), blinded):
+        s = s2 + q * ((qinv * (s1 - s2)) % p)
+        # the check uses only the public exponent, so it need not be constant-time
+        if gmpy2.powmod(s, e, n) != m:
             raise CredentialError("signing failure")  # pragma: no cover - a hardware fault
-        return _i2osp(s, self.modulus_bytes)
+        return _i2osp(int(s), self.modulus_bytes)
 
     def verify(self, prepared: bytes, signature: bytes) -> bool:
         """Whether ``signature`` is a valid credential signature of ``prepared``."""

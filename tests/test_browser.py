@@ -306,3 +306,27 @@ def test_an_unchanged_question_is_not_drawn_again_in_a_new_version(browser, site
     page.get_by_text("Sent and stored").wait_for()
     assert store.response_count("life", 2) == 1
     context.close()
+
+
+def test_an_invitation_code_typed_by_hand_is_exchanged_on_sending(browser, site):
+    """Without a link, the page asks for the invitation code; sending exchanges it for a
+    credential first, and a used code is refused as used."""
+    base, store, survey = site
+    (token,) = store.issue_tokens(survey.id, 1)
+    for attempt in ("fresh", "used"):
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{base}/s/health")
+        assert page.locator("#token-box").is_visible()
+        page.fill("#token", token)
+        page.get_by_role("radio", name="no").check()
+        page.locator("#q-drugs [data-role=draw]").click()
+        page.get_by_role("radio", name="single").check()
+        page.locator("#q-status [data-role=draw]").click()
+        page.get_by_role("button", name="Send my reports").click()
+        if attempt == "fresh":
+            page.get_by_text("Sent and stored").wait_for()
+        else:
+            page.get_by_text("this invitation has already been used").wait_for()
+        context.close()
+    assert store.response_count("health") == 1

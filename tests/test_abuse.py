@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import os
 import time
 
 import httpx
@@ -20,12 +21,21 @@ BODY_TIMEOUT = 2.0
 MIB = 1024 * 1024
 
 
-@pytest.fixture
-def server(tmp_path, monkeypatch):
-    monkeypatch.setenv("DENIABLE_BODY_TIMEOUT", str(BODY_TIMEOUT))
-    monkeypatch.setenv("DENIABLE_HEADER_TIMEOUT", str(BODY_TIMEOUT))
-    s = Server(f"sqlite:///{tmp_path / 'abuse.sqlite'}", tmp_path)
-    s.start()
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One server for the module (each test leaves the survey's responses empty)."""
+    tmp = tmp_path_factory.mktemp("abuse")
+    saved = {k: os.environ.get(k) for k in ("DENIABLE_BODY_TIMEOUT", "DENIABLE_HEADER_TIMEOUT")}
+    os.environ["DENIABLE_BODY_TIMEOUT"] = os.environ["DENIABLE_HEADER_TIMEOUT"] = str(BODY_TIMEOUT)
+    s = Server(f"sqlite:///{tmp / 'abuse.sqlite'}", tmp)
+    try:
+        s.start()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     httpx.post(f"{s.base}/api/surveys", json=SURVEY, headers=AUTH).raise_for_status()
     yield s
     s.stop()

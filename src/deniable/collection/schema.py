@@ -188,7 +188,7 @@ def sqlite_engine(url: str, *, immediate: bool) -> Engine:
         cur.execute("PRAGMA synchronous=FULL")
         cur.execute("PRAGMA foreign_keys=ON")
         # overwrite deleted content, and keep the WAL from holding history: it is
-        # truncated after each write (Store.forget_history) and capped here
+        # truncated when writes pause (Store.forget_history) and capped here
         cur.execute("PRAGMA secure_delete=ON")
         cur.execute("PRAGMA journal_size_limit=0")
         cur.close()

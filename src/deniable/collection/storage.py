@@ -12,9 +12,10 @@ The invitation protocol (RFC 9474 blind signatures, :mod:`.credentials`)
 - :meth:`Store.commit_group` stores a response with the *nullifier* of its credential
   (SHA-256 of its message) in one transaction; a nullifier is stored once, so a
   credential is used at most once, and nothing ties it to the invitation spent for it.
-- After every write on SQLite the WAL is checkpointed and truncated
-  (:meth:`Store.forget_history`, ``secure_delete`` on), so the files do not keep the
-  order in which invitations were spent and responses stored.
+- On SQLite the WAL is checkpointed and truncated (:meth:`Store.forget_history`,
+  ``secure_delete`` on) after each write through the store's own methods, and on the
+  server once no commit has come for 0.2 s, so the files do not keep the order in which
+  invitations were spent and responses stored.
 
 What is stored, and what is not: reports carry no true answer, no address, no
 respondent identifier and no exact time (only the start of a coarse bucket, default one

@@ -409,3 +409,27 @@ def test_rate_limiter_refills_and_forgets_old_clients():
     limiter.check("s", "c", now=2.0)  # "a" is forgotten: at most 2 clients in memory
     assert len(limiter._clients) == 2
     assert all(len(k) == 16 for k in limiter._clients)  # keyed by an HMAC, not the address
+
+
+def test_short_analyst_tokens_and_worker_processes_without_a_token_are_refused(
+    tmp_path, monkeypatch
+):
+    from typer.testing import CliRunner
+
+    from deniable.cli import app as cli
+
+    store = Store(f"sqlite:///{tmp_path / 'short.sqlite'}")
+    with pytest.raises(ValueError, match="at least 16 characters"):
+        create_app(store, analyst_token="secret")
+    store.close()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DENIABLE_ANALYST_TOKEN", "secret")
+    out = CliRunner().invoke(cli, ["serve", "--port", "0"])
+    assert out.exit_code == 2 and "at least 16 characters" in out.output
+    monkeypatch.delenv("DENIABLE_ANALYST_TOKEN")
+    out = CliRunner().invoke(cli, ["serve", "--port", "0", "--workers", "2"])
+    assert out.exit_code == 2 and "needs DENIABLE_ANALYST_TOKEN" in out.output
+    from deniable.collection.server.app import app_from_environment
+
+    with pytest.raises(RuntimeError, match="DENIABLE_ANALYST_TOKEN is not set"):
+        app_from_environment()

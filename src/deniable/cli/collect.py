@@ -148,6 +148,14 @@ def serve(
 
     url = resolve(database_url)
     os.environ["DENIABLE_DATABASE_URL"] = url
+    from ..collection.server.app import MIN_TOKEN_CHARS
+
+    given = os.environ.get("DENIABLE_ANALYST_TOKEN", "")
+    if given and len(given) < MIN_TOKEN_CHARS:
+        raise fail(
+            f"DENIABLE_ANALYST_TOKEN must be at least {MIN_TOKEN_CHARS} characters; make one "
+            "with python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
     if workers > 1 and not os.environ.get("DENIABLE_ANALYST_TOKEN"):
         raise fail(
             f"--workers {workers} needs DENIABLE_ANALYST_TOKEN: set it to a long random "

@@ -57,9 +57,12 @@ from .routes import analyst_router, public_router
 from .schemas import MAX_BATCH
 from .security import RateLimiter, SecurityHeaders
 
-__all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "app_from_environment", "create_app"]
+__all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "app_from_environment", "create_app"]
 
 log = logging.getLogger("deniable.server")
+
+#: Shortest analyst token accepted (characters).
+MIN_TOKEN_CHARS = 16
 
 
 async def _handle(_: Request, exc: Exception) -> JSONResponse:
@@ -76,6 +79,11 @@ def create_app(
 ) -> FastAPI:
     """Build the ASGI application.
 
+    Raises
+    ------
+    ValueError
+        For an analyst token shorter than :data:`MIN_TOKEN_CHARS` or a body timeout <= 0.
+
     Parameters
     ----------
     store : Store, optional
@@ -83,7 +91,7 @@ def create_app(
     analyst_token : str, optional
         Bearer token of the analyst endpoints (default ``DENIABLE_ANALYST_TOKEN``; if
         neither is set a random one is generated for this application object, readable
-        as ``app.state.analyst_token`` and never logged).
+        as ``app.state.analyst_token`` and never logged); at least 16 characters.
     max_body_bytes : int
         Largest accepted request body in bytes.
     body_timeout : float, optional
@@ -102,6 +110,12 @@ def create_app(
     token = analyst_token or os.environ.get("DENIABLE_ANALYST_TOKEN") or ""
     if not token:
         token = secrets.token_urlsafe(24)
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ValueError(
+            f"DENIABLE_ANALYST_TOKEN must be at least {MIN_TOKEN_CHARS} characters (the "
+            "login form and the API would otherwise be open to guessing); make one with "
+            "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
     if limiter is None:
         limiter = RateLimiter(
             float(os.environ.get("DENIABLE_RATE_PER_MINUTE", "30")),

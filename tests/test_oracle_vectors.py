@@ -78,7 +78,7 @@ def test_javascript_encoders_in_chromium(tmp_path):
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         store = Store(f"sqlite:///{tmp_path / 'v.sqlite'}")
         try:
-            with serve_in_thread(store, "analyst") as base:
+            with serve_in_thread(store, "an-analyst-token-for-tests") as base:
                 page = browser.new_page()
                 page.goto(f"{base}/healthz")  # a secure (loopback) origin for WebCrypto
                 page.add_script_tag(url=f"{base}/static/oracles.js")

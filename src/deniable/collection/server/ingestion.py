@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.types import Message, Receive, Scope, Send
 
 from ..credentials import VARIANT, Credential, b64url, b64url_decode
 from ..invitations import PendingSpend
@@ -131,9 +131,9 @@ class BodyLimit:
 
     async def __call__(
         self,
-        scope: MutableMapping[str, Any],
-        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
-        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
     ) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -156,7 +156,7 @@ class BodyLimit:
                     return
         seen = 0
 
-        async def limited() -> MutableMapping[str, Any]:
+        async def limited() -> Message:
             nonlocal seen
             try:
                 async with asyncio.timeout(self.timeout):  # no task per read, as wait_for
@@ -279,9 +279,9 @@ class FastSubmit:
 
     async def __call__(
         self,
-        scope: MutableMapping[str, Any],
-        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
-        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
     ) -> None:
         match = (
             RESPONSES_PATH.fullmatch(scope["path"])
@@ -316,7 +316,7 @@ class FastSubmit:
         body = b"".join(chunks)
         replayed = False
 
-        async def replay() -> MutableMapping[str, Any]:
+        async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True

@@ -23,10 +23,11 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
+from starlette.types import Message, Receive, Scope, Send
 
 __all__ = [
     "CSP",
@@ -117,15 +118,15 @@ class SecurityHeaders:
 
     async def __call__(
         self,
-        scope: MutableMapping[str, Any],
-        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
-        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
     ) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
 
-        async def with_headers(message: MutableMapping[str, Any]) -> None:
+        async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 access.info("%s %s %s", scope["method"], scope["path"], message["status"])
                 headers = list(message.get("headers", []))

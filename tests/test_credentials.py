@@ -4,11 +4,13 @@ and the properties the collection server relies on."""
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from deniable.collection import _libcrypto, credentials
 from deniable.collection.credentials import (
     CredentialError,
     CredentialKey,
@@ -39,8 +41,19 @@ def _key(v: dict[str, str]) -> CredentialKey:
     return CredentialKey(numbers.private_key())
 
 
-def test_rfc9474_vector_randomized_pss() -> None:
-    """Every intermediate value of RFC 9474 Appendix A's RSABSSA-SHA384-PSS-Randomized."""
+@pytest.fixture(params=["openssl", "gmp"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each signing backend: OpenSSL through ctypes where present, GMP otherwise."""
+    if request.param == "openssl" and _libcrypto._library() is None:
+        pytest.skip("no OpenSSL 3 libcrypto on this machine: the GMP backend signs")
+    if request.param == "gmp":
+        monkeypatch.setattr(credentials, "raw_rsa_key", lambda der, size: None)
+    return str(request.param)
+
+
+def test_rfc9474_vector_randomized_pss(backend: str) -> None:
+    """Every intermediate value of RFC 9474 Appendix A's RSABSSA-SHA384-PSS-Randomized,
+    with each signing backend (the vector's key is 4096 bits)."""
     v = RANDOMIZED
     key = _key(v)
     prepared = prepare(bytes.fromhex(v["msg"]), prefix=bytes.fromhex(v["msg_prefix"]))
@@ -51,10 +64,40 @@ def test_rfc9474_vector_randomized_pss() -> None:
     assert blinded.hex() == v["blinded_msg"]
     assert int.from_bytes(state.inverse, "big") == int(v["inv"], 16)
     blind_sig = key.blind_sign(blinded)
+    assert isinstance(key._raw, _libcrypto.RawRSAKey) == (backend == "openssl")
     assert blind_sig.hex() == v["blind_sig"]
     signature = finalize(key.public_key, state, blind_sig)
     assert signature.hex() == v["sig"]
     assert verify(key.public_key, prepared, signature)
+
+
+def test_backends_agree_on_every_value() -> None:
+    """OpenSSL's and GMP's ``m^d mod n`` are the same bytes, on 200 random values and on
+    the edges (0, 1, n - 1, values whose result has leading zero bytes)."""
+    if _libcrypto._library() is None:
+        pytest.skip("no OpenSSL 3 libcrypto on this machine: only the GMP backend exists")
+    key = CredentialKey.generate(2048)
+    n = key.public_key.public_numbers().n
+    values = [0, 1, n - 1] + [secrets.randbelow(n) for _ in range(200)]
+    # results below 2^2000 (leading zero bytes): s chosen, m = s^e mod n
+    values += [pow(secrets.randbits(2000), 65537, n) for _ in range(5)]
+    for m in values:
+        blinded = m.to_bytes(256, "big")
+        assert key.blind_sign(blinded) == key._gmp_sign(m).to_bytes(256, "big")
+    assert isinstance(key._raw, _libcrypto.RawRSAKey)
+
+
+def test_openssl_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DENIABLE_OPENSSL=0`` keeps libcrypto unloaded; GMP signs instead."""
+    monkeypatch.setenv("DENIABLE_OPENSSL", "0")
+    _libcrypto._library.cache_clear()
+    try:
+        key = CredentialKey.generate(2048)
+        blinded, state = new_credential_request(key.public_key)
+        assert key.verify(state.prepared, finalize(key.public_key, state, key.blind_sign(blinded)))
+        assert key._raw is None
+    finally:
+        _libcrypto._library.cache_clear()
 
 
 def test_round_trip_and_unforgeability() -> None:

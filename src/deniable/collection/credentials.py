@@ -19,10 +19,12 @@ invitee" hold without the server being able to tell which invitee sent which res
 
 What is ours and what is borrowed: keys, their serialization, SHA-384 and the RSASSA-PSS
 verification come from ``cryptography``; the secret-exponent modular exponentiation of
-the signer is GMP's constant-time ``mpz_powm_sec`` (through ``gmpy2``), with the
-Chinese remainder theorem. What this module writes itself are RFC 9474's protocol steps
-(Sections 4.1-4.5) and the PSS encoding they need (EMSA-PSS-ENCODE with MGF1, RFC 8017
-Sections 9.1.1 and B.2.1), checked against RFC 9474's published test vectors.
+the signer is OpenSSL's RSA private-key operation without padding (through
+:mod:`~deniable.collection._libcrypto`), or where OpenSSL 3 is not at hand GMP's
+constant-time ``mpz_powm_sec`` (through ``gmpy2``) with the Chinese remainder theorem.
+What this module writes itself are RFC 9474's protocol steps (Sections 4.1-4.5) and the
+PSS encoding they need (EMSA-PSS-ENCODE with MGF1, RFC 8017 Sections 9.1.1 and B.2.1),
+checked against RFC 9474's published test vectors.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from .._extras import require
 from ..errors import CredentialError
+from ._libcrypto import RawRSAKey, raw_rsa_key
 
 __all__ = [
     "MESSAGE_BYTES",
@@ -273,6 +276,7 @@ class CredentialKey:
         self.modulus_bytes = (self._n.bit_length() + 7) // 8
         self._crt = (numbers.p, numbers.q, numbers.dmp1, numbers.dmq1, numbers.iqmp)
         self._gmp: tuple[Any, ...] | None = None
+        self._raw: RawRSAKey | bool | None = False  # False: OpenSSL not tried yet
 
     @classmethod
     def generate(cls, bits: int = 2048) -> CredentialKey:
@@ -324,29 +328,55 @@ class CredentialKey:
     def blind_sign(self, blinded: bytes) -> bytes:
         """RFC 9474 ``BlindSign`` (Section 4.3): sign a blinded message.
 
-        The exponentiation is constant-time (GMP ``mpz_powm_sec``, CRT), and the result
-        is checked against the public key before it is returned (the RFC's guard against
-        a faulty signature leaking the key).
+        The exponentiation is OpenSSL's (``EVP_PKEY_decrypt`` without padding: CRT,
+        blinding, constant-time; :mod:`deniable.collection._libcrypto`) where OpenSSL 3
+        is available, and otherwise GMP's constant-time ``mpz_powm_sec`` with CRT. Either
+        way the result is checked against the public key before it is returned (the
+        RFC's guard against a faulty signature leaking the key).
 
         Raises
         ------
         CredentialError
             If ``blinded`` is not ``modulus_bytes`` long or not below the modulus.
         """
+        m = self.check_blinded(blinded)
+        if self._raw is False:  # once per key
+            der = self.private_key.private_bytes(
+                serialization.Encoding.DER,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+            self._raw = raw_rsa_key(der, self.modulus_bytes)
+        if isinstance(self._raw, RawRSAKey):
+            signature = self._raw.private_op(blinded)
+            s = _os2ip(signature)
+        else:
+            s = self._gmp_sign(m)
+            signature = _i2osp(s, self.modulus_bytes)
+        # the check uses only the public exponent, so it need not be constant-time
+        if self._public_op(s) != m:
+            raise CredentialError("signing failure")  # pragma: no cover - a hardware fault
+        return signature
+
+    def _public_op(self, s: int) -> int:
+        """``s^e mod n`` (GMP: 0.02 ms for 2048 bits, against 0.24 ms for ``pow``)."""
+        require("gmpy2", "server")
+        import gmpy2
+
+        return int(gmpy2.powmod(s, self._e, self._n))
+
+    def _gmp_sign(self, m: int) -> int:
+        """``m^d mod n`` by GMP's constant-time exponentiation with CRT."""
         require("gmpy2", "server")
         import gmpy2
 
         if self._gmp is None:  # the key as GMP integers, once
-            self._gmp = tuple(gmpy2.mpz(x) for x in (*self._crt, self._n, self._e))
-        p, q, dp, dq, qinv, n, e = self._gmp
-        m = gmpy2.mpz(self.check_blinded(blinded))
-        s1 = gmpy2.powmod_sec(m % p, dp, p)
-        s2 = gmpy2.powmod_sec(m % q, dq, q)
-        s = s2 + q * ((qinv * (s1 - s2)) % p)
-        # the check uses only the public exponent, so it need not be constant-time
-        if gmpy2.powmod(s, e, n) != m:
-            raise CredentialError("signing failure")  # pragma: no cover - a hardware fault
-        return _i2osp(int(s), self.modulus_bytes)
+            self._gmp = tuple(gmpy2.mpz(x) for x in self._crt)
+        p, q, dp, dq, qinv = self._gmp
+        g = gmpy2.mpz(m)
+        s1 = gmpy2.powmod_sec(g % p, dp, p)
+        s2 = gmpy2.powmod_sec(g % q, dq, q)
+        return int(s2 + q * ((qinv * (s1 - s2)) % p))
 
     def verify(self, prepared: bytes, signature: bytes) -> bool:
         """Whether ``signature`` is a valid credential signature of ``prepared``."""

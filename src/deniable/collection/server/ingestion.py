@@ -113,8 +113,8 @@ async def ingest_credential_request(
     if key is None:  # a read, once per process and survey
         key = await run_in_threadpool(store.credential_key, survey_id)
     await committer.submit(store.prepare_spend(survey_id, parsed.token, blinded))
-    # on the event loop (1.3 ms): a thread hop costs more CPU than it saves here, because
-    # the exponentiation holds the GIL; measured in bench/ingest.py (docs/collection.md)
+    # on the event loop (0.85 ms with OpenSSL, 1.1 ms with GMP): a thread hop costs more
+    # CPU than it saves at one core; measured in bench/ingest.py (docs/collection.md)
     signature = key.blind_sign(blinded)
     return CredentialOut(blind_sig=b64url(signature), variant=VARIANT)
 

@@ -346,7 +346,7 @@ def main() -> None:
             conn.execute(
                 text(
                     "DROP TABLE IF EXISTS reports, invitations, surveys, schema_migrations, "
-                    "credential_keys, nullifiers, ingestion_keys CASCADE"
+                    "credential_keys, nullifiers, ingestion_keys, survey_state, audit_log CASCADE"
                 )
             )
         eng.dispose()

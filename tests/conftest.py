@@ -53,7 +53,7 @@ def reset_postgres(url: str) -> None:
         conn.execute(
             text(
                 "DROP TABLE IF EXISTS reports, invitations, surveys, schema_migrations, "
-                "credential_keys, nullifiers, ingestion_keys CASCADE"
+                "credential_keys, nullifiers, ingestion_keys, survey_state, audit_log CASCADE"
             )
         )
     engine.dispose()

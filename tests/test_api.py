@@ -138,18 +138,25 @@ async def test_responses_results_and_estimates(client, rng):
 
 async def test_results_page_with_an_estimate_outside_its_clipped_interval(client):
     """All "no" reports through the two coins: the unbiased estimate is -0.5 while its
-    interval is clipped to [0, 1]; the page still renders (it once drew negative bars)."""
-    await publish(client)
+    interval is clipped to [0, 1]; the page still renders (it once drew negative bars),
+    says what the estimate and the SE of 0 mean, and shows the constrained MLE."""
+    await publish(client, min_release=3)
     for i in range(3):
         body = {"version": 1, "reports": {"drugs": 0, "status": i}}
         assert (await client.post("/api/surveys/health/responses", json=body)).status_code == 201
     res = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
-    assert res["questions"][0]["prevalence"][1] == pytest.approx(-0.5)
-    assert res["questions"][0]["low"][1] == 0.0
+    drugs = res["questions"][0]
+    assert drugs["prevalence"][1] == pytest.approx(-0.5)
+    assert drugs["low"][1] == 0.0
+    assert drugs["mle"][1] == pytest.approx(0.0, abs=1e-6) and min(drugs["mle"]) >= 0
+    assert drugs["interval_method"] == "wilson" and "Wilson" in drugs["interval_name"]
     # -0.5, and the standard error at prevalence 0 is 0.5: within 3.29 of them, not flagged
-    assert "warning" not in res["questions"][0]
+    assert "warning" not in drugs
+    assert "outside [0, 1] within sampling error" in drugs["note"]
+    assert "standard error of 0" in drugs["note"]
     page = await client.get("/surveys/health/results", headers=AUTH)
     assert page.status_code == 200 and "data:image/png;base64," in page.text
+    assert "Wilson score interval" in page.text and "constrained (MLE)" in page.text
 
 
 async def test_an_estimate_far_outside_the_unit_interval_is_flagged(client):
@@ -184,12 +191,9 @@ async def test_export_csv_and_parquet(client):
     assert len(frame) == 60 and set(frame["question_id"]) == {"drugs", "status"}
     pq = await client.get("/api/surveys/health/export", params={"format": "parquet"}, headers=AUTH)
     pframe = pd.read_parquet(io.BytesIO(pq.content))
-    assert pframe.shape == (60, 6)
-    assert np.bincount(pframe.loc[pframe.question_id == "status", "report"]).tolist() == [
-        10,
-        10,
-        10,
-    ]
+    assert pframe.shape == (30, 5)  # wide: one row per response
+    assert list(pframe.columns) == ["response_id", "version", "received_bucket", "drugs", "status"]
+    assert np.bincount(pframe["status"]).tolist() == [10, 10, 10]
     assert_error_shape(await client.get("/api/surveys/health/export?format=xml", headers=AUTH), 422)
 
 

@@ -27,8 +27,10 @@ __all__ = [
     "CredentialRejectedError",
     "DeniableError",
     "InvitationError",
+    "InvitationUsedError",
     "PrivacyWarning",
     "ReportValidationError",
+    "SurveyClosedError",
     "SurveyConflictError",
     "SurveyError",
     "SurveyNotFoundError",
@@ -75,7 +77,15 @@ class SurveyConflictError(DeniableError):
 
 
 class InvitationError(DeniableError):
-    """The invitation token is missing, unknown, or already used (deliberately not said which)."""
+    """The invitation token is missing, unknown, or already used."""
+
+
+class InvitationUsedError(InvitationError):
+    """The invitation was valid and has already been used (said so, for the respondent)."""
+
+
+class SurveyClosedError(DeniableError):
+    """The survey is closed: it takes no responses and issues no credentials."""
 
 
 class CredentialRejectedError(InvitationError):

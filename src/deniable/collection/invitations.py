@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, insert, select, update
 
-from ..errors import InvitationError, SurveyNotFoundError
+from ..errors import DeniableError, InvitationError, InvitationUsedError, SurveyNotFoundError
 from .credentials import CredentialKey
 from .schema import credential_keys, hash_token, ingestion_keys, invitations
 
@@ -54,7 +54,7 @@ class InvitationsMixin:
 
     def commit_group(
         self, pending: Sequence[PendingResponse | PendingSpend], forget: bool = True
-    ) -> list[InvitationError | None]:
+    ) -> list[DeniableError | None]:
         raise NotImplementedError
 
     # -- invitations and credentials ---------------------------------------------
@@ -203,7 +203,7 @@ class InvitationsMixin:
             if first[key] == i and key in spent:
                 outcomes[i] = None
             elif first[key] != i or key in known:
-                outcomes[i] = InvitationError(INVITATION_MESSAGES["used"])
+                outcomes[i] = InvitationUsedError(INVITATION_MESSAGES["used"])
             else:
                 outcomes[i] = InvitationError(INVITATION_MESSAGES["unknown"])
         return outcomes

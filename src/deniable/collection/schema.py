@@ -11,6 +11,10 @@ Tables
   (the signer never saw the message), so it links nothing.
 - ``ingestion_keys``: SHA-256 hashes of the keys telemetry clients send batches with.
 - ``reports``: one row per (response, question): the randomized report code only.
+- ``survey_state``: whether a survey id is closed, and how many unused invitations were
+  revoked (their rows are deleted).
+- ``audit_log``: the analyst's actions (each release of results, export, close, reopen,
+  revoke, publish, invitations issued), with their time; nothing of a respondent.
 
 Every table that grows with responses is ``WITHOUT ROWID`` on SQLite and keyed by a
 random value, so its physical order is not arrival order.
@@ -49,6 +53,7 @@ from sqlalchemy import (
 __all__ = [
     "DEFAULT_SQLITE_FILE",
     "MIGRATIONS",
+    "audit_log",
     "credential_keys",
     "database_url",
     "hash_token",
@@ -59,6 +64,7 @@ __all__ = [
     "reports",
     "schema_migrations",
     "sqlite_engine",
+    "survey_state",
     "surveys",
 ]
 
@@ -128,6 +134,27 @@ ingestion_keys = Table(
 )
 
 
+survey_state = Table(
+    "survey_state",
+    metadata,
+    Column("survey_id", String(64), primary_key=True),
+    Column("closed", Boolean, nullable=False),
+    Column("revoked", Integer, nullable=False),
+)
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("entry_id", String(32), primary_key=True),
+    Column("at", Integer, nullable=False),
+    Column("actor", String(64), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("survey_id", String(64), nullable=False),
+    Column("version", Integer),
+    Column("detail", Text, nullable=False),
+    Index("audit_log_survey", "survey_id", "at"),
+)
+
+
 def _initial(conn: Connection) -> None:
     for table in (surveys, invitations, reports):
         table.create(conn, checkfirst=True)
@@ -135,6 +162,11 @@ def _initial(conn: Connection) -> None:
 
 def _credentials(conn: Connection) -> None:
     for table in (credential_keys, nullifiers, ingestion_keys):
+        table.create(conn, checkfirst=True)
+
+
+def _lifecycle(conn: Connection) -> None:
+    for table in (survey_state, audit_log):
         table.create(conn, checkfirst=True)
 
 
@@ -148,6 +180,7 @@ MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0001_initial", _initial),
     ("0002_invitation_survey_index", _invitation_index),
     ("0003_credentials_nullifiers_ingestion_keys", _credentials),
+    ("0004_survey_state_audit_log", _lifecycle),
 )
 
 

@@ -55,8 +55,10 @@ from sqlalchemy.exc import IntegrityError
 
 from ..errors import (
     CredentialRejectedError,
+    DeniableError,
     InvitationError,
     ReportValidationError,
+    SurveyClosedError,
     SurveyConflictError,
     SurveyNotFoundError,
 )
@@ -64,6 +66,7 @@ from ..tallies import Tally
 from .budget import Ledger, check_lifetime, lifetime_ledger
 from .credentials import Credential, CredentialKey, nullifier
 from .invitations import InvitationsMixin, PendingSpend
+from .lifecycle import LifecycleMixin
 from .schema import (
     DEFAULT_SQLITE_FILE,
     MIGRATIONS,
@@ -101,7 +104,7 @@ class PendingResponse:
     rows: list[dict[str, Any]]
 
 
-class Store(InvitationsMixin):
+class Store(InvitationsMixin, LifecycleMixin):
     """The collection database.
 
     Parameters
@@ -351,21 +354,27 @@ class Store(InvitationsMixin):
 
     def commit_group(
         self, pending: Sequence[PendingResponse | PendingSpend], forget: bool = True
-    ) -> list[InvitationError | None]:
+    ) -> list[DeniableError | None]:
         """Store many prepared responses and invitation spends in ONE transaction.
 
         A response whose credential was already spent (earlier, or by an earlier entry of
-        this group), or a spend whose invitation was, is left out (its entry in the
-        result is the error) without affecting the others. Returns after the commit:
+        this group), a spend whose invitation was, and any entry for a closed survey
+        (:class:`SurveyClosedError`, read in this transaction) is left out (its entry in
+        the result is the error) without affecting the others. Returns after the commit:
         every ``None`` entry is then durable. If the transaction fails, nothing is stored
         and the exception propagates. With ``forget`` the WAL is then truncated
         (:meth:`forget_history`); the group committer does that when it goes idle.
         """
-        spends = [(i, p) for i, p in enumerate(pending) if isinstance(p, PendingSpend)]
-        answers = [(i, p) for i, p in enumerate(pending) if isinstance(p, PendingResponse)]
-        outcomes: list[InvitationError | None] = [None] * len(pending)
+        outcomes: list[DeniableError | None] = [None] * len(pending)
         rows: list[dict[str, Any]] = []
         with self.engine.begin() as conn:
+            closed = self.closed_among(conn, (p.survey_id for p in pending))
+            for i, p in enumerate(pending):
+                if p.survey_id in closed:
+                    outcomes[i] = SurveyClosedError(_closed_message(p.survey_id))
+            live = [(i, p) for i, p in enumerate(pending) if p.survey_id not in closed]
+            spends = [(i, p) for i, p in live if isinstance(p, PendingSpend)]
+            answers = [(i, p) for i, p in live if isinstance(p, PendingResponse)]
             if spends:
                 spent = self._spend_all(conn, [p for _, p in spends])
                 for j, (i, _) in enumerate(spends):
@@ -419,6 +428,8 @@ class Store(InvitationsMixin):
         rows = self._rows(survey, responses, self._bucket())
         if rows:
             with self.engine.begin() as conn:
+                if self.closed_among(conn, [survey.id]):
+                    raise SurveyClosedError(_closed_message(survey.id))
                 conn.execute(insert(reports), rows)
             self.forget_history()
         return len(responses)
@@ -532,3 +543,7 @@ class Store(InvitationsMixin):
         """A read connection (for tests and administration)."""
         with self.reader.connect() as conn:
             yield conn
+
+
+def _closed_message(survey_id: str) -> str:
+    return f"survey {survey_id!r} is closed: it takes no responses (the analyst may reopen it)"

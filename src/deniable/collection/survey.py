@@ -82,6 +82,7 @@ from ..planning.disclosure import DisclosureRisk, disclosure_risk
 __all__ = [
     "BUDGET_SLACK",
     "MAX_CATEGORIES",
+    "MIN_RELEASE",
     "DesignChoice",
     "Question",
     "Survey",
@@ -99,6 +100,8 @@ BUDGET_SLACK = 1e-9
 MAX_CATEGORIES = 64
 #: Most matrix cells (reports x answers, all questions) one survey may publish.
 MAX_SURVEY_CELLS = 20_000
+#: Default responses a question needs before its estimate is released.
+MIN_RELEASE = 30
 
 #: Identifiers of surveys and questions: lower-case letter, then up to 63 of [a-z0-9_-].
 SLUG_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -333,6 +336,12 @@ class Survey(BaseModel):
         Whether a response needs a one-time invitation token.
     disclosure_prior : float in (0, 1)
         The prior belief in "yes" used to explain the disclosure risk to respondents.
+    consent : str
+        Consent and contact text shown before the questions (plain text, at most
+        10,000 characters; default none).
+    min_release : int in [1, 100000], default 30
+        An estimate is released (results page, JSON, export summary) only once its
+        question has at least this many responses.
     questions : list of Question
         1 to 100 questions with unique ids.
 
@@ -352,6 +361,8 @@ class Survey(BaseModel):
     lifetime_budget: float | None = Field(default=None, gt=0, le=MAX_EPSILON, allow_inf_nan=False)
     requires_invitation: bool = False
     disclosure_prior: float = Field(default=0.5, gt=0, lt=1)
+    consent: Annotated[str, StringConstraints(max_length=10_000)] = ""
+    min_release: int = Field(default=MIN_RELEASE, ge=1, le=100_000)
     questions: list[Question] = Field(min_length=1, max_length=100)
 
     @field_validator("questions")
@@ -411,8 +422,14 @@ class Survey(BaseModel):
         raise KeyError(question_id)
 
     def canonical_json(self) -> str:
-        """The definition as canonical JSON (sorted keys, no whitespace)."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """The definition as canonical JSON (sorted keys, no whitespace). Fields added
+        after the first release are left out at their defaults, so a published digest
+        does not change."""
+        data = self.model_dump(mode="json")
+        for name, default in _LATER_FIELDS.items():
+            if data.get(name) == default:
+                del data[name]
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @cached_property
     def digest(self) -> str:
@@ -432,6 +449,7 @@ class Survey(BaseModel):
             "version": self.version,
             "title": self.title,
             "description": self.description,
+            "consent": self.consent,
             "requires_invitation": self.requires_invitation,
             "privacy_budget": self.privacy_budget,
             "total_epsilon": self.total_epsilon,
@@ -459,6 +477,10 @@ class Survey(BaseModel):
                 }
             )
         return out
+
+
+#: Fields added after surveys were first published, with their defaults.
+_LATER_FIELDS: dict[str, Any] = {"consent": "", "min_release": MIN_RELEASE}
 
 
 def _json_float(x: float) -> float | str:

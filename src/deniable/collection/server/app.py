@@ -32,6 +32,7 @@ part takes longer than ``body_timeout`` seconds with 408 and a closed connection
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -39,7 +40,7 @@ from importlib import resources
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
@@ -53,6 +54,7 @@ from .ingestion import (
     FastSubmit,
     GroupCommitter,
 )
+from .pages import error_page
 from .routes import analyst_router, public_router
 from .schemas import MAX_BATCH
 from .security import RateLimiter, SecurityHeaders
@@ -65,8 +67,15 @@ log = logging.getLogger("deniable.server")
 MIN_TOKEN_CHARS = 16
 
 
-async def _handle(_: Request, exc: Exception) -> JSONResponse:
-    return error_for(exc)
+async def _handle(request: Request, exc: Exception) -> Response:
+    """The JSON error shape for the API; an HTML page for a browser asking for a page."""
+    response = error_for(exc)
+    if not request.url.path.startswith("/api/") and "text/html" in request.headers.get(
+        "accept", ""
+    ):
+        message = json.loads(bytes(response.body))["error"]["message"]
+        return HTMLResponse(error_page(response.status_code, message), response.status_code)
+    return response
 
 
 def create_app(

@@ -20,7 +20,9 @@ from ...errors import (
     CredentialRejectedError,
     DeniableError,
     InvitationError,
+    InvitationUsedError,
     ReportValidationError,
+    SurveyClosedError,
     SurveyConflictError,
     SurveyError,
     SurveyNotFoundError,
@@ -50,6 +52,8 @@ _DENIABLE = {
     CredentialRejectedError: (403, "invalid_credential"),
     ReportValidationError: (422, "invalid_report"),
     InvitationError: (403, "invalid_invitation"),
+    InvitationUsedError: (403, "invitation_used"),
+    SurveyClosedError: (409, "survey_closed"),
     SurveyNotFoundError: (404, "not_found"),
     SurveyConflictError: (409, "conflict"),
 }

@@ -26,7 +26,10 @@ from .security import CSP
 
 __all__ = [
     "FLAG_Z",
+    "INTERVAL_NAMES",
     "PAGE_HEADERS",
+    "error_page",
+    "home_page",
     "login_page",
     "outside_unit_interval",
     "respondent_page",
@@ -54,8 +57,28 @@ _TEMPLATES = Environment(
 )
 
 
+#: How each interval method is named to readers of the results.
+INTERVAL_NAMES = {
+    "wilson": "Wilson score interval for the report share, mapped through the design (Wilson 1927)",
+    "normal": "Wald interval from the exact variance of the unbiased estimator",
+    "agresti_coull": "Agresti-Coull interval for the report share, mapped through the design",
+    "beta": "Clopper-Pearson interval for the report share, mapped through the design",
+    "jeffreys": "Jeffreys interval for the report share, mapped through the design",
+    "bayes": "Bayesian credible interval",
+}
+
+
 def survey_results(store: Store, survey: Survey, level: float) -> dict[str, Any]:
-    """Estimate, standard error and interval of every question, from SQL tallies."""
+    """Estimate, standard error and interval of every question, from SQL tallies.
+
+    A question is released only once it has ``survey.min_release`` responses: before,
+    its entry says ``released: false`` and how many are ``missing``, and carries no
+    counts and no estimate. A released question carries the unbiased (moment)
+    estimate with its standard error and interval (``interval_method`` and its name),
+    and beside it the constrained maximum-likelihood estimate (``mle``, inside the
+    simplex); a warning says what an estimate outside [0, 1] or a standard error of 0
+    means.
+    """
     tallies = store.tallies(survey)
     out: dict[str, Any] = {
         "survey": survey.id,
@@ -63,6 +86,7 @@ def survey_results(store: Store, survey: Survey, level: float) -> dict[str, Any]
         "title": survey.title,
         "responses": store.response_count(survey.id, survey.version),
         "confidence_level": level,
+        "min_release": survey.min_release,
         "questions": [],
     }
     for q in survey.questions:
@@ -74,26 +98,46 @@ def survey_results(store: Store, survey: Survey, level: float) -> dict[str, Any]
             "design": q.design.name,
             "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
             "n": tally.n,
-            "counts": tally.counts.tolist(),
+            "released": tally.n >= survey.min_release,
         }
-        if tally.n > 0:
-            est = estimate(q.mechanism, tally)
-            ci = est.confidence_interval(level)
-            outside = outside_unit_interval(q.mechanism, est.prevalence, tally.n)
-            if outside.any():
-                cats = [c for c, o in zip(q.choice_labels, outside, strict=True) if o]
-                item["warning"] = (
-                    f"estimate outside [0, 1] by more than {FLAG_Z} standard errors for "
-                    f"{', '.join(cats)}: check for flooding or respondents not following "
-                    "the design"
-                )
-            item |= {
-                "prevalence": est.prevalence.tolist(),
-                "std_error": est.std_error.tolist(),
-                "interval_method": est.default_interval_method,
-                "low": ci.low.tolist(),
-                "high": ci.high.tolist(),
-            }
+        if not item["released"]:
+            item["missing"] = survey.min_release - tally.n
+            out["questions"].append(item)
+            continue
+        est = estimate(q.mechanism, tally)
+        ci = est.confidence_interval(level)
+        mle = estimate(q.mechanism, tally, method="mle")
+        item |= {
+            "counts": tally.counts.tolist(),
+            "prevalence": est.prevalence.tolist(),
+            "std_error": est.std_error.tolist(),
+            "interval_method": est.default_interval_method,
+            "interval_name": INTERVAL_NAMES.get(est.default_interval_method, ""),
+            "low": ci.low.tolist(),
+            "high": ci.high.tolist(),
+            "mle": mle.prevalence.tolist(),
+        }
+        notes = []
+        outside = outside_unit_interval(q.mechanism, est.prevalence, tally.n)
+        if outside.any():
+            cats = [c for c, o in zip(q.choice_labels, outside, strict=True) if o]
+            item["warning"] = (
+                f"estimate outside [0, 1] by more than {FLAG_Z} standard errors for "
+                f"{', '.join(cats)}: check for flooding or respondents not following "
+                "the design"
+            )
+        elif ((est.prevalence < 0) | (est.prevalence > 1)).any():
+            notes.append(
+                "the unbiased estimate lies outside [0, 1] within sampling error: the true "
+                "share is near the boundary; the constrained estimate (MLE) is inside"
+            )
+        if (est.std_error == 0).any():
+            notes.append(
+                "a standard error of 0 means every report fell in one category, where the "
+                "plug-in variance vanishes; the interval still reflects the sample size"
+            )
+        if notes:
+            item["note"] = "; ".join(notes)
         out["questions"].append(item)
     return out
 
@@ -130,8 +174,10 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def results_page(store: Store, survey: Survey) -> str:
-    """The analyst's results page: a table and two plots (matplotlib, headless)."""
+def results_page(store: Store, survey: Survey) -> tuple[str, dict[str, Any]]:
+    """The analyst's results page (status, a table, two plots by matplotlib, the version
+    picker and the downloads; it reloads itself every 30 seconds) and the results it
+    releases (:func:`survey_results`)."""
     res = survey_results(store, survey, 0.95)
     rows: list[dict[str, Any]] = []
     for q in res["questions"]:
@@ -139,14 +185,19 @@ def results_page(store: Store, survey: Survey) -> str:
             if len(q["categories"]) == 2 and j == 0:
                 continue  # binary: show "yes" only
             row: dict[str, Any] = {
-                "name": f"{q['id']}: {cat}",
+                "name": f"{q['text']} ({cat})",
+                "id": q["id"],
                 "n": q["n"],
                 "design": q["design"],
+                "epsilon": q["epsilon"],
                 "estimate": None,
+                "missing": q.get("missing", 0),
+                "method": q.get("interval_name", ""),
             }
-            if "prevalence" in q:
+            if q["released"]:
                 row |= {
                     "estimate": q["prevalence"][j],
+                    "mle": q["mle"][j],
                     "std_error": q["std_error"][j],
                     "low": q["low"][j],
                     "high": q["high"][j],
@@ -164,7 +215,7 @@ def results_page(store: Store, survey: Survey) -> str:
         # it: draw the interval and the estimate separately (no negative error bars)
         ax.hlines(y, [r["low"] for r in shown], [r["high"] for r in shown], color="C0", lw=2)
         ax.plot(e, y, "o", color="C0")
-        ax.set_yticks(y, [r["name"] for r in shown])
+        ax.set_yticks(y, [_short(r["name"]) for r in shown])
         ax.set_xlim(min(-0.05, float(e.min()) - 0.05), max(1.05, float(e.max()) + 0.05))
         ax.axvline(0, color="0.8", lw=0.8)
         ax.set_xlabel("estimated prevalence with 95% confidence interval")
@@ -179,5 +230,31 @@ def results_page(store: Store, survey: Survey) -> str:
         ax.set_ylabel(f"responses per {store.bucket_seconds // 60} min")
         fig.autofmt_xdate()
         images.append(("Responses over time (coarse buckets)", _png(fig)))
+    notes = [f"{q['id']}: {q['note']}" for q in res["questions"] if "note" in q]
+    status = store.status(survey.id)
     template = _TEMPLATES.get_template("results.html")
-    return template.render(survey=survey, results=res, rows=rows, images=images, warnings=warnings)
+    page = template.render(
+        survey=survey,
+        results=res,
+        rows=rows,
+        images=images,
+        warnings=warnings,
+        notes=notes,
+        status=status,
+        methods=sorted({r["method"] for r in rows if r["method"]}),
+    )
+    return page, res
+
+
+def _short(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def error_page(status: int, message: str) -> str:
+    """An HTML error page for browsers (the API answers the JSON error shape)."""
+    return _TEMPLATES.get_template("error.html").render(status=status, message=message)
+
+
+def home_page(surveys: list[dict[str, Any]] | None) -> str:
+    """The landing page; with ``surveys`` (signed in) the survey list."""
+    return _TEMPLATES.get_template("home.html").render(surveys=surveys)

@@ -7,7 +7,6 @@ and the group committer (:func:`~deniable.collection.server.app.create_app`).
 
 from __future__ import annotations
 
-import io
 import math
 import re
 import secrets
@@ -23,10 +22,18 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from ..credentials import VARIANT
+from ..export import export_bytes
 from ..storage import Store
-from ..survey import load_survey
+from ..survey import parse_survey
 from .ingestion import GroupCommitter, ingest_credential_request, ingest_response
-from .pages import PAGE_HEADERS, login_page, respondent_page, results_page, survey_results
+from .pages import (
+    PAGE_HEADERS,
+    home_page,
+    login_page,
+    respondent_page,
+    results_page,
+    survey_results,
+)
 from .schemas import (
     BatchIn,
     CredentialOut,
@@ -37,7 +44,13 @@ from .schemas import (
     Stored,
     SurveyId,
 )
-from .security import SESSION_COOKIE, SESSION_SECONDS, check_analyst, new_session
+from .security import (
+    SESSION_COOKIE,
+    SESSION_SECONDS,
+    check_analyst,
+    new_session,
+    session_valid,
+)
 
 __all__ = ["analyst_router", "public_router"]
 
@@ -220,14 +233,26 @@ async def login(request: Request) -> Response:
 
 def _safe_next(target: str) -> str:
     """Only the server's own results pages are redirect targets."""
-    return target if re.fullmatch(r"/surveys/[a-z][a-z0-9_-]{0,63}/results", target) else "/"
+    pattern = r"/surveys/[a-z][a-z0-9_-]{0,63}/results(\?version=[0-9]{1,7})?"
+    return target if re.fullmatch(pattern, target) else "/"
 
 
 @analyst_router.post("/api/surveys")
-def publish(definition: dict[str, Any], response: Response, store: StoreDep) -> Published:
-    """Publish a survey version (201 if new, 200 if identical content exists)."""
-    survey = load_survey(definition)
-    created = store.publish(survey)
+async def publish(request: Request, response: Response, store: StoreDep) -> Published:
+    """Publish a survey version from a JSON or YAML body (``application/json``,
+    ``application/yaml``): 201 if new, 200 if identical content exists."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media not in _SURVEY_MEDIA:
+        raise HTTPException(
+            415, f"a survey is sent as one of {', '.join(sorted(_SURVEY_MEDIA))}, got {media!r}"
+        )
+    text = (await request.body()).decode("utf-8", "replace")
+    survey = parse_survey(text)
+    created = await run_in_threadpool(store.publish, survey)
+    if created:
+        await run_in_threadpool(
+            store.audit, actor(request), "publish", survey.id, survey.version, {}
+        )
     response.status_code = 201 if created else 200
     eps = survey.total_epsilon
     return Published(
@@ -239,6 +264,17 @@ def publish(definition: dict[str, Any], response: Response, store: StoreDep) -> 
     )
 
 
+_SURVEY_MEDIA = {"application/json", "application/yaml", "application/x-yaml", "text/yaml"}
+
+
+def actor(request: Request) -> str:
+    """Who is acting, for the audit log: ``cli`` (the deniable command), ``api`` (another
+    bearer-token client) or ``session`` (the signed-in browser)."""
+    if request.headers.get("authorization") is None:
+        return "session"
+    return "cli" if request.headers.get("user-agent", "").startswith("deniable-cli") else "api"
+
+
 @analyst_router.get("/api/surveys")
 def list_surveys(store: StoreDep) -> list[dict[str, Any]]:
     """Published surveys with their response counts."""
@@ -248,6 +284,43 @@ def list_surveys(store: StoreDep) -> list[dict[str, Any]]:
     ]
 
 
+@analyst_router.get("/api/surveys/{survey_id}/status")
+def status(survey_id: SurveyId, store: StoreDep) -> dict[str, Any]:
+    """Versions and their responses, open or closed, invitations issued, used and
+    revoked, and the lifetime budget ledger."""
+    return store.status(survey_id)
+
+
+@analyst_router.post("/api/surveys/{survey_id}/close")
+def close(survey_id: SurveyId, request: Request, store: StoreDep) -> dict[str, Any]:
+    """Close the survey: responses and credential requests are refused (409) from now."""
+    store.set_closed(survey_id, True, actor(request))
+    return {"id": survey_id, "closed": True}
+
+
+@analyst_router.post("/api/surveys/{survey_id}/reopen")
+def reopen(survey_id: SurveyId, request: Request, store: StoreDep) -> dict[str, Any]:
+    """Reopen a closed survey."""
+    store.set_closed(survey_id, False, actor(request))
+    return {"id": survey_id, "closed": False}
+
+
+@analyst_router.post("/api/surveys/{survey_id}/revoke")
+def revoke(survey_id: SurveyId, request: Request, store: StoreDep) -> dict[str, Any]:
+    """Revoke every unused invitation of the survey; their links stop working."""
+    return {"id": survey_id, "revoked": store.revoke_invitations(survey_id, actor(request))}
+
+
+@analyst_router.get("/api/surveys/{survey_id}/audit")
+def audit(
+    survey_id: SurveyId, store: StoreDep, limit: Annotated[int, Query(ge=1, le=10_000)] = 1000
+) -> list[dict[str, Any]]:
+    """The audit log of the survey, newest first: each release of results, export,
+    publish, invitations issued, close, reopen and revoke, with who and when."""
+    store.survey(survey_id)
+    return store.audit_log(survey_id, limit)
+
+
 @analyst_router.post("/api/surveys/{survey_id}/invitations", status_code=201)
 def invitations(
     survey_id: SurveyId, body: InvitationsIn, request: Request, store: StoreDep
@@ -255,6 +328,7 @@ def invitations(
     """Issue one-time invitations (shown once; only hashes are stored): the tokens and
     the links that carry them in the fragment (``/s/{id}#token=...``)."""
     tokens = store.issue_tokens(survey_id, body.count)
+    store.audit(actor(request), "invite", survey_id, None, {"count": body.count})
     base = str(request.base_url).rstrip("/")
     return {"tokens": tokens, "links": [f"{base}/s/{survey_id}#token={t}" for t in tokens]}
 
@@ -269,39 +343,98 @@ def ingestion_key(survey_id: SurveyId, store: StoreDep) -> dict[str, str]:
 @analyst_router.get("/api/surveys/{survey_id}/results")
 def results(
     survey_id: SurveyId,
+    request: Request,
     store: StoreDep,
     version: Version = None,
     confidence_level: Annotated[float, Query(gt=0, lt=1)] = 0.95,
 ) -> dict[str, Any]:
-    """Estimate, standard error and confidence interval per question."""
-    return survey_results(store, store.survey(survey_id, version), confidence_level)
+    """Estimate, standard error and confidence interval per question (only for
+    questions with at least ``min_release`` responses; the others say how many are
+    missing). Each call is a release, recorded in the audit log."""
+    survey = store.survey(survey_id, version)
+    out = survey_results(store, survey, confidence_level)
+    _audit_release(store, actor(request), out)
+    return out
+
+
+def _audit_release(store: Store, who: str, out: dict[str, Any]) -> None:
+    released = [q["id"] for q in out["questions"] if q["released"]]
+    detail = {"released": released, "responses": out["responses"]}
+    store.audit(who, "release", out["survey"], out["version"], detail)
 
 
 @analyst_router.get("/api/surveys/{survey_id}/export")
 def export(
-    survey_id: SurveyId, store: StoreDep, format: Literal["csv", "parquet"] = "csv"
+    survey_id: SurveyId,
+    request: Request,
+    store: StoreDep,
+    format: Literal["csv", "wide", "parquet", "sav", "dta", "survey"] = "csv",
 ) -> Response:
-    """All reports of the survey (one row per response and question)."""
-    store.survey(survey_id)
-    frame = store.export(survey_id)
-    if format == "csv":
-        return Response(
-            frame.to_csv(index=False),
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="{survey_id}.csv"'},
-        )
-    buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
+    """All reports of the survey (see :mod:`deniable.collection.export` for the formats;
+    ``survey`` is the survey file the others are analysed with). Audited."""
+    content, media, name = export_bytes(store, survey_id, format)
+    store.audit(actor(request), "export", survey_id, None, {"format": format})
     return Response(
-        buf.getvalue(),
-        media_type="application/vnd.apache.parquet",
-        headers={"Content-Disposition": f'attachment; filename="{survey_id}.parquet"'},
+        content, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'}
     )
+
+
+@public_router.get("/surveys/{survey_id}/export")
+def export_download(
+    survey_id: SurveyId,
+    request: Request,
+    store: StoreDep,
+    credentials: BearerCredentials,
+    format: Literal["csv", "wide", "parquet", "sav", "dta", "survey"] = "csv",
+) -> Response:
+    """The dashboard's download buttons (session cookie): as ``/api/.../export``."""
+    analyst(request, credentials)
+    return export(survey_id, request, store, format)
+
+
+@public_router.get("/", response_class=HTMLResponse)
+def home(request: Request, store: StoreDep, credentials: BearerCredentials) -> HTMLResponse:
+    """The landing page; signed in, the list of surveys."""
+    try:
+        analyst(request, credentials)
+    except HTTPException:
+        return HTMLResponse(home_page(None))
+    listed = []
+    for sid in sorted({sid for sid, _ in store.survey_ids()}):
+        latest = store.survey(sid)
+        listed.append(
+            {
+                "id": sid,
+                "title": latest.title,
+                "latest_version": latest.version,
+                "responses": store.response_count(sid),
+                "closed": store.is_closed(sid),
+            }
+        )
+    return HTMLResponse(home_page(listed))
+
+
+@public_router.post("/surveys/{survey_id}/{action}")
+async def close_from_page(
+    survey_id: SurveyId, action: Literal["close", "reopen"], request: Request, store: StoreDep
+) -> Response:
+    """The dashboard's close and reopen button (session cookie; same origin only)."""
+    origin = request.headers.get("origin")
+    if origin is not None and origin != str(request.base_url).rstrip("/"):
+        raise HTTPException(403, "cross-origin form refused")
+    if not session_valid(request.app.state.analyst_token, request.cookies.get(SESSION_COOKIE)):
+        return RedirectResponse(f"/login?next=/surveys/{survey_id}/results", status_code=303)
+    await run_in_threadpool(store.set_closed, survey_id, action == "close", "session")
+    return RedirectResponse(f"/surveys/{survey_id}/results", status_code=303)
 
 
 @public_router.get("/surveys/{survey_id}/results", response_class=HTMLResponse)
 async def results_view(
-    survey_id: SurveyId, request: Request, store: StoreDep, credentials: BearerCredentials
+    survey_id: SurveyId,
+    request: Request,
+    store: StoreDep,
+    credentials: BearerCredentials,
+    version: Version = None,
 ) -> Response:
     """Results page: estimate with CI per question, responses over time. Without a
     session (or bearer token) it sends the browser to the login form."""
@@ -311,6 +444,7 @@ async def results_view(
         if exc.status_code != 401:
             raise
         return RedirectResponse(f"/login?next=/surveys/{survey_id}/results", status_code=303)
-    survey = await run_in_threadpool(store.survey, survey_id)
-    page = await run_in_threadpool(results_page, store, survey)
+    survey = await run_in_threadpool(store.survey, survey_id, version)
+    page, out = await run_in_threadpool(results_page, store, survey)
+    await run_in_threadpool(_audit_release, store, actor(request), out)
     return HTMLResponse(page)

@@ -1,0 +1,265 @@
+"""A survey's life after publishing: closing and reopening, revoking invitations, its
+status, and the audit log of the analyst's actions.
+
+:class:`LifecycleMixin` is part of :class:`~deniable.collection.storage.Store`.
+
+- A closed survey id takes no responses and issues no credentials: the check runs
+  inside the transaction that would store them (:meth:`Store.commit_group`), so
+  nothing is stored after the close has committed, with any number of server workers.
+- Revoking deletes the rows of the unused invitations (so their tokens no longer
+  work) and keeps only their count.
+- The audit log records who did what and when: each release of results (JSON, page,
+  export), publish, invitations issued, close, reopen and revoke. "Who" is the channel
+  the analyst token came through (``api``, ``session`` for the signed-in browser,
+  ``cli``); the log holds nothing of a respondent.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+
+from .schema import audit_log, invitations, survey_state, surveys
+
+if TYPE_CHECKING:
+    from .budget import Ledger
+    from .survey import Survey
+
+__all__ = ["AUDIT_ACTIONS", "LifecycleMixin"]
+
+#: The actions the audit log records.
+AUDIT_ACTIONS = (
+    "close",
+    "export",
+    "invite",
+    "publish",
+    "release",
+    "reopen",
+    "revoke",
+)
+
+
+class LifecycleMixin:
+    """Close, reopen, revoke, status and audit methods of the store."""
+
+    engine: Engine
+    reader: Engine
+
+    def survey(self, survey_id: str, version: int | None = None) -> Survey:
+        raise NotImplementedError
+
+    def forget_history(self) -> None:
+        raise NotImplementedError
+
+    def ledger(self, survey_id: str) -> Ledger:
+        raise NotImplementedError
+
+    def response_count(self, survey_id: str, version: int | None = None) -> int:
+        raise NotImplementedError
+
+    # -- open and closed ---------------------------------------------------------
+    def set_closed(self, survey_id: str, closed: bool, actor: str = "api") -> None:
+        """Close (``closed=True``) or reopen a published survey id; audited.
+
+        Raises
+        ------
+        SurveyNotFoundError
+        """
+        self.survey(survey_id)
+        with self.engine.begin() as conn:
+            self._state_row(conn, survey_id)
+            conn.execute(
+                update(survey_state)
+                .where(survey_state.c.survey_id == survey_id)
+                .values(closed=closed)
+            )
+            self._audit(conn, actor, "close" if closed else "reopen", survey_id, None, {})
+        self.forget_history()
+
+    def is_closed(self, survey_id: str) -> bool:
+        """Whether the survey id is closed (unknown ids are not)."""
+        with self.reader.connect() as conn:
+            return bool(self.closed_among(conn, [survey_id]))
+
+    @staticmethod
+    def closed_among(conn: Connection, survey_ids: Iterable[str]) -> set[str]:
+        """The closed ones of ``survey_ids``, read on ``conn`` (inside its transaction)."""
+        ids = sorted(set(survey_ids))
+        if not ids:
+            return set()
+        q = select(survey_state.c.survey_id).where(
+            survey_state.c.survey_id.in_(ids), survey_state.c.closed.is_(True)
+        )
+        return set(conn.execute(q).scalars())
+
+    @staticmethod
+    def _state_row(conn: Connection, survey_id: str) -> None:
+        exists = conn.execute(
+            select(survey_state.c.survey_id).where(survey_state.c.survey_id == survey_id)
+        ).first()
+        if exists is None:
+            conn.execute(insert(survey_state).values(survey_id=survey_id, closed=False, revoked=0))
+
+    # -- invitations -------------------------------------------------------------
+    def revoke_invitations(self, survey_id: str, actor: str = "api") -> int:
+        """Delete the unused invitations of a survey id (their tokens stop working);
+        return how many. Audited.
+
+        Raises
+        ------
+        SurveyNotFoundError
+        """
+        self.survey(survey_id)
+        with self.engine.begin() as conn:
+            self._state_row(conn, survey_id)
+            gone = conn.execute(
+                delete(invitations).where(
+                    invitations.c.survey_id == survey_id, invitations.c.used.is_(False)
+                )
+            ).rowcount
+            conn.execute(
+                update(survey_state)
+                .where(survey_state.c.survey_id == survey_id)
+                .values(revoked=survey_state.c.revoked + gone)
+            )
+            self._audit(conn, actor, "revoke", survey_id, None, {"revoked": gone})
+        self.forget_history()
+        return int(gone)
+
+    def invitation_counts(self, survey_id: str) -> dict[str, int]:
+        """``{"issued", "used", "unused", "revoked"}`` invitations of a survey id."""
+        with self.reader.connect() as conn:
+            used, unused = 0, 0
+            q = (
+                select(invitations.c.used, func.count())
+                .where(invitations.c.survey_id == survey_id)
+                .group_by(invitations.c.used)
+            )
+            for flag, n in conn.execute(q):
+                used, unused = (int(n), unused) if flag else (used, int(n))
+            revoked = conn.execute(
+                select(survey_state.c.revoked).where(survey_state.c.survey_id == survey_id)
+            ).scalar()
+        revoked = int(revoked or 0)
+        return {
+            "issued": used + unused + revoked,
+            "used": used,
+            "unused": unused,
+            "revoked": revoked,
+        }
+
+    # -- status ------------------------------------------------------------------
+    def status(self, survey_id: str) -> dict[str, Any]:
+        """Everything about a survey id at a glance: versions (title, digest, responses),
+        open or closed, invitations, and the lifetime budget ledger.
+
+        Raises
+        ------
+        SurveyNotFoundError
+        """
+        latest = self.survey(survey_id)
+        with self.reader.connect() as conn:
+            versions = list(
+                conn.execute(
+                    select(surveys.c.version)
+                    .where(surveys.c.survey_id == survey_id)
+                    .order_by(surveys.c.version)
+                ).scalars()
+            )
+        return {
+            "id": survey_id,
+            "title": latest.title,
+            "latest_version": latest.version,
+            "closed": self.is_closed(survey_id),
+            "requires_invitation": latest.requires_invitation,
+            "min_release": latest.min_release,
+            "responses": self.response_count(survey_id),
+            "versions": [
+                {
+                    "version": v,
+                    "title": self.survey(survey_id, v).title,
+                    "digest": self.survey(survey_id, v).digest,
+                    "responses": self.response_count(survey_id, v),
+                }
+                for v in versions
+            ],
+            "invitations": self.invitation_counts(survey_id),
+            "ledger": self.ledger(survey_id).to_dict(),
+        }
+
+    # -- audit log ---------------------------------------------------------------
+    def audit(
+        self,
+        actor: str,
+        action: str,
+        survey_id: str,
+        version: int | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Record an analyst's action (one of :data:`AUDIT_ACTIONS`).
+
+        Raises
+        ------
+        ValueError
+            For an unknown action.
+        """
+        with self.engine.begin() as conn:
+            self._audit(conn, actor, action, survey_id, version, detail or {})
+        self.forget_history()
+
+    @staticmethod
+    def _audit(
+        conn: Connection,
+        actor: str,
+        action: str,
+        survey_id: str,
+        version: int | None,
+        detail: dict[str, Any],
+    ) -> None:
+        if action not in AUDIT_ACTIONS:
+            raise ValueError(f"action must be one of {AUDIT_ACTIONS}, got {action!r}")
+        conn.execute(
+            insert(audit_log).values(
+                # time-ordered: nanoseconds, then random (ties within a nanosecond)
+                entry_id=f"{time.time_ns():019d}{secrets.token_hex(7)[:13]}",
+                at=int(time.time()),
+                actor=actor[:64],
+                action=action,
+                survey_id=survey_id,
+                version=version,
+                detail=json.dumps(detail, sort_keys=True),
+            )
+        )
+
+    def audit_log(self, survey_id: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+        """The newest ``limit`` (1..10,000) entries, newest first, of one survey id or all:
+        ``{"at" (epoch seconds), "actor", "action", "survey", "version", "detail"}``.
+
+        Raises
+        ------
+        ValueError
+            If ``limit`` is out of range.
+        """
+        if not 1 <= limit <= 10_000:
+            raise ValueError(f"limit must be in 1..10000, got {limit}")
+        q = select(audit_log).order_by(audit_log.c.entry_id.desc()).limit(limit)
+        if survey_id is not None:
+            q = q.where(audit_log.c.survey_id == survey_id)
+        with self.reader.connect() as conn:
+            rows = conn.execute(q).all()
+        return [
+            {
+                "at": r.at,
+                "actor": r.actor,
+                "action": r.action,
+                "survey": r.survey_id,
+                "version": r.version,
+                "detail": json.loads(r.detail),
+            }
+            for r in rows
+        ]

@@ -199,6 +199,12 @@ def test_survey_check_command(tmp_path):
     assert out["total_epsilon"] == pytest.approx(math.log(3) + 2)
     # prior 0.1, report "yes": posterior = 0.75*0.1 / (0.75*0.1 + 0.25*0.9) = 0.25
     assert out["questions"][0]["posterior_after_report"]["yes"][1] == pytest.approx(0.25)
+    # without --prior, the file's disclosure_prior: 0.2 gives 0.75*0.2 / (0.15 + 0.2) = 3/7
+    path.write_text(json.dumps(SURVEY | {"disclosure_prior": 0.2}))
+    own = CliRunner().invoke(app, ["survey", "check", str(path), "--json"])
+    posterior = json.loads(own.output)["questions"][0]["posterior_after_report"]["yes"][1]
+    assert posterior == pytest.approx(3 / 7)
+    path.write_text(json.dumps(SURVEY))
     text = CliRunner().invoke(app, ["survey", "check", str(path)])
     assert text.exit_code == 0 and "Cost per respondent: 3.0986 nats" in text.output
     assert "Lifetime budget of health: 3.0986 of 4 nats" in text.output

@@ -176,8 +176,21 @@ def choose_mode(is_oracle: bool, given: dict[str, object]) -> str:
 
 @app.command()
 def analyze(
-    reports: Annotated[Path, typer.Argument(help="Reports file (.csv or .parquet).")],
-    design: DesignOpt,
+    reports: Annotated[
+        Path, typer.Argument(help="Reports file (.csv or .parquet; .sav, .dta with --question).")
+    ],
+    design: DesignOpt = "",
+    question: Annotated[
+        str | None,
+        typer.Option(
+            help="A deniable export: the question id to analyse; its design comes from the "
+            "export's survey file (Parquet metadata or FILE.survey.json)."
+        ),
+    ] = None,
+    version: Annotated[
+        int | None,
+        typer.Option(min=1, help="With --question: the survey version (default: the latest)."),
+    ] = None,
     column: Annotated[str, typer.Option(help="Column of report codes.")] = "report",
     method: Annotated[
         str, typer.Option(help=f"Estimator: {', '.join(ESTIMATION_METHODS)}.")
@@ -237,6 +250,14 @@ def analyze(
     regression of the randomized answer; with ``--by`` it estimates per subgroup; with
     ``--pi`` or ``--population`` it gives design-based (Horvitz-Thompson) estimates.
     """
+    if question is not None:
+        if design:
+            raise fail("--question takes the design from the export's survey file; drop --design")
+        d, values, missing = _export_question(reports, question, version)
+        _analyze_codes(d, values, missing, method, interval, confidence_level, as_json)
+        return
+    if not design:
+        raise fail("--design is required (or --question, for a file deniable exported)")
     oracle = parse_oracle(design)
     mode = choose_mode(
         oracle is not None,
@@ -270,12 +291,50 @@ def analyze(
         return
     raw = read_column(reports, column)
     missing = int(raw.isna().sum())
-    values = raw.dropna()
-    if not np.all(np.isin(values, np.arange(d.n_reports))):
+    kept = raw.dropna()
+    if not np.all(np.isin(kept, np.arange(d.n_reports))):
         raise fail(f"column {column!r} must hold report codes 0..{d.n_reports - 1}")
+    codes = kept.to_numpy(dtype=np.int64)
+    _analyze_codes(d, codes, missing, method, interval, confidence_level, as_json)
+
+
+def _export_question(
+    path: Path, question: str, version: int | None
+) -> tuple[Design, np.ndarray, int]:
+    """(design, report codes, missing) of one question of a deniable export."""
+    from ..collection.export import read_export
+
+    try:
+        frame, versions = read_export(path)
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+    asked = [s for s in versions if question in [q.id for q in s.questions]]
+    if not asked:
+        raise fail(f"--question must be one of the survey's question ids, got {question!r}")
+    chosen = [s for s in asked if version is None or s.version == version]
+    if not chosen:
+        raise fail(f"--version must be one of {[s.version for s in asked]}, got {version}")
+    survey = chosen[-1]
+    d = survey.question(question).mechanism
+    raw = frame.loc[frame["version"].astype(int) == survey.version, question]
+    values = raw.dropna().to_numpy(dtype=np.int64)
+    if not np.all((values >= 0) & (values < d.n_reports)):
+        raise fail(f"column {question!r} must hold report codes 0..{d.n_reports - 1}")
+    return d, values, int(raw.isna().sum())
+
+
+def _analyze_codes(
+    d: Design,
+    values: np.ndarray,
+    missing: int,
+    method: str,
+    interval: list[str] | None,
+    confidence_level: float,
+    as_json: bool,
+) -> None:
     intervals = tuple(interval or ["normal", "wilson"])
     try:
-        est = estimate(d, values.to_numpy(dtype=np.int64), method=method)
+        est = estimate(d, values, method=method)
         payload = est.to_dict(confidence_level, intervals)
     except (ValueError, DeniableError) as exc:
         raise fail(str(exc)) from None

@@ -30,9 +30,14 @@ def survey_check(
         ),
     ],
     prior: Annotated[
-        float,
-        typer.Option(min=0.0, max=1.0, help='Prior prevalence of "yes" for the disclosure risk.'),
-    ] = 0.1,
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help='Prior prevalence of "yes" for the disclosure risk (default: the file\'s '
+            "disclosure_prior).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Validate a survey; print each question's cost, the total, the disclosure risk, and
@@ -57,6 +62,8 @@ def survey_check(
         raise typer.Exit(code=2) from None
     survey = versions[-1]
     assert ledger is not None
+    if prior is None:
+        prior = survey.disclosure_prior
     rows = []
     for q in survey.questions:
         d = q.mechanism

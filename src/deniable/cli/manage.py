@@ -1,0 +1,234 @@
+"""``deniable survey publish | invite | status | close | reopen | revoke | export``: a
+survey's whole life, against a running server (``--server URL``, default
+``DENIABLE_SERVER`` or ``http://127.0.0.1:8000``; the analyst token from
+``DENIABLE_ANALYST_TOKEN``, sent only in the ``Authorization`` header)."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from .. import __version__
+from .collect import survey_app
+from .common import JsonOpt, app, console, emit_json, fail
+
+__all__ = ["survey_close", "survey_export", "survey_invite", "survey_publish", "survey_status"]
+
+ServerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        help="The server's base URL (default: DENIABLE_SERVER or http://127.0.0.1:8000).",
+    ),
+]
+FORMATS = ("csv", "wide", "parquet", "sav", "dta")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"deniable {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Randomized response: simulate private surveys, analyze reports, plan sample sizes,
+    and run a survey from publishing to export."""
+
+
+def _client(server: str | None) -> Any:
+    import httpx
+
+    token = os.environ.get("DENIABLE_ANALYST_TOKEN")
+    if not token:
+        raise fail("DENIABLE_ANALYST_TOKEN is not set: export the server's analyst token")
+    base = server or os.environ.get("DENIABLE_SERVER") or "http://127.0.0.1:8000"
+    return httpx.Client(
+        base_url=base.rstrip("/"),
+        timeout=60,
+        headers={"Authorization": f"Bearer {token}", "User-Agent": f"deniable-cli/{__version__}"},
+    )
+
+
+def _call(server: str | None, method: str, path: str, **kwargs: Any) -> Any:
+    """The server's answer, or exit 2 with its error message."""
+    import httpx
+
+    with _client(server) as http:
+        try:
+            r = http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise fail(f"cannot reach the server at {http.base_url}: {exc}") from None
+    if r.status_code >= 400:
+        try:
+            message = r.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            message = r.text[:300]
+        raise fail(f"{r.status_code}: {message}")
+    return r
+
+
+@survey_app.command("publish")
+def survey_publish(
+    file: Annotated[Path, typer.Argument(help="Survey definition (.yaml, .yml or .json).")],
+    server: ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Publish a survey version (YAML or JSON, sent as it is)."""
+    if not file.exists():
+        raise fail(f"no such file: {file}")
+    media = "application/json" if file.suffix.lower() == ".json" else "application/yaml"
+    r = _call(
+        server,
+        "POST",
+        "/api/surveys",
+        content=file.read_bytes(),
+        headers={"Content-Type": media},
+    )
+    out = r.json()
+    if as_json:
+        emit_json(out)
+        return
+    what = "published" if out["created"] else "already published (identical)"
+    eps = out["total_epsilon"]
+    eps_text = eps if isinstance(eps, str) else f"{eps:.2f}"
+    console.print(f"{out['id']} version {out['version']} {what}; epsilon {eps_text} nats")
+
+
+@survey_app.command("invite")
+def survey_invite(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    count: Annotated[int, typer.Option(min=1, max=100_000, help="Invitations to issue.")],
+    output: Annotated[
+        Path | None, typer.Option(help="CSV file for a mail merge (one link per row).")
+    ] = None,
+    server: ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Issue one-time invitations: full links, the token in the fragment (never sent to
+    the server by browsers). They are shown once; the server keeps only hashes."""
+    r = _call(server, "POST", f"/api/surveys/{survey_id}/invitations", json={"count": count})
+    links = r.json()["links"]
+    if output is not None:
+        with output.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["link"])
+            writer.writerows([link] for link in links)
+    if as_json:
+        emit_json({"survey": survey_id, "links": links, "output": str(output or "")})
+    elif output is not None:
+        console.print(f"{len(links)} invitation links written to {output}")
+    else:
+        for link in links:
+            typer.echo(link)
+
+
+@survey_app.command("status")
+def survey_status(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    server: ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Versions and responses, invitations issued and used, the budget ledger, open or
+    closed."""
+    out = _call(server, "GET", f"/api/surveys/{survey_id}/status").json()
+    if as_json:
+        emit_json(out)
+        return
+    state = "closed" if out["closed"] else "open"
+    console.print(f"[bold]{out['title']}[/] ({out['id']}): {state}, {out['responses']} responses")
+    table = Table("version", "title", "responses")
+    for v in out["versions"]:
+        table.add_row(str(v["version"]), v["title"], str(v["responses"]))
+    console.print(table)
+    inv = out["invitations"]
+    if out["requires_invitation"]:
+        console.print(
+            f"invitations: {inv['issued']} issued, {inv['used']} used, {inv['unused']} unused, "
+            f"{inv['revoked']} revoked"
+        )
+    ledger = out["ledger"]
+    console.print(
+        f"lifetime privacy budget: {ledger['spent']:.2f} of {ledger['lifetime_budget']:.2f} nats"
+    )
+
+
+def _state(survey_id: str, action: str, server: str | None, as_json: bool) -> None:
+    out = _call(server, "POST", f"/api/surveys/{survey_id}/{action}").json()
+    if as_json:
+        emit_json(out)
+    elif action == "revoke":
+        console.print(f"{out['revoked']} unused invitations of {survey_id} revoked")
+    else:
+        console.print(f"{survey_id} is {'closed' if out['closed'] else 'open'}")
+
+
+@survey_app.command("close")
+def survey_close(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    server: ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Close the survey: from now on responses are refused and nothing is stored."""
+    _state(survey_id, "close", server, as_json)
+
+
+@survey_app.command("reopen")
+def survey_reopen(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    server: ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reopen a closed survey."""
+    _state(survey_id, "reopen", server, as_json)
+
+
+@survey_app.command("revoke")
+def survey_revoke(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    server: ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Revoke every unused invitation; their links stop working."""
+    _state(survey_id, "revoke", server, as_json)
+
+
+@survey_app.command("export")
+def survey_export(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    format: Annotated[str, typer.Option(help=f"One of {', '.join(FORMATS)}.")] = "csv",
+    output: Annotated[Path | None, typer.Option(help="File (default: named by the server).")] = (
+        None
+    ),
+    server: ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Download the reports, and beside them the survey file (FILE.survey.json) that
+    ``deniable analyze FILE --question ID`` reads the designs from."""
+    from ..collection.export import sidecar_path
+
+    if format not in FORMATS:
+        raise fail(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
+    r = _call(server, "GET", f"/api/surveys/{survey_id}/export", params={"format": format})
+    name = r.headers.get("content-disposition", "").split('filename="')[-1].rstrip('"')
+    path = output or Path(name or f"{survey_id}.{format}")
+    path.write_bytes(r.content)
+    side = sidecar_path(path)
+    survey = _call(server, "GET", f"/api/surveys/{survey_id}/export", params={"format": "survey"})
+    side.write_bytes(survey.content)
+    if as_json:
+        emit_json(
+            {"survey": survey_id, "format": format, "file": str(path), "survey_file": str(side)}
+        )
+        return
+    console.print(f"{path} ({len(r.content):,} bytes) and its survey file {side}")

@@ -1,0 +1,144 @@
+"""The survey's whole life from the command line, against a real `deniable serve`
+process on SQLite: publish (YAML), invite, status, close, reopen, revoke, export in every
+format, and `deniable analyze --question` on each export giving the server's estimates."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from deniable.cli import app
+from deniable.collection.credentials import b64url, load_public_key, new_credential_request
+
+from .conftest import ANALYST, AUTH, SURVEY, http_credential
+from .test_server_process import DEANIABLE, Server
+
+
+def cli(*args: str, cwd: Path, base: str, check: bool = True) -> Result:
+    """The command in process (the server is a real process; each ``deniable`` start
+    would cost seconds of imports)."""
+    env = {"DENIABLE_ANALYST_TOKEN": ANALYST, "DENIABLE_SERVER": base, "COLUMNS": "200"}
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        out = CliRunner().invoke(app, list(args), env=env)
+    finally:
+        os.chdir(here)
+    if check:
+        assert out.exit_code == 0, out.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cli")
+    s = Server(f"sqlite:///{tmp / 'db.sqlite'}", tmp)
+    s.start()
+    yield s
+    s.kill()
+
+
+def test_the_whole_life_from_the_command_line(server, tmp_path):
+    base = server.base
+    survey = copy.deepcopy(SURVEY) | {"id": "life", "requires_invitation": True, "min_release": 5}
+    (tmp_path / "life.yaml").write_text(yaml.safe_dump(survey))
+    out = cli("survey", "publish", "life.yaml", "--json", cwd=tmp_path, base=base)
+    assert json.loads(out.stdout)["created"] is True
+    assert (
+        "already published" in cli("survey", "publish", "life.yaml", cwd=tmp_path, base=base).stdout
+    )
+
+    cli("survey", "invite", "life", "--count", "12", "--output", "inv.csv", cwd=tmp_path, base=base)
+    with (tmp_path / "inv.csv").open() as fh:
+        links = [row["link"] for row in csv.DictReader(fh)]
+    assert len(links) == 12 and all(f"{base}/s/life#token=" in link for link in links)
+    tokens = [link.split("#token=")[1] for link in links]
+
+    rng = np.random.default_rng(20261123)
+    with httpx.Client(base_url=base, timeout=30) as http:
+        for token in tokens[:10]:
+            body = {
+                "version": 1,
+                "credential": http_credential(http, "life", token),
+                "reports": {"drugs": int(rng.integers(2)), "status": int(rng.integers(3))},
+            }
+            assert http.post("/api/surveys/life/responses", json=body).status_code == 201
+        status = json.loads(
+            cli("survey", "status", "life", "--json", cwd=tmp_path, base=base).stdout
+        )
+        assert status["responses"] == 10 and status["closed"] is False
+        assert status["invitations"] == {"issued": 12, "used": 10, "unused": 2, "revoked": 0}
+
+        cli("survey", "close", "life", cwd=tmp_path, base=base)
+        # after closing: a clear error, nothing stored, the invitation not spent
+        key = load_public_key(http.get("/api/surveys/life").json()["credential_key"])
+        blinded = b64url(new_credential_request(key)[0])
+        r = http.post(
+            "/api/surveys/life/credentials", json={"token": tokens[10], "blinded_msg": blinded}
+        )
+        assert r.status_code == 409 and "closed" in r.json()["error"]["message"]
+        text = cli("survey", "status", "life", cwd=tmp_path, base=base).stdout
+        assert "closed" in text and "10 responses" in text
+        cli("survey", "reopen", "life", cwd=tmp_path, base=base)
+        body = {
+            "version": 1,
+            "credential": http_credential(http, "life", tokens[10]),
+            "reports": {"drugs": 1, "status": 2},
+        }
+        assert http.post("/api/surveys/life/responses", json=body).status_code == 201
+        served = http.get("/api/surveys/life/results", headers=AUTH).json()
+
+    revoked = json.loads(cli("survey", "revoke", "life", "--json", cwd=tmp_path, base=base).stdout)
+    assert revoked["revoked"] == 1
+
+    for fmt in ("csv", "wide", "parquet", "sav", "dta"):
+        out = cli("survey", "export", "life", "--format", fmt, "--json", cwd=tmp_path, base=base)
+        files = json.loads(out.stdout)
+        assert Path(tmp_path / files["survey_file"]).exists()
+        for question in served["questions"]:
+            got = cli(
+                "analyze",
+                files["file"],
+                "--question",
+                question["id"],
+                "--json",
+                cwd=tmp_path,
+                base=base,
+            )
+            payload = json.loads(got.stdout)
+            assert payload["n"] == 11, fmt
+            assert payload["prevalence"] == pytest.approx(question["prevalence"], abs=1e-12), fmt
+            assert payload["std_error"] == pytest.approx(question["std_error"], abs=1e-12), fmt
+
+
+def test_errors_are_clear(server, tmp_path):
+    base = server.base
+    out = cli("survey", "status", "nosuch", cwd=tmp_path, base=base, check=False)
+    assert out.exit_code == 2 and "404" in out.stderr and "no published survey" in out.stderr
+    bad = copy.deepcopy(SURVEY) | {"id": "bad", "privacy_budget": 0.5}
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
+    out = cli("survey", "publish", "bad.yaml", cwd=tmp_path, base=base, check=False)
+    assert out.exit_code == 2 and "privacy_budget" in out.stderr
+    out = cli("survey", "export", "nosuch", "--format", "xml", cwd=tmp_path, base=base, check=False)
+    assert out.exit_code == 2 and "--format must be one of" in out.stderr
+    env = {k: v for k, v in os.environ.items() if k != "DENIABLE_ANALYST_TOKEN"}
+    out = subprocess.run(
+        [DEANIABLE, "survey", "status", "x", "--server", base],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "DENIABLE_ANALYST_TOKEN" in out.stderr
+    version = subprocess.run([DEANIABLE, "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("deniable ")

@@ -7,12 +7,14 @@ anywhere else. Without /usr/bin/chromium these tests are skipped with that reaso
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from scipy import stats
 
 from deniable.collection.live import serve_in_thread
@@ -119,10 +121,14 @@ def test_true_answer_never_leaves_the_browser(browser, site):
         ]
     )
     assert errors == []
-    # the browser's storage holds the reports only (the spent credential is removed)
+    # the browser's storage holds the reports only (the spent credential is removed), and
+    # whose they are as SHA-256 of the (spent) invitation, not the invitation
     stored_locally = page.evaluate("JSON.stringify(Object.assign({}, localStorage))")
     digests = {q.id: q.content_digest for q in survey.questions}
+    owner = hashlib.sha256(token.encode()).hexdigest()
+    assert token not in stored_locally
     assert json.loads(stored_locally) == {
+        "deniable/health/owner": json.dumps(owner),
         f"deniable/health/q/{digests['drugs']}": str(shown["drugs"]),
         f"deniable/health/q/{digests['status']}": str(shown["status"]),
         "deniable/health/sent/1": "true",
@@ -291,6 +297,9 @@ def test_an_unchanged_question_is_not_drawn_again_in_a_new_version(browser, site
     )
     page.goto("about:blank")  # else only the fragment changes and the page stays
     page.goto(f"{base}/s/life#token={token2}")
+    # a new invitation on a device holding someone's reports: asked before anything shows
+    assert page.locator("#who-box").is_visible() and page.locator("#report-status").count() == 0
+    page.locator("#who-same").click()
     page.get_by_text("exchanged for an anonymous credential").wait_for()
     # the unchanged question shows its earlier report and cannot be drawn again
     assert int(page.locator("#report-status").get_attribute("data-report")) == first
@@ -330,3 +339,82 @@ def test_an_invitation_code_typed_by_hand_is_exchanged_on_sending(browser, site)
             page.get_by_text("this invitation has already been used").wait_for()
         context.close()
     assert store.response_count("health") == 1
+
+
+def _answer_and_send(page) -> None:
+    page.get_by_role("radio", name="no").check()
+    page.locator("#q-drugs [data-role=draw]").click()
+    page.get_by_role("radio", name="single").check()
+    page.locator("#q-status [data-role=draw]").click()
+    page.get_by_role("button", name="Send my reports").click()
+    page.get_by_text("Sent and stored").wait_for()
+
+
+def test_reload_keeps_the_invitation(browser, site):
+    """The first exchange fails (the network drops it); after a reload the token, kept in
+    this tab's session storage and never in the address, is exchanged and the reports
+    are sent."""
+    base, store, survey = site
+    (token,) = store.issue_tokens(survey.id, 1)
+    context = browser.new_context()
+    page = context.new_page()
+    page.route("**/credentials", lambda route: route.abort())
+    page.goto(f"{base}/s/health#token={token}")
+    page.get_by_text("Your invitation could not be used").wait_for()
+    assert "token" not in page.url
+    page.unroute("**/credentials")
+    page.reload()
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    _answer_and_send(page)
+    assert store.response_count("health") == 1
+    assert page.evaluate("Object.keys(sessionStorage).length") == 0  # spent: forgotten
+    context.close()
+
+
+def test_two_people_on_one_device_never_see_each_others_report(browser, site):
+    """Person A answers and sends; person B opens their own link on the same browser
+    profile: the page asks, shows none of A's reports, and B answers afresh. Then the
+    "new respondent" button clears everything the page kept."""
+    base, store, survey = site
+    token_a, token_b = store.issue_tokens(survey.id, 2)
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{base}/s/health#token={token_a}")
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    _answer_and_send(page)
+    page.goto("about:blank")
+    page.goto(f"{base}/s/health#token={token_b}")
+    assert page.locator("#who-box").is_visible()
+    assert page.locator("#questions fieldset").count() == 0
+    assert "already sent" not in page.inner_text("body")
+    page.locator("#who-other").click()
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    assert page.locator("#report-drugs").is_hidden() and page.locator("#report-status").is_hidden()
+    _answer_and_send(page)
+    assert store.response_count("health") == 2
+    page.get_by_role("button", name="New respondent on this device").click()
+    page.locator("#token-box").wait_for()
+    kept = page.evaluate(
+        "Object.keys(localStorage).filter((k) => k.startsWith('deniable/health/'))"
+    )
+    assert kept == [] and page.evaluate("Object.keys(sessionStorage).length") == 0
+    context.close()
+
+
+def test_description_consent_innocuous_question_and_hints(browser, site):
+    base, store, _ = site
+    text = (Path(__file__).parents[1] / "examples" / "workplace.yaml").read_text()
+    data = yaml.safe_load(text) | {
+        "requires_invitation": False,
+        "description": "A survey of working conditions.",
+        "consent": "Taking part is voluntary. Contact: survey-team@example.org",
+    }
+    store.publish(load_survey(data))
+    page = browser.new_page()
+    page.goto(f"{base}/s/{data['id']}")
+    assert page.get_by_text("A survey of working conditions.").is_visible()
+    assert page.get_by_text("Contact: survey-team@example.org").is_visible()
+    assert page.get_by_text("Is your mother's birthday in January").first.is_visible()
+    hint = page.locator("#hint").inner_text()
+    assert "first make a report for questions 1, 2, 3" in hint
+    page.close()

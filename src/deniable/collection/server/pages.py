@@ -160,7 +160,12 @@ def respondent_page(survey: Survey, view: dict[str, Any] | None = None) -> str:
     """The respondent page of ``survey``: its JSON view (default
     :meth:`Survey.respondent_view`) embedded with ``<`` escaped."""
     data = json.dumps(view or survey.respondent_view()).replace("<", "\\u003c")
-    return _TEMPLATES.get_template("respond.html").render(title=survey.title, survey_json=data)
+    return _TEMPLATES.get_template("respond.html").render(
+        title=survey.title,
+        description=survey.description,
+        consent=survey.consent,
+        survey_json=data,
+    )
 
 
 def login_page(target: str, failed: bool = False) -> str:

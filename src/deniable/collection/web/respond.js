@@ -86,7 +86,7 @@ const deniable = (() => {
   return { uniform53, drawReport, sample, b64url, fromB64, obtainCredential };
 })();
 
-(function page() {
+(async function page() {
   const node = document.getElementById("survey-data");
   if (!node) return;
   const survey = JSON.parse(node.textContent);
@@ -99,17 +99,58 @@ const deniable = (() => {
   const tokenBox = document.getElementById("token-box");
   const tokenInput = document.getElementById("token");
 
+  const tab = sessionStore(`deniable/${survey.id}`);
   const fragment = new URLSearchParams(window.location.hash.slice(1));
-  const urlToken = fragment.get("token");
+  let urlToken = fragment.get("token");
   if (urlToken) {
-    // keep the invitation out of the address bar, history and screenshots
+    // keep the invitation out of the address bar, history and screenshots; this tab's
+    // session storage keeps it for a reload (never the server: fragments are not sent)
+    tab.set("token", urlToken);
     history.replaceState(null, "", window.location.pathname);
+  } else {
+    urlToken = tab.get("token");
   }
+  // The reports memoized here belong to the respondent who drew them. A new invitation
+  // on a device that holds someone's reports asks whether it is the same person; the
+  // earlier reports are not shown (nor sent) until they say so.
+  // The owner is kept as SHA-256 of the invitation, never the invitation itself.
+  const owner = store.get("owner");
+  const me = urlToken ? await sha256Hex(urlToken) : null;
+  const someoneElse = survey.requires_invitation && me !== null && owner !== null && owner !== me;
+  document.getElementById("new-respondent").addEventListener("click", () => forget(null, null));
+  if (someoneElse) {
+    const box = document.getElementById("who-box");
+    box.hidden = false;
+    document.getElementById("who-same").addEventListener("click", () => {
+      store.set("owner", me);
+      store.remove("credential"); // that invitation's credential was the earlier one's
+      window.location.reload();
+    });
+    document.getElementById("who-other").addEventListener("click", () => forget(urlToken, me));
+    submit.hidden = true;
+    return;
+  }
+  if (me !== null && survey.requires_invitation && owner === null) store.set("owner", me);
   let credential = survey.requires_invitation ? store.get("credential") : null;
   let pendingCredential = null;
   if (survey.requires_invitation && !credential) {
     if (urlToken) pendingCredential = exchange(urlToken);
     else tokenBox.hidden = false;
+  }
+
+  /**
+   * Remove everything this page kept of the previous respondent (their reports, sent
+   * flags, credential and invitation). With ``newToken`` the page continues with that
+   * invitation as its new owner; without, it waits for the next person's link or code.
+   */
+  function forget(newToken, newOwner) {
+    store.clear();
+    tab.clear();
+    if (newToken) {
+      tab.set("token", newToken);
+      store.set("owner", newOwner);
+    }
+    window.location.replace(window.location.pathname);
   }
 
   const eps = Number(survey.total_epsilon);
@@ -175,6 +216,7 @@ const deniable = (() => {
       await postJson(`/api/surveys/${encodeURIComponent(survey.id)}/responses`, body);
       store.set(sentKey, true);
       store.remove("credential"); // spent
+      tab.remove("token");
       lockAll();
       status.textContent = "Sent and stored. Thank you. The server received only the reports shown above.";
     } catch (e) {
@@ -191,6 +233,13 @@ const deniable = (() => {
     const legend = document.createElement("legend");
     legend.textContent = `${index + 1}. ${q.text}`;
     fs.appendChild(legend);
+    if (q.innocuous_question) {
+      const other = document.createElement("p");
+      other.className = "innocuous";
+      other.textContent = `This question is paired with a second, harmless question: ` +
+        `"${q.innocuous_question}". Follow the instructions with both in mind.`;
+      fs.appendChild(other);
+    }
 
     const choiceGroup = document.createElement("div");
     choiceGroup.setAttribute("role", "radiogroup");
@@ -285,8 +334,16 @@ const deniable = (() => {
   }
 
   function refresh() {
-    const done = survey.questions.every((q) => q.id in reports);
-    submit.disabled = !done || store.get(sentKey) === true;
+    const missing = survey.questions.filter((q) => !(q.id in reports));
+    const sent = store.get(sentKey) === true;
+    submit.disabled = missing.length > 0 || sent;
+    const hint = document.getElementById("hint");
+    hint.textContent = sent ? "" : missing.length
+      ? `To send, first make a report for ${missing.length === 1 ? "question" : "questions"} ` +
+        missing.map((q) => survey.questions.indexOf(q) + 1).join(", ") + "."
+      : survey.requires_invitation && !credential
+        ? "Enter your invitation code above, then send."
+        : "";
   }
 
   function lockAll() {
@@ -339,6 +396,26 @@ const deniable = (() => {
     return b;
   }
 
+  async function sha256Hex(text) {
+    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+    return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  function sessionStore(prefix) {
+    let ss = null;
+    try { ss = window.sessionStorage; } catch (e) { ss = null; }
+    const mem = {};
+    return {
+      get(key) { return ss ? ss.getItem(`${prefix}/${key}`) : (mem[key] ?? null); },
+      set(key, value) { if (ss) ss.setItem(`${prefix}/${key}`, value); else mem[key] = value; },
+      remove(key) { if (ss) ss.removeItem(`${prefix}/${key}`); else delete mem[key]; },
+      clear() {
+        if (!ss) return;
+        Object.keys(ss).filter((k) => k.startsWith(`${prefix}/`)).forEach((k) => ss.removeItem(k));
+      },
+    };
+  }
+
   function memo(prefix) {
     const mem = {};
     let ls = null;
@@ -361,6 +438,13 @@ const deniable = (() => {
       },
       remove(key) {
         if (ls) ls.removeItem(`${prefix}/${key}`); else delete mem[key];
+      },
+      clear() {
+        if (ls) {
+          Object.keys(ls).filter((k) => k.startsWith(`${prefix}/`)).forEach((k) => ls.removeItem(k));
+        } else {
+          Object.keys(mem).forEach((k) => delete mem[k]);
+        }
       },
     };
   }

@@ -10,6 +10,7 @@ import copy
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -157,16 +158,18 @@ def test_own_coin_mode_sends_the_entered_outcome(browser, site):
     assert "both heads" in page.locator("#q-drugs").inner_text()
     page.locator("#outcome-drugs-1").check()
     page.locator("#q-drugs [data-role=use-outcome]").click()
-    page.locator("#q-status [data-role=physical]").click()
-    page.locator("#outcome-status-0").check()
-    page.locator("#q-status [data-role=use-outcome]").click()
+    # k-ary RR at epsilon 2 (keep 78.7%): no dice give it, and the page says so plainly
+    assert page.locator("#q-status [data-role=physical]").is_hidden()
+    assert "cannot be randomized by hand" in page.locator("#q-status").inner_text()
+    page.get_by_role("radio", name="single").check()
+    page.locator("#q-status [data-role=draw]").click()
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
     frame = store.export("health")
-    assert dict(zip(frame["question_id"], frame["report"], strict=True)) == {
-        "drugs": 1,
-        "status": 0,
-    }
+    assert dict(zip(frame["question_id"], frame["report"], strict=True))["drugs"] == 1
+    # the risk in plain words first, the figures behind a toggle
+    assert "cannot become more than 3 times surer" in page.locator("#q-drugs").inner_text()
+    assert page.locator("#q-drugs details").count() == 1
     context.close()
 
 
@@ -418,3 +421,101 @@ def test_description_consent_innocuous_question_and_hints(browser, site):
     hint = page.locator("#hint").inner_text()
     assert "first make a report for questions 1, 2, 3" in hint
     page.close()
+
+
+def _screenshot(page, name: str, tmp_path: Path) -> Path:
+    """Save a full-page screenshot to ``DENIABLE_SCREENSHOTS`` (the docs' images are made
+    so: ``DENIABLE_SCREENSHOTS=docs/img pytest tests/test_browser.py``) or to tmp_path."""
+    folder = Path(os.environ.get("DENIABLE_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000
+    return path
+
+
+def _no_horizontal_scroll(page) -> None:
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], f"page scrolls sideways: {width}"
+
+
+def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
+    """Sign in, see the questions' text and the interval method, download every format,
+    watch it update when new responses arrive, close the survey; on a phone's width
+    nothing scrolls sideways. Takes the screenshots shown in docs/collection.md."""
+    base, store, _ = site
+    data = yaml.safe_load((Path(__file__).parents[1] / "examples" / "workplace.yaml").read_text())
+    data |= {"requires_invitation": False, "min_release": 30}
+    survey = load_survey(data)
+    store.publish(survey)
+    rng = np.random.default_rng(20261123)
+    truths = {"drugs": 0.2, "harassed": 0.1}
+
+    def add(n: int) -> None:
+        rows = []
+        for _ in range(n):
+            reports = {}
+            for q in survey.questions:
+                p = truths.get(q.id)
+                truth = (
+                    int(rng.random() < p)
+                    if p is not None
+                    else int(rng.integers(len(q.choice_labels)))
+                )
+                reports[q.id] = int(q.mechanism.randomize(np.array([truth]), rng)[0])
+            rows.append(reports)
+        store.submit_batch(survey, rows)
+
+    add(400)
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    page.goto(f"{base}/surveys/{survey.id}/results")
+    page.fill("#token", ANALYST)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_text("Have you been harassed at work this year?").first.wait_for()
+    body = page.inner_text("body")
+    assert "Wilson score interval" in body and "constrained (MLE)" in body
+    assert "400 responses to this version" in body
+    _screenshot(page, "dashboard", tmp_path)
+    for fmt in ("csv", "wide", "parquet", "sav", "dta", "survey"):
+        link = page.locator(f"a[href$='format={fmt}']")
+        with page.expect_download() as info:
+            link.click()
+        download = info.value
+        assert Path(download.path()).stat().st_size > 100, fmt
+    monkeypatch.setenv("DENIABLE_DASHBOARD_REFRESH", "1")
+    page.reload()
+    add(25)
+    page.get_by_text("425 responses to this version").wait_for(timeout=10_000)
+    monkeypatch.setenv("DENIABLE_DASHBOARD_REFRESH", "30")
+    page.goto(f"{base}/surveys/{survey.id}/results")
+    page.get_by_role("button", name="Close the survey").click()
+    page.get_by_role("button", name="Reopen the survey").wait_for()
+    assert store.is_closed(survey.id)
+    phone = browser.new_context(
+        viewport={"width": 390, "height": 844}, storage_state=context.storage_state()
+    )
+    small = phone.new_page()
+    small.goto(f"{base}/surveys/{survey.id}/results")
+    small.get_by_text("Have you been harassed").first.wait_for()
+    _no_horizontal_scroll(small)
+    _screenshot(small, "dashboard-phone", tmp_path)
+    small.goto(f"{base}/s/{survey.id}")
+    _no_horizontal_scroll(small)
+    _screenshot(small, "respondent-phone", tmp_path)
+    phone.close()
+    context.close()
+
+
+def test_respondent_page_screenshot(browser, site, tmp_path):
+    base, store, survey = site
+    (token,) = store.issue_tokens(survey.id, 1)
+    context = browser.new_context(viewport={"width": 900, "height": 900})
+    page = context.new_page()
+    page.goto(f"{base}/s/health#token={token}")
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    page.get_by_role("radio", name="yes").check()
+    page.locator("#q-drugs [data-role=draw]").click()
+    _no_horizontal_scroll(page)
+    _screenshot(page, "respondent", tmp_path)
+    context.close()

@@ -6,11 +6,18 @@ import copy
 import json
 import math
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.survey import BUDGET_SLACK, load_survey, parse_survey
+from deniable.collection.recipes import NO_RECIPE, dice_recipe
+from deniable.collection.survey import (
+    BUDGET_SLACK,
+    load_survey,
+    parse_survey,
+    physical_instructions,
+)
 from deniable.errors import PrivacyWarning, SurveyError
 
 from .conftest import SURVEY
@@ -263,3 +270,59 @@ def test_the_largest_survey_gives_a_bounded_page():
     with pytest.raises(SurveyError, match="at most 20000 fit"):
         fifth = wide[0] | {"id": "q4"}
         load_survey(survey(privacy_budget=30, questions=[*wide, fifth, *binary[:1]]))
+
+
+def _recipe_chances(recipe: str, truths: list[str], reports: list[str], outcomes: int):
+    """Read the chances back out of a recipe's text: shape (k, m)."""
+    import re
+
+    out = np.zeros((len(truths), len(reports)))
+    for t, truth in enumerate(truths):
+        part = recipe.split(f"If your true answer is '{truth}': outcomes ")[1].split(".")[0]
+        for span, label in re.findall(r"(\d+(?:-\d+)?) mean '([^']+)'", part):
+            lo, _, hi = span.partition("-")
+            out[t, reports.index(label)] += (int(hi or lo) - int(lo) + 1) / outcomes
+    return out
+
+
+@pytest.mark.parametrize(
+    ("design", "device", "outcomes"),
+    [
+        ({"name": "kary-rr", "params": {"epsilon": math.log(4)}}, "Roll a die.", 6),
+        ({"name": "warner", "params": {"p": 0.75}}, "Flip two coins", 4),
+        ({"name": "kary-rr", "params": {"epsilon": math.log(34)}}, "Roll two dice", 36),
+    ],
+)
+def test_dice_recipes_give_the_designs_chances_exactly(design, device, outcomes):
+    choices = ["a", "b", "c"] if design["name"] == "kary-rr" else None
+    q = load_survey(
+        survey(
+            questions=[
+                {"id": "q", "text": "?", "design": design}
+                | ({"choices": choices} if choices else {})
+            ]
+        )
+    ).questions[0]
+    assert physical_instructions(q) != NO_RECIPE or design["name"] == "warner"
+    text = dice_recipe(q.mechanism.matrix.T, q.choice_labels, q.report_labels)
+    assert text is not None and text.startswith(device)
+    chances = _recipe_chances(text, q.choice_labels, q.report_labels, outcomes)
+    np.testing.assert_allclose(chances, q.mechanism.matrix.T, atol=1e-12)
+
+
+def test_no_recipe_where_no_dice_give_the_chances():
+    q = load_survey(
+        survey(
+            questions=[
+                {
+                    "id": "q",
+                    "text": "?",
+                    "choices": ["a", "b", "c"],
+                    "design": {"name": "kary-rr", "params": {"epsilon": 2.0}},
+                }
+            ]
+        )
+    ).questions[0]
+    assert physical_instructions(q) == NO_RECIPE
+    view = load_survey(survey(questions=[q.model_dump(mode="json")])).respondent_view()
+    assert view["questions"][0]["by_hand"] is False

@@ -78,6 +78,7 @@ from ..mechanisms.designs import Design, KaryRR, protected_epsilon
 from ..mechanisms.protocol import MAX_EPSILON, check_question_epsilon
 from ..mechanisms.registry import DESIGNS
 from ..planning.disclosure import DisclosureRisk, disclosure_risk
+from .recipes import NO_RECIPE, dice_recipe
 
 __all__ = [
     "BUDGET_SLACK",
@@ -473,6 +474,7 @@ class Survey(BaseModel):
                     "params": d.params,
                     "disclosure": _disclosure(q, self.disclosure_prior),
                     "instructions": physical_instructions(q),
+                    "by_hand": physical_instructions(q) != NO_RECIPE,
                     "innocuous_question": q.innocuous_question,
                 }
             )
@@ -541,18 +543,10 @@ def physical_instructions(q: Question) -> str:
             f"Consider the innocuous statement: {inn}. Answer '{labels[1]}' if your answers to "
             f"both are the same (both yes or both no), '{labels[0]}' if they differ."
         )
-    if isinstance(d, KaryRR):
-        return (
-            f"Privately roll a die or spinner: with chance {_pct(d.keep_probability)} give your "
-            f"true answer; otherwise give one of the other {d.k - 1} answers, each equally likely."
-        )
-    rows = []
-    for t, truth in enumerate(q.choice_labels):
-        parts = ", ".join(
-            f"'{labels[r]}' with chance {_pct(p)}" for r, p in enumerate(d.matrix[:, t]) if p > 0
-        )
-        rows.append(f"if the truth is '{truth}': answer {parts}")
-    return "Privately randomize so that " + "; ".join(rows) + "."
+    recipe = dice_recipe(d.matrix.T, q.choice_labels, labels)
+    if recipe is not None:
+        return recipe
+    return NO_RECIPE
 
 
 def load_survey(source: str | Path | Mapping[str, Any]) -> Survey:

@@ -10,6 +10,7 @@ import base64
 import io
 import json
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "FLAG_Z",
     "INTERVAL_NAMES",
     "PAGE_HEADERS",
+    "dashboard_refresh",
     "error_page",
     "home_page",
     "login_page",
@@ -247,8 +249,23 @@ def results_page(store: Store, survey: Survey) -> tuple[str, dict[str, Any]]:
         notes=notes,
         status=status,
         methods=sorted({r["method"] for r in rows if r["method"]}),
+        refresh=dashboard_refresh(),
     )
     return page, res
+
+
+def dashboard_refresh() -> int:
+    """Seconds between the results page's reloads: ``DENIABLE_DASHBOARD_REFRESH`` or 30.
+
+    Raises
+    ------
+    ValueError
+        If the variable is not an integer in 1..3600.
+    """
+    raw = os.environ.get("DENIABLE_DASHBOARD_REFRESH", "30")
+    if not raw.isdigit() or not 1 <= int(raw) <= 3600:
+        raise ValueError(f"DENIABLE_DASHBOARD_REFRESH must be 1..3600 seconds, got {raw!r}")
+    return int(raw)
 
 
 def _short(text: str, width: int = 40) -> str:

@@ -418,14 +418,20 @@ def home(request: Request, store: StoreDep, credentials: BearerCredentials) -> H
 async def close_from_page(
     survey_id: SurveyId, action: Literal["close", "reopen"], request: Request, store: StoreDep
 ) -> Response:
-    """The dashboard's close and reopen button (session cookie; same origin only)."""
-    origin = request.headers.get("origin")
-    if origin is not None and origin != str(request.base_url).rstrip("/"):
+    """The dashboard's close and reopen button (session cookie, which is SameSite=Strict;
+    a request a browser marks as cross-site, or from another origin, is refused)."""
+    origin = request.headers.get("origin", "null")  # "null" under no-referrer pages
+    site = request.headers.get("sec-fetch-site", "same-origin")
+    if site not in ("same-origin", "none") or origin not in ("null", _origin(request)):
         raise HTTPException(403, "cross-origin form refused")
     if not session_valid(request.app.state.analyst_token, request.cookies.get(SESSION_COOKIE)):
         return RedirectResponse(f"/login?next=/surveys/{survey_id}/results", status_code=303)
     await run_in_threadpool(store.set_closed, survey_id, action == "close", "session")
     return RedirectResponse(f"/surveys/{survey_id}/results", status_code=303)
+
+
+def _origin(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
 
 
 @public_router.get("/surveys/{survey_id}/results", response_class=HTMLResponse)

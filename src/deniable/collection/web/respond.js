@@ -155,8 +155,8 @@ const deniable = (() => {
 
   const eps = Number(survey.total_epsilon);
   document.getElementById("budget").textContent =
-    `Together, your reports can change anyone's odds about your sensitive answers by at ` +
-    `most a factor of ${Math.exp(eps).toFixed(1)} (a privacy loss of epsilon = ` +
+    `All your reports together: no one can become more than ${times(Math.exp(eps))} surer ` +
+    `of your sensitive answers than before (technically: a privacy loss of epsilon = ` +
     `${eps.toFixed(2)} nats; this survey's limit is ${survey.privacy_budget}).`;
 
   survey.questions.forEach((q, index) => container.appendChild(renderQuestion(q, index)));
@@ -258,6 +258,13 @@ const deniable = (() => {
     const draw = button("Randomize my answer on this device", "draw");
     const physical = button("Use my own coin or die instead", "physical", true);
     mode.append(draw, physical);
+    if (q.by_hand === false) {
+      physical.hidden = true; // no dice or coins give this design's chances
+      const note = document.createElement("p");
+      note.className = "risk";
+      note.textContent = q.instructions;
+      mode.appendChild(note);
+    }
     fs.appendChild(mode);
 
     const physicalBox = document.createElement("div");
@@ -285,8 +292,16 @@ const deniable = (() => {
 
     const risk = document.createElement("p");
     risk.className = "risk";
-    risk.textContent = explainRisk(q);
+    risk.textContent = plainRisk(q);
     fs.appendChild(risk);
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.textContent = "Technical details";
+    const technical = document.createElement("p");
+    technical.className = "risk";
+    technical.textContent = explainRisk(q);
+    details.append(summary, technical);
+    fs.appendChild(details);
 
     draw.addEventListener("click", () => {
       const checked = fs.querySelector(`input[name="truth-${q.id}"]:checked`);
@@ -349,6 +364,21 @@ const deniable = (() => {
   function lockAll() {
     container.querySelectorAll("input, button").forEach((el) => (el.disabled = true));
     submit.disabled = true;
+  }
+
+  /** The risk in plain words: how much surer anyone can become of the answer. */
+  function plainRisk(q) {
+    if (q.epsilon === "inf") {
+      const protectedAnswers = q.sensitive.map((a) => `"${a}"`).join(" or ");
+      return `Even someone who sees your report cannot become more than ` +
+        `${times(Math.exp(q.cost))} surer that your answer is ${protectedAnswers} than before.`;
+    }
+    return `Even someone who sees your report cannot become more than ` +
+      `${times(Number(q.disclosure.max_odds_factor))} surer of your answer than before.`;
+  }
+
+  function times(factor) {
+    return factor < 10 ? `${Number(factor.toFixed(1))} times` : `${Math.round(factor)} times`;
   }
 
   function explainRisk(q) {

@@ -1,0 +1,8 @@
+// deniable results page: reload every data-refresh seconds while the page is open (a
+// meta refresh would stop after the first download, which Chromium counts as navigation).
+"use strict";
+(function refresh() {
+  const seconds = Number(document.body.dataset.refresh);
+  if (!(seconds >= 1)) return;
+  window.setTimeout(() => window.location.reload(), seconds * 1000);
+})();

@@ -4,6 +4,7 @@ terminal respondent client. Runs on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -175,17 +176,24 @@ def test_sigkill_mid_load_loses_no_acknowledged_response(server):
 def test_terminal_respondent_client(server):
     invited = SURVEY | {"requires_invitation": True}
     httpx.post(f"{server.base}/api/surveys", json=invited, headers=AUTH).raise_for_status()
-    (token,) = httpx.post(
-        f"{server.base}/api/surveys/health/invitations", json={"count": 1}, headers=AUTH
+    tokens = httpx.post(
+        f"{server.base}/api/surveys/health/invitations", json={"count": 3}, headers=AUTH
     ).json()["tokens"]
-    url = f"{server.base}/s/health#token={token}"
+    url = f"{server.base}/s/health#token={tokens[0]}"
+    # answers by number and by label (any case); a wrong one is asked again
     out = subprocess.run(
-        [DEANIABLE, "respond", url], input="2\n3\ny\n", capture_output=True, text=True, timeout=60
+        [DEANIABLE, "respond", url],
+        input="2\nwed\nMarried\ny\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr + out.stdout
     assert "The server will receive only these reports" in out.stdout and "Stored" in out.stdout
+    assert "(epsilon 1.10 nats)" in out.stdout and "or one of: single, married" in out.stderr
     res = httpx.get(f"{server.base}/api/surveys/health/results", headers=AUTH).json()
     assert res["responses"] == 1
+    # a used invitation is refused before any question is asked
     again = subprocess.run(
         [DEANIABLE, "respond", url, "--yes"],
         input="1\n1\n",
@@ -194,6 +202,29 @@ def test_terminal_respondent_client(server):
         timeout=60,
     )
     assert again.returncode == 2 and "already been used" in again.stderr
+    assert "1. Have you used" not in again.stdout
+    # the end of input stops cleanly; nothing is sent
+    eof = subprocess.run(
+        [DEANIABLE, "respond", f"{server.base}/s/health#token={tokens[1]}"],
+        input="1\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert eof.returncode == 0 and "nothing was sent" in eof.stdout
+    # --json: prompts on stderr, one JSON object on stdout
+    as_json = subprocess.run(
+        [DEANIABLE, "respond", f"{server.base}/s/health#token={tokens[2]}", "--yes", "--json"],
+        input="no\nsingle\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    sent = json.loads(as_json.stdout)
+    assert sent["survey"] == "health" and set(sent["sent"]) == {"drugs", "status"}
+    res = httpx.get(f"{server.base}/api/surveys/health/results", headers=AUTH).json()
+    assert res["responses"] == 2
 
 
 def test_one_credential_fifty_concurrent_submissions_stores_once(server):

@@ -198,8 +198,15 @@ def respond(
         typer.Option(help="Invitation token (default: the link's #token=...; else asked)."),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Send without asking.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Answer a survey in the terminal: randomize locally, show what is sent, submit."""
+    """Answer a survey in the terminal: randomize locally, show what is sent, submit.
+
+    The invitation is checked (spent for an unlinkable credential) before any question
+    is asked. Answers may be typed as numbers or as the answer's label. The end of input
+    (Ctrl-D) stops cleanly, with nothing sent. With ``--json`` the prompts go to standard
+    error and standard output gets one JSON object: what was sent.
+    """
     import httpx
 
     from ..collection.client import (
@@ -209,6 +216,7 @@ def respond(
         respond_reports,
     )
 
+    out = err if as_json else console
     try:
         link = parse_survey_url(url)
     except ValueError as exc:
@@ -222,22 +230,11 @@ def respond(
             view = r.json()
             for q in view["questions"]:
                 design_from_view(q)  # checks the stated epsilon before anything is asked
-            console.print(f"[bold]{view['title']}[/]")
-            console.print(
-                "Your true answers stay on this computer: each is randomized here with the "
-                "operating system's secure random source, and only the randomized reports are "
-                "sent."
-            )
-            answers: dict[str, int] = {}
-            for i, q in enumerate(view["questions"], 1):
-                console.print(f"\n[bold]{i}. {q['text']}[/]  (epsilon {q['epsilon']})")
-                for j, label in enumerate(q["choices"]):
-                    console.print(f"  {j + 1}) {label}")
-                answers[q["id"]] = _ask_choice(len(q["choices"]))
+            out.print(f"[bold]{view['title']}[/]")
             credential = None
             if view.get("requires_invitation"):
                 if not token:
-                    token = typer.prompt("Invitation token", hide_input=True)
+                    token = typer.prompt("Invitation token", hide_input=True, err=as_json)
 
                 def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
                     answer = http.post(path, json=body)
@@ -246,15 +243,30 @@ def respond(
                     result: dict[str, Any] = answer.json()
                     return result
 
-                # the credential cannot be tied to the invitation it was obtained with
+                # first, so no one answers on an invitation that does not work; the
+                # credential cannot be tied to the invitation it was obtained with
                 credential = request_credential(view, token, post)
+                out.print("Your invitation was accepted (exchanged for an anonymous credential).")
+            out.print(
+                "Your true answers stay on this computer: each is randomized here with the "
+                "operating system's secure random source, and only the randomized reports are "
+                "sent."
+            )
+            answers: dict[str, int] = {}
+            for i, q in enumerate(view["questions"], 1):
+                eps = q["epsilon"]
+                eps_text = "no limit" if eps == "inf" else f"{float(eps):.2f} nats"
+                out.print(f"\n[bold]{i}. {q['text']}[/]  (epsilon {eps_text})")
+                for j, label in enumerate(q["choices"]):
+                    out.print(f"  {j + 1}) {label}")
+                answers[q["id"]] = _ask_choice(q["choices"], as_json)
             reports = respond_reports(view, answers)
             answers.clear()
-            console.print("\nThe server will receive only these reports:")
+            out.print("\nThe server will receive only these reports:")
             for q in view["questions"]:
-                console.print(f"  {q['id']}: {q['reports'][reports[q['id']]]!r}")
-            if not yes and not typer.confirm("Send them?", default=True):
-                console.print("Nothing was sent.")
+                out.print(f"  {q['id']}: {q['reports'][reports[q['id']]]!r}")
+            if not yes and not typer.confirm("Send them?", default=True, err=as_json):
+                out.print("Nothing was sent.")
                 raise typer.Exit(code=1)
             body: dict[str, Any] = {"version": view["version"], "reports": reports}
             if credential is not None:
@@ -264,6 +276,13 @@ def respond(
                 raise fail(f"not stored: {_server_message(r)}")
     except httpx.HTTPError as exc:
         raise fail(f"cannot reach {link.base_url}: {exc}") from None
+    except typer.Abort:  # end of input: a clean stop
+        out.print("\nEnd of input: nothing was sent.")
+        raise typer.Exit(code=0) from None
+    if as_json:
+        labels = {q["id"]: q["reports"][reports[q["id"]]] for q in view["questions"]}
+        emit_json({"survey": view["id"], "version": view["version"], "sent": labels})
+        return
     console.print("Stored. Thank you.")
 
 
@@ -274,10 +293,17 @@ def _server_message(r: Any) -> str:
         return f"HTTP {r.status_code}"
 
 
-def _ask_choice(k: int) -> int:
-    """Prompt until the answer is a number 1..k; return it as a code 0..k-1."""
+def _ask_choice(labels: list[str], to_stderr: bool = False) -> int:
+    """Prompt until the answer is a number 1..k or one of the labels (any case); return
+    its code 0..k-1."""
+    k = len(labels)
+    lowered = [label.casefold() for label in labels]
     while True:
-        raw = typer.prompt(f"Your true answer (1-{k}; stays on this computer)")
-        if raw.strip().isdigit() and 1 <= int(raw) <= k:
+        raw = typer.prompt(
+            f"Your true answer (1-{k} or its label; stays on this computer)", err=to_stderr
+        ).strip()
+        if raw.isdigit() and 1 <= int(raw) <= k:
             return int(raw) - 1
-        err.print(f"Please type a number from 1 to {k}.")
+        if raw.casefold() in lowered:
+            return lowered.index(raw.casefold())
+        err.print(f"Please type a number from 1 to {k}, or one of: {', '.join(labels)}.")

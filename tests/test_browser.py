@@ -419,7 +419,7 @@ def test_description_consent_innocuous_question_and_hints(browser, site):
     assert page.get_by_text("Contact: survey-team@example.org").is_visible()
     assert page.get_by_text("Is your mother's birthday in January").first.is_visible()
     hint = page.locator("#hint").inner_text()
-    assert "first make a report for questions 1, 2, 3" in hint
+    assert "first make a report for question(s) 1, 2, 3" in hint
     page.close()
 
 
@@ -518,4 +518,45 @@ def test_respondent_page_screenshot(browser, site, tmp_path):
     page.locator("#q-drugs [data-role=draw]").click()
     _no_horizontal_scroll(page)
     _screenshot(page, "respondent", tmp_path)
+    context.close()
+
+
+def test_the_page_in_german(browser, site):
+    """Accept-Language de (or the switch) gives the German catalog and the survey's own
+    German texts; the memo is the same whatever the language."""
+    base, store, _ = site
+    data = copy.deepcopy(SURVEY) | {
+        "id": "sprache",
+        "translations": {
+            "de": {
+                "title": "Gesundheitsumfrage",
+                "questions": {
+                    "drugs": {
+                        "text": "Haben Sie in den letzten 12 Monaten illegale Drogen genommen?",
+                        "choices": ["nein", "ja"],
+                        "reports": ["nein", "ja"],
+                    }
+                },
+            }
+        },
+    }
+    store.publish(load_survey(data))
+    context = browser.new_context(locale="de-DE")
+    page = context.new_page()
+    page.goto(f"{base}/s/sprache")
+    assert page.locator("html").get_attribute("lang") == "de"
+    assert page.get_by_role("heading", name="Gesundheitsumfrage").is_visible()
+    assert page.get_by_text("So wird Ihre Privatsphäre geschützt").is_visible()
+    assert page.get_by_text("illegale Drogen").is_visible()
+    page.get_by_role("radio", name="ja").check()
+    page.locator("#q-drugs").get_by_role(
+        "button", name="Meine Antwort auf diesem Gerät verlosen"
+    ).click()
+    shown = page.locator("#report-drugs").inner_text()
+    assert shown.startswith("Der Server erhält die Meldung")
+    assert "3-mal so sicher" in page.locator("#q-drugs").inner_text()
+    # the switch: English, and the memoized report is the same one
+    page.get_by_role("link", name="English").click()
+    page.get_by_text("How your privacy is protected").wait_for()
+    assert "drawn earlier on this device" in page.locator("#report-drugs").inner_text()
     context.close()

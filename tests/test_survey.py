@@ -326,3 +326,34 @@ def test_no_recipe_where_no_dice_give_the_chances():
     assert physical_instructions(q) == NO_RECIPE
     view = load_survey(survey(questions=[q.model_dump(mode="json")])).respondent_view()
     assert view["questions"][0]["by_hand"] is False
+
+
+def test_languages_and_translations():
+    from deniable.collection.i18n import LANGUAGES, catalog, choose_language
+
+    en = catalog("en")
+    for lang in LANGUAGES:  # every catalog has every message, with the same placeholders
+        other = catalog(lang)
+        assert set(other) == set(en) and set(other["instructions"]) == set(en["instructions"])
+    assert choose_language(None, "de-CH,de;q=0.9,en;q=0.8") == "de"
+    assert choose_language(None, "fr-FR,fr;q=0.9,en;q=0.5,de;q=0.4") == "en"
+    assert choose_language("de", "en") == "de" and choose_language("xx", None) == "en"
+    assert choose_language(None, "de;q=0") == "en"
+    with pytest.raises(ValueError, match="lang must be one of"):
+        catalog("fr")
+    tr = {"de": {"questions": {"drugs": {"choices": ["nein", "ja"], "text": "Drogen?"}}}}
+    s = load_survey(survey(translations=tr))
+    view = s.respondent_view("de")
+    drugs = view["questions"][0]
+    assert drugs["text"] == "Drogen?" and drugs["choices"] == ["nein", "ja"]
+    assert drugs["instructions"].startswith("Werfen Sie privat Münzen")
+    assert drugs["memo_key"] == s.respondent_view("en")["questions"][0]["memo_key"]
+    assert view["title"] == s.title  # not translated: shown as written
+    # a digest does not change when the new fields are at their defaults
+    assert "translations" not in s.model_copy(update={"translations": {}}).canonical_json()
+    with pytest.raises(SurveyError, match=r"translations.de.questions.drugs.choices must have 2"):
+        load_survey(survey(translations={"de": {"questions": {"drugs": {"choices": ["a"]}}}}))
+    with pytest.raises(SurveyError, match="no question 'nosuch'"):
+        load_survey(survey(translations={"de": {"questions": {"nosuch": {"text": "x"}}}}))
+    with pytest.raises(SurveyError, match="translations"):
+        load_survey(survey(translations={"fr": {"title": "x"}}))

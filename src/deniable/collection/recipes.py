@@ -1,46 +1,48 @@
-"""Recipes a person can follow with dice or coins to randomize a report by hand.
+"""Instructions for randomizing by hand: cards, coins and dice.
 
-A design's column for a true answer ``t`` gives ``Pr(report r | t)``. When every such
-chance is a whole number of sixths, thirty-sixths (two dice), or 2^-m (m coins, m <= 4),
-the column becomes a table of outcomes: roll, then look up the report. Otherwise no
-ordinary dice or coins give the design's chances exactly, and :func:`dice_recipe` says
-so instead of asking for a chance like 71.12% that no die gives.
+A respondent who does not trust the device randomizes privately and enters only the
+outcome. For the classical binary designs the instructions follow the design's own
+description (forced response, Warner 1965; unrelated question, Greenberg et al. 1969;
+crosswise, Yu, Tian & Tang 2008). For any other design, whose column for a true answer
+``t`` gives ``Pr(report r | t)``: when every such chance is a whole number of sixths,
+thirty-sixths (two dice) or 2^-m (m coins, m <= 4), the column becomes a table of
+outcomes (roll, then look up the report); otherwise no ordinary dice or coins give the
+design's chances exactly, and the respondent is told so (:data:`NO_RECIPE`) instead of
+being asked for a chance like 71.12% that no die gives. Every sentence comes from the
+message catalogs (:mod:`deniable.collection.i18n`).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["DEVICES", "NO_RECIPE", "dice_recipe"]
+from ..mechanisms.binary import Crosswise, ForcedResponse, UnrelatedQuestion, Warner
+from .i18n import catalog
 
-#: What the respondent is told when no dice or coins give the design's chances.
-NO_RECIPE = (
-    "This design's chances cannot be made exactly with ordinary dice or coins, so it "
-    "cannot be randomized by hand: let this device randomize."
-)
+if TYPE_CHECKING:
+    from .survey import Question
 
-#: The devices tried, in order: (number of equally likely outcomes, how to get them).
-DEVICES: tuple[tuple[int, str], ...] = (
-    (2, "Flip a coin: heads is 1, tails is 2."),
-    (4, "Flip two coins: heads-heads is 1, heads-tails 2, tails-heads 3, tails-tails 4."),
-    (6, "Roll a die."),
-    (
-        8,
-        "Flip three coins and count heads as 1 and tails as 0, first coin worth 4, second 2, "
-        "third 1; add 1 (so outcomes run 1 to 8).",
-    ),
-    (
-        16,
-        "Flip four coins: first worth 8, second 4, third 2, fourth 1 for heads; add 1 "
-        "(so outcomes run 1 to 16).",
-    ),
-    (36, "Roll two dice, a first and a second: the outcome is 6 x (first - 1) + second (1 to 36)."),
-)
+__all__ = ["DEVICES", "NO_RECIPE", "dice_recipe", "physical_instructions"]
+
+#: Equally likely outcomes of the devices tried, in order (one coin, two coins, a die,
+#: three coins, four coins, two dice).
+DEVICES: tuple[int, ...] = (2, 4, 6, 8, 16, 36)
+#: What the respondent is told (in English) when no dice or coins give the chances.
+NO_RECIPE = catalog("en")["instructions"]["no_recipe"]
+
+
+def _pct(p: float) -> str:
+    return f"{100 * p:.4g}%"
 
 
 def dice_recipe(
-    columns: NDArray[np.float64], truth_labels: list[str], report_labels: list[str]
+    columns: NDArray[np.float64],
+    truth_labels: list[str],
+    report_labels: list[str],
+    lang: str = "en",
 ) -> str | None:
     """A dice or coin recipe for the design, or ``None`` if none gives its chances exactly.
 
@@ -50,19 +52,22 @@ def dice_recipe(
         ``columns[t, r] = Pr(report r | truth t)``; each row sums to 1.
     truth_labels : list of str, length k
     report_labels : list of str, length m
+    lang : str, default "en"
+        Language of the recipe (a catalog of :mod:`deniable.collection.i18n`).
 
     Returns
     -------
     str or None
         "<how to roll> If your true answer is 'a': outcomes 1-4 mean 'x', 5-6 'y'. ..."
     """
+    t_ = catalog(lang)["instructions"]
     cols = np.asarray(columns, dtype=np.float64)
-    for outcomes, how in DEVICES:
+    for outcomes in DEVICES:
         counts = cols * outcomes
         if not np.allclose(counts, np.round(counts), atol=1e-9):
             continue
         whole = np.round(counts).astype(int)
-        lines = []
+        lines = [t_[f"device_{outcomes}"]]
         for t, truth in enumerate(truth_labels):
             start, parts = 1, []
             for r, n in enumerate(whole[t]):
@@ -70,8 +75,41 @@ def dice_recipe(
                     continue
                 end = start + n - 1
                 span = f"{start}" if n == 1 else f"{start}-{end}"
-                parts.append(f"{span} mean '{report_labels[r]}'")
+                parts.append(t_["recipe_part"].format(span=span, report=report_labels[r]))
                 start = end + 1
-            lines.append(f"If your true answer is '{truth}': outcomes " + ", ".join(parts) + ".")
-        return how + " " + " ".join(lines) + " Enter only the answer the outcome gives."
+            lines.append(t_["recipe_truth"].format(truth=truth, parts=", ".join(parts)))
+        return " ".join([*lines, t_["recipe_end"]])
     return None
+
+
+def physical_instructions(
+    q: Question,
+    lang: str = "en",
+    choices: list[str] | None = None,
+    reports: list[str] | None = None,
+    innocuous: str | None = None,
+) -> str:
+    """Plain-words instructions for randomizing ``q`` with one's own coin, die or cards.
+
+    ``choices``, ``reports`` and ``innocuous`` override the question's labels and its
+    innocuous question (a translation's); ``lang`` picks the catalog.
+    """
+    t_ = catalog(lang)["instructions"]
+    d = q.mechanism
+    labels = reports or q.report_labels
+    inn = innocuous or q.innocuous_question
+    if isinstance(d, ForcedResponse):
+        keep = 1 - d.p_yes - d.p_no
+        return str(t_["forced_response"]).format(
+            p_yes=_pct(d.p_yes), p_no=_pct(d.p_no), keep=_pct(keep), yes=labels[1], no=labels[0]
+        )
+    if isinstance(d, Warner):
+        return str(t_["warner"]).format(p=_pct(d.p))
+    if isinstance(d, UnrelatedQuestion):
+        inn = inn or t_["unrelated_default"].format(share=_pct(d.innocuous_prevalence))
+        return str(t_["unrelated"]).format(p=_pct(d.p), innocuous=inn)
+    if isinstance(d, Crosswise):
+        inn = inn or t_["crosswise_default"].format(share=_pct(d.p))
+        return str(t_["crosswise"]).format(innocuous=inn, same=labels[1], different=labels[0])
+    recipe = dice_recipe(d.matrix.T, choices or q.choice_labels, labels, lang)
+    return recipe if recipe is not None else str(t_["no_recipe"])

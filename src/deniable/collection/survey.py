@@ -73,12 +73,13 @@ from pydantic import (
 )
 
 from ..errors import BudgetExceededError, SurveyError
-from ..mechanisms.binary import Crosswise, ForcedResponse, UnrelatedQuestion, Warner
+from ..mechanisms.binary import ForcedResponse, UnrelatedQuestion, Warner
 from ..mechanisms.designs import Design, KaryRR, protected_epsilon
 from ..mechanisms.protocol import MAX_EPSILON, check_question_epsilon
 from ..mechanisms.registry import DESIGNS
 from ..planning.disclosure import DisclosureRisk, disclosure_risk
-from .recipes import NO_RECIPE, dice_recipe
+from .i18n import SurveyTranslation, catalog, check_translations
+from .recipes import physical_instructions
 
 __all__ = [
     "BUDGET_SLACK",
@@ -343,6 +344,9 @@ class Survey(BaseModel):
     min_release : int in [1, 100000], default 30
         An estimate is released (results page, JSON, export summary) only once its
         question has at least this many responses.
+    translations : dict of language -> SurveyTranslation
+        The survey's texts in other languages of the respondent page
+        (:mod:`deniable.collection.i18n`).
     questions : list of Question
         1 to 100 questions with unique ids.
 
@@ -364,6 +368,7 @@ class Survey(BaseModel):
     disclosure_prior: float = Field(default=0.5, gt=0, lt=1)
     consent: Annotated[str, StringConstraints(max_length=10_000)] = ""
     min_release: int = Field(default=MIN_RELEASE, ge=1, le=100_000)
+    translations: dict[Literal["en", "de"], SurveyTranslation] = Field(default_factory=dict)
     questions: list[Question] = Field(min_length=1, max_length=100)
 
     @field_validator("questions")
@@ -402,6 +407,10 @@ class Survey(BaseModel):
                     )
                 ]
             )
+        check_translations(
+            {str(lang): tr for lang, tr in self.translations.items()},
+            {q.id: (q.mechanism.n_truths, q.mechanism.n_reports) for q in self.questions},
+        )
         return self
 
     @property
@@ -437,20 +446,24 @@ class Survey(BaseModel):
         """SHA-256 (hex) of :meth:`canonical_json`: identifies the published content."""
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
-    def respondent_view(self) -> dict[str, Any]:
+    def respondent_view(self, lang: str = "en") -> dict[str, Any]:
         """What the respondent's device needs: matrices, labels, epsilons, explanations.
 
         Each question carries ``columns`` (``columns[t][r] = Pr(report r | truth t)``,
         the design matrix transposed), its epsilon, the posterior belief an observer
         would hold after each report (at :attr:`disclosure_prior`), and instructions for
-        randomizing with a physical coin or die.
+        randomizing with a physical coin or die; texts in ``lang`` (one of
+        :data:`~deniable.collection.i18n.LANGUAGES`) where the survey translates them.
         """
+        catalog(lang)  # refuses an unknown language
+        tr = self.translations.get(lang)  # type: ignore[call-overload]
         out: dict[str, Any] = {
             "id": self.id,
             "version": self.version,
-            "title": self.title,
-            "description": self.description,
-            "consent": self.consent,
+            "lang": lang,
+            "title": (tr and tr.title) or self.title,
+            "description": (tr and tr.description) or self.description,
+            "consent": (tr and tr.consent) or self.consent,
             "requires_invitation": self.requires_invitation,
             "privacy_budget": self.privacy_budget,
             "total_epsilon": self.total_epsilon,
@@ -459,30 +472,35 @@ class Survey(BaseModel):
         }
         for q in self.questions:
             d = q.mechanism
+            qt = tr.questions.get(q.id) if tr else None
+            choices = (qt and qt.choices) or q.choice_labels
+            reports = (qt and qt.reports) or q.report_labels
+            innocuous = (qt and qt.innocuous_question) or q.innocuous_question
+            how = physical_instructions(q, lang, choices, reports, innocuous)
             out["questions"].append(
                 {
                     "id": q.id,
-                    "text": q.text,
-                    "choices": q.choice_labels,
-                    "reports": q.report_labels,
+                    "text": (qt and qt.text) or q.text,
+                    "choices": choices,
+                    "reports": reports,
                     "columns": d.matrix.T.tolist(),
                     "epsilon": _json_float(q.epsilon),
                     "cost": q.cost,
-                    "sensitive": [q.choice_labels[i] for i in q.sensitive_indices],
+                    "sensitive": [choices[i] for i in q.sensitive_indices],
                     "memo_key": q.content_digest,
                     "design": q.design.name,
                     "params": d.params,
                     "disclosure": _disclosure(q, self.disclosure_prior),
-                    "instructions": physical_instructions(q),
-                    "by_hand": physical_instructions(q) != NO_RECIPE,
-                    "innocuous_question": q.innocuous_question,
+                    "instructions": how,
+                    "by_hand": how != catalog(lang)["instructions"]["no_recipe"],
+                    "innocuous_question": innocuous,
                 }
             )
         return out
 
 
 #: Fields added after surveys were first published, with their defaults.
-_LATER_FIELDS: dict[str, Any] = {"consent": "", "min_release": MIN_RELEASE}
+_LATER_FIELDS: dict[str, Any] = {"consent": "", "min_release": MIN_RELEASE, "translations": {}}
 
 
 def _json_float(x: float) -> float | str:
@@ -497,56 +515,6 @@ def _disclosure(q: Question, prior_yes: float) -> dict[str, Any]:
         "posterior": [[None if np.isnan(x) else float(x) for x in row] for row in post],
         "max_odds_factor": _json_float(math.exp(q.epsilon)) if math.isfinite(q.epsilon) else "inf",
     }
-
-
-def _pct(p: float) -> str:
-    return f"{100 * p:.4g}%"
-
-
-def physical_instructions(q: Question) -> str:
-    """Plain-words instructions for randomizing with one's own coin, die or cards.
-
-    The respondent then enters only the outcome (the report). Designs without a
-    simple device get the report probabilities for each true answer.
-    """
-    d = q.mechanism
-    labels = q.report_labels
-    if isinstance(d, ForcedResponse):
-        keep = 1 - d.p_yes - d.p_no
-        return (
-            f"Privately flip coins or roll a die so that: with chance {_pct(d.p_yes)} you answer "
-            f"'{labels[1]}', with chance {_pct(d.p_no)} you answer '{labels[0]}', and otherwise "
-            f"(chance {_pct(keep)}) you answer truthfully. (Two coins: both heads, answer "
-            "'yes'; both tails, answer 'no'; otherwise the truth, when both chances are 25%.)"
-        )
-    if isinstance(d, Warner):
-        return (
-            f"Privately draw a card: with chance {_pct(d.p)} it says 'answer the question', "
-            f"otherwise it says 'answer the opposite'. Enter the answer the card told you to give."
-        )
-    if isinstance(d, UnrelatedQuestion):
-        inn = (
-            q.innocuous_question
-            or "an unrelated question whose answer is 'yes' for "
-            + _pct(d.innocuous_prevalence)
-            + " of people"
-        )
-        return (
-            f"Privately draw a card: with chance {_pct(d.p)} answer the question above; otherwise "
-            f"answer truthfully this innocuous question instead: {inn}"
-        )
-    if isinstance(d, Crosswise):
-        inn = q.innocuous_question or (
-            f"a statement that is true for {_pct(d.p)} of people (for example about your birthday)"
-        )
-        return (
-            f"Consider the innocuous statement: {inn}. Answer '{labels[1]}' if your answers to "
-            f"both are the same (both yes or both no), '{labels[0]}' if they differ."
-        )
-    recipe = dice_recipe(d.matrix.T, q.choice_labels, labels)
-    if recipe is not None:
-        return recipe
-    return NO_RECIPE
 
 
 def load_survey(source: str | Path | Mapping[str, Any]) -> Survey:

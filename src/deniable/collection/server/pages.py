@@ -21,6 +21,7 @@ from ...estimation.common import moment_covariance
 from ...estimation.estimators import estimate
 from ...mechanisms.designs import Design
 from ...planning.plots import headless_figure
+from ..i18n import LANGUAGES, catalog
 from ..storage import Store
 from ..survey import Survey
 from .security import CSP
@@ -158,15 +159,21 @@ def outside_unit_interval(
     return np.asarray((estimate < -FLAG_Z * se) | (estimate > 1 + FLAG_Z * se))
 
 
-def respondent_page(survey: Survey, view: dict[str, Any] | None = None) -> str:
-    """The respondent page of ``survey``: its JSON view (default
-    :meth:`Survey.respondent_view`) embedded with ``<`` escaped."""
-    data = json.dumps(view or survey.respondent_view()).replace("<", "\\u003c")
+def respondent_page(survey: Survey, view: dict[str, Any] | None = None, lang: str = "en") -> str:
+    """The respondent page of ``survey`` in ``lang``: its JSON view (default
+    :meth:`Survey.respondent_view`) and the message catalog embedded with ``<`` escaped."""
+    view = view or survey.respondent_view(lang)
+    data = json.dumps(view).replace("<", "\\u003c")
+    messages = catalog(lang)
     return _TEMPLATES.get_template("respond.html").render(
-        title=survey.title,
-        description=survey.description,
-        consent=survey.consent,
+        title=view["title"],
+        description=view["description"],
+        consent=view["consent"],
         survey_json=data,
+        messages_json=json.dumps(messages).replace("<", "\\u003c"),
+        t=messages,
+        lang=lang,
+        languages=[(code, catalog(code)["lang_name"]) for code in LANGUAGES],
     )
 
 

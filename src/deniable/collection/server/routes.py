@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException
 
 from ..credentials import VARIANT
 from ..export import export_bytes
+from ..i18n import choose_language
 from ..storage import Store
 from ..survey import parse_survey
 from .ingestion import GroupCommitter, ingest_credential_request, ingest_response
@@ -104,21 +105,28 @@ def _json_body(model: type[BaseModel]) -> dict[str, Any]:
     }
 
 
-def respondent_view(store: Store, survey_id: str, version: int | None = None) -> dict[str, Any]:
-    """The survey as the respondent's device needs it, with the survey's credential key
-    (base64 DER SubjectPublicKeyInfo) when it needs invitations."""
+def respondent_view(
+    store: Store, survey_id: str, version: int | None = None, lang: str = "en"
+) -> dict[str, Any]:
+    """The survey as the respondent's device needs it, in ``lang``, with the survey's
+    credential key (base64 DER SubjectPublicKeyInfo) when it needs invitations."""
     survey = store.survey(survey_id, version)
-    view = survey.respondent_view()
+    view = survey.respondent_view(lang)
     if survey.requires_invitation:
         view["credential_key"] = store.credential_key(survey.id).public_spki_b64()
         view["credential_variant"] = VARIANT
     return view
 
 
+Lang = Annotated[Literal["en", "de"] | None, Query(description="Language of the texts.")]
+
+
 @public_router.get("/api/surveys/{survey_id}")
-def get_survey(survey_id: SurveyId, store: StoreDep, version: Version = None) -> dict[str, Any]:
+def get_survey(
+    survey_id: SurveyId, store: StoreDep, version: Version = None, lang: Lang = None
+) -> dict[str, Any]:
     """The survey as the respondent's device needs it (matrices, labels, epsilons)."""
-    return respondent_view(store, survey_id, version)
+    return respondent_view(store, survey_id, version, lang or "en")
 
 
 @public_router.post(
@@ -193,12 +201,16 @@ def submit_batch(
 
 
 @public_router.get("/s/{survey_id}", response_class=HTMLResponse)
-def respondent(survey_id: SurveyId, store: StoreDep) -> HTMLResponse:
+def respondent(
+    survey_id: SurveyId, request: Request, store: StoreDep, lang: Lang = None
+) -> HTMLResponse:
     """The respondent page: randomizes in the browser, sends only reports. An invitation
     link carries its token in the fragment (``/s/{id}#token=...``), which browsers never
     send to the server."""
+    language = choose_language(lang, request.headers.get("accept-language"))
     survey = store.survey(survey_id)
-    page = respondent_page(survey, respondent_view(store, survey.id, survey.version))
+    view = respondent_view(store, survey.id, survey.version, language)
+    page = respondent_page(survey, view, language)
     return HTMLResponse(page, headers=PAGE_HEADERS)
 
 

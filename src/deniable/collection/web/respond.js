@@ -90,6 +90,10 @@ const deniable = (() => {
   const node = document.getElementById("survey-data");
   if (!node) return;
   const survey = JSON.parse(node.textContent);
+  const messages = JSON.parse(document.getElementById("messages").textContent);
+  /** The catalog's text for ``key`` with ``{name}`` placeholders filled from ``vars``. */
+  const t = (key, vars = {}) =>
+    String(messages[key]).replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m));
   const store = memo(`deniable/${survey.id}`);
   const sentKey = `sent/${survey.version}`;
   const reports = {};
@@ -154,15 +158,14 @@ const deniable = (() => {
   }
 
   const eps = Number(survey.total_epsilon);
-  document.getElementById("budget").textContent =
-    `All your reports together: no one can become more than ${times(Math.exp(eps))} surer ` +
-    `of your sensitive answers than before (technically: a privacy loss of epsilon = ` +
-    `${eps.toFixed(2)} nats; this survey's limit is ${survey.privacy_budget}).`;
+  document.getElementById("budget").textContent = t("budget", {
+    times: times(Math.exp(eps)), eps: eps.toFixed(2), limit: survey.privacy_budget,
+  });
 
   survey.questions.forEach((q, index) => container.appendChild(renderQuestion(q, index)));
   if (store.get(sentKey)) {
     lockAll();
-    status.textContent = "You have already sent your reports for this survey. Thank you.";
+    status.textContent = t("already_sent");
   }
   refresh();
 
@@ -177,7 +180,9 @@ const deniable = (() => {
     });
     const answer = await res.json().catch(() => ({}));
     if (!res.ok) {
-      const msg = (answer.error && answer.error.message) || `the server answered ${res.status}`;
+      const code = answer.error && answer.error.code;
+      const known = code && `error_${code}` in messages ? t(`error_${code}`) : null;
+      const msg = known || (answer.error && answer.error.message) || `HTTP ${res.status}`;
       throw new Error(msg);
     }
     return answer;
@@ -185,15 +190,14 @@ const deniable = (() => {
 
   /** Spend the invitation for a credential now, so the reports can be sent any time later. */
   async function exchange(token) {
-    status.textContent = "Exchanging your invitation for an anonymous credential…";
+    status.textContent = t("exchanging");
     try {
       credential = await deniable.obtainCredential(survey, token, postJson);
       store.set("credential", credential);
-      status.textContent = "Your invitation was exchanged for an anonymous credential: the " +
-        "server can check that you were invited, but not which invitation is yours.";
+      status.textContent = t("exchanged");
       return credential;
     } catch (e) {
-      status.textContent = `Your invitation could not be used: ${e.message}.`;
+      status.textContent = t("exchange_failed", { message: e.message });
       tokenBox.hidden = false;
       return null;
     } finally {
@@ -211,18 +215,18 @@ const deniable = (() => {
       if (!credential) { refresh(); return; }
       body.credential = credential;
     }
-    status.textContent = "Sending your reports…";
+    status.textContent = t("sending");
     try {
       await postJson(`/api/surveys/${encodeURIComponent(survey.id)}/responses`, body);
       store.set(sentKey, true);
       store.remove("credential"); // spent
       tab.remove("token");
       lockAll();
-      status.textContent = "Sent and stored. Thank you. The server received only the reports shown above.";
+      status.textContent = t("sent");
     } catch (e) {
       status.textContent = e instanceof TypeError // fetch found no server
-        ? "Not sent: the server could not be reached. Your reports are kept; try again."
-        : `Not stored: ${e.message}.`;
+        ? t("unreachable")
+        : t("not_stored", { message: e.message });
       submit.disabled = false;
     }
   });
@@ -236,17 +240,16 @@ const deniable = (() => {
     if (q.innocuous_question) {
       const other = document.createElement("p");
       other.className = "innocuous";
-      other.textContent = `This question is paired with a second, harmless question: ` +
-        `"${q.innocuous_question}". Follow the instructions with both in mind.`;
+      other.textContent = t("innocuous", { question: q.innocuous_question });
       fs.appendChild(other);
     }
 
     const choiceGroup = document.createElement("div");
     choiceGroup.setAttribute("role", "radiogroup");
-    choiceGroup.setAttribute("aria-label", "Your true answer (stays on this device)");
+    choiceGroup.setAttribute("aria-label", t("true_answer_label"));
     const hint = document.createElement("p");
     hint.className = "risk";
-    hint.textContent = "Your true answer (stays on this device):";
+    hint.textContent = t("true_answer");
     choiceGroup.appendChild(hint);
     q.choices.forEach((label, t) => {
       choiceGroup.appendChild(radio(`truth-${q.id}`, t, label, `truth-${q.id}-${t}`));
@@ -255,8 +258,8 @@ const deniable = (() => {
 
     const mode = document.createElement("div");
     mode.className = "mode";
-    const draw = button("Randomize my answer on this device", "draw");
-    const physical = button("Use my own coin or die instead", "physical", true);
+    const draw = button(t("draw"), "draw");
+    const physical = button(t("physical"), "physical", true);
     mode.append(draw, physical);
     if (q.by_hand === false) {
       physical.hidden = true; // no dice or coins give this design's chances
@@ -274,12 +277,12 @@ const deniable = (() => {
     physicalBox.appendChild(instr);
     const outcome = document.createElement("div");
     outcome.setAttribute("role", "radiogroup");
-    outcome.setAttribute("aria-label", "The answer your coin or die told you to give");
+    outcome.setAttribute("aria-label", t("outcome_label"));
     q.reports.forEach((label, r) => {
       outcome.appendChild(radio(`outcome-${q.id}`, r, label, `outcome-${q.id}-${r}`));
     });
     physicalBox.appendChild(outcome);
-    const useOutcome = button("Use this outcome", "use-outcome");
+    const useOutcome = button(t("use_outcome"), "use-outcome");
     physicalBox.appendChild(useOutcome);
     fs.appendChild(physicalBox);
 
@@ -296,7 +299,7 @@ const deniable = (() => {
     fs.appendChild(risk);
     const details = document.createElement("details");
     const summary = document.createElement("summary");
-    summary.textContent = "Technical details";
+    summary.textContent = t("details");
     const technical = document.createElement("p");
     technical.className = "risk";
     technical.textContent = explainRisk(q);
@@ -307,30 +310,30 @@ const deniable = (() => {
       const checked = fs.querySelector(`input[name="truth-${q.id}"]:checked`);
       if (!checked) {
         result.hidden = false;
-        result.textContent = "Choose your true answer first.";
+        result.textContent = t("choose_first");
         return;
       }
       const truth = Number(checked.value);
       const report = deniable.drawReport(q.columns[truth], deniable.uniform53());
       checked.checked = false; // the true answer is not kept on the page either
-      setReport(q, report, "randomized on this device");
+      setReport(q, report, t("how_device"));
     });
     physical.addEventListener("click", () => {
       const on = physicalBox.hidden; // switching the physical mode on
       physicalBox.hidden = !on;
       choiceGroup.hidden = on;
       draw.hidden = on;
-      physical.textContent = on ? "Let this device randomize instead" : "Use my own coin or die instead";
+      physical.textContent = on ? t("physical_back") : t("physical");
     });
     useOutcome.addEventListener("click", () => {
       const checked = fs.querySelector(`input[name="outcome-${q.id}"]:checked`);
       if (!checked) return;
-      setReport(q, Number(checked.value), "from your own coin or die");
+      setReport(q, Number(checked.value), t("how_physical"));
     });
 
     const saved = store.get(`q/${q.memo_key}`);
     if (saved !== null && Number.isInteger(saved) && saved >= 0 && saved < q.reports.length) {
-      queueMicrotask(() => setReport(q, saved, "drawn earlier on this device; it cannot be redrawn"));
+      queueMicrotask(() => setReport(q, saved, t("how_memo")));
     }
     return fs;
   }
@@ -342,8 +345,7 @@ const deniable = (() => {
     fs.querySelectorAll("input, button").forEach((el) => (el.disabled = true));
     const result = document.getElementById(`report-${q.id}`);
     result.hidden = false;
-    result.textContent = `The server will receive the report "${q.reports[report]}" (${how}). ` +
-      "It will not receive your true answer.";
+    result.textContent = t("report_shown", { report: q.reports[report], how });
     result.dataset.report = String(report);
     refresh();
   }
@@ -354,10 +356,9 @@ const deniable = (() => {
     submit.disabled = missing.length > 0 || sent;
     const hint = document.getElementById("hint");
     hint.textContent = sent ? "" : missing.length
-      ? `To send, first make a report for ${missing.length === 1 ? "question" : "questions"} ` +
-        missing.map((q) => survey.questions.indexOf(q) + 1).join(", ") + "."
+      ? t("hint_missing", { list: missing.map((q) => survey.questions.indexOf(q) + 1).join(", ") })
       : survey.requires_invitation && !credential
-        ? "Enter your invitation code above, then send."
+        ? t("hint_code")
         : "";
   }
 
@@ -369,38 +370,32 @@ const deniable = (() => {
   /** The risk in plain words: how much surer anyone can become of the answer. */
   function plainRisk(q) {
     if (q.epsilon === "inf") {
-      const protectedAnswers = q.sensitive.map((a) => `"${a}"`).join(" or ");
-      return `Even someone who sees your report cannot become more than ` +
-        `${times(Math.exp(q.cost))} surer that your answer is ${protectedAnswers} than before.`;
+      const answers = q.sensitive.map((a) => `"${a}"`).join(t("or"));
+      return t("plain_risk_protected", { times: times(Math.exp(q.cost)), answers });
     }
-    return `Even someone who sees your report cannot become more than ` +
-      `${times(Number(q.disclosure.max_odds_factor))} surer of your answer than before.`;
+    return t("plain_risk", { times: times(Number(q.disclosure.max_odds_factor)) });
   }
 
   function times(factor) {
-    return factor < 10 ? `${Number(factor.toFixed(1))} times` : `${Math.round(factor)} times`;
+    const n = factor < 10 ? Number(factor.toFixed(1)) : Math.round(factor);
+    return t("times", { n: n.toLocaleString(survey.lang || "en") });
   }
 
   function explainRisk(q) {
     const pct = (x) => `${(100 * x).toFixed(0)}%`;
     if (q.epsilon === "inf") {
-      const protectedAnswers = q.sensitive.map((a) => `"${a}"`).join(" or ");
-      return `Whatever report is sent, it can raise anyone's odds that your answer is ` +
-        `${protectedAnswers} by at most a factor of ${Math.exp(q.cost).toFixed(2)}. ` +
-        "With this design some reports can show that your answer is not " +
-        `${protectedAnswers}.`;
+      const answers = q.sensitive.map((a) => `"${a}"`).join(t("or"));
+      return t("risk_inf", { answers, factor: Math.exp(q.cost).toFixed(2) });
     }
     const factor = Number(q.disclosure.max_odds_factor);
-    let text = `Whatever report is sent, it can shift anyone's odds about your true answer by ` +
-      `at most a factor of ${factor.toFixed(2)} (epsilon = ${Number(q.epsilon).toFixed(2)}).`;
+    let text = t("risk_odds", { factor: factor.toFixed(2), eps: Number(q.epsilon).toFixed(2) });
     if (q.choices.length === 2) {
       const prior = q.disclosure.prior[1];
       const post = q.disclosure.posterior.map((row) => row[1]);
       const parts = q.reports
-        .map((label, r) => (post[r] === null ? null : `after "${label}", ${pct(post[r])}`))
+        .map((label, r) => (post[r] === null ? null : t("risk_after", { report: label, pct: pct(post[r]) })))
         .filter(Boolean);
-      text += ` Someone who thought beforehand that there was a ${pct(prior)} chance your true ` +
-        `answer is "${q.choices[1]}" would afterwards think: ${parts.join("; ")}.`;
+      text += " " + t("risk_posterior", { prior: pct(prior), answer: q.choices[1], parts: parts.join("; ") });
     }
     return text;
   }

@@ -152,6 +152,20 @@ async def test_version_picker_shows_each_version(client):
     assert "version 1" in v1.text and "2 responses to this version" in v1.text
     v2 = await client.get("/surveys/health/results", headers=AUTH)
     assert "second wave" in v2.text and 'href="/surveys/health/results?version=1"' in v2.text
+    # version 2 changed only the title: pooled, its questions count version 1's reports
+    key = (await client.post("/api/surveys/health/ingestion-keys", headers=AUTH)).json()["key"]
+    batch = {"version": 2, "responses": [{"reports": {"drugs": 0, "status": 2}}] * 3}
+    r = await client.post(
+        "/api/surveys/health/batch", json=batch, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert r.status_code == 201
+    alone = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
+    pooled = (await client.get("/api/surveys/health/results?pooled=true", headers=AUTH)).json()
+    assert [q["n"] for q in alone["questions"]] == [3, 3]
+    assert [q["n"] for q in pooled["questions"]] == [5, 5] and pooled["pooled"] is True
+    assert pooled["questions"][0]["counts"] == [3, 2]
+    page = await client.get("/surveys/health/results?version=2&pooled=true", headers=AUTH)
+    assert "<strong>pooled</strong>" in page.text
 
 
 @pytest.mark.parametrize("fmt", ["csv", "wide", "parquet", "sav", "dta"])

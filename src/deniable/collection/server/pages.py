@@ -21,6 +21,7 @@ from ...estimation.common import moment_covariance
 from ...estimation.estimators import estimate
 from ...mechanisms.designs import Design
 from ...planning.plots import headless_figure
+from ...tallies import Tally
 from ..i18n import LANGUAGES, catalog
 from ..storage import Store
 from ..survey import Survey
@@ -35,6 +36,7 @@ __all__ = [
     "home_page",
     "login_page",
     "outside_unit_interval",
+    "pooled_tallies",
     "respondent_page",
     "results_page",
     "survey_results",
@@ -71,7 +73,25 @@ INTERVAL_NAMES = {
 }
 
 
-def survey_results(store: Store, survey: Survey, level: float) -> dict[str, Any]:
+def pooled_tallies(store: Store, survey: Survey) -> dict[str, Tally]:
+    """Each question's tally summed over every version that asks it unchanged (the same
+    content digest: text, labels and design), so the reports share one design."""
+    pooled = store.tallies(survey)
+    digests = {q.id: q.content_digest for q in survey.questions}
+    for sid, v in store.survey_ids():
+        if sid != survey.id or v == survey.version:
+            continue
+        other = store.survey(sid, v)
+        tallies = store.tallies(other)
+        for q in other.questions:
+            if digests.get(q.id) == q.content_digest:
+                pooled[q.id] = pooled[q.id] + tallies[q.id]
+    return pooled
+
+
+def survey_results(
+    store: Store, survey: Survey, level: float, pooled: bool = False
+) -> dict[str, Any]:
     """Estimate, standard error and interval of every question, from SQL tallies.
 
     A question is released only once it has ``survey.min_release`` responses: before,
@@ -80,12 +100,14 @@ def survey_results(store: Store, survey: Survey, level: float) -> dict[str, Any]
     estimate with its standard error and interval (``interval_method`` and its name),
     and beside it the constrained maximum-likelihood estimate (``mle``, inside the
     simplex); a warning says what an estimate outside [0, 1] or a standard error of 0
-    means.
+    means. With ``pooled`` each question counts the responses of every version that asks
+    it unchanged (:func:`pooled_tallies`).
     """
-    tallies = store.tallies(survey)
+    tallies = pooled_tallies(store, survey) if pooled else store.tallies(survey)
     out: dict[str, Any] = {
         "survey": survey.id,
         "version": survey.version,
+        "pooled": pooled,
         "title": survey.title,
         "responses": store.response_count(survey.id, survey.version),
         "confidence_level": level,
@@ -188,11 +210,11 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def results_page(store: Store, survey: Survey) -> tuple[str, dict[str, Any]]:
+def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[str, dict[str, Any]]:
     """The analyst's results page (status, a table, two plots by matplotlib, the version
     picker and the downloads; it reloads itself every 30 seconds) and the results it
     releases (:func:`survey_results`)."""
-    res = survey_results(store, survey, 0.95)
+    res = survey_results(store, survey, 0.95, pooled)
     rows: list[dict[str, Any]] = []
     for q in res["questions"]:
         for j, cat in enumerate(q["categories"]):

@@ -245,7 +245,7 @@ async def login(request: Request) -> Response:
 
 def _safe_next(target: str) -> str:
     """Only the server's own results pages are redirect targets."""
-    pattern = r"/surveys/[a-z][a-z0-9_-]{0,63}/results(\?version=[0-9]{1,7})?"
+    pattern = r"/surveys/[a-z][a-z0-9_-]{0,63}/results(\?version=[0-9]{1,7})?(&pooled=true)?"
     return target if re.fullmatch(pattern, target) else "/"
 
 
@@ -359,12 +359,13 @@ def results(
     store: StoreDep,
     version: Version = None,
     confidence_level: Annotated[float, Query(gt=0, lt=1)] = 0.95,
+    pooled: bool = False,
 ) -> dict[str, Any]:
     """Estimate, standard error and confidence interval per question (only for
     questions with at least ``min_release`` responses; the others say how many are
     missing). Each call is a release, recorded in the audit log."""
     survey = store.survey(survey_id, version)
-    out = survey_results(store, survey, confidence_level)
+    out = survey_results(store, survey, confidence_level, pooled)
     _audit_release(store, actor(request), out)
     return out
 
@@ -453,6 +454,7 @@ async def results_view(
     store: StoreDep,
     credentials: BearerCredentials,
     version: Version = None,
+    pooled: bool = False,
 ) -> Response:
     """Results page: estimate with CI per question, responses over time. Without a
     session (or bearer token) it sends the browser to the login form."""
@@ -463,6 +465,6 @@ async def results_view(
             raise
         return RedirectResponse(f"/login?next=/surveys/{survey_id}/results", status_code=303)
     survey = await run_in_threadpool(store.survey, survey_id, version)
-    page, out = await run_in_threadpool(results_page, store, survey)
+    page, out = await run_in_threadpool(results_page, store, survey, pooled)
     await run_in_threadpool(_audit_release, store, actor(request), out)
     return HTMLResponse(page)

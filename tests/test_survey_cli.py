@@ -100,6 +100,17 @@ def test_the_whole_life_from_the_command_line(server, tmp_path):
 
     revoked = json.loads(cli("survey", "revoke", "life", "--json", cwd=tmp_path, base=base).stdout)
     assert revoked["revoked"] == 1
+    audit = json.loads(cli("survey", "audit", "life", "--json", cwd=tmp_path, base=base).stdout)
+    actions = [(e["actor"], e["action"]) for e in reversed(audit)]
+    assert actions == [
+        ("cli", "publish"),
+        ("cli", "invite"),
+        ("cli", "close"),
+        ("cli", "reopen"),
+        ("api", "release"),
+        ("cli", "revoke"),
+    ]
+    assert "release" in cli("survey", "audit", "life", cwd=tmp_path, base=base).stdout
 
     for fmt in ("csv", "wide", "parquet", "sav", "dta"):
         out = cli("survey", "export", "life", "--format", fmt, "--json", cwd=tmp_path, base=base)

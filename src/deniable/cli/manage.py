@@ -17,7 +17,14 @@ from .. import __version__
 from .collect import survey_app
 from .common import JsonOpt, app, console, emit_json, fail
 
-__all__ = ["survey_close", "survey_export", "survey_invite", "survey_publish", "survey_status"]
+__all__ = [
+    "survey_audit",
+    "survey_close",
+    "survey_export",
+    "survey_invite",
+    "survey_publish",
+    "survey_status",
+]
 
 ServerOpt = Annotated[
     str | None,
@@ -232,3 +239,29 @@ def survey_export(
         )
         return
     console.print(f"{path} ({len(r.content):,} bytes) and its survey file {side}")
+
+
+@survey_app.command("audit")
+def survey_audit(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="Newest entries to show.")] = 50,
+    server: ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The audit log, newest first: every release of results, export, publish,
+    invitations issued, close, reopen and revoke, with when and through which channel."""
+    import datetime as dt
+
+    entries = _call(
+        server, "GET", f"/api/surveys/{survey_id}/audit", params={"limit": limit}
+    ).json()
+    if as_json:
+        emit_json(entries)
+        return
+    table = Table("when (UTC)", "who", "action", "version", "detail")
+    for e in entries:
+        when = dt.datetime.fromtimestamp(e["at"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        version = "" if e["version"] is None else str(e["version"])
+        detail = ", ".join(f"{k}={v}" for k, v in sorted(e["detail"].items()))
+        table.add_row(when, e["actor"], e["action"], version, detail)
+    console.print(table)

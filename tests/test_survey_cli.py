@@ -58,10 +58,10 @@ def test_the_whole_life_from_the_command_line(server, tmp_path):
         "already published" in cli("survey", "publish", "life.yaml", cwd=tmp_path, base=base).stdout
     )
 
-    cli("survey", "invite", "life", "--count", "12", "--output", "inv.csv", cwd=tmp_path, base=base)
+    cli("survey", "invite", "life", "--count", "13", "--output", "inv.csv", cwd=tmp_path, base=base)
     with (tmp_path / "inv.csv").open() as fh:
         links = [row["link"] for row in csv.DictReader(fh)]
-    assert len(links) == 12 and all(f"{base}/s/life#token=" in link for link in links)
+    assert len(links) == 13 and all(f"{base}/s/life#token=" in link for link in links)
     tokens = [link.split("#token=")[1] for link in links]
 
     rng = np.random.default_rng(20261123)
@@ -77,9 +77,16 @@ def test_the_whole_life_from_the_command_line(server, tmp_path):
             cli("survey", "status", "life", "--json", cwd=tmp_path, base=base).stdout
         )
         assert status["responses"] == 10 and status["closed"] is False
-        assert status["invitations"] == {"issued": 12, "used": 10, "unused": 2, "revoked": 0}
+        assert status["invitations"] == {"issued": 13, "used": 10, "unused": 3, "revoked": 0}
+        held = {
+            "version": 1,
+            "credential": http_credential(http, "life", tokens[11]),
+            "reports": {"drugs": 0, "status": 1},
+        }
 
         cli("survey", "close", "life", cwd=tmp_path, base=base)
+        r = http.post("/api/surveys/life/responses", json=held)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "survey_closed"
         # after closing: a clear error, nothing stored, the invitation not spent
         key = load_public_key(http.get("/api/surveys/life").json()["credential_key"])
         blinded = b64url(new_credential_request(key)[0])
@@ -96,6 +103,7 @@ def test_the_whole_life_from_the_command_line(server, tmp_path):
             "reports": {"drugs": 1, "status": 2},
         }
         assert http.post("/api/surveys/life/responses", json=body).status_code == 201
+        assert http.post("/api/surveys/life/responses", json=held).status_code == 201
         served = http.get("/api/surveys/life/results", headers=AUTH).json()
 
     revoked = json.loads(cli("survey", "revoke", "life", "--json", cwd=tmp_path, base=base).stdout)
@@ -127,7 +135,7 @@ def test_the_whole_life_from_the_command_line(server, tmp_path):
                 base=base,
             )
             payload = json.loads(got.stdout)
-            assert payload["n"] == 11, fmt
+            assert payload["n"] == 12, fmt
             assert payload["prevalence"] == pytest.approx(question["prevalence"], abs=1e-12), fmt
             assert payload["std_error"] == pytest.approx(question["std_error"], abs=1e-12), fmt
 

@@ -71,6 +71,27 @@ def database_url(request: pytest.FixtureRequest, tmp_path) -> str:
 
 
 @pytest.fixture
+async def client(database_url):
+    """The API in process (httpx.ASGITransport) on a fresh database; ``client.store``
+    is its store. Rate limits off; bodies up to 256 KiB."""
+    import httpx
+
+    from deniable.collection.server.app import create_app
+    from deniable.collection.server.security import RateLimiter
+    from deniable.collection.storage import Store
+
+    store = Store(database_url)
+    app = create_app(
+        store, analyst_token=ANALYST, max_body_bytes=256 * 1024, limiter=RateLimiter(0, 0)
+    )
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        c.store = store  # type: ignore[attr-defined]
+        yield c
+    store.close()
+
+
+@pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
 

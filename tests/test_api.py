@@ -23,19 +23,6 @@ from .conftest import ANALYST, AUTH, SURVEY, Z4, assert_error_shape, async_http_
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def client(database_url):
-    store = Store(database_url)
-    app = create_app(
-        store, analyst_token=ANALYST, max_body_bytes=256 * 1024, limiter=RateLimiter(0, 0)
-    )
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
-        c.store = store  # type: ignore[attr-defined]
-        yield c
-    store.close()
-
-
 async def publish(client, **changes) -> dict:
     r = await client.post("/api/surveys", json=copy.deepcopy(SURVEY) | changes, headers=AUTH)
     assert r.status_code in (200, 201), r.text

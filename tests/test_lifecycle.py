@@ -6,32 +6,17 @@ from __future__ import annotations
 
 import copy
 
-import httpx
 import numpy as np
 import pytest
 import yaml
 
 from deniable.collection.export import read_export, sidecar_path
-from deniable.collection.server.app import create_app
-from deniable.collection.server.security import RateLimiter
-from deniable.collection.storage import Store
 from deniable.estimation.estimators import estimate
 
-from .conftest import ANALYST, AUTH, SURVEY, assert_error_shape, async_http_credential
+from .conftest import AUTH, SURVEY, assert_error_shape, async_http_credential
 
 pytestmark = pytest.mark.anyio
 YAML = {**AUTH, "Content-Type": "application/yaml"}
-
-
-@pytest.fixture
-async def client(database_url):
-    store = Store(database_url)
-    app = create_app(store, analyst_token=ANALYST, limiter=RateLimiter(0, 0))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
-        c.store = store  # type: ignore[attr-defined]
-        yield c
-    store.close()
 
 
 async def _publish_yaml(client, **changes) -> dict:

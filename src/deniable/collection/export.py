@@ -65,7 +65,7 @@ _SUFFIX |= {"dta": ".dta", "survey": ".survey.json"}
 
 def survey_file(store: Store, survey_id: str) -> dict[str, Any]:
     """``{"survey": id, "versions": [definition, ...]}``: every published version."""
-    versions = [store.survey(survey_id, v) for sid, v in store.survey_ids() if sid == survey_id]
+    versions = store.versions(survey_id)
     return {"survey": survey_id, "versions": [json.loads(s.canonical_json()) for s in versions]}
 
 
@@ -75,8 +75,8 @@ def wide_frame(store: Store, survey_id: str) -> pd.DataFrame:
     wide = long.pivot(index="response_id", columns="question_id", values="report")
     meta = long.groupby("response_id")[["version", "received_bucket"]].first()
     questions: list[str] = []
-    for _, v in (p for p in store.survey_ids() if p[0] == survey_id):
-        for q in store.survey(survey_id, v).questions:
+    for version in store.versions(survey_id):
+        for q in version.questions:
             if q.id not in questions:
                 questions.append(q.id)
     frame = meta.join(wide.reindex(columns=questions)).reset_index()
@@ -126,8 +126,8 @@ def _readstat(store: Store, survey_id: str, frame: pd.DataFrame, fmt: str) -> by
     latest = store.survey(survey_id)
     labels: dict[str, str] = {"response_id": "random response id", "version": "survey version"}
     values: dict[str, dict[int | float, str]] = {}
-    for _, v in (p for p in store.survey_ids() if p[0] == survey_id):
-        for q in store.survey(survey_id, v).questions:
+    for version in store.versions(survey_id):
+        for q in version.questions:
             labels[q.id] = q.text[:250]
             values[q.id] = dict(enumerate(q.report_labels))
     out = frame.copy()

@@ -19,15 +19,17 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
+from ..errors import SurveyNotFoundError
+from .budget import lifetime_ledger
 from .schema import audit_log, invitations, survey_state, surveys
 
 if TYPE_CHECKING:
-    from .budget import Ledger
     from .survey import Survey
 
 __all__ = ["AUDIT_ACTIONS", "LifecycleMixin"]
@@ -56,11 +58,40 @@ class LifecycleMixin:
     def forget_history(self) -> None:
         raise NotImplementedError
 
-    def ledger(self, survey_id: str) -> Ledger:
-        raise NotImplementedError
-
     def response_count(self, survey_id: str, version: int | None = None) -> int:
         raise NotImplementedError
+
+    def versions(self, survey_id: str) -> list[Survey]:
+        """Every published version of a survey id, oldest first (empty if none)."""
+        q = (
+            select(surveys.c.version)
+            .where(surveys.c.survey_id == survey_id)
+            .order_by(surveys.c.version)
+        )
+        with self.reader.connect() as conn:
+            numbers = list(conn.execute(q).scalars())
+        return [self.survey(survey_id, v) for v in numbers]
+
+    @contextmanager
+    def _state_change(self, survey_id: str) -> Iterator[Connection]:
+        """A write transaction on a published survey id's state row (made if missing);
+        the WAL is truncated after it commits.
+
+        Raises
+        ------
+        SurveyNotFoundError
+        """
+        self.survey(survey_id)
+        with self.engine.begin() as conn:
+            exists = conn.execute(
+                select(survey_state.c.survey_id).where(survey_state.c.survey_id == survey_id)
+            ).first()
+            if exists is None:
+                conn.execute(
+                    insert(survey_state).values(survey_id=survey_id, closed=False, revoked=0)
+                )
+            yield conn
+        self.forget_history()
 
     # -- open and closed ---------------------------------------------------------
     def set_closed(self, survey_id: str, closed: bool, actor: str = "api") -> None:
@@ -70,16 +101,13 @@ class LifecycleMixin:
         ------
         SurveyNotFoundError
         """
-        self.survey(survey_id)
-        with self.engine.begin() as conn:
-            self._state_row(conn, survey_id)
+        with self._state_change(survey_id) as conn:
             conn.execute(
                 update(survey_state)
                 .where(survey_state.c.survey_id == survey_id)
                 .values(closed=closed)
             )
             self._audit(conn, actor, "close" if closed else "reopen", survey_id, None, {})
-        self.forget_history()
 
     def is_closed(self, survey_id: str) -> bool:
         """Whether the survey id is closed (unknown ids are not)."""
@@ -97,14 +125,6 @@ class LifecycleMixin:
         )
         return set(conn.execute(q).scalars())
 
-    @staticmethod
-    def _state_row(conn: Connection, survey_id: str) -> None:
-        exists = conn.execute(
-            select(survey_state.c.survey_id).where(survey_state.c.survey_id == survey_id)
-        ).first()
-        if exists is None:
-            conn.execute(insert(survey_state).values(survey_id=survey_id, closed=False, revoked=0))
-
     # -- invitations -------------------------------------------------------------
     def revoke_invitations(self, survey_id: str, actor: str = "api") -> int:
         """Delete the unused invitations of a survey id (their tokens stop working);
@@ -114,9 +134,7 @@ class LifecycleMixin:
         ------
         SurveyNotFoundError
         """
-        self.survey(survey_id)
-        with self.engine.begin() as conn:
-            self._state_row(conn, survey_id)
+        with self._state_change(survey_id) as conn:
             gone = conn.execute(
                 delete(invitations).where(
                     invitations.c.survey_id == survey_id, invitations.c.used.is_(False)
@@ -128,7 +146,6 @@ class LifecycleMixin:
                 .values(revoked=survey_state.c.revoked + gone)
             )
             self._audit(conn, actor, "revoke", survey_id, None, {"revoked": gone})
-        self.forget_history()
         return int(gone)
 
     def invitation_counts(self, survey_id: str) -> dict[str, int]:
@@ -162,15 +179,10 @@ class LifecycleMixin:
         ------
         SurveyNotFoundError
         """
-        latest = self.survey(survey_id)
-        with self.reader.connect() as conn:
-            versions = list(
-                conn.execute(
-                    select(surveys.c.version)
-                    .where(surveys.c.survey_id == survey_id)
-                    .order_by(surveys.c.version)
-                ).scalars()
-            )
+        versions = self.versions(survey_id)
+        if not versions:
+            raise SurveyNotFoundError(f"no published survey {survey_id!r}")
+        latest = versions[-1]
         return {
             "id": survey_id,
             "title": latest.title,
@@ -181,15 +193,15 @@ class LifecycleMixin:
             "responses": self.response_count(survey_id),
             "versions": [
                 {
-                    "version": v,
-                    "title": self.survey(survey_id, v).title,
-                    "digest": self.survey(survey_id, v).digest,
-                    "responses": self.response_count(survey_id, v),
+                    "version": s.version,
+                    "title": s.title,
+                    "digest": s.digest,
+                    "responses": self.response_count(survey_id, s.version),
                 }
-                for v in versions
+                for s in versions
             ],
             "invitations": self.invitation_counts(survey_id),
-            "ledger": self.ledger(survey_id).to_dict(),
+            "ledger": lifetime_ledger(versions).to_dict(),
         }
 
     # -- audit log ---------------------------------------------------------------

@@ -78,10 +78,9 @@ def pooled_tallies(store: Store, survey: Survey) -> dict[str, Tally]:
     content digest: text, labels and design), so the reports share one design."""
     pooled = store.tallies(survey)
     digests = {q.id: q.content_digest for q in survey.questions}
-    for sid, v in store.survey_ids():
-        if sid != survey.id or v == survey.version:
+    for other in store.versions(survey.id):
+        if other.version == survey.version:
             continue
-        other = store.survey(sid, v)
         tallies = store.tallies(other)
         for q in other.questions:
             if digests.get(q.id) == q.content_digest:

@@ -14,8 +14,8 @@ n in {10^5, 10^6}; ``--quick``: k <= 1000, epsilon in {1, 4}, n = 10^5) and orac
 (OUE, OLH, Hadamard response):
 
 - **client**: reports per second of our vectorised ``randomize`` with the secure
-  default source (os.urandom, or an AES-256-CTR keystream keyed from it for draws of
-  64 KiB and more), median of 3 runs, against each peer's per-report client timed on
+  default source (an AES-256-CTR keystream keyed from os.urandom), median of 3 runs,
+  against each peer's per-report client timed on
   as many reports as fit a few seconds;
 - **server**: seconds to decode n reports (tally + estimate), median of 3 runs; the
   peers' per-report aggregation is timed on a prefix and scaled to n (it is linear in
@@ -396,8 +396,8 @@ def markdown(rows: list[dict], args: argparse.Namespace) -> str:
         "",
         f"Produced by `python -m uv run python bench/oracles.py{' --quick' if args.quick else ''}`"
         f" on {os.cpu_count()} cores. Peers: pure-ldp 1.2.0 and multi-freq-ldpy 0.2.5 in their "
-        "own environment. Client: reports/s (ours: vectorised, secure source: os.urandom, "
-        "or an AES-256-CTR keystream keyed from it for draws of 64 KiB and more; "
+        "own environment. Client: reports/s (ours: vectorised, secure source: an AES-256-CTR "
+        "keystream keyed from os.urandom; "
         "peers: one call per report, their own non-cryptographic numpy/random source). "
         "Server: seconds to decode n reports (peers: timed on a prefix, scaled to n). "
         "x = our speed / fastest peer's. MSE ratio = our unbiased estimator's mean squared "

@@ -312,16 +312,16 @@ def test_bad_input_is_rejected_with_the_field_named():
 
 
 def test_randomize_uses_the_secure_source_by_default(monkeypatch):
-    import os
+    from deniable.mechanisms.randomness import SecureRandom
 
     calls = []
-    real = os.urandom
+    real = SecureRandom.bytes
 
-    def spy(n):
+    def spy(self, n):
         calls.append(n)
-        return real(n)
+        return real(self, n)
 
-    monkeypatch.setattr(os, "urandom", spy)
+    monkeypatch.setattr(SecureRandom, "bytes", spy)
     LocalHashing(100, 1.0).randomize(np.arange(50))
     assert calls == [50 * 24]
 

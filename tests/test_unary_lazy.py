@@ -11,14 +11,11 @@ reference encoder, whose epsilon is checked by enumeration in ``test_oracles.py`
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 from deniable import UnaryEncoding
 from deniable.mechanisms import unary as unary_module
-from deniable.mechanisms.randomness import KEYSTREAM_MIN_BYTES, SecureRandom
 
 
 class Recorder:
@@ -158,24 +155,3 @@ def test_chunks_encoded_in_parallel_match_the_reference(monkeypatch):
     chunks = [source.calls[i : i + 3] for i in range(0, len(source.calls), 3)]
     assert len(chunks) == 25
     np.testing.assert_array_equal(reports, reference(oracle, codes, chunks))
-
-
-def test_secure_bytes_come_from_a_fresh_os_urandom_key(monkeypatch):
-    calls: list[int] = []
-    real = os.urandom
-
-    def spy(n: int) -> bytes:
-        calls.append(n)
-        return real(n)
-
-    monkeypatch.setattr(os, "urandom", spy)
-    small = SecureRandom().bytes(KEYSTREAM_MIN_BYTES - 1)
-    assert calls == [KEYSTREAM_MIN_BYTES - 1] and len(small) == KEYSTREAM_MIN_BYTES - 1
-    calls.clear()
-    a, b = SecureRandom().bytes(1 << 20), SecureRandom().bytes(1 << 20)
-    assert calls == [32, 16, 32, 16]  # AES-256 key and initial counter block, each call
-    assert len(a) == len(b) == 1 << 20 and a != b
-    # byte values uniform: chi-square with 255 degrees of freedom, alpha = 1e-6
-    counts = np.bincount(np.frombuffer(a, dtype=np.uint8), minlength=256)
-    expected = len(a) / 256
-    assert ((counts - expected) ** 2 / expected).sum() < 377.1  # chi2.isf(1e-6, 255)

@@ -65,7 +65,7 @@ SeedOpt = Annotated[
 ]
 CHUNK = 1_000_000
 
-SECURE_LABEL = "secure (os.urandom; AES-256-CTR keyed from it for large draws)"
+SECURE_LABEL = "secure (AES-256-CTR DRBG keyed from os.urandom)"
 
 
 def fail(message: str) -> typer.Exit:

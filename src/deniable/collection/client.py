@@ -108,7 +108,7 @@ def respond_reports(
     answers : dict of str to int
         True answer code (``0..k-1``) per question id; never leaves this function.
     rng : optional
-        Default: the secure source (``os.urandom``).
+        Default: the secure source (:class:`~deniable.mechanisms.SecureRandom`).
     """
     out: dict[str, int] = {}
     for q in view["questions"]:

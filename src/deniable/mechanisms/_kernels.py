@@ -18,12 +18,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "binary_draw",
     "byte_histograms",
     "olh_encode",
     "olh_support_counts",
     "olh_support_pairs",
     "packed_column_bit_counts",
     "ue_lazy_encode",
+    "words_to_uniforms",
 ]
 
 
@@ -384,3 +386,41 @@ def _read_only(a: NDArray[Any]) -> NDArray[Any]:
     view = a.view()
     view.setflags(write=False)
     return view
+
+
+@numba.njit(cache=True, nogil=True)
+def _words_to_uniforms(out: NDArray[np.float64], words: NDArray[np.uint64]) -> None:
+    for i in range(out.size):
+        out[i] = np.float64(words[i] >> np.uint64(11)) * 1.1102230246251565e-16  # 2^-53
+
+
+def words_to_uniforms(out: NDArray[np.float64]) -> None:
+    """In place: read ``out``'s bytes as uint64 words ``w``, write ``(w >> 11) / 2^53``.
+
+    One pass over memory (NumPy's shift, cast and multiply take three). ``out`` is a
+    contiguous float64 array, shape (n,), whose bytes are random; afterwards every value
+    lies on the 2^-53 grid of [0, 1).
+    """
+    _words_to_uniforms(out, out.view(np.uint64))
+
+
+@numba.njit(cache=True, nogil=True)
+def _binary_draw(
+    truths: NDArray[Any], u: NDArray[np.float64], threshold: NDArray[np.float64]
+) -> NDArray[np.uint8]:
+    out = np.empty(truths.size, dtype=np.uint8)
+    for i in range(truths.size):
+        out[i] = u[i] < threshold[truths[i]]
+    return out
+
+
+def binary_draw(
+    truths: NDArray[Any], u: NDArray[np.float64], threshold: NDArray[np.float64]
+) -> NDArray[np.uint8]:
+    """Binary reports ``u < threshold[truth]``, shape (n,), dtype uint8, in one pass.
+
+    ``truths``: validated codes (int or bool), shape (n,); ``u``: uniforms, shape (n,);
+    ``threshold``: ``Pr(report 1 | truth)`` per truth, shape (k,), float64.
+    """
+    codes = truths.view(np.uint8) if truths.dtype == np.bool_ else truths
+    return _binary_draw(codes, u, threshold)

@@ -335,7 +335,8 @@ class Design:
         rng : numpy.random.Generator or RandomSource, optional
             Source of uniforms. The default (None) is
             :class:`~deniable.mechanisms.randomness.SecureRandom`
-            (``os.urandom``); pass a seeded Generator only to simulate.
+            (an AES-CTR keystream keyed from ``os.urandom``); pass a seeded Generator
+            only to simulate.
 
         Returns
         -------
@@ -354,10 +355,10 @@ class Design:
         return self._draw(codes, u)
 
     def _draw(self, truths: NDArray[np.integer], u: NDArray[np.float64]) -> NDArray[np.integer]:
-        if self.n_reports == 2:
-            threshold = self._matrix[1]
-            binary: NDArray[np.integer] = (u < threshold[truths]).view(np.uint8)
-            return binary
+        if self.n_reports == 2:  # one fused pass: report = u < Pr(report 1 | truth)
+            from ._kernels import binary_draw  # numba loads on first use
+
+            return binary_draw(truths, u, np.ascontiguousarray(self._matrix[1]))
         # Inverse-CDF with one searchsorted over all columns: column t's CDF is shifted
         # by t so that t + u falls inside column t's block.
         cdf = np.cumsum(self._matrix, axis=0)

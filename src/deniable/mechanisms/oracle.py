@@ -33,8 +33,8 @@ Randomness and exact epsilon
 Every encoder is a deterministic function ``encode(values, random_bytes)`` of a fixed
 number of random bytes per report (:attr:`FrequencyOracle.bytes_per_report`), so the
 Python and JavaScript encoders can be checked bit for bit on shared test vectors;
-``randomize(values, rng=None)`` feeds it bytes from the secure source (``os.urandom``,
-or for large draws an AES-256-CTR keystream keyed from it: :mod:`deniable.mechanisms.randomness`)
+``randomize(values, rng=None)`` feeds it bytes from the secure source (an AES-256-CTR
+keystream keyed from ``os.urandom``: :mod:`deniable.mechanisms.randomness`)
 or a seeded generator's, for simulation. Unary encoding's ``randomize`` reads the same
 bytes lazily, most significant nibble first, drawing the rest of a word only when
 that nibble ties with the threshold's; it gives exactly ``encode``'s reports on the
@@ -217,8 +217,8 @@ class FrequencyOracle(ABC):
         values : array_like of int, shape (n,)
             True values in ``0..k-1``.
         rng : numpy.random.Generator or RandomSource, optional
-            Source of the random bytes. Default: the secure source (``os.urandom``, or
-            for draws of 64 KiB and more an AES-256-CTR keystream keyed from it; use
+            Source of the random bytes. Default: the secure source (an AES-256-CTR
+            keystream keyed from ``os.urandom``; use
             the default on a respondent's device, a seeded generator only to simulate).
 
         Returns

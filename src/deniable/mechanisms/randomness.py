@@ -5,22 +5,24 @@ A randomizer needs only uniform draws on ``[0, 1)``; every source here has the m
 :meth:`numpy.random.Generator.random`, so a NumPy ``Generator`` can be passed wherever
 ``rng=`` is accepted.
 
-* :class:`SecureRandom` (the default when ``rng=None``) reads ``os.urandom`` and turns
-  each 8 bytes into one uniform with 53 random bits, vectorised with NumPy. This is the
-  only source to use on a respondent's device. Its ``bytes(length)`` (the frequency
-  oracles' source) reads ``os.urandom`` for short requests; from 64 KiB on it returns
-  the AES-256-CTR keystream under a fresh 256-bit key and 128-bit initial counter
-  block read from ``os.urandom`` for that one request and then discarded: the
-  CTR_DRBG construction of NIST SP 800-90A (Barker & Kelsey 2015), a cryptographically
-  secure generator whose output cannot be told from ``os.urandom``'s without breaking
-  AES, at about 1.3 GB/s instead of about 0.25 GB/s (AES-NI, OpenSSL through the
-  ``cryptography`` package).
+* :class:`SecureRandom` (the default when ``rng=None``) serves every draw, small or
+  large, from an AES-256-CTR keystream keyed from ``os.urandom``: the CTR_DRBG
+  construction of NIST SP 800-90A (Barker & Kelsey 2015), a cryptographically secure
+  generator whose output cannot be told from ``os.urandom``'s without breaking AES.
+  The key changes after every request or buffer (taken from the keystream itself, so a
+  later look at the process memory cannot recover earlier draws: "fast key erasure",
+  Bernstein 2017), a fresh key is read from ``os.urandom`` every
+  :data:`RESEED_INTERVAL_BYTES` of output, and a forked child never continues its
+  parent's stream (the process id is checked on every draw). Each uniform is the top
+  53 bits of 8 keystream bytes. AES runs through OpenSSL (the ``cryptography``
+  package), at several GB/s with AES-NI, so vectorised callers draw at memory speed:
+  the only source to use on a respondent's device.
 * A seeded ``numpy.random.Generator`` is for simulation and tests only: whoever knows
   the seed knows every respondent's coin.
 * :class:`BlumBlumShub` is the provably unpredictable generator of Blum, Blum & Shub
   (1986), for those who want a generator whose security reduces to factoring.
   It is sequential and therefore slow (about 2 x 10^4 uniforms per second
-  with a 2048-bit modulus, against 10^7 for ``SecureRandom``).
+  with a 2048-bit modulus, against 10^8 for ``SecureRandom``).
 """
 
 from __future__ import annotations
@@ -28,13 +30,17 @@ from __future__ import annotations
 import math
 import os
 import secrets
-from typing import Protocol, runtime_checkable
+import threading
+import weakref
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from numpy.typing import NDArray
 
 __all__ = [
+    "BUFFER_BYTES",
+    "RESEED_INTERVAL_BYTES",
     "BlumBlumShub",
     "RandomSource",
     "SecureRandom",
@@ -54,12 +60,50 @@ class RandomSource(Protocol):
         ...
 
 
-class SecureRandom:
-    """Cryptographically secure uniforms from the operating system (``os.urandom``).
+#: Output (bytes) after which a keystream is rekeyed from ``os.urandom``.
+RESEED_INTERVAL_BYTES = 1 << 32
+#: Small draws are served from a buffer of this many keystream bytes.
+BUFFER_BYTES = 1 << 18
+_PIECE = 1 << 24  # bytes encrypted per call (bounds the zero buffer)
+_ZEROS = memoryview(bytes(_PIECE))
+_KEY_BYTES = 48  # AES-256 key and 128-bit initial counter block
+_LIVE: weakref.WeakSet[SecureRandom] = weakref.WeakSet()
 
-    Each uniform is ``k / 2**53`` with ``k`` the top 53 bits of 8 fresh random bytes,
-    so every value on the 2^-53 grid of ``[0, 1)`` is equally likely. It cannot be
-    seeded, by design.
+
+class SecureRandom:
+    """Cryptographically secure uniforms and bytes: a keystream keyed from ``os.urandom``.
+
+    NIST SP 800-90A's CTR_DRBG (Barker & Kelsey 2015) with AES-256: the output is the
+    AES-CTR keystream under a 256-bit key and 128-bit counter block read from
+    ``os.urandom``.
+
+    * Every request (and every :data:`BUFFER_BYTES` buffer that serves small requests)
+      ends by drawing 48 more keystream bytes that become the next key and counter
+      block, and the old cipher is dropped ("fast key erasure", Bernstein 2017): whoever
+      reads the process memory later cannot compute earlier output. Buffered bytes are
+      zeroed as they are handed out.
+    * A fresh key from ``os.urandom`` replaces the derived one after
+      ``reseed_interval`` bytes of output (default :data:`RESEED_INTERVAL_BYTES`, 4 GiB;
+      SP 800-90A allows 2^48 requests between reseeds).
+    * Fork safety: every draw compares the process id with the one the key was read in;
+      a child process reseeds from its own ``os.urandom`` before its first draw and
+      drops the buffer it inherited, so it never repeats its parent's stream.
+    * Thread safety: draws from one instance are serialised by a lock.
+
+    Each uniform is ``k / 2**53`` with ``k`` the top 53 bits of 8 keystream bytes, so
+    every value on the 2^-53 grid of ``[0, 1)`` is equally likely. It cannot be seeded,
+    by design.
+
+    Parameters
+    ----------
+    reseed_interval : int, default 2**32
+        Bytes of output between reads of a fresh key from ``os.urandom``; at least
+        :data:`BUFFER_BYTES`.
+
+    Raises
+    ------
+    ValueError
+        If ``reseed_interval`` is below :data:`BUFFER_BYTES` or above 2**40.
 
     Examples
     --------
@@ -68,49 +112,115 @@ class SecureRandom:
     ((5,), dtype('float64'), True)
     """
 
+    def __init__(self, *, reseed_interval: int = RESEED_INTERVAL_BYTES) -> None:
+        interval = _check_size(reseed_interval)
+        if not BUFFER_BYTES <= interval <= 1 << 40:
+            raise ValueError(
+                f"reseed_interval must be in [{BUFFER_BYTES}, 2**40] bytes, got {interval}"
+            )
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._encryptor: Any = None
+        self._pid = -1
+        self._since_reseed = 0
+        self._reseeds = 0
+        self._buffer = bytearray(BUFFER_BYTES + 15)  # update_into needs 15 spare bytes
+        self._pos = BUFFER_BYTES  # nothing buffered
+        _LIVE.add(self)
+
+    @property
+    def reseeds(self) -> int:
+        """How many keys this instance has read from ``os.urandom`` so far."""
+        return self._reseeds
+
     def random(self, size: int) -> NDArray[np.float64]:
         """Return ``size`` uniforms on ``[0, 1)``, shape ``(size,)``, dtype float64."""
         size = _check_size(size)
-        words = np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
-        return (words >> np.uint64(11)).astype(np.float64) * _TWO_POW_MINUS_53
+        out = np.empty(size + 2, dtype=np.float64)  # 16 spare bytes for update_into
+        self._fill(memoryview(out.data).cast("B"), 8 * size)
+        if size < 4096:  # below this NumPy beats loading and calling the compiled pass
+            words = out[:size].view(np.uint64)
+            out[:size] = (words >> np.uint64(11)).astype(np.float64) * _TWO_POW_MINUS_53
+        else:
+            from ._kernels import words_to_uniforms  # numba loads on first large draw
+
+            words_to_uniforms(out[:size])
+        return out[:size]
 
     def bytes(self, length: int) -> bytes | bytearray:
-        """Return ``length`` cryptographically secure random bytes.
-
-        Below :data:`KEYSTREAM_MIN_BYTES` (64 KiB) they come from ``os.urandom``; from
-        there on they are the AES-256-CTR keystream under a key and initial counter
-        block drawn from ``os.urandom`` for this call only (NIST SP 800-90A CTR_DRBG
-        without reseeding: at most 2^32 bytes per key here, far inside its 2^48-request
-        limit).
-        """
+        """Return ``length`` cryptographically secure random bytes (keystream)."""
         length = _check_size(length)
-        if length < KEYSTREAM_MIN_BYTES:
-            return os.urandom(length)
-        return _aes_ctr_keystream(length)
+        out = bytearray(length + 15)
+        self._fill(memoryview(out), length)
+        del out[length:]
+        return out
+
+    def _fill(self, view: memoryview, length: int) -> None:
+        """Write ``length`` keystream bytes to ``view`` (which has 15 spare bytes)."""
+        with self._lock:
+            if self._pid != os.getpid() or self._since_reseed >= self._interval:
+                self._reseed()
+            have = BUFFER_BYTES - self._pos
+            if length <= have:
+                self._take(view, 0, length)
+                return
+            if length < BUFFER_BYTES // 4:  # small: drain, refill, take the rest
+                self._take(view, 0, have)
+                self._refill()
+                self._take(view, have, length - have)
+                return
+            for start in range(0, length, _PIECE):
+                size = min(_PIECE, length - start)
+                self._encryptor.update_into(_ZEROS[:size], view[start:])
+            self._since_reseed += length
+            self._rekey()
+
+    def _take(self, view: memoryview, start: int, count: int) -> None:
+        end = self._pos + count
+        view[start : start + count] = self._buffer[self._pos : end]
+        self._buffer[self._pos : end] = bytes(count)
+        self._pos = end
+
+    def _refill(self) -> None:
+        self._encryptor.update_into(_ZEROS[:BUFFER_BYTES], self._buffer)
+        self._since_reseed += BUFFER_BYTES
+        self._pos = 0
+        self._rekey()
+
+    def _rekey(self) -> None:
+        """Replace the cipher by one keyed from its own next 48 keystream bytes."""
+        material = bytearray(_KEY_BYTES + 15)
+        self._encryptor.update_into(_ZEROS[:_KEY_BYTES], material)
+        self._encryptor = _cipher(bytes(material[:32]), bytes(material[32:_KEY_BYTES]))
+        material[:] = bytes(len(material))
+
+    def _reseed(self) -> None:
+        if self._pid != os.getpid():  # a forked child: forget the parent's buffer
+            self._buffer[:] = bytes(len(self._buffer))
+            self._pos = BUFFER_BYTES
+        self._encryptor = _cipher(os.urandom(32), os.urandom(16))
+        self._pid = os.getpid()
+        self._since_reseed = 0
+        self._reseeds += 1
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # another thread may have held it at the fork
 
     def __repr__(self) -> str:
         return "SecureRandom()"
 
 
-_SECURE = SecureRandom()
-
-#: Requests of at least this many bytes are served from a fresh AES-256-CTR keystream.
-KEYSTREAM_MIN_BYTES = 1 << 16
-_KEYSTREAM_PIECE = 1 << 24  # bytes encrypted per call (bounds the zero buffer)
-_ZEROS = memoryview(bytes(_KEYSTREAM_PIECE))
+def _cipher(key: bytes, counter_block: bytes) -> Any:
+    return Cipher(algorithms.AES(key), modes.CTR(counter_block)).encryptor()
 
 
-def _aes_ctr_keystream(length: int) -> bytearray:
-    """``length`` bytes of AES-256-CTR keystream under a fresh ``os.urandom`` key."""
-    encryptor = Cipher(algorithms.AES(os.urandom(32)), modes.CTR(os.urandom(16))).encryptor()
-    out = bytearray(length + 15)  # update_into needs block_size - 1 spare bytes
-    view = memoryview(out)
-    for start in range(0, length, _KEYSTREAM_PIECE):
-        size = min(_KEYSTREAM_PIECE, length - start)
-        encryptor.update_into(_ZEROS[:size], view[start:])
-    del view
-    del out[length:]
-    return out
+def _forked_child() -> None:
+    for source in list(_LIVE):
+        source._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked_child)
 
 
 def resolve_rng(rng: RandomSource | np.random.Generator | None) -> RandomSource:
@@ -140,9 +250,8 @@ def random_bytes(rng: RandomSource | np.random.Generator | None, length: int) ->
     """Draw ``length`` uniformly random bytes from ``rng`` (secure default).
 
     A seeded ``numpy.random.Generator`` gives the little-endian bytes of uniform 32-bit
-    words; other sources their ``bytes(length)`` method (``SecureRandom``: from
-    ``os.urandom``, or for 64 KiB and more an AES-256-CTR keystream keyed from it;
-    ``BlumBlumShub``); otherwise
+    words; other sources their ``bytes(length)`` method (``SecureRandom``: its
+    AES-256-CTR keystream keyed from ``os.urandom``; ``BlumBlumShub``); otherwise
     takes 32 bits from each of ``length / 4`` uniforms of ``random(size)``.
     """
     length = _check_size(length)
@@ -167,6 +276,9 @@ def _check_size(size: int) -> int:
     if size < 0:
         raise ValueError(f"size must be >= 0, got {size}")
     return int(size)
+
+
+_SECURE = SecureRandom()
 
 
 def _is_probable_prime(n: int, rounds: int = 40) -> bool:

@@ -353,9 +353,9 @@ class Rappor:
         ----------
         values : sequence of str, length n
         rng : numpy.random.Generator or RandomSource, optional
-            Source of the IRR bytes; default ``os.urandom``. With a seeded generator and
-            no ``secrets`` (simulation), the cohorts and permanent coins are drawn from
-            it too, as for clients reporting once.
+            Source of the IRR bytes; default the secure source (:class:`SecureRandom`).
+            With a seeded generator and no ``secrets`` (simulation), the cohorts and
+            permanent coins are drawn from it too, as for clients reporting once.
         secrets : sequence of bytes, optional
             Each client's secret (>= 16 bytes): cohorts and permanent coins are derived
             from it by HMAC, so a client always reports the same ``B'`` for a value.

@@ -151,8 +151,8 @@ class UnaryEncoding(FrequencyOracle):
         values : array_like of int, shape (n,)
             True values in ``0..k-1``.
         rng : numpy.random.Generator or RandomSource, optional
-            Source of the random bytes. Default: the secure source (``os.urandom``, or
-            an AES-256-CTR keystream keyed from it for large draws; see
+            Source of the random bytes. Default: the secure source (an AES-256-CTR
+            keystream keyed from ``os.urandom``; see
             :mod:`deniable.mechanisms.randomness`); a seeded generator is for simulation only.
 
         Returns

@@ -14,12 +14,14 @@ module                    what it holds
 ``postprocess``           simplex projection, Norm-Sub, empirical Bayes, oracle EM
 ``rappor``                RAPPOR decoding (LASSO + NNLS)
 ``heavy_hitters``         detecting frequent values among an oracle's candidates
+``means``                 means and bucket histograms of numeric mechanisms' reports
 ========================  ===============================================================
 """
 
 from .estimators import ESTIMATION_METHODS, estimate
 from .heavy_hitters import HeavyHitters, heavy_hitters
 from .intervals import INTERVAL_METHODS
+from .means import HistogramEstimate, MeanEstimate, MeanTally, estimate_histogram, estimate_mean
 from .postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
 from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
 
@@ -29,10 +31,15 @@ __all__ = [
     "ConfidenceInterval",
     "EstimateResult",
     "HeavyHitters",
+    "HistogramEstimate",
+    "MeanEstimate",
+    "MeanTally",
     "PrevalenceEstimate",
     "RapporEstimate",
     "empirical_bayes",
     "estimate",
+    "estimate_histogram",
+    "estimate_mean",
     "heavy_hitters",
     "norm_sub",
     "oracle_em",

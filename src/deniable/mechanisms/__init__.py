@@ -17,15 +17,19 @@ module                    what it holds
 ``hadamard``              Hadamard response
 ``rappor``                RAPPOR's client (Bloom filter, permanent and instantaneous RR)
 ``selection``             :func:`frequency_oracle`, the lowest-variance choice
+``numeric``               numeric means: Duchi, piecewise, hybrid, 1BitMean
+``dbitflip``              histograms of bucketed numeric values (dBitFlip)
 ``registry``              names and spec strings of every mechanism
 ``randomness``            the secure source and seeded generators for simulation
 ========================  ===============================================================
 """
 
 from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
+from .dbitflip import DBitFlip
 from .designs import Design, KaryRR, MatrixDesign, ldp_epsilon
 from .hadamard import HadamardResponse
 from .local_hashing import LocalHashing
+from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
 from .oracle import FrequencyOracle
 from .protocol import (
     BloomChannel,
@@ -37,7 +41,13 @@ from .protocol import (
 )
 from .randomness import BlumBlumShub, SecureRandom
 from .rappor import Rappor, RapporReports
-from .registry import design_from_spec, mechanism_from_dict, mechanism_from_spec, oracle_from_spec
+from .registry import (
+    design_from_spec,
+    mechanism_from_dict,
+    mechanism_from_spec,
+    numeric_from_spec,
+    oracle_from_spec,
+)
 from .selection import frequency_oracle
 from .unary import UnaryEncoding
 
@@ -46,10 +56,13 @@ __all__ = [
     "BlumBlumShub",
     "Channel",
     "Crosswise",
+    "DBitFlip",
     "Design",
+    "DuchiMean",
     "ForcedResponse",
     "FrequencyOracle",
     "HadamardResponse",
+    "HybridMean",
     "KaryRR",
     "Kuk",
     "LocalHashing",
@@ -57,6 +70,8 @@ __all__ = [
     "MatrixChannel",
     "MatrixDesign",
     "Mechanism",
+    "OneBitMean",
+    "Piecewise",
     "Rappor",
     "RapporReports",
     "SecureRandom",
@@ -71,5 +86,6 @@ __all__ = [
     "ldp_epsilon",
     "mechanism_from_dict",
     "mechanism_from_spec",
+    "numeric_from_spec",
     "oracle_from_spec",
 ]

@@ -24,6 +24,7 @@ __all__ = [
     "olh_support_counts",
     "olh_support_pairs",
     "packed_column_bit_counts",
+    "piecewise_draw",
     "ue_lazy_encode",
     "words_to_uniforms",
 ]
@@ -424,3 +425,48 @@ def binary_draw(
     """
     codes = truths.view(np.uint8) if truths.dtype == np.bool_ else truths
     return _binary_draw(codes, u, threshold)
+
+
+@numba.njit(cache=True, nogil=True)
+def _piecewise_draw(
+    x: NDArray[np.float64],
+    u: NDArray[np.float64],
+    c: float,
+    p_centre: float,
+    alpha: float,
+    c_duchi: float,
+) -> NDArray[np.float64]:
+    out = np.empty(x.size, dtype=np.float64)
+    for i in range(x.size):
+        xi, ui = x[i], u[i]
+        if ui >= alpha:  # Duchi's branch, with the rest of the uniform
+            ui = (ui - alpha) / (1.0 - alpha)
+            out[i] = c_duchi if ui < 0.5 + xi / (2.0 * c_duchi) else -c_duchi
+            continue
+        ui = ui / alpha
+        left = (c + 1.0) / 2.0 * xi - (c - 1.0) / 2.0
+        if ui < p_centre:  # uniform on the centre piece [left, left + c - 1]
+            out[i] = left + ui / p_centre * (c - 1.0)
+        else:  # uniform on [-c, left) U (left + c - 1, c], of total length c + 1
+            s = (ui - p_centre) / (1.0 - p_centre) * (c + 1.0)
+            out[i] = s - c if s < left + c else s - 1.0
+    return out
+
+
+def piecewise_draw(
+    x: NDArray[np.float64],
+    u: NDArray[np.float64],
+    c: float,
+    p_centre: float,
+    alpha: float = 1.0,
+    c_duchi: float = 1.0,
+) -> NDArray[np.float64]:
+    """Piecewise-mechanism reports (Wang et al. 2019), one uniform per value, shape (n,).
+
+    ``x``: values in [-1, 1], float64 (n,); ``u``: uniforms (n,). With probability
+    ``alpha`` (the hybrid mechanism's; 1 for the piecewise mechanism alone) the report is
+    piecewise with half-width ``c`` and centre probability ``p_centre``, otherwise
+    Duchi's ``+-c_duchi``. Each decision uses the uniform left over by the one before,
+    rescaled to [0, 1), which is again uniform and independent of that decision.
+    """
+    return _piecewise_draw(x, u, c, p_centre, alpha, c_duchi)

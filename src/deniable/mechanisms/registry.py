@@ -7,7 +7,9 @@ fractions; parameter names use ``_`` or ``-``.
 Finite designs: ``forced-response``, ``warner``, ``unrelated-question``, ``crosswise``,
 ``kuk``, ``mangat``, ``triangular``, ``kary-rr``. Frequency oracles: ``oue`` and
 ``sue`` (k, epsilon), ``olh`` (k, epsilon, optional g), ``hadamard`` (k, epsilon,
-optional blocks), ``rappor`` (k, h, m, f, p, q).
+optional blocks), ``rappor`` (k, h, m, f, p, q). Numeric values (means and bucket
+histograms, :func:`numeric_from_spec`): ``duchi``, ``piecewise``, ``hybrid`` (epsilon,
+low, high), ``1bitmean`` (epsilon, low, high, grid), ``dbitflip`` (k, epsilon, d).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
+from .dbitflip import DBitFlip
 from .designs import Design, KaryRR
 from .hadamard import HadamardResponse
 from .local_hashing import LocalHashing
+from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
 from .protocol import Mechanism
 from .rappor import Rappor
 from .unary import UnaryEncoding
@@ -26,10 +30,12 @@ from .unary import UnaryEncoding
 __all__ = [
     "DESIGNS",
     "MECHANISMS",
+    "NUMERIC",
     "ORACLES",
     "design_from_spec",
     "mechanism_from_dict",
     "mechanism_from_spec",
+    "numeric_from_spec",
     "oracle_from_spec",
     "parse_spec",
 ]
@@ -66,6 +72,11 @@ ORACLES: Mapping[str, Callable[..., Any]] = {
     "olh": LocalHashing,
     "hadamard": HadamardResponse,
     "rappor": Rappor,
+}
+
+#: Named mechanisms for numeric values (means, bucket histograms).
+NUMERIC: Mapping[str, Callable[..., Any]] = {
+    cls.spec_name: cls for cls in (DuchiMean, Piecewise, HybridMean, OneBitMean, DBitFlip)
 }
 
 #: Every named mechanism.
@@ -185,3 +196,20 @@ def mechanism_from_dict(data: Mapping[str, Any]) -> Mechanism:
         design: Mechanism = MatrixDesign(**params)
         return design
     return _build("mechanism", MECHANISMS, name, dict(params))  # type: ignore[no-any-return]
+
+
+def numeric_from_spec(spec: str) -> DuchiMean | Piecewise | HybridMean | OneBitMean | DBitFlip:
+    """Build a numeric mechanism (``duchi``, ``piecewise``, ``hybrid``, ``1bitmean``, ``dbitflip``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or a bad parameter.
+
+    Examples
+    --------
+    >>> numeric_from_spec("piecewise:epsilon=1,low=0,high=100")
+    Piecewise(epsilon=1.0, low=0.0, high=100.0)
+    """
+    name, kwargs = parse_spec(spec)
+    return _build("numeric mechanism", NUMERIC, name, kwargs)  # type: ignore[no-any-return]

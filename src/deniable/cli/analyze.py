@@ -21,6 +21,7 @@ from ..estimation.heavy_hitters import heavy_hitters
 from ..estimation.intervals import INTERVAL_METHODS
 from ..io import reports_from_frame
 from ..mechanisms.designs import Design
+from ..tallies import Tally
 from .common import (
     DesignOpt,
     JsonOpt,
@@ -35,6 +36,7 @@ from .common import (
     read_table,
     require_columns,
 )
+from .stream import is_parquet, stream_design_tally, stream_tally
 
 __all__ = ["MODES", "POST_PROCESSINGS", "analyze", "choose_mode"]
 
@@ -74,7 +76,10 @@ def _analyze_oracle(
 
     if not reports.exists():
         raise fail(f"file not found: {reports}")
-    if reports.suffix.lower() in (".parquet", ".pq"):
+    stream = is_parquet(reports) and postprocess != "mle"  # EM needs every report
+    if stream:
+        frame = None
+    elif reports.suffix.lower() in (".parquet", ".pq"):
         frame = pd.read_parquet(reports)
     else:
         frame = pd.read_csv(reports, dtype=str)
@@ -87,7 +92,7 @@ def _analyze_oracle(
     elif names is not None and len(names) != oracle.k:
         raise fail(f"--labels names {len(names)} values but the oracle has k = {oracle.k}")
     try:
-        data = reports_from_frame(oracle, frame)
+        data = stream_tally(oracle, reports) if frame is None else reports_from_frame(oracle, frame)
         result = estimate(oracle, data)
         hitters = heavy_hitters(result, alpha, names)
         distribution = (
@@ -289,6 +294,13 @@ def analyze(
         options = {"strata": strata, "clusters": clusters, "variance": variance}
         _analyze_complex(reports, d, column, pi, population, options, confidence_level, as_json)
         return
+    if is_parquet(reports):  # out of core: batch by batch, bounded memory
+        try:
+            tally, missing = stream_design_tally(d, reports, column)
+        except (ValueError, DeniableError) as exc:
+            raise fail(str(exc)) from None
+        _analyze_codes(d, tally, missing, method, interval, confidence_level, as_json)
+        return
     raw = read_column(reports, column)
     missing = int(raw.isna().sum())
     kept = raw.dropna()
@@ -325,7 +337,7 @@ def _export_question(
 
 def _analyze_codes(
     d: Design,
-    values: np.ndarray,
+    values: np.ndarray | Tally,
     missing: int,
     method: str,
     interval: list[str] | None,

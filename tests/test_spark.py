@@ -1,0 +1,106 @@
+"""Tallies, per-group estimates and randomization on Apache Spark (local[2]).
+
+Needs a Java runtime (``.ci/run`` installs Debian's default-jre-headless); skipped with
+that reason where none is found.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from deniable import estimate
+from deniable.arrow import report_table
+from deniable.errors import ReportValidationError
+from deniable.mechanisms import KaryRR, Rappor
+
+from .test_arrow import cases, same
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("java") is None,
+    reason="Spark needs a Java runtime (java on PATH); .ci/run installs default-jre-headless",
+)
+
+N = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from deniable.spark import local_session
+
+    session = local_session(cores=2)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    """10^6 reports per mechanism in Parquet, with a country column, and their tallies."""
+    rng = np.random.default_rng(2026)
+    out = []
+    for index, (mechanism, truths) in enumerate(cases(N, rng)):
+        reports = mechanism.randomize(truths, rng)
+        countries = rng.choice(np.array(["de", "fr", "us", "jp"]), N)
+        table = report_table(mechanism, reports).append_column("country", pa.array(countries))
+        path = tmp_path_factory.mktemp(f"m{index}") / "reports.parquet"
+        pq.write_table(table, path, row_group_size=200_000)
+        out.append((mechanism, reports, countries, str(path)))
+    return out
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_spark_tally_equals_the_in_process_tally_and_so_do_per_group_estimates(
+    spark, datasets, index
+):
+    from deniable import spark as on_spark
+
+    mechanism, reports, countries, path = datasets[index]
+    frame = spark.read.parquet(path).repartition(5)  # reports spread over 5 partitions
+    assert same(on_spark.tally(mechanism, frame), mechanism.tally(reports))
+    per_group = on_spark.estimate(mechanism, frame, group_by="country")
+    assert sorted(per_group) == ["de", "fr", "jp", "us"]
+    for country, result in per_group.items():
+        mask = countries == country
+        subset = (
+            type(reports)(reports.cohort[mask], reports.bits[mask])
+            if isinstance(mechanism, Rappor)
+            else reports[mask]
+        )
+        local = estimate(mechanism, subset)
+        assert same(result.tally, local.tally)
+        np.testing.assert_array_equal(result.estimate, local.estimate)
+        np.testing.assert_array_equal(result.std_error, local.std_error)
+
+
+def test_randomize_on_spark_is_reproducible_when_seeded_and_secure_otherwise(spark):
+    from deniable import spark as on_spark
+
+    mechanism = KaryRR(k=4, epsilon=1.0)
+    rng = np.random.default_rng(5)
+    truths = rng.choice(4, size=200_000, p=[0.5, 0.3, 0.15, 0.05])
+    frame = spark.createDataFrame(
+        pa.table({"truth": truths, "app": rng.choice(["a", "b"], 200_000)})
+    )
+    assert frame.rdd.getNumPartitions() > 1  # a fixed partitioning (no shuffle)
+    first = on_spark.randomize(mechanism, frame, "truth", keep=("app",), seed=11)
+    assert first.columns == ["report", "app"]
+    a = on_spark.tally(mechanism, first)
+    b = on_spark.tally(mechanism, on_spark.randomize(mechanism, frame, "truth", seed=11))
+    assert same(a, b)
+    secure = on_spark.estimate(mechanism, on_spark.randomize(mechanism, frame, "truth"))
+    # unbiased: each share within 4 standard errors of the truth
+    shares = np.bincount(truths, minlength=4) / truths.size
+    assert np.all(np.abs(secure.estimate - shares) < 4 * secure.std_error)
+    assert not same(secure.tally, a)
+
+
+def test_a_missing_column_is_named(spark):
+    from deniable import spark as on_spark
+
+    frame = spark.createDataFrame(pa.table({"answer": [0, 1, 1]}))
+    with pytest.raises(ReportValidationError, match=r"columns \['report'\] are missing"):
+        on_spark.tally(KaryRR(k=3, epsilon=1.0), frame)

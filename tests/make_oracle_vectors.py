@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from deniable import LocalHashing, UnaryEncoding
+from deniable.mechanisms.prefix import PrefixExtension
 from deniable.mechanisms.rappor import Rappor
 
 OUT = Path(__file__).resolve().parent / "data" / "oracle_vectors.json"
@@ -19,7 +20,7 @@ OUT = Path(__file__).resolve().parent / "data" / "oracle_vectors.json"
 
 def vectors() -> dict[str, list[dict[str, object]]]:
     rng = np.random.default_rng(20261121)
-    out: dict[str, list[dict[str, object]]] = {"oue": [], "olh": [], "rappor": []}
+    out: dict[str, list[dict[str, object]]] = {"oue": [], "olh": [], "rappor": [], "pem": []}
     for k, eps in [(5, 1.0), (17, 0.5), (64, 4.0)]:
         oracle = UnaryEncoding(k, eps)
         for value in (0, k // 2, k - 1):
@@ -63,6 +64,25 @@ def vectors() -> dict[str, list[dict[str, object]]]:
                     "report": {"cohort": int(rep.cohort[0]), "bits": rep.bits[0].tobytes().hex()},
                 }
             )
+    for eps, length, alphabet in [(4.0, 5, "abcdefghijklmnopqrstuvwxyz"), (1.0, 3, "xyzäé")]:
+        pem = PrefixExtension(eps, length, alphabet)
+        for value in (alphabet[0], alphabet[-1] * length, "", alphabet[1:3]):
+            for _ in range(3):
+                raw = rng.bytes(pem.bytes_per_report)
+                rep = pem.encode([value], raw)[0]
+                out["pem"].append(
+                    {
+                        "params": pem.client_params(),
+                        "value": value,
+                        "random": raw.hex(),
+                        "report": {
+                            "level": int(rep["level"]),
+                            "a": str(rep["a"]),
+                            "b": str(rep["b"]),
+                            "y": int(rep["y"]),
+                        },
+                    }
+                )
     return out
 
 

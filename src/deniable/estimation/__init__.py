@@ -15,6 +15,7 @@ module                    what it holds
 ``rappor``                RAPPOR decoding (LASSO + NNLS)
 ``heavy_hitters``         detecting frequent values among an oracle's candidates
 ``means``                 means and bucket histograms of numeric mechanisms' reports
+``prefix``                heavy hitters found level by level from PEM reports
 ========================  ===============================================================
 """
 
@@ -23,6 +24,7 @@ from .heavy_hitters import HeavyHitters, heavy_hitters
 from .intervals import INTERVAL_METHODS
 from .means import HistogramEstimate, MeanEstimate, MeanTally, estimate_histogram, estimate_mean
 from .postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
+from .prefix import PrefixHeavyHitters, find_heavy_hitters
 from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
 
 __all__ = [
@@ -34,12 +36,14 @@ __all__ = [
     "HistogramEstimate",
     "MeanEstimate",
     "MeanTally",
+    "PrefixHeavyHitters",
     "PrevalenceEstimate",
     "RapporEstimate",
     "empirical_bayes",
     "estimate",
     "estimate_histogram",
     "estimate_mean",
+    "find_heavy_hitters",
     "heavy_hitters",
     "norm_sub",
     "oracle_em",

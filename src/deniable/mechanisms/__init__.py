@@ -19,6 +19,7 @@ module                    what it holds
 ``selection``             :func:`frequency_oracle`, the lowest-variance choice
 ``numeric``               numeric means: Duchi, piecewise, hybrid, 1BitMean
 ``dbitflip``              histograms of bucketed numeric values (dBitFlip)
+``prefix``                heavy hitters without a candidate list (PEM)
 ``registry``              names and spec strings of every mechanism
 ``randomness``            the secure source and seeded generators for simulation
 ========================  ===============================================================
@@ -31,6 +32,7 @@ from .hadamard import HadamardResponse
 from .local_hashing import LocalHashing
 from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
 from .oracle import FrequencyOracle
+from .prefix import PrefixExtension
 from .protocol import (
     BloomChannel,
     Channel,
@@ -72,6 +74,7 @@ __all__ = [
     "Mechanism",
     "OneBitMean",
     "Piecewise",
+    "PrefixExtension",
     "Rappor",
     "RapporReports",
     "SecureRandom",

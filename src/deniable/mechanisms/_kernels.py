@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 __all__ = [
     "binary_draw",
     "byte_histograms",
+    "olh_candidate_counts",
     "olh_encode",
     "olh_support_counts",
     "olh_support_pairs",
@@ -470,3 +471,40 @@ def piecewise_draw(
     rescaled to [0, 1), which is again uniform and independent of that decision.
     """
     return _piecewise_draw(x, u, c, p_centre, alpha, c_duchi)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _olh_candidate_counts(
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    lo: NDArray[np.uint64],
+    width: NDArray[np.uint64],
+    candidates: NDArray[np.uint64],
+    blocks: int,
+) -> NDArray[np.int64]:
+    n, k = a.shape[0], candidates.shape[0]
+    partial = np.zeros((blocks, k), dtype=np.int64)
+    per = (n + blocks - 1) // blocks
+    for blk in numba.prange(blocks):
+        row = partial[blk]
+        for i in range(blk * per, min(n, blk * per + per)):
+            for j in range(k):
+                x = (a[i] * candidates[j] + b[i]) >> np.uint64(32)
+                row[j] += (x - lo[i]) < width[i]
+    return partial.sum(axis=0)  # type: ignore[no-any-return]
+
+
+def olh_candidate_counts(
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    lo: NDArray[np.uint64],
+    width: NDArray[np.uint64],
+    candidates: NDArray[np.uint64],
+) -> NDArray[np.int64]:
+    """Support counts of arbitrary candidate values, shape (m,).
+
+    ``C[j] = #{i : lo[i] <= ((a[i] c_j + b[i]) mod 2^64) >> 32 < lo[i] + width[i]}``.
+    """
+    blocks = max(1, min(a.shape[0], 8 * numba.get_num_threads()))
+    cands = np.ascontiguousarray(candidates, dtype=np.uint64)
+    return np.asarray(_olh_candidate_counts(a, b, lo, width, cands, blocks), dtype=np.int64)

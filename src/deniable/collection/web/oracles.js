@@ -13,6 +13,9 @@
  *   (Dietzfelbinger 1996), 24 random bytes.
  * - encodeRappor / randomizeRappor: RAPPOR (Erlingsson, Pihur & Korolova 2014), the
  *   permanent response memoized by HMAC-SHA256 of the client secret (WebCrypto).
+ * - encodePEM / randomizePEM: the prefix extending method for heavy hitters without a
+ *   candidate list (Wang et al. 2021): a level from a 32-bit word, then local hashing
+ *   of the value's prefix of that level's length, 28 random bytes.
  *
  * Every encoder does the same work whatever the value.
  */
@@ -126,11 +129,39 @@
     return { cohort: cohort, bits: bits };
   }
 
+  /* PEM: params {alphabet, max_length, lengths, g, threshold_p}; value a string over
+     the alphabet of at most max_length symbols; returns {level, a, b, y}. */
+  function encodePEM(params, value, bytes) {
+    need(bytes, 28, "PEM");
+    const symbols = Array.from(String(value));
+    if (symbols.length > params.max_length) {
+      throw new Error("value must have at most " + params.max_length + " symbols");
+    }
+    const base = params.alphabet.length + 1;
+    let code = 0;
+    for (let i = 0; i < params.max_length; i++) {
+      const digit = i < symbols.length ? params.alphabet.indexOf(symbols[i]) + 1 : 0;
+      if (digit === 0 && i < symbols.length) {
+        throw new Error("value must use only the symbols " + JSON.stringify(params.alphabet));
+      }
+      code = code * base + digit; // < 2^32: exact
+    }
+    const levels = params.lengths.length;
+    const level = Math.floor((view(bytes).getUint32(0, true) * levels) / TWO32);
+    const length = params.lengths[level];
+    const prefix = Math.floor(code / Math.pow(base, params.max_length - length));
+    const k = Math.pow(base, length);
+    const r = encodeOLH({ k: k, g: params.g, threshold_p: params.threshold_p }, prefix, bytes.subarray(4));
+    return { level: level, a: r.a, b: r.b, y: r.y };
+  }
+
   const api = {
     randomBytes: randomBytes,
     encodeOUE: encodeOUE,
     encodeOLH: encodeOLH,
     encodeRappor: encodeRappor,
+    encodePEM: encodePEM,
+    randomizePEM: (params, value) => encodePEM(params, value, randomBytes(28)),
     randomizeOUE: (params, value) => encodeOUE(params, value, randomBytes(4 * params.k)),
     randomizeOLH: (params, value) => encodeOLH(params, value, randomBytes(24)),
     randomizeRappor: (params, secret, value) =>

@@ -60,8 +60,14 @@ def test_spark_tally_equals_the_in_process_tally_and_so_do_per_group_estimates(
 
     mechanism, reports, countries, path = datasets[index]
     frame = spark.read.parquet(path).repartition(5)  # reports spread over 5 partitions
-    assert same(on_spark.tally(mechanism, frame), mechanism.tally(reports))
+    whole = mechanism.tally(reports)
+    assert same(on_spark.tally(mechanism, frame), whole)
+    assert same(on_spark.tally_parquet(mechanism, spark, path), whole)  # row groups as tasks
+    by_file = on_spark.tally_parquet(mechanism, spark, path, group_by="country")
     per_group = on_spark.estimate(mechanism, frame, group_by="country")
+    assert sorted(by_file) == sorted(per_group)
+    for country, part in by_file.items():
+        assert same(part, per_group[country].tally)
     assert sorted(per_group) == ["de", "fr", "jp", "us"]
     for country, result in per_group.items():
         mask = countries == country

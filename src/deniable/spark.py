@@ -21,13 +21,20 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._extras import require
-from .arrow import AnyTally, report_columns, report_table, tally_by_group, tally_from_parts
+from .arrow import (
+    AnyTally,
+    report_columns,
+    report_table,
+    reports_from_batch,
+    tally_by_group,
+    tally_from_parts,
+)
 from .arrow import tally_parts as _parts
 from .errors import ReportValidationError
 from .estimation.estimators import estimate as _estimate
@@ -37,7 +44,7 @@ from .mechanisms.protocol import Mechanism
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["estimate", "local_session", "randomize", "tally"]
+__all__ = ["estimate", "local_session", "randomize", "tally", "tally_parquet"]
 
 _TALLY_SCHEMA = "group string, kind string, n long, scale int, counts binary, cohort_n binary"
 _NO_GROUP = "\x00all"
@@ -143,6 +150,85 @@ def tally(
     if group_by is None:
         if _NO_GROUP not in merged:
             raise ReportValidationError("no reports: the frame is empty")
+        return merged[_NO_GROUP]
+    return merged
+
+
+def tally_parquet(
+    mechanism: Mechanism,
+    spark: SparkSession,
+    source: Any,
+    *,
+    group_by: str | None = None,
+    tasks_per_core: int = 4,
+) -> AnyTally | dict[str | None, AnyTally]:
+    """Tally Parquet files on the cluster, each task reading its row groups with Arrow.
+
+    The driver reads the files' footers and hands out row groups; each task opens them
+    through the dataset's filesystem (local, HDFS, S3: whatever ``pyarrow.fs`` reaches
+    from the executors) and tallies them batch by batch with the mechanism's compiled
+    ``tally``. Spark schedules and retries the tasks; the reports never pass through
+    the JVM's row format, which :func:`tally` (on a DataFrame) must convert from.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    spark : SparkSession
+    source : str, list of str or pyarrow.dataset.Dataset
+        Parquet files or a directory (a URI such as ``s3://bucket/reports/`` too).
+    group_by : str, optional
+        A column stored in the files; returns ``{str(value) or None: tally}``.
+    tasks_per_core : int, default 4
+        Tasks per core of ``spark.sparkContext.defaultParallelism``.
+
+    Raises
+    ------
+    ReportValidationError
+        For a missing column, malformed reports, or no row groups.
+    """
+    ds = require("pyarrow.dataset", "analysis")
+    pq = require("pyarrow.parquet", "analysis")
+    dataset = source if isinstance(source, ds.Dataset) else ds.dataset(source, format="parquet")
+    columns = report_columns(mechanism) + ([group_by] if group_by else [])
+    missing = [c for c in columns if c not in dataset.schema.names]
+    if missing:
+        raise ReportValidationError(f"columns {missing!r} are missing from the dataset")
+    filesystem = dataset.filesystem
+    pieces = []
+    for path in dataset.files:
+        with filesystem.open_input_file(path) as handle:
+            pieces += [(path, g) for g in range(pq.ParquetFile(handle).num_row_groups)]
+    if not pieces:
+        raise ReportValidationError("no reports: the dataset has no row groups")
+
+    def partials(items: Iterable[tuple[Any, int]]) -> Iterable[tuple[str | None, dict[str, Any]]]:
+        import pyarrow.parquet as pq_
+
+        totals: dict[str | None, AnyTally] = {}
+        for path, group in items:
+            with filesystem.open_input_file(path) as handle:
+                table = pq_.ParquetFile(handle).read_row_group(group, columns=columns)
+            for batch in table.to_batches(max_chunksize=1 << 20):
+                parts: dict[str | None, AnyTally]
+                if group_by is None:
+                    parts = {_NO_GROUP: mechanism.tally(reports_from_batch(mechanism, batch))}
+                else:
+                    parts = {
+                        _group_key(k): t
+                        for k, t in tally_by_group(mechanism, batch, group_by).items()
+                    }
+                for key, part in parts.items():
+                    totals[key] = part if key not in totals else totals[key] + part
+        for key, total in totals.items():
+            yield key, _parts(total)
+
+    slices = min(len(pieces), tasks_per_core * spark.sparkContext.defaultParallelism)
+    rows = spark.sparkContext.parallelize(pieces, slices).mapPartitions(partials).collect()
+    merged: dict[str | None, AnyTally] = {}
+    for key, parts in rows:
+        part = tally_from_parts(mechanism, parts)
+        merged[key] = part if key not in merged else merged[key] + part
+    if group_by is None:
         return merged[_NO_GROUP]
     return merged
 

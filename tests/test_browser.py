@@ -560,3 +560,71 @@ def test_the_page_in_german(browser, site):
     page.get_by_text("How your privacy is protected").wait_for()
     assert "drawn earlier on this device" in page.locator("#report-drugs").inner_text()
     context.close()
+
+
+def test_a_numeric_question_in_the_browser(browser, site, tmp_path):
+    """A number in [low, high]: checked on the page, randomized to one bit there, never
+    sent nor kept; the bit's distribution is DuchiMean's (chi-square at ALPHA)."""
+    base, store, _ = site
+    data = copy.deepcopy(SURVEY) | {"id": "hours", "privacy_budget": 5.0}
+    data["questions"].append(
+        {
+            "id": "overtime",
+            "text": "How many hours of unpaid overtime did you work last week?",
+            "range": {"low": 0, "high": 40, "unit": "hours"},
+            "design": {"name": "duchi", "params": {"epsilon": 1.0}},
+        }
+    )
+    survey = load_survey(data)
+    store.publish(survey)
+    context = browser.new_context(viewport={"width": 900, "height": 900})
+    page = context.new_page()
+    page.add_init_script("Math.random = () => { throw new Error('Math.random used'); };")
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(f"{r.url} {r.post_data or ''}"))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{base}/s/hours")
+    box = page.get_by_label("a number from 0 to 40 hours")
+    box.fill("40.5")
+    page.locator("#q-overtime [data-role=draw]").click()
+    assert page.locator("#report-overtime").inner_text() == "Enter a number from 0 to 40."
+    assert page.locator("#q-overtime [data-role=physical]").is_hidden()
+    box.fill("12.75")
+    page.locator("#q-overtime [data-role=draw]").click()
+    report = int(page.locator("#report-overtime").get_attribute("data-report"))
+    assert report in (0, 1) and box.input_value() == "" and box.is_disabled()
+    page.locator("#q-overtime summary").click()
+    assert "the chance rises evenly to 73% at 40" in page.locator("#q-overtime").inner_text()
+    page.get_by_role("radio", name="no").check()
+    page.locator("#q-drugs [data-role=draw]").click()
+    page.get_by_role("radio", name="single").check()
+    page.locator("#q-status [data-role=draw]").click()
+    _no_horizontal_scroll(page)
+    _screenshot(page, "respondent-numeric", tmp_path)
+    page.get_by_role("button", name="Send my reports").click()
+    page.get_by_text("Sent and stored").wait_for()
+    frame = store.export("hours")
+    assert dict(zip(frame["question_id"], frame["report"], strict=True))["overtime"] == report
+    stored = page.evaluate("JSON.stringify(Object.assign({}, localStorage))")
+    assert all("12.75" not in s for s in [*seen, stored]), "the number left the page"
+    assert errors == []
+    # the page's draw for a value v is DuchiMean's bit: 100,000 draws at each of 3 values
+    q = survey.question("overtime")
+    columns = q.mechanism.matrix.T.tolist()
+    for value in (0.0, 12.75, 40.0):
+        z = value / 40
+        js = np.array(
+            page.evaluate(
+                "([c, z, n]) => deniable.sample(deniable.numericColumn(c, z), n)",
+                [columns, z, 100_000],
+            )
+        )
+        p1 = float(q.numeric.prob_one([value])[0])
+        assert stats.chisquare(js, 100_000 * np.array([1 - p1, p1])).pvalue > ALPHA
+    context.close()
+    german = browser.new_context(locale="de-DE")
+    page = german.new_page()
+    page.goto(f"{base}/s/hours")
+    assert page.get_by_label("eine Zahl von 0 bis 40 hours").is_visible()
+    german.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -259,6 +259,9 @@ def analyze(
         if design:
             raise fail("--question takes the design from the export's survey file; drop --design")
         d, values, missing = _export_question(reports, question, version)
+        if isinstance(d, NumericQuestionMean):
+            _analyze_numeric(d, values, missing, confidence_level, as_json)
+            return
         _analyze_codes(d, values, missing, method, interval, confidence_level, as_json)
         return
     if not design:
@@ -310,9 +313,16 @@ def analyze(
     _analyze_codes(d, codes, missing, method, interval, confidence_level, as_json)
 
 
+class NumericQuestionMean(NamedTuple):
+    """A numeric survey question's design (Warner over its bounds) and the question."""
+
+    design: Design
+    question: Any
+
+
 def _export_question(
     path: Path, question: str, version: int | None
-) -> tuple[Design, np.ndarray, int]:
+) -> tuple[Design | NumericQuestionMean, np.ndarray, int]:
     """(design, report codes, missing) of one question of a deniable export."""
     from ..collection.export import read_export
 
@@ -332,7 +342,43 @@ def _export_question(
     values = raw.dropna().to_numpy(dtype=np.int64)
     if not np.all((values >= 0) & (values < d.n_reports)):
         raise fail(f"column {question!r} must hold report codes 0..{d.n_reports - 1}")
+    if survey.question(question).range is not None:
+        return NumericQuestionMean(d, survey.question(question)), values, int(raw.isna().sum())
     return d, values, int(raw.isna().sum())
+
+
+def _analyze_numeric(
+    d: NumericQuestionMean, values: np.ndarray, missing: int, level: float, as_json: bool
+) -> None:
+    """The mean of a numeric question (its units) from its report codes: the design's
+    unbiased estimate and default interval, mapped to ``[low, high]``."""
+    q = d.question
+    try:
+        est = estimate(d.design, values)
+        ci = est.confidence_interval(level)
+    except (ValueError, DeniableError) as exc:
+        raise fail(str(exc)) from None
+    low, width = q.range.low, q.range.high - q.range.low
+    payload = {
+        "question": q.id,
+        "mechanism": repr(q.numeric),
+        "n": est.n,
+        "missing": missing,
+        "mean": low + width * float(est.prevalence[1]),
+        "std_error": width * float(est.std_error[1]),
+        "confidence_level": level,
+        "interval_method": est.default_interval_method,
+        "ci": [low + width * float(ci.low[1]), low + width * float(ci.high[1])],
+    }
+    if as_json:
+        emit_json(payload)
+        return
+    unit = f" {q.range.unit}" if q.range.unit else ""
+    console.print(
+        f"{q.numeric!r}: mean of {q.id!r} over n = {est.n:,} reports ({missing} missing): "
+        f"{payload['mean']:.4g}{unit}, SE {payload['std_error']:.4g}, {level:.0%} CI "
+        f"{payload['ci'][0]:.4g} - {payload['ci'][1]:.4g} ({est.default_interval_method})"
+    )
 
 
 def _analyze_codes(

@@ -10,7 +10,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ..collection.survey import load_survey
+from ..collection.survey import Question, load_survey
 from ..errors import DeniableError
 from .common import JsonOpt, app, console, emit_json, err, fail, short_spec
 
@@ -82,9 +82,11 @@ def survey_check(
                     else risk.posterior[r].tolist()
                     for r in range(d.n_reports)
                 },
-                "disclosure": risk.describe(),
+                "disclosure": risk.describe() if q.range is None else _numeric_risk(q),
             }
         )
+        if q.numeric is not None:
+            rows[-1]["design"] = repr(q.numeric)
     total = survey.total_epsilon
     payload = {
         "id": survey.id,
@@ -307,3 +309,14 @@ def _ask_choice(labels: list[str], to_stderr: bool = False) -> int:
         if raw.casefold() in lowered:
             return lowered.index(raw.casefold())
         err.print(f"Please type a number from 1 to {k}, or one of: {', '.join(labels)}.")
+
+
+def _numeric_risk(q: Question) -> list[str]:
+    """What one report of a numeric question reveals, in plain words."""
+    assert q.range is not None
+    p_low, p_high = q.mechanism.matrix[1]
+    return [
+        f"The report is 1 with chance {p_low:.0%} if the answer is {q.range.low:g}, rising "
+        f"evenly to {p_high:.0%} at {q.range.high:g}: whatever the report, an observer's "
+        f"odds between any two answers move by at most a factor of {math.exp(q.epsilon):.2f}."
+    ]

@@ -95,6 +95,8 @@ def physical_instructions(
     innocuous question (a translation's); ``lang`` picks the catalog.
     """
     t_ = catalog(lang)["instructions"]
+    if q.range is not None:  # the report's chance depends on a number: no dice give it
+        return str(t_["no_recipe"])
     d = q.mechanism
     labels = reports or q.report_labels
     inn = innocuous or q.innocuous_question

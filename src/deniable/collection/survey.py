@@ -16,6 +16,15 @@ A survey file (YAML or JSON) is validated by pydantic. Example::
         text: What is your marital status?
         choices: [single, married, divorced]
         design: {name: kary-rr, params: {epsilon: 1.0}}
+      - id: drinks
+        text: How many alcoholic drinks did you have last week?
+        range: {low: 0, high: 40}
+        design: {name: duchi, params: {epsilon: 1.0}}
+
+Numeric questions
+-----------------
+A question with a ``range`` asks for a number, randomized to one bit; see
+(:mod:`deniable.collection.questions`).
 
 Privacy accounting
 ------------------
@@ -60,12 +69,10 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from numpy.typing import NDArray
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -73,19 +80,28 @@ from pydantic import (
 )
 
 from ..errors import BudgetExceededError, SurveyError
-from ..mechanisms.binary import ForcedResponse, UnrelatedQuestion, Warner
-from ..mechanisms.designs import Design, KaryRR, protected_epsilon
-from ..mechanisms.protocol import MAX_EPSILON, check_question_epsilon
-from ..mechanisms.registry import DESIGNS
-from ..planning.disclosure import DisclosureRisk, disclosure_risk
+from ..mechanisms.protocol import MAX_EPSILON
 from .i18n import SurveyTranslation, catalog, check_translations
+from .questions import (
+    MAX_CATEGORIES,
+    NUMERIC_DESIGNS,
+    SLUG_PATTERN,
+    DesignChoice,
+    NumericRange,
+    Question,
+    Slug,
+    Text,
+)
 from .recipes import physical_instructions
 
 __all__ = [
     "BUDGET_SLACK",
     "MAX_CATEGORIES",
     "MIN_RELEASE",
+    "NUMERIC_DESIGNS",
+    "SLUG_PATTERN",
     "DesignChoice",
+    "NumericRange",
     "Question",
     "Survey",
     "SurveyError",
@@ -97,19 +113,10 @@ __all__ = [
 
 #: Nats of slack in the budget check (absorbs each epsilon's upward rounding).
 BUDGET_SLACK = 1e-9
-#: Most true answers or report symbols a question may have (bounds every page and
-#: matrix before anything is built).
-MAX_CATEGORIES = 64
 #: Most matrix cells (reports x answers, all questions) one survey may publish.
 MAX_SURVEY_CELLS = 20_000
 #: Default responses a question needs before its estimate is released.
 MIN_RELEASE = 30
-
-#: Identifiers of surveys and questions: lower-case letter, then up to 63 of [a-z0-9_-].
-SLUG_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
-Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
-Text = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
-Label = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
 
 
 def survey_error(exc: ValidationError) -> SurveyError:
@@ -124,198 +131,6 @@ def survey_error(exc: ValidationError) -> SurveyError:
             field, _, msg = msg.partition(": ")
         out.append((field or "survey", msg))
     return BudgetExceededError(out) if over_budget else SurveyError(out)
-
-
-class DesignChoice(BaseModel):
-    """A named design and its parameters (see :data:`deniable.mechanisms.registry.DESIGNS`).
-
-    ``kary-rr`` takes ``k`` from the question's number of choices when not given.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(description="Design name: " + ", ".join(sorted(DESIGNS)))
-    params: dict[str, float] = Field(default_factory=dict)
-
-    @field_validator("name")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        name = v.strip().lower().replace("_", "-")
-        if name not in DESIGNS:
-            raise ValueError(f"unknown design {v!r}; allowed: {', '.join(sorted(DESIGNS))}")
-        return name
-
-
-class Question(BaseModel):
-    """One sensitive question.
-
-    Attributes
-    ----------
-    id : str
-        Lower-case slug, unique in the survey.
-    text : str
-        The question as shown to respondents.
-    choices : list of str, optional
-        Labels of the true answers (default the design's, ``["no", "yes"]`` for binary
-        designs); their number must equal the design's number of truths.
-    reports : list of str, optional
-        Labels of the report symbols (default the design's).
-    design : DesignChoice
-    innocuous_question : str, optional
-        The innocuous question of an unrelated-question or crosswise design, shown to
-        respondents who randomize physically.
-    sensitive : list of str, optional
-        The sensitive answers (labels among ``choices``); default every answer except
-        one labelled "no" (every answer if none is).
-    allow_infinite_epsilon : bool
-        Opt in to a one-sided design (infinite epsilon), allowed only when no report can
-        prove a sensitive answer.
-    allow_large_epsilon : bool
-        Opt in to a cost above 5 nats (never above 30).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    id: Slug
-    text: Text
-    choices: list[Label] | None = Field(default=None, min_length=2, max_length=MAX_CATEGORIES)
-    reports: list[Label] | None = Field(default=None, min_length=2, max_length=MAX_CATEGORIES)
-    design: DesignChoice
-    innocuous_question: Text | None = None
-    sensitive: list[Label] | None = Field(default=None, min_length=1, max_length=MAX_CATEGORIES)
-    allow_infinite_epsilon: bool = False
-    allow_large_epsilon: bool = False
-    _design: Design = PrivateAttr()
-    _cost: float = PrivateAttr()
-
-    @model_validator(mode="after")
-    def _build(self) -> Question:
-        params: dict[str, Any] = dict(self.design.params)
-        for name in ("k", "draws"):  # sizes are bounded before anything is allocated
-            if name in params and not 1 <= params[name] <= MAX_CATEGORIES:
-                raise ValueError(
-                    f"design.params.{name} must be in 1..{MAX_CATEGORIES}, got {params[name]:g}"
-                )
-        if self.design.name == "kary-rr":
-            if self.choices is None and "k" not in params:
-                raise ValueError("kary-rr needs choices (or params.k)")
-            params.setdefault("k", len(self.choices or []))
-            if not float(params["k"]).is_integer():
-                raise ValueError(f"design.params.k must be a whole number, got {params['k']}")
-            params["k"] = int(params["k"])
-            if self.choices is not None:
-                params["labels"] = tuple(self.choices)
-        if self.design.name == "kuk" and "draws" in params:
-            if not float(params["draws"]).is_integer():
-                raise ValueError(
-                    f"design.params.draws must be a whole number, got {params['draws']}"
-                )
-            params["draws"] = int(params["draws"])
-        try:
-            design = DESIGNS[self.design.name](**params)
-        except TypeError as exc:
-            raise ValueError(f"design.params do not fit {self.design.name!r}: {exc}") from None
-        if self.choices is not None and len(self.choices) != design.n_truths:
-            raise ValueError(
-                f"choices has {len(self.choices)} labels but design {self.design.name!r} "
-                f"has {design.n_truths} true answers"
-            )
-        if self.reports is not None and len(self.reports) != design.n_reports:
-            raise ValueError(
-                f"reports has {len(self.reports)} labels but design {self.design.name!r} "
-                f"has {design.n_reports} report symbols"
-            )
-        if design.requires_opt_in and not self.allow_infinite_epsilon:
-            raise ValueError(
-                f"design {self.design.name!r} has infinite epsilon (one answer is never "
-                "protected); set allow_infinite_epsilon: true to use it"
-            )
-        self._design = design
-        labels = self.choice_labels
-        if self.sensitive is not None:
-            unknown = sorted(set(self.sensitive) - set(labels))
-            if unknown:
-                raise ValueError(f"sensitive names {unknown}, which are not among {labels}")
-        cost = design.epsilon
-        if math.isinf(cost):
-            cost = protected_epsilon(design.matrix, self.sensitive_indices)
-            if math.isinf(cost):
-                raise ValueError(
-                    f"design: a report of {self.design.name!r} with these parameters proves "
-                    f"a sensitive answer ({', '.join(labels[i] for i in self.sensitive_indices)})"
-                    "; no opt-in allows that. Make every report possible under every answer"
-                )
-        check_question_epsilon(cost, "design", self.allow_large_epsilon)
-        self._cost = cost
-        return self
-
-    @property
-    def sensitive_indices(self) -> list[int]:
-        """Indices of the sensitive true answers (see ``sensitive``)."""
-        labels = self.choice_labels
-        if self.sensitive is not None:
-            return [i for i, label in enumerate(labels) if label in self.sensitive]
-        no = [i for i, label in enumerate(labels) if label.strip().lower() == "no"]
-        return [i for i in range(len(labels)) if i not in no[:1]]
-
-    @property
-    def cost(self) -> float:
-        """Nats this question spends: its epsilon, or for a one-sided design its
-        protected likelihood ratio (always finite, at most 30)."""
-        return self._cost
-
-    @cached_property
-    def content_digest(self) -> str:
-        """SHA-256 (hex) of what the respondent answers and how it is randomized: id,
-        text, answer and report labels, design name and matrix. Equal digests across
-        versions mean the device may reuse its memoized report."""
-        content = {
-            "id": self.id,
-            "text": self.text,
-            "choices": self.choice_labels,
-            "reports": self.report_labels,
-            "design": self.design.name,
-            "matrix": self._design.matrix.round(15).tolist(),
-        }
-        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
-
-    @property
-    def mechanism(self) -> Design:
-        """The built :class:`~deniable.mechanisms.Design` (``design``: its name, parameters)."""
-        return self._design
-
-    @property
-    def epsilon(self) -> float:
-        """Epsilon of this question's design, in nats (``inf`` for one-sided designs)."""
-        return self._design.epsilon
-
-    @property
-    def choice_labels(self) -> list[str]:
-        """Labels of the true answers."""
-        return list(self.choices or self._design.truth_labels)
-
-    @property
-    def report_labels(self) -> list[str]:
-        """Labels of the report symbols."""
-        if self.reports is not None:
-            return list(self.reports)
-        same_symbols = KaryRR | Warner | ForcedResponse | UnrelatedQuestion
-        if self.choices is not None and isinstance(self._design, same_symbols):
-            return list(self.choices)
-        return list(self._design.report_labels)
-
-    def prior(self, prior_yes: float) -> NDArray[np.float64]:
-        """The prior over true answers used for this question's disclosure risk.
-
-        Binary questions use ``prior_yes`` (in [0, 1]) on "yes"; questions with k > 2
-        answers use the uniform prior (no category is singled out). Shape ``(k,)``.
-        """
-        k = self._design.n_truths
-        if k == 2:
-            return np.array([1.0 - prior_yes, prior_yes])
-        return np.full(k, 1.0 / k)
-
-    def disclosure_risk(self, prior_yes: float) -> DisclosureRisk:
-        """:func:`~deniable.planning.disclosure_risk` of this question at :meth:`prior`."""
-        return disclosure_risk(self._design, self.prior(prior_yes))
 
 
 class Survey(BaseModel):
@@ -439,6 +254,10 @@ class Survey(BaseModel):
         for name, default in _LATER_FIELDS.items():
             if data.get(name) == default:
                 del data[name]
+        for question in data["questions"]:
+            for name, default in _LATER_QUESTION_FIELDS.items():
+                if question.get(name) == default:
+                    del question[name]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @cached_property
@@ -489,11 +308,12 @@ class Survey(BaseModel):
                     "sensitive": [choices[i] for i in q.sensitive_indices],
                     "memo_key": q.content_digest,
                     "design": q.design.name,
-                    "params": d.params,
+                    "params": q.numeric.params if q.numeric is not None else d.params,
                     "disclosure": _disclosure(q, self.disclosure_prior),
                     "instructions": how,
                     "by_hand": how != catalog(lang)["instructions"]["no_recipe"],
                     "innocuous_question": innocuous,
+                    "numeric": q.range and q.range.model_dump(),
                 }
             )
         return out
@@ -501,6 +321,8 @@ class Survey(BaseModel):
 
 #: Fields added after surveys were first published, with their defaults.
 _LATER_FIELDS: dict[str, Any] = {"consent": "", "min_release": MIN_RELEASE, "translations": {}}
+#: Question fields added later, with their defaults.
+_LATER_QUESTION_FIELDS: dict[str, Any] = {"range": None}
 
 
 def _json_float(x: float) -> float | str:

@@ -100,7 +100,9 @@ def survey_results(
     and beside it the constrained maximum-likelihood estimate (``mle``, inside the
     simplex); a warning says what an estimate outside [0, 1] or a standard error of 0
     means. With ``pooled`` each question counts the responses of every version that asks
-    it unchanged (:func:`pooled_tallies`).
+    it unchanged (:func:`pooled_tallies`). A numeric question also carries its ``range``
+    and ``unit`` and, once released, its ``mean`` (estimate, standard error, interval and
+    MLE in the question's units).
     """
     tallies = pooled_tallies(store, survey) if pooled else store.tallies(survey)
     out: dict[str, Any] = {
@@ -124,6 +126,8 @@ def survey_results(
             "n": tally.n,
             "released": tally.n >= survey.min_release,
         }
+        if q.range is not None:
+            item |= {"range": [q.range.low, q.range.high], "unit": q.range.unit}
         if not item["released"]:
             item["missing"] = survey.min_release - tally.n
             out["questions"].append(item)
@@ -141,14 +145,20 @@ def survey_results(
             "high": ci.high.tolist(),
             "mle": mle.prevalence.tolist(),
         }
+        if q.range is not None:
+            item["mean"] = _mean_item(q.range.low, q.range.high, est, ci, mle)
         notes = []
         outside = outside_unit_interval(q.mechanism, est.prevalence, tally.n)
         if outside.any():
             cats = [c for c, o in zip(q.choice_labels, outside, strict=True) if o]
+            what = (
+                f"the mean outside [{', '.join(q.choice_labels)}]"
+                if q.range is not None
+                else f"estimate outside [0, 1] for {', '.join(cats)}"
+            )
             item["warning"] = (
-                f"estimate outside [0, 1] by more than {FLAG_Z} standard errors for "
-                f"{', '.join(cats)}: check for flooding or respondents not following "
-                "the design"
+                f"{what} by more than {FLAG_Z} standard errors: check for flooding or "
+                "respondents not following the design"
             )
         elif ((est.prevalence < 0) | (est.prevalence > 1)).any():
             notes.append(
@@ -164,6 +174,20 @@ def survey_results(
             item["note"] = "; ".join(notes)
         out["questions"].append(item)
     return out
+
+
+def _mean_item(low: float, high: float, est: Any, ci: Any, mle: Any) -> dict[str, float]:
+    """A numeric question's mean in its units: ``low + (high - low) pi`` for each of the
+    estimate, its standard error, interval and MLE, ``pi`` being the prevalence of
+    ``high`` (see :mod:`deniable.collection.survey`, numeric questions)."""
+    width = high - low
+    return {
+        "estimate": low + width * float(est.prevalence[1]),
+        "std_error": width * float(est.std_error[1]),
+        "low": low + width * float(ci.low[1]),
+        "high": low + width * float(ci.high[1]),
+        "mle": low + width * float(mle.prevalence[1]),
+    }
 
 
 def outside_unit_interval(
@@ -216,6 +240,23 @@ def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[st
     res = survey_results(store, survey, 0.95, pooled)
     rows: list[dict[str, Any]] = []
     for q in res["questions"]:
+        if "range" in q:  # numeric: one row, the mean in the question's units
+            unit = f", {q['unit']}" if q["unit"] else ""
+            rows.append(
+                {
+                    "name": f"{q['text']} (mean in [{', '.join(q['categories'])}]{unit})",
+                    "id": q["id"],
+                    "n": q["n"],
+                    "design": q["design"],
+                    "epsilon": q["epsilon"],
+                    "missing": q.get("missing", 0),
+                    "method": q.get("interval_name", ""),
+                    "numeric": True,
+                    "estimate": None,
+                }
+                | (q["mean"] if q["released"] else {})
+            )
+            continue
         for j, cat in enumerate(q["categories"]):
             if len(q["categories"]) == 2 and j == 0:
                 continue  # binary: show "yes" only
@@ -240,7 +281,7 @@ def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[st
             rows.append(row)
     warnings = [f"{q['id']}: {q['warning']}" for q in res["questions"] if "warning" in q]
     images = []
-    shown = [r for r in rows if r["estimate"] is not None]
+    shown = [r for r in rows if r["estimate"] is not None and not r.get("numeric")]
     if shown:
         fig = headless_figure(figsize=(7, 0.45 * len(shown) + 1.2))
         ax = fig.subplots()

@@ -43,6 +43,15 @@ const deniable = (() => {
     return report;
   }
 
+  /**
+   * The report distribution of a numeric question for z = (v - low) / (high - low) in
+   * [0, 1]: columns[0] and columns[1] are the distributions at low and high, and the
+   * one-bit mechanisms (Duchi et al. 2018; Ding et al. 2017) are linear in z between them.
+   */
+  function numericColumn(columns, z) {
+    return columns[0].map((p0, r) => (1 - z) * p0 + z * columns[1][r]);
+  }
+
   /** n draws for one column (used by the statistical test of this randomizer). */
   function sample(column, n) {
     const out = new Array(column.length).fill(0);
@@ -83,7 +92,7 @@ const deniable = (() => {
     return { message: b64url(prepared), signature: b64url(signature) };
   }
 
-  return { uniform53, drawReport, sample, b64url, fromB64, obtainCredential };
+  return { uniform53, drawReport, numericColumn, sample, b64url, fromB64, obtainCredential };
 })();
 
 (async function page() {
@@ -245,15 +254,34 @@ const deniable = (() => {
     }
 
     const choiceGroup = document.createElement("div");
-    choiceGroup.setAttribute("role", "radiogroup");
-    choiceGroup.setAttribute("aria-label", t("true_answer_label"));
-    const hint = document.createElement("p");
-    hint.className = "risk";
-    hint.textContent = t("true_answer");
-    choiceGroup.appendChild(hint);
-    q.choices.forEach((label, t) => {
-      choiceGroup.appendChild(radio(`truth-${q.id}`, t, label, `truth-${q.id}-${t}`));
-    });
+    const numeric = q.numeric || null;
+    let numberInput = null;
+    if (numeric) {
+      // a number in [low, high]; like a choice, it never leaves this page
+      const label = document.createElement("label");
+      label.htmlFor = `truth-${q.id}`;
+      label.textContent = t("number_label", {
+        low: num(numeric.low), high: num(numeric.high), unit: numeric.unit ? ` ${numeric.unit}` : "",
+      });
+      numberInput = document.createElement("input");
+      Object.assign(numberInput, {
+        type: "number", id: `truth-${q.id}`, name: `truth-${q.id}`, min: String(numeric.low),
+        max: String(numeric.high), step: "any", autocomplete: "off",
+      });
+      numberInput.inputMode = "decimal";
+      choiceGroup.className = "number";
+      choiceGroup.append(label, numberInput);
+    } else {
+      choiceGroup.setAttribute("role", "radiogroup");
+      choiceGroup.setAttribute("aria-label", t("true_answer_label"));
+      const hint = document.createElement("p");
+      hint.className = "risk";
+      hint.textContent = t("true_answer");
+      choiceGroup.appendChild(hint);
+      q.choices.forEach((label, t) => {
+        choiceGroup.appendChild(radio(`truth-${q.id}`, t, label, `truth-${q.id}-${t}`));
+      });
+    }
     fs.appendChild(choiceGroup);
 
     const mode = document.createElement("div");
@@ -307,6 +335,19 @@ const deniable = (() => {
     fs.appendChild(details);
 
     draw.addEventListener("click", () => {
+      if (numeric) {
+        const value = numberInput.value.trim() === "" ? NaN : Number(numberInput.value);
+        if (!Number.isFinite(value) || value < numeric.low || value > numeric.high) {
+          result.hidden = false;
+          result.textContent = t("number_invalid", { low: num(numeric.low), high: num(numeric.high) });
+          return;
+        }
+        const z = (value - numeric.low) / (numeric.high - numeric.low);
+        const column = deniable.numericColumn(q.columns, z);
+        numberInput.value = ""; // the true answer is not kept on the page either
+        setReport(q, deniable.drawReport(column, deniable.uniform53()), t("how_device"));
+        return;
+      }
       const checked = fs.querySelector(`input[name="truth-${q.id}"]:checked`);
       if (!checked) {
         result.hidden = false;
@@ -388,6 +429,12 @@ const deniable = (() => {
       return t("risk_inf", { answers, factor: Math.exp(q.cost).toFixed(2) });
     }
     const factor = Number(q.disclosure.max_odds_factor);
+    if (q.numeric) {
+      return t("risk_numeric", {
+        low: num(q.numeric.low), high: num(q.numeric.high), p_low: pct(q.columns[0][1]),
+        p_high: pct(q.columns[1][1]), factor: factor.toFixed(2), eps: Number(q.epsilon).toFixed(2),
+      });
+    }
     let text = t("risk_odds", { factor: factor.toFixed(2), eps: Number(q.epsilon).toFixed(2) });
     if (q.choices.length === 2) {
       const prior = q.disclosure.prior[1];
@@ -398,6 +445,10 @@ const deniable = (() => {
       text += " " + t("risk_posterior", { prior: pct(prior), answer: q.choices[1], parts: parts.join("; ") });
     }
     return text;
+  }
+
+  function num(x) {
+    return Number(x).toLocaleString(survey.lang || "en");
   }
 
   function radio(name, value, label, id) {

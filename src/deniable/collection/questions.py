@@ -1,0 +1,369 @@
+"""Survey questions: a choice or a number, its design, labels and privacy cost.
+
+See :mod:`deniable.collection.survey` for the survey file and its privacy accounting.
+
+Numeric questions
+-----------------
+A question with a ``range`` asks for a number in ``[low, high]`` and randomizes it with
+a one-bit mechanism: Duchi, Jordan & Wainwright's (2018) ``duchi`` or Ding, Kulkarni &
+Yekhanin's (2017) ``1bitmean`` (the same report distribution: the bit is 1 with
+probability ``(1 + z (e^eps - 1)) / (e^eps + 1)``, ``z = (v - low) / (high - low)``).
+That probability is linear in ``z``, so the report is exactly Warner's (1965) design with
+``p = e^eps / (e^eps + 1)`` applied to ``v`` rounded at random to ``low`` (chance
+``1 - z``) or ``high`` (chance ``z``): :attr:`Question.mechanism` is that Warner design
+over the truths ``[low, high]``, the stored report is its code (0 or 1), the question
+costs ``eps``, and the mean of ``v`` is ``low + (high - low) pi`` with ``pi`` the
+estimated prevalence of ``high`` (:meth:`Question.mean_estimate`). Mechanisms whose
+reports are real numbers (``piecewise``, ``hybrid``) cannot be stored as report codes.
+"""
+
+from __future__ import annotations
+
+from .._extras import require
+
+require("pydantic", "server")
+
+import hashlib
+import json
+import math
+from functools import cached_property
+from typing import Annotated, Any
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from ..estimation.means import MeanEstimate, MeanTally, estimate_mean
+from ..mechanisms.binary import ForcedResponse, UnrelatedQuestion, Warner
+from ..mechanisms.designs import Design, KaryRR, protected_epsilon
+from ..mechanisms.numeric import DuchiMean, OneBitMean
+from ..mechanisms.protocol import check_question_epsilon
+from ..mechanisms.registry import DESIGNS
+from ..planning.disclosure import DisclosureRisk, disclosure_risk
+
+__all__ = [
+    "MAX_CATEGORIES",
+    "MAX_RANGE_BOUND",
+    "NUMERIC_DESIGNS",
+    "SLUG_PATTERN",
+    "DesignChoice",
+    "NumericRange",
+    "Question",
+]
+
+#: Most true answers or report symbols a question may have (bounds every page and
+#: matrix before anything is built).
+MAX_CATEGORIES = 64
+
+#: Mechanisms a numeric question (one with ``range``) may use: one-bit reports.
+NUMERIC_DESIGNS: dict[str, type[DuchiMean] | type[OneBitMean]] = {
+    "duchi": DuchiMean,
+    "1bitmean": OneBitMean,
+}
+#: Largest magnitude of a numeric question's bounds.
+MAX_RANGE_BOUND = 1e12
+
+#: Identifiers of surveys and questions: lower-case letter, then up to 63 of [a-z0-9_-].
+SLUG_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
+Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
+
+
+class DesignChoice(BaseModel):
+    """A named design and its parameters (see :data:`deniable.mechanisms.registry.DESIGNS`,
+    and :data:`NUMERIC_DESIGNS` for a question with a ``range``).
+
+    ``kary-rr`` takes ``k`` from the question's number of choices when not given.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(description="Design name: " + ", ".join(sorted(DESIGNS)))
+    params: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        name = v.strip().lower().replace("_", "-")
+        if name not in DESIGNS and name not in NUMERIC_DESIGNS:
+            real = " (its reports are real numbers, which a survey cannot store as report codes)"
+            raise ValueError(
+                f"unknown design {v!r}{real if name in ('piecewise', 'hybrid') else ''}; "
+                f"allowed: {', '.join(sorted(DESIGNS))}; with a range: "
+                f"{', '.join(NUMERIC_DESIGNS)}"
+            )
+        return name
+
+
+class NumericRange(BaseModel):
+    """The range ``[low, high]`` of a numeric question's answer (finite, ``low < high``,
+    each bound at most :data:`MAX_RANGE_BOUND` in magnitude), and its unit (a label
+    shown beside the input, e.g. "drinks", at most 40 characters)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    low: float = Field(ge=-MAX_RANGE_BOUND, le=MAX_RANGE_BOUND, allow_inf_nan=False)
+    high: float = Field(ge=-MAX_RANGE_BOUND, le=MAX_RANGE_BOUND, allow_inf_nan=False)
+    unit: Annotated[str, StringConstraints(max_length=40, strip_whitespace=True)] = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> NumericRange:
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low:g}) must be below high ({self.high:g})")
+        return self
+
+
+class Question(BaseModel):
+    """One sensitive question.
+
+    Attributes
+    ----------
+    id : str
+        Lower-case slug, unique in the survey.
+    text : str
+        The question as shown to respondents.
+    choices : list of str, optional
+        Labels of the true answers (default the design's, ``["no", "yes"]`` for binary
+        designs); their number must equal the design's number of truths.
+    reports : list of str, optional
+        Labels of the report symbols (default the design's).
+    design : DesignChoice
+    innocuous_question : str, optional
+        The innocuous question of an unrelated-question or crosswise design, shown to
+        respondents who randomize physically.
+    sensitive : list of str, optional
+        The sensitive answers (labels among ``choices``); default every answer except
+        one labelled "no" (every answer if none is).
+    allow_infinite_epsilon : bool
+        Opt in to a one-sided design (infinite epsilon), allowed only when no report can
+        prove a sensitive answer.
+    allow_large_epsilon : bool
+        Opt in to a cost above 5 nats (never above 30).
+    range : NumericRange, optional
+        Makes the question numeric: the respondent enters a number in ``[low, high]``,
+        randomized by ``duchi`` or ``1bitmean`` (``params: {epsilon}``, in nats); no
+        ``choices``, ``reports``, ``sensitive`` or ``innocuous_question``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: Slug
+    text: Text
+    choices: list[Label] | None = Field(default=None, min_length=2, max_length=MAX_CATEGORIES)
+    reports: list[Label] | None = Field(default=None, min_length=2, max_length=MAX_CATEGORIES)
+    design: DesignChoice
+    innocuous_question: Text | None = None
+    sensitive: list[Label] | None = Field(default=None, min_length=1, max_length=MAX_CATEGORIES)
+    allow_infinite_epsilon: bool = False
+    allow_large_epsilon: bool = False
+    range: NumericRange | None = None
+    _design: Design = PrivateAttr()
+    _numeric: DuchiMean | OneBitMean | None = PrivateAttr(default=None)
+    _cost: float = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _build(self) -> Question:
+        numeric = self.design.name in NUMERIC_DESIGNS
+        if self.range is None and numeric:
+            raise ValueError(
+                f"design {self.design.name!r} randomizes a number: give the question a "
+                "range: {low, high}"
+            )
+        if self.range is not None:
+            return self._build_numeric()
+        params: dict[str, Any] = dict(self.design.params)
+        for name in ("k", "draws"):  # sizes are bounded before anything is allocated
+            if name in params and not 1 <= params[name] <= MAX_CATEGORIES:
+                raise ValueError(
+                    f"design.params.{name} must be in 1..{MAX_CATEGORIES}, got {params[name]:g}"
+                )
+        if self.design.name == "kary-rr":
+            if self.choices is None and "k" not in params:
+                raise ValueError("kary-rr needs choices (or params.k)")
+            params.setdefault("k", len(self.choices or []))
+            if not float(params["k"]).is_integer():
+                raise ValueError(f"design.params.k must be a whole number, got {params['k']}")
+            params["k"] = int(params["k"])
+            if self.choices is not None:
+                params["labels"] = tuple(self.choices)
+        if self.design.name == "kuk" and "draws" in params:
+            if not float(params["draws"]).is_integer():
+                raise ValueError(
+                    f"design.params.draws must be a whole number, got {params['draws']}"
+                )
+            params["draws"] = int(params["draws"])
+        try:
+            design = DESIGNS[self.design.name](**params)
+        except TypeError as exc:
+            raise ValueError(f"design.params do not fit {self.design.name!r}: {exc}") from None
+        if self.choices is not None and len(self.choices) != design.n_truths:
+            raise ValueError(
+                f"choices has {len(self.choices)} labels but design {self.design.name!r} "
+                f"has {design.n_truths} true answers"
+            )
+        if self.reports is not None and len(self.reports) != design.n_reports:
+            raise ValueError(
+                f"reports has {len(self.reports)} labels but design {self.design.name!r} "
+                f"has {design.n_reports} report symbols"
+            )
+        if design.requires_opt_in and not self.allow_infinite_epsilon:
+            raise ValueError(
+                f"design {self.design.name!r} has infinite epsilon (one answer is never "
+                "protected); set allow_infinite_epsilon: true to use it"
+            )
+        self._design = design
+        labels = self.choice_labels
+        if self.sensitive is not None:
+            unknown = sorted(set(self.sensitive) - set(labels))
+            if unknown:
+                raise ValueError(f"sensitive names {unknown}, which are not among {labels}")
+        cost = design.epsilon
+        if math.isinf(cost):
+            cost = protected_epsilon(design.matrix, self.sensitive_indices)
+            if math.isinf(cost):
+                raise ValueError(
+                    f"design: a report of {self.design.name!r} with these parameters proves "
+                    f"a sensitive answer ({', '.join(labels[i] for i in self.sensitive_indices)})"
+                    "; no opt-in allows that. Make every report possible under every answer"
+                )
+        check_question_epsilon(cost, "design", self.allow_large_epsilon)
+        self._cost = cost
+        return self
+
+    def _build_numeric(self) -> Question:
+        assert self.range is not None
+        if self.design.name not in NUMERIC_DESIGNS:
+            raise ValueError(
+                f"design: a question with a range needs one of {', '.join(NUMERIC_DESIGNS)}, "
+                f"got {self.design.name!r}"
+            )
+        for name in ("choices", "reports", "sensitive", "innocuous_question"):
+            if getattr(self, name) is not None:
+                raise ValueError(f"{name}: a numeric question (with a range) takes none")
+        extra = sorted(set(self.design.params) - {"epsilon"})
+        if extra or "epsilon" not in self.design.params:
+            raise ValueError(
+                f"design.params of {self.design.name!r} must be exactly {{epsilon}}"
+                + (f"; got {', '.join(extra)}" if extra else "")
+            )
+        eps = self.design.params["epsilon"]
+        if not eps > 0:
+            raise ValueError(f"design.params.epsilon must be > 0 nats, got {eps:g}")
+        check_question_epsilon(eps, "design", self.allow_large_epsilon)
+        cls = NUMERIC_DESIGNS[self.design.name]
+        numeric = cls(eps, low=self.range.low, high=self.range.high)
+        e = math.exp(numeric.epsilon)
+        self._design = Warner(p=e / (e + 1.0))
+        self._numeric = numeric
+        self._cost = numeric.epsilon
+        return self
+
+    @property
+    def numeric(self) -> DuchiMean | OneBitMean | None:
+        """The numeric mechanism of a question with a ``range`` (else ``None``)."""
+        return self._numeric
+
+    def mean_estimate(self, counts: Any) -> MeanEstimate:
+        """Unbiased mean of a numeric question's answers from its report counts.
+
+        Parameters
+        ----------
+        counts : array of int, shape (2,)
+            How many reports were 0 and 1 (a :class:`~deniable.tallies.Tally`'s counts).
+
+        Raises
+        ------
+        ValueError
+            If the question has no ``range``.
+        ReportValidationError
+            If there are no reports.
+        """
+        if self._numeric is None:
+            raise ValueError(f"question {self.id!r} is not numeric (it has no range)")
+        c = np.asarray(counts, dtype=np.float64).reshape(2)
+        y = self._numeric.debias(np.array([0, 1], dtype=np.uint8))
+        tally = MeanTally(int(c.sum()), float(c @ y), float(c @ (y * y)))
+        return estimate_mean(self._numeric, tally)
+
+    @property
+    def sensitive_indices(self) -> list[int]:
+        """Indices of the sensitive true answers (see ``sensitive``)."""
+        labels = self.choice_labels
+        if self.sensitive is not None:
+            return [i for i, label in enumerate(labels) if label in self.sensitive]
+        no = [i for i, label in enumerate(labels) if label.strip().lower() == "no"]
+        return [i for i in range(len(labels)) if i not in no[:1]]
+
+    @property
+    def cost(self) -> float:
+        """Nats this question spends: its epsilon, or for a one-sided design its
+        protected likelihood ratio (always finite, at most 30)."""
+        return self._cost
+
+    @cached_property
+    def content_digest(self) -> str:
+        """SHA-256 (hex) of what the respondent answers and how it is randomized: id,
+        text, answer and report labels, design name and matrix. Equal digests across
+        versions mean the device may reuse its memoized report."""
+        content = {
+            "id": self.id,
+            "text": self.text,
+            "choices": self.choice_labels,
+            "reports": self.report_labels,
+            "design": self.design.name,
+            "matrix": self._design.matrix.round(15).tolist(),
+        }
+        if self.range is not None:  # absent for other questions: their digests are unchanged
+            content["range"] = self.range.model_dump()
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+    @property
+    def mechanism(self) -> Design:
+        """The built :class:`~deniable.mechanisms.Design` (``design``: its name, parameters)."""
+        return self._design
+
+    @property
+    def epsilon(self) -> float:
+        """Epsilon of this question's design, in nats (``inf`` for one-sided designs)."""
+        return self._numeric.epsilon if self._numeric is not None else self._design.epsilon
+
+    @property
+    def choice_labels(self) -> list[str]:
+        """Labels of the true answers (a numeric question's: its bounds, ``[low, high]``)."""
+        if self.range is not None:
+            return [f"{self.range.low:g}", f"{self.range.high:g}"]
+        return list(self.choices or self._design.truth_labels)
+
+    @property
+    def report_labels(self) -> list[str]:
+        """Labels of the report symbols (a numeric question's: ``["0", "1"]``, 1 pointing
+        towards ``high``)."""
+        if self.range is not None:
+            return ["0", "1"]
+        if self.reports is not None:
+            return list(self.reports)
+        same_symbols = KaryRR | Warner | ForcedResponse | UnrelatedQuestion
+        if self.choices is not None and isinstance(self._design, same_symbols):
+            return list(self.choices)
+        return list(self._design.report_labels)
+
+    def prior(self, prior_yes: float) -> NDArray[np.float64]:
+        """The prior over true answers used for this question's disclosure risk.
+
+        Binary questions use ``prior_yes`` (in [0, 1]) on "yes"; questions with k > 2
+        answers use the uniform prior (no category is singled out). Shape ``(k,)``.
+        """
+        k = self._design.n_truths
+        if k == 2:
+            return np.array([1.0 - prior_yes, prior_yes])
+        return np.full(k, 1.0 / k)
+
+    def disclosure_risk(self, prior_yes: float) -> DisclosureRisk:
+        """:func:`~deniable.planning.disclosure_risk` of this question at :meth:`prior`."""
+        return disclosure_risk(self._design, self.prior(prior_yes))

@@ -13,8 +13,12 @@ Parquet directory (setup, not timed), then
   and ``deniable.spark.tally`` on ``spark.read.parquet(dir)`` (a DataFrame through
   ``mapInArrow``: the "frame" column).
 
-In-process times exclude one-off imports and loading the compiled kernels (a warm-up
-tally in memory).
+Every file is read once before it is timed, so times measure the tally with the data
+in the page cache (compute, not the disk: a cold read of OUE's 3.2 GB at 10^8 took 23 s
+here against 8.7 s warm). In-process times exclude one-off imports and loading the
+compiled kernels (a warm-up tally of a small Arrow batch through the same path); Spark's
+exclude the session's start and one warm-up job per mechanism and path. Arrow allocates
+from jemalloc (``ARROW_DEFAULT_MEMORY_POOL``; see below).
 
 Both tallies must be equal. Printed side by side, with the log-log slope of time
 against n (least squares over n >= 10^6, and over every n). Goals (issue 16): slope
@@ -29,6 +33,7 @@ import importlib
 import json
 import math
 import multiprocessing as mp
+import os
 import resource
 import shutil
 import tempfile
@@ -36,6 +41,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+# Arrow's jemalloc pool: mimalloc (the default in this pyarrow) spends its first passes
+# over a large file growing its segments (2.6 s, 1.1 s, 0.48 s for three reads of the same
+# 10^7 OUE reports here, against 0.77 s, 0.36 s, 0.42 s with jemalloc); set before any
+# process starts, so the in-process children and Spark's Python workers inherit it
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 ROOT = Path(__file__).resolve().parent.parent
 CHUNK = 10_000_000  # reports generated and written per file
@@ -65,14 +76,32 @@ def write_reports(spec: str, n: int, folder: Path) -> None:
         pq.write_table(table, folder / f"part-{i:04d}.parquet", row_group_size=1 << 20)
 
 
+def sample_table(mechanism, n: int = 1000):
+    """A small Arrow table of reports (warm-up jobs)."""
+    from deniable.arrow import report_table
+
+    truths = np.arange(n) % mechanism.n_truths
+    return report_table(mechanism, mechanism.randomize(truths, np.random.default_rng(0)))
+
+
+def read_once(folder: Path) -> None:
+    """Read every file of ``folder`` so the timed runs find it in the page cache."""
+    buffer = bytearray(1 << 24)
+    for path in sorted(folder.iterdir()):
+        with path.open("rb", buffering=0) as f:
+            while f.readinto(buffer):
+                pass
+
+
 def in_process(spec: str, folder: str, queue: mp.Queue) -> None:
-    from deniable.arrow import tally_parquet
+    from deniable.arrow import tally_batches, tally_parquet
 
     mechanism = build(spec)
     for name in ("pyarrow.dataset", "pyarrow.parquet"):  # one-off imports are not timed
         importlib.import_module(name)
-    warm = np.arange(100_000) % mechanism.n_truths  # load the compiled kernels (numba)
-    mechanism.tally(mechanism.randomize(warm, np.random.default_rng(0)))
+    # load the compiled kernels (numba) and start Arrow's reader through the same path
+    # as the timed tally
+    tally_batches(mechanism, sample_table(mechanism).to_batches())
     t0 = time.perf_counter()
     tally = tally_parquet(mechanism, folder)
     seconds = time.perf_counter() - t0
@@ -108,12 +137,18 @@ def main() -> None:
         from deniable.spark import local_session
 
         spark = local_session(cores=2)
-        warm = build(specs["OLH k=10^4"])  # start the Python workers, compile the kernels
         from deniable import spark as on_spark
-        from deniable.arrow import report_table
 
-        sample = report_table(warm, warm.randomize(np.arange(1000), np.random.default_rng(0)))
-        on_spark.tally(warm, spark.createDataFrame(sample))
+        for spec in specs.values():  # start every Python worker, compile the kernels
+            import pyarrow.parquet as pq
+
+            warm = build(spec)
+            sample = work / f"warm-{spec.split(':')[0]}"
+            sample.mkdir(parents=True, exist_ok=True)
+            # 16 row groups: tasks for every core, so no worker starts in a timed job
+            pq.write_table(sample_table(warm, 16_000), sample / "part-0000.parquet", 1000)
+            on_spark.tally(warm, spark.read.parquet(str(sample)).repartition(8))
+            on_spark.tally_parquet(warm, spark, str(sample))
     ctx = mp.get_context("spawn")
     results: dict[str, list[dict[str, float]]] = {}
     head = f"{'mechanism':12s} {'n':>12s} {'in process s':>13s} {'peak MB':>8s} {'Spark s':>8s}"
@@ -124,6 +159,7 @@ def main() -> None:
             folder = work / f"{spec.split(':')[0]}-{n}"
             if not folder.exists():
                 write_reports(spec, n, folder)
+            read_once(folder)
             queue = ctx.Queue()
             proc = ctx.Process(target=in_process, args=(spec, str(folder), queue))
             proc.start()

@@ -71,6 +71,28 @@ def wald_interval(
     return est - half, est + half
 
 
+def normal_only_interval(
+    estimate: ArrayLike,
+    std_error: ArrayLike,
+    confidence_level: float,
+    method: str | None,
+    clip: bool = False,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`wald_interval` for results that have only the normal (Wald) interval.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is not ``None`` or ``"normal"``, or the level is outside (0, 1).
+    """
+    if method not in (None, "normal"):
+        raise ValueError(f"method must be 'normal' (the only interval here), got {method!r}")
+    low, high = wald_interval(estimate, std_error, check_confidence_level(confidence_level))
+    if clip:
+        return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+    return low, high
+
+
 def moment_covariance(
     inverse: NDArray[np.float64], shares: NDArray[np.float64], n: int | NDArray[np.float64]
 ) -> NDArray[np.float64]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .common import bonferroni_z, wald_interval
+from .common import bonferroni_z, normal_only_interval
 from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate
 
 if TYPE_CHECKING:
@@ -75,11 +75,10 @@ class HeavyHitters(EstimateResult):
         ValueError
             For another method or a level outside (0, 1).
         """
-        if method not in (None, "normal"):
-            raise ValueError(f"heavy hitters have only 'normal' (Wald) intervals, got {method!r}")
         level = 1.0 - self.alpha if confidence_level is None else confidence_level
-        low, high = wald_interval(self.estimate, self.std_error, level)
-        return ConfidenceInterval(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0))
+        return ConfidenceInterval(
+            *normal_only_interval(self.estimate, self.std_error, level, method, True)
+        )
 
     def summary(self, confidence_level: float | None = None, method: str | None = None) -> str:
         """Plain-text table of the detected values."""

@@ -20,7 +20,7 @@ from ..errors import ReportValidationError
 from ..mechanisms.dbitflip import DBitFlip, DBitFlipReports
 from ..mechanisms.numeric import NumericMechanism
 from ..validation import check_confidence_level
-from .common import z_quantile
+from .common import normal_only_interval
 from .results import ConfidenceInterval, EstimateResult
 
 __all__ = [
@@ -117,16 +117,14 @@ class MeanEstimate(EstimateResult):
         ValueError
             For an unknown method or a confidence level outside (0, 1).
         """
+        if method != "hoeffding":
+            if method not in (None, *MEAN_INTERVAL_METHODS):
+                raise ValueError(f"method must be one of {MEAN_INTERVAL_METHODS}, got {method!r}")
+            low, high = normal_only_interval(self.estimate, self.std_error, confidence_level, None)
+            return ConfidenceInterval(float(low), float(high))
         level = check_confidence_level(confidence_level)
-        method = method or "normal"
-        if method == "normal":
-            half = z_quantile(level) * self.std_error
-        elif method == "hoeffding":
-            lo, hi = self.mechanism.report_bounds
-            n = max(self.n, 1)
-            half = (hi - lo) * math.sqrt(math.log(2 / (1 - level)) / (2 * n))
-        else:
-            raise ValueError(f"method must be one of {MEAN_INTERVAL_METHODS}, got {method!r}")
+        lo, hi = self.mechanism.report_bounds
+        half = (hi - lo) * math.sqrt(math.log(2 / (1 - level)) / (2 * max(self.n, 1)))
         return ConfidenceInterval(self.estimate - half, self.estimate + half)
 
 
@@ -219,11 +217,9 @@ class HistogramEstimate(EstimateResult):
         self, confidence_level: float = 0.95, method: str | None = None
     ) -> ConfidenceInterval:
         """Normal intervals per bucket, arrays of shape (k,) (method must be ``normal``)."""
-        level = check_confidence_level(confidence_level)
-        if (method or "normal") != "normal":
-            raise ValueError(f"method must be 'normal', got {method!r}")
-        half = z_quantile(level) * self.std_error
-        return ConfidenceInterval(self.estimate - half, self.estimate + half)
+        return ConfidenceInterval(
+            *normal_only_interval(self.estimate, self.std_error, confidence_level, method)
+        )
 
 
 def histogram_variance(oracle: DBitFlip, truths: NDArray[np.int64]) -> NDArray[np.float64]:

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from ..errors import ReportValidationError
 from ..mechanisms.prefix import PrefixExtension
 from ..validation import check_probability
-from .common import wald_interval, z_quantile
+from .common import normal_only_interval, z_quantile
 from .results import ConfidenceInterval, EstimateResult
 
 __all__ = ["PrefixHeavyHitters", "find_heavy_hitters"]
@@ -69,10 +69,9 @@ class PrefixHeavyHitters(EstimateResult):
         self, confidence_level: float = 0.95, method: str | None = None
     ) -> ConfidenceInterval:
         """Wald intervals of the values' frequencies, clipped to [0, 1] (``normal`` only)."""
-        if method not in (None, "normal"):
-            raise ValueError(f"method must be 'normal', got {method!r}")
-        low, high = wald_interval(self.estimate, self.std_error, confidence_level)
-        return ConfidenceInterval(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0))
+        return ConfidenceInterval(
+            *normal_only_interval(self.estimate, self.std_error, confidence_level, method, True)
+        )
 
 
 def _estimate_level(

@@ -69,8 +69,12 @@ def olh_support_counts(
 
     ``C[v] = #{i : lo[i] <= ((a[i] v + b[i]) mod 2^64) >> 32 < lo[i] + width[i]}``.
     """
-    blocks = max(1, min(a.shape[0], 8 * numba.get_num_threads()))
-    return np.asarray(_olh_counts(a, b, lo, width, int(k), blocks), dtype=np.int64)
+    return np.asarray(_olh_counts(a, b, lo, width, int(k), _blocks(a.shape[0])), dtype=np.int64)
+
+
+def _blocks(n: int) -> int:
+    """Row blocks for a parallel count: 8 per thread (load balance), at most one per row."""
+    return max(1, min(n, 8 * numba.get_num_threads()))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -482,6 +486,8 @@ def _olh_candidate_counts(
     candidates: NDArray[np.uint64],
     blocks: int,
 ) -> NDArray[np.int64]:
+    # like _olh_counts, but candidates are arbitrary codes: one multiply each instead of
+    # walking consecutive values by addition (which keeps that hot loop cheaper)
     n, k = a.shape[0], candidates.shape[0]
     partial = np.zeros((blocks, k), dtype=np.int64)
     per = (n + blocks - 1) // blocks
@@ -505,6 +511,6 @@ def olh_candidate_counts(
 
     ``C[j] = #{i : lo[i] <= ((a[i] c_j + b[i]) mod 2^64) >> 32 < lo[i] + width[i]}``.
     """
-    blocks = max(1, min(a.shape[0], 8 * numba.get_num_threads()))
     cands = np.ascontiguousarray(candidates, dtype=np.uint64)
-    return np.asarray(_olh_candidate_counts(a, b, lo, width, cands, blocks), dtype=np.int64)
+    counts = _olh_candidate_counts(a, b, lo, width, cands, _blocks(a.shape[0]))
+    return np.asarray(counts, dtype=np.int64)

@@ -17,6 +17,7 @@ from deniable.analysis import (
     power_coefficient,
     power_difference,
     rank_items,
+    sample_size_coefficient,
     sample_size_difference,
     subgroup_prevalence,
 )
@@ -110,3 +111,19 @@ def test_coefficient_power_formula_matches_simulation() -> None:
     with pytest.raises(ValueError, match="term"):
         power_coefficient(*args[:4], "cov.age", 1000)
     assert isinstance(data, pd.DataFrame)
+
+
+def test_sample_size_for_a_coefficient_is_the_smallest_with_the_power() -> None:
+    """sample_size_coefficient inverts power_coefficient's formula exactly: the power is
+    reached at n and not at n - 1; a zero coefficient and a power of 1 are refused."""
+    data = load_rr_survey("rr/nigeria").dropna()
+    design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    args = ("~ cov.asset.index + cov.female", data, design, [-0.5, 0.08, -0.5], "cov.female")
+    for target in (0.5, 0.8, 0.9):
+        n = sample_size_coefficient(*args, power=target)
+        assert power_coefficient(*args, n).power >= target
+        assert power_coefficient(*args, n - 1).power < target
+    with pytest.raises(ValueError, match="no survey size"):
+        sample_size_coefficient(*args[:3], [-0.5, 0.08, 0.0], "cov.female")
+    with pytest.raises(ValueError, match="power"):
+        sample_size_coefficient(*args, power=1.0)

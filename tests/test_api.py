@@ -136,14 +136,15 @@ async def test_results_page_with_an_estimate_outside_its_clipped_interval(client
     assert drugs["prevalence"][1] == pytest.approx(-0.5)
     assert drugs["low"][1] == 0.0
     assert drugs["mle"][1] == pytest.approx(0.0, abs=1e-6) and min(drugs["mle"]) >= 0
-    assert drugs["interval_method"] == "wilson" and "Wilson" in drugs["interval_name"]
+    assert drugs["interval_method"] == "feldman_cousins"
+    assert "Feldman-Cousins" in drugs["interval_name"] and drugs["high"][1] > 0.5
     # -0.5, and the standard error at prevalence 0 is 0.5: within 3.29 of them, not flagged
     assert "warning" not in drugs
     assert "outside [0, 1] within sampling error" in drugs["note"]
     assert "standard error of 0" in drugs["note"]
     page = await client.get("/surveys/health/results", headers=AUTH)
     assert page.status_code == 200 and "data:image/png;base64," in page.text
-    assert "Wilson score interval" in page.text and "constrained (MLE)" in page.text
+    assert "Feldman-Cousins unified interval" in page.text and "constrained (MLE)" in page.text
 
 
 async def test_an_estimate_far_outside_the_unit_interval_is_flagged(client):

@@ -474,7 +474,7 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     page.get_by_role("button", name="Log in").click()
     page.get_by_text("Have you been harassed at work this year?").first.wait_for()
     body = page.inner_text("body")
-    assert "Wilson score interval" in body and "constrained (MLE)" in body
+    assert "Feldman-Cousins unified interval" in body and "constrained (MLE)" in body
     assert "400 responses to this version" in body
     _screenshot(page, "dashboard", tmp_path)
     for fmt in ("csv", "wide", "parquet", "sav", "dta", "survey"):

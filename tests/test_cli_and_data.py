@@ -90,7 +90,7 @@ def test_simulate_kary_and_csv_population(tmp_path):
     assert result.exit_code == 0, result.output
     assert "true rate" in result.output
     result = runner.invoke(app, ["analyze", str(out), "--design", "kary-rr:k=3,epsilon=1"])
-    assert result.exit_code == 0 and "wilson" in result.output
+    assert result.exit_code == 0 and "feldman_cousins" in result.output
 
 
 @pytest.mark.parametrize(

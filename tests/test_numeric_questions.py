@@ -114,7 +114,7 @@ def test_respondent_view_of_a_numeric_question():
     assert view["questions"][0]["numeric"] is None
 
 
-def _wilson_table(q, n):
+def _interval_table(q, n):
     """The mapped interval for every possible count of 1-reports, k = 0..n."""
     lows, highs, means = (np.empty(n + 1) for _ in range(3))
     for k in range(n + 1):
@@ -128,17 +128,15 @@ def _wilson_table(q, n):
 def test_exact_coverage_of_the_mean_interval_at_and_near_the_bounds(n):
     """Exact coverage (binomial enumeration, no simulation error) of the 95% interval for
     a population answering one value v, at v = low, near it, inside, near high and high.
-    The default interval is Wilson's on the report share, whose coverage oscillates
-    below nominal (Brown, Cai & DasGupta 2001): at least 0.93 for n >= 30 and 0.94 for
-    n >= 100, and at least nominal at the bounds themselves."""
+    The default interval (Feldman & Cousins 1998) is a Neyman construction: at least
+    0.95 at every value, up to its bisection's tolerance."""
     q = numeric_survey().question("overtime")
-    lows, highs, _ = _wilson_table(q, n)
+    lows, highs, _ = _interval_table(q, n)
     for share in (0.0, 0.01, 0.05, 0.3, 0.5, 0.95, 0.99, 1.0):
         lam = q.mechanism.matrix[1] @ np.array([1 - share, share])
         pmf = stats.binom.pmf(np.arange(n + 1), n, lam)
         covered = pmf[(lows <= share + 1e-12) & (highs >= share - 1e-12)].sum()
-        floor = 0.95 if share in (0.0, 1.0) else (0.94 if n >= 100 else 0.93)
-        assert covered >= floor, (n, share, covered)
+        assert covered >= 0.95 - 1e-9, (n, share, covered)
 
 
 def test_unbiased_mean_and_coverage_for_a_varied_population(rng):
@@ -152,7 +150,7 @@ def test_unbiased_mean_and_coverage_for_a_varied_population(rng):
     values = np.where(rng.random((surveys, n)) < 0.7, 0.0, rng.uniform(LOW, HIGH, (surveys, n)))
     bits = q.numeric.randomize(values.ravel(), rng).reshape(surveys, n)
     k = bits.sum(axis=1)
-    lows, highs, means = _wilson_table(q, n)
+    lows, highs, means = _interval_table(q, n)
     width = HIGH - LOW
     truth = values.mean(axis=1)
     estimates = LOW + width * means[k]

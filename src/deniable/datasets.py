@@ -75,6 +75,7 @@ RR_SURVEYS = {
     "RRTCS/WarnerData": "RRTCS/WarnerData.csv",
     "GLMMRR/Plagiarism": "GLMMRR/Plagiarism.csv",
     "GLMMRR/MTURK": "GLMMRR/MTURK.csv.gz",
+    "GLMMRR/ETHBE": "GLMMRR/ETHBE.csv.gz",
 }
 
 

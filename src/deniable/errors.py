@@ -26,6 +26,7 @@ __all__ = [
     "CredentialError",
     "CredentialRejectedError",
     "DeniableError",
+    "IntervalCoverageWarning",
     "InvitationError",
     "InvitationUsedError",
     "PrivacyWarning",
@@ -94,6 +95,11 @@ class CredentialRejectedError(InvitationError):
 
 class CredentialError(DeniableError, ValueError):
     """A blinded message, blind signature or credential is malformed (RFC 9474 sizes)."""
+
+
+class IntervalCoverageWarning(UserWarning):
+    """An interval method asked for where its exact coverage was measured below 94%
+    (docs/coverage.md): small samples near the boundary."""
 
 
 class PrivacyWarning(UserWarning):

@@ -23,7 +23,14 @@ from .channels import (
 )
 from .complex import Revision, SurveyEstimate, survey_estimate
 from .fairness import ParityResult, adult_parity_audit, statistical_parity
-from .power import PowerResult, power_coefficient, power_difference, sample_size_difference
+from .mixed import designs_by_row, glmmrr_design
+from .power import (
+    PowerResult,
+    power_coefficient,
+    power_difference,
+    sample_size_coefficient,
+    sample_size_difference,
+)
 from .predictor import RRPredictorResult, rr_predictor
 from .prevalence import ChannelEstimate, closed_form, estimate_channel
 from .ratings import RankingResult, rank_items
@@ -50,12 +57,15 @@ __all__ = [
     "WithDirectQuestioning",
     "adult_parity_audit",
     "closed_form",
+    "designs_by_row",
     "estimate_channel",
+    "glmmrr_design",
     "power_coefficient",
     "power_difference",
     "rank_items",
     "rr_logit",
     "rr_predictor",
+    "sample_size_coefficient",
     "sample_size_difference",
     "statistical_parity",
     "subgroup_prevalence",

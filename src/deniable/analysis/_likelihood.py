@@ -106,6 +106,38 @@ def scores(
     return np.hstack(cols)
 
 
+def expected_information(
+    beta: Array,
+    theta: Array,
+    X: Array,
+    groups: NDArray[np.intp],
+    channel: Channel,
+    weights: Array | None,
+) -> Array:
+    """Expected (Fisher) information, shape (p + q, p + q).
+
+    ``sum_i w_i sum_r g_ir g_ir^T / L_ir`` with ``L_ir = A[g_i, r] + B[g_i, r] s_i`` the
+    chance of report ``r`` and ``g_ir`` its gradient: ``B[g_i, r] s_i (1 - s_i) x_i``
+    for beta, ``dA[:, g_i, r] + dB[:, g_i, r] s_i`` for theta (the expectation over the
+    reports of the outer product of the scores; GLMMRR's default).
+    """
+    A, B, dA, dB = channel.coefficients(theta)
+    s = expit(X @ beta)
+    ds = s * (1.0 - s)
+    w = np.ones_like(s) if weights is None else weights
+    p, q = X.shape[1], theta.size
+    info = np.zeros((p + q, p + q))
+    for r in range(A.shape[1]):
+        L = A[groups, r] + B[groups, r] * s
+        ok = L > 0
+        grad = np.hstack(
+            [X * (B[groups, r] * ds)[:, None], (dA[:, groups, r] + dB[:, groups, r] * s).T]
+        )
+        weight = np.where(ok, w / np.where(ok, L, 1.0), 0.0)
+        info += (grad * weight[:, None]).T @ grad
+    return info
+
+
 def start_beta(
     X: Array,
     groups: NDArray[np.intp],
@@ -157,6 +189,9 @@ def fit(
         # a start outside the support (a report impossible at this theta): move theta
         theta = np.clip(theta, lo, hi)
         ll, grad, hess = loglik(beta, theta, X, groups, reports, channel, weights)
+    if not np.isfinite(ll):  # a start that makes some report impossible: no fit from it
+        size = X.shape[1] + theta.size
+        return Fit(beta, theta, -np.inf, np.zeros((size, size)), 0, False)
     converged = False
     iterations = 0
     scale = max(1.0, float(len(reports) if weights is None else weights.sum()))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 from scipy.special import expit
 
@@ -33,7 +33,13 @@ from ._formula import model_frame
 from .channels import KnownChannel
 from .regression import fit_result
 
-__all__ = ["PowerResult", "power_coefficient", "power_difference", "sample_size_difference"]
+__all__ = [
+    "PowerResult",
+    "power_coefficient",
+    "power_difference",
+    "sample_size_coefficient",
+    "sample_size_difference",
+]
 
 
 @dataclass(frozen=True)
@@ -144,6 +150,82 @@ def sample_size_difference(
     return n
 
 
+def _unit_standard_error(
+    X: NDArray[np.float64], beta: NDArray[np.float64], design: Design, j: int
+) -> float:
+    """Standard error of coefficient ``j`` for one respondent drawn from the rows of
+    ``X``: the square root of the ``j``-th diagonal entry of the inverse expected
+    information per respondent (divide by sqrt(n) for n respondents)."""
+    P = design.matrix
+    s = expit(X @ beta)
+    ds = s * (1 - s)
+    info = np.zeros((X.shape[1], X.shape[1]))
+    for r in range(design.n_reports):
+        lam = P[r, 0] + (P[r, 1] - P[r, 0]) * s
+        w = np.where(lam > 0, ((P[r, 1] - P[r, 0]) * ds) ** 2 / np.where(lam > 0, lam, 1), 0)
+        info += (X * w[:, None]).T @ X
+    info /= X.shape[0]
+    return math.sqrt(np.linalg.inv(info)[j, j])
+
+
+def sample_size_coefficient(
+    formula: str,
+    data: pd.DataFrame,
+    design: Design,
+    coefficients: ArrayLike,
+    term: str,
+    power: float = 0.8,
+    *,
+    confidence_level: float = 0.95,
+) -> int:
+    """Smallest survey size at which :func:`power_coefficient` (``method="formula"``)
+    reaches ``power`` for the Wald test that ``term``'s coefficient is zero.
+
+    The standard error falls as ``se_1 / sqrt(n)`` (expected information per
+    respondent over the covariate rows of ``data``), so power is increasing in n and the
+    answer is found exactly by search from the one-tailed closed form
+    ``((z_{1 - alpha/2} + z_power) se_1 / |beta|)^2``.
+
+    Parameters
+    ----------
+    formula, data, design, coefficients, term, confidence_level
+        As for :func:`power_coefficient`.
+    power : float in (0, 1), default 0.8
+
+    Raises
+    ------
+    ValueError
+        For a power outside (0, 1), a zero coefficient (no n has power), or the errors
+        of :func:`power_coefficient`.
+    """
+    target = check_probability("power", power)
+    if not 0 < target < 1:
+        raise ValueError(f"power must be in (0, 1), got {power}")
+    beta = np.asarray(coefficients, dtype=np.float64)
+    rhs = formula.split("~", 1)[1] if "~" in formula else formula
+    frame = model_frame(f"__y ~ {rhs}", data.assign(__y=0.0))
+    if term not in frame.terms:
+        raise ValueError(f"term {term!r} is not in the model; terms: {frame.terms}")
+    if beta.shape != (len(frame.terms),):
+        raise ValueError(f"coefficients must hold {len(frame.terms)} values for {frame.terms}")
+    j = frame.terms.index(term)
+    if beta[j] == 0:
+        raise ValueError(f"the coefficient of {term!r} is 0: no survey size gives power")
+    se1 = _unit_standard_error(frame.X, beta, design, j)
+    z = z_quantile(check_confidence_level(confidence_level))
+
+    def reached(n: int) -> bool:
+        shift = abs(beta[j]) * math.sqrt(n) / se1
+        return bool(stats.norm.cdf(shift - z) + stats.norm.cdf(-shift - z) >= target)
+
+    n = max(2, math.ceil(((z + stats.norm.ppf(target)) * se1 / abs(beta[j])) ** 2))
+    while not reached(n):
+        n += 1
+    while n > 2 and reached(n - 1):
+        n -= 1
+    return int(n)
+
+
 def power_coefficient(
     formula: str,
     data: pd.DataFrame,
@@ -198,17 +280,7 @@ def power_coefficient(
     z = z_quantile(level)
     channel = KnownChannel(design)
     if method == "formula":
-        P = design.matrix
-        s = expit(X @ beta)
-        ds = s * (1 - s)
-        info = np.zeros((X.shape[1], X.shape[1]))
-        for r in range(design.n_reports):
-            lam = P[r, 0] + (P[r, 1] - P[r, 0]) * s
-            w = np.where(lam > 0, ((P[r, 1] - P[r, 0]) * ds) ** 2 / np.where(lam > 0, lam, 1), 0)
-            info += (X * w[:, None]).T @ X
-        info /= X.shape[0]
-        se = math.sqrt(np.linalg.inv(info)[j, j] / size)
-        shift = abs(beta[j]) / se
+        shift = abs(beta[j]) / (_unit_standard_error(X, beta, design, j) / math.sqrt(size))
         power = float(stats.norm.cdf(shift - z) + stats.norm.cdf(-shift - z))
         return PowerResult(power, "formula")
     rng = np.random.default_rng(0) if rng is None else rng

@@ -13,7 +13,7 @@ are matched exactly; :func:`closed_form` gives that solution.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,9 @@ class ChannelEstimate(CoefficientsMixin):
     counts : pandas.DataFrame
         Report counts, one row per group, one column per report symbol.
     channel : Channel
+    start_llf : ndarray of float64
+        Log-likelihood reached from each start (the default, then a 3-point grid over
+        ``pi`` and each channel parameter); :attr:`llf` is their maximum.
     """
 
     params: pd.Series
@@ -58,6 +61,14 @@ class ChannelEstimate(CoefficientsMixin):
     llf: float
     counts: pd.DataFrame
     channel: Channel
+    start_llf: Array = field(default_factory=lambda: np.empty(0), repr=False)
+
+    @property
+    def starts_disagree(self) -> bool:
+        """Whether fits from different starts ended more than 1e-6 apart in
+        log-likelihood (the best is reported)."""
+        finite = self.start_llf[np.isfinite(self.start_llf)]
+        return bool(finite.size > 1 and finite.max() - finite.min() > 1e-6)
 
     @property
     def nobs(self) -> int:
@@ -172,8 +183,15 @@ def estimate_channel(
     channel = as_channel(channel)
     c = _counts(channel, reports, groups)
     bounds = [(0.0, 1.0), *channel.bounds]
-    starts = [np.concatenate([[pi0], channel.start()]) for pi0 in (0.1, 0.5, 0.9)]
+    # a grid over pi and every channel parameter: the likelihood can be multimodal
+    lo = np.array([b[0] for b in channel.bounds])
+    hi = np.array([b[1] for b in channel.bounds])
+    grid = np.meshgrid(*[np.array([0.1, 0.5, 0.9])] * (1 + lo.size), indexing="ij")
+    fractions = np.stack([g.ravel() for g in grid], axis=1)
+    starts = [np.concatenate([[f[0]], lo + f[1:] * (hi - lo)]) for f in fractions]
+    starts.insert(0, np.concatenate([[0.5], channel.start()]))
     best = None
+    start_llf = []
     constrained = channel.shares_sum_at_most_one  # pi + parameter <= 1 (one population)
     for x0 in starts:
         res = optimize.minimize(
@@ -192,6 +210,7 @@ def estimate_channel(
             if constrained
             else {"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
         )
+        start_llf.append(-float(res.fun))
         if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
             best = res
     if best is None:
@@ -209,6 +228,7 @@ def estimate_channel(
         llf=-float(best.fun),
         counts=counts,
         channel=channel,
+        start_llf=np.asarray(start_llf),
     )
 
 

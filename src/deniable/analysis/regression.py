@@ -25,7 +25,7 @@ from scipy.special import expit
 
 from ..mechanisms.designs import Design
 from ._formula import model_frame
-from ._likelihood import fit, scores
+from ._likelihood import expected_information, fit, scores, start_beta
 from ._results import (
     CoefficientsMixin,
     TestResult,
@@ -89,6 +89,10 @@ class RRLogitResult(CoefficientsMixin):
     iterations : int
     formula : str
     channel : Channel
+    start_llf : ndarray of float64
+        The log-likelihood each start ended at (one start for a known channel; for
+        unknown channel parameters the default, a grid and seeded random starts:
+        :attr:`llf` is their maximum; see :attr:`starts_disagree`).
     """
 
     params: pd.Series
@@ -104,6 +108,14 @@ class RRLogitResult(CoefficientsMixin):
     reports: NDArray[np.intp] = field(repr=False)
     weights: Array | None = field(repr=False)
     model_spec: Any = field(repr=False)
+    start_llf: Array = field(default_factory=lambda: np.empty(0), repr=False)
+
+    @property
+    def starts_disagree(self) -> bool:
+        """Whether fits from different starts ended at log-likelihoods more than 1e-6
+        apart (a multimodal likelihood; the best one is reported)."""
+        finite = self.start_llf[np.isfinite(self.start_llf)]
+        return bool(finite.size > 1 and finite.max() - finite.min() > 1e-6)
 
     @property
     def n_coefficients(self) -> int:
@@ -179,6 +191,72 @@ class RRLogitResult(CoefficientsMixin):
         beta = self.params.to_numpy()[: self.n_coefficients]
         return np.asarray(expit(self._design_matrix(data) @ beta))
 
+    def report_probabilities(self) -> Array:
+        """Fitted chance of each report for each row of the fit, shape (n, m), float64:
+        ``A[g_i, r] + B[g_i, r] sigmoid(x_i beta)`` at the estimated channel parameters."""
+        p = self.n_coefficients
+        theta = self.params.to_numpy()[p:]
+        A, B, _, _ = self.channel.coefficients(theta)
+        s = expit(self.X @ self.params.to_numpy()[:p])
+        return np.asarray(A[self.groups] + B[self.groups] * s[:, None])
+
+    def gof(self, groups: int = 10) -> dict[str, TestResult]:
+        """Goodness of fit of the model to the reports (as GLMMRR's ``RRglmGOF``).
+
+        Fitted report chances ``lam_i`` (:meth:`report_probabilities`) against the
+        reports, for yes/no reports:
+
+        * ``hosmer_lemeshow``: rows split into ``groups`` groups of near-equal size by
+          ``lam_i``; ``sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g))`` on ``groups - 2``
+          degrees of freedom (Hosmer & Lemeshow 1980);
+        * ``pearson`` and ``deviance``: over the distinct covariate-and-group patterns
+          ``j`` (``n_j`` rows, ``y_j`` "yes" reports), ``sum (y_j - n_j lam_j)^2 /
+          (n_j lam_j (1 - lam_j))`` and ``2 sum [y log(y / (n lam)) + (n - y)
+          log((n - y) / (n (1 - lam)))]`` on ``J - p - q`` degrees of freedom (valid
+          when each pattern has many rows; with continuous covariates use the
+          Hosmer-Lemeshow test).
+
+        Frequency weights are not supported here.
+
+        Raises
+        ------
+        ValueError
+            For reports that are not yes/no, weights, fewer than 3 groups, or no degrees
+            of freedom left.
+        """
+        if self.channel.n_reports != 2:
+            raise ValueError("goodness of fit needs yes/no reports")
+        if self.weights is not None:
+            raise ValueError("goodness of fit is not defined here for weighted fits")
+        if not 3 <= groups <= len(self.reports):
+            raise ValueError(f"groups must be in 3..{len(self.reports)}, got {groups}")
+        lam = self.report_probabilities()[:, 1]
+        y = (self.reports == 1).astype(np.float64)
+        order = np.argsort(lam, kind="stable")
+        hl = 0.0
+        for part in np.array_split(order, groups):
+            observed, expected = y[part].sum(), lam[part].sum()
+            hl += (observed - expected) ** 2 / (expected * (1 - expected / part.size))
+        out = {"hosmer_lemeshow": _chi2(hl, groups - 2, "Hosmer-Lemeshow")}
+        patterns = np.column_stack([self.X, self.groups])
+        _, index = np.unique(patterns, axis=0, return_inverse=True)
+        n_j = np.bincount(index).astype(np.float64)
+        y_j = np.bincount(index, weights=y)
+        lam_j = np.bincount(index, weights=lam) / n_j
+        df = n_j.size - self.df_model
+        if df >= 1:
+            pearson = float(np.sum((y_j - n_j * lam_j) ** 2 / (n_j * lam_j * (1 - lam_j))))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dev = 2 * np.sum(
+                    np.where(y_j > 0, y_j * np.log(y_j / (n_j * lam_j)), 0.0)
+                    + np.where(
+                        y_j < n_j, (n_j - y_j) * np.log((n_j - y_j) / (n_j * (1 - lam_j))), 0.0
+                    )
+                )
+            out["pearson"] = _chi2(pearson, df, "Pearson")
+            out["deviance"] = _chi2(float(dev), df, "deviance")
+        return out
+
     def predicted_prevalence(self, data: pd.DataFrame | None = None) -> PredictedPrevalence:
         """Average predicted prevalence over ``data`` (default the fitted rows).
 
@@ -202,7 +280,14 @@ class RRLogitResult(CoefficientsMixin):
             f"AIC: {self.aic:.2f}   converged: {self.converged} ({self.iterations} iterations)",
             "",
         ]
-        return "\n".join(head) + coefficient_table(self, confidence_level)
+        note = ""
+        if self.starts_disagree:
+            finite = self.start_llf[np.isfinite(self.start_llf)]
+            note = (
+                f"\nNote: fits from {finite.size} starts ended at log-likelihoods from "
+                f"{finite.min():.4f} to {finite.max():.4f}; the best is reported."
+            )
+        return "\n".join(head) + coefficient_table(self, confidence_level) + note
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary."""
@@ -243,10 +328,31 @@ def fit_result(
     result = fit(
         X, groups, reports, channel, weights, beta0=beta0, theta0=theta0, max_iter=max_iter
     )
+    start_llf = [result.llf]
+    if start is None and channel.param_names:
+        # unknown channel parameters make the likelihood multimodal: refit from a grid
+        # over them (each with its own intercept start) and random starts; keep the best
+        for beta_s, theta_s in _extra_starts(X, groups, reports, channel, weights):
+            other = fit(
+                X,
+                groups,
+                reports,
+                channel,
+                weights,
+                beta0=beta_s,
+                theta0=theta_s,
+                max_iter=max_iter,
+            )
+            start_llf.append(other.llf)
+            if np.isfinite(other.llf) and other.llf > result.llf:
+                result = other
     if information == "opg":
         S = scores(result.beta, result.theta, X, groups, reports, channel)
         w = np.ones(len(reports)) if weights is None else weights
         covariance = observed_covariance(-(S * w[:, None]).T @ S)
+    elif information == "expected":
+        info = expected_information(result.beta, result.theta, X, groups, channel, weights)
+        covariance = observed_covariance(-info)
     else:
         covariance = observed_covariance(result.hessian)
     names = [*terms, *channel.param_names]
@@ -264,7 +370,46 @@ def fit_result(
         reports=reports,
         weights=weights,
         model_spec=model_spec,
+        start_llf=np.asarray(start_llf),
     )
+
+
+def _chi2(statistic: float, df: int, name: str) -> TestResult:
+    return TestResult(float(statistic), int(df), float(stats.chi2.sf(statistic, df)), name=name)
+
+
+#: Where standard errors come from (see :func:`rr_logit`).
+INFORMATION = ("observed", "opg", "expected")
+#: Random starts beside the grid, for channels with unknown parameters.
+RANDOM_STARTS = 8
+#: Grid points per unknown channel parameter (fractions of its range).
+GRID_FRACTIONS = (0.1, 0.5, 0.9)
+
+
+def _extra_starts(
+    X: Array,
+    groups: NDArray[np.intp],
+    reports: NDArray[np.intp],
+    channel: Channel,
+    weights: Array | None,
+) -> list[tuple[Array, Array]]:
+    """Starting points besides the default: every point of a grid over the channel's
+    parameters (:data:`GRID_FRACTIONS` of each range), then :data:`RANDOM_STARTS` seeded
+    random ones with random slopes; each intercept from :func:`start_beta`."""
+    lo = np.array([b[0] for b in channel.bounds])
+    hi = np.array([b[1] for b in channel.bounds])
+    grids = np.meshgrid(*[np.array(GRID_FRACTIONS)] * lo.size, indexing="ij")
+    fractions = np.stack([g.ravel() for g in grids], axis=1)
+    rng = np.random.default_rng(20261123)  # fixed: a refit gives the same answer
+    fractions = np.vstack([fractions, rng.uniform(0.05, 0.95, (RANDOM_STARTS, lo.size))])
+    out = []
+    for i, f in enumerate(fractions):
+        theta = lo + f * (hi - lo)
+        beta = start_beta(X, groups, reports, channel, theta, weights)
+        if i >= len(fractions) - RANDOM_STARTS:
+            beta = beta + rng.normal(0.0, 0.5, beta.size) * (beta == 0)
+        out.append((beta, theta))
+    return out
 
 
 def report_codes(y: ArrayLike, n_reports: int, name: str) -> NDArray[np.intp]:
@@ -315,10 +460,11 @@ def rr_logit(
         Starting values (coefficients, then channel parameters).
     max_iter : int, default 200
         Newton iterations at most.
-    information : {"observed", "opg"}, default "observed"
+    information : {"observed", "opg", "expected"}, default "observed"
         Standard errors from the observed information (the Hessian; as
-        ``RRreg::RRlog`` and ``rr::rrreg(optim = TRUE)``) or from the outer product of
-        the per-row scores (BHHH; the default of ``rr::rrreg``). Both are consistent;
+        ``RRreg::RRlog`` and ``rr::rrreg(optim = TRUE)``), from the outer product of
+        the per-row scores (BHHH; the default of ``rr::rrreg``), or from the expected
+        (Fisher) information at the estimate (GLMMRR's default). All are consistent;
         they differ in finite samples.
 
     Returns
@@ -342,8 +488,8 @@ def rr_logit(
     >>> fit.nobs, bool(fit.converged)
     (2435, True)
     """
-    if information not in ("observed", "opg"):
-        raise ValueError(f"information must be 'observed' or 'opg', got {information!r}")
+    if information not in INFORMATION:
+        raise ValueError(f"information must be one of {INFORMATION}, got {information!r}")
     channel = as_channel(design)
     frame = model_frame(formula, data)
     reports = report_codes(frame.y, channel.n_reports, frame.response)

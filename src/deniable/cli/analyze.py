@@ -202,7 +202,10 @@ def analyze(
     ] = "moment",
     interval: Annotated[
         list[str] | None,
-        typer.Option(help=f"Interval method(s), repeatable: {', '.join(INTERVAL_METHODS)}."),
+        typer.Option(
+            help=f"Interval method(s), repeatable: {', '.join(INTERVAL_METHODS)} "
+            "(default: the estimate's, feldman_cousins for binary designs and k-ary RR)."
+        ),
     ] = None,
     confidence_level: Annotated[float, typer.Option(help="Confidence level in (0, 1).")] = 0.95,
     labels: Annotated[
@@ -390,9 +393,9 @@ def _analyze_codes(
     confidence_level: float,
     as_json: bool,
 ) -> None:
-    intervals = tuple(interval or ["normal", "wilson"])
     try:
         est = estimate(d, values, method=method)
+        intervals = tuple(interval or [est.default_interval_method])
         payload = est.to_dict(confidence_level, intervals)
     except (ValueError, DeniableError) as exc:
         raise fail(str(exc)) from None
@@ -413,6 +416,8 @@ def _analyze_codes(
         ]
         table.add_row(label, f"{est.prevalence[j]:.4f}", f"{est.std_error[j]:.4f}", *cells)
     console.print(table)
+    for warning in est.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
 
 
 def _analyze_formula(

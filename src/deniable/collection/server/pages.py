@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from ...estimation.common import moment_covariance
 from ...estimation.estimators import estimate
+from ...estimation.results import FLAG_Z
 from ...mechanisms.designs import Design
 from ...planning.plots import headless_figure
 from ...tallies import Tally
@@ -50,11 +51,6 @@ PAGE_HEADERS = {
     "Content-Security-Policy": CSP.replace("form-action 'self'", "form-action 'none'"),
 }
 
-#: An unbiased estimate further than this many standard errors outside [0, 1] is
-#: flagged (two-sided 0.1% under the normal approximation): a sign of flooding, of
-#: respondents not following the design, or of a design other than the one published.
-FLAG_Z = 3.29
-
 _TEMPLATES = Environment(
     loader=PackageLoader("deniable.collection.server", "templates"),
     autoescape=select_autoescape(["html"]),
@@ -64,12 +60,17 @@ _TEMPLATES = Environment(
 
 #: How each interval method is named to readers of the results.
 INTERVAL_NAMES = {
+    "feldman_cousins": (
+        "Feldman-Cousins unified interval for the report share, mapped through the design "
+        "(Feldman & Cousins 1998; never narrower at 0 or 1 than for the count that "
+        "prevalence predicts): covers at least 95% at every prevalence"
+    ),
     "wilson": "Wilson score interval for the report share, mapped through the design (Wilson 1927)",
     "normal": "Wald interval from the exact variance of the unbiased estimator",
     "agresti_coull": "Agresti-Coull interval for the report share, mapped through the design",
     "beta": "Clopper-Pearson interval for the report share, mapped through the design",
     "jeffreys": "Jeffreys interval for the report share, mapped through the design",
-    "bayes": "Bayesian credible interval",
+    "bayes": "Bayesian highest-posterior-density credible interval",
 }
 
 

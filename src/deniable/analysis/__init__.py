@@ -22,7 +22,9 @@ from .channels import (
     WithDirectQuestioning,
 )
 from .complex import Revision, SurveyEstimate, survey_estimate
+from .correlation import CorrelationResult, rr_correlation
 from .fairness import ParityResult, adult_parity_audit, statistical_parity
+from .linear import RRLinearResult, rr_linear
 from .mixed import designs_by_row, glmmrr_design
 from .power import (
     PowerResult,
@@ -42,10 +44,12 @@ __all__ = [
     "ChannelEstimate",
     "CheatingDetection",
     "Contrast",
+    "CorrelationResult",
     "KnownChannel",
     "ParityResult",
     "PowerResult",
     "PredictedPrevalence",
+    "RRLinearResult",
     "RRLogitResult",
     "RRPredictorResult",
     "RankingResult",
@@ -63,6 +67,8 @@ __all__ = [
     "power_coefficient",
     "power_difference",
     "rank_items",
+    "rr_correlation",
+    "rr_linear",
     "rr_logit",
     "rr_predictor",
     "sample_size_coefficient",

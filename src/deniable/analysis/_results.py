@@ -15,6 +15,7 @@ from ..estimation.results import ConfidenceInterval, EstimateResult
 
 __all__ = [
     "CoefficientsMixin",
+    "LikelihoodFit",
     "TestResult",
     "WaldResult",
     "coefficient_table",
@@ -180,3 +181,40 @@ def coefficient_table(result: CoefficientsMixin, confidence_level: float = 0.95)
             f"{ci.loc[term, 'lower']:10.4f} {ci.loc[term, 'upper']:10.4f}"
         )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class LikelihoodFit(CoefficientsMixin):
+    """A model fitted by maximum likelihood: coefficients, covariance, fit statistics.
+
+    Attributes
+    ----------
+    params : pandas.Series
+        Estimates indexed by term.
+    covariance : ndarray, shape (k, k)
+        Inverse observed information.
+    llf : float
+        Maximised log-likelihood.
+    nobs : int
+    converged : bool
+    formula : str
+    """
+
+    params: pd.Series
+    covariance: NDArray[np.float64]
+    llf: float
+    nobs: int
+    converged: bool
+    formula: str
+
+    def _summary(self, title: str, confidence_level: float, *lines: str) -> str:
+        """Title, formula, extra lines, fit statistics, then the coefficient table."""
+        head = [
+            title,
+            f"Formula: {self.formula}",
+            *lines,
+            f"No. observations: {self.nobs}   Log-likelihood: {self.llf:.4f}   "
+            f"converged: {self.converged}",
+            "",
+        ]
+        return "\n".join(head) + coefficient_table(self, confidence_level)

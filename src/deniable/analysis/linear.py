@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from ..mechanisms.designs import Design
 from ._formula import model_frame
-from ._results import CoefficientsMixin, coefficient_table, observed_covariance
+from ._results import LikelihoodFit, normal_only, observed_covariance
 
 __all__ = ["RRLinearResult", "rr_linear"]
 
@@ -37,7 +37,7 @@ _LOG_2PI = math.log(2 * math.pi)
 
 
 @dataclass(frozen=True)
-class RRLinearResult(CoefficientsMixin):
+class RRLinearResult(LikelihoodFit):
     """A fitted linear regression with a randomized binary predictor.
 
     Attributes
@@ -52,26 +52,19 @@ class RRLinearResult(CoefficientsMixin):
     nobs : int
     converged : bool
     formula : str
+    design : Design
     """
 
-    params: pd.Series
-    covariance: Array
-    llf: float
-    nobs: int
-    converged: bool
-    formula: str
     design: Design = field(repr=False)
 
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
         """Model, fit statistics and the coefficient table (Wald intervals)."""
-        head = [
+        normal_only(method)
+        return self._summary(
             "Linear regression with a randomized predictor (finite-mixture maximum likelihood)",
-            f"Formula: {self.formula}   Design: {self.design!r}",
-            f"No. observations: {self.nobs}   Log-likelihood: {self.llf:.4f}   "
-            f"converged: {self.converged}",
-            "",
-        ]
-        return "\n".join(head) + coefficient_table(self, confidence_level)
+            confidence_level,
+            f"Design: {self.design!r}",
+        )
 
 
 def _unpack(x: Array, p: int) -> tuple[Array, float, float]:
@@ -88,16 +81,19 @@ def _objective(x: Array, X: Array, col: int, y: Array, log_lik_r: Array) -> tupl
     log_phi = -0.5 * (resid / sigma) ** 2 - math.log(sigma) - 0.5 * _LOG_2PI
     with np.errstate(divide="ignore"):  # pi at 0 or 1
         log_prior = np.log(np.array([1 - pi, pi]))
-        joint = log_prior[None, :] + log_lik_r + log_phi  # (n, 2)
-    row = logsumexp(joint, axis=1)
-    w = np.exp(joint - row[:, None])  # posterior over x per row
+    joint = log_prior[None, :] + log_lik_r + log_phi  # (n, 2)
+    # log(exp(a) + exp(b)) for the two components, and the posterior of x = 1
+    a, c = joint[:, 0], joint[:, 1]
+    top = np.maximum(a, c)
+    row = top + np.log1p(np.exp(-np.abs(a - c)))
+    w1 = np.exp(c - row)
+    w = np.stack([1.0 - w1, w1], axis=1)
     grad = np.empty(p + 2)
-    # d/db: sum_x w_ix resid_ix / sigma^2 * d mean_ix / db
+    # d/db: sum_x w_ix resid_ix / sigma^2 * d mean_ix / db; the randomized term's
+    # column holds reports, not x, so its entry is replaced below
     weighted = (w * resid).sum(axis=1) / sigma**2
-    Xb = X.copy()
-    Xb[:, col] = 0.0
-    grad[:p] = Xb.T @ weighted
-    grad[col] = float(w[:, 1] @ resid[:, 1]) / sigma**2
+    grad[:p] = X.T @ weighted
+    grad[col] = float(w1 @ resid[:, 1]) / sigma**2
     # d/dlog sigma: sum_x w (resid^2 / sigma^2 - 1)
     grad[p] = float(np.sum(w * ((resid / sigma) ** 2 - 1)))
     # d/dlogit pi: sum (w_i1 - pi)

@@ -29,7 +29,7 @@ from scipy.special import expit, log_expit
 
 from ..mechanisms.designs import Design
 from ._formula import model_frame
-from ._results import CoefficientsMixin, coefficient_table, normal_only, observed_covariance
+from ._results import LikelihoodFit, normal_only, observed_covariance
 from .regression import report_codes
 
 __all__ = ["RRPredictorResult", "rr_predictor"]
@@ -38,7 +38,7 @@ Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class RRPredictorResult(CoefficientsMixin):
+class RRPredictorResult(LikelihoodFit):
     """Fitted outcome model with a randomized predictor.
 
     Attributes
@@ -54,22 +54,13 @@ class RRPredictorResult(CoefficientsMixin):
     formula : str
     """
 
-    params: pd.Series
-    covariance: Array
-    llf: float
-    nobs: int
-    converged: bool
-    formula: str
-
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
         """Text summary with the coefficient table (``method``: normal or None)."""
         normal_only(method)
-        head = (
-            "Logistic regression with a randomized-response predictor (maximum likelihood)\n"
-            f"Formula: {self.formula}\nNo. observations: {self.nobs}   "
-            f"Log-likelihood: {self.llf:.4f}   converged: {self.converged}\n\n"
+        return self._summary(
+            "Logistic regression with a randomized-response predictor (maximum likelihood)",
+            confidence_level,
         )
-        return head + coefficient_table(self, confidence_level)
 
 
 def _negll(x: Array, X: Array, y: Array, P_r: Array, p: int) -> tuple[float, Array]:

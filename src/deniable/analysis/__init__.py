@@ -23,6 +23,15 @@ from .channels import (
 )
 from .complex import Revision, SurveyEstimate, survey_estimate
 from .correlation import CorrelationResult, rr_correlation
+from .devices import (
+    devore,
+    mangat_singh,
+    mangat_singh_singh,
+    singh_joarder,
+    soberanis_cruz,
+    two_reply_codes,
+    unknown_innocuous_two_replies,
+)
 from .fairness import ParityResult, adult_parity_audit, statistical_parity
 from .linear import RRLinearResult, rr_linear
 from .mixed import designs_by_row, glmmrr_design
@@ -62,8 +71,11 @@ __all__ = [
     "adult_parity_audit",
     "closed_form",
     "designs_by_row",
+    "devore",
     "estimate_channel",
     "glmmrr_design",
+    "mangat_singh",
+    "mangat_singh_singh",
     "power_coefficient",
     "power_difference",
     "rank_items",
@@ -73,7 +85,11 @@ __all__ = [
     "rr_predictor",
     "sample_size_coefficient",
     "sample_size_difference",
+    "singh_joarder",
+    "soberanis_cruz",
     "statistical_parity",
     "subgroup_prevalence",
     "survey_estimate",
+    "two_reply_codes",
+    "unknown_innocuous_two_replies",
 ]

@@ -419,6 +419,7 @@ def survey_estimate(
     clusters: ArrayLike | None = None,
     pij: ArrayLike | None = None,
     variance: str | None = None,
+    fpc: bool = False,
 ) -> SurveyEstimate:
     """Horvitz-Thompson estimate of a total or mean from randomized replies.
 
@@ -442,6 +443,9 @@ def survey_estimate(
         ``deville``, ``pij``, ``ultimate_cluster``, ``jackknife``, ``srswr``, ``srswor``.
         Default: ``pij`` if given, else ``ultimate_cluster`` with clusters, else
         ``deville`` (``srswr`` for a revision without per-person variances).
+    fpc : bool, default False
+        With ``variance="jackknife"``: multiply by the finite-population correction
+        ``1 - mean(pi)``, as RRTCS's ``JackknifeVariance`` does.
 
     Raises
     ------
@@ -477,6 +481,8 @@ def survey_estimate(
         p = np.asarray(pi, dtype=np.float64)
         if p.shape != (n,) or np.any(~(p > 0)) or np.any(p > 1):
             raise ValueError(f"pi must hold {n} inclusion probabilities in (0, 1]")
+    if fpc and variance != "jackknife":
+        raise ValueError("fpc applies to variance='jackknife' only")
     r, v = rev.revise(zz)
     P = None
     if pij is not None:
@@ -526,6 +532,8 @@ def survey_estimate(
             var = scale * _ultimate_cluster(lin * w, h, c)
         else:
             var = _jackknife(r, w, h, c, kind, N)
+            if fpc:
+                var *= 1.0 - float(np.mean(p))
     return SurveyEstimate(est, var, kind, variance, n, r, v)
 
 

@@ -35,6 +35,7 @@ from .devices import (
 from .fairness import ParityResult, adult_parity_audit, statistical_parity
 from .linear import RRLinearResult, rr_linear
 from .mixed import designs_by_row, glmmrr_design
+from .mixed_logit import RRMixedLogitResult, rr_mixed_logit
 from .power import (
     PowerResult,
     power_coefficient,
@@ -60,6 +61,7 @@ __all__ = [
     "PredictedPrevalence",
     "RRLinearResult",
     "RRLogitResult",
+    "RRMixedLogitResult",
     "RRPredictorResult",
     "RankingResult",
     "Revision",
@@ -82,6 +84,7 @@ __all__ = [
     "rr_correlation",
     "rr_linear",
     "rr_logit",
+    "rr_mixed_logit",
     "rr_predictor",
     "sample_size_coefficient",
     "sample_size_difference",

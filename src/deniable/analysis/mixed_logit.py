@@ -29,7 +29,7 @@ from ..validation import check_integer
 from ._formula import model_frame
 from ._results import LikelihoodFit, normal_only, observed_covariance
 from .channels import as_channel
-from .regression import report_codes
+from .regression import report_codes, rr_logit
 
 __all__ = ["RRMixedLogitResult", "rr_mixed_logit"]
 
@@ -71,10 +71,8 @@ class RRMixedLogitResult(LikelihoodFit):
 class _Model:
     """The data of a fit and its marginal log-likelihood."""
 
-    def __init__(
-        self, X: Array, y: NDArray[np.intp], a: Array, b: Array, cluster: NDArray[np.intp], q: int
-    ) -> None:
-        self.X, self.y, self.a, self.b = X, y, a, b
+    def __init__(self, X: Array, a: Array, b: Array, cluster: NDArray[np.intp], q: int) -> None:
+        self.X, self.a, self.b = X, a, b
         self.cluster = cluster
         self.G = int(cluster.max()) + 1
         nodes, weights = np.polynomial.hermite.hermgauss(q)
@@ -179,14 +177,12 @@ def rr_mixed_logit(
     clusters = data.loc[rows, cluster_col]
     labels, cluster = np.unique(clusters.to_numpy(), return_inverse=True)
     X = np.asarray(frame.X, dtype=np.float64)
-    model = _Model(X, y, a, b, cluster.astype(np.intp), q)
+    model = _Model(X, a, b, cluster.astype(np.intp), q)
     p = X.shape[1]
 
     def negll(theta: Array) -> float:
         value = model.loglik(theta[:p], math.exp(theta[p]))
         return -value if math.isfinite(value) else 1e300
-
-    from .regression import rr_logit  # the fixed-effects fit is the start
 
     start_fit = rr_logit(fixed, data.loc[rows], design, group=group)
     x0 = np.concatenate([start_fit.params.to_numpy()[:p], [math.log(0.5)]])

@@ -358,20 +358,19 @@ def _analyze_numeric(
     q = d.question
     try:
         est = estimate(d.design, values)
-        ci = est.confidence_interval(level)
+        mean = q.mean_from(est, est.confidence_interval(level))
     except (ValueError, DeniableError) as exc:
         raise fail(str(exc)) from None
-    low, width = q.range.low, q.range.high - q.range.low
     payload = {
         "question": q.id,
         "mechanism": repr(q.numeric),
         "n": est.n,
         "missing": missing,
-        "mean": low + width * float(est.prevalence[1]),
-        "std_error": width * float(est.std_error[1]),
+        "mean": mean["estimate"],
+        "std_error": mean["std_error"],
         "confidence_level": level,
         "interval_method": est.default_interval_method,
-        "ci": [low + width * float(ci.low[1]), low + width * float(ci.high[1])],
+        "ci": [mean["low"], mean["high"]],
     }
     if as_json:
         emit_json(payload)

@@ -291,6 +291,33 @@ class Question(BaseModel):
         tally = MeanTally(int(c.sum()), float(c @ y), float(c @ (y * y)))
         return estimate_mean(self._numeric, tally)
 
+    def to_units(self, share: float) -> float:
+        """A numeric question's value ``low + (high - low) share`` for a share of
+        ``high`` (an estimated prevalence of the question's design, or an interval end).
+
+        Raises
+        ------
+        ValueError
+            If the question has no range.
+        """
+        if self.range is None:
+            raise ValueError(f"question {self.id!r} is not numeric (it has no range)")
+        return self.range.low + (self.range.high - self.range.low) * float(share)
+
+    def mean_from(self, est: Any, ci: Any) -> dict[str, float]:
+        """A numeric question's mean in its units from its design's estimate ``est``
+        (:class:`~deniable.estimation.PrevalenceEstimate`) and interval ``ci``
+        (:class:`~deniable.estimation.ConfidenceInterval`): ``estimate``, ``std_error``,
+        ``low`` and ``high``, all mapped by :meth:`to_units`.
+        """
+        assert self.range is not None
+        return {
+            "estimate": self.to_units(est.prevalence[1]),
+            "std_error": (self.range.high - self.range.low) * float(est.std_error[1]),
+            "low": self.to_units(ci.low[1]),
+            "high": self.to_units(ci.high[1]),
+        }
+
     @property
     def sensitive_indices(self) -> list[int]:
         """Indices of the sensitive true answers (see ``sensitive``)."""

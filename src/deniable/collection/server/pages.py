@@ -147,7 +147,7 @@ def survey_results(
             "mle": mle.prevalence.tolist(),
         }
         if q.range is not None:
-            item["mean"] = _mean_item(q.range.low, q.range.high, est, ci, mle)
+            item["mean"] = q.mean_from(est, ci) | {"mle": q.to_units(mle.prevalence[1])}
         notes = []
         outside = outside_unit_interval(q.mechanism, est.prevalence, tally.n)
         if outside.any():
@@ -175,20 +175,6 @@ def survey_results(
             item["note"] = "; ".join(notes)
         out["questions"].append(item)
     return out
-
-
-def _mean_item(low: float, high: float, est: Any, ci: Any, mle: Any) -> dict[str, float]:
-    """A numeric question's mean in its units: ``low + (high - low) pi`` for each of the
-    estimate, its standard error, interval and MLE, ``pi`` being the prevalence of
-    ``high`` (see :mod:`deniable.collection.survey`, numeric questions)."""
-    width = high - low
-    return {
-        "estimate": low + width * float(est.prevalence[1]),
-        "std_error": width * float(est.std_error[1]),
-        "low": low + width * float(ci.low[1]),
-        "high": low + width * float(ci.high[1]),
-        "mle": low + width * float(mle.prevalence[1]),
-    }
 
 
 def outside_unit_interval(

@@ -1,39 +1,43 @@
-"""Linear regression with a randomized binary predictor (as RRreg's ``RRlin``).
+"""Linear regression with randomized binary predictors (as RRreg's ``RRlin``).
 
-The outcome ``y`` is observed directly; one predictor ``X`` (yes/no) is known only
-through its randomized report ``R``. The model (Heck & Moshagen 2018, Sec. 3.3, a
-finite mixture over the unobserved ``X``)::
+The outcome ``y`` is observed directly; predictors ``X_1..X_m`` (yes/no) are known only
+through their randomized reports ``R_j``, each with its own design. The model (van den
+Hout & Kooiman 2006; Heck & Moshagen 2018, Sec. 3.3, a finite mixture over the
+unobserved cell ``c = (x_1, .., x_m)`` of the randomized predictors)::
 
-    y = b0 + b_x X + z' g + e,   e ~ N(0, sigma^2),   Pr(X = 1) = pi,
-    Pr(R = r | X = x) = P[r, x]  (the design),
+    y = b0 + sum_j b_j x_j + z' g + e,   e ~ N(0, sigma^2),   Pr(c) = pi_c,
+    Pr(R_j = r | X_j = x) = P_j[r, x]  (each design, randomized independently),
 
-so each row's likelihood is ``sum_x pi_x P[r, x] phi(y; b0 + b_x x + z' g, sigma)``.
-It is maximised over ``(b, log sigma, logit pi)`` by L-BFGS with the exact gradient (the
-complete-data score weighted by each row's posterior over ``x``), started from ordinary
-least squares on the reports; standard errors come from the observed information (the
-Jacobian of the exact gradient by central differences). The prevalence ``pi`` is
-common to all rows, as in ``RRlin``.
+so each row's likelihood is ``sum_c pi_c prod_j P_j[r_j, c_j] phi(y; b0 + b'c + z'g,
+sigma)``. The joint prevalence ``pi`` over the ``2^m`` cells is free (RRlin's), and
+common to all rows. It is maximised over ``(b, log sigma, softmax logits of pi)`` by
+L-BFGS with the exact gradient (the complete-data score weighted by each row's
+posterior over the cells), started from ordinary least squares on the reports; standard
+errors come from the observed information (the Jacobian of the exact gradient by
+central differences) and the delta method.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize
-from scipy.special import expit
 
 from ..mechanisms.designs import Design
 from ._formula import model_frame
 from ._results import LikelihoodFit, normal_only, observed_covariance
 
-__all__ = ["RRLinearResult", "rr_linear"]
+__all__ = ["MAX_RR_PREDICTORS", "RRLinearResult", "rr_linear"]
 
 Array = NDArray[np.float64]
 _LOG_2PI = math.log(2 * math.pi)
+#: Randomized predictors in one fit at most (their joint prevalence has 2^m cells).
+MAX_RR_PREDICTORS = 6
 
 
 @dataclass(frozen=True)
@@ -43,10 +47,11 @@ class RRLinearResult(LikelihoodFit):
     Attributes
     ----------
     params : pandas.Series
-        Coefficients by term (the randomized predictor's term is the effect of a true
+        Coefficients by term (a randomized predictor's term is the effect of a true
         "yes"), then ``sigma`` (residual standard deviation) and ``pi`` (prevalence of
-        the randomized predictor).
-    covariance : ndarray, shape (p + 2, p + 2)
+        the randomized predictor), or with several randomized predictors one
+        ``pi[c]`` per cell of their joint prevalence (``2^m`` of them, summing to 1).
+    covariance : ndarray, shape (k, k)
         Inverse observed information (delta method for ``sigma`` and ``pi``).
     llf : float
     nobs : int
@@ -55,115 +60,166 @@ class RRLinearResult(LikelihoodFit):
     design : Design
     """
 
-    design: Design = field(repr=False)
+    design: Design | dict[str, Design] = field(repr=False)
 
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
         """Model, fit statistics and the coefficient table (Wald intervals)."""
         normal_only(method)
         return self._summary(
-            "Linear regression with a randomized predictor (finite-mixture maximum likelihood)",
+            "Linear regression with randomized predictors (finite-mixture maximum likelihood)",
             confidence_level,
             f"Design: {self.design!r}",
         )
 
 
-def _unpack(x: Array, p: int) -> tuple[Array, float, float]:
-    return x[:p], math.exp(x[p]), float(expit(x[p + 1]))
+def _cells(m: int) -> Array:
+    """The ``2^m`` cells of ``m`` yes/no predictors, shape (2^m, m), the first varying
+    slowest (RRlin's order ``0:0, 0:1, 1:0, 1:1``)."""
+    grid = (np.arange(2**m)[:, None] >> np.arange(m - 1, -1, -1)[None, :]) & 1
+    return grid.astype(np.float64)
 
 
-def _objective(x: Array, X: Array, col: int, y: Array, log_lik_r: Array) -> tuple[float, Array]:
-    """Negative log-likelihood and gradient in (b, log sigma, logit pi)."""
+def _prevalence(theta: Array) -> Array:
+    """Cell probabilities from the free logits (the first cell's fixed at 0)."""
+    z = np.concatenate([[0.0], theta])
+    e = np.exp(z - z.max())
+    return np.asarray(e / e.sum())
+
+
+def _objective(
+    x: Array, X: Array, cols: list[int], cells: Array, y: Array, log_lik_r: Array
+) -> tuple[float, Array]:
+    """Negative log-likelihood and gradient in (b, log sigma, logits of pi)."""
     p = X.shape[1]
-    b, sigma, pi = _unpack(x, p)
-    base = X @ b - X[:, col] * b[col]  # the mean without the randomized term
-    means = np.stack([base, base + b[col]], axis=1)  # (n, 2): x = 0, 1
-    resid = y[:, None] - means
-    log_phi = -0.5 * (resid / sigma) ** 2 - math.log(sigma) - 0.5 * _LOG_2PI
-    with np.errstate(divide="ignore"):  # pi at 0 or 1
-        log_prior = np.log(np.array([1 - pi, pi]))
-    joint = log_prior[None, :] + log_lik_r + log_phi  # (n, 2)
-    # log(exp(a) + exp(b)) for the two components, and the posterior of x = 1
-    a, c = joint[:, 0], joint[:, 1]
-    top = np.maximum(a, c)
-    row = top + np.log1p(np.exp(-np.abs(a - c)))
-    w1 = np.exp(c - row)
-    w = np.stack([1.0 - w1, w1], axis=1)
-    grad = np.empty(p + 2)
-    # d/db: sum_x w_ix resid_ix / sigma^2 * d mean_ix / db; the randomized term's
-    # column holds reports, not x, so its entry is replaced below
-    weighted = (w * resid).sum(axis=1) / sigma**2
-    grad[:p] = X.T @ weighted
-    grad[col] = float(w1 @ resid[:, 1]) / sigma**2
-    # d/dlog sigma: sum_x w (resid^2 / sigma^2 - 1)
-    grad[p] = float(np.sum(w * ((resid / sigma) ** 2 - 1)))
-    # d/dlogit pi: sum (w_i1 - pi)
-    grad[p + 1] = float(np.sum(w[:, 1]) - y.size * pi)
-    return -float(row.sum()), -grad
+    b, sigma = x[:p], math.exp(x[p])
+    pi = _prevalence(x[p + 1 :])
+    base = X @ b - X[:, cols] @ b[cols]  # the mean without the randomized terms
+    # cells along the first axis, rows along the second (reductions over the few cells
+    # are then elementwise over rows)
+    resid = (y - base)[None, :] - (cells @ b[cols])[:, None]  # (K, n)
+    z2 = (resid / sigma) ** 2
+    with np.errstate(divide="ignore"):  # a cell of prevalence 0
+        log_prior = np.log(pi)
+    # the normal density's constant, the same in every cell, is added to each row after
+    joint = (log_prior[:, None] + log_lik_r) - 0.5 * z2
+    top = joint.max(axis=0)
+    e = np.exp(joint - top)
+    total = e.sum(axis=0)
+    w = e / total  # each row's posterior over the cells
+    row_sum = float(np.sum(top + np.log(total))) - y.size * (math.log(sigma) + 0.5 * _LOG_2PI)
+    grad = np.empty(x.size)
+    wr = w * resid / sigma**2
+    # d/db: sum_c w_ci resid_ci / sigma^2 * d mean_ci / db; the randomized terms'
+    # columns hold reports, not cells, so their entries are replaced below
+    grad[:p] = X.T @ wr.sum(axis=0)
+    grad[cols] = cells.T @ wr.sum(axis=1)
+    grad[p] = float(np.sum(w * z2)) - y.size  # d/dlog sigma
+    grad[p + 1 :] = (w.sum(axis=1) - y.size * pi)[1:]  # d/dlogit pi_c, c >= 1
+    return -row_sum, -grad
 
 
 def rr_linear(
     formula: str,
     data: pd.DataFrame,
-    design: Design,
-    rr_predictor: str,
+    design: Design | Mapping[str, Design],
+    rr_predictor: str | None = None,
     *,
     max_iter: int = 1000,
 ) -> RRLinearResult:
-    """Linear regression of a clear outcome on a randomized yes/no predictor and
-    clear covariates (RRreg's ``RRlin`` with one randomized predictor).
+    """Linear regression of a clear outcome on randomized yes/no predictors and clear
+    covariates (RRreg's ``RRlin``).
 
     Parameters
     ----------
     formula : str
-        ``"y ~ r + z1 + z2"``: outcome on the left; ``rr_predictor`` must appear as a
-        plain term on the right (no transformation or interaction of it).
+        ``"y ~ r + z1 + z2"``: outcome on the left; each randomized predictor must
+        appear as a plain term on the right (no transformation or interaction of it).
     data : pandas.DataFrame
         One row per respondent; rows with a missing value in a used column are dropped.
-    design : Design
-        The yes/no design of ``rr_predictor`` (2 truths, 2 reports).
-    rr_predictor : str
-        Column holding the report codes 0/1 of the randomized predictor.
+    design : Design, or mapping of column name to Design
+        The yes/no design (2 truths, 2 reports) of ``rr_predictor``, or, for one or
+        several randomized predictors, each predictor's column and design (at most
+        ``MAX_RR_PREDICTORS``).
+    rr_predictor : str, optional
+        Column holding the report codes 0/1 of the randomized predictor, with a single
+        ``design``; omitted with a mapping.
     max_iter : int, default 1000
         Optimiser iterations at most.
 
     Returns
     -------
     RRLinearResult
+        With one randomized predictor ``params`` ends with ``sigma`` and ``pi`` (its
+        prevalence); with several, with ``sigma`` and one ``pi[c]`` per cell ``c`` of
+        their joint prevalence, labelled ``"0:1"`` and so on in the order of the mapping
+        (the first predictor's answer first).
 
     Raises
     ------
     ValueError
-        For a design that is not yes/no, a predictor missing from the formula,
-        reports other than 0/1, or fewer rows than parameters.
+        For a design that is not yes/no, a predictor missing from the formula or the
+        data, reports other than 0/1, a missing or superfluous ``rr_predictor``, more
+        than ``MAX_RR_PREDICTORS`` randomized predictors, or fewer rows than
+        parameters.
     """
-    if design.n_truths != 2 or design.n_reports != 2:
-        raise ValueError("design must be a yes/no design (2 truths, 2 reports)")
-    if rr_predictor not in data.columns:
-        raise ValueError(f"rr_predictor {rr_predictor!r} is not in data")
-    frame = model_frame(formula, data)
-    if rr_predictor not in frame.terms:
+    if isinstance(design, Design):
+        if rr_predictor is None:
+            raise ValueError("rr_predictor must name the randomized column for a single design")
+        designs: dict[str, Design] = {rr_predictor: design}
+    else:
+        if rr_predictor is not None:
+            raise ValueError("rr_predictor is given by the keys of design when it is a mapping")
+        designs = dict(design)
+    if not 1 <= len(designs) <= MAX_RR_PREDICTORS:
         raise ValueError(
-            f"rr_predictor {rr_predictor!r} must be a term of the formula; terms: {frame.terms}"
+            f"design must name 1..{MAX_RR_PREDICTORS} randomized predictors, got {len(designs)}"
         )
-    col = frame.terms.index(rr_predictor)
+    frame = model_frame(formula, data)
+    for name, d in designs.items():
+        if not isinstance(d, Design) or d.n_truths != 2 or d.n_reports != 2:
+            raise ValueError(f"design of {name!r} must be a yes/no design (2 truths, 2 reports)")
+        if name not in data.columns:
+            raise ValueError(f"rr_predictor {name!r} is not in data")
+        if name not in frame.terms:
+            raise ValueError(
+                f"rr_predictor {name!r} must be a term of the formula; terms: {frame.terms}"
+            )
+    names = list(designs)
+    cols = [frame.terms.index(name) for name in names]
     X = np.asarray(frame.X, dtype=np.float64)
     y = np.asarray(frame.y, dtype=np.float64)
-    reports = X[:, col]
-    if not np.isin(reports, (0.0, 1.0)).all():
-        raise ValueError(f"column {rr_predictor!r} must hold report codes 0 and 1")
+    reports = X[:, cols]
+    for j, name in enumerate(names):
+        if not np.isin(reports[:, j], (0.0, 1.0)).all():
+            raise ValueError(f"column {name!r} must hold report codes 0 and 1")
+    m = len(names)
+    cells = _cells(m)
     n, p = X.shape
-    if n <= p + 2:
-        raise ValueError(f"need more than {p + 2} complete rows, got {n}")
-    lik_r = design.matrix[reports.astype(np.intp), :]  # (n, 2): Pr(r_i | x)
-    # start: least squares on the reports, the report share de-biased for pi
+    k = p + 1 + cells.shape[0] - 1
+    if n <= k:
+        raise ValueError(f"need more than {k} complete rows, got {n}")
+    # log Pr(reports of row i | cell c) = sum_j log P_j[r_ij, c_j]: (K, n)
+    log_lik_r = np.zeros((cells.shape[0], n))
+    with np.errstate(divide="ignore"):  # log 0 for a report impossible in a cell
+        for j, name in enumerate(names):
+            P = designs[name].matrix
+            per = np.log(P[reports[:, j].astype(np.intp), :]).T  # (2, n): by truth x
+            log_lik_r += per[cells[:, j].astype(np.intp), :]
+    # start: least squares on the reports, each report share de-biased for its
+    # predictor's prevalence, the cells independent
     b0, *_ = np.linalg.lstsq(X, y, rcond=None)
-    slope = design.matrix[1, 1] - design.matrix[1, 0]
-    b0[col] = b0[col] / slope if abs(slope) > 1e-9 else b0[col]
-    pi0 = float(np.clip((reports.mean() - design.matrix[1, 0]) / slope, 0.05, 0.95))
+    shares = np.empty(m)
+    for j, name in enumerate(names):
+        P = designs[name].matrix
+        slope = P[1, 1] - P[1, 0]
+        if abs(slope) > 1e-9:
+            b0[cols[j]] /= slope
+        shares[j] = np.clip((reports[:, j].mean() - P[1, 0]) / slope, 0.05, 0.95)
+    pi0 = np.prod(np.where(cells == 1, shares, 1 - shares), axis=1)
     sigma0 = float(np.std(y - X @ b0)) or 1.0
-    x0 = np.concatenate([b0, [math.log(sigma0), math.log(pi0 / (1 - pi0))]])
-    with np.errstate(divide="ignore"):  # log 0 for a report impossible under one x
-        args = (X, col, y, np.log(lik_r))
+    logits0 = np.log(pi0[1:] / pi0[0])
+    x0 = np.concatenate([b0, [math.log(sigma0)], logits0])
+    args = (X, cols, cells, y, log_lik_r)
     res = optimize.minimize(
         _objective,
         x0,
@@ -174,7 +230,6 @@ def rr_linear(
     )
     x = np.asarray(res.x, dtype=np.float64)
     # observed information: central differences of the exact gradient
-    k = x.size
     H = np.empty((k, k))
     for j in range(k):
         h = 1e-5 * max(1.0, abs(x[j]))
@@ -182,13 +237,23 @@ def rr_linear(
         e[j] = h
         H[:, j] = (_objective(x + e, *args)[1] - _objective(x - e, *args)[1]) / (2 * h)
     cov_x = observed_covariance(-(H + H.T) / 2)
-    b, sigma, pi = _unpack(x, p)
-    J = np.eye(k)  # delta method to (b, sigma, pi)
+    b, sigma = x[:p], math.exp(x[p])
+    pi = _prevalence(x[p + 1 :])
+    # delta method to (b, sigma, pi): d pi_c / d theta_d = pi_c (1[c = d] - pi_d)
+    dpi = (np.diag(pi) - np.outer(pi, pi))[:, 1:]
+    if m == 1:  # report the prevalence of "yes" only
+        dpi, values, labels = dpi[1:], pi[1:], ["pi"]
+    else:
+        values = pi
+        labels = ["pi[" + ":".join(str(int(v)) for v in cell) + "]" for cell in cells]
+    J = np.zeros((p + 1 + len(values), k))
+    J[:p, :p] = np.eye(p)
     J[p, p] = sigma
-    J[p + 1, p + 1] = pi * (1 - pi)
-    names = [*frame.terms, "sigma", "pi"]
+    J[p + 1 :, p + 1 :] = dpi
     return RRLinearResult(
-        params=pd.Series(np.concatenate([b, [sigma, pi]]), index=names),
+        params=pd.Series(
+            np.concatenate([b, [sigma], values]), index=[*frame.terms, "sigma", *labels]
+        ),
         covariance=J @ cov_x @ J.T,
         llf=-float(res.fun),
         nobs=n,
@@ -196,5 +261,5 @@ def rr_linear(
         # what matters is that the gradient vanishes at the optimum
         converged=bool(res.success or np.max(np.abs(res.jac)) <= 1e-6 * n),
         formula=formula,
-        design=design,
+        design=design if isinstance(design, Design) else designs,
     )

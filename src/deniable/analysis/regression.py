@@ -206,8 +206,9 @@ class RRLogitResult(CoefficientsMixin):
         Fitted report chances ``lam_i`` (:meth:`report_probabilities`) against the
         reports, for yes/no reports:
 
-        * ``hosmer_lemeshow``: rows split into ``groups`` groups of near-equal size by
-          ``lam_i``; ``sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g))`` on ``groups - 2``
+        * ``hosmer_lemeshow``: rows ranked by ``lam_i`` and split into ``groups``
+          groups of near-equal size (at R's quantile breaks of the ranks, as
+          ``RRglmGOF``); ``sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g))`` on ``groups - 2``
           degrees of freedom (Hosmer & Lemeshow 1980);
         * ``pearson`` and ``deviance``: over the distinct covariate-and-group patterns
           ``j`` (``n_j`` rows, ``y_j`` "yes" reports), ``sum (y_j - n_j lam_j)^2 /
@@ -232,11 +233,20 @@ class RRLogitResult(CoefficientsMixin):
             raise ValueError(f"groups must be in 3..{len(self.reports)}, got {groups}")
         lam = self.report_probabilities()[:, 1]
         y = (self.reports == 1).astype(np.float64)
-        order = np.argsort(lam, kind="stable")
-        hl = 0.0
-        for part in np.array_split(order, groups):
-            observed, expected = y[part].sum(), lam[part].sum()
-            hl += (observed - expected) ** 2 / (expected * (1 - expected / part.size))
+        # rows ranked by lam (ties in row order), rank r in 1..n going to the group of
+        # the interval (b_{g-1}, b_g] of the breaks b_g = 1 + (n - 1) g / groups, the
+        # first closed: R's cut(rank, quantile(rank, ...)), as RRglmGOF splits; rows
+        # of one covariate pattern tie exactly (X @ beta can differ in the last bit
+        # between rows of a pattern, so the key is rounded)
+        order = np.argsort(np.round(lam, 12), kind="stable")
+        n = lam.size
+        breaks = 1 + (n - 1) * np.arange(groups + 1) / groups
+        ranks = np.arange(1, n + 1)
+        member = np.clip(np.searchsorted(breaks, ranks, side="left"), 1, groups) - 1
+        observed = np.bincount(member, y[order], groups)
+        expected = np.bincount(member, lam[order], groups)
+        size = np.bincount(member, minlength=groups)
+        hl = float(np.sum((observed - expected) ** 2 / (expected * (1 - expected / size))))
         out = {"hosmer_lemeshow": _chi2(hl, groups - 2, "Hosmer-Lemeshow")}
         patterns = np.column_stack([self.X, self.groups])
         _, index = np.unique(patterns, axis=0, return_inverse=True)

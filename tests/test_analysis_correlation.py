@@ -37,13 +37,17 @@ def test_direct_variables_give_pearson():
 def test_unbiased_and_bootstrap_standard_errors_calibrated():
     """200 simulated surveys of n = 2,000 (forced response on X): the mean estimate of
     cor(X, Y) is within 4 standard errors of the population value, cor(X, Z) = 0 too,
-    and the mean bootstrap SE matches the spread of the estimates within the 4-sigma
-    band of a sample standard deviation (4 / sqrt(2 * 199) relative)."""
+    the mean bootstrap SE matches the spread of the estimates within the 4-sigma band
+    of a sample standard deviation (4 / sqrt(2 * 199) relative), and the 95% percentile
+    interval covers the population value in 95% of surveys within 4 binomial standard
+    errors."""
     rng = np.random.default_rng(20261123)
     reps = 200
-    est, ses, zero = [], [], []
+    est, ses, zero, covered = [], [], [], []
     for i in range(reps):
         res = rr_correlation(sample(rng, 2000), ["r", "y", "z"], {"r": FR}, bootstrap=100, rng=i)
+        ci = res.confidence_interval()
+        covered.append(ci.low["r ~ y"] <= RHO <= ci.high["r ~ y"])
         est.append(res.estimate["r ~ y"])
         ses.append(res.std_error["r ~ y"])
         zero.append(res.estimate["r ~ z"])
@@ -51,6 +55,7 @@ def test_unbiased_and_bootstrap_standard_errors_calibrated():
     assert abs(np.mean(est) - RHO) < 4 * sd / math.sqrt(reps)
     assert abs(np.mean(zero)) < 4 * np.std(zero, ddof=1) / math.sqrt(reps)
     assert abs(np.mean(ses) / sd - 1) < 4 / math.sqrt(2 * (reps - 1))
+    assert abs(np.mean(covered) - 0.95) < 4 * math.sqrt(0.95 * 0.05 / reps)
 
 
 def test_two_randomized_variables():

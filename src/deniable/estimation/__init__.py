@@ -7,6 +7,8 @@ module                    what it holds
                           mechanism, dispatched on its channel
 ``results``               the result vocabulary: :class:`PrevalenceEstimate`,
                           :class:`ConfidenceInterval`, :class:`EstimateResult`
+``pooled``                designs varying by respondent: the stacked design, its moment
+                          estimator
 ``intervals``             interval methods (normal, wilson, beta, ..., chebyshev, bayes)
 ``common``                z quantiles, Wald intervals, Bonferroni, moment covariance
 ``variance``              exact and worst-case variances of the moment estimator

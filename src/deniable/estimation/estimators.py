@@ -24,6 +24,8 @@ its channel (matrix, support or Bloom filter), never on its class.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -34,6 +36,7 @@ from ..mechanisms.protocol import BloomChannel, MatrixChannel, Mechanism, Suppor
 from ..tallies import SupportTally, Tally
 from .bayes import check_prior, posterior_draws
 from .common import moment_batch, moment_covariance
+from .pooled import pooled_design, pooled_moment
 from .results import PrevalenceEstimate
 
 __all__ = ["ESTIMATION_METHODS", "EstimationMethod", "as_tally", "em_batch", "estimate"]
@@ -43,20 +46,28 @@ ESTIMATION_METHODS: tuple[str, ...] = get_args(EstimationMethod)
 
 
 def estimate(
-    mechanism: Mechanism,
+    mechanism: Mechanism | Mapping[Any, Any],
     reports: Any,
     method: str = "moment",
     prior: ArrayLike | None = None,
     *,
     rng: np.random.Generator | int = 0,
+    groups: ArrayLike | None = None,
 ) -> PrevalenceEstimate:
     """Estimate the prevalence of each truth category from randomized reports.
 
     Parameters
     ----------
-    mechanism : Mechanism
+    mechanism : Mechanism, or mapping of key to Design
         The design the reports were drawn through (matrix shape (m, k)), or the
-        frequency oracle or RAPPOR (with candidates) that produced them.
+        frequency oracle or RAPPOR (with candidates) that produced them. For designs
+        varying by respondent, a mapping of key to design (all with the same truths)
+        and ``groups``: the reports are then pooled through the stacked design of
+        :func:`deniable.estimation.pooled.pooled_design` (its report labels
+        ``"key:report"``); ``moment`` is then the least-squares estimator on the
+        simplex's plane with the covariance of fixed design sizes
+        (:func:`~deniable.estimation.pooled.pooled_moment`), and ``mle`` the pooled
+        maximum likelihood (more efficient when the designs differ).
     reports : array_like of int, shape (n,), or the mechanism's tally
         Report codes ``0..m-1`` (a design), an oracle's reports, RAPPOR reports, or the
         tally they reduce to (:class:`~deniable.tallies.Tally`,
@@ -72,6 +83,8 @@ def estimate(
     rng : numpy.random.Generator or int, default 0
         Randomness of the posterior sampler: a generator, or the seed of one (default 0,
         so repeated analyses give the same numbers).
+    groups : array_like, shape (n,), optional
+        Each respondent's design key, with a mapping of designs (and only then).
 
     Returns
     -------
@@ -96,6 +109,18 @@ def estimate(
     >>> estimate(KaryRR(k=10, epsilon=math.log(3)), np.array([1])).prevalence.round(2).tolist()
     [-0.5, 5.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5]
     """
+    if isinstance(mechanism, Mapping):
+        if groups is None:
+            raise ValueError("groups must give each respondent's design key with several designs")
+        stacked, codes, blocks = pooled_design(mechanism, groups, reports)
+        result = estimate(stacked, codes, method, prior, rng=rng)
+        if method != "moment":
+            return result
+        assert isinstance(result.tally, Tally)
+        est, cov = pooled_moment(stacked, result.tally.counts, blocks)
+        return replace(result, prevalence=est, covariance=cov)
+    if groups is not None:
+        raise ValueError("groups is used only with a mapping of designs")
     channel = getattr(mechanism, "channel", None)  # cheaper than a Protocol isinstance
     if not isinstance(channel, MatrixChannel | SupportChannel | BloomChannel):
         raise TypeError(

@@ -197,3 +197,96 @@ def test_rrcor_kuk_and_unrelated_question() -> None:
         assert result.estimate[pair] == pytest.approx(value, rel=SIG4), pair
         se = RRCOR_SE[pair]
         assert abs(result.std_error[pair] - se) < 4 * se / math.sqrt(B), pair
+
+
+# RRTCS 0.0.4 (with sampling and samplingVarEst from their sources), each device's help
+# example: Estimation and sqrt(Variance) of
+#   Devore(z, 0.7, Pi, "total", 0.95); SinghJoarder(z, 0.6, Pi, "mean", 0.95, 802);
+#   MangatSingh(z, 0.7, 0.55, Pi, "mean", 0.95, 802);
+#   MangatSinghSingh(z, 0.6, 0.5, Pi, "total", 0.95);
+#   SoberanisCruz(z, 0.7, 0.5, Pi, "total", 0.90);
+#   HorvitzUB(I, J, 0.6, 0.7, Pi, "mean", 0.95, 802);
+#   MangatSinghSinghUB(I, J, 0.6, 0.8, Pi, "mean", 0.95, 802)
+RRTCS_DEVICES = {
+    "Devore": (696.923745334, 19.1232805189),
+    "SinghJoarder": (0.33422459893, 0.085360285317),
+    "MangatSingh": (0.500456226811, 0.040621602102),
+    "MangatSinghSingh": (1206.5, 356.238355655),
+    "SoberanisCruz": (196.428571429, 50.72797327),
+    "HorvitzUB": (0.12131691408, 0.0871153810795),
+    "MangatSinghSinghUB": (0.656, 0.0232071051186),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RRTCS_DEVICES))
+def test_rrtcs_named_devices_run_in_r(name: str) -> None:
+    from deniable.analysis import (
+        devore,
+        mangat_singh,
+        mangat_singh_singh,
+        singh_joarder,
+        soberanis_cruz,
+        survey_estimate,
+        two_reply_codes,
+        unknown_innocuous_two_replies,
+    )
+
+    cases = {
+        "Devore": (devore(0.7), {"kind": "total"}),
+        "SinghJoarder": (singh_joarder(0.6), {"N": 802}),
+        "MangatSingh": (mangat_singh(0.7, 0.55), {"N": 802}),
+        "MangatSinghSingh": (mangat_singh_singh(0.6, 0.5), {"kind": "total"}),
+        "SoberanisCruz": (soberanis_cruz(0.7, 0.5), {"kind": "total"}),
+        "HorvitzUB": (unknown_innocuous_two_replies(0.6, 0.7), {"N": 802}),
+        "MangatSinghSinghUB": (unknown_innocuous_two_replies(0.6, 0.8), {"N": 802}),
+    }
+    revision, options = cases[name]
+    data = load_rr_survey(f"RRTCS/{name}Data")
+    z = two_reply_codes(data.I, data.J) if name.endswith("UB") else data.z
+    est = survey_estimate(revision, z, pi=data.Pi, **options)  # type: ignore[arg-type]
+    assert est.estimate == pytest.approx(RRTCS_DEVICES[name][0], rel=SIG4)
+    assert est.std_error == pytest.approx(RRTCS_DEVICES[name][1], rel=SIG4)
+
+
+# ResamplingVariance(<fit>, Pi, type, 1, ...): RRTCS's jackknife (option 1), a delete-one
+# (cluster) jackknife in each stratum with the factor 1 - mean(pi_h), summed (over N^2
+# for a mean, N = round(sum(1/pi)) unless given)
+RRTCS_JACKKNIFE = {
+    # EichhornHayre(z, 1.111111, 0.5414886, Pi, "mean", 0.95); str = ST
+    "strata": ("EichhornHayreData", {"strata": "ST"}, 2189520.54119),
+    # SoberanisCruz(z, 0.7, 0.5, Pi, "total", 0.90); clu = CL
+    "clusters": ("SoberanisCruzData", {"clusters": "CL"}, 3203.54457573),
+    # Horvitz(z, 0.6, 0.5, Pi, "mean", 0.95, 1500); N = 1500, str = ST, clu = CL
+    "strata and clusters": (
+        "HorvitzDataStCl",
+        {"strata": "ST", "clusters": "CL"},
+        0.00188547479457,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RRTCS_JACKKNIFE))
+def test_rrtcs_jackknife_with_fpc(case: str) -> None:
+    """With strata the correction is each stratum's own (a correction by the whole
+    sample's mean(pi) gives 2189482.03 on the first case, 1.8e-5 off)."""
+    from deniable.analysis import soberanis_cruz, survey_estimate
+    from deniable.analysis.complex import eichhorn_hayre
+
+    file, design, variance = RRTCS_JACKKNIFE[case]
+    data = load_rr_survey(f"RRTCS/{file}")
+    revision, options = {
+        "EichhornHayreData": (eichhorn_hayre(1.111111, 0.5414886), {}),
+        "SoberanisCruzData": (soberanis_cruz(0.7, 0.5), {"kind": "total"}),
+        "HorvitzDataStCl": (UnrelatedQuestion(p=0.6, innocuous_prevalence=0.5), {"N": 1500}),
+    }[file]
+    columns = {key: data[column] for key, column in design.items()}
+    est = survey_estimate(
+        revision,  # type: ignore[arg-type]
+        data.z,
+        pi=data.Pi,
+        variance="jackknife",
+        fpc=True,
+        **options,  # type: ignore[arg-type]
+        **columns,
+    )
+    assert est.std_error**2 == pytest.approx(variance, rel=SIG4)

@@ -444,8 +444,9 @@ def survey_estimate(
         Default: ``pij`` if given, else ``ultimate_cluster`` with clusters, else
         ``deville`` (``srswr`` for a revision without per-person variances).
     fpc : bool, default False
-        With ``variance="jackknife"``: multiply by the finite-population correction
-        ``1 - mean(pi)``, as RRTCS's ``JackknifeVariance`` does.
+        With ``variance="jackknife"``: multiply each stratum's part by its
+        finite-population correction ``1 - mean(pi_h)`` (the whole sample's without
+        strata), as RRTCS's ``ResamplingVariance`` does.
 
     Raises
     ------
@@ -531,16 +532,23 @@ def survey_estimate(
         if variance == "ultimate_cluster":
             var = scale * _ultimate_cluster(lin * w, h, c)
         else:
-            var = _jackknife(r, w, h, c, kind, N)
-            if fpc:
-                var *= 1.0 - float(np.mean(p))
+            # RRTCS's finite-population correction 1 - mean(pi_h), stratum by stratum
+            keep = 1.0 - np.bincount(h, weights=p) / np.bincount(h) if fpc else None
+            var = _jackknife(r, w, h, c, kind, N, keep)
     return SurveyEstimate(est, var, kind, variance, n, r, v)
 
 
 def _jackknife(
-    r: Array, w: Array, h: NDArray[np.intp], c: NDArray[np.intp], kind: str, N: float | None
+    r: Array,
+    w: Array,
+    h: NDArray[np.intp],
+    c: NDArray[np.intp],
+    kind: str,
+    N: float | None,
+    fpc: Array | None = None,
 ) -> float:
-    """Delete-one-cluster jackknife (JKn) within strata, vectorised over replicates."""
+    """Delete-one-cluster jackknife (JKn) within strata, vectorised over replicates;
+    stratum ``h``'s part multiplied by ``fpc[h]`` when given."""
     n_clusters = int(c.max()) + 1
     cluster_stratum = np.zeros(n_clusters, dtype=np.intp)
     cluster_stratum[c] = h
@@ -565,5 +573,6 @@ def _jackknife(
     v = 0.0
     for s in np.flatnonzero(per_stratum > 1):
         th = theta[cluster_stratum == s]
-        v += (th.size - 1) / th.size * float(np.sum((th - th.mean()) ** 2))
+        part = (th.size - 1) / th.size * float(np.sum((th - th.mean()) ** 2))
+        v += part * (1.0 if fpc is None else float(fpc[s]))
     return v

@@ -290,3 +290,25 @@ def test_rrtcs_jackknife_with_fpc(case: str) -> None:
         **columns,
     )
     assert est.std_error**2 == pytest.approx(variance, rel=SIG4)
+
+
+def test_rrglm_ethbe_designs_varying_by_respondent() -> None:
+    """RRglm(RR_response ~ 1, link = "RRlink.logit", RRmodel = RRmodel, p1 = p1, p2 = p2,
+    data = ETHBE[ETHBE$Question == "copied" & !is.na(ETHBE$RR_response), ],
+    control = glm.control(epsilon = 1e-14, maxit = 200)): 4,281 rows mixing direct
+    questioning, unrelated question, forced response and crosswise. With GLMMRR's
+    reading of the forced design's p2 (designs_by_row's default) the fit is R's; the
+    data's own description (forced="unconditional", the data README) fits better."""
+    ethbe = load_rr_survey("GLMMRR/ETHBE")
+    rows = ethbe[ethbe["Question"] == "copied"].dropna(subset=["RR_response"])
+    fits = {}
+    for forced in ("share", "unconditional"):
+        keys, designs = designs_by_row(rows, forced=forced)
+        frame = rows.assign(design=keys, y=rows["RR_response"].astype(int))
+        fits[forced] = rr_logit("y ~ 1", frame, designs, group="design", information="expected")
+    fit = fits["share"]
+    assert fit.nobs == 4281
+    assert fit.params["Intercept"] == pytest.approx(-0.89748109602, rel=SIG4)
+    assert fit.bse["Intercept"] == pytest.approx(0.0462883718979, rel=SIG4)
+    assert fit.llf == pytest.approx(-2688.635429238, abs=1e-6)
+    assert fits["unconditional"].llf > fit.llf + 40  # -2646.85

@@ -36,7 +36,7 @@ from ..mechanisms.protocol import BloomChannel, MatrixChannel, Mechanism, Suppor
 from ..tallies import SupportTally, Tally
 from .bayes import check_prior, posterior_draws
 from .common import moment_batch, moment_covariance
-from .pooled import pooled_design, pooled_moment
+from .pooled import boundary_std_errors, pooled_design, pooled_moment
 from .results import PrevalenceEstimate
 
 __all__ = ["ESTIMATION_METHODS", "EstimationMethod", "as_tally", "em_batch", "estimate"]
@@ -67,7 +67,9 @@ def estimate(
         ``"key:report"``); ``moment`` is then the least-squares estimator on the
         simplex's plane with the covariance of fixed design sizes
         (:func:`~deniable.estimation.pooled.pooled_moment`), and ``mle`` the pooled
-        maximum likelihood (more efficient when the designs differ).
+        maximum likelihood (more efficient when the designs differ). Their Wald
+        interval (the default) is power-constrained: its upper end is never below
+        the one of a moment estimate at 0, and symmetrically at 1.
     reports : array_like of int, shape (n,), or the mechanism's tally
         Report codes ``0..m-1`` (a design), an oracle's reports, RAPPOR reports, or the
         tally they reduce to (:class:`~deniable.tallies.Tally`,
@@ -114,11 +116,12 @@ def estimate(
             raise ValueError("groups must give each respondent's design key with several designs")
         stacked, codes, blocks = pooled_design(mechanism, groups, reports)
         result = estimate(stacked, codes, method, prior, rng=rng)
-        if method != "moment":
-            return result
         assert isinstance(result.tally, Tally)
+        edge = boundary_std_errors(stacked, result.tally.counts, blocks)
+        if method != "moment":
+            return replace(result, boundary_std_error=edge)
         est, cov = pooled_moment(stacked, result.tally.counts, blocks)
-        return replace(result, prevalence=est, covariance=cov)
+        return replace(result, prevalence=est, covariance=cov, boundary_std_error=edge)
     if groups is not None:
         raise ValueError("groups is used only with a mapping of designs")
     channel = getattr(mechanism, "channel", None)  # cheaper than a Protocol isinstance

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ReportValidationError
 from ..mechanisms.designs import Design, MatrixDesign
 
-__all__ = ["pooled_design", "pooled_moment"]
+__all__ = ["boundary_std_errors", "pooled_design", "pooled_moment"]
 
 
 def pooled_design(
@@ -107,6 +107,40 @@ def pooled_design(
     return stacked, (offsets[g] + codes).astype(np.intp), np.asarray(owner, dtype=np.intp)
 
 
+def _block_covariance(
+    counts: NDArray[np.int64], blocks: NDArray[np.intp], shares: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``V``: block ``g`` is ``(n_g / n^2) (diag(s_g) - s_g s_g^T)``, ``s_g`` = ``shares``
+    of design ``g``'s reports."""
+    n = counts.sum()
+    V = np.zeros((counts.size, counts.size))
+    for b in np.unique(blocks):
+        rows = np.flatnonzero(blocks == b)
+        s = shares[rows]
+        V[np.ix_(rows, rows)] = counts[rows].sum() / n**2 * (np.diag(s) - np.outer(s, s))
+    return V
+
+
+def _estimator(design: Design) -> NDArray[np.float64]:
+    """``Q`` (k, m) of the least-squares estimator on the plane ``sum(pi) = 1``."""
+    P = design.matrix
+    m, k = P.shape
+    A = np.vstack([-np.ones((1, k - 1)), np.eye(k - 1)])
+    e1 = np.zeros(k)
+    e1[0] = 1.0
+    G = A @ np.linalg.pinv(P @ A)  # (k, m)
+    return np.asarray(np.outer(e1 - G @ P @ e1, np.ones(m)) + G)  # pi_hat = Q lam
+
+
+def _within(
+    design: Design, counts: NDArray[np.int64], blocks: NDArray[np.intp], pi: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Each stacked report's expected share within its own design at prevalence ``pi``."""
+    expected = design.matrix @ pi  # (n_g / n) P_g pi
+    sizes = np.bincount(blocks, weights=counts)[blocks] / counts.sum()
+    return np.asarray(expected / sizes)
+
+
 def pooled_moment(
     design: Design, counts: NDArray[np.int64], blocks: NDArray[np.intp]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -121,19 +155,31 @@ def pooled_moment(
     ``counts`` (m,) are the stacked report counts and ``blocks`` (m,) each report's
     design (from :func:`pooled_design`); returns the estimate (k,) and covariance (k, k).
     """
-    P = design.matrix
-    m, k = P.shape
     n = counts.sum()
     lam = counts / n
-    A = np.vstack([-np.ones((1, k - 1)), np.eye(k - 1)])
-    e1 = np.zeros(k)
-    e1[0] = 1.0
-    G = A @ np.linalg.pinv(P @ A)  # (k, m)
-    Q = np.outer(e1 - G @ P @ e1, np.ones(m)) + G  # pi_hat = Q lam, as lam sums to 1
-    V = np.zeros((m, m))
-    for b in np.unique(blocks):
-        rows = np.flatnonzero(blocks == b)
-        n_g = counts[rows].sum()
-        s = counts[rows] / n_g
-        V[np.ix_(rows, rows)] = n_g / n**2 * (np.diag(s) - np.outer(s, s))
+    Q = _estimator(design)
+    shares = np.bincount(blocks, weights=counts)[blocks]
+    V = _block_covariance(counts, blocks, counts / shares)
     return np.asarray(Q @ lam), np.asarray(Q @ V @ Q.T)
+
+
+def boundary_std_errors(
+    design: Design, counts: NDArray[np.int64], blocks: NDArray[np.intp]
+) -> NDArray[np.float64] | None:
+    """Standard error of each category's moment estimate when its prevalence is 0, for
+    two truths (the other's then 1), with the same design sizes; ``None`` for more.
+
+    Used for the power constraint of the Wald interval (Cowan, Cranmer, Gross & Vitells
+    2011): an estimate below 0 gets at least the upper end ``z se_0`` an estimate at 0
+    would get, so the interval never claims more precision than an estimate at the
+    boundary supports. Returns shape (2,)."""
+    if design.n_truths != 2:
+        return None
+    Q = _estimator(design)
+    out = np.empty(2)
+    for j in range(2):
+        pi = np.zeros(2)
+        pi[1 - j] = 1.0
+        V = _block_covariance(counts, blocks, _within(design, counts, blocks, pi))
+        out[j] = float(np.sqrt(max((Q @ V @ Q.T)[j, j], 0.0)))
+    return out

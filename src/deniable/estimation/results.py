@@ -27,7 +27,7 @@ from ..errors import IntervalCoverageWarning
 from ..mechanisms.protocol import BloomChannel, MatrixChannel, Mechanism, SupportChannel
 from ..tallies import RapporTally, SupportTally, Tally
 from ..validation import check_confidence_level
-from .common import wald_interval
+from .common import wald_interval, z_quantile
 from .intervals import INTERVAL_METHODS, prevalence_intervals, share_interval
 from .variance import affine_map
 
@@ -168,6 +168,11 @@ class PrevalenceEstimate(EstimateResult):
         domains can have millions of values; see ``variance``).
     variance : ndarray, shape (k,), float64, or None
         Estimated variance of each entry when no covariance is kept.
+    boundary_std_error : ndarray, shape (k,), float64, or None
+        Standard error each entry's estimator would have with that entry's prevalence
+        at 0 (designs varying by respondent, two truths): the ``normal`` interval's
+        upper end is at least ``z`` times it, and symmetrically at 1 (a power
+        constraint, Cowan, Cranmer, Gross & Vitells 2011).
     prior : ndarray, shape (k,), or None
         Dirichlet pseudocounts (``bayes`` only).
     posterior : ndarray, shape (draws, k), or None
@@ -185,6 +190,7 @@ class PrevalenceEstimate(EstimateResult):
     posterior: NDArray[np.float64] | None = field(default=None, repr=False)
     iterations: int = 0
     variance: NDArray[np.float64] | None = field(default=None, repr=False)
+    boundary_std_error: NDArray[np.float64] | None = field(default=None, repr=False)
 
     @property
     def estimate(self) -> NDArray[np.float64]:
@@ -317,6 +323,12 @@ class PrevalenceEstimate(EstimateResult):
             )
             if method == "bayes":
                 self._check_bayes_boundary(low2[0], high2[0], level)
+            if method == "normal" and self.boundary_std_error is not None:
+                # power constraint: no interval claims more precision near a boundary
+                # than an estimate at that boundary would have (Cowan et al. 2011)
+                reach = np.minimum(z_quantile(level) * self.boundary_std_error, 1.0)
+                high2[0] = np.maximum(high2[0], reach)
+                low2[0] = np.minimum(low2[0], 1.0 - reach[::-1])
             return ConfidenceInterval(low2[0], high2[0])
         return ConfidenceInterval(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0))
 

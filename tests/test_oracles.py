@@ -391,3 +391,29 @@ def test_em_is_a_distribution_with_higher_likelihood(oracle):
     active = f > 1e-4
     np.testing.assert_allclose(grad[active], 3000, rtol=1e-3)
     assert np.all(grad[~active] <= 3000 * (1 + 1e-3))
+
+
+@pytest.mark.parametrize("oracle", [UnaryEncoding(16, 1.0), LocalHashing(16, 2.0)], ids=repr)
+def test_feldman_cousins_for_support_counts(oracle):
+    """Each value's support count is Binomial(n, q* + (p* - q*) f_v): the oracle's
+    feldman_cousins interval of every value is the one of the binary design
+    [[1 - q*, 1 - p*], [q*, p*]] on the counts (n - C_v, C_v), whose coverage is at least
+    the level at every prevalence (tests/test_coverage.py); sizes beyond the bound are
+    refused."""
+    rng = np.random.default_rng(5)
+    values = np.concatenate([np.zeros(1990, dtype=np.int64), np.arange(1, 11)])
+    res = estimate(oracle, oracle.randomize(values, rng))
+    ci = res.confidence_interval(method="feldman_cousins")
+    p, q = oracle.channel.p_star, oracle.channel.q_star
+    binary = deniable.MatrixDesign([[1 - q, 1 - p], [q, p]])
+    for v in range(oracle.k):
+        counts = np.array([res.n - res.tally.counts[v], res.tally.counts[v]])
+        ref = estimate(binary, deniable.Tally(counts)).confidence_interval(method="feldman_cousins")
+        assert ci.low[v] == pytest.approx(ref.low[1], abs=1e-9)
+        assert ci.high[v] == pytest.approx(ref.high[1], abs=1e-9)
+    from deniable.estimation.results import MAX_UNIFIED_SUPPORT_CELLS
+
+    n_huge = MAX_UNIFIED_SUPPORT_CELLS // oracle.k + 1
+    huge = SupportTally(np.zeros(oracle.k, dtype=np.int64), n_huge, scale=1)
+    with pytest.raises(ValueError, match="feldman_cousins for an oracle costs"):
+        estimate(oracle, huge).confidence_interval(method="feldman_cousins")

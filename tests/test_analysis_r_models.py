@@ -220,29 +220,21 @@ RRTCS_DEVICES = {
 
 @pytest.mark.parametrize("name", sorted(RRTCS_DEVICES))
 def test_rrtcs_named_devices_run_in_r(name: str) -> None:
-    from deniable.analysis import (
-        devore,
-        mangat_singh,
-        mangat_singh_singh,
-        singh_joarder,
-        soberanis_cruz,
-        survey_estimate,
-        two_reply_codes,
-        unknown_innocuous_two_replies,
-    )
+    from deniable.analysis import devices as d
+    from deniable.analysis import survey_estimate
 
     cases = {
-        "Devore": (devore(0.7), {"kind": "total"}),
-        "SinghJoarder": (singh_joarder(0.6), {"N": 802}),
-        "MangatSingh": (mangat_singh(0.7, 0.55), {"N": 802}),
-        "MangatSinghSingh": (mangat_singh_singh(0.6, 0.5), {"kind": "total"}),
-        "SoberanisCruz": (soberanis_cruz(0.7, 0.5), {"kind": "total"}),
-        "HorvitzUB": (unknown_innocuous_two_replies(0.6, 0.7), {"N": 802}),
-        "MangatSinghSinghUB": (unknown_innocuous_two_replies(0.6, 0.8), {"N": 802}),
+        "Devore": (d.devore(0.7), {"kind": "total"}),
+        "SinghJoarder": (d.singh_joarder(0.6), {"N": 802}),
+        "MangatSingh": (d.mangat_singh(0.7, 0.55), {"N": 802}),
+        "MangatSinghSingh": (d.mangat_singh_singh(0.6, 0.5), {"kind": "total"}),
+        "SoberanisCruz": (d.soberanis_cruz(0.7, 0.5), {"kind": "total"}),
+        "HorvitzUB": (d.unknown_innocuous_two_replies(0.6, 0.7), {"N": 802}),
+        "MangatSinghSinghUB": (d.unknown_innocuous_two_replies(0.6, 0.8), {"N": 802}),
     }
     revision, options = cases[name]
     data = load_rr_survey(f"RRTCS/{name}Data")
-    z = two_reply_codes(data.I, data.J) if name.endswith("UB") else data.z
+    z = d.two_reply_codes(data.I, data.J) if name.endswith("UB") else data.z
     est = survey_estimate(revision, z, pi=data.Pi, **options)  # type: ignore[arg-type]
     assert est.estimate == pytest.approx(RRTCS_DEVICES[name][0], rel=SIG4)
     assert est.std_error == pytest.approx(RRTCS_DEVICES[name][1], rel=SIG4)

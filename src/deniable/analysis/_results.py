@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,21 @@ def observed_covariance(hessian: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(np.linalg.inv(info))
     except np.linalg.LinAlgError:
         return np.asarray(np.linalg.pinv(info))
+
+
+def hessian_from_gradient(
+    gradient: Callable[[NDArray[np.float64]], NDArray[np.float64]], x: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Hessian of a function at ``x`` (shape (k,)) from its exact ``gradient``: central
+    differences with steps ``1e-5 max(1, |x_j|)``, symmetrised; shape (k, k)."""
+    k = x.size
+    H = np.empty((k, k))
+    for j in range(k):
+        h = 1e-5 * max(1.0, abs(float(x[j])))
+        e = np.zeros(k)
+        e[j] = h
+        H[:, j] = (gradient(x + e) - gradient(x - e)) / (2 * h)
+    return (H + H.T) / 2
 
 
 class WaldResult(EstimateResult):

@@ -30,7 +30,7 @@ from scipy import optimize
 
 from ..mechanisms.designs import Design
 from ._formula import model_frame
-from ._results import LikelihoodFit, normal_only, observed_covariance
+from ._results import LikelihoodFit, hessian_from_gradient, normal_only, observed_covariance
 
 __all__ = ["MAX_RR_PREDICTORS", "RRLinearResult", "rr_linear"]
 
@@ -230,13 +230,7 @@ def rr_linear(
     )
     x = np.asarray(res.x, dtype=np.float64)
     # observed information: central differences of the exact gradient
-    H = np.empty((k, k))
-    for j in range(k):
-        h = 1e-5 * max(1.0, abs(x[j]))
-        e = np.zeros(k)
-        e[j] = h
-        H[:, j] = (_objective(x + e, *args)[1] - _objective(x - e, *args)[1]) / (2 * h)
-    cov_x = observed_covariance(-(H + H.T) / 2)
+    cov_x = observed_covariance(-hessian_from_gradient(lambda z: _objective(z, *args)[1], x))
     b, sigma = x[:p], math.exp(x[p])
     pi = _prevalence(x[p + 1 :])
     # delta method to (b, sigma, pi): d pi_c / d theta_d = pi_c (1[c = d] - pi_d)

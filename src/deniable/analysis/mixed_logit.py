@@ -110,11 +110,12 @@ class _Model:
             if np.max(np.abs(step)) < 1e-10:
                 break
         self.mode = u
-        _, _, h = self._terms(eta, u)
         if self.expected:  # lme4's PIRLS weights (d mu / d eta)^2 / (mu (1 - mu))
             s = expit(eta + u[self.cluster])
             L = self.a + self.b * s
             h = -((self.b * s * (1 - s)) ** 2) / (L * (1 - L))
+        else:
+            _, _, h = self._terms(eta, u)
         scale = 1 / np.sqrt(-(np.bincount(self.cluster, h, self.G) - 1 / tau**2))
         parts = []
         for x, lw in zip(self.nodes, self.log_weights, strict=True):

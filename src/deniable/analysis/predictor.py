@@ -29,7 +29,7 @@ from scipy.special import expit, log_expit
 
 from ..mechanisms.designs import Design
 from ._formula import model_frame
-from ._results import LikelihoodFit, normal_only, observed_covariance
+from ._results import LikelihoodFit, hessian_from_gradient, normal_only, observed_covariance
 from .regression import report_codes
 
 __all__ = ["RRPredictorResult", "rr_predictor"]
@@ -90,15 +90,7 @@ def _negll(x: Array, X: Array, y: Array, P_r: Array, p: int) -> tuple[float, Arr
 
 def _observed_hessian(x: Array, X: Array, y: Array, P_r: Array, p: int) -> Array:
     """Hessian of the log-likelihood: central differences of the exact gradient."""
-    k = x.size
-    H = np.empty((k, k))
-    for j in range(k):
-        h = 1e-5 * max(1.0, abs(x[j]))
-        up, down = x.copy(), x.copy()
-        up[j] += h
-        down[j] -= h
-        H[:, j] = -(_negll(up, X, y, P_r, p)[1] - _negll(down, X, y, P_r, p)[1]) / (2 * h)
-    return (H + H.T) / 2
+    return -hessian_from_gradient(lambda z: _negll(z, X, y, P_r, p)[1], x)
 
 
 def rr_predictor(

@@ -115,13 +115,13 @@ def estimate(
         if groups is None:
             raise ValueError("groups must give each respondent's design key with several designs")
         stacked, codes, blocks = pooled_design(mechanism, groups, reports)
-        result = estimate(stacked, codes, method, prior, rng=rng)
-        assert isinstance(result.tally, Tally)
-        edge = boundary_std_errors(stacked, result.tally.counts, blocks)
-        if method != "moment":
-            return replace(result, boundary_std_error=edge)
-        est, cov = pooled_moment(stacked, result.tally.counts, blocks)
-        return replace(result, prevalence=est, covariance=cov, boundary_std_error=edge)
+        tally = as_tally(stacked, codes)
+        edge = boundary_std_errors(stacked, tally.counts, blocks)
+        if method == "moment":  # least squares on sum(pi) = 1, fixed design sizes
+            est, cov = pooled_moment(stacked, tally.counts, blocks)
+            return PrevalenceEstimate(stacked, tally, method, est, cov, boundary_std_error=edge)
+        result = estimate(stacked, tally, method, prior, rng=rng)
+        return replace(result, boundary_std_error=edge)
     if groups is not None:
         raise ValueError("groups is used only with a mapping of designs")
     channel = getattr(mechanism, "channel", None)  # cheaper than a Protocol isinstance

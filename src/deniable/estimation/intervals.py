@@ -47,7 +47,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ..mechanisms.designs import Design
@@ -61,6 +61,7 @@ __all__ = [
     "hpd_interval",
     "prevalence_intervals",
     "share_interval",
+    "share_to_prevalence",
 ]
 
 IntervalMethod = Literal[
@@ -200,12 +201,30 @@ def prevalence_intervals(
             lo_s, hi_s = _unified(design, amap, counts, n[:, 0], confidence_level)
         else:
             lo_s, hi_s = share_interval(method, counts[:, amap.report], n, confidence_level)
-        a = amap.intercept + amap.slope * lo_s
-        b = amap.intercept + amap.slope * hi_s
-        low, high = np.minimum(a, b), np.maximum(a, b)
-        if method == "feldman_cousins":  # ends at the share's range are exactly 0 and 1
-            low = np.where(low < _SNAP, 0.0, low)
-            high = np.where(high > 1.0 - _SNAP, 1.0, high)
+        return share_to_prevalence(
+            lo_s, hi_s, amap.intercept, amap.slope, snap=method == "feldman_cousins"
+        )
+    return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+
+
+def share_to_prevalence(
+    low_share: ArrayLike,
+    high_share: ArrayLike,
+    intercept: ArrayLike,
+    slope: ArrayLike,
+    *,
+    snap: bool = False,
+) -> tuple[Array, Array]:
+    """An interval of a report share mapped to prevalence ``intercept + slope * share``,
+    ordered and clipped to [0, 1]; with ``snap`` (a Feldman-Cousins interval, whose ends
+    at the share's range are exactly 0 and 1) ends within 1e-12 of 0 or 1 become them.
+    Arrays broadcast; returns ``low, high`` of their shape."""
+    a = np.asarray(intercept) + np.asarray(slope) * np.asarray(low_share)
+    b = np.asarray(intercept) + np.asarray(slope) * np.asarray(high_share)
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    if snap:
+        low = np.where(low < _SNAP, 0.0, low)
+        high = np.where(high > 1.0 - _SNAP, 1.0, high)
     return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
 
 

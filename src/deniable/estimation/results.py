@@ -28,7 +28,7 @@ from ..mechanisms.protocol import BloomChannel, MatrixChannel, Mechanism, Suppor
 from ..tallies import RapporTally, SupportTally, Tally
 from ..validation import check_confidence_level
 from .common import wald_interval, z_quantile
-from .intervals import INTERVAL_METHODS, prevalence_intervals, share_interval
+from .intervals import INTERVAL_METHODS, prevalence_intervals, share_interval, share_to_prevalence
 from .variance import affine_map
 
 if TYPE_CHECKING:
@@ -477,9 +477,6 @@ def _support_interval(
         lo_s, hi_s = share_interval(
             method, tally.counts, np.full(tally.counts.shape, tally.n), level
         )
-    low, high = (lo_s - q) / (p - q), (hi_s - q) / (p - q)
-    if method == "feldman_cousins":  # the share range's ends are exactly 0 and 1
-        low, high = np.minimum(low, high), np.maximum(low, high)
-        low = np.where(low < 1e-12, 0.0, low)
-        high = np.where(high > 1.0 - 1e-12, 1.0, high)
-    return low, high
+    return share_to_prevalence(
+        lo_s, hi_s, -q / (p - q), 1 / (p - q), snap=method == "feldman_cousins"
+    )

@@ -628,3 +628,41 @@ def test_a_numeric_question_in_the_browser(browser, site, tmp_path):
     page.goto(f"{base}/s/hours")
     assert page.get_by_label("eine Zahl von 0 bis 40 hours").is_visible()
     german.close()
+
+
+def test_an_answer_a_report_proves_is_named_on_the_page(browser, site, tmp_path):
+    """forced-response {p_yes: 0, p_no: 0.01} with sensitive: [no]: a "yes" report proves
+    "yes". The page says so beside the answer and at the top, whatever `sensitive` says,
+    and the consent section says a response cannot be withdrawn."""
+    base, store, _ = site
+    data = copy.deepcopy(SURVEY) | {"id": "exposing", "privacy_budget": 10.0}
+    data["questions"] = [
+        {
+            "id": "drugs",
+            "text": "Have you used an illegal drug?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.0, "p_no": 0.01}},
+            "allow_infinite_epsilon": True,
+            "sensitive": ["no"],
+        },
+        SURVEY["questions"][1],
+    ]
+    store.publish(load_survey(data))
+    context = browser.new_context(viewport={"width": 900, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{base}/s/exposing")
+    top = page.locator("#worst").inner_text()
+    assert 'in question 1, choosing "yes" can be seen for certain' in top
+    yes = page.locator("label[for=truth-drugs-1]").inner_text()
+    no = page.locator("label[for=truth-drugs-0]").inner_text()
+    assert "can be seen for certain by whoever reads your report" in yes
+    assert "seen for certain" not in no
+    assert 'if your answer is "yes"' in page.locator("#q-drugs").inner_text()
+    assert "cannot be withdrawn" in page.locator("#no-withdrawal").inner_text()
+    _screenshot(page, "respondent-exposing", tmp_path)
+    # a design that proves nothing: the top line gives the worst factor instead
+    page.goto(f"{base}/s/health")
+    assert (
+        "no single report can make anyone more than 7.4 times surer"
+        in page.locator("#worst").inner_text()
+    )
+    context.close()

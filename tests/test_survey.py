@@ -357,3 +357,56 @@ def test_languages_and_translations():
         load_survey(survey(translations={"de": {"questions": {"nosuch": {"text": "x"}}}}))
     with pytest.raises(SurveyError, match="translations"):
         load_survey(survey(translations={"fr": {"title": "x"}}))
+
+
+EXPOSING = {
+    "id": "drugs",
+    "text": "Have you used an illegal drug?",
+    "design": {"name": "forced-response", "params": {"p_yes": 0.0, "p_no": 0.01}},
+    "allow_infinite_epsilon": True,
+    "sensitive": ["no"],
+}
+
+
+def test_every_answer_a_report_proves_is_told_whatever_sensitive_says():
+    """The review's case: forced response with p_yes = 0 and "no" called sensitive. The
+    budget counts only "no" (ln 100), but "yes" is proved by a "yes" report (P(yes | no)
+    = 0): the served factors are [100, null] (no, yes)."""
+    s = load_survey(survey(privacy_budget=5, questions=[EXPOSING]))
+    (q,) = s.questions
+    assert q.cost == pytest.approx(math.log(100), rel=1e-9)
+    assert q.exposed_answers == ["yes"]
+    (served,) = s.respondent_view()["questions"]
+    assert served["disclosure"]["max_odds_factor"] == [pytest.approx(100.0), None]
+    json.dumps(served)  # JSON null, not "inf"
+
+
+@pytest.mark.parametrize(
+    ("design", "exposed"),
+    [
+        ({"name": "unrelated-question", "params": {"p": 0.7, "innocuous_prevalence": 0}}, ["yes"]),
+        ({"name": "kuk", "params": {"p_noncarrier": 0, "p_carrier": 0.7}}, ["yes"]),
+        ({"name": "mangat", "params": {"p": 0.7}}, ["no"]),
+        ({"name": "warner", "params": {"p": 0.75}}, []),
+    ],
+)
+def test_factors_per_answer_match_the_matrix(design, exposed):
+    """factor[a] = max over r, b != a of P[r, a] / P[r, b], recomputed here by brute force."""
+    q = {"id": "q", "text": "Sensitive?", "design": design, "allow_infinite_epsilon": True}
+    try:
+        s = load_survey(survey(privacy_budget=30, questions=[q]))
+    except SurveyError:  # a proof of the default-sensitive answer is still refused
+        s = load_survey(survey(privacy_budget=30, questions=[q | {"sensitive": ["no"]}]))
+    (question,) = s.questions
+    p = question.mechanism.matrix
+    m, k = p.shape
+    for a in range(k):
+        worst = 1.0
+        for r in range(m):
+            for b in range(k):
+                if b != a and p[r, a] > 0:
+                    worst = max(worst, math.inf if p[r, b] == 0 else p[r, a] / p[r, b])
+        assert question.odds_factors[a] == pytest.approx(worst, rel=1e-12)
+    assert question.exposed_answers == exposed
+    if not exposed:
+        assert max(question.odds_factors) == pytest.approx(math.exp(question.epsilon), rel=1e-9)

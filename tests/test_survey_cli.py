@@ -161,3 +161,63 @@ def test_errors_are_clear(server, tmp_path):
     assert out.returncode == 2 and "DENIABLE_ANALYST_TOKEN" in out.stderr
     version = subprocess.run([DEANIABLE, "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and version.stdout.startswith("deniable ")
+
+
+def test_respond_in_the_terminal_takes_numbers_and_tells_the_whole_truth(server, tmp_path):
+    """The terminal client is a device like the page: it shows the description, the
+    consent text (and that a response cannot be withdrawn), the crosswise innocuous
+    question, which answer a report proves, and takes a number in range (7.5 hours)."""
+    survey = {
+        "format": 1,
+        "id": "sleep",
+        "version": 1,
+        "title": "Sleep and habits",
+        "description": "A short survey on sleep.",
+        "consent": "Voluntary. Contact: team@example.org",
+        "privacy_budget": 10.0,
+        "questions": [
+            {
+                "id": "hours",
+                "text": "How many hours did you sleep?",
+                "range": {"low": 0, "high": 12, "unit": "hours"},
+                "design": {"name": "duchi", "params": {"epsilon": 1.0}},
+            },
+            {
+                "id": "drugs",
+                "text": "Have you used an illegal drug?",
+                "design": {"name": "forced-response", "params": {"p_yes": 0.0, "p_no": 0.01}},
+                "allow_infinite_epsilon": True,
+                "sensitive": ["no"],
+            },
+            {
+                "id": "cheat",
+                "text": "Have you cheated in an exam?",
+                "innocuous_question": "Is your mother's birthday in January or February?",
+                "design": {"name": "crosswise", "params": {"p": 0.17}},
+            },
+        ],
+    }
+    (tmp_path / "sleep.yaml").write_text(yaml.safe_dump(survey))
+    cli("survey", "publish", "sleep.yaml", cwd=tmp_path, base=server.base)
+    checked = cli("survey", "check", "sleep.yaml", "--json", cwd=tmp_path, base=server.base)
+    drugs = json.loads(checked.stdout)["questions"][1]
+    assert drugs["max_odds_factor"] == {"no": pytest.approx(100.0), "yes": None}
+    assert any("seen for certain" in line for line in drugs["disclosure"])
+    env = {"DENIABLE_SERVER": server.base, "COLUMNS": "200"}
+    out = CliRunner().invoke(
+        app, ["respond", f"{server.base}/s/sleep", "--yes"], input="12.5\n7.5\nno\nyes\n", env=env
+    )
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    for shown in (
+        "A short survey on sleep.",
+        "Contact: team@example.org",
+        "cannot be withdrawn",
+        "mother's birthday in January",
+        "choosing this can be seen for certain",
+        "Please type a number from 0 to 12",
+        "Stored.",
+    ):
+        assert shown in text, shown
+    with httpx.Client(base_url=server.base, timeout=30, headers=AUTH) as http:
+        assert http.get("/api/surveys/sleep/status").json()["responses"] == 1

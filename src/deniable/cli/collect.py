@@ -10,6 +10,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from ..collection.i18n import catalog
 from ..collection.survey import Question, load_survey
 from ..errors import DeniableError
 from .common import JsonOpt, app, console, emit_json, err, fail, short_spec
@@ -83,8 +84,17 @@ def survey_check(
                     for r in range(d.n_reports)
                 },
                 "disclosure": risk.describe() if q.range is None else _numeric_risk(q),
+                "max_odds_factor": dict(
+                    zip(
+                        q.choice_labels,
+                        [f if math.isfinite(f) else None for f in q.odds_factors],
+                        strict=True,
+                    )
+                ),
             }
         )
+        for label in q.exposed_answers:
+            rows[-1]["disclosure"].insert(0, f'"{label}": {catalog("en")["answer_exposed"]}.')
         if q.numeric is not None:
             rows[-1]["design"] = repr(q.numeric)
     total = survey.total_epsilon
@@ -146,6 +156,23 @@ def serve(
         ),
     ] = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes.")] = 1,
+    limit_concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=1_000_000,
+            help="Most connections and tasks served at once per worker; beyond it new "
+            "requests get 503 at once.",
+        ),
+    ] = 1000,
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option(
+            help="Addresses of the reverse proxy whose X-Forwarded-For is trusted "
+            "(comma-separated, e.g. 127.0.0.1). Without it the header is ignored and each "
+            "client is the socket's peer.",
+        ),
+    ] = None,
 ) -> None:
     """Run the collection server (analyst token from DENIABLE_ANALYST_TOKEN)."""
     import os
@@ -178,6 +205,10 @@ def serve(
             "No DENIABLE_ANALYST_TOKEN set; the analyst token for this run is "
             f"[bold]{os.environ['DENIABLE_ANALYST_TOKEN']}[/]"
         )
+    if forwarded_allow_ips:
+        os.environ["DENIABLE_FORWARDED_ALLOW_IPS"] = forwarded_allow_ips
+    else:
+        os.environ.pop("DENIABLE_FORWARDED_ALLOW_IPS", None)
     Store(url).close()  # create and migrate once, before the workers start
     err.print(f"Database: {url.split('@')[-1]}")
     uvicorn.run(
@@ -189,6 +220,10 @@ def serve(
         log_level="info",
         access_log=False,  # the application's own access log has no addresses or queries
         http="deniable.collection.server.protocol:HeaderDeadlineProtocol",
+        limit_concurrency=limit_concurrency,
+        # uvicorn trusts X-Forwarded-For from 127.0.0.1 by default: only when named
+        proxy_headers=bool(forwarded_allow_ips),
+        forwarded_allow_ips=forwarded_allow_ips or "",
     )
 
 
@@ -213,6 +248,7 @@ def respond(
 
     from ..collection.client import (
         design_from_view,
+        numeric_truth,
         parse_survey_url,
         request_credential,
         respond_reports,
@@ -233,6 +269,11 @@ def respond(
             for q in view["questions"]:
                 design_from_view(q)  # checks the stated epsilon before anything is asked
             out.print(f"[bold]{view['title']}[/]")
+            if view.get("description"):
+                out.print(view["description"])
+            if view.get("consent"):
+                out.print(f"\n[bold]Consent and contact[/]\n{view['consent']}")
+            out.print(catalog("en")["no_withdrawal"])
             credential = None
             if view.get("requires_invitation"):
                 if not token:
@@ -259,8 +300,17 @@ def respond(
                 eps = q["epsilon"]
                 eps_text = "no limit" if eps == "inf" else f"{float(eps):.2f} nats"
                 out.print(f"\n[bold]{i}. {q['text']}[/]  (epsilon {eps_text})")
+                if q.get("innocuous_question"):
+                    out.print(catalog("en")["innocuous"].format(question=q["innocuous_question"]))
+                numeric = q.get("numeric")
+                if numeric:
+                    answers[q["id"]] = numeric_truth(numeric, _ask_number(numeric, as_json))
+                    continue
+                factors = q["disclosure"]["max_odds_factor"]
                 for j, label in enumerate(q["choices"]):
-                    out.print(f"  {j + 1}) {label}")
+                    exposed = factors[j] is None
+                    note = f"  [bold red]({catalog('en')['answer_exposed']})[/]" if exposed else ""
+                    out.print(f"  {j + 1}) {label}{note}")
                 answers[q["id"]] = _ask_choice(q["choices"], as_json)
             reports = respond_reports(view, answers)
             answers.clear()
@@ -309,6 +359,24 @@ def _ask_choice(labels: list[str], to_stderr: bool = False) -> int:
         if raw.casefold() in lowered:
             return lowered.index(raw.casefold())
         err.print(f"Please type a number from 1 to {k}, or one of: {', '.join(labels)}.")
+
+
+def _ask_number(numeric: dict[str, Any], to_stderr: bool = False) -> float:
+    """Prompt until the answer is a finite number in ``[low, high]``; return it."""
+    low, high = float(numeric["low"]), float(numeric["high"])
+    unit = f" {numeric['unit']}" if numeric.get("unit") else ""
+    while True:
+        raw = typer.prompt(
+            f"Your true answer, a number from {low:g} to {high:g}{unit} (stays on this computer)",
+            err=to_stderr,
+        ).strip()
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and low <= value <= high:
+            return value
+        err.print(f"Please type a number from {low:g} to {high:g}.")
 
 
 def _numeric_risk(q: Question) -> list[str]:

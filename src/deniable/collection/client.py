@@ -12,6 +12,7 @@ needs invitations it first exchanges the invitation for an unlinkable credential
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ import numpy as np
 from ..errors import CredentialError
 from ..mechanisms.designs import Design, MatrixDesign
 from ..mechanisms.protocol import check_stated_epsilon
-from ..mechanisms.randomness import RandomSource
+from ..mechanisms.randomness import RandomSource, SecureRandom
 from .credentials import (
     VARIANT,
     Credential,
@@ -92,6 +93,38 @@ def design_from_view(question: dict[str, Any]) -> Design:
     )
     check_stated_epsilon(design.epsilon, question["epsilon"], f"question {question['id']!r}")
     return design
+
+
+def numeric_truth(
+    numeric: dict[str, Any], value: float, rng: RandomSource | np.random.Generator | None = None
+) -> int:
+    """A numeric question's answer ``value`` in ``[low, high]`` rounded at random to a
+    bound: 1 (``high``) with chance ``z = (value - low) / (high - low)``, else 0.
+
+    The question's report is Warner's design over the bounds applied to this code (see
+    :mod:`deniable.collection.questions`), so the report is 1 with chance
+    ``(1 + z (e^eps - 1)) / (e^eps + 1)`` exactly (Duchi, Jordan & Wainwright 2018).
+
+    Parameters
+    ----------
+    numeric : dict
+        The question's ``numeric`` field as served: ``low`` and ``high`` (finite floats).
+    value : float
+        The true answer; never leaves this function.
+    rng : optional
+        Default: the secure source (:class:`~deniable.mechanisms.SecureRandom`).
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a finite number in ``[low, high]``.
+    """
+    low, high = float(numeric["low"]), float(numeric["high"])
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ValueError(f"the answer must be a number in [{low:g}, {high:g}], got {value!r}")
+    z = (value - low) / (high - low)
+    source = rng if rng is not None else SecureRandom()
+    return int(float(source.random(1)[0]) < z)
 
 
 def respond_reports(

@@ -47,7 +47,7 @@ from ..mechanisms.designs import Design, KaryRR, protected_epsilon
 from ..mechanisms.numeric import DuchiMean, OneBitMean
 from ..mechanisms.protocol import check_question_epsilon
 from ..mechanisms.registry import DESIGNS
-from ..planning.disclosure import DisclosureRisk, disclosure_risk
+from ..planning.disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
 
 __all__ = [
     "MAX_CATEGORIES",
@@ -390,6 +390,24 @@ class Question(BaseModel):
         if k == 2:
             return np.array([1.0 - prior_yes, prior_yes])
         return np.full(k, 1.0 / k)
+
+    @cached_property
+    def odds_factors(self) -> list[float]:
+        """Per true answer (aligned with :attr:`choice_labels`), the largest factor by
+        which a report can multiply the odds of that answer against another
+        (:func:`~deniable.planning.answer_odds_factors`; ``inf`` where a report proves
+        it), over every answer whatever ``sensitive`` says. A numeric question's is its
+        mechanism's ``exp(epsilon)`` for both bounds."""
+        if self._numeric is not None:
+            return [math.exp(self._numeric.epsilon)] * 2
+        return [float(x) for x in answer_odds_factors(self._design.matrix)]
+
+    @property
+    def exposed_answers(self) -> list[str]:
+        """Labels of the answers some report proves (an infinite :attr:`odds_factors`):
+        whoever reads that report knows the answer for certain."""
+        labels = self.choice_labels
+        return [labels[i] for i, f in enumerate(self.odds_factors) if math.isinf(f)]
 
     def disclosure_risk(self, prior_yes: float) -> DisclosureRisk:
         """:func:`~deniable.planning.disclosure_risk` of this question at :meth:`prior`."""

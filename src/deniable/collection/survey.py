@@ -335,7 +335,13 @@ def _disclosure(q: Question, prior_yes: float) -> dict[str, Any]:
     return {
         "prior": q.prior(prior_yes).tolist(),
         "posterior": [[None if np.isnan(x) else float(x) for x in row] for row in post],
-        "max_odds_factor": _json_float(math.exp(q.epsilon)) if math.isfinite(q.epsilon) else "inf",
+        # per answer (null: some report proves it), whatever `sensitive` says; a
+        # numeric question keeps its mechanism's single factor
+        "max_odds_factor": (
+            math.exp(q.epsilon)
+            if q.numeric is not None
+            else [f if math.isfinite(f) else None for f in q.odds_factors]
+        ),
     }
 
 

@@ -5,7 +5,7 @@ reveals), ``testing`` (the exact threshold test on the reports and its error rat
 ``simulation`` (seeded simulated tallies) and ``plots`` (matplotlib, loaded only there).
 """
 
-from .disclosure import DisclosureRisk, disclosure_risk
+from .disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
 from .sample_size import sample_size
 from .testing import (
     PrevalenceTestErrorRates,
@@ -18,6 +18,7 @@ __all__ = [
     "DisclosureRisk",
     "PrevalenceTestErrorRates",
     "PrevalenceTestResult",
+    "answer_odds_factors",
     "disclosure_risk",
     "prevalence_test",
     "prevalence_test_error_rates",

@@ -10,7 +10,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..mechanisms.designs import Design
 
-__all__ = ["DisclosureRisk", "disclosure_risk"]
+__all__ = ["DisclosureRisk", "answer_odds_factors", "disclosure_risk"]
+
+#: Probabilities at or below this count as zero (a report that cannot occur).
+_ZERO = 2.0**-53
 
 
 @dataclass(frozen=True)
@@ -96,3 +99,52 @@ def disclosure_risk(design: Design, prior: float | ArrayLike) -> DisclosureRisk:
     with np.errstate(invalid="ignore", divide="ignore"):
         posterior = np.where(total > 0, joint / total, np.nan)
     return DisclosureRisk(design, pi, posterior)
+
+
+def answer_odds_factors(matrix: ArrayLike) -> NDArray[np.float64]:
+    """For each true answer, the largest factor by which one report can multiply an
+    observer's odds of that answer against another one.
+
+    ``factor[a] = max over reports r and answers b != a of P[r, a] / P[r, b]``, taken over
+    every answer whatever a survey calls sensitive; ``inf`` when some report can occur
+    under ``a`` but not under another answer (that report proves "not b", and for two
+    answers proves ``a``). Pairs with ``P[r, a] = 0`` are skipped. The maximum over
+    answers is ``exp(epsilon)`` of local differential privacy (Warner 1965; Evfimievski,
+    Gehrke & Srikant 2003, "amplification"); per answer it tells a respondent which
+    choice a report can give away.
+
+    Parameters
+    ----------
+    matrix : array_like, shape (m, k), float
+        ``Pr(report | truth)``, probabilities in [0, 1]; ``k >= 2``.
+
+    Returns
+    -------
+    ndarray, shape (k,), float64
+        Factors in [1, inf].
+
+    Raises
+    ------
+    ValueError
+        If ``matrix`` is not two-dimensional with at least two columns.
+
+    Examples
+    --------
+    >>> from deniable.mechanisms import ForcedResponse
+    >>> answer_odds_factors(ForcedResponse(p_yes=0.0, p_no=0.01).matrix).tolist()
+    [100.0, inf]
+    """
+    p = np.asarray(matrix, dtype=np.float64)
+    if p.ndim != 2 or p.shape[1] < 2:
+        raise ValueError(f"matrix must have shape (m, k) with k >= 2, got {p.shape}")
+    k = p.shape[1]
+    out = np.ones(k)
+    for a in range(k):
+        top = p[:, a]
+        used = top > _ZERO
+        others = np.delete(p, a, axis=1)[used]
+        if np.any(others <= _ZERO):
+            out[a] = math.inf
+        elif others.size:
+            out[a] = max(1.0, float((top[used][:, None] / others).max()))
+    return out

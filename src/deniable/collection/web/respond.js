@@ -171,6 +171,7 @@ const deniable = (() => {
     times: times(Math.exp(eps)), eps: eps.toFixed(2), limit: survey.privacy_budget,
   });
 
+  document.getElementById("worst").textContent = worstCase();
   survey.questions.forEach((q, index) => container.appendChild(renderQuestion(q, index)));
   if (store.get(sentKey)) {
     lockAll();
@@ -278,8 +279,17 @@ const deniable = (() => {
       hint.className = "risk";
       hint.textContent = t("true_answer");
       choiceGroup.appendChild(hint);
-      q.choices.forEach((label, t) => {
-        choiceGroup.appendChild(radio(`truth-${q.id}`, t, label, `truth-${q.id}-${t}`));
+      const factors = answerFactors(q);
+      q.choices.forEach((label, a) => {
+        const option = radio(`truth-${q.id}`, a, label, `truth-${q.id}-${a}`);
+        if (factors[a] === null) {
+          // some report proves this answer: say so beside it, whatever `sensitive` says
+          const warn = document.createElement("strong");
+          warn.className = "exposed";
+          warn.textContent = ` (${t("answer_exposed")})`;
+          option.appendChild(warn);
+        }
+        choiceGroup.appendChild(option);
       });
     }
     fs.appendChild(choiceGroup);
@@ -408,13 +418,41 @@ const deniable = (() => {
     submit.disabled = true;
   }
 
+  /**
+   * Per answer, the largest factor by which a report can multiply anyone's odds of it
+   * (null: some report proves it); a numeric question's single factor for both bounds.
+   */
+  function answerFactors(q) {
+    const f = q.disclosure.max_odds_factor;
+    return Array.isArray(f) ? f.map((x) => (x === null ? null : Number(x))) : [Number(f), Number(f)];
+  }
+
+  /** The largest finite factor of a question (1 if every answer is provable). */
+  function finiteFactor(q) {
+    return Math.max(1, ...answerFactors(q).filter((x) => x !== null));
+  }
+
+  /** The worst case over the randomized questions, for the top of the page. */
+  function worstCase() {
+    for (const [n, q] of survey.questions.entries()) {
+      const exposed = answerFactors(q).findIndex((x) => x === null);
+      if (exposed >= 0) return t("worst_exposed", { n: n + 1, answer: q.choices[exposed] });
+    }
+    return t("worst_odds", { times: times(Math.max(...survey.questions.map(finiteFactor))) });
+  }
+
   /** The risk in plain words: how much surer anyone can become of the answer. */
   function plainRisk(q) {
-    if (q.epsilon === "inf") {
-      const answers = q.sensitive.map((a) => `"${a}"`).join(t("or"));
-      return t("plain_risk_protected", { times: times(Math.exp(q.cost)), answers });
+    const factors = answerFactors(q);
+    const exposed = q.choices.filter((_, a) => factors[a] === null);
+    if (exposed.length) {
+      const answers = exposed.map((a) => `"${a}"`).join(t("or"));
+      const safe = factors.some((x) => x !== null)
+        ? " " + t("plain_risk_others", { times: times(finiteFactor(q)) })
+        : "";
+      return t("plain_risk_exposed", { answers }) + safe;
     }
-    return t("plain_risk", { times: times(Number(q.disclosure.max_odds_factor)) });
+    return t("plain_risk", { times: times(finiteFactor(q)) });
   }
 
   function times(factor) {
@@ -424,11 +462,13 @@ const deniable = (() => {
 
   function explainRisk(q) {
     const pct = (x) => `${(100 * x).toFixed(0)}%`;
+    const factor = finiteFactor(q);
     if (q.epsilon === "inf") {
-      const answers = q.sensitive.map((a) => `"${a}"`).join(t("or"));
-      return t("risk_inf", { answers, factor: Math.exp(q.cost).toFixed(2) });
+      const factors = answerFactors(q);
+      return q.choices.map((label, a) => `"${label}": ` + (factors[a] === null
+        ? t("answer_exposed")
+        : t("answer_odds", { times: times(factors[a]) }))).join("; ") + ".";
     }
-    const factor = Number(q.disclosure.max_odds_factor);
     if (q.numeric) {
       return t("risk_numeric", {
         low: num(q.numeric.low), high: num(q.numeric.high), p_low: pct(q.columns[0][1]),

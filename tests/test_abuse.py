@@ -193,3 +193,143 @@ def test_eight_hundred_half_sent_headers_are_cut(server):
     assert all(a == b"" for a in answers)  # closed without a response
     assert closed_after < BODY_TIMEOUT * 5
     assert health < 100
+
+
+def test_two_hundred_trickling_bodies_are_cut_at_the_whole_body_deadline(server):
+    """200 connections declare 1,000 bytes and send one byte every 0.5 s, so no single
+    read ever waits long: the deadline is for the whole body, so each gets 408 and is
+    closed about BODY_TIMEOUT after its request started; /healthz < 100 ms meanwhile."""
+    port = int(server.base.rsplit(":", 1)[1])
+    head = (
+        b"POST /api/surveys/health/responses HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    )
+
+    async def trickle(writer: asyncio.StreamWriter, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                writer.write(b" ")
+                await writer.drain()
+            except (ConnectionError, RuntimeError):
+                return
+            await asyncio.sleep(0.5)
+
+    async def scenario() -> tuple[list[float], list[bytes], list[float]]:
+        conns = []
+        t0 = time.perf_counter()
+        for _ in range(200):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(head)
+            conns.append((reader, writer))
+        stop = asyncio.Event()
+        tricklers = [asyncio.create_task(trickle(w, stop)) for _, w in conns]
+        loop = asyncio.get_running_loop()
+        latencies = []
+        with httpx.Client(timeout=5) as probe:
+            while time.perf_counter() - t0 < BODY_TIMEOUT * 0.75:
+                latencies.append(await loop.run_in_executor(None, healthz_ms, server.base, probe))
+                await asyncio.sleep(0.05)
+
+        async def outcome(reader: asyncio.StreamReader) -> tuple[bytes, float]:
+            data = await asyncio.wait_for(reader.read(), timeout=BODY_TIMEOUT * 5)
+            return data, time.perf_counter() - t0
+
+        results = await asyncio.gather(*(outcome(r) for r, _ in conns))
+        stop.set()
+        await asyncio.gather(*tricklers)
+        for _, w in conns:
+            w.close()
+        return latencies, [a for a, _ in results], [t for _, t in results]
+
+    latencies, answers, closed_at = asyncio.run(scenario())
+    assert max(latencies) < 100, latencies
+    assert all(a.startswith(b"HTTP/1.1 408") for a in answers), {a[:20] for a in answers}
+    # each closed at its deadline (BODY_TIMEOUT after its start; the 200 starts took
+    # well under a second) plus one trickle interval for the read that notices it
+    assert max(closed_at) < BODY_TIMEOUT + 1.5, max(closed_at)
+    assert healthz_ms(server.base) < 100
+
+
+def test_a_thousand_aborted_bodies_add_one_short_line_each(server):
+    """Bodies dropped halfway (declared length, chunked, and the analyst's publish route,
+    which reads its body in the full application): no traceback, under 200 KB of log."""
+    port = int(server.base.rsplit(":", 1)[1])
+    heads = [
+        b"POST /api/surveys/health/responses HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        b'application/json\r\nContent-Length: 1000\r\n\r\n{"version"',
+        b"POST /api/surveys/health/responses HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        b'application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"ver\r\n',
+        b"POST /api/surveys HTTP/1.1\r\nHost: x\r\nAuthorization: "
+        + AUTH["Authorization"].encode()
+        + b'\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"id"',
+    ]
+    log = server.tmp / "server.log"
+    before = log.stat().st_size
+
+    async def abort(head: bytes) -> None:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(head)
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        writer.transport.abort()
+
+    async def scenario() -> None:
+        for start in range(0, 1000, 50):
+            await asyncio.gather(*(abort(heads[(start + i) % 3]) for i in range(50)))
+
+    asyncio.run(scenario())
+    time.sleep(0.5)
+    added = log.read_bytes()[before:]
+    assert b"Traceback" not in added
+    assert len(added) < 200_000, len(added)
+    assert healthz_ms(server.base) < 100
+
+
+def test_forwarded_for_is_ignored_unless_the_proxy_is_named(tmp_path):
+    """A client on loopback sending a new X-Forwarded-For with every response gets no
+    more than the plain per-client limit (burst 30 + 0.5/s), and the log warns once;
+    with --forwarded-allow-ips 127.0.0.1 the proxy's header names the client."""
+    env = {"DENIABLE_RATE_PER_MINUTE": "30"}
+    body = {"version": 1, "reports": {"drugs": 1, "status": 0}}
+
+    def accepted(server: Server, n: int) -> tuple[int, float]:
+        t0 = time.perf_counter()
+        with httpx.Client(base_url=server.base, timeout=10) as http:
+            codes = [
+                http.post(
+                    "/api/surveys/health/responses",
+                    json=body,
+                    headers={"X-Forwarded-For": f"203.0.{i // 250}.{i % 250 + 1}"},
+                ).status_code
+                for i in range(n)
+            ]
+        assert set(codes) <= {201, 429}, set(codes)
+        return codes.count(201), time.perf_counter() - t0
+
+    plain = Server(f"sqlite:///{tmp_path / 'plain.sqlite'}", tmp_path, env=env)
+    plain.start()
+    try:
+        httpx.post(f"{plain.base}/api/surveys", json=SURVEY, headers=AUTH).raise_for_status()
+        n_ok, seconds = accepted(plain, 90)
+        assert n_ok <= 30 + 0.5 * seconds + 1, (n_ok, seconds)
+    finally:
+        plain.stop()
+    warnings = (tmp_path / "server.log").read_text().count("sent X-Forwarded-For")
+    assert warnings == 1
+
+    proxied_dir = tmp_path / "proxied"
+    proxied_dir.mkdir()
+    proxied = Server(
+        f"sqlite:///{proxied_dir / 'db.sqlite'}",
+        proxied_dir,
+        env=env,
+        args=("--forwarded-allow-ips", "127.0.0.1"),
+    )
+    proxied.start()
+    try:
+        httpx.post(f"{proxied.base}/api/surveys", json=SURVEY, headers=AUTH).raise_for_status()
+        n_ok, _ = accepted(proxied, 90)
+        assert n_ok == 90  # each forwarded address is its own client behind a named proxy
+    finally:
+        proxied.stop()
+    assert "sent X-Forwarded-For" not in (proxied_dir / "server.log").read_text()

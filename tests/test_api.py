@@ -403,6 +403,21 @@ def test_rate_limiter_refills_and_forgets_old_clients():
     assert all(len(k) == 16 for k in limiter._clients)  # keyed by an HMAC, not the address
 
 
+def test_rate_limiter_keys_ipv6_clients_by_their_64_prefix():
+    """Every address of one /64 is one client (a subscriber picks its interface ids);
+    another /64, an IPv4 address and its IPv4-mapped form are keyed as expected."""
+    limiter = RateLimiter(60, 0)
+    for i in range(60):
+        limiter.check("s", f"2001:db8:1:2:{i:x}::{i + 1:x}", now=0.0)
+    with pytest.raises(Exception, match="too many"):
+        limiter.check("s", "2001:db8:1:2:ffff:ffff:ffff:ffff", now=0.0)
+    limiter.check("s", "2001:db8:1:3::1", now=0.0)  # the next /64 is another client
+    for _ in range(60):
+        limiter.check("s", "192.0.2.7", now=0.0)
+    with pytest.raises(Exception, match="too many"):
+        limiter.check("s", "::ffff:192.0.2.7", now=0.0)
+
+
 def test_short_analyst_tokens_and_worker_processes_without_a_token_are_refused(
     tmp_path, monkeypatch
 ):

@@ -46,21 +46,28 @@ def encode(n: int) -> dict:
 
 
 class Server:
-    def __init__(self, url: str, tmp: Path) -> None:
+    def __init__(
+        self, url: str, tmp: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+    ) -> None:
         self.url, self.tmp = url, tmp
+        self.extra_env, self.args = env or {}, args
         self.proc: subprocess.Popen | None = None
         self.base = ""
 
     def start(self) -> None:
         port = free_port()
-        env = os.environ | {
-            "DENIABLE_ANALYST_TOKEN": ANALYST,
-            "DENIABLE_DATABASE_URL": self.url,
-            # the load tests send thousands of responses from one loopback address
-            "DENIABLE_RATE_PER_MINUTE": "0",
-        }
+        env = (
+            os.environ
+            | {
+                "DENIABLE_ANALYST_TOKEN": ANALYST,
+                "DENIABLE_DATABASE_URL": self.url,
+                # the load tests send thousands of responses from one loopback address
+                "DENIABLE_RATE_PER_MINUTE": "0",
+            }
+            | self.extra_env
+        )
         self.proc = subprocess.Popen(
-            [DEANIABLE, "serve", "--port", str(port)],
+            [DEANIABLE, "serve", "--port", str(port), *self.args],
             cwd=self.tmp,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -94,6 +94,7 @@ def serve_in_thread(
         log_level="warning",
         access_log=False,
         http=HeaderDeadlineProtocol,
+        proxy_headers=False,  # as `deniable serve` without --forwarded-allow-ips
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

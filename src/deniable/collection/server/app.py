@@ -27,7 +27,9 @@ A rejected request stores nothing: all validation happens before the one transac
 that stores a response, and the transaction is rolled back on any failure. A response is
 acknowledged (201) only after that transaction has committed. Request bodies larger
 than ``max_body_bytes`` are refused with 413 while they are read, and a body whose next
-part takes longer than ``body_timeout`` seconds with 408 and a closed connection.
+is not complete ``body_timeout`` seconds after the request started with 408 and a
+closed connection. A client that disconnects before its body is complete is logged in
+one line, without a traceback.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from ...errors import DeniableError
 from ..storage import Store
@@ -78,6 +81,12 @@ async def _handle(request: Request, exc: Exception) -> Response:
     return response
 
 
+async def _disconnected(request: Request, exc: Exception) -> Response:
+    """A client that went away mid-body: one log line (no one receives the answer)."""
+    log.warning("client disconnected before its request body was complete: %s", request.url.path)
+    return Response(status_code=400)
+
+
 def create_app(
     store: Store | None = None,
     *,
@@ -104,8 +113,8 @@ def create_app(
     max_body_bytes : int
         Largest accepted request body in bytes.
     body_timeout : float, optional
-        Seconds a client has to send each part of a request body (> 0; default
-        ``DENIABLE_BODY_TIMEOUT``, else 10).
+        Seconds a client has to send a whole request body, counted from the request's
+        start (> 0; default ``DENIABLE_BODY_TIMEOUT``, else 10).
     limiter : RateLimiter, optional
         Limits on responses to surveys without invitations (default:
         ``DENIABLE_RATE_PER_MINUTE`` per client, default 30, and
@@ -145,6 +154,7 @@ def create_app(
     app.state.limiter = limiter
     for exc_type in (RequestValidationError, HTTPException, DeniableError, Exception):
         app.add_exception_handler(exc_type, _handle)
+    app.add_exception_handler(ClientDisconnect, _disconnected)
     # the last added is the outermost: security headers, then body limits, then the
     # respondents' fast path, then the application
     app.add_middleware(

@@ -42,7 +42,7 @@ __all__ = [
 
 #: Default limit on a request body, bytes.
 MAX_BODY_BYTES = 4 * 1024 * 1024
-#: Default time a client has to send each part of a request body, seconds.
+#: Default time a client has to send a whole request body, seconds.
 BODY_TIMEOUT_SECONDS = 10.0
 
 
@@ -121,8 +121,9 @@ async def ingest_credential_request(
 
 class BodyLimit:
     """ASGI middleware: refuse bodies over ``max_bytes`` (413), declared or streamed, and
-    bodies whose next part does not arrive within ``timeout`` seconds (408; the server
-    then closes the connection), so slow or half-sent bodies cannot hold connections."""
+    bodies not complete within ``timeout`` seconds of the request's start (408; the
+    server then closes the connection). The deadline is for the whole body, not for each
+    read, so a body that trickles one byte at a time cannot hold a connection either."""
 
     def __init__(self, app: Any, max_bytes: int, timeout: float = BODY_TIMEOUT_SECONDS) -> None:
         self.app = app
@@ -155,11 +156,15 @@ class BodyLimit:
                     await response(scope, receive, send)
                     return
         seen = 0
+        complete = False
+        deadline = asyncio.get_running_loop().time() + self.timeout
 
         async def limited() -> Message:
-            nonlocal seen
+            nonlocal seen, complete
+            if complete:  # after the body: waiting for a disconnect is not bounded here
+                return await receive()
             try:
-                async with asyncio.timeout(self.timeout):  # no task per read, as wait_for
+                async with asyncio.timeout_at(deadline):  # no task per read, as wait_for
                     message = await receive()
             except TimeoutError:
                 raise HTTPException(
@@ -169,6 +174,7 @@ class BodyLimit:
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
                     raise HTTPException(413, f"request body must be at most {self.max_bytes} bytes")
+                complete = not message.get("more_body", False)
             return message
 
         await self.app(scope, limited, send)

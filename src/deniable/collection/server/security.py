@@ -12,14 +12,21 @@ headers on every response, and the in-memory rate limits of open surveys.
   Content-Security-Policy and ``Cache-Control: no-store`` to every HTML page.
 - :class:`RateLimiter` bounds responses to surveys without invitations, per client and
   per survey and time bucket. The client address is only a key of an in-memory map, as
-  an HMAC under a per-process random key; it is never stored or logged.
+  an HMAC under a per-process random key; it is never stored or logged. An IPv6 client
+  is keyed by its /64 (one subscriber's prefix: its interface ids are free to choose).
+- Proxy headers: ``deniable serve`` ignores ``X-Forwarded-For`` unless
+  ``--forwarded-allow-ips`` names the proxy. Without it, a loopback peer that sends the
+  header (a reverse proxy on the same host) gets one warning in the log: every client
+  behind that proxy then shares one rate limit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
+import os
 import secrets
 import time
 from collections import OrderedDict
@@ -40,6 +47,7 @@ __all__ = [
 ]
 
 access = logging.getLogger("deniable.access")
+log = logging.getLogger("deniable.server")
 
 #: Name of the results page's session cookie.
 SESSION_COOKIE = "deniable_session"
@@ -115,6 +123,27 @@ class SecurityHeaders:
 
     def __init__(self, app: Any) -> None:
         self.app = app
+        # set by `deniable serve --forwarded-allow-ips`: uvicorn then trusts the proxy
+        self.proxy_trusted = bool(os.environ.get("DENIABLE_FORWARDED_ALLOW_IPS"))
+        self.warned = False
+
+    def _check_proxy(self, scope: Scope) -> None:
+        client = scope.get("client")
+        if self.warned or self.proxy_trusted or not client:
+            return
+        if not any(name == b"x-forwarded-for" for name, _ in scope.get("headers", ())):
+            return
+        try:
+            loopback = ipaddress.ip_address(client[0]).is_loopback
+        except ValueError:
+            return
+        if loopback:
+            self.warned = True
+            log.warning(
+                "a loopback peer sent X-Forwarded-For, which is ignored: behind a reverse "
+                "proxy every client shares one rate limit; start 'deniable serve "
+                "--forwarded-allow-ips 127.0.0.1' to take client addresses from the proxy"
+            )
 
     async def __call__(
         self,
@@ -125,6 +154,7 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        self._check_proxy(scope)
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -148,6 +178,21 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+def client_key(address: str) -> bytes:
+    """What the rate limit counts as one client: an IPv4 address, or an IPv6 address's
+    /64 prefix (an IPv4-mapped IPv6 address counts as its IPv4 address); anything else
+    (a Unix socket path) as given."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address.encode()
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return ip.ipv4_mapped.packed
+        return ipaddress.IPv6Network((ip, 64), strict=False).network_address.packed
+    return ip.packed
 
 
 class RateLimiter:
@@ -195,7 +240,7 @@ class RateLimiter:
         """
         now = time.monotonic() if now is None else now
         if self.rate > 0 and client:
-            key = hmac.new(self._key, client.encode(), hashlib.sha256).digest()[:16]
+            key = hmac.new(self._key, client_key(client), hashlib.sha256).digest()[:16]
             tokens, last = self._clients.pop(key, (self.burst, now))
             tokens = min(self.burst, tokens + (now - last) * self.rate)
             if tokens < 1:

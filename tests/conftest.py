@@ -16,6 +16,11 @@ def rng() -> np.random.Generator:
 
 # -- collection service --------------------------------------------------------------
 import os  # noqa: E402
+import tempfile  # noqa: E402
+
+# `deniable respond` keeps its memo of reports in the user's data directory: the tests
+# (and the server and client processes they start) use a directory of their own
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="deniable-test-data-")
 
 from sqlalchemy import create_engine, text  # noqa: E402
 
@@ -53,7 +58,8 @@ def reset_postgres(url: str) -> None:
         conn.execute(
             text(
                 "DROP TABLE IF EXISTS reports, invitations, surveys, schema_migrations, "
-                "credential_keys, nullifiers, ingestion_keys, survey_state, audit_log CASCADE"
+                "credential_keys, nullifiers, ingestion_keys, survey_state, audit_log, "
+                "version_keys, recipient_ledger CASCADE"
             )
         )
     engine.dispose()

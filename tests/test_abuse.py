@@ -285,6 +285,7 @@ def test_a_thousand_aborted_bodies_add_one_short_line_each(server):
     assert healthz_ms(server.base) < 100
 
 
+@pytest.mark.slow
 def test_forwarded_for_is_ignored_unless_the_proxy_is_named(tmp_path):
     """A client on loopback sending a new X-Forwarded-For with every response gets no
     more than the plain per-client limit (burst 30 + 0.5/s), and the log warns once;

@@ -189,7 +189,7 @@ async def test_invitations_give_one_unlinkable_credential_each(client):
     await publish(client, requires_invitation=True)
     r = await client.post("/api/surveys/health/invitations", json={"count": 2}, headers=AUTH)
     tokens = r.json()["tokens"]
-    assert r.json()["links"][0] == f"http://test/s/health#token={tokens[0]}"  # fragment
+    assert r.json()["links"][0] == f"http://test/s/health#token={tokens[0]}&v=1"  # fragment
     credential = await async_http_credential(client, "health", tokens[0])
     body = {"version": 1, "reports": {"drugs": 1, "status": 0}}
     r = await client.post("/api/surveys/health/responses", json=body | {"credential": credential})

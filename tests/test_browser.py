@@ -43,6 +43,11 @@ ARGS = [
 ]
 
 
+def token_owner(token: str) -> str:
+    """The page's owner of an anonymous link's reports: SHA-256 of its invitation."""
+    return "token:" + hashlib.sha256(token.encode()).hexdigest()
+
+
 @pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
@@ -80,13 +85,15 @@ def test_true_answer_never_leaves_the_browser(browser, site):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(f"{base}/s/health#token={token}")
     assert "token" not in page.url  # the invitation is taken out of the address bar
-    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    assert not any(r["method"] == "POST" for r in seen)  # opening the page spends nothing
     # accessible names: screen readers announce these
     page.get_by_role("radio", name="yes").focus()
     page.keyboard.press("Space")
     assert page.get_by_role("radio", name="yes").is_checked()
     page.locator("#q-drugs [data-role=draw]").focus()
-    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # the first draw spends the invitation
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    page.locator("#report-drugs").wait_for()
     page.get_by_role("radio", name="divorced").check()
     page.locator("#q-status [data-role=draw]").click()
     shown = {
@@ -107,7 +114,7 @@ def test_true_answer_never_leaves_the_browser(browser, site):
         f"{base}/api/surveys/health/responses",
     ]
     issue, response = (json.loads(p["body"]) for p in posts)
-    assert set(issue) == {"token", "blinded_msg"} and issue["token"] == token
+    assert set(issue) == {"token", "blinded_msg", "version"} and issue["token"] == token
     assert set(response) == {"version", "reports", "credential"} and token not in posts[1]["body"]
     assert response["reports"] == shown and response["version"] == 1
     # the credential the server sees is not the blinded message it signed
@@ -122,17 +129,16 @@ def test_true_answer_never_leaves_the_browser(browser, site):
         ]
     )
     assert errors == []
-    # the browser's storage holds the reports only (the spent credential is removed), and
-    # whose they are as SHA-256 of the (spent) invitation, not the invitation
+    # the browser's storage holds the reports only (the spent credential is removed),
+    # under their owner: SHA-256 of the (spent) invitation, not the invitation
     stored_locally = page.evaluate("JSON.stringify(Object.assign({}, localStorage))")
-    digests = {q.id: q.content_digest for q in survey.questions}
-    owner = hashlib.sha256(token.encode()).hexdigest()
+    digests = {q.id: q.memo_digest for q in survey.questions}
+    owner = token_owner(token)
     assert token not in stored_locally
     assert json.loads(stored_locally) == {
-        "deniable/health/owner": json.dumps(owner),
-        f"deniable/health/q/{digests['drugs']}": str(shown["drugs"]),
-        f"deniable/health/q/{digests['status']}": str(shown["status"]),
-        "deniable/health/sent/1": "true",
+        f"deniable/memo/{owner}/{digests['drugs']}": str(shown["drugs"]),
+        f"deniable/memo/{owner}/{digests['status']}": str(shown["status"]),
+        f"deniable/health/{owner}/sent/1": "true",
     }
     # the server stored exactly what the page showed
     frame = store.export("health")
@@ -153,11 +159,11 @@ def test_own_coin_mode_sends_the_entered_outcome(browser, site):
     context = browser.new_context()
     page = context.new_page()
     page.goto(f"{base}/s/health#token={token}")
-    page.get_by_text("exchanged for an anonymous credential").wait_for()
     page.locator("#q-drugs [data-role=physical]").click()
     assert "both heads" in page.locator("#q-drugs").inner_text()
     page.locator("#outcome-drugs-1").check()
     page.locator("#q-drugs [data-role=use-outcome]").click()
+    page.locator("#report-drugs").wait_for()  # after the invitation is spent
     # k-ary RR at epsilon 2 (keep 78.7%): no dice give it, and the page says so plainly
     assert page.locator("#q-status [data-role=physical]").is_hidden()
     assert "cannot be randomized by hand" in page.locator("#q-status").inner_text()
@@ -269,20 +275,26 @@ def test_rfc9474_vector_in_chromium(browser, site):
     context.close()
 
 
+def _recipient_link(base: str, store: Store, survey_id: str, address: str) -> str:
+    issued = store.invite_recipients(survey_id, [address], lifetime_budget=100.0)
+    return (
+        f"{base}/s/{survey_id}#token={issued.tokens[0]}&v={issued.version}&owner={issued.owners[0]}"
+    )
+
+
 def test_an_unchanged_question_is_not_drawn_again_in_a_new_version(browser, site):
-    """Version 2 changes one question's text: the browser reuses the memoized report of the
-    unchanged question (no draw, no new randomness) and draws only for the changed one;
-    the lifetime ledger charges only the changed question again."""
+    """Ada, re-invited to version 2 which changes one question's text: the browser reuses
+    the memoized report of the unchanged question (no draw, no new randomness) and draws
+    only for the changed one; the lifetime ledger charges only the changed question."""
     base, store, _ = site
     data = copy.deepcopy(SURVEY) | {"id": "life", "requires_invitation": True}
     store.publish(load_survey(data | {"lifetime_budget": 6.0}))
-    (token1,) = store.issue_tokens("life", 1)
     context = browser.new_context()
     page = context.new_page()
-    page.goto(f"{base}/s/life#token={token1}")
-    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    page.goto(_recipient_link(base, store, "life", "ada@example.org"))
     page.get_by_role("radio", name="yes").check()
     page.locator("#q-drugs [data-role=draw]").click()
+    page.locator("#report-drugs").wait_for()
     page.get_by_role("radio", name="married").check()
     page.locator("#q-status [data-role=draw]").click()
     first = int(page.locator("#report-status").get_attribute("data-report"))
@@ -293,36 +305,74 @@ def test_an_unchanged_question_is_not_drawn_again_in_a_new_version(browser, site
     data["questions"][0]["text"] = "Have you used an illegal drug in the last year?"
     store.publish(load_survey(data))
     assert store.ledger("life").cumulative[-1][1] == pytest.approx(math.log(3))
-    (token2,) = store.issue_tokens("life", 1)
     page.add_init_script(
         "window.__draws = 0; const g = crypto.getRandomValues.bind(crypto);"
         "crypto.getRandomValues = (a) => { window.__draws += 1; return g(a); };"
     )
-    page.goto("about:blank")  # else only the fragment changes and the page stays
-    page.goto(f"{base}/s/life#token={token2}")
-    # a new invitation on a device holding someone's reports: asked before anything shows
-    assert page.locator("#who-box").is_visible() and page.locator("#report-status").count() == 0
-    page.locator("#who-same").click()
-    page.get_by_text("exchanged for an anonymous credential").wait_for()
+    page.goto("about:blank")
+    page.goto(_recipient_link(base, store, "life", "ada@example.org"))
     # the unchanged question shows its earlier report and cannot be drawn again
+    page.locator("#report-status").wait_for()
     assert int(page.locator("#report-status").get_attribute("data-report")) == first
     assert "drawn earlier on this device" in page.locator("#report-status").inner_text()
     assert page.locator("#q-status [data-role=draw]").is_disabled()
-    # the changed question is open: answering it draws once
+    # the changed question is open: answering it draws once (and spends the invitation)
     assert page.locator("#report-drugs").is_hidden()
-    before = page.evaluate("window.__draws")
     page.get_by_role("radio", name="no").check()
+    before = page.evaluate("window.__draws")
     page.locator("#q-drugs [data-role=draw]").click()
-    assert page.evaluate("window.__draws") - before == 1
+    page.locator("#report-drugs").wait_for()
+    blinding = page.evaluate("window.__draws") - before - 1  # the credential's randomness
+    assert blinding >= 1
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
     assert store.response_count("life", 2) == 1
     context.close()
 
 
-def test_an_invitation_code_typed_by_hand_is_exchanged_on_sending(browser, site):
-    """Without a link, the page asks for the invitation code; sending exchanges it for a
-    credential first, and a used code is refused as used."""
+@pytest.mark.slow
+def test_a_reinvited_person_sends_the_memoized_report_across_versions_and_surveys(browser, site):
+    """Ada is invited to 20 unchanged versions and to the same question under 10 other
+    survey ids: Chromium draws once and sends that report 30 times. Bob, on the same
+    browser, is not shown Ada's report and draws his own."""
+    base, store, _ = site
+    question = copy.deepcopy(SURVEY["questions"][0])
+    targets = [("again", v) for v in range(1, 21)] + [(f"again-{i}", 1) for i in range(10)]
+    context = browser.new_context()
+    page = context.new_page()
+    sent = []
+    for survey_id, version in targets:
+        data = copy.deepcopy(SURVEY) | {
+            "id": survey_id,
+            "version": version,
+            "title": f"T{version}",
+            "requires_invitation": True,
+            "questions": [question],
+            "lifetime_budget": 30,
+        }
+        store.publish(load_survey(data))
+        page.goto("about:blank")
+        page.goto(_recipient_link(base, store, survey_id, "ada@example.org"))
+        if not sent:
+            page.get_by_role("radio", name="yes").check()
+            page.locator("#q-drugs [data-role=draw]").click()
+        page.locator("#report-drugs").wait_for()
+        sent.append(int(page.locator("#report-drugs").get_attribute("data-report")))
+        page.get_by_role("button", name="Send my reports").click()
+        page.get_by_text("Sent and stored").wait_for()
+    assert len(set(sent)) == 1
+    stored = [int(r) for sid in {s for s, _ in targets} for r in store.export(sid)["report"]]
+    assert stored == [sent[0]] * 30
+    page.goto("about:blank")
+    page.goto(_recipient_link(base, store, "again", "bob@example.org"))
+    assert page.locator("#report-drugs").is_hidden()
+    assert not page.locator("#q-drugs [data-role=draw]").is_disabled()
+    context.close()
+
+
+def test_an_invitation_code_typed_by_hand(browser, site):
+    """Without a link, the page asks for the invitation code and shows nothing else; the
+    first draw spends it; a code already used says plainly what happened and what to do."""
     base, store, survey = site
     (token,) = store.issue_tokens(survey.id, 1)
     for attempt in ("fresh", "used"):
@@ -330,16 +380,20 @@ def test_an_invitation_code_typed_by_hand_is_exchanged_on_sending(browser, site)
         page = context.new_page()
         page.goto(f"{base}/s/health")
         assert page.locator("#token-box").is_visible()
+        assert page.locator("#q-drugs [data-role=draw]").is_disabled()
         page.fill("#token", token)
+        page.get_by_role("button", name="Continue with this code").click()
         page.get_by_role("radio", name="no").check()
         page.locator("#q-drugs [data-role=draw]").click()
-        page.get_by_role("radio", name="single").check()
-        page.locator("#q-status [data-role=draw]").click()
-        page.get_by_role("button", name="Send my reports").click()
         if attempt == "fresh":
+            page.get_by_role("radio", name="single").check()
+            page.locator("#q-status [data-role=draw]").click()
+            page.get_by_role("button", name="Send my reports").click()
             page.get_by_text("Sent and stored").wait_for()
         else:
-            page.get_by_text("this invitation has already been used").wait_for()
+            page.get_by_text("already used to start answering").wait_for()
+            assert "Continue on another device" in page.locator("#status").inner_text()
+            assert page.locator("#report-drugs").is_hidden()
         context.close()
     assert store.response_count("health") == 1
 
@@ -347,61 +401,179 @@ def test_an_invitation_code_typed_by_hand_is_exchanged_on_sending(browser, site)
 def _answer_and_send(page) -> None:
     page.get_by_role("radio", name="no").check()
     page.locator("#q-drugs [data-role=draw]").click()
+    page.locator("#report-drugs").wait_for()
     page.get_by_role("radio", name="single").check()
     page.locator("#q-status [data-role=draw]").click()
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
 
 
-def test_reload_keeps_the_invitation(browser, site):
-    """The first exchange fails (the network drops it); after a reload the token, kept in
-    this tab's session storage and never in the address, is exchanged and the reports
-    are sent."""
+def test_a_failed_exchange_spends_nothing_and_a_reload_keeps_the_invitation(browser, site):
+    """The network drops every credential request: the page says nothing was used up;
+    after a reload the token, kept in this tab's session storage and never in the
+    address, is exchanged on the first draw and the reports are sent."""
     base, store, survey = site
     (token,) = store.issue_tokens(survey.id, 1)
     context = browser.new_context()
     page = context.new_page()
     page.route("**/credentials", lambda route: route.abort())
     page.goto(f"{base}/s/health#token={token}")
-    page.get_by_text("Your invitation could not be used").wait_for()
-    assert "token" not in page.url
+    page.get_by_role("radio", name="no").check()
+    page.locator("#q-drugs [data-role=draw]").click()
+    page.get_by_text("Nothing was used up").wait_for()
+    assert "token" not in page.url and page.locator("#report-drugs").is_hidden()
     page.unroute("**/credentials")
     page.reload()
-    page.get_by_text("exchanged for an anonymous credential").wait_for()
     _answer_and_send(page)
     assert store.response_count("health") == 1
-    assert page.evaluate("Object.keys(sessionStorage).length") == 0  # spent: forgotten
+    assert token not in json.dumps(page.evaluate("Object.assign({}, sessionStorage)"))  # spent
     context.close()
 
 
-def test_two_people_on_one_device_never_see_each_others_report(browser, site):
-    """Person A answers and sends; person B opens their own link on the same browser
-    profile: the page asks, shows none of A's reports, and B answers afresh. Then the
-    "new respondent" button clears everything the page kept."""
+def test_a_dropped_answer_does_not_burn_the_invitation(browser, site):
+    """The server spends the invitation and signs, but the answer never reaches the
+    page: the page asks again with the same blinded message and gets the same
+    signature, so the person can still answer."""
     base, store, survey = site
-    token_a, token_b = store.issue_tokens(survey.id, 2)
+    (token,) = store.issue_tokens(survey.id, 1)
+    context = browser.new_context()
+    page = context.new_page()
+    bodies = []
+
+    def drop_first(route):
+        bodies.append(json.loads(route.request.post_data))
+        if len(bodies) == 1:
+            route.fetch()  # reaches the server: the spend commits
+            route.abort()  # and the answer is lost
+        else:
+            route.continue_()
+
+    page.route("**/credentials", drop_first)
+    page.goto(f"{base}/s/health#token={token}")
+    _answer_and_send(page)
+    assert len(bodies) == 2 and bodies[0] == bodies[1]  # the same request again
+    assert store.response_count("health") == 1
+    context.close()
+
+
+def test_look_on_the_phone_answer_on_the_laptop(browser, site):
+    """Two devices (browser contexts). Opening the link on one spends nothing, so the
+    other can answer with it."""
+    base, store, survey = site
+    (token,) = store.issue_tokens(survey.id, 1)
+    phone = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True)
+    laptop = browser.new_context()
+    look = phone.new_page()
+    look.goto(f"{base}/s/health#token={token}")
+    look.get_by_role("radio", name="yes").check()  # reads, chooses, but does not draw
+    page = laptop.new_page()
+    page.goto(f"{base}/s/health#token={token}")
+    _answer_and_send(page)
+    assert store.response_count("health") == 1
+    phone.close()
+    laptop.close()
+
+
+def test_start_on_one_device_continue_on_another(browser, site, tmp_path):
+    """Start on the phone (the first draw spends the invitation); the laptop, opening
+    the same link, is told what happened and what to do; the phone's transfer link
+    carries the credential and the drawn report; the laptop sends; stored once, and the
+    phone then learns the reports were sent from the other device."""
+    base, store, survey = site
+    (token,) = store.issue_tokens(survey.id, 1)
+    phone = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True)
+    laptop = browser.new_context()
+    start = phone.new_page()
+    start.goto(f"{base}/s/health#token={token}")
+    start.get_by_role("radio", name="yes").check()
+    start.locator("#q-drugs [data-role=draw]").click()
+    start.locator("#report-drugs").wait_for()
+    drawn = int(start.locator("#report-drugs").get_attribute("data-report"))
+    assert start.locator("#transfer-box").is_visible()
+    start.get_by_role("button", name="Show the link for my other device").click()
+    link = start.locator("#transfer-link").input_value()
+    assert "#transfer=" in link and token not in link
+    _screenshot(start, "respondent-transfer", tmp_path)
+
+    other = laptop.new_page()
+    other.goto(f"{base}/s/health#token={token}")
+    other.get_by_role("radio", name="no").check()
+    other.locator("#q-drugs [data-role=draw]").click()
+    other.get_by_text("already used to start answering").wait_for()
+    other.goto("about:blank")
+    other.goto(link)
+    assert "transfer" not in other.url
+    other.locator("#report-drugs").wait_for()
+    assert int(other.locator("#report-drugs").get_attribute("data-report")) == drawn
+    other.get_by_role("radio", name="single").check()
+    other.locator("#q-status [data-role=draw]").click()
+    other.get_by_role("button", name="Send my reports").click()
+    other.get_by_text("Sent and stored").wait_for()
+    # the phone sends too: the credential is spent, and the page says where it went
+    start.get_by_role("radio", name="married").check()
+    start.locator("#q-status [data-role=draw]").click()
+    start.get_by_role("button", name="Send my reports").click()
+    start.get_by_text("already sent from your other device").wait_for()
+    frame = store.export("health")
+    assert store.response_count("health") == 1
+    assert int(frame.loc[frame["question_id"] == "drugs", "report"].iloc[0]) == drawn
+    phone.close()
+    laptop.close()
+
+
+def test_a_shared_device_never_shows_another_persons_report(browser, site):
+    """Person A answers and sends. Then, on the same browser profile: the bare address,
+    B's link pasted into the same tab (only the fragment changes), and B's own page
+    after "someone else" show none of A's reports, and B answers afresh."""
+    base, store, survey = site
+    token_a, token_b, token_c = store.issue_tokens(survey.id, 3)
     context = browser.new_context()
     page = context.new_page()
     page.goto(f"{base}/s/health#token={token_a}")
-    page.get_by_text("exchanged for an anonymous credential").wait_for()
     _answer_and_send(page)
+    a_reports = page.locator(".report").all_inner_texts()
+    # the same tab, the bare address: nobody's reports
     page.goto("about:blank")
-    page.goto(f"{base}/s/health#token={token_b}")
-    assert page.locator("#who-box").is_visible()
-    assert page.locator("#questions fieldset").count() == 0
+    page.goto(f"{base}/s/health")
+    assert page.locator("#token-box").is_visible()
+    assert page.locator(".report:visible").count() == 0
     assert "already sent" not in page.inner_text("body")
-    page.locator("#who-other").click()
-    page.get_by_text("exchanged for an anonymous credential").wait_for()
-    assert page.locator("#report-drugs").is_hidden() and page.locator("#report-status").is_hidden()
+    # B's link pasted into A's tab: only the fragment changes
+    page.goto(f"{base}/s/health#token={token_a}")
+    page.locator("#report-drugs").wait_for()  # A's own link shows A's reports
+    page.evaluate(f"window.location.hash = 'token={token_b}'")
+    page.wait_for_function("!window.location.hash")  # reloaded, taken out of the address
+    assert page.locator(".report:visible").count() == 0
+    assert "already sent" not in page.inner_text("body")
     _answer_and_send(page)
     assert store.response_count("health") == 2
-    page.get_by_role("button", name="New respondent on this device").click()
+    # "someone else": asks first, then forgets B in this tab; nothing of B shown
+    page.once("dialog", lambda d: d.accept())
+    page.locator("#someone-else summary").click()
+    page.get_by_role("button", name="Let someone else answer").click()
     page.locator("#token-box").wait_for()
-    kept = page.evaluate(
-        "Object.keys(localStorage).filter((k) => k.startsWith('deniable/health/'))"
-    )
-    assert kept == [] and page.evaluate("Object.keys(sessionStorage).length") == 0
+    assert page.locator(".report:visible").count() == 0
+    assert page.evaluate("Object.keys(sessionStorage).length") == 0
+    # C starts fresh on the same device; A's texts never appear
+    page.goto(f"{base}/s/health#token={token_c}")
+    assert page.locator(".report:visible").count() == 0
+    assert not any(text in page.inner_text("body") for text in a_reports if text)
     context.close()
+
+
+def test_a_closed_survey_says_so_and_takes_nothing(browser, site):
+    base, store, survey = site
+    (token,) = store.issue_tokens(survey.id, 1)
+    store.set_closed(survey.id, True)
+    page = browser.new_page()
+    page.goto(f"{base}/s/health#token={token}")
+    assert "This survey is closed" in page.locator("#closed").inner_text()
+    assert page.locator("#closed").is_visible()
+    assert page.locator("#q-drugs [data-role=draw]").is_disabled()
+    assert page.locator("#q-drugs input").first.is_disabled()
+    assert page.get_by_role("button", name="Send my reports").is_disabled()
+    page.close()
+    store.set_closed(survey.id, False)
 
 
 def test_description_consent_innocuous_question_and_hints(browser, site):
@@ -513,9 +685,9 @@ def test_respondent_page_screenshot(browser, site, tmp_path):
     context = browser.new_context(viewport={"width": 900, "height": 900})
     page = context.new_page()
     page.goto(f"{base}/s/health#token={token}")
-    page.get_by_text("exchanged for an anonymous credential").wait_for()
     page.get_by_role("radio", name="yes").check()
     page.locator("#q-drugs [data-role=draw]").click()
+    page.get_by_text("exchanged for an anonymous credential").wait_for()
     _no_horizontal_scroll(page)
     _screenshot(page, "respondent", tmp_path)
     context.close()
@@ -666,3 +838,20 @@ def test_an_answer_a_report_proves_is_named_on_the_page(browser, site, tmp_path)
         in page.locator("#worst").inner_text()
     )
     context.close()
+
+
+def test_a_link_answers_the_version_its_invitation_was_issued_for(browser, site):
+    """Invited to version 1; version 2 is published before the person opens the link:
+    the page moves to version 1 (the link's v=1), and the response is stored there."""
+    base, store, _ = site
+    data = copy.deepcopy(SURVEY) | {"id": "bound", "requires_invitation": True}
+    store.publish(load_survey(data))
+    issued = store.issue_invitations("bound", 1)
+    store.publish(load_survey(data | {"version": 2, "title": "Health survey, take two"}))
+    page = browser.new_page()
+    page.goto(f"{base}/s/bound#token={issued.tokens[0]}&v=1")
+    page.wait_for_url("**/s/bound?version=1")
+    assert page.locator("h1").inner_text() == "Health survey"
+    _answer_and_send(page)
+    assert store.response_count("bound", 1) == 1 and store.response_count("bound", 2) == 0
+    page.close()

@@ -92,7 +92,15 @@ async def test_revoke_stops_unused_invitations_and_used_ones_say_so(client):
     with pytest.raises(AssertionError, match="invalid_invitation"):
         await async_http_credential(client, "health", tokens[1])
     status = (await client.get("/api/surveys/health/status", headers=AUTH)).json()
-    assert status["invitations"] == {"issued": 4, "used": 1, "unused": 0, "revoked": 3}
+    assert status["invitations"] == {
+        "issued": 4,
+        "used": 1,
+        "unused": 0,
+        "revoked": 3,
+        "named": 0,
+        "anonymous": 4,
+    }
+    assert status["per_person"]["enforced"] is False
 
 
 async def test_nothing_is_released_below_min_release_and_releases_are_audited(client):

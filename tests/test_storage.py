@@ -68,6 +68,8 @@ def test_schema_has_no_place_for_identity_or_truth(store):
         "token_hash",
         "survey_id",
         "used",
+        "version",  # the survey version it is bound to
+        "blinded_hash",  # SHA-256 of the blinded message it was spent for (retries)
     }
 
 

@@ -18,6 +18,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from deniable.cli import app
+from deniable.collection.client import parse_survey_url
 from deniable.collection.credentials import b64url, load_public_key, new_credential_request
 
 from .conftest import ANALYST, AUTH, SURVEY, http_credential
@@ -62,7 +63,7 @@ def test_the_whole_life_from_the_command_line(server, tmp_path):
     with (tmp_path / "inv.csv").open() as fh:
         links = [row["link"] for row in csv.DictReader(fh)]
     assert len(links) == 13 and all(f"{base}/s/life#token=" in link for link in links)
-    tokens = [link.split("#token=")[1] for link in links]
+    tokens = [parse_survey_url(link).token for link in links]
 
     rng = np.random.default_rng(20261123)
     with httpx.Client(base_url=base, timeout=30) as http:
@@ -77,7 +78,14 @@ def test_the_whole_life_from_the_command_line(server, tmp_path):
             cli("survey", "status", "life", "--json", cwd=tmp_path, base=base).stdout
         )
         assert status["responses"] == 10 and status["closed"] is False
-        assert status["invitations"] == {"issued": 13, "used": 10, "unused": 3, "revoked": 0}
+        assert status["invitations"] == {
+            "issued": 13,
+            "used": 10,
+            "unused": 3,
+            "revoked": 0,
+            "named": 0,
+            "anonymous": 13,
+        }
         held = {
             "version": 1,
             "credential": http_credential(http, "life", tokens[11]),

@@ -10,8 +10,11 @@ The tree is small and flat::
     ├── SurveyNotFoundError(LookupError)    no published survey with that id/version
     ├── SurveyConflictError                 republishing an (id, version) with other content
     ├── InvitationError                     a missing, unknown or already used invitation
+    │   ├── InvitationVersionError          an invitation bound to another survey version
     │   └── CredentialRejectedError         a credential that is forged, for another
-    │                                      survey, or already spent
+    │                                      survey or version, or already spent
+    ├── RecipientsRefusedError              named recipients past the server's lifetime
+    │                                      budget, or invited twice to one version
     └── CredentialError(ValueError)         a malformed blinded message or credential
     PrivacyWarning(UserWarning)            a legal but risky setting (very large epsilon)
 
@@ -29,7 +32,9 @@ __all__ = [
     "IntervalCoverageWarning",
     "InvitationError",
     "InvitationUsedError",
+    "InvitationVersionError",
     "PrivacyWarning",
+    "RecipientsRefusedError",
     "ReportValidationError",
     "SurveyClosedError",
     "SurveyConflictError",
@@ -83,6 +88,28 @@ class InvitationError(DeniableError):
 
 class InvitationUsedError(InvitationError):
     """The invitation was valid and has already been used (said so, for the respondent)."""
+
+
+class InvitationVersionError(InvitationError):
+    """The invitation is bound to another version of the survey than the one asked for."""
+
+    def __init__(self, message: str, version: int) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+class RecipientsRefusedError(DeniableError):
+    """Every named recipient of an invitation request was refused.
+
+    Attributes
+    ----------
+    errors : list of (str, str)
+        ``(field, message)`` per refused row, ``field`` as ``recipients.3``.
+    """
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{f}: {m}" for f, m in errors[:5]))
 
 
 class SurveyClosedError(DeniableError):

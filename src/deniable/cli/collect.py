@@ -229,20 +229,30 @@ def serve(
 
 @app.command()
 def respond(
-    url: Annotated[str, typer.Argument(help="Survey URL, e.g. http://127.0.0.1:8000/s/my-survey")],
+    url: Annotated[
+        str | None,
+        typer.Argument(help="Survey URL, e.g. http://127.0.0.1:8000/s/my-survey#token=..."),
+    ] = None,
     token: Annotated[
         str | None,
         typer.Option(help="Invitation token (default: the link's #token=...; else asked)."),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Send without asking.")] = False,
+    forget: Annotated[
+        bool,
+        typer.Option("--forget", help="Remove this computer's memo of drawn reports, then stop."),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a survey in the terminal: randomize locally, show what is sent, submit.
 
     The invitation is checked (spent for an unlinkable credential) before any question
-    is asked. Answers may be typed as numbers or as the answer's label. The end of input
-    (Ctrl-D) stops cleanly, with nothing sent. With ``--json`` the prompts go to standard
-    error and standard output gets one JSON object: what was sent.
+    is asked. Answers may be typed as numbers or as the answer's label; a numeric
+    question takes a number in its range. A report drawn before on this computer for
+    the same person and the same question (the memo, see
+    :mod:`deniable.collection.memo`) is sent again instead of a new draw. The end of
+    input (Ctrl-D) stops cleanly, with nothing sent. With ``--json`` the prompts go to
+    standard error and standard output gets one JSON object: what was sent.
     """
     import httpx
 
@@ -251,10 +261,17 @@ def respond(
         numeric_truth,
         parse_survey_url,
         request_credential,
-        respond_reports,
     )
+    from ..collection.memo import ReportMemo, owner_of
 
     out = err if as_json else console
+    memo = ReportMemo()
+    if forget:
+        removed = memo.forget()
+        out.print("The memo of drawn reports was removed." if removed else "There was no memo.")
+        return
+    if url is None:
+        raise fail("give the survey's URL (or --forget)")
     try:
         link = parse_survey_url(url)
     except ValueError as exc:
@@ -262,7 +279,8 @@ def respond(
     token = token or link.token
     try:
         with httpx.Client(base_url=link.base_url, timeout=30) as http:
-            r = http.get(f"/api/surveys/{link.survey_id}")
+            params = {"version": link.version} if link.version else {}
+            r = http.get(f"/api/surveys/{link.survey_id}", params=params)
             if r.status_code != 200:
                 raise fail(_server_message(r))
             view = r.json()
@@ -274,13 +292,21 @@ def respond(
             if view.get("consent"):
                 out.print(f"\n[bold]Consent and contact[/]\n{view['consent']}")
             out.print(catalog("en")["no_withdrawal"])
+            if view.get("closed"):
+                raise fail(f"survey {view['id']!r} is closed: it takes no responses")
             credential = None
             if view.get("requires_invitation"):
                 if not token:
                     token = typer.prompt("Invitation token", hide_input=True, err=as_json)
 
                 def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-                    answer = http.post(path, json=body)
+                    for attempt in range(3):  # the same blinded message: the same signature
+                        try:
+                            answer = http.post(path, json=body)
+                            break
+                        except httpx.TransportError:
+                            if attempt == 2:
+                                raise
                     if answer.status_code != 201:
                         raise fail(f"invitation refused: {_server_message(answer)}")
                     result: dict[str, Any] = answer.json()
@@ -290,35 +316,48 @@ def respond(
                 # credential cannot be tied to the invitation it was obtained with
                 credential = request_credential(view, token, post)
                 out.print("Your invitation was accepted (exchanged for an anonymous credential).")
+            owner = owner_of(link.owner, token if view.get("requires_invitation") else None)
             out.print(
                 "Your true answers stay on this computer: each is randomized here with the "
                 "operating system's secure random source, and only the randomized reports are "
                 "sent."
             )
-            answers: dict[str, int] = {}
+            reports: dict[str, int] = {}
             for i, q in enumerate(view["questions"], 1):
                 eps = q["epsilon"]
                 eps_text = "no limit" if eps == "inf" else f"{float(eps):.2f} nats"
                 out.print(f"\n[bold]{i}. {q['text']}[/]  (epsilon {eps_text})")
+                earlier = memo.get(owner, q["memo_key"])
+                if earlier is not None and 0 <= earlier < len(q["reports"]):
+                    reports[q["id"]] = earlier
+                    out.print(
+                        f"Your report {q['reports'][earlier]!r} was drawn earlier on this "
+                        "computer for this same question; it is sent again (a new draw would "
+                        "reveal more)."
+                    )
+                    continue
                 if q.get("innocuous_question"):
                     out.print(catalog("en")["innocuous"].format(question=q["innocuous_question"]))
                 numeric = q.get("numeric")
                 if numeric:
-                    answers[q["id"]] = numeric_truth(numeric, _ask_number(numeric, as_json))
-                    continue
-                factors = q["disclosure"]["max_odds_factor"]
-                for j, label in enumerate(q["choices"]):
-                    exposed = factors[j] is None
-                    note = f"  [bold red]({catalog('en')['answer_exposed']})[/]" if exposed else ""
-                    out.print(f"  {j + 1}) {label}{note}")
-                answers[q["id"]] = _ask_choice(q["choices"], as_json)
-            reports = respond_reports(view, answers)
-            answers.clear()
+                    truth = numeric_truth(numeric, _ask_number(numeric, as_json))
+                else:
+                    factors = q["disclosure"]["max_odds_factor"]
+                    for j, label in enumerate(q["choices"]):
+                        exposed = factors[j] is None
+                        note = (
+                            f"  [bold red]({catalog('en')['answer_exposed']})[/]" if exposed else ""
+                        )
+                        out.print(f"  {j + 1}) {label}{note}")
+                    truth = _ask_choice(q["choices"], as_json)
+                reports[q["id"]] = int(design_from_view(q).randomize(np.array([truth]))[0])
+                del truth
+                memo.put(owner, q["memo_key"], reports[q["id"]])
             out.print("\nThe server will receive only these reports:")
             for q in view["questions"]:
                 out.print(f"  {q['id']}: {q['reports'][reports[q['id']]]!r}")
             if not yes and not typer.confirm("Send them?", default=True, err=as_json):
-                out.print("Nothing was sent.")
+                out.print("Nothing was sent (the reports drawn are kept for next time).")
                 raise typer.Exit(code=1)
             body: dict[str, Any] = {"version": view["version"], "reports": reports}
             if credential is not None:

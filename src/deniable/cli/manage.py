@@ -15,7 +15,7 @@ from rich.table import Table
 
 from .. import __version__
 from .collect import survey_app
-from .common import JsonOpt, app, console, emit_json, fail
+from .common import JsonOpt, app, console, emit_json, err, fail
 
 __all__ = [
     "survey_audit",
@@ -112,29 +112,91 @@ def survey_publish(
     console.print(f"{out['id']} version {out['version']} {what}; epsilon {eps_text} nats")
 
 
+#: Header cells a recipients file may start with.
+_ADDRESS_HEADERS = {"address", "addresses", "email", "e-mail", "recipient", "recipients", "mail"}
+
+
+def read_recipients(path: Path) -> list[str]:
+    """The addresses of a recipients CSV: the first cell of each non-blank row, an
+    optional header row (``address``, ``email``, ``recipient``) skipped."""
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        rows = [row for row in csv.reader(fh) if row and row[0].strip()]
+    if rows and rows[0][0].strip().lower() in _ADDRESS_HEADERS:
+        rows = rows[1:]
+    return [row[0] for row in rows]
+
+
 @survey_app.command("invite")
 def survey_invite(
     survey_id: Annotated[str, typer.Argument(help="Survey id.")],
-    count: Annotated[int, typer.Option(min=1, max=100_000, help="Invitations to issue.")],
+    count: Annotated[
+        int | None, typer.Option(min=1, max=100_000, help="Anonymous invitations to issue.")
+    ] = None,
+    recipients: Annotated[
+        Path | None,
+        typer.Option(
+            help="CSV of named recipients, one address a row: each gets one invitation "
+            "within the server's lifetime budget per person.",
+        ),
+    ] = None,
     output: Annotated[
-        Path | None, typer.Option(help="CSV file for a mail merge (one link per row).")
+        Path | None,
+        typer.Option(help="CSV file for a mail merge (a link per row, beside its address)."),
     ] = None,
     server: ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Issue one-time invitations: full links, the token in the fragment (never sent to
-    the server by browsers). They are shown once; the server keeps only hashes."""
-    r = _call(server, "POST", f"/api/surveys/{survey_id}/invitations", json={"count": count})
-    links = r.json()["links"]
+    """Issue one-time invitations bound to the survey's latest version: full links, the
+    token in the fragment (never sent to the server by browsers). They are shown once;
+    the server keeps only hashes. With --recipients, rows over a person's lifetime
+    budget or already invited to this version are refused and listed; across anonymous
+    --count links that budget cannot be enforced."""
+    if (count is None) == (recipients is None):
+        raise fail("give exactly one of --count N (anonymous links) and --recipients FILE")
+    if recipients is not None:
+        try:
+            addresses = read_recipients(recipients)
+        except OSError as exc:
+            raise fail(f"cannot read {recipients}: {exc.strerror}") from None
+        if not addresses:
+            raise fail(f"{recipients} lists no addresses")
+        body: dict[str, Any] = {"recipients": addresses}
+    else:
+        body = {"count": count}
+    out = _call(server, "POST", f"/api/surveys/{survey_id}/invitations", json=body).json()
+    links = out["links"]
+    named = out.get("invitations")
     if output is not None:
         with output.open("w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
-            writer.writerow(["link"])
-            writer.writerows([link] for link in links)
+            if named is not None:
+                writer.writerow(["recipient", "link"])
+                writer.writerows([item["recipient"], item["link"]] for item in named)
+            else:
+                writer.writerow(["link"])
+                writer.writerows([link] for link in links)
+    refused = out.get("refused", [])
     if as_json:
-        emit_json({"survey": survey_id, "links": links, "output": str(output or "")})
-    elif output is not None:
-        console.print(f"{len(links)} invitation links written to {output}")
+        emit_json(
+            {
+                "survey": survey_id,
+                "version": out["version"],
+                "links": links,
+                "invitations": named,
+                "refused": refused,
+                "output": str(output or ""),
+            }
+        )
+        return
+    for item in refused:
+        err.print(f"[yellow]refused:[/] row {item['row']} ({item['recipient']}): {item['message']}")
+    if output is not None:
+        console.print(
+            f"{len(links)} invitation links to version {out['version']} written to {output}"
+        )
+    elif named is not None:
+        for item in named:
+            typer.echo(f"{item['recipient']},{item['link']}")
     else:
         for link in links:
             typer.echo(link)
@@ -168,6 +230,12 @@ def survey_status(
     console.print(
         f"lifetime privacy budget: {ledger['spent']:.2f} of {ledger['lifetime_budget']:.2f} nats"
     )
+    person = out.get("per_person")
+    if person and out["requires_invitation"]:
+        console.print(
+            f"per person across the server (at most {person['lifetime_budget']:g} nats): "
+            f"{person['note']}"
+        )
 
 
 def _state(survey_id: str, action: str, server: str | None, as_json: bool) -> None:

@@ -45,22 +45,27 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SurveyLink:
-    """Where a survey lives: server base URL, survey id, and an invitation token if any."""
+    """Where a survey lives: server base URL, survey id, and from the link's fragment an
+    invitation token, the version it is bound to (``v``) and the owner tag of a named
+    recipient (``owner``), each ``None`` if absent."""
 
     base_url: str
     survey_id: str
     token: str | None
+    version: int | None = None
+    owner: str | None = None
 
 
 def parse_survey_url(url: str) -> SurveyLink:
-    """Parse ``http(s)://host[:port]/s/<id>[#token=...]`` (or ``/api/surveys/<id>``).
+    """Parse ``http(s)://host[:port]/s/<id>[#token=...&v=N&owner=...]`` (or
+    ``/api/surveys/<id>``).
 
     The invitation token travels in the fragment, which is never sent to a server.
 
     Raises
     ------
     ValueError
-        If the URL is not http(s) or names no survey.
+        If the URL is not http(s), names no survey, or its ``v`` is not a version number.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -70,8 +75,18 @@ def parse_survey_url(url: str) -> SurveyLink:
         sid = segs[-1]
     else:
         raise ValueError(f"survey URL must end in /s/<survey id>, got {url!r}")
-    token = parse_qs(parts.fragment).get("token", [None])[0]
-    return SurveyLink(f"{parts.scheme}://{parts.netloc}", sid, token)
+    fragment = parse_qs(parts.fragment)
+    token = fragment.get("token", [None])[0]
+    raw_version = fragment.get("v", [None])[0]
+    version = None
+    if raw_version is not None:
+        if not raw_version.isdigit() or not 1 <= int(raw_version) <= 1_000_000:
+            raise ValueError(
+                f"the link's v must be a survey version 1..1000000, got {raw_version!r}"
+            )
+        version = int(raw_version)
+    owner = fragment.get("owner", [None])[0]
+    return SurveyLink(f"{parts.scheme}://{parts.netloc}", sid, token, version, owner)
 
 
 def design_from_view(question: dict[str, Any]) -> Design:
@@ -172,9 +187,8 @@ def request_credential(
         )
     public_key = load_public_key(view["credential_key"])
     blinded, state = new_credential_request(public_key)
-    answer = post(
-        f"/api/surveys/{view['id']}/credentials", {"token": token, "blinded_msg": b64url(blinded)}
-    )
+    body = {"token": token, "blinded_msg": b64url(blinded), "version": view["version"]}
+    answer = post(f"/api/surveys/{view['id']}/credentials", body)
     signature = finalize(
         public_key, state, b64url_decode(str(answer["blind_sig"]), "blind_sig", 512)
     )

@@ -27,7 +27,8 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from ..errors import SurveyNotFoundError
 from .budget import lifetime_ledger
-from .schema import audit_log, invitations, survey_state, surveys
+from .recipients import lifetime_budget_from_environment
+from .schema import audit_log, invitations, recipient_ledger, survey_state, surveys
 
 if TYPE_CHECKING:
     from .survey import Survey
@@ -149,7 +150,8 @@ class LifecycleMixin:
         return int(gone)
 
     def invitation_counts(self, survey_id: str) -> dict[str, int]:
-        """``{"issued", "used", "unused", "revoked"}`` invitations of a survey id."""
+        """``{"issued", "used", "unused", "revoked", "named", "anonymous"}`` invitations
+        of a survey id (``named``: to recipients in the server's ledger)."""
         with self.reader.connect() as conn:
             used, unused = 0, 0
             q = (
@@ -162,12 +164,20 @@ class LifecycleMixin:
             revoked = conn.execute(
                 select(survey_state.c.revoked).where(survey_state.c.survey_id == survey_id)
             ).scalar()
+            named = conn.execute(
+                select(func.count())
+                .select_from(recipient_ledger)
+                .where(recipient_ledger.c.survey_id == survey_id)
+            ).scalar()
         revoked = int(revoked or 0)
+        issued = used + unused + revoked
         return {
-            "issued": used + unused + revoked,
+            "issued": issued,
             "used": used,
             "unused": unused,
             "revoked": revoked,
+            "named": int(named or 0),
+            "anonymous": issued - int(named or 0),
         }
 
     # -- status ------------------------------------------------------------------
@@ -183,6 +193,7 @@ class LifecycleMixin:
         if not versions:
             raise SurveyNotFoundError(f"no published survey {survey_id!r}")
         latest = versions[-1]
+        counts = self.invitation_counts(survey_id)
         return {
             "id": survey_id,
             "title": latest.title,
@@ -200,8 +211,20 @@ class LifecycleMixin:
                 }
                 for s in versions
             ],
-            "invitations": self.invitation_counts(survey_id),
+            "invitations": counts,
             "ledger": lifetime_ledger(versions).to_dict(),
+            "per_person": {
+                "lifetime_budget": lifetime_budget_from_environment(),
+                "enforced": counts["anonymous"] == 0,
+                "note": (
+                    "every invitation went to a named recipient: the server's lifetime "
+                    "budget per person holds across all its surveys"
+                    if counts["anonymous"] == 0
+                    else f"{counts['anonymous']} anonymous invitation(s): across them the "
+                    "lifetime budget per person cannot be enforced (nothing says who got "
+                    "which); invite named recipients (--recipients) to enforce it"
+                ),
+            },
         }
 
     # -- audit log ---------------------------------------------------------------

@@ -350,6 +350,22 @@ class Question(BaseModel):
             content["range"] = self.range.model_dump()
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
+    @cached_property
+    def memo_digest(self) -> str:
+        """SHA-256 (hex) of what the respondent answers and how it is randomized, without
+        the question's id: text, answer and report labels, design name and matrix (and
+        range). A device memoizes its report under this and the owner, so the same
+        question under a new version or another survey id reuses the report."""
+        content = {
+            "text": self.text,
+            "choices": self.choice_labels,
+            "reports": self.report_labels,
+            "design": self.design.name,
+            "matrix": self._design.matrix.round(15).tolist(),
+            "range": self.range.model_dump() if self.range is not None else None,
+        }
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
     @property
     def mechanism(self) -> Design:
         """The built :class:`~deniable.mechanisms.Design` (``design``: its name, parameters)."""

@@ -3,9 +3,18 @@
 Tables
 ------
 - ``surveys``: each published (id, version), its canonical JSON and SHA-256 digest.
-- ``invitations``: SHA-256 hashes of one-time invitation tokens and whether each was
-  spent (on obtaining a credential). No time of use, no link to anything else.
-- ``credential_keys``: each survey's RSA signing key for blind signatures (RFC 9474).
+- ``invitations``: SHA-256 hashes of one-time invitation tokens, the survey version each
+  is bound to (the version current when it was issued), whether it was spent (on
+  obtaining a credential) and the SHA-256 of the blinded message it was spent for (so a
+  retry after a dropped connection gets the same signature). No time of use, no link to
+  anything else.
+- ``credential_keys``: the RSA signing key of surveys published before version-bound
+  keys (kept for reading; migration 0005 copies it to each of their versions).
+- ``version_keys``: each survey version's RSA signing key for blind signatures (RFC
+  9474): a credential verifies only for the version its invitation was bound to.
+- ``recipient_ledger``: per named recipient (a keyed hash of the address, never the
+  address) the survey versions they were invited to and what each costs, across every
+  survey on the server (:mod:`deniable.collection.recipients`).
 - ``nullifiers``: SHA-256 of each spent credential's message. Written in the
   transaction that stores the response's reports; it cannot be tied to an invitation
   (the signer never saw the message), so it links nothing.
@@ -38,6 +47,7 @@ from sqlalchemy import (
     Column,
     Connection,
     Engine,
+    Float,
     ForeignKeyConstraint,
     Index,
     Integer,
@@ -47,6 +57,7 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    inspect,
     text,
 )
 
@@ -61,11 +72,13 @@ __all__ = [
     "invitations",
     "metadata",
     "nullifiers",
+    "recipient_ledger",
     "reports",
     "schema_migrations",
     "sqlite_engine",
     "survey_state",
     "surveys",
+    "version_keys",
 ]
 
 #: File name of the default SQLite database, created in the working directory.
@@ -93,6 +106,8 @@ invitations = Table(
     Column("token_hash", String(64), primary_key=True),
     Column("survey_id", String(64), nullable=False),
     Column("used", Boolean, nullable=False),
+    Column("version", Integer),  # added by migration 0005 to older databases
+    Column("blinded_hash", String(64)),  # likewise
     sqlite_with_rowid=False,
 )
 reports = Table(
@@ -118,6 +133,23 @@ credential_keys = Table(
     Column("survey_id", String(64), primary_key=True),
     Column("private_key", Text, nullable=False),
 )
+version_keys = Table(
+    "version_keys",
+    metadata,
+    Column("survey_id", String(64), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("private_key", Text, nullable=False),
+)
+recipient_ledger = Table(
+    "recipient_ledger",
+    metadata,
+    Column("recipient", String(64), primary_key=True),
+    Column("survey_id", String(64), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("cost", Float, nullable=False),
+    sqlite_with_rowid=False,
+)
+
 nullifiers = Table(
     "nullifiers",
     metadata,
@@ -175,12 +207,38 @@ def _invitation_index(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX IF NOT EXISTS invitations_survey ON invitations (survey_id)"))
 
 
+def _version_binding(conn: Connection) -> None:
+    """Invitations bound to a version, a key per version, the recipient ledger. Unused
+    invitations issued before are bound to their survey's latest version, and each
+    version published before signs with its survey's old key."""
+    for table in (version_keys, recipient_ledger):
+        table.create(conn, checkfirst=True)
+    have = {c["name"] for c in inspect(conn).get_columns("invitations")}
+    for name, kind in (("version", "INTEGER"), ("blinded_hash", "VARCHAR(64)")):
+        if name not in have:  # a database made before this migration
+            conn.execute(text(f"ALTER TABLE invitations ADD COLUMN {name} {kind}"))
+    conn.execute(
+        text(
+            "UPDATE invitations SET version = (SELECT max(s.version) FROM surveys s "
+            "WHERE s.survey_id = invitations.survey_id)"
+        )
+    )
+    conn.execute(
+        text(
+            "INSERT INTO version_keys (survey_id, version, private_key) "
+            "SELECT s.survey_id, s.version, k.private_key FROM surveys s "
+            "JOIN credential_keys k ON k.survey_id = s.survey_id"
+        )
+    )
+
+
 #: Ordered, named schema migrations; never edit one that has shipped, append a new one.
 MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0001_initial", _initial),
     ("0002_invitation_survey_index", _invitation_index),
     ("0003_credentials_nullifiers_ingestion_keys", _credentials),
     ("0004_survey_state_audit_log", _lifecycle),
+    ("0005_version_bound_invitations_recipient_ledger", _version_binding),
 )
 
 

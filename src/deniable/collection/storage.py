@@ -133,7 +133,7 @@ class Store(InvitationsMixin, LifecycleMixin):
             self.engine = create_engine(self.url, pool_size=10, max_overflow=40)
             self.reader = self.engine
         self._cache: dict[tuple[str, int], Survey] = {}
-        self._keys: dict[str, CredentialKey] = {}
+        self._keys: dict[tuple[str, int], CredentialKey] = {}
         self.migrate()
 
     def close(self) -> None:
@@ -200,7 +200,7 @@ class Store(InvitationsMixin, LifecycleMixin):
                 )
             check_lifetime(earlier, survey)
             if survey.requires_invitation:
-                self._ensure_key(conn, survey.id)
+                self._ensure_key(conn, survey.id, survey.version)
             try:
                 conn.execute(
                     insert(surveys).values(
@@ -347,8 +347,12 @@ class Store(InvitationsMixin, LifecycleMixin):
                 raise CredentialRejectedError(
                     "this survey needs a credential (obtained with an invitation)"
                 )
-            if not self.credential_key(survey.id).verify(credential.message, credential.signature):
-                raise CredentialRejectedError("the credential is not valid for this survey")
+            key = self.credential_key(survey.id, survey.version)
+            if not key.verify(credential.message, credential.signature):
+                raise CredentialRejectedError(
+                    f"the credential is not valid for this survey's version {survey.version} "
+                    "(a credential answers the version its invitation was issued for)"
+                )
             spent = nullifier(credential.message)
         return PendingResponse(survey.id, spent, rows)
 

@@ -306,7 +306,7 @@ class Survey(BaseModel):
                     "epsilon": _json_float(q.epsilon),
                     "cost": q.cost,
                     "sensitive": [choices[i] for i in q.sensitive_indices],
-                    "memo_key": q.content_digest,
+                    "memo_key": q.memo_digest,
                     "design": q.design.name,
                     "params": q.numeric.params if q.numeric is not None else d.params,
                     "disclosure": _disclosure(q, self.disclosure_prior),

@@ -48,6 +48,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from ...errors import DeniableError
+from ..recipients import lifetime_budget_from_environment
 from ..storage import Store
 from .errors import error_for
 from .ingestion import (
@@ -121,6 +122,7 @@ def create_app(
         ``DENIABLE_CAP_PER_BUCKET`` per survey and time bucket, default 100,000).
     """
     store = store or Store()
+    lifetime_budget_from_environment()  # a bad DENIABLE_LIFETIME_BUDGET fails at start
     if body_timeout is None:
         body_timeout = float(os.environ.get("DENIABLE_BODY_TIMEOUT", BODY_TIMEOUT_SECONDS))
     if not body_timeout > 0:

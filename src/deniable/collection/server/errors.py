@@ -21,6 +21,8 @@ from ...errors import (
     DeniableError,
     InvitationError,
     InvitationUsedError,
+    InvitationVersionError,
+    RecipientsRefusedError,
     ReportValidationError,
     SurveyClosedError,
     SurveyConflictError,
@@ -53,6 +55,7 @@ _DENIABLE = {
     ReportValidationError: (422, "invalid_report"),
     InvitationError: (403, "invalid_invitation"),
     InvitationUsedError: (403, "invitation_used"),
+    InvitationVersionError: (403, "invitation_other_version"),
     SurveyClosedError: (409, "survey_closed"),
     SurveyNotFoundError: (404, "not_found"),
     SurveyConflictError: (409, "conflict"),
@@ -96,6 +99,9 @@ def error_for(exc: BaseException) -> JSONResponse:
         if exc.status_code == 408:  # the body will not come: free the connection
             response.headers["connection"] = "close"
         return response
+    if isinstance(exc, RecipientsRefusedError):
+        fields = [{"field": f"body.{f}", "message": m} for f, m in exc.errors]
+        return error_response(422, "recipients_refused", str(exc), fields)
     if isinstance(exc, SurveyError):
         fields = [{"field": f"body.{f}", "message": m} for f, m in exc.errors]
         return error_response(422, "invalid_survey", str(exc), fields)

@@ -109,10 +109,13 @@ async def ingest_credential_request(
     except ValidationError as exc:
         raise body_validation_error(exc) from None
     blinded = b64url_decode(parsed.blinded_msg, "blinded_msg", 512)
-    key = store.cached_credential_key(survey_id)
-    if key is None:  # a read, once per process and survey
-        key = await run_in_threadpool(store.credential_key, survey_id)
-    await committer.submit(store.prepare_spend(survey_id, parsed.token, blinded))
+    version = parsed.version
+    if version is None:  # a client that does not say: the latest version
+        version = (await run_in_threadpool(store.survey, survey_id)).version
+    key = store.cached_credential_key(survey_id, version)
+    if key is None:  # a read, once per process and version
+        key = await run_in_threadpool(store.credential_key, survey_id, version)
+    await committer.submit(store.prepare_spend(survey_id, parsed.token, blinded, version))
     # on the event loop (0.85 ms with OpenSSL, 1.1 ms with GMP): a thread hop costs more
     # CPU than it saves at one core; measured in bench/ingest.py (docs/collection.md)
     signature = key.blind_sign(blinded)

@@ -112,8 +112,9 @@ def respondent_view(
     credential key (base64 DER SubjectPublicKeyInfo) when it needs invitations."""
     survey = store.survey(survey_id, version)
     view = survey.respondent_view(lang)
+    view["closed"] = store.is_closed(survey.id)
     if survey.requires_invitation:
-        view["credential_key"] = store.credential_key(survey.id).public_spki_b64()
+        view["credential_key"] = store.credential_key(survey.id, survey.version).public_spki_b64()
         view["credential_variant"] = VARIANT
     return view
 
@@ -202,13 +203,18 @@ def submit_batch(
 
 @public_router.get("/s/{survey_id}", response_class=HTMLResponse)
 def respondent(
-    survey_id: SurveyId, request: Request, store: StoreDep, lang: Lang = None
+    survey_id: SurveyId,
+    request: Request,
+    store: StoreDep,
+    lang: Lang = None,
+    version: Version = None,
 ) -> HTMLResponse:
     """The respondent page: randomizes in the browser, sends only reports. An invitation
-    link carries its token in the fragment (``/s/{id}#token=...``), which browsers never
-    send to the server."""
+    link carries its token in the fragment (``/s/{id}#token=...&v=N``), which browsers
+    never send to the server; the page then asks for version ``N`` (the version the
+    invitation is bound to) as ``?version=N``."""
     language = choose_language(lang, request.headers.get("accept-language"))
-    survey = store.survey(survey_id)
+    survey = store.survey(survey_id, version)
     view = respondent_view(store, survey.id, survey.version, language)
     page = respondent_page(survey, view, language)
     return HTMLResponse(page, headers=PAGE_HEADERS)
@@ -336,13 +342,50 @@ def audit(
 @analyst_router.post("/api/surveys/{survey_id}/invitations", status_code=201)
 def invitations(
     survey_id: SurveyId, body: InvitationsIn, request: Request, store: StoreDep
-) -> dict[str, list[str]]:
-    """Issue one-time invitations (shown once; only hashes are stored): the tokens and
-    the links that carry them in the fragment (``/s/{id}#token=...``)."""
-    tokens = store.issue_tokens(survey_id, body.count)
-    store.audit(actor(request), "invite", survey_id, None, {"count": body.count})
+) -> dict[str, Any]:
+    """Issue one-time invitations bound to the survey's latest version (shown once; only
+    hashes are stored): the tokens and the links that carry them in the fragment
+    (``/s/{id}#token=...&v=N``, and ``&owner=...`` for a named recipient).
+
+    With ``recipients``, each address gets one invitation unless it was already invited
+    to this version or the version's full cost would take it past the server's lifetime
+    budget per person (``DENIABLE_LIFETIME_BUDGET``); those rows are listed in
+    ``refused`` with the row, the address and the sums, and the others are issued
+    (201). 422 when every row is refused; nothing is then stored.
+    """
     base = str(request.base_url).rstrip("/")
-    return {"tokens": tokens, "links": [f"{base}/s/{survey_id}#token={t}" for t in tokens]}
+    if body.recipients is not None:
+        issued = store.invite_recipients(survey_id, body.recipients)
+        links = [
+            f"{base}/s/{survey_id}#token={t}&v={issued.version}&owner={o}"
+            for t, o in zip(issued.tokens, issued.owners, strict=True)
+        ]
+        store.audit(
+            actor(request),
+            "invite",
+            survey_id,
+            issued.version,
+            {"recipients": len(issued.tokens), "refused": len(issued.refused)},
+        )
+        return {
+            "version": issued.version,
+            "tokens": issued.tokens,
+            "links": links,
+            "invitations": [
+                {"row": r, "recipient": a, "link": link}
+                for r, a, link in zip(issued.rows, issued.recipients, links, strict=True)
+            ],
+            "refused": [{"row": r, "recipient": a, "message": m} for r, a, m in issued.refused],
+        }
+    assert body.count is not None
+    issued = store.issue_invitations(survey_id, body.count)
+    store.audit(actor(request), "invite", survey_id, issued.version, {"count": body.count})
+    return {
+        "version": issued.version,
+        "tokens": issued.tokens,
+        "links": [f"{base}/s/{survey_id}#token={t}&v={issued.version}" for t in issued.tokens],
+        "anonymous": True,
+    }
 
 
 @analyst_router.post("/api/surveys/{survey_id}/ingestion-keys", status_code=201)

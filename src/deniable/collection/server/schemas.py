@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
+from ..recipients import MAX_RECIPIENTS
 from ..survey import SLUG_PATTERN
 
 __all__ = [
@@ -52,6 +53,13 @@ class CredentialRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     token: str = Field(min_length=1, max_length=200, description="One-time invitation token.")
     blinded_msg: str = Field(min_length=8, max_length=700, pattern=_B64URL)
+    version: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="The survey version the invitation is bound to (its link's v=...); "
+        "default the latest. The credential answers that version only.",
+    )
 
 
 class CredentialOut(BaseModel):
@@ -91,10 +99,21 @@ class BatchIn(BaseModel):
 
 
 class InvitationsIn(BaseModel):
-    """How many invitation tokens to issue."""
+    """How many anonymous invitation tokens to issue (``count``), or the named
+    recipients to invite (``recipients``: addresses, one invitation each, within the
+    server's lifetime budget per person); exactly one of the two."""
 
     model_config = ConfigDict(extra="forbid")
-    count: StrictInt = Field(ge=1, le=100_000)
+    count: StrictInt | None = Field(default=None, ge=1, le=100_000)
+    recipients: list[str] | None = Field(
+        default=None, min_length=1, max_length=MAX_RECIPIENTS, description="Addresses."
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> InvitationsIn:
+        if (self.count is None) == (self.recipients is None):
+            raise ValueError("give exactly one of count (anonymous links) and recipients")
+        return self
 
 
 class Stored(BaseModel):

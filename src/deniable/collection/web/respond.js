@@ -3,18 +3,24 @@
 // Randomness comes from crypto.getRandomValues, never a non-cryptographic generator. Each question draws
 // exactly one 53-bit uniform whatever the answer, and the inverse-CDF walk visits every
 // entry of the design's matrix column, so neither the number of random bytes nor the
-// work done depends on the true answer. The true answer is never stored or sent: only
-// the report is memoized (localStorage, per survey id and the question's content digest,
-// not per version), so a reload, a second visit or a later version with the same
-// question shows the same report instead of drawing again: an unchanged question costs
-// no more privacy however many versions are published.
+// work done depends on the true answer. The true answer is never stored or sent.
 //
-// Invitations: the link carries the token in the fragment (#token=...), which the
-// browser never sends to a server. On opening, the page exchanges it for an unlinkable
-// credential (RFC 9474 blind signature, vendor/blindrsa-ts): it blinds a random message,
-// the server spends the invitation and signs the blinded message, the page unblinds the
-// signature. The response then carries the credential, which the server cannot tie to
-// the invitation.
+// The memo: each report drawn is kept in localStorage under its *owner* and the
+// question's content digest (memo_key: text, answers, design; not the survey id or
+// version), so a reload, a later version or another survey with the same question sends
+// the same report instead of drawing again: an unchanged question costs no more privacy
+// however often the person is invited. The owner is the named recipient's tag that all
+// their links carry (#owner=...), or SHA-256 of the invitation for an anonymous link;
+// another person on the same device, whose link carries another owner, never sees or
+// sends it. Only reports are memoized, never an answer.
+//
+// Invitations: the link carries the token (and the version it is bound to, v=N) in the
+// fragment, which the browser never sends to a server. The invitation is spent when the
+// person first draws a report, not when the page opens (looking costs nothing): the page
+// exchanges it for an unlinkable credential (RFC 9474 blind signature,
+// vendor/blindrsa-ts), keeping the blinded request first so that a retry after a dropped
+// connection asks for the same signature. The credential and the reports drawn can move
+// to another device with a transfer link (fragment only).
 "use strict";
 
 const deniable = (() => {
@@ -73,10 +79,12 @@ const deniable = (() => {
 
   /**
    * Exchange an invitation token for a credential (RFC 9474, RSABSSA-SHA384-PSS-Randomized).
-   * `post(path, body)` resolves to the server's JSON answer. Returns {message, signature}
-   * in base64url; the token is not part of it.
+   * `post(path, body)` resolves to the server's JSON answer. The blinded request is made
+   * once and handed to `keep` before it is sent; a later call with `saved` (after a
+   * dropped connection) sends the same one, and the server answers it with the same
+   * signature. Returns {message, signature} in base64url; the token is not part of it.
    */
-  async function obtainCredential(view, token, post) {
+  async function obtainCredential(view, token, post, saved = null, keep = () => {}) {
     if (view.credential_variant !== "RSABSSA-SHA384-PSS-Randomized") {
       throw new Error(`unsupported credential variant ${view.credential_variant}`);
     }
@@ -84,12 +92,19 @@ const deniable = (() => {
       "spki", fromB64(view.credential_key), { name: "RSA-PSS", hash: "SHA-384" }, true, ["verify"],
     );
     const suite = blindrsa.RSABSSA.SHA384.PSS.Randomized();
-    const prepared = suite.prepare(crypto.getRandomValues(new Uint8Array(32)));
-    const { blindedMsg, inv } = await suite.blind(publicKey, prepared);
+    let request = saved;
+    if (!request) {
+      const prepared = suite.prepare(crypto.getRandomValues(new Uint8Array(32)));
+      const { blindedMsg, inv } = await suite.blind(publicKey, prepared);
+      request = { prepared: b64url(prepared), blinded: b64url(blindedMsg), inv: b64url(inv) };
+      keep(request);
+    }
     const answer = await post(`/api/surveys/${encodeURIComponent(view.id)}/credentials`,
-      { token, blinded_msg: b64url(blindedMsg) });
-    const signature = await suite.finalize(publicKey, prepared, fromB64(answer.blind_sig), inv);
-    return { message: b64url(prepared), signature: b64url(signature) };
+      { token, blinded_msg: request.blinded, version: view.version });
+    const signature = await suite.finalize(
+      publicKey, fromB64(request.prepared), fromB64(answer.blind_sig), fromB64(request.inv),
+    );
+    return { message: request.prepared, signature: b64url(signature) };
   }
 
   return { uniform53, drawReport, numericColumn, sample, b64url, fromB64, obtainCredential };
@@ -103,81 +118,160 @@ const deniable = (() => {
   /** The catalog's text for ``key`` with ``{name}`` placeholders filled from ``vars``. */
   const t = (key, vars = {}) =>
     String(messages[key]).replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m));
-  const store = memo(`deniable/${survey.id}`);
-  const sentKey = `sent/${survey.version}`;
-  const reports = {};
   const container = document.getElementById("questions");
   const status = document.getElementById("status");
   const submit = document.getElementById("submit");
   const tokenBox = document.getElementById("token-box");
   const tokenInput = document.getElementById("token");
+  const reports = {};
+
+  // a second link pasted into this tab changes only the fragment: start again with it
+  window.addEventListener("hashchange", () => window.location.reload());
 
   const tab = sessionStore(`deniable/${survey.id}`);
   const fragment = new URLSearchParams(window.location.hash.slice(1));
-  let urlToken = fragment.get("token");
-  if (urlToken) {
+  // This tab remembers whose page it is for a reload (and for this page's own move to
+  // the invitation's version) only: the bare address typed or followed later in the
+  // same tab shows no one's reports.
+  const navigation = performance.getEntriesByType("navigation")[0];
+  const reloaded = Boolean(navigation) && navigation.type === "reload";
+  if (!reloaded && !tab.get("carry") && !fragment.get("token") && !fragment.get("transfer")) {
+    tab.clear();
+  }
+  tab.remove("carry");
+  if (fragment.get("transfer")) {
+    // reports and an unsent credential brought from another device
+    const moved = readTransfer(fragment.get("transfer"));
+    history.replaceState(null, "", window.location.pathname + window.location.search);
+    if (moved) {
+      tab.clear();
+      tab.set("owner", moved.owner);
+      const box = memo(`deniable/${survey.id}/${moved.owner}`);
+      if (moved.credential) box.set(`credential/${moved.version}`, moved.credential);
+      Object.entries(moved.reports).forEach(([key, r]) =>
+        memo(`deniable/memo/${moved.owner}`).set(key, r));
+      if (moved.version !== survey.version) {
+        return goToVersion(moved.version);
+      }
+    }
+  }
+  if (fragment.get("token")) {
     // keep the invitation out of the address bar, history and screenshots; this tab's
     // session storage keeps it for a reload (never the server: fragments are not sent)
-    tab.set("token", urlToken);
-    history.replaceState(null, "", window.location.pathname);
-  } else {
-    urlToken = tab.get("token");
-  }
-  // The reports memoized here belong to the respondent who drew them. A new invitation
-  // on a device that holds someone's reports asks whether it is the same person; the
-  // earlier reports are not shown (nor sent) until they say so.
-  // The owner is kept as SHA-256 of the invitation, never the invitation itself.
-  const owner = store.get("owner");
-  const me = urlToken ? await sha256Hex(urlToken) : null;
-  const someoneElse = survey.requires_invitation && me !== null && owner !== null && owner !== me;
-  document.getElementById("new-respondent").addEventListener("click", () => forget(null, null));
-  if (someoneElse) {
-    const box = document.getElementById("who-box");
-    box.hidden = false;
-    document.getElementById("who-same").addEventListener("click", () => {
-      store.set("owner", me);
-      store.remove("credential"); // that invitation's credential was the earlier one's
-      window.location.reload();
-    });
-    document.getElementById("who-other").addEventListener("click", () => forget(urlToken, me));
-    submit.hidden = true;
-    return;
-  }
-  if (me !== null && survey.requires_invitation && owner === null) store.set("owner", me);
-  let credential = survey.requires_invitation ? store.get("credential") : null;
-  let pendingCredential = null;
-  if (survey.requires_invitation && !credential) {
-    if (urlToken) pendingCredential = exchange(urlToken);
-    else tokenBox.hidden = false;
-  }
-
-  /**
-   * Remove everything this page kept of the previous respondent (their reports, sent
-   * flags, credential and invitation). With ``newToken`` the page continues with that
-   * invitation as its new owner; without, it waits for the next person's link or code.
-   */
-  function forget(newToken, newOwner) {
-    store.clear();
+    const token = fragment.get("token");
     tab.clear();
-    if (newToken) {
-      tab.set("token", newToken);
-      store.set("owner", newOwner);
-    }
-    window.location.replace(window.location.pathname);
+    tab.set("token", token);
+    tab.set("owner", fragment.get("owner") ? `tag:${fragment.get("owner")}` : `token:${await sha256Hex(token)}`);
+    tab.set("v", fragment.get("v") || "");
+    history.replaceState(null, "", window.location.pathname + window.location.search);
   }
+  const token = tab.get("token");
+  const linkVersion = Number(tab.get("v") || 0);
+  if (linkVersion && linkVersion !== survey.version) {
+    return goToVersion(linkVersion); // the version the invitation is bound to
+  }
+  // Whose reports this page may show: the link's owner; on a survey without invitations,
+  // this device. Without a link, nobody's: the bare address shows no one's reports.
+  const owner = tab.get("owner") || (survey.requires_invitation ? null : "device");
+  const store = memo(`deniable/${survey.id}/${owner}`);
+  const reportMemo = memo(`deniable/memo/${owner}`);
+  const sentKey = `sent/${survey.version}`;
+  const credentialKey = `credential/${survey.version}`;
+  const requestKey = `request/${survey.version}`;
+  let credential = owner && survey.requires_invitation ? store.get(credentialKey) : null;
+
+  document.getElementById("new-respondent").addEventListener("click", () => {
+    if (!window.confirm(t("new_respondent_confirm"))) return;
+    // this person's unsent invitation, credential and reports stay on the device under
+    // their owner (only their own link shows them); this tab forgets them
+    if (owner === "device") {
+      store.clear();
+      reportMemo.clear();
+    }
+    tab.clear();
+    window.location.replace(window.location.pathname + window.location.search);
+  });
 
   const eps = Number(survey.total_epsilon);
   document.getElementById("budget").textContent = t("budget", {
     times: times(Math.exp(eps)), eps: eps.toFixed(2), limit: survey.privacy_budget,
   });
+  const worst = document.getElementById("worst");
+  worst.textContent = worstCase();
+  worst.className = survey.questions.some((q) => answerFactors(q).includes(null)) ? "warning-top" : "risk";
 
-  document.getElementById("worst").textContent = worstCase();
-  survey.questions.forEach((q, index) => container.appendChild(renderQuestion(q, index)));
+  if (survey.closed) {
+    const banner = document.getElementById("closed");
+    banner.hidden = false;
+    banner.textContent = t("closed");
+  }
+  if (owner === null) {
+    // no invitation in this tab: ask for the code; show nothing of anyone
+    tokenBox.hidden = false;
+    survey.questions.forEach((q, index) => container.appendChild(renderQuestion(q, index, false)));
+    lockAll();
+    status.textContent = survey.closed ? t("closed") : t("hint_code");
+    document.getElementById("token-use").addEventListener("click", async () => {
+      const typed = tokenInput.value.trim();
+      if (!typed) return;
+      tab.set("token", typed);
+      tab.set("owner", `token:${await sha256Hex(typed)}`);
+      window.location.reload();
+    });
+    return;
+  }
+  survey.questions.forEach((q, index) => container.appendChild(renderQuestion(q, index, true)));
   if (store.get(sentKey)) {
     lockAll();
     status.textContent = t("already_sent");
+  } else if (survey.closed) {
+    lockAll();
+  } else if (credential) {
+    offerTransfer();
   }
   refresh();
+
+  function goToVersion(version) {
+    tab.set("carry", "1");
+    const query = new URLSearchParams(window.location.search);
+    query.set("version", String(version));
+    window.location.replace(`${window.location.pathname}?${query}`);
+  }
+
+  function readTransfer(text) {
+    try {
+      const data = JSON.parse(new TextDecoder().decode(deniable.fromB64(text)));
+      const ok = typeof data.owner === "string" && Number.isInteger(data.version)
+        && data.reports && typeof data.reports === "object";
+      return ok ? data : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  /** A link that carries this person's unsent credential and reports to another device. */
+  function transferLink() {
+    const mine = {};
+    survey.questions.forEach((q) => {
+      const r = reportMemo.get(q.memo_key);
+      if (r !== null) mine[q.memo_key] = r;
+    });
+    const data = { owner, version: survey.version, credential, reports: mine };
+    const text = deniable.b64url(new TextEncoder().encode(JSON.stringify(data)));
+    return `${window.location.origin}${window.location.pathname}?version=${survey.version}#transfer=${text}`;
+  }
+
+  function offerTransfer() {
+    if (!credential || store.get(sentKey)) return;
+    const box = document.getElementById("transfer-box");
+    box.hidden = false;
+    const field = document.getElementById("transfer-link");
+    document.getElementById("transfer-show").onclick = () => {
+      field.value = transferLink();
+      field.hidden = false;
+      field.select();
+    };
+  }
 
   async function postJson(path, body) {
     const res = await fetch(path, {
@@ -193,47 +287,71 @@ const deniable = (() => {
       const code = answer.error && answer.error.code;
       const known = code && `error_${code}` in messages ? t(`error_${code}`) : null;
       const msg = known || (answer.error && answer.error.message) || `HTTP ${res.status}`;
-      throw new Error(msg);
+      const error = new Error(msg);
+      error.code = code;
+      throw error;
     }
     return answer;
   }
 
-  /** Spend the invitation for a credential now, so the reports can be sent any time later. */
-  async function exchange(token) {
-    status.textContent = t("exchanging");
-    try {
-      credential = await deniable.obtainCredential(survey, token, postJson);
-      store.set("credential", credential);
-      status.textContent = t("exchanged");
-      return credential;
-    } catch (e) {
-      status.textContent = t("exchange_failed", { message: e.message });
+  /**
+   * The credential, spending the invitation now if this person has none yet (their
+   * first draw, or sending reports drawn earlier). A dropped connection is retried with
+   * the same blinded request, so it does not burn the invitation.
+   */
+  async function ensureCredential() {
+    if (!survey.requires_invitation || credential) return true;
+    if (!token) {
       tokenBox.hidden = false;
-      return null;
-    } finally {
-      refresh();
+      status.textContent = t("hint_code");
+      return false;
     }
+    status.textContent = t("exchanging");
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        credential = await deniable.obtainCredential(
+          survey, token, postJson, store.get(requestKey), (req) => store.set(requestKey, req),
+        );
+        store.set(credentialKey, credential);
+        store.remove(requestKey);
+        status.textContent = t("exchanged");
+        offerTransfer();
+        return true;
+      } catch (e) {
+        if (e instanceof TypeError && attempt < 2) { // no answer: ask again, same request
+          await new Promise((resolve) => setTimeout(resolve, 500 * (attempt + 1)));
+          continue;
+        }
+        status.textContent = e instanceof TypeError
+          ? t("unreachable_exchange")
+          : e.code === "invitation_used"
+            ? t("used_elsewhere")
+            : t("exchange_failed", { message: e.message });
+        if (e.code === "invitation_used") lockAll();
+        return false;
+      } finally {
+        refresh();
+      }
+    }
+    return false;
   }
 
   submit.addEventListener("click", async () => {
     const body = { version: survey.version, reports: { ...reports } };
     submit.disabled = true;
     if (survey.requires_invitation) {
-      if (!credential && pendingCredential) await pendingCredential;
-      const typed = tokenInput.value.trim();
-      if (!credential && typed) await exchange(typed);
-      if (!credential) { refresh(); return; }
+      if (!(await ensureCredential())) { refresh(); return; }
       body.credential = credential;
     }
     status.textContent = t("sending");
     try {
       await postJson(`/api/surveys/${encodeURIComponent(survey.id)}/responses`, body);
-      store.set(sentKey, true);
-      store.remove("credential"); // spent
-      tab.remove("token");
-      lockAll();
-      status.textContent = t("sent");
+      finishSent(t("sent"));
     } catch (e) {
+      if (e.code === "invalid_credential" && /already used/.test(e.message)) {
+        finishSent(t("sent_elsewhere")); // sent from the other device already
+        return;
+      }
       status.textContent = e instanceof TypeError // fetch found no server
         ? t("unreachable")
         : t("not_stored", { message: e.message });
@@ -241,7 +359,16 @@ const deniable = (() => {
     }
   });
 
-  function renderQuestion(q, index) {
+  function finishSent(message) {
+    store.set(sentKey, true);
+    store.remove(credentialKey); // spent
+    tab.remove("token");
+    document.getElementById("transfer-box").hidden = true;
+    lockAll();
+    status.textContent = message;
+  }
+
+  function renderQuestion(q, index, active) {
     const fs = document.createElement("fieldset");
     fs.id = `q-${q.id}`;
     const legend = document.createElement("legend");
@@ -344,7 +471,9 @@ const deniable = (() => {
     details.append(summary, technical);
     fs.appendChild(details);
 
-    draw.addEventListener("click", () => {
+    draw.addEventListener("click", async () => {
+      // the invitation is spent on the first draw (opening the page spent nothing)
+      if (!(await ensureCredential())) return;
       if (numeric) {
         const value = numberInput.value.trim() === "" ? NaN : Number(numberInput.value);
         if (!Number.isFinite(value) || value < numeric.low || value > numeric.high) {
@@ -376,13 +505,14 @@ const deniable = (() => {
       draw.hidden = on;
       physical.textContent = on ? t("physical_back") : t("physical");
     });
-    useOutcome.addEventListener("click", () => {
+    useOutcome.addEventListener("click", async () => {
       const checked = fs.querySelector(`input[name="outcome-${q.id}"]:checked`);
       if (!checked) return;
+      if (!(await ensureCredential())) return;
       setReport(q, Number(checked.value), t("how_physical"));
     });
 
-    const saved = store.get(`q/${q.memo_key}`);
+    const saved = active ? reportMemo.get(q.memo_key) : null;
     if (saved !== null && Number.isInteger(saved) && saved >= 0 && saved < q.reports.length) {
       queueMicrotask(() => setReport(q, saved, t("how_memo")));
     }
@@ -391,7 +521,7 @@ const deniable = (() => {
 
   function setReport(q, report, how) {
     reports[q.id] = report;
-    store.set(`q/${q.memo_key}`, report);
+    reportMemo.set(q.memo_key, report);
     const fs = document.getElementById(`q-${q.id}`);
     fs.querySelectorAll("input, button").forEach((el) => (el.disabled = true));
     const result = document.getElementById(`report-${q.id}`);
@@ -404,11 +534,11 @@ const deniable = (() => {
   function refresh() {
     const missing = survey.questions.filter((q) => !(q.id in reports));
     const sent = store.get(sentKey) === true;
-    submit.disabled = missing.length > 0 || sent;
+    submit.disabled = missing.length > 0 || sent || Boolean(survey.closed) || owner === null;
     const hint = document.getElementById("hint");
-    hint.textContent = sent ? "" : missing.length
+    hint.textContent = sent || survey.closed || owner === null ? "" : missing.length
       ? t("hint_missing", { list: missing.map((q) => survey.questions.indexOf(q) + 1).join(", ") })
-      : survey.requires_invitation && !credential
+      : survey.requires_invitation && !credential && !token
         ? t("hint_code")
         : "";
   }

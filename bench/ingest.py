@@ -7,7 +7,8 @@ Usage::
 Targets, each a real server process on loopback, measured in this one run:
 
 - ``baseline``: a FastAPI endpoint that only parses the request body (no storage);
-- ``sqlite``: ``deniable serve`` on a fresh SQLite file (WAL, synchronous=FULL);
+- ``sqlite``: ``deniable serve`` on a fresh SQLite file (rollback journal,
+  synchronous=FULL; responses into random slots, released in crowds);
 - ``postgresql``: ``deniable serve`` on PostgreSQL (``--postgres`` or
   ``DENIABLE_TEST_POSTGRES_URL``; skipped when neither is given).
 
@@ -269,8 +270,8 @@ def credential_rates(port: int, count: int, pid: int) -> tuple[float, float, flo
     ).json()["tokens"]
     key = load_public_key(httpx.get(f"{base}/api/surveys/bench-inv").json()["credential_key"])
     requests = [new_credential_request(key) for _ in tokens]
-    bodies = [
-        json.dumps({"token": t, "blinded_msg": b64url(blinded)}).encode()
+    bodies = [  # as the page and the terminal client send it: with the link's version
+        json.dumps({"token": t, "blinded_msg": b64url(blinded), "version": 1}).encode()
         for t, (blinded, _) in zip(tokens, requests, strict=True)
     ]
     t0 = time.perf_counter()

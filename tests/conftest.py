@@ -59,7 +59,7 @@ def reset_postgres(url: str) -> None:
             text(
                 "DROP TABLE IF EXISTS reports, invitations, surveys, schema_migrations, "
                 "credential_keys, nullifiers, ingestion_keys, survey_state, audit_log, "
-                "version_keys, recipient_ledger CASCADE"
+                "version_keys, recipient_ledger, staging, staging_counts CASCADE"
             )
         )
     engine.dispose()

@@ -99,7 +99,7 @@ async def test_login_sets_a_strict_http_only_session_for_reading_only(client):
 
 
 async def test_responses_results_and_estimates(client, rng):
-    await publish(client)
+    await publish(client, min_release=20)  # 400 responses: 20 crowds of 20
     view = (await client.get("/api/surveys/health")).json()
     assert view["questions"][0]["columns"] == [[0.75, 0.25], [0.25, 0.75]]
     design = ForcedResponse(p_yes=0.25, p_no=0.25)

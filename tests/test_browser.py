@@ -61,7 +61,8 @@ def browser():
 @pytest.fixture
 def site(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'browser.sqlite'}")
-    survey = load_survey(copy.deepcopy(SURVEY) | {"requires_invitation": True})
+    # each response released at once (crowds are tested in test_storage and test_attacker)
+    survey = load_survey(copy.deepcopy(SURVEY) | {"requires_invitation": True, "min_release": 1})
     store.publish(survey)
     with serve_in_thread(store, ANALYST) as base:
         yield base, store, survey
@@ -349,6 +350,7 @@ def test_a_reinvited_person_sends_the_memoized_report_across_versions_and_survey
             "requires_invitation": True,
             "questions": [question],
             "lifetime_budget": 30,
+            "min_release": 1,
         }
         store.publish(load_survey(data))
         page.goto("about:blank")
@@ -738,7 +740,7 @@ def test_a_numeric_question_in_the_browser(browser, site, tmp_path):
     """A number in [low, high]: checked on the page, randomized to one bit there, never
     sent nor kept; the bit's distribution is DuchiMean's (chi-square at ALPHA)."""
     base, store, _ = site
-    data = copy.deepcopy(SURVEY) | {"id": "hours", "privacy_budget": 5.0}
+    data = copy.deepcopy(SURVEY) | {"id": "hours", "privacy_budget": 5.0, "min_release": 1}
     data["questions"].append(
         {
             "id": "overtime",

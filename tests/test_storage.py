@@ -4,6 +4,7 @@ reports table can and cannot hold, atomic rejection."""
 from __future__ import annotations
 
 import copy
+import itertools
 
 import numpy as np
 import pytest
@@ -144,9 +145,9 @@ def test_invalid_response_stores_nothing_and_keeps_the_token(store, response):
     credential = store_credential(store, s.id, token)
     with pytest.raises(ReportValidationError, match="responses\\[0\\]"):
         store.submit(s, response, credential)
-    assert store.report_count() == 0
+    assert store.response_count(s.id) == 0
     store.submit(s, {"drugs": 0, "status": 1}, credential)  # the credential was not spent
-    assert store.report_count() == 2
+    assert store.response_count(s.id) == 1
 
 
 def test_batch_is_all_or_nothing(store):
@@ -177,12 +178,13 @@ def test_tallies_match_numpy_and_estimates_run(store, rng):
 
 
 def test_export_and_storage_order_do_not_follow_arrival(store):
+    """60 responses, min_release 30: two crowds of 30, each written in random order."""
     s = load_survey(SURVEY)
     store.publish(s)
-    for i in range(40):
+    for i in range(60):
         store.submit(s, {"drugs": i % 2, "status": i % 3})
     frame = store.export(s.id)
-    assert len(frame) == 80 and frame["response_id"].nunique() == 40
+    assert len(frame) == 120 and frame["response_id"].nunique() == 60
     assert list(frame.columns) == [
         "response_id",
         "version",
@@ -191,16 +193,38 @@ def test_export_and_storage_order_do_not_follow_arrival(store):
         "report_label",
         "received_bucket",
     ]
-    arrival = [i % 2 for i in range(40)]
+    arrival = [i % 2 for i in range(60)]
     assert frame.loc[frame.question_id == "drugs", "report"].tolist() != arrival
     with store.connection() as conn:
         ids = list(conn.execute(select(reports.c.report_id)).scalars())
         stored = list(conn.execute(select(reports.c.question_id, reports.c.report)))
-    assert len(set(ids)) == 80 and all(len(i) == 32 for i in ids)
-    if store.is_sqlite:
-        # WITHOUT ROWID: even an unordered scan follows the random key, not arrival
-        # (PostgreSQL's heap keeps arrival order: a documented limit)
-        assert [r for q, r in stored if q == "drugs"] != arrival
+    assert len(set(ids)) == 120 and all(len(i) == 32 for i in ids)
+    # an unordered scan follows the random key (SQLite, WITHOUT ROWID) or the random
+    # order each crowd was written in (PostgreSQL's heap), not arrival
+    assert [r for q, r in stored if q == "drugs"] != arrival
+
+
+def test_releases_come_in_crowds_of_min_release(store):
+    """min_release 7: nothing is released before the 7th response; then every release
+    adds at least 7, so two releases never differ by fewer (one person never stands
+    out); waiting responses are counted, never shown; each release is audited by the
+    hour."""
+    s = load_survey(copy.deepcopy(SURVEY) | {"min_release": 7})
+    store.publish(s)
+    released = []
+    for i in range(30):
+        store.submit(s, {"drugs": i % 2, "status": i % 3})
+        released.append(store.released_count(s.id))
+        assert store.response_count(s.id) == i + 1
+        assert released[-1] + store.waiting(s.id).get(1, 0) == i + 1
+        assert sum(store.tallies(s)["drugs"].counts) == released[-1]
+    steps = sorted(set(released))
+    assert steps == [0, 7, 14, 21, 28]
+    assert all(b - a >= 7 for a, b in itertools.pairwise(steps))
+    entries = [e for e in store.audit_log(s.id) if e["action"] == "release"]
+    assert sorted(e["detail"]["released"] for e in entries) == [7, 14, 21, 28]
+    assert all(e["actor"] == "server" and e["at"] % 3600 == 0 for e in entries)
+    assert len(store.export(s.id)) == 2 * 28
 
 
 def test_database_url_resolution(monkeypatch, tmp_path):
@@ -214,10 +238,11 @@ def test_database_url_resolution(monkeypatch, tmp_path):
         Store(f"sqlite:///{tmp_path / 'x.sqlite'}", bucket_seconds=1)
 
 
-def test_sqlite_is_wal_and_fully_synchronous(tmp_path):
+def test_sqlite_has_a_rollback_journal_and_is_fully_synchronous(tmp_path):
     s = Store(f"sqlite:///{tmp_path / 'w.sqlite'}")
     with s.engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "truncate"
+        assert conn.exec_driver_sql("PRAGMA secure_delete").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
     s.close()
     assert (tmp_path / "w.sqlite").exists()

@@ -209,8 +209,19 @@ def serve(
         os.environ["DENIABLE_FORWARDED_ALLOW_IPS"] = forwarded_allow_ips
     else:
         os.environ.pop("DENIABLE_FORWARDED_ALLOW_IPS", None)
-    Store(url).close()  # create and migrate once, before the workers start
+    store = Store(url)  # create and migrate once, before the workers start
+    invited = [
+        sid for sid, version in store.survey_ids() if store.survey(sid, version).requires_invitation
+    ]
+    store.close()
     err.print(f"Database: {url.split('@')[-1]}")
+    if invited and not url.startswith("sqlite"):
+        err.print(
+            "[yellow]warning:[/] PostgreSQL keeps each row version's transaction id (xmin), "
+            "which increases with time: a database superuser can order invitation spends "
+            f"against waiting responses of {', '.join(sorted(set(invited)))} (see the threat "
+            "model in docs/collection.md); use SQLite where that matters"
+        )
     uvicorn.run(
         "deniable.collection.server:app_from_environment",
         factory=True,

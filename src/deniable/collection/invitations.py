@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, func, insert, select, text, update
+from sqlalchemy import Connection, Engine, bindparam, func, insert, select, text, update
 
 from ..errors import (
     DeniableError,
@@ -377,58 +377,53 @@ class InvitationsMixin:
     def _spend_all(
         conn: Connection, spends: Sequence[PendingSpend]
     ) -> dict[int, InvitationError | None]:
-        """Spend invitations (one UPDATE each, in this transaction); the outcome of each
-        position. A spent invitation asked again with the same blinded message succeeds
-        again (the signature is the same), so a dropped connection does not burn it."""
+        """Spend invitations (one read and one batched UPDATE, in this transaction);
+        the outcome of each position. A spent invitation asked again with the same
+        blinded message succeeds again (the signature is the same), so a dropped
+        connection does not burn it. Each spend overwrites its row's ``used`` flag and
+        ``blinded_hash`` (a placeholder of the same size until then) in place."""
         outcomes: dict[int, InvitationError | None] = {}
-        first: dict[tuple[str, str], int] = {}
+        first: dict[str, int] = {}
         for i, item in enumerate(spends):
-            first.setdefault((item.survey_id, item.token_hash), i)
-        failed: list[int] = []
-        for i in first.values():
+            first.setdefault(item.token_hash, i)
+        q = select(
+            invitations.c.survey_id,
+            invitations.c.token_hash,
+            invitations.c.version,
+            invitations.c.used,
+            invitations.c.blinded_hash,
+        ).where(invitations.c.token_hash.in_(list(first)))
+        if conn.dialect.name == "postgresql":
+            q = q.with_for_update()  # SQLite: the transaction already holds the write lock
+        known = {r.token_hash: r for r in conn.execute(q)}
+        spend: list[dict[str, str]] = []
+        for token_hash, i in first.items():
             item = spends[i]
-            done = conn.execute(
-                update(invitations)
-                .where(
-                    invitations.c.survey_id == item.survey_id,
-                    invitations.c.token_hash == item.token_hash,
-                    invitations.c.version == item.version,
-                    invitations.c.used.is_(False),
+            row = known.get(token_hash)
+            if row is None or row.survey_id != item.survey_id:
+                outcomes[i] = InvitationError(INVITATION_MESSAGES["unknown"])
+            elif row.version != item.version:
+                outcomes[i] = InvitationVersionError(
+                    f"this invitation is for version {row.version} of the survey, not "
+                    f"{item.version}; open its link again",
+                    int(row.version),
                 )
-                .values(used=True, blinded_hash=item.blinded_hash)
-            )
-            if done.rowcount == 1:
+            elif not row.used:
                 outcomes[i] = None
+                spend.append({"h": token_hash, "b": item.blinded_hash})
+            elif row.blinded_hash == item.blinded_hash and item.blinded_hash:
+                outcomes[i] = None  # the same request again: the same signature
             else:
-                failed.append(i)
-        if failed:  # a retry, another version, used, or unknown
-            rows = conn.execute(
-                select(
-                    invitations.c.survey_id,
-                    invitations.c.token_hash,
-                    invitations.c.version,
-                    invitations.c.used,
-                    invitations.c.blinded_hash,
-                ).where(invitations.c.token_hash.in_([spends[i].token_hash for i in failed]))
+                outcomes[i] = InvitationUsedError(INVITATION_MESSAGES["used"])
+        if spend:
+            conn.execute(
+                update(invitations)
+                .where(invitations.c.token_hash == bindparam("h"))
+                .values(used=True, blinded_hash=bindparam("b")),
+                spend,
             )
-            known = {(r.survey_id, r.token_hash): r for r in rows}
-            for i in failed:
-                item = spends[i]
-                row = known.get((item.survey_id, item.token_hash))
-                if row is None:
-                    outcomes[i] = InvitationError(INVITATION_MESSAGES["unknown"])
-                elif row.version != item.version:
-                    outcomes[i] = InvitationVersionError(
-                        f"this invitation is for version {row.version} of the survey, not "
-                        f"{item.version}; open its link again",
-                        int(row.version),
-                    )
-                elif row.used and row.blinded_hash == item.blinded_hash and item.blinded_hash:
-                    outcomes[i] = None  # the same request again: the same signature
-                else:
-                    outcomes[i] = InvitationUsedError(INVITATION_MESSAGES["used"])
         for i, item in enumerate(spends):
-            if first[item.survey_id, item.token_hash] != i:
+            if first[item.token_hash] != i:
                 outcomes[i] = InvitationUsedError(INVITATION_MESSAGES["used"])
         return outcomes
 
@@ -439,5 +434,6 @@ def _invitation_row(token: str, survey_id: str, version: int) -> dict[str, Any]:
         "survey_id": survey_id,
         "version": version,
         "used": False,
-        "blinded_hash": None,
+        # a placeholder of the same size: the spend overwrites the cell in place
+        "blinded_hash": secrets.token_hex(32),
     }

@@ -258,11 +258,13 @@ class LifecycleMixin:
     ) -> None:
         if action not in AUDIT_ACTIONS:
             raise ValueError(f"action must be one of {AUDIT_ACTIONS}, got {action!r}")
+        now = int(time.time())
+        hour = now - now % 3600
         conn.execute(
             insert(audit_log).values(
-                # time-ordered: nanoseconds, then random (ties within a nanosecond)
-                entry_id=f"{time.time_ns():019d}{secrets.token_hex(7)[:13]}",
-                at=int(time.time()),
+                # the hour, then random: no entry is dated (or ordered) within its hour
+                entry_id=f"{hour:019d}{secrets.token_hex(7)[:13]}",
+                at=hour,
                 actor=actor[:64],
                 action=action,
                 survey_id=survey_id,

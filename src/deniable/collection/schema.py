@@ -12,6 +12,10 @@ Tables
   keys (kept for reading; migration 0005 copies it to each of their versions).
 - ``version_keys``: each survey version's RSA signing key for blind signatures (RFC
   9474): a credential verifies only for the version its invitation was bound to.
+- ``staging``: pre-allocated fixed-size slots where responses wait, each in a slot
+  chosen at random, until their version has ``min_release`` of them; then they are
+  released into ``reports`` in random order (:mod:`deniable.collection.staging`).
+  ``staging_counts`` holds how many wait per version.
 - ``recipient_ledger``: per named recipient (a keyed hash of the address, never the
   address) the survey versions they were invited to and what each costs, across every
   survey on the server (:mod:`deniable.collection.recipients`).
@@ -26,7 +30,10 @@ Tables
   revoke, publish, invitations issued), with their time; nothing of a respondent.
 
 Every table that grows with responses is ``WITHOUT ROWID`` on SQLite and keyed by a
-random value, so its physical order is not arrival order.
+random value, and ``reports`` is written only in crowds in random order, so no physical
+order (key order, cell offsets in a page) is arrival order. SQLite runs with a rollback
+journal (``journal_mode=TRUNCATE``): a hot journal after a crash holds at most the last
+transaction's old pages.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ require("sqlalchemy", "server")
 
 import hashlib
 import os
+import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,14 +59,18 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
     Text,
+    bindparam,
     create_engine,
     event,
     inspect,
+    select,
     text,
+    update,
 )
 
 __all__ = [
@@ -76,6 +88,8 @@ __all__ = [
     "reports",
     "schema_migrations",
     "sqlite_engine",
+    "staging",
+    "staging_counts",
     "survey_state",
     "surveys",
     "version_keys",
@@ -173,6 +187,21 @@ survey_state = Table(
     Column("closed", Boolean, nullable=False),
     Column("revoked", Integer, nullable=False),
 )
+staging = Table(
+    "staging",
+    metadata,
+    Column("slot", Integer, primary_key=True, autoincrement=False),
+    Column("filled", Boolean, nullable=False),
+    Column("payload", LargeBinary, nullable=False),
+)
+staging_counts = Table(
+    "staging_counts",
+    metadata,
+    Column("survey_id", String(64), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("n", Integer, nullable=False),
+    Column("released", Integer, nullable=False),
+)
 audit_log = Table(
     "audit_log",
     metadata,
@@ -232,6 +261,28 @@ def _version_binding(conn: Connection) -> None:
     )
 
 
+def _staging(conn: Connection) -> None:
+    """The slots responses wait in (:mod:`deniable.collection.staging`), and a random
+    placeholder in every unspent invitation's ``blinded_hash`` (a spend then overwrites a
+    cell of unchanged size)."""
+    for table in (staging, staging_counts):
+        table.create(conn, checkfirst=True)
+    if conn.execute(select(staging.c.slot).limit(1)).first() is None:
+        rows = [{"slot": i + 1, "filled": False, "payload": os.urandom(256)} for i in range(1024)]
+        conn.execute(staging.insert(), rows)
+    unspent = conn.execute(
+        select(invitations.c.token_hash).where(invitations.c.blinded_hash.is_(None))
+    ).scalars()
+    fill = (
+        update(invitations)
+        .where(invitations.c.token_hash == bindparam("h"))
+        .values(blinded_hash=bindparam("b"))
+    )
+    params = [{"h": h, "b": secrets.token_hex(32)} for h in unspent]
+    if params:
+        conn.execute(fill, params)
+
+
 #: Ordered, named schema migrations; never edit one that has shipped, append a new one.
 MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0001_initial", _initial),
@@ -239,6 +290,7 @@ MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0003_credentials_nullifiers_ingestion_keys", _credentials),
     ("0004_survey_state_audit_log", _lifecycle),
     ("0005_version_bound_invitations_recipient_ledger", _version_binding),
+    ("0006_staging_slots", _staging),
 )
 
 
@@ -275,11 +327,12 @@ def sqlite_engine(url: str, *, immediate: bool) -> Engine:
     def _connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy's begin event emits BEGIN
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
+        # a rollback journal: it holds at most the unfinished transaction's old pages
+        # (a write-ahead log holds every commit since the last checkpoint, in order)
+        cur.execute("PRAGMA journal_mode=TRUNCATE")
         cur.execute("PRAGMA synchronous=FULL")
         cur.execute("PRAGMA foreign_keys=ON")
-        # overwrite deleted content, and keep the WAL from holding history: it is
-        # truncated when writes pause (Store.forget_history) and capped here
+        # overwrite deleted content; the journal is truncated after each commit
         cur.execute("PRAGMA secure_delete=ON")
         cur.execute("PRAGMA journal_size_limit=0")
         cur.close()

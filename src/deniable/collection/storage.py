@@ -1,7 +1,8 @@
 """Durable storage of surveys, invitations, credentials and randomized reports.
 
-SQLite (the default: a file created on first use, WAL journal, ``synchronous=FULL`` so a
-commit survives a crash of the process *and* of the machine) or PostgreSQL
+SQLite (the default: a file created on first use, a rollback journal truncated after
+each commit, ``synchronous=FULL`` so a commit survives a crash of the process *and* of
+the machine) or PostgreSQL
 (``postgresql://user:pass@host/db``, driven by psycopg 3). The tables are in
 :mod:`deniable.collection.schema`.
 
@@ -12,24 +13,27 @@ The invitation protocol (RFC 9474 blind signatures, :mod:`.credentials`)
 - :meth:`Store.commit_group` stores a response with the *nullifier* of its credential
   (SHA-256 of its message) in one transaction; a nullifier is stored once, so a
   credential is used at most once, and nothing ties it to the invitation spent for it.
-- On SQLite the WAL is checkpointed and truncated (:meth:`Store.forget_history`,
-  ``secure_delete`` on) after each write through the store's own methods, and on the
-  server once no commit has come for 0.2 s, so the files do not keep the order in which
-  invitations were spent and responses stored.
+- A response waits in a slot chosen at random and is released with a crowd of
+  ``min_release`` in random order (:mod:`.staging`); spends overwrite invitation cells
+  of unchanged size in place; the hot journal after a crash holds at most the last
+  transaction's old pages: the files do not keep the order in which invitations were
+  spent and responses stored (``tests/test_attacker.py``).
 
 What is stored, and what is not: reports carry no true answer, no address, no
 respondent identifier and no exact time (only the start of a coarse bucket, default one
-hour). Rows are keyed by random 128-bit ids and every read orders by them.
+hour). Rows are keyed by random 128-bit ids and every read orders by them. Results,
+exports and tallies read released responses only; :meth:`Store.waiting` counts the
+others.
 
 Durability
 ----------
 A response is acknowledged only after the transaction that stores its nullifier and
 reports has committed; a credential is returned only after its invitation's spend has.
 
-Limit (PostgreSQL): the heap keeps arrival order, and a superuser can read each row's
-creating transaction id (``xmin``) until ``VACUUM FREEZE``; xids increase with time, so
-invitation spends and responses can be ordered against each other. See the threat
-model in docs/collection.md.
+Limit (PostgreSQL): a superuser can read each row version's creating transaction id
+(``xmin``); xids increase with time, so invitation spends and waiting responses (their
+slots' row versions) can be ordered against each other. See the threat model in
+docs/collection.md.
 """
 
 from __future__ import annotations
@@ -39,7 +43,6 @@ from .._extras import require
 require("sqlalchemy", "server")
 require("pandas", "server")
 
-import secrets
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -78,6 +81,8 @@ from .schema import (
     sqlite_engine,
     surveys,
 )
+from .staging import PG_LOCK, StagedResponse, release_due, stage
+from .staging import waiting as staged_waiting
 from .survey import Survey, parse_survey
 
 __all__ = [
@@ -96,12 +101,14 @@ class PendingResponse:
     """A validated response waiting for its transaction (see :meth:`Store.commit_group`).
 
     ``nullifier`` is the spent-credential record of a survey that needs invitations
-    (its credential already verified), ``None`` otherwise.
+    (its credential already verified), ``None`` otherwise; ``staged`` the response's
+    report codes, and ``min_release`` its version's crowd size.
     """
 
     survey_id: str
     nullifier: str | None
-    rows: list[dict[str, Any]]
+    staged: StagedResponse
+    min_release: int
 
 
 class Store(InvitationsMixin, LifecycleMixin):
@@ -268,10 +275,10 @@ class Store(InvitationsMixin, LifecycleMixin):
             return [(r.survey_id, r.version) for r in conn.execute(q)]
 
     # -- reports -----------------------------------------------------------------
-    def _rows(
+    def _staged(
         self, survey: Survey, responses: Sequence[Mapping[str, Any]], bucket: int
-    ) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
+    ) -> list[StagedResponse]:
+        out: list[StagedResponse] = []
         ids = [q.id for q in survey.questions]
         sizes = {q.id: q.mechanism.n_reports for q in survey.questions}
         for i, response in enumerate(responses):
@@ -280,7 +287,6 @@ class Store(InvitationsMixin, LifecycleMixin):
                 raise ReportValidationError(
                     f"responses[{i}].reports must answer exactly the questions {ids}, got {got}"
                 )
-            response_id = secrets.token_hex(16)
             for qid in ids:
                 code = response[qid]
                 if type(code) is not int or not 0 <= code < sizes[qid]:
@@ -288,18 +294,9 @@ class Store(InvitationsMixin, LifecycleMixin):
                         f"responses[{i}].reports.{qid} must be an integer report code in "
                         f"0..{sizes[qid] - 1}, got {code!r}"
                     )
-                rows.append(
-                    {
-                        "report_id": secrets.token_hex(16),
-                        "response_id": response_id,
-                        "survey_id": survey.id,
-                        "version": survey.version,
-                        "question_id": qid,
-                        "report": code,
-                        "received_bucket": bucket,
-                    }
-                )
-        return rows
+            codes = tuple(int(response[qid]) for qid in ids)
+            out.append(StagedResponse(survey.id, survey.version, bucket, codes))
+        return out
 
     def _bucket(self) -> int:
         now = int(time.time())
@@ -340,7 +337,7 @@ class Store(InvitationsMixin, LifecycleMixin):
         ReportValidationError, CredentialRejectedError
             As :meth:`submit` (a spent credential is found only at the commit).
         """
-        rows = self._rows(survey, [reports_by_question], self._bucket())
+        (staged,) = self._staged(survey, [reports_by_question], self._bucket())
         spent = None
         if survey.requires_invitation:
             if credential is None:
@@ -354,7 +351,7 @@ class Store(InvitationsMixin, LifecycleMixin):
                     "(a credential answers the version its invitation was issued for)"
                 )
             spent = nullifier(credential.message)
-        return PendingResponse(survey.id, spent, rows)
+        return PendingResponse(survey.id, spent, staged, survey.min_release)
 
     def commit_group(
         self, pending: Sequence[PendingResponse | PendingSpend], forget: bool = True
@@ -370,7 +367,8 @@ class Store(InvitationsMixin, LifecycleMixin):
         (:meth:`forget_history`); the group committer does that when it goes idle.
         """
         outcomes: list[DeniableError | None] = [None] * len(pending)
-        rows: list[dict[str, Any]] = []
+        waiting: list[StagedResponse] = []
+        crowds: dict[tuple[str, int], int] = {}
         with self.engine.begin() as conn:
             closed = self.closed_among(conn, (p.survey_id for p in pending))
             for i, p in enumerate(pending):
@@ -386,20 +384,23 @@ class Store(InvitationsMixin, LifecycleMixin):
             recorded = self._record_all(conn, [p for _, p in answers])
             for j, (i, item) in enumerate(answers):
                 if recorded[j]:
-                    rows.extend(item.rows)
+                    waiting.append(item.staged)
+                    crowds[item.survey_id, item.staged.version] = item.min_release
                 else:
                     outcomes[i] = CredentialRejectedError("this credential was already used")
-            if rows:
-                conn.execute(insert(reports), rows)
+            if waiting:
+                if not self.is_sqlite:  # one writer of the slots at a time
+                    conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
+                stage(conn, waiting)
+                self._release(conn, crowds)
         if forget:
             self.forget_history()
         return outcomes
 
     def forget_history(self) -> None:
-        """SQLite: checkpoint the WAL into the database and truncate it to zero bytes, so
-        the files keep no record of the order of past transactions. Waits at most 50 ms
-        for readers; if one holds an old snapshot the WAL is truncated at the next write.
-        PostgreSQL: nothing (see the module's limits)."""
+        """SQLite in WAL mode (a database another version left so): checkpoint the WAL
+        and truncate it. With this version's rollback journal, which is truncated at
+        every commit, and on PostgreSQL: nothing to do."""
         if not self.is_sqlite:
             return
         raw = self.engine.raw_connection()
@@ -429,14 +430,35 @@ class Store(InvitationsMixin, LifecycleMixin):
             raise InvitationError(
                 "this survey needs an invitation per response; batches are refused"
             )
-        rows = self._rows(survey, responses, self._bucket())
-        if rows:
+        staged = self._staged(survey, responses, self._bucket())
+        if staged:
             with self.engine.begin() as conn:
                 if self.closed_among(conn, [survey.id]):
                     raise SurveyClosedError(_closed_message(survey.id))
-                conn.execute(insert(reports), rows)
+                if not self.is_sqlite:
+                    conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
+                stage(conn, staged)
+                self._release(conn, {(survey.id, survey.version): survey.min_release})
             self.forget_history()
         return len(responses)
+
+    def _release(self, conn: Connection, crowds: Mapping[tuple[str, int], int]) -> None:
+        """Release the versions whose crowd is complete (:func:`.staging.release_due`),
+        each recorded in the audit log (by the server, at the hour)."""
+        for done in release_due(conn, crowds, self.survey):
+            self._audit(
+                conn,
+                "server",
+                "release",
+                done.survey_id,
+                done.version,
+                {"responses": done.responses, "released": done.released},
+            )
+
+    def waiting(self, survey_id: str) -> dict[int, int]:
+        """Responses waiting for their crowd (``min_release``), per version."""
+        with self.reader.connect() as conn:
+            return staged_waiting(conn, survey_id)
 
     def _record_all(self, conn: Connection, items: Sequence[PendingResponse]) -> list[bool]:
         """Record the nullifiers (one INSERT ... ON CONFLICT DO NOTHING RETURNING); for
@@ -477,7 +499,15 @@ class Store(InvitationsMixin, LifecycleMixin):
         return {qid: Tally(c) for qid, c in counts.items()}
 
     def response_count(self, survey_id: str, version: int | None = None) -> int:
-        """Number of stored responses of a survey (all versions unless given)."""
+        """Number of stored responses of a survey (all versions unless given): those
+        released and those waiting for their crowd."""
+        waiting = self.waiting(survey_id)
+        extra = sum(waiting.values()) if version is None else waiting.get(version, 0)
+        return self.released_count(survey_id, version) + extra
+
+    def released_count(self, survey_id: str, version: int | None = None) -> int:
+        """Number of released responses (in results and exports), all versions unless
+        given: a sum of crowds of at least ``min_release`` each."""
         q = select(func.count(func.distinct(reports.c.response_id))).where(
             reports.c.survey_id == survey_id
         )

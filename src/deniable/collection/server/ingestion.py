@@ -192,9 +192,8 @@ class GroupCommitter:
     response is therefore acknowledged only after a commit that contains it, and one
     fsync serves many respondents. Invitation spends (:class:`PendingSpend`) share the
     same groups. Once nothing has arrived for ``idle_seconds`` after a commit, the
-    writer truncates the SQLite WAL (:meth:`Store.forget_history`), so the files keep no
-    order of past commits; under sustained load the WAL's automatic checkpoints bound
-    what it holds.
+    writer calls :meth:`Store.forget_history` (a no-op with the rollback journal, which
+    holds nothing once a commit is done).
     """
 
     def __init__(self, store: Store, max_group: int = 2000, idle_seconds: float = 0.2) -> None:

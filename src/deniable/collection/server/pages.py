@@ -94,9 +94,11 @@ def survey_results(
 ) -> dict[str, Any]:
     """Estimate, standard error and interval of every question, from SQL tallies.
 
-    A question is released only once it has ``survey.min_release`` responses: before,
-    its entry says ``released: false`` and how many are ``missing``, and carries no
-    counts and no estimate. A released question carries the unbiased (moment)
+    Everything comes from the latest release: responses enter ``reports`` only in
+    crowds of at least ``survey.min_release`` (:mod:`deniable.collection.staging`);
+    ``waiting`` counts those not yet released. Before a version's first release each
+    question says ``released: false`` and how many more responses are ``missing``, and
+    carries no counts and no estimate. A released question carries the unbiased (moment)
     estimate with its standard error and interval (``interval_method`` and its name),
     and beside it the constrained maximum-likelihood estimate (``mle``, inside the
     simplex); a warning says what an estimate outside [0, 1] or a standard error of 0
@@ -106,12 +108,16 @@ def survey_results(
     MLE in the question's units).
     """
     tallies = pooled_tallies(store, survey) if pooled else store.tallies(survey)
+    waiting = store.waiting(survey.id).get(survey.version, 0)
+    released = store.released_count(survey.id, survey.version)
     out: dict[str, Any] = {
         "survey": survey.id,
         "version": survey.version,
         "pooled": pooled,
         "title": survey.title,
-        "responses": store.response_count(survey.id, survey.version),
+        "responses": released + waiting,
+        "released": released,
+        "waiting": waiting,
         "confidence_level": level,
         "min_release": survey.min_release,
         "questions": [],
@@ -130,7 +136,7 @@ def survey_results(
         if q.range is not None:
             item |= {"range": [q.range.low, q.range.high], "unit": q.range.unit}
         if not item["released"]:
-            item["missing"] = survey.min_release - tally.n
+            item["missing"] = max(1, survey.min_release - waiting)
             out["questions"].append(item)
             continue
         est = estimate(q.mechanism, tally)

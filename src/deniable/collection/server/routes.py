@@ -404,19 +404,12 @@ def results(
     confidence_level: Annotated[float, Query(gt=0, lt=1)] = 0.95,
     pooled: bool = False,
 ) -> dict[str, Any]:
-    """Estimate, standard error and confidence interval per question (only for
-    questions with at least ``min_release`` responses; the others say how many are
-    missing). Each call is a release, recorded in the audit log."""
+    """Estimate, standard error and confidence interval per question from the latest
+    release: responses enter results only in crowds of at least ``min_release``
+    (:mod:`deniable.collection.staging`; each release is in the audit log), so a read
+    creates no release; ``waiting`` counts those not yet released."""
     survey = store.survey(survey_id, version)
-    out = survey_results(store, survey, confidence_level, pooled)
-    _audit_release(store, actor(request), out)
-    return out
-
-
-def _audit_release(store: Store, who: str, out: dict[str, Any]) -> None:
-    released = [q["id"] for q in out["questions"] if q["released"]]
-    detail = {"released": released, "responses": out["responses"]}
-    store.audit(who, "release", out["survey"], out["version"], detail)
+    return survey_results(store, survey, confidence_level, pooled)
 
 
 @analyst_router.get("/api/surveys/{survey_id}/export")
@@ -508,6 +501,5 @@ async def results_view(
             raise
         return RedirectResponse(f"/login?next=/surveys/{survey_id}/results", status_code=303)
     survey = await run_in_threadpool(store.survey, survey_id, version)
-    page, out = await run_in_threadpool(results_page, store, survey, pooled)
-    await run_in_threadpool(_audit_release, store, actor(request), out)
+    page, _ = await run_in_threadpool(results_page, store, survey, pooled)
     return HTMLResponse(page)

@@ -1,0 +1,290 @@
+"""Responses wait in fixed-size slots, and are released in crowds.
+
+Why
+---
+A database file keeps the order in which rows arrived unless the writer takes care: in
+a SQLite b-tree page the pointer array is in key order, but each cell's *content* is
+placed where free space is, in arrival order, so sorting the cells of an index by byte
+offset gives the order responses arrived in; a write-ahead log or a later backup keeps
+the same. Anyone who knows when a person answered (an analyst who watches the
+dashboard, a respondent's neighbour) could then pick out that person's reports.
+
+How
+---
+- ``staging`` is a table of pre-allocated slots of :data:`PAYLOAD_BYTES` random bytes.
+  A response is written into a slot chosen at random among the free ones
+  (``UPDATE`` of a cell of unchanged size, which SQLite overwrites in place): where a
+  response lies follows the pre-allocation, not its arrival. The table is kept at most
+  half full (it grows by :data:`CHUNK` slots), so the choice is among many.
+- Once a survey version has ``min_release`` responses waiting (the survey's crowd
+  size), they are *released* in the same transaction: their report rows are inserted
+  into ``reports`` in random order and their slots are overwritten with random bytes.
+  Results, exports and tallies read ``reports`` only, so every release adds a crowd of
+  at least ``min_release`` responses, and the difference of two releases isolates a
+  crowd, never a person. A version with fewer waiting is withheld until it has them.
+- A payload: survey id, version, time bucket and one report code per question (in
+  the order of the version's questions), then random padding. No nullifier, no time
+  finer than the bucket.
+
+The rollback journal (``journal_mode=TRUNCATE``, :func:`~.schema.sqlite_engine`) holds at
+most the pages the last, unfinished transaction changed, as they were before it;
+invitations are spent by overwriting cells of unchanged size too (their ``used`` flag
+and a placeholder of the blinded message's hash), so spends keep no order either.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, bindparam, func, insert, select, update
+
+from .schema import reports, staging, staging_counts
+
+if TYPE_CHECKING:
+    from .survey import Survey
+
+__all__ = ["CHUNK", "PAYLOAD_BYTES", "PG_LOCK", "Release", "StagedResponse", "pack", "unpack"]
+
+#: PostgreSQL advisory lock (transaction level) that serializes writers of the slots.
+PG_LOCK = 7318
+
+#: Bytes of every slot's payload (a response of 100 questions with a 64-character
+#: survey id takes 178).
+PAYLOAD_BYTES = 256
+#: Slots added at a time.
+CHUNK = 1024
+_random = secrets.SystemRandom()
+
+
+@dataclass(frozen=True)
+class StagedResponse:
+    """One response's report codes, in its version's question order."""
+
+    survey_id: str
+    version: int
+    bucket: int
+    codes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Release:
+    """A crowd of ``responses`` of one version moved into ``reports``; ``released`` is the
+    version's total released since."""
+
+    survey_id: str
+    version: int
+    responses: int
+    released: int
+
+
+def pack(item: StagedResponse) -> bytes:
+    """The slot payload of a response, padded with random bytes to :data:`PAYLOAD_BYTES`.
+
+    Raises
+    ------
+    ValueError
+        If it does not fit (a survey id over 64 bytes, over 100 questions, a code >= 256).
+    """
+    sid = item.survey_id.encode()
+    if len(sid) > 64 or len(item.codes) > 100 or not 0 < item.version < 2**31:
+        raise ValueError("a staged response must have a survey id <= 64 bytes, <= 100 codes")
+    body = (
+        bytes([len(sid)])
+        + sid
+        + item.version.to_bytes(4, "big")
+        + item.bucket.to_bytes(8, "big")
+        + bytes([len(item.codes)])
+        + bytes(item.codes)  # ValueError for a code outside 0..255
+    )
+    return body + os.urandom(PAYLOAD_BYTES - len(body))
+
+
+def unpack(payload: bytes) -> StagedResponse:
+    """The response in a filled slot's payload (the inverse of :func:`pack`)."""
+    n = payload[0]
+    sid = payload[1 : 1 + n].decode()
+    at = 1 + n
+    version = int.from_bytes(payload[at : at + 4], "big")
+    bucket = int.from_bytes(payload[at + 4 : at + 12], "big")
+    k = payload[at + 12]
+    codes = tuple(payload[at + 13 : at + 13 + k])
+    return StagedResponse(sid, version, bucket, codes)
+
+
+# statements built once (their construction costs more than running them)
+_WAITING = select(func.sum(staging_counts.c.n))
+_FILL = (
+    update(staging)
+    .where(staging.c.slot == bindparam("s"))
+    .values(filled=True, payload=bindparam("p"))
+)
+_VERSION = (staging_counts.c.survey_id == bindparam("sid")) & (
+    staging_counts.c.version == bindparam("v")
+)
+_ADD = update(staging_counts).where(_VERSION).values(n=staging_counts.c.n + bindparam("k"))
+_WAITING_OF = select(staging_counts.c.n).where(_VERSION)
+
+
+def _raw(conn: Connection, sql: str) -> list[Any]:
+    """All rows of a constant query through the driver's own cursor, in this
+    transaction (a scan of the slots: SQLAlchemy's per-row result handling would cost
+    more than the scan)."""
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+def free_slots(conn: Connection, count: int) -> list[int]:
+    """Add ``count`` empty slots of random bytes (at the end of the table); their numbers."""
+    last = conn.execute(select(func.max(staging.c.slot))).scalar() or 0
+    rows = [
+        {"slot": last + 1 + i, "filled": False, "payload": os.urandom(PAYLOAD_BYTES)}
+        for i in range(count)
+    ]
+    for start in range(0, len(rows), 500):
+        conn.execute(insert(staging), rows[start : start + 500])
+    return [last + 1 + i for i in range(count)]
+
+
+def stage(conn: Connection, items: Sequence[StagedResponse]) -> None:
+    """Write each response into a free slot chosen at random (in this transaction, which
+    must hold the write lock: SQLite's ``BEGIN IMMEDIATE``; on PostgreSQL the caller
+    takes :data:`PG_LOCK`)."""
+    if not items:
+        return
+    counts: dict[tuple[str, int], int] = {}
+    for item in items:
+        counts[item.survey_id, item.version] = counts.get((item.survey_id, item.version), 0) + 1
+    free = [slot for (slot,) in _raw(conn, "SELECT slot FROM staging WHERE NOT filled")]
+    waiting = int(conn.execute(_WAITING).scalar() or 0)
+    if 2 * (waiting + len(items)) > waiting + len(free):  # keep it at most half full
+        need = 2 * (waiting + len(items)) - (waiting + len(free))
+        free += free_slots(conn, CHUNK * (1 + need // CHUNK))
+    chosen = _random.sample(free, len(items))
+    conn.execute(
+        _FILL, [{"s": slot, "p": pack(item)} for slot, item in zip(chosen, items, strict=True)]
+    )
+    for (sid, version), n in counts.items():
+        done = conn.execute(_ADD, {"sid": sid, "v": version, "k": n})
+        if done.rowcount == 0:  # the version's first response: count what was released
+            before = conn.execute(
+                select(func.count(func.distinct(reports.c.response_id))).where(
+                    reports.c.survey_id == sid, reports.c.version == version
+                )
+            ).scalar()
+            conn.execute(
+                insert(staging_counts).values(
+                    survey_id=sid, version=version, n=n, released=int(before or 0)
+                )
+            )
+
+
+def release_due(
+    conn: Connection, min_release: Mapping[tuple[str, int], int], surveys: Any
+) -> list[Release]:
+    """Release every version of ``min_release`` (``(id, version) -> crowd size``) that has
+    at least its crowd waiting: its report rows go into ``reports`` in random order, its
+    slots are overwritten with random bytes. ``surveys(id, version)`` gives the
+    :class:`~deniable.collection.survey.Survey` (for the question ids)."""
+    due = []
+    for (sid, version), crowd in min_release.items():
+        n = conn.execute(_WAITING_OF, {"sid": sid, "v": version}).scalar()
+        if n is not None and n >= crowd:
+            due.append((sid, version))
+    if not due:
+        return []
+    filled = _raw(conn, "SELECT slot, payload FROM staging WHERE filled")
+    out: list[Release] = []
+    for sid, version in due:
+        survey: Survey = surveys(sid, version)
+        ids = [q.id for q in survey.questions]
+        slots, rows = [], []
+        for slot, payload in filled:
+            item = unpack(bytes(payload))
+            if item.survey_id != sid or item.version != version:
+                continue
+            slots.append(slot)
+            rows.append(report_rows(item, ids))
+        _random.shuffle(rows)
+        flat = [row for response in rows for row in response]
+        _random.shuffle(flat)  # no order within the crowd either
+        insert_reports(conn, flat)
+        _random.shuffle(slots)
+        conn.execute(
+            update(staging)
+            .where(staging.c.slot == bindparam("s"))
+            .values(filled=False, payload=bindparam("p")),
+            [{"s": s, "p": os.urandom(PAYLOAD_BYTES)} for s in slots],
+        )
+        conn.execute(
+            update(staging_counts)
+            .where(staging_counts.c.survey_id == sid, staging_counts.c.version == version)
+            .values(
+                n=staging_counts.c.n - len(slots),
+                released=staging_counts.c.released + len(slots),
+            )
+        )
+        total = conn.execute(
+            select(staging_counts.c.released).where(
+                staging_counts.c.survey_id == sid, staging_counts.c.version == version
+            )
+        ).scalar()
+        out.append(Release(sid, version, len(slots), int(total or 0)))
+    return out
+
+
+_REPORT_COLUMNS = (
+    "report_id",
+    "response_id",
+    "survey_id",
+    "version",
+    "question_id",
+    "report",
+    "received_bucket",
+)
+
+
+def insert_reports(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert report rows (tuples in the order of ``_REPORT_COLUMNS``) in the order
+    given, through the driver's ``executemany``."""
+    if not rows:
+        return
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    sql = (
+        f"INSERT INTO reports ({', '.join(_REPORT_COLUMNS)}) "
+        f"VALUES ({', '.join([mark] * len(_REPORT_COLUMNS))})"
+    )
+    conn.exec_driver_sql(sql, list(rows))
+
+
+def report_rows(item: StagedResponse, question_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The ``reports`` rows of one response (fresh random ids), as tuples in the order
+    of ``_REPORT_COLUMNS``."""
+    response_id = secrets.token_hex(16)
+    return [
+        (
+            secrets.token_hex(16),
+            response_id,
+            item.survey_id,
+            item.version,
+            qid,
+            code,
+            item.bucket,
+        )
+        for qid, code in zip(question_ids, item.codes, strict=True)
+    ]
+
+
+def waiting(conn: Connection, survey_id: str) -> dict[int, int]:
+    """Responses waiting for their crowd, per version of a survey id."""
+    q = select(staging_counts.c.version, staging_counts.c.n).where(
+        staging_counts.c.survey_id == survey_id
+    )
+    return {int(v): int(n) for v, n in conn.execute(q) if n}

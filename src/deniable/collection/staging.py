@@ -119,7 +119,7 @@ def unpack(payload: bytes) -> StagedResponse:
 _WAITING = select(func.sum(staging_counts.c.n))
 _FILL = (
     update(staging)
-    .where(staging.c.slot == bindparam("s"))
+    .where(staging.c.slot == bindparam("s"), staging.c.filled.is_(False))
     .values(filled=True, payload=bindparam("p"))
 )
 _VERSION = (staging_counts.c.survey_id == bindparam("sid")) & (
@@ -153,24 +153,71 @@ def free_slots(conn: Connection, count: int) -> list[int]:
     return [last + 1 + i for i in range(count)]
 
 
-def stage(conn: Connection, items: Sequence[StagedResponse]) -> None:
+class FreeSlots:
+    """This process's list of free slots, so that a commit need not scan the table.
+
+    It may go stale (another worker process filled a slot, a transaction that freed
+    slots rolled back): every fill is conditional on the slot being free, a short count
+    is detected, and the list is then read again from the table.
+    """
+
+    def __init__(self) -> None:
+        self.free: list[int] | None = None
+
+    def load(self, conn: Connection) -> list[int]:
+        self.free = [slot for (slot,) in _raw(conn, "SELECT slot FROM staging WHERE NOT filled")]
+        return self.free
+
+    def take(self, k: int) -> list[int]:
+        """``k`` slots drawn at random without replacement (removed from the list)."""
+        assert self.free is not None and len(self.free) >= k
+        free, out = self.free, []
+        for _ in range(k):
+            i = _random.randrange(len(free))
+            free[i], free[-1] = free[-1], free[i]
+            out.append(free.pop())
+        return out
+
+    def give(self, slots: Sequence[int]) -> None:
+        if self.free is not None:
+            self.free.extend(slots)
+
+
+def stage(
+    conn: Connection, items: Sequence[StagedResponse], slots: FreeSlots | None = None
+) -> None:
     """Write each response into a free slot chosen at random (in this transaction, which
     must hold the write lock: SQLite's ``BEGIN IMMEDIATE``; on PostgreSQL the caller
-    takes :data:`PG_LOCK`)."""
+    takes :data:`PG_LOCK`). ``slots``: this process's list of free slots (default: read
+    from the table)."""
     if not items:
         return
+    slots = slots or FreeSlots()
     counts: dict[tuple[str, int], int] = {}
     for item in items:
         counts[item.survey_id, item.version] = counts.get((item.survey_id, item.version), 0) + 1
-    free = [slot for (slot,) in _raw(conn, "SELECT slot FROM staging WHERE NOT filled")]
+    free = slots.free if slots.free is not None else slots.load(conn)
     waiting = int(conn.execute(_WAITING).scalar() or 0)
     if 2 * (waiting + len(items)) > waiting + len(free):  # keep it at most half full
         need = 2 * (waiting + len(items)) - (waiting + len(free))
-        free += free_slots(conn, CHUNK * (1 + need // CHUNK))
-    chosen = _random.sample(free, len(items))
-    conn.execute(
-        _FILL, [{"s": slot, "p": pack(item)} for slot, item in zip(chosen, items, strict=True)]
-    )
+        slots.give(free_slots(conn, CHUNK * (1 + need // CHUNK)))
+    chosen = slots.take(len(items))
+    params = [{"s": slot, "p": pack(item)} for slot, item in zip(chosen, items, strict=True)]
+    if conn.execute(_FILL, params).rowcount != len(params):
+        # another process took some of these slots: place the others one by one
+        placed = {
+            slot
+            for slot, payload in _raw(conn, "SELECT slot, payload FROM staging WHERE filled")
+            if any(bytes(payload) == p["p"] and slot == p["s"] for p in params)
+        }
+        slots.load(conn)
+        for p in params:
+            if p["s"] in placed:
+                continue
+            while True:
+                (slot,) = slots.take(1)
+                if conn.execute(_FILL, {"s": slot, "p": p["p"]}).rowcount == 1:
+                    break
     for (sid, version), n in counts.items():
         done = conn.execute(_ADD, {"sid": sid, "v": version, "k": n})
         if done.rowcount == 0:  # the version's first response: count what was released
@@ -187,7 +234,10 @@ def stage(conn: Connection, items: Sequence[StagedResponse]) -> None:
 
 
 def release_due(
-    conn: Connection, min_release: Mapping[tuple[str, int], int], surveys: Any
+    conn: Connection,
+    min_release: Mapping[tuple[str, int], int],
+    surveys: Any,
+    free: FreeSlots | None = None,
 ) -> list[Release]:
     """Release every version of ``min_release`` (``(id, version) -> crowd size``) that has
     at least its crowd waiting: its report rows go into ``reports`` in random order, its
@@ -217,6 +267,8 @@ def release_due(
         _random.shuffle(flat)  # no order within the crowd either
         insert_reports(conn, flat)
         _random.shuffle(slots)
+        if free is not None:
+            free.give(slots)
         conn.execute(
             update(staging)
             .where(staging.c.slot == bindparam("s"))

@@ -81,7 +81,7 @@ from .schema import (
     sqlite_engine,
     surveys,
 )
-from .staging import PG_LOCK, StagedResponse, release_due, stage
+from .staging import PG_LOCK, FreeSlots, StagedResponse, release_due, stage
 from .staging import waiting as staged_waiting
 from .survey import Survey, parse_survey
 
@@ -141,6 +141,7 @@ class Store(InvitationsMixin, LifecycleMixin):
             self.reader = self.engine
         self._cache: dict[tuple[str, int], Survey] = {}
         self._keys: dict[tuple[str, int], CredentialKey] = {}
+        self._free = FreeSlots()  # this process's list of free staging slots
         self.migrate()
 
     def close(self) -> None:
@@ -366,6 +367,15 @@ class Store(InvitationsMixin, LifecycleMixin):
         and the exception propagates. With ``forget`` the WAL is then truncated
         (:meth:`forget_history`); the group committer does that when it goes idle.
         """
+        try:
+            return self._commit_group(pending, forget)
+        except BaseException:
+            self._free.free = None  # a rolled-back fill or release: read the slots again
+            raise
+
+    def _commit_group(
+        self, pending: Sequence[PendingResponse | PendingSpend], forget: bool
+    ) -> list[DeniableError | None]:
         outcomes: list[DeniableError | None] = [None] * len(pending)
         waiting: list[StagedResponse] = []
         crowds: dict[tuple[str, int], int] = {}
@@ -391,7 +401,7 @@ class Store(InvitationsMixin, LifecycleMixin):
             if waiting:
                 if not self.is_sqlite:  # one writer of the slots at a time
                     conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
-                stage(conn, waiting)
+                stage(conn, waiting, self._free)
                 self._release(conn, crowds)
         if forget:
             self.forget_history()
@@ -432,12 +442,13 @@ class Store(InvitationsMixin, LifecycleMixin):
             )
         staged = self._staged(survey, responses, self._bucket())
         if staged:
+            self._free.free = None  # read the slots afresh: batches are rare and large
             with self.engine.begin() as conn:
                 if self.closed_among(conn, [survey.id]):
                     raise SurveyClosedError(_closed_message(survey.id))
                 if not self.is_sqlite:
                     conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
-                stage(conn, staged)
+                stage(conn, staged, self._free)
                 self._release(conn, {(survey.id, survey.version): survey.min_release})
             self.forget_history()
         return len(responses)
@@ -445,7 +456,7 @@ class Store(InvitationsMixin, LifecycleMixin):
     def _release(self, conn: Connection, crowds: Mapping[tuple[str, int], int]) -> None:
         """Release the versions whose crowd is complete (:func:`.staging.release_due`),
         each recorded in the audit log (by the server, at the hour)."""
-        for done in release_due(conn, crowds, self.survey):
+        for done in release_due(conn, crowds, self.survey, self._free):
             self._audit(
                 conn,
                 "server",

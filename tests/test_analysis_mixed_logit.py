@@ -36,6 +36,7 @@ def test_quadrature_converges_and_nests_the_fixed_model():
     assert q30.random_effects.size == 40 and "tau" in q30.params.index
 
 
+@pytest.mark.slow
 def test_fixed_effects_unbiased_and_covered():
     """150 simulated surveys (40 clusters of 30, tau = 0.8), 10 nodes: the slope's mean
     estimate is within 4 standard errors (of the mean) of 0.8 and its 95% Wald interval

@@ -256,7 +256,13 @@ def test_the_files_do_not_order_responses_or_pair_them_with_invitations(
 def test_the_attack_orders_responses_when_slots_follow_arrival(tmp_path, monkeypatch):
     """Control: responses written in arrival order (slots taken first to last, crowds
     not shuffled) are ordered by the cell offsets, so the test above has teeth."""
-    monkeypatch.setattr(staging_module._random, "sample", lambda free, k: sorted(free)[:k])
+
+    def lowest(self, k):  # the first free slots, in order
+        taken = sorted(self.free)[:k]
+        self.free = [s for s in self.free if s not in taken]
+        return taken
+
+    monkeypatch.setattr(staging_module.FreeSlots, "take", lowest)
     monkeypatch.setattr(staging_module._random, "shuffle", lambda x: None)
     data = tmp_path / "data"
     data.mkdir()

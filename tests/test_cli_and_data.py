@@ -138,6 +138,7 @@ def test_plan_prints_sample_sizes_and_saves_plot(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_demo_runs_on_real_data_and_covers_the_truth():
     result = runner.invoke(app, ["demo", "--seed", "11", "--json"])
     assert result.exit_code == 0, result.output

@@ -108,6 +108,7 @@ def _category(design) -> int:
 
 
 @pytest.mark.parametrize("design", BOUNDARY_DESIGNS, ids=repr)
+@pytest.mark.slow
 def test_the_default_interval_covers_at_least_95_percent_over_the_boundary_grid(design):
     """Exact coverage (enumeration, no simulation error) of the default interval at every
     (pi, n) of the grid, the boundary included: a Neyman construction covers at least
@@ -196,6 +197,7 @@ def test_exact_coverage_agrees_with_simulation(rng):
         assert abs(simulated - exact) <= Z4 * math.sqrt(exact * (1 - exact) / 20_000)
 
 
+@pytest.mark.slow
 def test_bayes_hpd_interval_near_zero_and_its_warning(rng):
     """Forced response, n = 300: the equal-tailed credible interval covered 0.000 /
     0.227 / 0.835 at pi = 0 / 0.001 / 0.005. The highest-density interval, extended to 0

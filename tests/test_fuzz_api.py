@@ -13,6 +13,7 @@ import copy
 import json
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -122,6 +123,7 @@ requests = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 def test_fuzzed_requests_never_5xx_always_error_shape_store_nothing(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'fuzz.sqlite'}")
     app = create_app(store, analyst_token=ANALYST, max_body_bytes=64 * 1024)

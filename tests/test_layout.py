@@ -135,6 +135,7 @@ def test_modules_stay_small():
     assert {name: n for name, n in sizes.items() if n > 600} == {}
 
 
+@pytest.mark.slow
 def test_import_deniable_loads_numpy_and_scipy_only():
     code = (
         "import sys, deniable, deniable.mechanisms, deniable.estimation, deniable.planning\n"

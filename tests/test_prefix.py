@@ -27,6 +27,7 @@ def zipf_population(rng: np.random.Generator, distinct: int = 100_000):
     return values, weights / weights.sum()
 
 
+@pytest.mark.slow
 def test_zipf_heavy_hitters_are_found_with_few_misses_and_false_positives():
     """n = 10^6, epsilon = 4, 10^5 distinct strings, Zipf(1.0): the 8 values with
     frequency >= 1% over 10 runs with fixed seeds; goals: at most 5% of them missed, and

@@ -192,6 +192,9 @@ async def test_recipients_over_http_row_by_row_and_nothing_of_the_address_stored
     status = (await client.get("/api/surveys/w/status", headers=AUTH)).json()
     assert status["per_person"]["enforced"] is False
     assert "cannot be enforced" in status["per_person"]["note"]
+    page = (await client.get("/surveys/w/results", headers=AUTH)).text
+    assert "3 to named recipients, 1 anonymous" in " ".join(page.split())
+    assert "cannot be enforced" in page
     if database_url.startswith("sqlite"):
         # the attacker's read of every stored byte: no address in any form, no key
         path = database_url.removeprefix("sqlite:///")
@@ -258,7 +261,8 @@ def test_the_terminal_client_resends_the_memoized_report_to_a_reinvited_person(
     with httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
         targets = [("memo", v) for v in range(1, 21)] + [(f"memo-{i}", 1) for i in range(10)]
         for survey_id, version in targets:
-            r = http.post("/api/surveys", json=warner(survey_id, version, title=f"T{version}"))
+            definition = warner(survey_id, version, title=f"T{version}", min_release=1)
+            r = http.post("/api/surveys", json=definition)
             assert r.status_code == 201, r.text
             link = _invite(http, survey_id, "ada@example.org")
             out = _cli(

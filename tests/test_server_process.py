@@ -165,6 +165,7 @@ def test_openapi_and_flow_on_a_real_process(server):
     assert httpx.get(f"{server.base}/s/health").status_code == 200
 
 
+@pytest.mark.slow
 def test_fifty_concurrent_clients_two_hundred_responses_each(server):
     assert httpx.post(f"{server.base}/api/surveys", json=DIGITS, headers=AUTH).status_code == 201
     numbers = [list(range(c * 200, (c + 1) * 200)) for c in range(50)]
@@ -209,6 +210,7 @@ def test_sigkill_mid_load_loses_no_acknowledged_response(server):
         assert len(stored) - len(acked) <= in_flight
 
 
+@pytest.mark.slow
 def test_terminal_respondent_client(server):
     invited = SURVEY | {"requires_invitation": True}
     httpx.post(f"{server.base}/api/surveys", json=invited, headers=AUTH).raise_for_status()

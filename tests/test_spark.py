@@ -53,6 +53,7 @@ def datasets(tmp_path_factory):
 
 
 @pytest.mark.parametrize("index", range(6))
+@pytest.mark.slow
 def test_spark_tally_equals_the_in_process_tally_and_so_do_per_group_estimates(
     spark, datasets, index
 ):
@@ -82,6 +83,7 @@ def test_spark_tally_equals_the_in_process_tally_and_so_do_per_group_estimates(
         np.testing.assert_array_equal(result.std_error, local.std_error)
 
 
+@pytest.mark.slow
 def test_randomize_on_spark_is_reproducible_when_seeded_and_secure_otherwise(spark):
     from deniable import spark as on_spark
 

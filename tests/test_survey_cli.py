@@ -154,6 +154,7 @@ def test_the_whole_life_from_the_command_line(server, tmp_path):
             assert payload["std_error"] == pytest.approx(question["std_error"], abs=1e-12), fmt
 
 
+@pytest.mark.slow
 def test_errors_are_clear(server, tmp_path):
     base = server.base
     out = cli("survey", "status", "nosuch", cwd=tmp_path, base=base, check=False)

@@ -340,7 +340,7 @@ def _disclosure(q: Question, prior_yes: float) -> dict[str, Any]:
         "max_odds_factor": (
             math.exp(q.epsilon)
             if q.numeric is not None
-            else [f if math.isfinite(f) else None for f in q.odds_factors]
+            else [float(f"{f:.12g}") if math.isfinite(f) else None for f in q.odds_factors]
         ),
     }
 

@@ -131,7 +131,7 @@ def answer_odds_factors(matrix: ArrayLike) -> NDArray[np.float64]:
     Examples
     --------
     >>> from deniable.mechanisms import ForcedResponse
-    >>> answer_odds_factors(ForcedResponse(p_yes=0.0, p_no=0.01).matrix).tolist()
+    >>> answer_odds_factors(ForcedResponse(p_yes=0.0, p_no=0.01).matrix).round(9).tolist()
     [100.0, inf]
     """
     p = np.asarray(matrix, dtype=np.float64)

@@ -8,10 +8,10 @@ import itertools
 
 import numpy as np
 import pytest
-from sqlalchemy import inspect, select
+from sqlalchemy import func, inspect, select
 
 from deniable.collection.credentials import Credential
-from deniable.collection.schema import invitations, reports
+from deniable.collection.schema import invitations, reports, staging
 from deniable.collection.storage import (
     MIGRATIONS,
     Store,
@@ -296,3 +296,26 @@ def test_two_processes_filling_slots_lose_nothing(tmp_path):
     assert len(a.export(s.id)) == 2 * released
     a.close()
     b.close()
+
+
+def test_a_big_batch_grows_the_slots_and_is_released_whole(store):
+    """5,000 responses in one batch with min_release 6,000: the 1,024 pre-allocated
+    slots grow to hold them (at most half full), nothing is released; 1,000 more make
+    the crowd, and all 6,000 are released in one crowd, the slots empty again."""
+    s = load_survey(copy.deepcopy(SURVEY) | {"min_release": 6000})
+    store.publish(s)
+    first = [{"drugs": i % 2, "status": i % 3} for i in range(5000)]
+    assert store.submit_batch(s, first) == 5000
+    assert store.released_count(s.id) == 0 and store.waiting(s.id) == {1: 5000}
+    with store.connection() as conn:
+        slots = conn.execute(select(func.count()).select_from(staging)).scalar()
+    assert slots >= 10_000
+    store.submit_batch(s, first[:1000])
+    assert store.released_count(s.id) == 6000 and store.waiting(s.id) == {}
+    counts = store.tallies(s)["drugs"].counts.tolist()
+    assert counts == [3000, 3000]
+    with store.connection() as conn:
+        filled = conn.execute(
+            select(func.count()).select_from(staging).where(staging.c.filled.is_(True))
+        ).scalar()
+    assert filled == 0

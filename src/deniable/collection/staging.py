@@ -91,7 +91,11 @@ def pack(item: StagedResponse) -> bytes:
     """
     sid = item.survey_id.encode()
     if len(sid) > 64 or len(item.codes) > 100 or not 0 < item.version < 2**31:
-        raise ValueError("a staged response must have a survey id <= 64 bytes, <= 100 codes")
+        raise ValueError(
+            "a staged response needs a survey id of at most 64 bytes, at most 100 codes "
+            f"and a version in 1..2^31-1; got {len(sid)} bytes, {len(item.codes)} codes, "
+            f"version {item.version}"
+        )
     body = (
         bytes([len(sid)])
         + sid

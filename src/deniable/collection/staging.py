@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 
-from .schema import reports, staging, staging_counts
+from .schema import reports, staging, staging_counts, surveys
 
 if TYPE_CHECKING:
     from .survey import Survey
@@ -235,6 +235,26 @@ def stage(
                     survey_id=sid, version=version, n=n, released=int(before or 0)
                 )
             )
+
+
+def surveys_in(
+    conn: Connection, cache: dict[tuple[str, int], Survey]
+) -> Callable[[str, int], Survey]:
+    """A lookup of published survey versions that reads through ``conn`` (the release's
+    own transaction: on SQLite another connection would wait for the write lock it holds
+    once it spills pages), keeping what it parses in ``cache``."""
+    from .survey import parse_survey
+
+    def read(survey_id: str, version: int) -> Survey:
+        known = cache.get((survey_id, version))
+        if known is None:
+            q = select(surveys.c.definition).where(
+                surveys.c.survey_id == survey_id, surveys.c.version == version
+            )
+            known = cache[survey_id, version] = parse_survey(conn.execute(q).scalar_one())
+        return known
+
+    return read
 
 
 def release_due(

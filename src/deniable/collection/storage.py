@@ -81,7 +81,7 @@ from .schema import (
     sqlite_engine,
     surveys,
 )
-from .staging import PG_LOCK, FreeSlots, StagedResponse, release_due, stage
+from .staging import PG_LOCK, FreeSlots, StagedResponse, release_due, stage, surveys_in
 from .staging import waiting as staged_waiting
 from .survey import Survey, parse_survey
 
@@ -456,21 +456,8 @@ class Store(InvitationsMixin, LifecycleMixin):
     def _release(self, conn: Connection, crowds: Mapping[tuple[str, int], int]) -> None:
         """Release the versions whose crowd is complete (:func:`.staging.release_due`),
         each recorded in the audit log (by the server, at the hour)."""
-
-        def survey_in_transaction(survey_id: str, version: int) -> Survey:
-            # read through this transaction's connection: on SQLite another connection
-            # would wait for the write lock this transaction holds once it spills pages
-            known = self._cache.get((survey_id, version))
-            if known is None:
-                definition = conn.execute(
-                    select(surveys.c.definition).where(
-                        surveys.c.survey_id == survey_id, surveys.c.version == version
-                    )
-                ).scalar_one()
-                known = self._cache[survey_id, version] = parse_survey(definition)
-            return known
-
-        for done in release_due(conn, crowds, survey_in_transaction, self._free):
+        read = surveys_in(conn, self._cache)
+        for done in release_due(conn, crowds, read, self._free):
             self._audit(
                 conn,
                 "server",

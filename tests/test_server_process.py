@@ -92,6 +92,9 @@ class Server:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=20)
+        log = self.tmp / "server.log"
+        if log.exists():  # pytest shows it beside a failure
+            print("server log (last 40 lines):", *log.read_text().splitlines()[-40:], sep="\n")
 
 
 @pytest.fixture
@@ -134,10 +137,14 @@ def stored_numbers(server: Server) -> list[int]:
 
 
 async def load(base: str, numbers: list[list[int]], acked: list[int], stop_on_error: bool) -> None:
-    limits = httpx.Limits(max_connections=len(numbers))
-    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+    """One client (one keep-alive connection) per list of ``numbers``, each sending its
+    numbers one after another. Separate clients, as separate respondents are: a shared
+    pool would hand a worker a connection another left idle, and uvicorn closes a
+    connection idle for 5 s, a race that loses the request in the client (httpx
+    ReadError) before the server reads it."""
 
-        async def worker(mine: list[int]) -> None:
+    async def worker(mine: list[int]) -> None:
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
             for n in mine:
                 try:
                     r = await client.post("/api/surveys/digits/responses", json=encode(n))
@@ -150,7 +157,7 @@ async def load(base: str, numbers: list[list[int]], acked: list[int], stop_on_er
                 else:
                     assert stop_on_error, r.text
 
-        await asyncio.gather(*(worker(m) for m in numbers))
+    await asyncio.gather(*(worker(m) for m in numbers))
 
 
 def test_openapi_and_flow_on_a_real_process(server):

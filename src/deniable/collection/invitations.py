@@ -98,7 +98,10 @@ class InvitationsMixin:
         raise NotImplementedError
 
     def commit_group(
-        self, pending: Sequence[PendingResponse | PendingSpend], forget: bool = True
+        self,
+        pending: Sequence[PendingResponse | PendingSpend],
+        forget: bool = True,
+        release: bool = True,
     ) -> list[DeniableError | None]:
         raise NotImplementedError
 

@@ -17,8 +17,10 @@ How
   response lies follows the pre-allocation, not its arrival. The table is kept at most
   half full (it grows by :data:`CHUNK` slots), so the choice is among many.
 - Once a survey version has ``min_release`` responses waiting (the survey's crowd
-  size), they are *released* in the same transaction: their report rows are inserted
-  into ``reports`` in random order and their slots are overwritten with random bytes.
+  size), they are *released* (:func:`release_due`; in the transaction that completes
+  the crowd, or later and larger when the server defers releases under load): their
+  report rows are inserted into ``reports`` in random order and their slots are
+  overwritten with random bytes.
   Results, exports and tallies read ``reports`` only, so every release adds a crowd of
   at least ``min_release`` responses, and the difference of two releases isolates a
   crowd, never a person. A version with fewer waiting is withheld until it has them.
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +132,9 @@ _VERSION = (staging_counts.c.survey_id == bindparam("sid")) & (
     staging_counts.c.version == bindparam("v")
 )
 _ADD = update(staging_counts).where(_VERSION).values(n=staging_counts.c.n + bindparam("k"))
-_WAITING_OF = select(staging_counts.c.n).where(_VERSION)
+_WAITING_BY_VERSION = select(
+    staging_counts.c.survey_id, staging_counts.c.version, staging_counts.c.n
+).where(staging_counts.c.n > 0)
 
 
 def _raw(conn: Connection, sql: str) -> list[Any]:
@@ -259,19 +263,16 @@ def surveys_in(
 
 def release_due(
     conn: Connection,
-    min_release: Mapping[tuple[str, int], int],
+    min_release: Callable[[str, int], int],
     surveys: Any,
     free: FreeSlots | None = None,
 ) -> list[Release]:
-    """Release every version of ``min_release`` (``(id, version) -> crowd size``) that has
-    at least its crowd waiting: its report rows go into ``reports`` in random order, its
-    slots are overwritten with random bytes. ``surveys(id, version)`` gives the
+    """Release every version that has at least its crowd (``min_release(id, version)``)
+    waiting: its report rows go into ``reports`` in random order, its slots are
+    overwritten with random bytes. ``surveys(id, version)`` gives the
     :class:`~deniable.collection.survey.Survey` (for the question ids)."""
-    due = []
-    for (sid, version), crowd in min_release.items():
-        n = conn.execute(_WAITING_OF, {"sid": sid, "v": version}).scalar()
-        if n is not None and n >= crowd:
-            due.append((sid, version))
+    waiting = conn.execute(_WAITING_BY_VERSION).all()
+    due = [(sid, int(v)) for sid, v, n in waiting if n >= min_release(sid, int(v))]
     if not due:
         return []
     filled = _raw(conn, "SELECT slot, payload FROM staging WHERE filled")

@@ -49,9 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import pandas as pd
-from sqlalchemy import Connection, create_engine, func, insert, select, text
+from sqlalchemy import Connection, create_engine, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -65,18 +63,17 @@ from ..errors import (
     SurveyConflictError,
     SurveyNotFoundError,
 )
-from ..tallies import Tally
 from .budget import Ledger, check_lifetime, lifetime_ledger
 from .credentials import Credential, CredentialKey, nullifier
 from .invitations import InvitationsMixin, PendingSpend
 from .lifecycle import LifecycleMixin
+from .reading import ReadingMixin
 from .schema import (
     DEFAULT_SQLITE_FILE,
     MIGRATIONS,
     database_url,
     hash_token,
     nullifiers,
-    reports,
     schema_migrations,
     sqlite_engine,
     surveys,
@@ -102,16 +99,15 @@ class PendingResponse:
 
     ``nullifier`` is the spent-credential record of a survey that needs invitations
     (its credential already verified), ``None`` otherwise; ``staged`` the response's
-    report codes, and ``min_release`` its version's crowd size.
+    report codes.
     """
 
     survey_id: str
     nullifier: str | None
     staged: StagedResponse
-    min_release: int
 
 
-class Store(InvitationsMixin, LifecycleMixin):
+class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
     """The collection database.
 
     Parameters
@@ -352,10 +348,13 @@ class Store(InvitationsMixin, LifecycleMixin):
                     "(a credential answers the version its invitation was issued for)"
                 )
             spent = nullifier(credential.message)
-        return PendingResponse(survey.id, spent, staged, survey.min_release)
+        return PendingResponse(survey.id, spent, staged)
 
     def commit_group(
-        self, pending: Sequence[PendingResponse | PendingSpend], forget: bool = True
+        self,
+        pending: Sequence[PendingResponse | PendingSpend],
+        forget: bool = True,
+        release: bool = True,
     ) -> list[DeniableError | None]:
         """Store many prepared responses and invitation spends in ONE transaction.
 
@@ -366,19 +365,25 @@ class Store(InvitationsMixin, LifecycleMixin):
         every ``None`` entry is then durable. If the transaction fails, nothing is stored
         and the exception propagates. With ``forget`` the WAL is then truncated
         (:meth:`forget_history`); the group committer does that when it goes idle.
+
+        With ``release`` (the default), every version with at least its crowd waiting
+        (``min_release``; this group's responses or earlier ones) is released in the
+        same transaction (:func:`.staging.release_due`). The group committer passes
+        ``release=False`` under load and releases at most once a second or when it goes
+        idle (:meth:`release_waiting`): one release of many responses costs less than
+        many of few, and a crowd only grows by waiting.
         """
         try:
-            return self._commit_group(pending, forget)
+            return self._commit_group(pending, forget, release)
         except BaseException:
             self._free.free = None  # a rolled-back fill or release: read the slots again
             raise
 
     def _commit_group(
-        self, pending: Sequence[PendingResponse | PendingSpend], forget: bool
+        self, pending: Sequence[PendingResponse | PendingSpend], forget: bool, release: bool
     ) -> list[DeniableError | None]:
         outcomes: list[DeniableError | None] = [None] * len(pending)
         waiting: list[StagedResponse] = []
-        crowds: dict[tuple[str, int], int] = {}
         with self.engine.begin() as conn:
             closed = self.closed_among(conn, (p.survey_id for p in pending))
             for i, p in enumerate(pending):
@@ -395,14 +400,14 @@ class Store(InvitationsMixin, LifecycleMixin):
             for j, (i, item) in enumerate(answers):
                 if recorded[j]:
                     waiting.append(item.staged)
-                    crowds[item.survey_id, item.staged.version] = item.min_release
                 else:
                     outcomes[i] = CredentialRejectedError("this credential was already used")
-            if waiting:
+            if waiting or release:
                 if not self.is_sqlite:  # one writer of the slots at a time
                     conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
                 stage(conn, waiting, self._free)
-                self._release(conn, crowds)
+                if release:
+                    self._release(conn)
         if forget:
             self.forget_history()
         return outcomes
@@ -449,15 +454,32 @@ class Store(InvitationsMixin, LifecycleMixin):
                 if not self.is_sqlite:
                     conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
                 stage(conn, staged, self._free)
-                self._release(conn, {(survey.id, survey.version): survey.min_release})
+                self._release(conn)
             self.forget_history()
         return len(responses)
 
-    def _release(self, conn: Connection, crowds: Mapping[tuple[str, int], int]) -> None:
+    def release_waiting(self) -> int:
+        """Release, in one transaction, every version with at least its crowd
+        (``min_release``) waiting; return how many responses were released. The group
+        committer calls it when it goes idle after deferring releases."""
+        try:
+            with self.engine.begin() as conn:
+                if not self.is_sqlite:
+                    conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
+                released = self._release(conn)
+        except BaseException:
+            self._free.free = None  # a rolled-back release: read the slots again
+            raise
+        self.forget_history()
+        return released
+
+    def _release(self, conn: Connection) -> int:
         """Release the versions whose crowd is complete (:func:`.staging.release_due`),
-        each recorded in the audit log (by the server, at the hour)."""
+        each recorded in the audit log (by the server, at the hour); how many responses."""
         read = surveys_in(conn, self._cache)
-        for done in release_due(conn, crowds, read, self._free):
+        total = 0
+        for done in release_due(conn, lambda sid, v: read(sid, v).min_release, read, self._free):
+            total += done.responses
             self._audit(
                 conn,
                 "server",
@@ -466,6 +488,7 @@ class Store(InvitationsMixin, LifecycleMixin):
                 done.version,
                 {"responses": done.responses, "released": done.released},
             )
+        return total
 
     def waiting(self, survey_id: str) -> dict[int, int]:
         """Responses waiting for their crowd (``min_release``), per version."""
@@ -494,95 +517,6 @@ class Store(InvitationsMixin, LifecycleMixin):
             item.nullifier is None or (item.nullifier in inserted and first[item.nullifier] == i)
             for i, item in enumerate(items)
         ]
-
-    # -- reading -----------------------------------------------------------------
-    def tallies(self, survey: Survey) -> dict[str, Tally]:
-        """Report counts per question (SQL ``GROUP BY``), as mergeable tallies."""
-        counts = {q.id: np.zeros(q.mechanism.n_reports, dtype=np.int64) for q in survey.questions}
-        q = (
-            select(reports.c.question_id, reports.c.report, func.count())
-            .where(reports.c.survey_id == survey.id, reports.c.version == survey.version)
-            .group_by(reports.c.question_id, reports.c.report)
-        )
-        with self.reader.connect() as conn:
-            for qid, code, n in conn.execute(q):
-                if qid in counts and 0 <= code < counts[qid].size:
-                    counts[qid][code] = n
-        return {qid: Tally(c) for qid, c in counts.items()}
-
-    def response_count(self, survey_id: str, version: int | None = None) -> int:
-        """Number of stored responses of a survey (all versions unless given): those
-        released and those waiting for their crowd."""
-        waiting = self.waiting(survey_id)
-        extra = sum(waiting.values()) if version is None else waiting.get(version, 0)
-        return self.released_count(survey_id, version) + extra
-
-    def released_count(self, survey_id: str, version: int | None = None) -> int:
-        """Number of released responses (in results and exports), all versions unless
-        given: a sum of crowds of at least ``min_release`` each."""
-        q = select(func.count(func.distinct(reports.c.response_id))).where(
-            reports.c.survey_id == survey_id
-        )
-        if version is not None:
-            q = q.where(reports.c.version == version)
-        with self.reader.connect() as conn:
-            return int(conn.execute(q).scalar() or 0)
-
-    def report_count(self) -> int:
-        """Number of stored report rows, all surveys."""
-        with self.reader.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(reports)).scalar() or 0)
-
-    def timeline(self, survey_id: str) -> list[tuple[int, int]]:
-        """``(bucket start, epoch seconds; responses)`` per time bucket, in time order."""
-        q = (
-            select(reports.c.received_bucket, func.count(func.distinct(reports.c.response_id)))
-            .where(reports.c.survey_id == survey_id)
-            .group_by(reports.c.received_bucket)
-            .order_by(reports.c.received_bucket)
-        )
-        with self.reader.connect() as conn:
-            return [(int(b), int(n)) for b, n in conn.execute(q)]
-
-    def export(self, survey_id: str) -> pd.DataFrame:
-        """All reports of a survey, one row per (response, question), ordered by the
-        random report id.
-
-        Columns: ``response_id`` (str, random), ``version`` (int), ``question_id`` (str),
-        ``report`` (int code), ``report_label`` (str), ``received_bucket`` (datetime64,
-        UTC, start of the bucket).
-        """
-        q = (
-            select(
-                reports.c.response_id,
-                reports.c.version,
-                reports.c.question_id,
-                reports.c.report,
-                reports.c.received_bucket,
-            )
-            .where(reports.c.survey_id == survey_id)
-            .order_by(reports.c.report_id)
-        )
-        with self.reader.connect() as conn:
-            rows = conn.execute(q).all()
-        frame = pd.DataFrame(
-            rows, columns=["response_id", "version", "question_id", "report", "received_bucket"]
-        )
-        labels: dict[tuple[int, str], list[str]] = {}
-        for version in frame["version"].unique().tolist():
-            s = self.survey(survey_id, int(version))
-            for question in s.questions:
-                labels[int(version), question.id] = question.report_labels
-        frame.insert(
-            4,
-            "report_label",
-            [
-                labels[int(v), qid][r]
-                for v, qid, r in frame[["version", "question_id", "report"]].itertuples(index=False)
-            ],
-        )
-        frame["received_bucket"] = pd.to_datetime(frame["received_bucket"], unit="s", utc=True)
-        return frame
 
     @contextmanager
     def connection(self) -> Iterator[Connection]:

@@ -11,6 +11,7 @@ bodies over the limit while they are read.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from typing import Any
@@ -191,15 +192,30 @@ class GroupCommitter:
     :meth:`Store.commit_group`, then wakes each request with its own outcome. A
     response is therefore acknowledged only after a commit that contains it, and one
     fsync serves many respondents. Invitation spends (:class:`PendingSpend`) share the
-    same groups. Once nothing has arrived for ``idle_seconds`` after a commit, the
-    writer calls :meth:`Store.forget_history` (a no-op with the rollback journal, which
-    holds nothing once a commit is done).
+    same groups.
+
+    Releases (crowds of waiting responses moved into the results) ride in a group's
+    transaction when the group is small (at most ``inline_group`` entries: light load,
+    where a release costs little and results follow at once) or when the last release
+    was ``release_seconds`` or more ago; under load they are otherwise deferred, and
+    once nothing has arrived for ``idle_seconds`` after a commit the writer calls
+    :meth:`Store.release_waiting`. A crowd is never smaller for waiting, and under load
+    one release of many responses replaces many of few (``bench/ingest.py``).
     """
 
-    def __init__(self, store: Store, max_group: int = 2000, idle_seconds: float = 0.2) -> None:
+    def __init__(
+        self,
+        store: Store,
+        max_group: int = 2000,
+        idle_seconds: float = 0.2,
+        release_seconds: float = 1.0,
+        inline_group: int = 8,
+    ) -> None:
         self.store = store
         self.max_group = max_group
         self.idle_seconds = idle_seconds
+        self.release_seconds = release_seconds
+        self.inline_group = inline_group
         self._queue: (
             asyncio.Queue[tuple[PendingResponse | PendingSpend, asyncio.Future[None]]] | None
         ) = None
@@ -217,32 +233,44 @@ class GroupCommitter:
     async def _run(self) -> None:
         assert self._queue is not None
         queue = self._queue
-        dirty = False  # the WAL holds commits not yet truncated away
+        clock = asyncio.get_running_loop().time
+        deferred = False  # a commit left its releases for later
+        last_release = clock()
         while True:
-            if dirty:
+            if deferred:
                 try:
                     first = await asyncio.wait_for(queue.get(), self.idle_seconds)
-                except TimeoutError:  # idle: leave no history of the order of commits
+                except TimeoutError:  # idle: release what waits for it
                     try:
-                        await run_in_threadpool(self.store.forget_history)
-                        dirty = False
+                        await run_in_threadpool(self.store.release_waiting)
+                        deferred, last_release = False, clock()
                     except Exception:  # the next idle moment retries  # pragma: no cover
-                        log.exception("could not truncate the write-ahead log")
+                        log.exception("could not release the waiting responses")
                     continue
             else:
                 first = await queue.get()
             group = [first]
             while not queue.empty() and len(group) < self.max_group:
                 group.append(queue.get_nowait())
+            release = (
+                len(group) <= self.inline_group or clock() - last_release >= self.release_seconds
+            )
             try:
                 outcomes = await run_in_threadpool(
-                    self.store.commit_group, [p for p, _ in group], False
+                    functools.partial(
+                        self.store.commit_group, [p for p, _ in group], False, release
+                    )
                 )
             except Exception as exc:  # nothing of this group was stored
                 for _, future in group:
                     if not future.done():
                         future.set_exception(exc)
+                deferred = True  # an earlier deferral may still wait
                 continue
+            if release:
+                deferred, last_release = False, clock()
+            else:
+                deferred = True
             for (_, future), outcome in zip(group, outcomes, strict=True):
                 if future.done():  # the client went away; the response is stored anyway
                     continue
@@ -250,7 +278,6 @@ class GroupCommitter:
                     future.set_result(None)
                 else:
                     future.set_exception(outcome)
-            dirty = True
 
 
 RESPONSES_PATH = re.compile(r"/api/surveys/([a-z][a-z0-9_-]{0,63})/(responses|credentials)")

@@ -208,7 +208,7 @@ class GroupCommitter:
         store: Store,
         max_group: int = 2000,
         idle_seconds: float = 0.2,
-        release_seconds: float = 1.0,
+        release_seconds: float = 0.25,
         inline_group: int = 8,
     ) -> None:
         self.store = store

@@ -857,3 +857,81 @@ def test_a_link_answers_the_version_its_invitation_was_issued_for(browser, site)
     _answer_and_send(page)
     assert store.response_count("bound", 1) == 1 and store.response_count("bound", 2) == 0
     page.close()
+
+
+def test_a_direct_question_is_sent_as_given_and_never_kept(browser, site, tmp_path):
+    """Two direct questions and a randomized one: the page says beside each direct one
+    that its answer is sent as given; the top line speaks of the randomized question
+    only; the direct answers are stored as given and nothing of them stays in the
+    browser's storage (the randomized report does, under its memo key)."""
+    from .test_direct import STUDY
+
+    base, store, _ = site
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1})
+    store.publish(survey)
+    context = browser.new_context(viewport={"width": 390, "height": 844})  # a phone
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{base}/s/campus")
+    note = page.locator("#q-faculty .direct").inner_text()
+    assert "Sent as given: this answer is not randomized" in note
+    assert page.locator("#q-cheat .direct").count() == 0
+    assert page.locator("#q-faculty [data-role=draw]").count() == 0
+    assert "seen for certain" not in page.locator("#q-faculty").inner_text()
+    top = page.locator("#worst").inner_text()
+    assert "no single report can make anyone more than 3 times surer" in top
+    apart = page.locator("#direct-apart").inner_text()
+    assert apart == (
+        "Except questions 1, 2: they are asked directly, and your answers to them are "
+        "sent as given, not randomized."
+    )
+    page.locator("#q-faculty [data-role=use-answer]").click()
+    assert page.locator("#report-faculty").inner_text() == "Choose your true answer first."
+    page.locator("#truth-faculty-2").check()  # science
+    page.locator("#q-faculty [data-role=use-answer]").click()
+    assert page.locator("label[for=truth-year-none]").inner_text() == "Prefer not to say"
+    page.locator("#truth-year-none").check()
+    page.locator("#q-year [data-role=use-answer]").click()
+    shown = page.locator("#report-year").inner_text()
+    assert shown == "The server will receive no answer to this question."
+    assert page.locator("#report-faculty").inner_text() == (
+        'The server will receive your answer "science" as given.'
+    )
+    page.locator("#truth-cheat-1").check()
+    page.locator("#q-cheat [data-role=draw]").click()
+    _no_horizontal_scroll(page)
+    _screenshot(page, "respondent-direct", tmp_path)
+    page.get_by_role("button", name="Send my reports").click()
+    page.get_by_text("Sent and stored").wait_for()
+    frame = store.export("campus")
+    sent = dict(zip(frame["question_id"], frame["report"], strict=True))
+    assert sent["faculty"] == 2 and "year" not in sent  # prefer not to say: missing
+    kept = json.loads(page.evaluate("JSON.stringify(Object.assign({}, localStorage))"))
+    keys = {q.id: q.memo_digest for q in survey.questions}
+    assert not any(keys["faculty"] in k or keys["year"] in k for k in kept)
+    assert any(keys["cheat"] in k for k in kept)
+    assert errors == []
+    context.close()
+
+
+def test_the_german_page_translates_default_labels_and_units(browser, site):
+    """No German choices in the survey: the page still shows "nein"/"ja" (the design's
+    default labels, from the catalog), "verschieden"/"gleich" for the crosswise reports,
+    and the unit the translation gives."""
+    from .test_translations import SLEEP
+
+    base, store, _ = site
+    data = copy.deepcopy(SLEEP) | {"min_release": 1}
+    data["translations"]["de"]["questions"]["sleep"]["unit"] = "Stunden"
+    store.publish(load_survey(data))
+    context = browser.new_context(locale="de-DE")
+    page = context.new_page()
+    page.goto(f"{base}/s/sleep")
+    assert page.locator("label[for=truth-drugs-0]").inner_text().startswith("nein")
+    assert page.locator("label[for=truth-drugs-1]").inner_text().startswith("ja")
+    assert page.locator("label[for=outcome-cheat-1]").inner_text() == "gleich"
+    assert page.get_by_label("eine Zahl von 0 bis 12 Stunden").is_visible()
+    body = page.locator("#questions").inner_text()
+    assert "different" not in body and "hours" not in body
+    context.close()

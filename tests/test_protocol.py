@@ -38,6 +38,7 @@ SPECS = [
     "mangat:p=0.7",
     "triangular:p=0.3",
     "kary-rr:k=5,epsilon=1",
+    "direct:k=3",
     "oue:k=20,epsilon=1",
     "sue:k=20,epsilon=1",
     "olh:k=50,epsilon=2",

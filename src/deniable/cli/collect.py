@@ -67,6 +67,8 @@ def survey_check(
         prior = survey.disclosure_prior
     rows = []
     for q in survey.questions:
+        if q.is_direct:
+            continue
         d = q.mechanism
         risk = q.disclosure_risk(prior)
         rows.append(
@@ -98,6 +100,8 @@ def survey_check(
         if q.numeric is not None:
             rows[-1]["design"] = repr(q.numeric)
     total = survey.total_epsilon
+    warnings = [w for w in [survey.cell_warning()] if w]
+    untranslated = survey.untranslated()
     payload = {
         "id": survey.id,
         "version": survey.version,
@@ -106,6 +110,13 @@ def survey_check(
         "privacy_budget": survey.privacy_budget,
         "digest": survey.digest,
         "ledger": ledger.to_dict(),
+        # sent as given: outside the accounting, listed apart
+        "direct_questions": [
+            {"id": q.id, "choices": q.choice_labels} for q in survey.direct_questions
+        ],
+        "direct_cells": survey.direct_cells(),
+        "warnings": warnings,
+        "untranslated": untranslated,
     }
     if as_json:
         emit_json(payload)
@@ -130,6 +141,17 @@ def survey_check(
         f"Cost per respondent: {total:.4f} nats of the version's budget "
         f"{survey.privacy_budget:g}. OK."
     )
+    if survey.direct_questions:
+        console.print(
+            "Asked directly (sent as given, outside the budget; "
+            f"{survey.direct_cells()} cells together): "
+            + "; ".join(f"{q.id} ({', '.join(q.choice_labels)})" for q in survey.direct_questions)
+        )
+    for warning in warnings:
+        err.print(f"[yellow]warning:[/] {warning}")
+    for lang, names in untranslated.items():
+        if names:
+            console.print(f"Translation {lang} leaves as written: {', '.join(names)}")
     book = Table(
         title=f"Lifetime budget of {survey.id}: {ledger.spent:.4f} of "
         f"{ledger.lifetime_budget:g} nats",
@@ -328,13 +350,31 @@ def respond(
                 credential = request_credential(view, token, post)
                 out.print("Your invitation was accepted (exchanged for an anonymous credential).")
             owner = owner_of(link.owner, token if view.get("requires_invitation") else None)
+            direct = [q["id"] for q in view["questions"] if q.get("direct")]
             out.print(
                 "Your true answers stay on this computer: each is randomized here with the "
                 "operating system's secure random source, and only the randomized reports are "
-                "sent."
+                "sent"
+                + (
+                    f"; except the questions asked directly ({', '.join(direct)}), whose "
+                    "answers are sent as given."
+                    if direct
+                    else "."
+                )
             )
-            reports: dict[str, int] = {}
+            reports: dict[str, int | None] = {}
             for i, q in enumerate(view["questions"], 1):
+                if q.get("direct"):  # sent as given: never randomized, never memoized
+                    out.print(f"\n[bold]{i}. {q['text']}[/]")
+                    out.print(f"[yellow]{catalog('en')['direct_note']}[/]")
+                    labels = list(q["choices"])
+                    if q.get("allow_no_answer"):
+                        labels.append(catalog("en")["no_answer"])
+                    for j, label in enumerate(labels):
+                        out.print(f"  {j + 1}) {label}")
+                    code = _ask_choice(labels, as_json, direct=True)
+                    reports[q["id"]] = None if code == len(q["choices"]) else code
+                    continue
                 eps = q["epsilon"]
                 eps_text = "no limit" if eps == "inf" else f"{float(eps):.2f} nats"
                 out.print(f"\n[bold]{i}. {q['text']}[/]  (epsilon {eps_text})")
@@ -361,12 +401,17 @@ def respond(
                         )
                         out.print(f"  {j + 1}) {label}{note}")
                     truth = _ask_choice(q["choices"], as_json)
-                reports[q["id"]] = int(design_from_view(q).randomize(np.array([truth]))[0])
+                drawn = int(design_from_view(q).randomize(np.array([truth]))[0])
                 del truth
-                memo.put(owner, q["memo_key"], reports[q["id"]])
+                reports[q["id"]] = drawn
+                memo.put(owner, q["memo_key"], drawn)
+            sent = {
+                q["id"]: None if reports[q["id"]] is None else q["reports"][reports[q["id"]]]
+                for q in view["questions"]
+            }
             out.print("\nThe server will receive only these reports:")
-            for q in view["questions"]:
-                out.print(f"  {q['id']}: {q['reports'][reports[q['id']]]!r}")
+            for qid, label in sent.items():
+                out.print(f"  {qid}: {'no answer' if label is None else repr(label)}")
             if not yes and not typer.confirm("Send them?", default=True, err=as_json):
                 out.print("Nothing was sent (the reports drawn are kept for next time).")
                 raise typer.Exit(code=1)
@@ -382,8 +427,7 @@ def respond(
         out.print("\nEnd of input: nothing was sent.")
         raise typer.Exit(code=0) from None
     if as_json:
-        labels = {q["id"]: q["reports"][reports[q["id"]]] for q in view["questions"]}
-        emit_json({"survey": view["id"], "version": view["version"], "sent": labels})
+        emit_json({"survey": view["id"], "version": view["version"], "sent": sent})
         return
     console.print("Stored. Thank you.")
 
@@ -395,15 +439,18 @@ def _server_message(r: Any) -> str:
         return f"HTTP {r.status_code}"
 
 
-def _ask_choice(labels: list[str], to_stderr: bool = False) -> int:
+def _ask_choice(labels: list[str], to_stderr: bool = False, direct: bool = False) -> int:
     """Prompt until the answer is a number 1..k or one of the labels (any case); return
-    its code 0..k-1."""
+    its code 0..k-1. ``direct``: the answer is sent as given, and the prompt says so."""
     k = len(labels)
     lowered = [label.casefold() for label in labels]
+    ask = (
+        f"Your answer (1-{k} or its label; sent as given)"
+        if direct
+        else f"Your true answer (1-{k} or its label; stays on this computer)"
+    )
     while True:
-        raw = typer.prompt(
-            f"Your true answer (1-{k} or its label; stays on this computer)", err=to_stderr
-        ).strip()
+        raw = typer.prompt(ask, err=to_stderr).strip()
         if raw.isdigit() and 1 <= int(raw) <= k:
             return int(raw) - 1
         if raw.casefold() in lowered:

@@ -95,6 +95,8 @@ def lifetime_ledger(versions: Sequence[Survey]) -> Ledger:
     for survey in ordered:
         added = 0.0
         for q in survey.questions:
+            if q.is_direct:  # sent as given: protects nothing, charges nothing
+                continue
             seen = entries.get(q.content_digest)
             if seen is None:
                 entries[q.content_digest] = LedgerEntry(

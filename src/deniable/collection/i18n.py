@@ -5,9 +5,12 @@ Every text the respondent page shows comes from a catalog,
 the page's language is the one asked for with ``?lang=``, else the first of the
 browser's ``Accept-Language`` that has a catalog, else English. A survey file may carry
 translations of its own texts (``translations: {de: {title, description, consent,
-questions: {id: {text, choices, reports, innocuous_question}}}}``); what a translation
-leaves out is shown as written. A question's memo key does not depend on the language,
-so switching languages never draws a report again.
+questions: {id: {text, choices, reports, innocuous_question, unit}}}}``); what a
+translation leaves out is shown as written, except the labels a design gives when the
+survey names none ("no", "yes", "different", "same", ...), which the catalog translates
+(:func:`default_label`). ``survey check`` lists what a declared language leaves
+untranslated (:func:`untranslated`). A question's memo key does not depend on the
+language, so switching languages never draws a report again.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ __all__ = [
     "catalog",
     "check_translations",
     "choose_language",
+    "default_label",
+    "untranslated",
 ]
 
 #: Languages with a catalog; the first is the default.
@@ -44,6 +49,7 @@ class QuestionTranslation(BaseModel):
     choices: list[_Label] | None = Field(default=None, max_length=64)
     reports: list[_Label] | None = Field(default=None, max_length=64)
     innocuous_question: _Text | None = None
+    unit: Annotated[str, StringConstraints(max_length=40)] | None = None
 
 
 class SurveyTranslation(BaseModel):
@@ -94,12 +100,47 @@ def choose_language(requested: str | None, accept_language: str | None) -> str:
     return min(ranked)[2] if ranked else LANGUAGES[0]
 
 
+def default_label(label: str, lang: str) -> str:
+    """A design's default label (``no``, ``yes``, ``different``, ``same``, ``circle``,
+    ``triangle``, ``N red``) in ``lang``'s catalog; any other label as it is."""
+    labels: dict[str, str] = catalog(lang)["labels"]
+    if label in labels:
+        return labels[label]
+    count, _, word = label.partition(" ")
+    if count.isdigit() and word == "red":
+        return labels["{n} red"].format(n=count)
+    return label
+
+
+def untranslated(
+    translation: SurveyTranslation,
+    texts: dict[str, str],
+    questions: dict[str, dict[str, bool]],
+) -> list[str]:
+    """Dotted names of the texts ``translation`` leaves as written.
+
+    ``texts`` holds the survey's own texts by field (``title``, and ``description`` and
+    ``consent`` when not empty); ``questions`` maps each question id to which of its
+    fields exist and are the survey's own (``text``, ``choices``, ``reports``,
+    ``innocuous_question``, ``unit``): a design's default labels are translated by the
+    catalog, so they are not listed.
+    """
+    out = [name for name, value in texts.items() if value and getattr(translation, name) is None]
+    for qid, fields in questions.items():
+        given = translation.questions.get(qid)
+        for name, own in fields.items():
+            if own and (given is None or getattr(given, name) is None):
+                out.append(f"questions.{qid}.{name}")
+    return out
+
+
 def check_translations(
-    translations: dict[str, SurveyTranslation], questions: dict[str, tuple[int, int]]
+    translations: dict[str, SurveyTranslation], questions: dict[str, tuple[int, int, bool]]
 ) -> None:
     """Check that translations name known questions and keep the number of labels.
 
-    ``questions`` maps each question id to its (number of choices, number of reports).
+    ``questions`` maps each question id to its (number of choices, number of reports,
+    whether it is numeric: only a numeric question has a ``unit``).
 
     Raises
     ------
@@ -110,7 +151,13 @@ def check_translations(
         for qid, qt in tr.questions.items():
             if qid not in questions:
                 raise ValueError(f"translations.{lang}.questions: no question {qid!r}")
-            for field, size in zip(("choices", "reports"), questions[qid], strict=True):
+            choices, reports, numeric = questions[qid]
+            if qt.unit is not None and not numeric:
+                raise ValueError(
+                    f"translations.{lang}.questions.{qid}.unit: only a numeric question "
+                    "(with a range) has a unit"
+                )
+            for field, size in zip(("choices", "reports"), (choices, reports), strict=True):
                 given = getattr(qt, field)
                 if given is not None and len(given) != size:
                     raise ValueError(

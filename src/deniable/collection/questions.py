@@ -121,7 +121,7 @@ class NumericRange(BaseModel):
 
 
 class Question(BaseModel):
-    """One sensitive question.
+    """One question: randomized by its design, or asked directly (``direct``).
 
     Attributes
     ----------
@@ -146,6 +146,9 @@ class Question(BaseModel):
         prove a sensitive answer.
     allow_large_epsilon : bool
         Opt in to a cost above 5 nats (never above 30).
+    allow_no_answer : bool
+        A direct question may be left unanswered ("prefer not to say"): the response
+        sends ``null`` for it, and it is stored as missing.
     range : NumericRange, optional
         Makes the question numeric: the respondent enters a number in ``[low, high]``,
         randomized by ``duchi`` or ``1bitmean`` (``params: {epsilon}``, in nats); no
@@ -163,6 +166,7 @@ class Question(BaseModel):
     allow_infinite_epsilon: bool = False
     allow_large_epsilon: bool = False
     range: NumericRange | None = None
+    allow_no_answer: bool = False
     _design: Design = PrivateAttr()
     _numeric: DuchiMean | OneBitMean | None = PrivateAttr(default=None)
     _cost: float = PrivateAttr()
@@ -175,6 +179,11 @@ class Question(BaseModel):
                 f"design {self.design.name!r} randomizes a number: give the question a "
                 "range: {low, high}"
             )
+        if self.allow_no_answer and self.design.name != "direct":
+            raise ValueError(
+                "allow_no_answer: only a direct question may go unanswered (a randomized "
+                "question always sends a report, so that sending one reveals nothing)"
+            )
         if self.range is not None:
             return self._build_numeric()
         params: dict[str, Any] = dict(self.design.params)
@@ -183,10 +192,19 @@ class Question(BaseModel):
                 raise ValueError(
                     f"design.params.{name} must be in 1..{MAX_CATEGORIES}, got {params[name]:g}"
                 )
-        if self.design.name == "kary-rr":
-            if self.choices is None and "k" not in params:
+        if self.design.name == "direct":
+            for name in ("reports", "sensitive", "innocuous_question"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name}: a direct question (sent as given) takes none; it is "
+                        "outside the privacy accounting"
+                    )
+            if set(params) - {"k"}:
+                raise ValueError("design.params of 'direct' take at most k")
+        if self.design.name in ("kary-rr", "direct"):
+            if self.choices is None and "k" not in params and self.design.name == "kary-rr":
                 raise ValueError("kary-rr needs choices (or params.k)")
-            params.setdefault("k", len(self.choices or []))
+            params.setdefault("k", len(self.choices or ["no", "yes"]))
             if not float(params["k"]).is_integer():
                 raise ValueError(f"design.params.k must be a whole number, got {params['k']}")
             params["k"] = int(params["k"])
@@ -212,6 +230,9 @@ class Question(BaseModel):
                 f"reports has {len(self.reports)} labels but design {self.design.name!r} "
                 f"has {design.n_reports} report symbols"
             )
+        if self.design.name == "direct":  # outside the accounting: protects nothing
+            self._design, self._cost = design, 0.0
+            return self
         if design.requires_opt_in and not self.allow_infinite_epsilon:
             raise ValueError(
                 f"design {self.design.name!r} has infinite epsilon (one answer is never "
@@ -263,6 +284,13 @@ class Question(BaseModel):
         self._numeric = numeric
         self._cost = numeric.epsilon
         return self
+
+    @property
+    def is_direct(self) -> bool:
+        """Whether the question is asked directly (``design: {name: direct}``): its answer
+        is sent as given, never memoized, and it costs nothing of the budget because it
+        protects nothing (listed apart by ``survey check``, the page and the ledger)."""
+        return self.design.name == "direct"
 
     @property
     def numeric(self) -> DuchiMean | OneBitMean | None:
@@ -330,7 +358,8 @@ class Question(BaseModel):
     @property
     def cost(self) -> float:
         """Nats this question spends: its epsilon, or for a one-sided design its
-        protected likelihood ratio (always finite, at most 30)."""
+        protected likelihood ratio (always finite, at most 30); 0 for a direct question,
+        which is outside the accounting (:attr:`is_direct`)."""
         return self._cost
 
     @cached_property

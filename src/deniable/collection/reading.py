@@ -8,6 +8,7 @@ by arrival.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,7 +21,40 @@ from .schema import reports
 if TYPE_CHECKING:
     from .survey import Survey
 
-__all__ = ["ReadingMixin"]
+__all__ = ["ReadingMixin", "suppress_small_cells"]
+
+
+def suppress_small_cells(frame: pd.DataFrame, versions: Sequence[Survey]) -> pd.DataFrame:
+    """``frame`` (released report rows: ``response_id, version, question_id, report``,
+    ...) without the direct answers of responses whose *cell* is small.
+
+    A cell is a combination of a version's direct answers (faculty x year); each is a
+    quasi-identifier. A response whose cell holds fewer than the version's
+    ``min_release`` released responses has every direct answer recoded to missing (its
+    rows dropped: empty in the wide exports); its randomized reports stay. The
+    dashboard, the API and every export read through this, so all of them analyse the
+    same data. Responses that lack a direct answer already form cells of their own.
+    """
+    drop = np.zeros(len(frame), dtype=bool)
+    for survey in versions:
+        direct = [q.id for q in survey.direct_questions]
+        if not direct:
+            continue
+        rows = (frame["version"] == survey.version).to_numpy() & frame["question_id"].isin(
+            direct
+        ).to_numpy()
+        if not rows.any():
+            continue
+        cells = (
+            frame[rows]
+            .pivot(index="response_id", columns="question_id", values="report")
+            .reindex(columns=direct)
+            .fillna(-1)
+        )
+        size = cells.groupby(direct)[direct[0]].transform("size")
+        small = size.index[size.to_numpy() < survey.min_release]
+        drop |= rows & frame["response_id"].isin(small).to_numpy()
+    return frame[~drop].reset_index(drop=True)
 
 
 class ReadingMixin:
@@ -34,8 +68,14 @@ class ReadingMixin:
     def waiting(self, survey_id: str) -> dict[int, int]:
         raise NotImplementedError
 
+    if TYPE_CHECKING:  # LifecycleMixin's (a stub here would shadow it)
+
+        def versions(self, survey_id: str) -> list[Survey]: ...
+
     def tallies(self, survey: Survey) -> dict[str, Tally]:
-        """Report counts per question (SQL ``GROUP BY``), as mergeable tallies."""
+        """Report counts per question (SQL ``GROUP BY``), as mergeable tallies; a direct
+        question's counts leave out the answers :func:`suppress_small_cells` recodes to
+        missing."""
         counts = {q.id: np.zeros(q.mechanism.n_reports, dtype=np.int64) for q in survey.questions}
         q = (
             select(reports.c.question_id, reports.c.report, func.count())
@@ -46,7 +86,34 @@ class ReadingMixin:
             for qid, code, n in conn.execute(q):
                 if qid in counts and 0 <= code < counts[qid].size:
                     counts[qid][code] = n
+        if survey.direct_questions:
+            kept = suppress_small_cells(self._long(survey.id, survey.version), [survey])
+            for question in survey.direct_questions:
+                codes = kept.loc[kept["question_id"] == question.id, "report"].to_numpy()
+                counts[question.id] = np.bincount(codes, minlength=question.mechanism.n_reports)
         return {qid: Tally(c) for qid, c in counts.items()}
+
+    def _long(self, survey_id: str, version: int | None = None) -> pd.DataFrame:
+        """Released report rows of a survey (one version, or all), ordered by the random
+        report id: ``response_id, version, question_id, report, received_bucket``."""
+        q = (
+            select(
+                reports.c.response_id,
+                reports.c.version,
+                reports.c.question_id,
+                reports.c.report,
+                reports.c.received_bucket,
+            )
+            .where(reports.c.survey_id == survey_id)
+            .order_by(reports.c.report_id)
+        )
+        if version is not None:
+            q = q.where(reports.c.version == version)
+        with self.reader.connect() as conn:
+            rows = conn.execute(q).all()
+        return pd.DataFrame(
+            rows, columns=["response_id", "version", "question_id", "report", "received_bucket"]
+        )
 
     def response_count(self, survey_id: str, version: int | None = None) -> int:
         """Number of stored responses of a survey (all versions unless given): those
@@ -90,27 +157,12 @@ class ReadingMixin:
         ``report`` (int code), ``report_label`` (str), ``received_bucket`` (datetime64,
         UTC, start of the bucket).
         """
-        q = (
-            select(
-                reports.c.response_id,
-                reports.c.version,
-                reports.c.question_id,
-                reports.c.report,
-                reports.c.received_bucket,
-            )
-            .where(reports.c.survey_id == survey_id)
-            .order_by(reports.c.report_id)
-        )
-        with self.reader.connect() as conn:
-            rows = conn.execute(q).all()
-        frame = pd.DataFrame(
-            rows, columns=["response_id", "version", "question_id", "report", "received_bucket"]
-        )
+        versions = {s.version: s for s in self.versions(survey_id)}
+        frame = suppress_small_cells(self._long(survey_id), list(versions.values()))
         labels: dict[tuple[int, str], list[str]] = {}
-        for version in frame["version"].unique().tolist():
-            s = self.survey(survey_id, int(version))
-            for question in s.questions:
-                labels[int(version), question.id] = question.report_labels
+        for number, version in versions.items():
+            for question in version.questions:
+                labels[number, question.id] = question.report_labels
         frame.insert(
             4,
             "report_label",

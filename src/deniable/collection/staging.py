@@ -49,7 +49,16 @@ from .schema import reports, staging, staging_counts, surveys
 if TYPE_CHECKING:
     from .survey import Survey
 
-__all__ = ["CHUNK", "PAYLOAD_BYTES", "PG_LOCK", "Release", "StagedResponse", "pack", "unpack"]
+__all__ = [
+    "CHUNK",
+    "NO_ANSWER",
+    "PAYLOAD_BYTES",
+    "PG_LOCK",
+    "Release",
+    "StagedResponse",
+    "pack",
+    "unpack",
+]
 
 #: PostgreSQL advisory lock (transaction level) that serializes writers of the slots.
 PG_LOCK = 7318
@@ -59,6 +68,9 @@ PG_LOCK = 7318
 PAYLOAD_BYTES = 256
 #: Slots added at a time.
 CHUNK = 1024
+#: A staged code for a question left unanswered (``allow_no_answer``): no report row
+#: is written for it, so it is missing in results and exports.
+NO_ANSWER = 255
 _random = secrets.SystemRandom()
 
 
@@ -356,6 +368,7 @@ def report_rows(item: StagedResponse, question_ids: Sequence[str]) -> list[tuple
             item.bucket,
         )
         for qid, code in zip(question_ids, item.codes, strict=True)
+        if code != NO_ANSWER
     ]
 
 

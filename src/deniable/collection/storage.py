@@ -78,7 +78,7 @@ from .schema import (
     sqlite_engine,
     surveys,
 )
-from .staging import PG_LOCK, FreeSlots, StagedResponse, release_due, stage, surveys_in
+from .staging import NO_ANSWER, PG_LOCK, FreeSlots, StagedResponse, release_due, stage, surveys_in
 from .staging import waiting as staged_waiting
 from .survey import Survey, parse_survey
 
@@ -278,6 +278,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         out: list[StagedResponse] = []
         ids = [q.id for q in survey.questions]
         sizes = {q.id: q.mechanism.n_reports for q in survey.questions}
+        may_skip = {q.id for q in survey.questions if q.allow_no_answer}
         for i, response in enumerate(responses):
             if not isinstance(response, Mapping) or set(response) != set(ids):
                 got = sorted(response) if isinstance(response, Mapping) else type(response).__name__
@@ -286,12 +287,15 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
                 )
             for qid in ids:
                 code = response[qid]
+                if code is None and qid in may_skip:
+                    continue
                 if type(code) is not int or not 0 <= code < sizes[qid]:
+                    skip = " or null (no answer)" if qid in may_skip else ""
                     raise ReportValidationError(
                         f"responses[{i}].reports.{qid} must be an integer report code in "
-                        f"0..{sizes[qid] - 1}, got {code!r}"
+                        f"0..{sizes[qid] - 1}{skip}, got {code!r}"
                     )
-            codes = tuple(int(response[qid]) for qid in ids)
+            codes = tuple(NO_ANSWER if response[qid] is None else int(response[qid]) for qid in ids)
             out.append(StagedResponse(survey.id, survey.version, bucket, codes))
         return out
 
@@ -302,7 +306,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
     def submit(
         self,
         survey: Survey,
-        reports_by_question: Mapping[str, int],
+        reports_by_question: Mapping[str, int | None],
         credential: Credential | None = None,
     ) -> None:
         """Store one response (a report code for every question) atomically.
@@ -324,7 +328,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
     def prepare(
         self,
         survey: Survey,
-        reports_by_question: Mapping[str, int],
+        reports_by_question: Mapping[str, int | None],
         credential: Credential | None = None,
     ) -> PendingResponse:
         """Validate one response and its credential (no write).
@@ -428,7 +432,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         finally:
             raw.close()
 
-    def submit_batch(self, survey: Survey, responses: Sequence[Mapping[str, int]]) -> int:
+    def submit_batch(self, survey: Survey, responses: Sequence[Mapping[str, int | None]]) -> int:
         """Store many responses in one transaction (all or none); return how many.
 
         For telemetry clients of surveys that need no invitation (the server checks

@@ -81,7 +81,14 @@ from pydantic import (
 
 from ..errors import BudgetExceededError, SurveyError
 from ..mechanisms.protocol import MAX_EPSILON
-from .i18n import SurveyTranslation, catalog, check_translations
+from .i18n import (
+    QuestionTranslation,
+    SurveyTranslation,
+    catalog,
+    check_translations,
+    default_label,
+    untranslated,
+)
 from .questions import (
     MAX_CATEGORIES,
     NUMERIC_DESIGNS,
@@ -159,6 +166,10 @@ class Survey(BaseModel):
     min_release : int in [1, 100000], default 30
         An estimate is released (results page, JSON, export summary) only once its
         question has at least this many responses.
+    expected_responses : int in [1, 10^9], optional
+        How many responses the study plans for; ``survey check`` divides it by the
+        number of cells the direct questions make together and warns when a cell
+        would hold fewer than ``min_release`` (:meth:`direct_cells`).
     translations : dict of language -> SurveyTranslation
         The survey's texts in other languages of the respondent page
         (:mod:`deniable.collection.i18n`).
@@ -183,6 +194,7 @@ class Survey(BaseModel):
     disclosure_prior: float = Field(default=0.5, gt=0, lt=1)
     consent: Annotated[str, StringConstraints(max_length=10_000)] = ""
     min_release: int = Field(default=MIN_RELEASE, ge=1, le=100_000)
+    expected_responses: int | None = Field(default=None, ge=1, le=1_000_000_000)
     translations: dict[Literal["en", "de"], SurveyTranslation] = Field(default_factory=dict)
     questions: list[Question] = Field(min_length=1, max_length=100)
 
@@ -224,7 +236,10 @@ class Survey(BaseModel):
             )
         check_translations(
             {str(lang): tr for lang, tr in self.translations.items()},
-            {q.id: (q.mechanism.n_truths, q.mechanism.n_reports) for q in self.questions},
+            {
+                q.id: (q.mechanism.n_truths, q.mechanism.n_reports, q.range is not None)
+                for q in self.questions
+            },
         )
         return self
 
@@ -238,6 +253,54 @@ class Survey(BaseModel):
         """The lifetime budget of the survey id (nats): ``lifetime_budget`` or, if not
         given, ``privacy_budget``."""
         return self.lifetime_budget if self.lifetime_budget is not None else self.privacy_budget
+
+    def untranslated(self) -> dict[str, list[str]]:
+        """Per declared language, the dotted names of the texts its translation leaves as
+        written (a design's default labels are translated by the page's catalog)."""
+        texts = {"title": self.title, "description": self.description, "consent": self.consent}
+        questions = {
+            q.id: {
+                "text": True,
+                "choices": q.choices is not None,
+                "reports": q.reports is not None,
+                "innocuous_question": q.innocuous_question is not None,
+                "unit": bool(q.range and q.range.unit),
+            }
+            for q in self.questions
+        }
+        return {
+            str(lang): untranslated(tr, texts, questions) for lang, tr in self.translations.items()
+        }
+
+    @property
+    def direct_questions(self) -> list[Question]:
+        """The questions asked directly (sent as given, outside the accounting)."""
+        return [q for q in self.questions if q.is_direct]
+
+    def direct_cells(self) -> int:
+        """How many cells the direct questions make together (the product of their
+        numbers of answers; 1 with none): each combination of direct answers is a
+        quasi-identifier, and a cell with few responses singles out its members."""
+        return math.prod(q.mechanism.n_truths for q in self.direct_questions)
+
+    def cell_warning(self) -> str | None:
+        """A warning when ``expected_responses`` spread over :meth:`direct_cells` leaves
+        fewer than ``min_release`` per cell (an even spread: real cells are uneven),
+        naming the direct questions; ``None`` otherwise."""
+        cells = self.direct_cells()
+        if self.expected_responses is None or cells == 1:
+            return None
+        per_cell = self.expected_responses / cells
+        if per_cell >= self.min_release:
+            return None
+        names = ", ".join(q.id for q in self.direct_questions)
+        return (
+            f"the direct questions ({names}) make {cells} cells together: "
+            f"{self.expected_responses} expected responses leave {per_cell:.3g} per cell "
+            f"on average, below min_release ({self.min_release}); a respondent in a small "
+            "cell stands out by the direct answers. Ask fewer direct questions, merge "
+            "categories, or expect more responses"
+        )
 
     def question(self, question_id: str) -> Question:
         """The question with this id; KeyError if there is none."""
@@ -292,8 +355,7 @@ class Survey(BaseModel):
         for q in self.questions:
             d = q.mechanism
             qt = tr.questions.get(q.id) if tr else None
-            choices = (qt and qt.choices) or q.choice_labels
-            reports = (qt and qt.reports) or q.report_labels
+            choices, reports = _labels(q, qt, lang)
             innocuous = (qt and qt.innocuous_question) or q.innocuous_question
             how = physical_instructions(q, lang, choices, reports, innocuous)
             out["questions"].append(
@@ -307,22 +369,50 @@ class Survey(BaseModel):
                     "cost": q.cost,
                     "sensitive": [choices[i] for i in q.sensitive_indices],
                     "memo_key": q.memo_digest,
+                    "direct": q.is_direct,
+                    "allow_no_answer": q.allow_no_answer,
                     "design": q.design.name,
                     "params": q.numeric.params if q.numeric is not None else d.params,
                     "disclosure": _disclosure(q, self.disclosure_prior),
                     "instructions": how,
                     "by_hand": how != catalog(lang)["instructions"]["no_recipe"],
                     "innocuous_question": innocuous,
-                    "numeric": q.range and q.range.model_dump(),
+                    "numeric": q.range
+                    and q.range.model_dump() | ({"unit": qt.unit} if qt and qt.unit else {}),
                 }
             )
         return out
 
 
 #: Fields added after surveys were first published, with their defaults.
-_LATER_FIELDS: dict[str, Any] = {"consent": "", "min_release": MIN_RELEASE, "translations": {}}
+_LATER_FIELDS: dict[str, Any] = {
+    "consent": "",
+    "min_release": MIN_RELEASE,
+    "translations": {},
+    "expected_responses": None,
+}
 #: Question fields added later, with their defaults.
-_LATER_QUESTION_FIELDS: dict[str, Any] = {"range": None}
+_LATER_QUESTION_FIELDS: dict[str, Any] = {"range": None, "allow_no_answer": False}
+
+
+def _labels(q: Question, qt: QuestionTranslation | None, lang: str) -> tuple[list[str], list[str]]:
+    """A question's answer and report labels in ``lang``: the translation's, else the
+    survey's own as written, else the design's defaults through the catalog."""
+    if qt and qt.choices:
+        choices = list(qt.choices)
+    elif q.choices is not None or q.range is not None:
+        choices = q.choice_labels
+    else:
+        choices = [default_label(label, lang) for label in q.choice_labels]
+    if qt and qt.reports:
+        reports = list(qt.reports)
+    elif q.reports is not None:
+        reports = q.report_labels
+    elif q.report_labels == q.choice_labels:  # the same symbols: follow the answers
+        reports = choices
+    else:
+        reports = [default_label(label, lang) for label in q.report_labels]
+    return choices, reports
 
 
 def _json_float(x: float) -> float | str:

@@ -28,6 +28,7 @@ module                    what it holds
 from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
 from .dbitflip import DBitFlip
 from .designs import Design, KaryRR, MatrixDesign, ldp_epsilon
+from .direct import Direct
 from .hadamard import HadamardResponse
 from .local_hashing import LocalHashing
 from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
@@ -60,6 +61,7 @@ __all__ = [
     "Crosswise",
     "DBitFlip",
     "Design",
+    "Direct",
     "DuchiMean",
     "ForcedResponse",
     "FrequencyOracle",

@@ -5,7 +5,8 @@ A spec is ``"name:param=value,..."``: ``forced-response:p_yes=1/6,p_no=1/6``,
 fractions; parameter names use ``_`` or ``-``.
 
 Finite designs: ``forced-response``, ``warner``, ``unrelated-question``, ``crosswise``,
-``kuk``, ``mangat``, ``triangular``, ``kary-rr``. Frequency oracles: ``oue`` and
+``kuk``, ``mangat``, ``triangular``, ``kary-rr``; ``direct`` (no randomization:
+the control of validation studies, and covariates). Frequency oracles: ``oue`` and
 ``sue`` (k, epsilon), ``olh`` (k, epsilon, optional g), ``hadamard`` (k, epsilon,
 optional blocks), ``rappor`` (k, h, m, f, p, q). Numeric values (means and bucket
 histograms, :func:`numeric_from_spec`): ``duchi``, ``piecewise``, ``hybrid`` (epsilon,
@@ -20,6 +21,7 @@ from typing import Any
 from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
 from .dbitflip import DBitFlip
 from .designs import Design, KaryRR
+from .direct import Direct
 from .hadamard import HadamardResponse
 from .local_hashing import LocalHashing
 from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
@@ -52,6 +54,7 @@ DESIGNS: Mapping[str, Callable[..., Design]] = {
         Mangat,
         Triangular,
         KaryRR,
+        Direct,
     )
 }
 

@@ -130,6 +130,7 @@ def survey_results(
             "categories": q.choice_labels,
             "design": q.design.name,
             "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
+            "direct": q.is_direct,
             "n": tally.n,
             "released": tally.n >= survey.min_release,
         }
@@ -258,7 +259,7 @@ def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[st
                 "id": q["id"],
                 "n": q["n"],
                 "design": q["design"],
-                "epsilon": q["epsilon"],
+                "epsilon": "sent as given" if q.get("direct") else q["epsilon"],
                 "estimate": None,
                 "missing": q.get("missing", 0),
                 "method": q.get("interval_name", ""),

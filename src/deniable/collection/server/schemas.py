@@ -77,8 +77,9 @@ class ResponseIn(BaseModel):
     credential: CredentialIn | None = Field(
         default=None, description="Needed when the survey requires invitations."
     )
-    reports: dict[QuestionId, StrictInt] = Field(
-        description="Report code (0..m-1) per question id; never the true answer.",
+    reports: dict[QuestionId, StrictInt | None] = Field(
+        description="Report code (0..m-1) per question id; never the true answer. null "
+        "only for a direct question with allow_no_answer (stored as missing).",
         max_length=100,
     )
 
@@ -87,7 +88,7 @@ class BatchItem(BaseModel):
     """One response inside a batch."""
 
     model_config = ConfigDict(extra="forbid")
-    reports: dict[QuestionId, StrictInt] = Field(max_length=100)
+    reports: dict[QuestionId, StrictInt | None] = Field(max_length=100)
 
 
 class BatchIn(BaseModel):

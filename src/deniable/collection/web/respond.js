@@ -12,7 +12,8 @@
 // however often the person is invited. The owner is the named recipient's tag that all
 // their links carry (#owner=...), or SHA-256 of the invitation for an anonymous link;
 // another person on the same device, whose link carries another owner, never sees or
-// sends it. Only reports are memoized, never an answer.
+// sends it. Only reports are memoized, never an answer; a direct question (sent as
+// given, not randomized) is never memoized at all.
 //
 // Invitations: the link carries the token (and the version it is bound to, v=N) in the
 // fragment, which the browser never sends to a server. The invitation is spent when the
@@ -196,9 +197,17 @@ const deniable = (() => {
   document.getElementById("budget").textContent = t("budget", {
     times: times(Math.exp(eps)), eps: eps.toFixed(2), limit: survey.privacy_budget,
   });
+  const direct = survey.questions.filter((q) => q.direct);
+  if (direct.length) {
+    const apart = document.getElementById("direct-apart");
+    apart.hidden = false;
+    apart.textContent = t("direct_apart", {
+      list: direct.map((q) => survey.questions.indexOf(q) + 1).join(", "),
+    });
+  }
   const worst = document.getElementById("worst");
   worst.textContent = worstCase();
-  worst.className = survey.questions.some((q) => answerFactors(q).includes(null)) ? "warning-top" : "risk";
+  worst.className = randomized().some((q) => answerFactors(q).includes(null)) ? "warning-top" : "risk";
 
   if (survey.closed) {
     const banner = document.getElementById("closed");
@@ -381,6 +390,7 @@ const deniable = (() => {
       fs.appendChild(other);
     }
 
+    if (q.direct) return renderDirect(q, fs);
     const choiceGroup = document.createElement("div");
     const numeric = q.numeric || null;
     let numberInput = null;
@@ -451,12 +461,7 @@ const deniable = (() => {
     physicalBox.appendChild(useOutcome);
     fs.appendChild(physicalBox);
 
-    const result = document.createElement("p");
-    result.className = "report";
-    result.id = `report-${q.id}`;
-    result.setAttribute("aria-live", "polite");
-    result.hidden = true;
-    fs.appendChild(result);
+    const result = fs.appendChild(reportLine(q));
 
     const risk = document.createElement("p");
     risk.className = "risk";
@@ -519,14 +524,68 @@ const deniable = (() => {
     return fs;
   }
 
+  /**
+   * A direct question (sent as given): the choices, a plain note that the answer is not
+   * randomized and is seen as given, and a button that takes it. Never memoized.
+   */
+  function renderDirect(q, fs) {
+    const note = document.createElement("p");
+    note.className = "direct";
+    note.textContent = t("direct_note");
+    fs.appendChild(note);
+    const choiceGroup = document.createElement("div");
+    choiceGroup.setAttribute("role", "radiogroup");
+    choiceGroup.setAttribute("aria-label", q.text);
+    q.choices.forEach((label, a) => {
+      choiceGroup.appendChild(radio(`truth-${q.id}`, a, label, `truth-${q.id}-${a}`));
+    });
+    if (q.allow_no_answer) {
+      choiceGroup.appendChild(radio(`truth-${q.id}`, "none", t("no_answer"), `truth-${q.id}-none`));
+    }
+    fs.appendChild(choiceGroup);
+    const take = button(t("use_answer"), "use-answer");
+    fs.appendChild(take);
+    const result = fs.appendChild(reportLine(q));
+    take.addEventListener("click", async () => {
+      const checked = fs.querySelector(`input[name="truth-${q.id}"]:checked`);
+      if (!checked) {
+        result.hidden = false;
+        result.textContent = t("choose_first");
+        return;
+      }
+      if (!(await ensureCredential())) return;
+      setReport(q, checked.value === "none" ? null : Number(checked.value), t("how_direct"));
+    });
+    return fs;
+  }
+
+  /** The (hidden) line that will say what the server receives for a question. */
+  function reportLine(q) {
+    const result = document.createElement("p");
+    result.className = "report";
+    result.id = `report-${q.id}`;
+    result.setAttribute("aria-live", "polite");
+    result.hidden = true;
+    return result;
+  }
+
+  /** The questions whose answers are randomized (not asked directly). */
+  function randomized() {
+    return survey.questions.filter((q) => !q.direct);
+  }
+
   function setReport(q, report, how) {
     reports[q.id] = report;
-    reportMemo.set(q.memo_key, report);
+    if (!q.direct) reportMemo.set(q.memo_key, report); // a direct answer is never kept
     const fs = document.getElementById(`q-${q.id}`);
     fs.querySelectorAll("input, button").forEach((el) => (el.disabled = true));
     const result = document.getElementById(`report-${q.id}`);
     result.hidden = false;
-    result.textContent = t("report_shown", { report: q.reports[report], how });
+    result.textContent = report === null
+      ? t("no_answer_shown")
+      : q.direct
+        ? t("direct_shown", { report: q.reports[report] })
+        : t("report_shown", { report: q.reports[report], how });
     result.dataset.report = String(report);
     refresh();
   }
@@ -565,10 +624,12 @@ const deniable = (() => {
   /** The worst case over the randomized questions, for the top of the page. */
   function worstCase() {
     for (const [n, q] of survey.questions.entries()) {
+      if (q.direct) continue; // listed apart: sent as given
       const exposed = answerFactors(q).findIndex((x) => x === null);
       if (exposed >= 0) return t("worst_exposed", { n: n + 1, answer: q.choices[exposed] });
     }
-    return t("worst_odds", { times: times(Math.max(...survey.questions.map(finiteFactor))) });
+    if (!randomized().length) return t("worst_none");
+    return t("worst_odds", { times: times(Math.max(...randomized().map(finiteFactor))) });
   }
 
   /** The risk in plain words: how much surer anyone can become of the answer. */

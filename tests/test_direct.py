@@ -1,0 +1,258 @@
+"""Direct questions (``design: {name: direct}``): the answer is sent as given, never
+memoized, and kept outside the privacy accounting, which lists it apart; the cells the
+direct answers make together are counted against ``min_release``."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from deniable import estimate
+from deniable.cli import app
+from deniable.collection.budget import check_lifetime
+from deniable.collection.live import serve_in_thread
+from deniable.collection.storage import Store
+from deniable.collection.survey import load_survey
+from deniable.errors import SurveyError
+from deniable.mechanisms import Direct
+from deniable.mechanisms.registry import design_from_spec
+
+from .conftest import ANALYST, AUTH
+
+STUDY = {
+    "format": 1,
+    "id": "campus",
+    "version": 1,
+    "title": "Campus study",
+    "privacy_budget": 1.2,
+    "min_release": 30,
+    "expected_responses": 600,
+    "questions": [
+        {
+            "id": "faculty",
+            "text": "Which faculty are you in?",
+            "choices": ["law", "medicine", "science", "arts"],
+            "design": {"name": "direct"},
+        },
+        {
+            "id": "year",
+            "text": "Which year of study are you in?",
+            "choices": ["first", "second", "third", "fourth", "later"],
+            "design": {"name": "direct"},
+            "allow_no_answer": True,
+        },
+        {
+            "id": "cheat",
+            "text": "Have you cheated in an exam this year?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.25, "p_no": 0.25}},
+        },
+    ],
+}
+
+
+def test_the_direct_design_reports_the_truth_and_estimates_proportions(rng):
+    d = design_from_spec("direct:k=4")
+    assert isinstance(d, Direct) and np.array_equal(d.matrix, np.eye(4))
+    assert math.isinf(d.epsilon)
+    truths = rng.integers(0, 4, size=10_000)
+    reports = d.randomize(truths, rng)
+    assert np.array_equal(reports, truths)
+    est = estimate(d, reports)
+    share = np.bincount(truths, minlength=4) / truths.size
+    assert est.prevalence == pytest.approx(share, abs=1e-12)
+    # the binomial standard error of a sample proportion
+    assert est.std_error == pytest.approx(np.sqrt(share * (1 - share) / truths.size), rel=1e-9)
+
+
+def test_a_direct_question_costs_nothing_and_is_listed_apart():
+    survey = load_survey(copy.deepcopy(STUDY))
+    faculty, year, cheat = survey.questions
+    assert faculty.is_direct and year.is_direct and not cheat.is_direct
+    assert faculty.cost == year.cost == 0.0
+    assert survey.total_epsilon == pytest.approx(math.log(3))  # the randomized one only
+    assert [q.id for q in survey.direct_questions] == ["faculty", "year"]
+    ledger = check_lifetime([], survey)
+    assert [e.question_id for e in ledger.entries] == ["cheat"]
+    view = survey.respondent_view()
+    assert [q["direct"] for q in view["questions"]] == [True, True, False]
+    assert view["questions"][0]["reports"] == ["law", "medicine", "science", "arts"]
+    # a direct question is no way round the budget: the randomized ones still must fit
+    over = copy.deepcopy(STUDY) | {"privacy_budget": 1.0}
+    with pytest.raises(SurveyError, match="privacy_budget"):
+        load_survey(over)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("sensitive", ["law"]),
+        ("innocuous_question", "Is your birthday in spring?"),
+        ("reports", ["a", "b", "c", "d"]),
+    ],
+)
+def test_a_direct_question_refuses_what_only_a_randomized_one_takes(field, value):
+    data = copy.deepcopy(STUDY)
+    data["questions"][0][field] = value
+    with pytest.raises(SurveyError, match=rf"questions\.0.*{field}: a direct question"):
+        load_survey(data)
+
+
+def test_cells_of_direct_answers_are_counted_against_min_release():
+    """4 faculties x 5 years = 20 cells: 600 expected responses leave 30 per cell, the
+    crowd size (no warning); 599 leave fewer, and the warning names both questions."""
+    survey = load_survey(copy.deepcopy(STUDY))
+    assert survey.direct_cells() == 20 and survey.cell_warning() is None
+    thin = load_survey(copy.deepcopy(STUDY) | {"expected_responses": 599})
+    warning = thin.cell_warning()
+    assert warning is not None
+    assert "(faculty, year) make 20 cells" in warning and "min_release (30)" in warning
+    assert load_survey(copy.deepcopy(STUDY) | {"expected_responses": None}).cell_warning() is None
+
+
+def test_survey_check_lists_direct_questions_apart(tmp_path):
+    path = tmp_path / "campus.json"
+    path.write_text(json.dumps(STUDY | {"expected_responses": 200}))
+    out = CliRunner().invoke(app, ["survey", "check", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    payload = json.loads(out.stdout)
+    assert [q["id"] for q in payload["questions"]] == ["cheat"]
+    assert payload["direct_questions"] == [
+        {"id": "faculty", "choices": ["law", "medicine", "science", "arts"]},
+        {"id": "year", "choices": ["first", "second", "third", "fourth", "later"]},
+    ]
+    assert payload["direct_cells"] == 20 and len(payload["warnings"]) == 1
+    table = CliRunner().invoke(app, ["survey", "check", str(path)], env={"COLUMNS": "200"})
+    assert table.exit_code == 0
+    assert "Asked directly (sent as given, outside the budget; 20 cells together)" in table.stdout
+    assert "faculty (law, medicine, science, arts)" in table.stdout
+    assert "10 per cell on average, below min_release (30)" in table.output
+
+
+def test_the_terminal_client_sends_a_direct_answer_as_given_and_keeps_none(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store.publish(load_survey(copy.deepcopy(STUDY) | {"min_release": 1}))
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "200"}
+    with serve_in_thread(store, ANALYST) as base:
+        out = CliRunner().invoke(
+            app, ["respond", f"{base}/s/campus", "--yes"], env=env, input="science\n4\n1\n"
+        )
+    assert out.exit_code == 0, out.output
+    assert "except the questions asked directly" in out.output
+    assert "1-4 or its label; sent as given" in out.output
+    assert "1-2 or its label; stays on this computer" in out.output
+    assert "Sent as given: this answer is not randomized" in out.output
+    frame = store.export("campus")
+    sent = dict(zip(frame["question_id"], frame["report"], strict=True))
+    assert sent["faculty"] == 2 and sent["year"] == 3 and sent["cheat"] in (0, 1)
+    keys = {q.id: q.memo_digest for q in store.survey("campus").questions}
+    memo = json.loads((tmp_path / "data" / "deniable" / "memo.json").read_text())
+    (kept,) = memo.values()  # one owner: this computer
+    assert kept == {keys["cheat"]: sent["cheat"]}  # the direct answers are not kept
+    store.close()
+
+
+@pytest.mark.anyio
+async def test_the_dashboard_shows_a_direct_question_as_its_sample_proportions(client, rng):
+    """Direct answers are stored as given: the results' estimate for a direct question
+    is the sample proportion of each answer, and the dashboard page renders it."""
+    data = copy.deepcopy(STUDY) | {"min_release": 10}
+    r = await client.post("/api/surveys", json=data, headers=AUTH)
+    assert r.status_code == 201, r.text
+    # every cell (faculty x one year) holds at least min_release: nothing is suppressed
+    faculties = rng.permutation(np.repeat([0, 1, 2, 3], [20, 15, 15, 10]))
+    for i, f in enumerate(faculties):
+        body = {"version": 1, "reports": {"faculty": int(f), "year": 1, "cheat": i % 2}}
+        assert (await client.post("/api/surveys/campus/responses", json=body)).status_code == 201
+    res = (await client.get("/api/surveys/campus/results", headers=AUTH)).json()
+    faculty = next(q for q in res["questions"] if q["id"] == "faculty")
+    share = np.bincount(faculties, minlength=4) / faculties.size
+    assert faculty["prevalence"] == pytest.approx(share.tolist(), abs=1e-12)
+    page = await client.get("/surveys/campus/results", headers=AUTH)
+    assert page.status_code == 200 and "Which faculty are you in?" in page.text
+    assert faculty["direct"] is True and "direct, sent as given" in page.text
+
+
+def test_the_campus_example_checks():
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "examples" / "campus.yaml"
+    out = CliRunner().invoke(app, ["survey", "check", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    payload = json.loads(out.stdout)
+    assert [q["id"] for q in payload["questions"]] == ["cheat", "plagiarism"]
+    assert payload["direct_cells"] == 20 and payload["warnings"] == []
+
+
+def test_a_cell_of_direct_answers_under_min_release_appears_nowhere(tmp_path):
+    """min_release 5; one release of 13 responses: (law, first) x 6, (medicine, first)
+    x 5, (law, second) x 2. The last cell is under 5: both its direct answers are
+    recoded to missing in the tallies, the long and wide exports and a Parquet export
+    read back, although "law" alone has 8; its randomized reports stay."""
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 5})
+    store.publish(survey)
+    cells = [(0, 0)] * 6 + [(1, 0)] * 5 + [(0, 1)] * 2
+    batch = [{"faculty": f, "year": y, "cheat": 1} for f, y in cells]
+    store.submit_batch(survey, batch)
+    assert store.released_count("campus") == 13
+    tallies = store.tallies(survey)
+    assert tallies["faculty"].counts.tolist() == [6, 5, 0, 0]
+    assert tallies["year"].counts.tolist() == [11, 0, 0, 0, 0]
+    assert tallies["cheat"].n == 13
+    long = store.export("campus")
+    assert len(long) == 13 + 2 * 11
+    assert "second" not in set(long["report_label"])
+    wide = read_export_bytes(tmp_path, store, "wide")
+    assert wide["faculty"].isna().sum() == 2 and wide["year"].isna().sum() == 2
+    assert wide.loc[wide["year"].isna(), "faculty"].isna().all()
+    assert wide["cheat"].notna().all()
+    parquet = read_export_bytes(tmp_path, store, "parquet")
+    assert sorted(parquet["faculty"].dropna().astype(int).tolist()) == [0] * 6 + [1] * 5
+    store.close()
+
+
+def read_export_bytes(folder, store: Store, fmt: str):
+    from deniable.collection.export import export_bytes, read_export, survey_file
+
+    content, _, name = export_bytes(store, "campus", fmt)
+    path = folder / name
+    path.write_bytes(content)
+    (folder / "campus.survey.json").write_text(json.dumps(survey_file(store, "campus")))
+    frame, _ = read_export(path)
+    return frame
+
+
+def test_only_a_direct_question_may_go_unanswered():
+    data = copy.deepcopy(STUDY)
+    data["questions"][2]["allow_no_answer"] = True
+    with pytest.raises(SurveyError, match=r"questions\.2.*allow_no_answer: only a direct"):
+        load_survey(data)
+
+
+@pytest.mark.anyio
+async def test_prefer_not_to_say_is_stored_as_missing(client):
+    """``null`` for a direct question with allow_no_answer: stored, and missing in the
+    tallies and exports; ``null`` anywhere else is refused (422) and nothing is stored."""
+    data = copy.deepcopy(STUDY) | {"min_release": 2}
+    assert (await client.post("/api/surveys", json=data, headers=AUTH)).status_code == 201
+    for year in (None, 2, None, 2):  # two cells of two: none under min_release
+        body = {"version": 1, "reports": {"faculty": 0, "year": year, "cheat": 1}}
+        r = await client.post("/api/surveys/campus/responses", json=body)
+        assert r.status_code == 201, r.text
+    for bad in ({"faculty": None, "year": 1, "cheat": 1}, {"faculty": 0, "year": 1, "cheat": None}):
+        r = await client.post("/api/surveys/campus/responses", json={"version": 1, "reports": bad})
+        assert r.status_code == 422, r.text
+        assert "must be an integer report code" in r.json()["error"]["message"]
+    store = client.store
+    assert store.released_count("campus") == 4
+    survey = store.survey("campus")
+    tallies = store.tallies(survey)
+    assert tallies["year"].counts.tolist() == [0, 0, 2, 0, 0]
+    assert tallies["faculty"].n == 4 and tallies["cheat"].n == 4
+    long = store.export("campus")
+    assert len(long) == 10 and (long["question_id"] == "year").sum() == 2

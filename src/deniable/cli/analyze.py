@@ -261,6 +261,26 @@ def analyze(
     if question is not None:
         if design:
             raise fail("--question takes the design from the export's survey file; drop --design")
+        unsupported = {
+            "--pi": pi,
+            "--population": population,
+            "--strata": strata,
+            "--clusters": clusters,
+            "--variance": variance,
+            "--labels": labels,
+            "--postprocess": postprocess,
+        }
+        given = [name for name, value in unsupported.items() if value]
+        if given or (formula and by):
+            raise fail(
+                f"--question takes at most one of --formula and --by; got "
+                f"{', '.join(given + (['--formula', '--by'] if formula and by else []))}"
+            )
+        if formula or by:
+            from .export_models import analyze_export_model
+
+            analyze_export_model(reports, question, version, formula, by, confidence_level, as_json)
+            return
         d, values, missing = _export_question(reports, question, version)
         if isinstance(d, NumericQuestionMean):
             _analyze_numeric(d, values, missing, confidence_level, as_json)
@@ -290,11 +310,11 @@ def analyze(
     d = parse_design(design)
     if mode == "formula":
         assert formula is not None
-        _analyze_formula(reports, d, formula, confidence_level, as_json)
+        _analyze_formula(read_table(reports), d, formula, confidence_level, as_json)
         return
     if mode == "subgroups":
         assert by is not None
-        _analyze_by(reports, d, column, by, confidence_level, as_json)
+        _analyze_by(read_table(reports), d, column, by, confidence_level, as_json)
         return
     if mode == "complex":
         options = {"strata": strata, "clusters": clusters, "variance": variance}
@@ -420,11 +440,10 @@ def _analyze_codes(
 
 
 def _analyze_formula(
-    reports: Path, d: Design, formula: str, confidence_level: float, as_json: bool
+    frame: pd.DataFrame, d: Design, formula: str, confidence_level: float, as_json: bool
 ) -> None:
     from ..analysis import rr_logit
 
-    frame = read_table(reports)
     try:
         fit = rr_logit(formula, frame, d)
         ci = fit.conf_int(confidence_level)
@@ -451,11 +470,10 @@ def _analyze_formula(
 
 
 def _analyze_by(
-    reports: Path, d: Design, column: str, by: str, confidence_level: float, as_json: bool
+    frame: pd.DataFrame, d: Design, column: str, by: str, confidence_level: float, as_json: bool
 ) -> None:
     from ..analysis import subgroup_prevalence
 
-    frame = read_table(reports)
     require_columns(frame, {"--column": column, "--by": by})
     rows = frame[[column, by]].dropna()
     try:

@@ -1,0 +1,105 @@
+"""``deniable analyze EXPORT --question ID --by Q`` and ``--formula 'ID ~ Q'`` on what
+the service collected: the direct questions enter by their labels, missing ones are
+left out, and the numbers are the library's on the same rows."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from deniable.analysis import rr_logit, subgroup_prevalence
+from deniable.cli import app
+from deniable.collection.export import export_bytes, survey_file
+from deniable.collection.storage import Store
+from deniable.collection.survey import load_survey
+
+from .test_direct import STUDY
+
+#: True prevalence of cheating per faculty (law, medicine, science, arts).
+TRUTH = np.array([0.10, 0.20, 0.35, 0.50])
+
+
+@pytest.fixture
+def exported(tmp_path, rng):
+    """2,000 simulated respondents (faculty drawn, cheating by faculty, randomized as the
+    device does); a wide CSV export and its survey file."""
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 30})
+    store.publish(survey)
+    n = 2_000
+    faculty = rng.integers(0, 4, size=n)
+    year = rng.integers(0, 2, size=n)  # 8 cells of about 250
+    truth = (rng.random(n) < TRUTH[faculty]).astype(np.int64)
+    cheat = survey.question("cheat").mechanism.randomize(truth, rng)
+    batch = [
+        {"faculty": int(f), "year": int(y), "cheat": int(c)}
+        for f, y, c in zip(faculty, year, cheat, strict=True)
+    ]
+    store.submit_batch(survey, batch)
+    content, _, name = export_bytes(store, "campus", "wide")
+    path = tmp_path / name
+    path.write_bytes(content)
+    (tmp_path / "campus.survey.json").write_text(json.dumps(survey_file(store, "campus")))
+    frame = store.export("campus").pivot(
+        index="response_id", columns="question_id", values="report_label"
+    )
+    codes = store.export("campus").pivot(
+        index="response_id", columns="question_id", values="report"
+    )
+    store.close()
+    return path, survey, frame.join(codes[["cheat"]].rename(columns={"cheat": "code"}))
+
+
+def run(*args: str) -> dict:
+    out = CliRunner().invoke(app, ["analyze", *args, "--json"])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.stdout)
+
+
+def test_by_a_direct_question_equals_the_library(exported):
+    path, survey, frame = exported
+    payload = run(str(path), "--question", "cheat", "--by", "faculty")
+    design = survey.question("cheat").mechanism
+    res = subgroup_prevalence(design, frame["code"].to_numpy(np.int64), frame["faculty"].to_numpy())
+    table = res.table(0.95)
+    groups = {g["group"]: g for g in payload["groups"]}
+    assert set(groups) == {"law", "medicine", "science", "arts"}
+    for label, row in table.iterrows():
+        assert groups[label]["prevalence"] == pytest.approx(row["prevalence"], abs=1e-10)
+        assert groups[label]["std_error"] == pytest.approx(row["std_error"], abs=1e-10)
+    # each faculty's truth within 4 of its standard errors
+    for j, label in enumerate(["law", "medicine", "science", "arts"]):
+        g = groups[label]
+        assert abs(g["prevalence"] - TRUTH[j]) < 4 * g["std_error"]
+    # the faculties differ: noncentrality about 45 on 3 df, power above 99% at 0.01
+    assert payload["test_equal"]["pvalue"] < 0.01
+
+
+def test_a_formula_on_direct_questions_equals_rr_logit(exported):
+    path, survey, frame = exported
+    payload = run(str(path), "--question", "cheat", "--formula", "cheat ~ faculty")
+    data = pd.DataFrame({"cheat": frame["code"].to_numpy(np.int64), "faculty": frame["faculty"]})
+    fit = rr_logit("cheat ~ faculty", data, survey.question("cheat").mechanism)
+    for term, value in fit.params.items():
+        assert payload["params"][term] == pytest.approx(value, abs=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--by", "nosuch"], "'nosuch' must be another question of the survey"),
+        (["--formula", "faculty ~ year"], "must have --question 'cheat' on its left"),
+        (["--by", "faculty", "--formula", "cheat ~ year"], "at most one of --formula and --by"),
+        (["--by", "faculty", "--strata", "year"], "--strata"),
+    ],
+)
+def test_what_an_export_analysis_cannot_honour_is_an_error(exported, args, message):
+    path, _, _ = exported
+    out = CliRunner().invoke(app, ["analyze", str(path), "--question", "cheat", *args])
+    assert out.exit_code != 0
+    assert message in " ".join(out.output.split())

@@ -258,19 +258,21 @@ def analyze(
     regression of the randomized answer; with ``--by`` it estimates per subgroup; with
     ``--pi`` or ``--population`` it gives design-based (Horvitz-Thompson) estimates.
     """
+    mode_options: dict[str, object] = {
+        "--formula": formula,
+        "--by": by,
+        "--pi": pi,
+        "--population": population,
+        "--strata": strata,
+        "--clusters": clusters,
+        "--variance": variance,
+        "--labels": labels,
+        "--postprocess": postprocess,
+    }
     if question is not None:
         if design:
             raise fail("--question takes the design from the export's survey file; drop --design")
-        unsupported = {
-            "--pi": pi,
-            "--population": population,
-            "--strata": strata,
-            "--clusters": clusters,
-            "--variance": variance,
-            "--labels": labels,
-            "--postprocess": postprocess,
-        }
-        given = [name for name, value in unsupported.items() if value]
+        given = [n for n, v in mode_options.items() if v and n not in ("--formula", "--by")]
         if given or (formula and by):
             raise fail(
                 f"--question takes at most one of --formula and --by; got "
@@ -290,20 +292,7 @@ def analyze(
     if not design:
         raise fail("--design is required (or --question, for a file deniable exported)")
     oracle = parse_oracle(design)
-    mode = choose_mode(
-        oracle is not None,
-        {
-            "--formula": formula,
-            "--by": by,
-            "--pi": pi,
-            "--population": population,
-            "--strata": strata,
-            "--clusters": clusters,
-            "--variance": variance,
-            "--labels": labels,
-            "--postprocess": postprocess,
-        },
-    )
+    mode = choose_mode(oracle is not None, mode_options)
     if oracle is not None:
         _analyze_oracle(oracle, reports, labels, alpha, top, confidence_level, as_json, postprocess)
         return

@@ -935,3 +935,37 @@ def test_the_german_page_translates_default_labels_and_units(browser, site):
     body = page.locator("#questions").inner_text()
     assert "different" not in body and "hours" not in body
     context.close()
+
+
+def test_the_dashboard_breaks_a_question_down_by_a_direct_one(browser, site, tmp_path):
+    """A study with direct questions: the dashboard shows cheat by faculty and by year
+    (a table per pair, with the test of equal prevalence); on a phone's width nothing
+    scrolls sideways."""
+    from .test_direct import STUDY
+
+    base, store, _ = site
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 20})
+    store.publish(survey)
+    rng = np.random.default_rng(20261125)
+    faculty = rng.integers(0, 4, size=400)
+    truth = (rng.random(400) < np.array([0.1, 0.2, 0.35, 0.5])[faculty]).astype(np.int64)
+    cheat = survey.question("cheat").mechanism.randomize(truth, rng)
+    rows = [
+        {"faculty": int(f), "year": int(i % 2), "cheat": int(c)}
+        for i, (f, c) in enumerate(zip(faculty, cheat, strict=True))
+    ]
+    store.submit_batch(survey, rows)
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(f"{base}/surveys/campus/results")
+    page.fill("#token", ANALYST)
+    page.get_by_role("button", name="Log in").click()
+    table = page.locator("#by-cheat-faculty")
+    table.wait_for()
+    assert table.locator("tbody tr").count() == 4
+    assert "Equal prevalence across faculty: chi-square" in page.inner_text("body")
+    assert "direct, sent as given" in page.inner_text("body")
+    _no_horizontal_scroll(page)
+    table.scroll_into_view_if_needed()
+    _screenshot(page, "dashboard-breakdown", tmp_path)
+    context.close()

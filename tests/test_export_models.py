@@ -103,3 +103,48 @@ def test_what_an_export_analysis_cannot_honour_is_an_error(exported, args, messa
     out = CliRunner().invoke(app, ["analyze", str(path), "--question", "cheat", *args])
     assert out.exit_code != 0
     assert message in " ".join(out.output.split())
+
+
+def test_the_dashboard_breakdown_equals_analyze_by(exported, tmp_path):
+    """The results' breakdown of cheat by faculty (and by year) is what `deniable
+    analyze EXPORT --question cheat --by ...` prints, to 1e-10, and the page shows it."""
+    from deniable.collection.server.pages import survey_results
+
+    path, survey, _ = exported
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    results = survey_results(store, store.survey("campus"), 0.95)
+    store.close()
+    by = {(b["question"], b["by"]): b for b in results["breakdowns"]}
+    assert set(by) == {("cheat", "faculty"), ("cheat", "year")}
+    for direct in ("faculty", "year"):
+        payload = run(str(path), "--question", "cheat", "--by", direct)
+        cli = {g["group"]: g for g in payload["groups"]}
+        board = by["cheat", direct]
+        assert [g["group"] for g in board["groups"]] == [
+            label for label in survey.question(direct).choice_labels if label in cli
+        ]
+        for g in board["groups"]:
+            for key in ("n", "prevalence", "std_error", "low", "high"):
+                assert g[key] == pytest.approx(cli[g["group"]][key], abs=1e-10)
+        assert board["test_equal"]["pvalue"] == pytest.approx(
+            payload["test_equal"]["pvalue"], abs=1e-10
+        )
+
+
+@pytest.mark.anyio
+async def test_the_dashboard_page_shows_the_breakdown(client, rng):
+    data = copy.deepcopy(STUDY) | {"min_release": 10}
+    from .conftest import AUTH
+
+    assert (await client.post("/api/surveys", json=data, headers=AUTH)).status_code == 201
+    for i in range(40):
+        body = {"version": 1, "reports": {"faculty": i % 2, "year": 0, "cheat": int(i % 3 == 0)}}
+        assert (await client.post("/api/surveys/campus/responses", json=body)).status_code == 201
+    page = await client.get("/surveys/campus/results", headers=AUTH)
+    assert page.status_code == 200, page.text
+    assert 'id="by-cheat-faculty"' in page.text
+    assert 'Have you cheated in an exam this year? ("yes") by Which faculty' in page.text
+    res = (await client.get("/api/surveys/campus/results", headers=AUTH)).json()
+    (faculty,) = [b for b in res["breakdowns"] if b["by"] == "faculty"]
+    assert [g["group"] for g in faculty["groups"]] == ["law", "medicine"]
+    assert [g["n"] for g in faculty["groups"]] == [20, 20]

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 from numpy.typing import NDArray
 
@@ -181,6 +182,67 @@ def survey_results(
         if notes:
             item["note"] = "; ".join(notes)
         out["questions"].append(item)
+    if survey.direct_questions and not pooled and released:
+        out["breakdowns"] = breakdowns(store, survey, level)
+    return out
+
+
+def breakdowns(store: Store, survey: Survey, level: float) -> list[dict[str, Any]]:
+    """Each randomized yes/no question by each direct question: the prevalence of its
+    second answer per answer of the direct one, with its interval and a test of equal
+    prevalence (:func:`~deniable.analysis.subgroup_prevalence`). The rows are the
+    version's released responses after small cells are recoded to missing
+    (:func:`~deniable.collection.reading.suppress_small_cells`), those missing either
+    answer left out: the rows ``deniable analyze EXPORT --question Q --by D`` reads."""
+    from ...analysis import subgroup_prevalence
+
+    long = store.export(survey.id)
+    long = long[long["version"] == survey.version]
+    codes = long.pivot(index="response_id", columns="question_id", values="report")
+    labels = long.pivot(index="response_id", columns="question_id", values="report_label")
+    out: list[dict[str, Any]] = []
+    for q in survey.questions:
+        if q.is_direct or q.range is not None or q.mechanism.n_truths != 2:
+            continue
+        for by in survey.direct_questions:
+            if q.id not in codes or by.id not in labels:
+                continue
+            rows = pd.DataFrame({"code": codes[q.id], "group": labels[by.id]}).dropna()
+            if rows.empty:
+                continue
+            res = subgroup_prevalence(
+                q.mechanism, rows["code"].to_numpy(np.int64), rows["group"].to_numpy()
+            )
+            table = res.table(level)
+            test = res.test_equal() if len(res.estimates) > 1 else None
+            values = {label: row for label, row in zip(table.index, table.to_numpy(), strict=True)}
+            columns = list(table.columns)  # n, prevalence, std_error, low, high
+            groups = [
+                {"group": label}
+                | {
+                    c: (int(v) if c == "n" else float(v))
+                    for c, v in zip(columns, values[label], strict=True)
+                }
+                for label in by.report_labels
+                if label in values
+            ]
+            out.append(
+                {
+                    "question": q.id,
+                    "text": q.text,
+                    "answer": q.choice_labels[1],
+                    "by": by.id,
+                    "by_text": by.text,
+                    "groups": groups,
+                    "test_equal": None  # one group: nothing to compare
+                    if test is None
+                    else {
+                        "statistic": float(test.statistic),
+                        "df": int(test.df),
+                        "pvalue": float(test.pvalue),
+                    },
+                }
+            )
     return out
 
 

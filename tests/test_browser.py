@@ -663,6 +663,18 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     page.get_by_text("425 responses to this version").wait_for(timeout=10_000)
     monkeypatch.setenv("DENIABLE_DASHBOARD_REFRESH", "30")
     page.goto(f"{base}/surveys/{survey.id}/results")
+    # closing asks first: dismissed, nothing happens; accepted, the survey closes
+    asked: list[str] = []
+
+    def answer(dialog, accept: bool) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    page.once("dialog", lambda d: answer(d, False))
+    page.get_by_role("button", name="Close the survey").click()
+    page.wait_for_timeout(300)
+    assert not store.is_closed(survey.id) and asked[0].startswith("Close the survey?")
+    page.once("dialog", lambda d: answer(d, True))
     page.get_by_role("button", name="Close the survey").click()
     page.get_by_role("button", name="Reopen the survey").wait_for()
     assert store.is_closed(survey.id)
@@ -678,6 +690,11 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     _no_horizontal_scroll(small)
     _screenshot(small, "respondent-phone", tmp_path)
     phone.close()
+    # signing out drops the session: the results page asks for the token again
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(f"{base}/login")
+    page.goto(f"{base}/surveys/{survey.id}/results")
+    assert page.locator("#token").is_visible()
     context.close()
 
 

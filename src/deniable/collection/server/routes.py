@@ -249,6 +249,14 @@ async def login(request: Request) -> Response:
     return response
 
 
+@public_router.post("/logout")
+def logout() -> Response:
+    """Sign out: the browser drops the session cookie and goes to the login form."""
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
 def _safe_next(target: str) -> str:
     """Only the server's own results pages are redirect targets."""
     pattern = r"/surveys/[a-z][a-z0-9_-]{0,63}/results(\?version=[0-9]{1,7})?(&pooled=true)?"

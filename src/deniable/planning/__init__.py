@@ -1,10 +1,12 @@
 """Planning a survey: sample size, disclosure risk, the prevalence test, simulation, plots.
 
-``sample_size`` (normal, Chebyshev, exact binomial), ``disclosure`` (what one report
+``sample_size`` (normal, Chebyshev, exact binomial), ``arms`` (arm sizes of a
+validation study, the extended crosswise model's size), ``disclosure`` (what one report
 reveals), ``testing`` (the exact threshold test on the reports and its error rates),
 ``simulation`` (seeded simulated tallies) and ``plots`` (matplotlib, loaded only there).
 """
 
+from .arms import ArmSizes, arm_comparison_power, arm_comparison_size, ecwm_size
 from .disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
 from .sample_size import sample_size
 from .testing import (
@@ -15,11 +17,15 @@ from .testing import (
 )
 
 __all__ = [
+    "ArmSizes",
     "DisclosureRisk",
     "PrevalenceTestErrorRates",
     "PrevalenceTestResult",
     "answer_odds_factors",
+    "arm_comparison_power",
+    "arm_comparison_size",
     "disclosure_risk",
+    "ecwm_size",
     "prevalence_test",
     "prevalence_test_error_rates",
     "sample_size",

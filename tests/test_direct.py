@@ -256,3 +256,25 @@ async def test_prefer_not_to_say_is_stored_as_missing(client):
     assert tallies["faculty"].n == 4 and tallies["cheat"].n == 4
     long = store.export("campus")
     assert len(long) == 10 and (long["question_id"] == "year").sum() == 2
+
+
+def test_spss_and_stata_labels_say_which_columns_hold_randomized_reports(tmp_path):
+    """A randomized question's variable label says its codes are reports, not answers;
+    a direct question's is its text."""
+    import pyreadstat
+
+    from deniable.collection.export import export_bytes
+
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1})
+    store.publish(survey)
+    store.submit_batch(survey, [{"faculty": 0, "year": 1, "cheat": 1}])
+    for fmt, reader in (("sav", pyreadstat.read_sav), ("dta", pyreadstat.read_dta)):
+        content, _, name = export_bytes(store, "campus", fmt)
+        (tmp_path / name).write_bytes(content)
+        _, meta = reader(str(tmp_path / name))
+        labels = dict(zip(meta.column_names, meta.column_labels, strict=True))
+        assert labels["cheat"].startswith("Randomized report, not the answer: Have you cheated")
+        assert labels["faculty"] == "Which faculty are you in?"
+        assert meta.variable_value_labels["cheat"] == {0: "no", 1: "yes"}
+    store.close()

@@ -10,7 +10,8 @@ Formats (:data:`EXPORT_FORMATS`):
 - ``parquet``: the wide table; the survey file rides in the Parquet metadata
   (key ``deniable.survey``).
 - ``sav`` (SPSS) and ``dta`` (Stata): the wide table through ``pyreadstat``, the
-  question text as each variable's label and the report labels as value labels.
+  question text as each variable's label (a randomized question's begins "Randomized
+  report, not the answer:"; Stata keeps 80 characters) and the report labels as value labels.
 - ``survey``: the survey file (JSON, every published version).
 
 Every report export is read back by ``deniable analyze FILE --question ID``, which
@@ -128,7 +129,9 @@ def _readstat(store: Store, survey_id: str, frame: pd.DataFrame, fmt: str) -> by
     values: dict[str, dict[int | float, str]] = {}
     for version in store.versions(survey_id):
         for q in version.questions:
-            labels[q.id] = q.text[:250]
+            # a randomized question's codes are reports, not answers: the label says so
+            kind = "" if q.is_direct else "Randomized report, not the answer: "
+            labels[q.id] = (kind + q.text)[: 80 if fmt == "dta" else 250]  # Stata: 80
             values[q.id] = dict(enumerate(q.report_labels))
     out = frame.copy()
     out["received_bucket"] = out["received_bucket"].dt.tz_localize(None)

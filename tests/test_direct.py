@@ -278,3 +278,22 @@ def test_spss_and_stata_labels_say_which_columns_hold_randomized_reports(tmp_pat
         assert labels["faculty"] == "Which faculty are you in?"
         assert meta.variable_value_labels["cheat"] == {0: "no", 1: "yes"}
     store.close()
+
+
+def test_the_forest_plot_labels_each_category(tmp_path, monkeypatch):
+    """A long question with four answers: each row of the forest plot is labelled by the
+    question id and its own category, not by the question's first words."""
+    from deniable.collection.server import pages
+
+    drawn: list[list[str]] = []
+    real = pages.forest_labels
+    monkeypatch.setattr(pages, "forest_labels", lambda rows: drawn.append(real(rows)) or drawn[-1])
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1})
+    store.publish(survey)
+    store.submit_batch(survey, [{"faculty": i % 4, "year": 0, "cheat": i % 2} for i in range(8)])
+    pages.results_page(store, survey)
+    (labels,) = drawn
+    assert labels[:4] == ["faculty: law", "faculty: medicine", "faculty: science", "faculty: arts"]
+    assert labels[-1] == "cheat: yes" and len(set(labels)) == len(labels)
+    store.close()

@@ -319,6 +319,7 @@ def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[st
             row: dict[str, Any] = {
                 "name": f"{q['text']} ({cat})",
                 "id": q["id"],
+                "category": cat,
                 "n": q["n"],
                 "design": q["design"],
                 "epsilon": "sent as given" if q.get("direct") else q["epsilon"],
@@ -347,7 +348,7 @@ def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[st
         # it: draw the interval and the estimate separately (no negative error bars)
         ax.hlines(y, [r["low"] for r in shown], [r["high"] for r in shown], color="C0", lw=2)
         ax.plot(e, y, "o", color="C0")
-        ax.set_yticks(y, [_short(r["name"]) for r in shown])
+        ax.set_yticks(y, forest_labels(shown))
         ax.set_xlim(min(-0.05, float(e.min()) - 0.05), max(1.05, float(e.max()) + 0.05))
         ax.axvline(0, color="0.8", lw=0.8)
         ax.set_xlabel("estimated prevalence with 95% confidence interval")
@@ -391,6 +392,13 @@ def dashboard_refresh() -> int:
     if not raw.isdigit() or not 1 <= int(raw) <= 3600:
         raise ValueError(f"DENIABLE_DASHBOARD_REFRESH must be 1..3600 seconds, got {raw!r}")
     return int(raw)
+
+
+def forest_labels(rows: list[dict[str, Any]]) -> list[str]:
+    """The forest plot's label of each row: its question's id and its category (a long
+    question's first words, cut, would read the same for every category), at most 40
+    characters."""
+    return [_short(f"{r['id']}: {r['category']}") for r in rows]
 
 
 def _short(text: str, width: int = 40) -> str:

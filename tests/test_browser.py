@@ -986,3 +986,31 @@ def test_the_dashboard_breaks_a_question_down_by_a_direct_one(browser, site, tmp
     table.scroll_into_view_if_needed()
     _screenshot(page, "dashboard-breakdown", tmp_path)
     context.close()
+
+
+def test_a_direct_number_is_sent_as_its_bin_in_the_browser(browser, site):
+    from .test_direct import AGE, STUDY
+
+    base, store, _ = site
+    data = copy.deepcopy(STUDY) | {"id": "ages", "min_release": 1}
+    data["questions"] = [copy.deepcopy(AGE), STUDY["questions"][2]]
+    store.publish(load_survey(data))
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(f"{base}/s/ages")
+    box = page.get_by_label("a number from 16 to 80 years")
+    box.fill("81")
+    page.locator("#q-age [data-role=use-answer]").click()
+    assert page.locator("#report-age").inner_text() == "Enter a number from 16 to 80."
+    box.fill("27.5")
+    page.locator("#q-age [data-role=use-answer]").click()
+    shown = page.locator("#report-age").inner_text()
+    assert shown == 'The server will receive your answer "25–30" as given.'
+    page.locator("#truth-cheat-0").check()
+    page.locator("#q-cheat [data-role=draw]").click()
+    page.get_by_role("button", name="Send my reports").click()
+    page.get_by_text("Sent and stored").wait_for()
+    frame = store.export("ages")
+    assert dict(zip(frame["question_id"], frame["report"], strict=True))["age"] == 2
+    _no_horizontal_scroll(page)
+    context.close()

@@ -297,3 +297,61 @@ def test_the_forest_plot_labels_each_category(tmp_path, monkeypatch):
     assert labels[:4] == ["faculty: law", "faculty: medicine", "faculty: science", "faculty: arts"]
     assert labels[-1] == "cheat: yes" and len(set(labels)) == len(labels)
     store.close()
+
+
+AGE = {
+    "id": "age",
+    "text": "How old are you?",
+    "range": {"low": 16, "high": 80, "unit": "years"},
+    "bins": [16, 20, 25, 30, 40, 80],
+    "design": {"name": "direct"},
+}
+
+
+def test_a_direct_number_is_sent_as_its_bin():
+    data = copy.deepcopy(STUDY)
+    data["questions"].insert(0, copy.deepcopy(AGE))
+    survey = load_survey(data)
+    age = survey.question("age")
+    assert age.is_direct and age.cost == 0 and age.numeric is None
+    assert age.choice_labels == ["16–20", "20–25", "25–30", "30–40", "40–80"]
+    assert [age.bin_of(v) for v in (16, 19.99, 20, 29.5, 40, 79, 80)] == [0, 0, 1, 2, 4, 4, 4]
+    with pytest.raises(ValueError, match=r"age must be a number in \[16, 80\]"):
+        age.bin_of(81)
+    assert survey.direct_cells() == 5 * 4 * 5
+    view = survey.respondent_view()["questions"][0]
+    assert view["bins"] == [16, 20, 25, 30, 40, 80] and view["numeric"]["unit"] == "years"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"bins": None}, "needs bins"),
+        ({"bins": [10, 20, 80]}, "must start at low"),
+        ({"bins": [16, 30, 20, 80]}, "increase strictly"),
+        ({"design": {"name": "duchi", "params": {"epsilon": 1.0}}}, "only a direct question"),
+    ],
+)
+def test_bins_are_checked(change, message):
+    data = copy.deepcopy(STUDY)
+    data["questions"].insert(0, copy.deepcopy(AGE) | change)
+    with pytest.raises(SurveyError, match=message):
+        load_survey(data)
+
+
+def test_the_terminal_client_sends_a_direct_number_as_its_bin(tmp_path):
+    data = copy.deepcopy(STUDY) | {"min_release": 1}
+    data["questions"].insert(0, copy.deepcopy(AGE))
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store.publish(load_survey(data))
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "200"}
+    with serve_in_thread(store, ANALYST) as base:
+        out = CliRunner().invoke(
+            app, ["respond", f"{base}/s/campus", "--yes"], env=env, input="27.5\nlaw\n6\nno\n"
+        )
+    assert out.exit_code == 0, out.output
+    assert "its range is sent as given" in out.output
+    frame = store.export("campus")
+    sent = dict(zip(frame["question_id"], frame["report_label"], strict=True))
+    assert sent["age"] == "25–30" and sent["faculty"] == "law" and "year" not in sent
+    store.close()

@@ -354,7 +354,7 @@ def _export_question(
     values = raw.dropna().to_numpy(dtype=np.int64)
     if not np.all((values >= 0) & (values < d.n_reports)):
         raise fail(f"column {question!r} must hold report codes 0..{d.n_reports - 1}")
-    if survey.question(question).range is not None:
+    if survey.question(question).numeric is not None:
         return NumericQuestionMean(d, survey.question(question)), values, int(raw.isna().sum())
     return d, values, int(raw.isna().sum())
 

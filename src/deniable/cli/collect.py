@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -367,6 +368,13 @@ def respond(
                 if q.get("direct"):  # sent as given: never randomized, never memoized
                     out.print(f"\n[bold]{i}. {q['text']}[/]")
                     out.print(f"[yellow]{catalog('en')['direct_note']}[/]")
+                    if q.get("bins"):  # a number, sent as the bin it falls in
+                        value = _ask_number(q["numeric"], as_json, binned=True)
+                        edges = q["bins"]
+                        reports[q["id"]] = min(
+                            bisect.bisect_right(edges, value) - 1, len(edges) - 2
+                        )
+                        continue
                     labels = list(q["choices"])
                     if q.get("allow_no_answer"):
                         labels.append(catalog("en")["no_answer"])
@@ -458,13 +466,16 @@ def _ask_choice(labels: list[str], to_stderr: bool = False, direct: bool = False
         err.print(f"Please type a number from 1 to {k}, or one of: {', '.join(labels)}.")
 
 
-def _ask_number(numeric: dict[str, Any], to_stderr: bool = False) -> float:
-    """Prompt until the answer is a finite number in ``[low, high]``; return it."""
+def _ask_number(numeric: dict[str, Any], to_stderr: bool = False, binned: bool = False) -> float:
+    """Prompt until the answer is a finite number in ``[low, high]``; return it.
+    ``binned``: a direct question, whose bin is sent, and the prompt says so."""
     low, high = float(numeric["low"]), float(numeric["high"])
     unit = f" {numeric['unit']}" if numeric.get("unit") else ""
+    where = "its range is sent as given" if binned else "stays on this computer"
     while True:
         raw = typer.prompt(
-            f"Your true answer, a number from {low:g} to {high:g}{unit} (stays on this computer)",
+            f"Your {'' if binned else 'true '}answer, a number from {low:g} to {high:g}{unit} "
+            f"({where})",
             err=to_stderr,
         ).strip()
         try:

@@ -24,6 +24,7 @@ from .._extras import require
 require("pydantic", "server")
 
 import hashlib
+import itertools
 import json
 import math
 from functools import cached_property
@@ -44,6 +45,7 @@ from pydantic import (
 from ..estimation.means import MeanEstimate, MeanTally, estimate_mean
 from ..mechanisms.binary import ForcedResponse, UnrelatedQuestion, Warner
 from ..mechanisms.designs import Design, KaryRR, protected_epsilon
+from ..mechanisms.direct import Direct
 from ..mechanisms.numeric import DuchiMean, OneBitMean
 from ..mechanisms.protocol import check_question_epsilon
 from ..mechanisms.registry import DESIGNS
@@ -149,6 +151,10 @@ class Question(BaseModel):
     allow_no_answer : bool
         A direct question may be left unanswered ("prefer not to say"): the response
         sends ``null`` for it, and it is stored as missing.
+    bins : list of float, optional
+        A direct question with a ``range``: the edges of the categories its numbers are
+        counted in (``low`` first, ``high`` last, increasing; 2 to 64 bins); the
+        device sends the bin of the number entered (:meth:`bin_of`).
     range : NumericRange, optional
         Makes the question numeric: the respondent enters a number in ``[low, high]``,
         randomized by ``duchi`` or ``1bitmean`` (``params: {epsilon}``, in nats); no
@@ -167,6 +173,9 @@ class Question(BaseModel):
     allow_large_epsilon: bool = False
     range: NumericRange | None = None
     allow_no_answer: bool = False
+    bins: list[Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
+        default=None, min_length=3, max_length=MAX_CATEGORIES + 1
+    )
     _design: Design = PrivateAttr()
     _numeric: DuchiMean | OneBitMean | None = PrivateAttr(default=None)
     _cost: float = PrivateAttr()
@@ -184,6 +193,10 @@ class Question(BaseModel):
                 "allow_no_answer: only a direct question may go unanswered (a randomized "
                 "question always sends a report, so that sending one reveals nothing)"
             )
+        if self.bins is not None and not (self.design.name == "direct" and self.range):
+            raise ValueError("bins: only a direct question with a range takes bins")
+        if self.range is not None and self.design.name == "direct":
+            return self._build_binned()
         if self.range is not None:
             return self._build_numeric()
         params: dict[str, Any] = dict(self.design.params)
@@ -256,6 +269,48 @@ class Question(BaseModel):
         check_question_epsilon(cost, "design", self.allow_large_epsilon)
         self._cost = cost
         return self
+
+    def _build_binned(self) -> Question:
+        """A direct numeric question: the device sends the bin of the number entered."""
+        assert self.range is not None
+        edges = self.bins
+        if edges is None:
+            raise ValueError(
+                "bins: a direct question with a range needs bins, the edges of the "
+                f"categories counted (from low {self.range.low:g} to high {self.range.high:g})"
+            )
+        if edges[0] != self.range.low or edges[-1] != self.range.high:
+            raise ValueError(
+                f"bins must start at low ({self.range.low:g}) and end at high "
+                f"({self.range.high:g}), got {edges[0]:g} .. {edges[-1]:g}"
+            )
+        if any(b <= a for a, b in itertools.pairwise(edges)):
+            raise ValueError("bins must increase strictly")
+        for name in ("choices", "reports", "sensitive", "innocuous_question"):
+            if getattr(self, name) is not None:
+                raise ValueError(f"{name}: a direct numeric question (with bins) takes none")
+        labels = tuple(f"{a:g}–{b:g}" for a, b in itertools.pairwise(edges))
+        self._design = Direct(k=len(labels), labels=labels)
+        self._cost = 0.0
+        return self
+
+    def bin_of(self, value: float) -> int:
+        """The bin (report code) of a number for a direct question with ``bins``:
+        ``i`` with ``bins[i] <= value < bins[i + 1]``, the last bin closed at ``high``.
+
+        Raises
+        ------
+        ValueError
+            If the question has no bins, or ``value`` is outside ``[low, high]``.
+        """
+        if self.bins is None or self.range is None:
+            raise ValueError(f"question {self.id!r} has no bins")
+        if not self.range.low <= value <= self.range.high:
+            raise ValueError(
+                f"{self.id} must be a number in [{self.range.low:g}, {self.range.high:g}], "
+                f"got {value!r}"
+            )
+        return min(int(np.searchsorted(self.bins, value, side="right")) - 1, len(self.bins) - 2)
 
     def _build_numeric(self) -> Question:
         assert self.range is not None
@@ -408,6 +463,8 @@ class Question(BaseModel):
     @property
     def choice_labels(self) -> list[str]:
         """Labels of the true answers (a numeric question's: its bounds, ``[low, high]``)."""
+        if self.bins is not None:  # a direct numeric question: its bins
+            return list(self._design.truth_labels)
         if self.range is not None:
             return [f"{self.range.low:g}", f"{self.range.high:g}"]
         return list(self.choices or self._design.truth_labels)
@@ -416,6 +473,8 @@ class Question(BaseModel):
     def report_labels(self) -> list[str]:
         """Labels of the report symbols (a numeric question's: ``["0", "1"]``, 1 pointing
         towards ``high``)."""
+        if self.bins is not None:
+            return list(self._design.report_labels)
         if self.range is not None:
             return ["0", "1"]
         if self.reports is not None:

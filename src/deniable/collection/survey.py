@@ -371,6 +371,7 @@ class Survey(BaseModel):
                     "memo_key": q.memo_digest,
                     "direct": q.is_direct,
                     "allow_no_answer": q.allow_no_answer,
+                    "bins": q.bins,
                     "design": q.design.name,
                     "params": q.numeric.params if q.numeric is not None else d.params,
                     "disclosure": _disclosure(q, self.disclosure_prior),
@@ -392,7 +393,7 @@ _LATER_FIELDS: dict[str, Any] = {
     "expected_responses": None,
 }
 #: Question fields added later, with their defaults.
-_LATER_QUESTION_FIELDS: dict[str, Any] = {"range": None, "allow_no_answer": False}
+_LATER_QUESTION_FIELDS: dict[str, Any] = {"range": None, "allow_no_answer": False, "bins": None}
 
 
 def _labels(q: Question, qt: QuestionTranslation | None, lang: str) -> tuple[list[str], list[str]]:

@@ -135,7 +135,7 @@ def survey_results(
             "n": tally.n,
             "released": tally.n >= survey.min_release,
         }
-        if q.range is not None:
+        if q.numeric is not None and q.range is not None:
             item |= {"range": [q.range.low, q.range.high], "unit": q.range.unit}
         if not item["released"]:
             item["missing"] = max(1, survey.min_release - waiting)
@@ -154,7 +154,7 @@ def survey_results(
             "high": ci.high.tolist(),
             "mle": mle.prevalence.tolist(),
         }
-        if q.range is not None:
+        if q.numeric is not None:
             item["mean"] = q.mean_from(est, ci) | {"mle": q.to_units(mle.prevalence[1])}
         notes = []
         outside = outside_unit_interval(q.mechanism, est.prevalence, tally.n)
@@ -162,7 +162,7 @@ def survey_results(
             cats = [c for c, o in zip(q.choice_labels, outside, strict=True) if o]
             what = (
                 f"the mean outside [{', '.join(q.choice_labels)}]"
-                if q.range is not None
+                if q.numeric is not None
                 else f"estimate outside [0, 1] for {', '.join(cats)}"
             )
             item["warning"] = (

@@ -533,6 +533,7 @@ const deniable = (() => {
     note.className = "direct";
     note.textContent = t("direct_note");
     fs.appendChild(note);
+    if (q.bins) return renderBinned(q, fs);
     const choiceGroup = document.createElement("div");
     choiceGroup.setAttribute("role", "radiogroup");
     choiceGroup.setAttribute("aria-label", q.text);
@@ -567,6 +568,51 @@ const deniable = (() => {
     result.setAttribute("aria-live", "polite");
     result.hidden = true;
     return result;
+  }
+
+  /**
+   * A direct numeric question: a number in [low, high], sent as the bin it falls in
+   * (bins[i] <= value < bins[i + 1], the last bin closed at high).
+   */
+  function renderBinned(q, fs) {
+    const numeric = q.numeric;
+    const label = document.createElement("label");
+    label.htmlFor = `truth-${q.id}`;
+    label.textContent = t("number_label", {
+      low: num(numeric.low), high: num(numeric.high), unit: numeric.unit ? ` ${numeric.unit}` : "",
+    });
+    const input = document.createElement("input");
+    Object.assign(input, {
+      type: "number", id: `truth-${q.id}`, name: `truth-${q.id}`, min: String(numeric.low),
+      max: String(numeric.high), step: "any", autocomplete: "off",
+    });
+    input.inputMode = "decimal";
+    const box = document.createElement("div");
+    box.className = "number";
+    box.append(label, input);
+    fs.appendChild(box);
+    const take = fs.appendChild(button(t("use_answer"), "use-answer"));
+    const skip = q.allow_no_answer ? fs.appendChild(button(t("no_answer"), "no-answer", true)) : null;
+    const result = fs.appendChild(reportLine(q));
+    take.addEventListener("click", async () => {
+      const value = input.value.trim() === "" ? NaN : Number(input.value);
+      if (!Number.isFinite(value) || value < numeric.low || value > numeric.high) {
+        result.hidden = false;
+        result.textContent = t("number_invalid", { low: num(numeric.low), high: num(numeric.high) });
+        return;
+      }
+      if (!(await ensureCredential())) return;
+      let bin = 0;
+      while (bin < q.bins.length - 2 && value >= q.bins[bin + 1]) bin += 1;
+      setReport(q, bin, t("how_direct"));
+    });
+    if (skip) {
+      skip.addEventListener("click", async () => {
+        if (!(await ensureCredential())) return;
+        setReport(q, null, t("how_direct"));
+      });
+    }
+    return fs;
   }
 
   /** The questions whose answers are randomized (not asked directly). */

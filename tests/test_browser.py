@@ -381,7 +381,7 @@ def test_an_invitation_code_typed_by_hand(browser, site):
         context = browser.new_context()
         page = context.new_page()
         page.goto(f"{base}/s/health")
-        assert page.locator("#token-box").is_visible()
+        page.locator("#token-box").wait_for()
         assert page.locator("#q-drugs [data-role=draw]").is_disabled()
         page.fill("#token", token)
         page.get_by_role("button", name="Continue with this code").click()
@@ -591,7 +591,7 @@ def test_description_consent_innocuous_question_and_hints(browser, site):
     page.goto(f"{base}/s/{data['id']}")
     assert page.get_by_text("A survey of working conditions.").is_visible()
     assert page.get_by_text("Contact: survey-team@example.org").is_visible()
-    assert page.get_by_text("Is your mother's birthday in January").first.is_visible()
+    page.get_by_text("Is your mother's birthday in January").first.wait_for()
     hint = page.locator("#hint").inner_text()
     assert "first make a report for question(s) 1, 2, 3" in hint
     page.close()
@@ -738,7 +738,7 @@ def test_the_page_in_german(browser, site):
     assert page.locator("html").get_attribute("lang") == "de"
     assert page.get_by_role("heading", name="Gesundheitsumfrage").is_visible()
     assert page.get_by_text("So wird Ihre Privatsphäre geschützt").is_visible()
-    assert page.get_by_text("illegale Drogen").is_visible()
+    page.get_by_text("illegale Drogen").wait_for()
     page.get_by_role("radio", name="ja").check()
     page.locator("#q-drugs").get_by_role(
         "button", name="Meine Antwort auf diesem Gerät verlosen"
@@ -817,7 +817,7 @@ def test_a_numeric_question_in_the_browser(browser, site, tmp_path):
     german = browser.new_context(locale="de-DE")
     page = german.new_page()
     page.goto(f"{base}/s/hours")
-    assert page.get_by_label("eine Zahl von 0 bis 40 hours").is_visible()
+    page.get_by_label("eine Zahl von 0 bis 40 hours").wait_for()
     german.close()
 
 
@@ -948,7 +948,7 @@ def test_the_german_page_translates_default_labels_and_units(browser, site):
     assert page.locator("label[for=truth-drugs-0]").inner_text().startswith("nein")
     assert page.locator("label[for=truth-drugs-1]").inner_text().startswith("ja")
     assert page.locator("label[for=outcome-cheat-1]").inner_text() == "gleich"
-    assert page.get_by_label("eine Zahl von 0 bis 12 Stunden").is_visible()
+    page.get_by_label("eine Zahl von 0 bis 12 Stunden").wait_for()
     body = page.locator("#questions").inner_text()
     assert "different" not in body and "hours" not in body
     context.close()

@@ -650,6 +650,8 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     body = page.inner_text("body")
     assert "Feldman-Cousins unified interval" in body and "constrained (MLE)" in body
     assert "400 responses to this version" in body
+    # the numeric question's mean has a plot of its own, on its range in hours
+    assert "Means with 95% confidence intervals, each in its range" in body
     _screenshot(page, "dashboard", tmp_path)
     for fmt in ("csv", "wide", "parquet", "sav", "dta", "survey"):
         link = page.locator(f"a[href$='format={fmt}']")

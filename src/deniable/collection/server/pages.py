@@ -290,9 +290,10 @@ def _png(fig: Any) -> str:
 
 
 def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[str, dict[str, Any]]:
-    """The analyst's results page (status, a table, two plots by matplotlib, the version
-    picker and the downloads; it reloads itself every 30 seconds) and the results it
-    releases (:func:`survey_results`)."""
+    """The analyst's results page (status, a table, the breakdowns by direct questions,
+    plots by matplotlib of the estimates, the means and the timeline, the version picker
+    and the downloads; it reloads itself every 30 seconds) and the results it releases
+    (:func:`survey_results`)."""
     res = survey_results(store, survey, 0.95, pooled)
     rows: list[dict[str, Any]] = []
     for q in res["questions"]:
@@ -308,6 +309,8 @@ def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[st
                     "missing": q.get("missing", 0),
                     "method": q.get("interval_name", ""),
                     "numeric": True,
+                    "range": q["range"],
+                    "unit": q["unit"],
                     "estimate": None,
                 }
                 | (q["mean"] if q["released"] else {})
@@ -353,6 +356,9 @@ def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[st
         ax.axvline(0, color="0.8", lw=0.8)
         ax.set_xlabel("estimated prevalence with 95% confidence interval")
         images.append(("Estimates with 95% confidence intervals", _png(fig)))
+    means = [r for r in rows if r.get("numeric") and r["estimate"] is not None]
+    if means:
+        images.append(("Means with 95% confidence intervals, each in its range", means_plot(means)))
     timeline = store.timeline(survey.id)
     if timeline:
         fig = headless_figure(figsize=(7, 2.6))
@@ -392,6 +398,21 @@ def dashboard_refresh() -> int:
     if not raw.isdigit() or not 1 <= int(raw) <= 3600:
         raise ValueError(f"DENIABLE_DASHBOARD_REFRESH must be 1..3600 seconds, got {raw!r}")
     return int(raw)
+
+
+def means_plot(rows: list[dict[str, Any]]) -> str:
+    """A panel per numeric question: its mean and interval on the axis of its own range
+    and unit (the ``range``/``unit`` of the results), as a data URL."""
+    fig = headless_figure(figsize=(7, 1.1 * len(rows) + 0.6))
+    axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
+    for ax, r in zip(axes, rows, strict=True):
+        low, high = r["range"]
+        ax.hlines([0], [r["low"]], [r["high"]], color="C2", lw=2)
+        ax.plot([r["estimate"]], [0], "o", color="C2")
+        ax.set_xlim(low - 0.02 * (high - low), high + 0.02 * (high - low))
+        ax.set_yticks([0], [_short(r["id"])])
+        ax.set_xlabel(r["unit"] or "value", labelpad=1)
+    return _png(fig)
 
 
 def forest_labels(rows: list[dict[str, Any]]) -> list[str]:

@@ -148,3 +148,37 @@ async def test_the_dashboard_page_shows_the_breakdown(client, rng):
     (faculty,) = [b for b in res["breakdowns"] if b["by"] == "faculty"]
     assert [g["group"] for g in faculty["groups"]] == ["law", "medicine"]
     assert [g["n"] for g in faculty["groups"]] == [20, 20]
+
+
+def test_pooled_over_versions_equals_the_dashboards_pooled_view(tmp_path):
+    """Version 2 changes only the title: cheat is asked unchanged in both, so `analyze
+    --question cheat --pooled` reads both versions' reports and equals the dashboard's
+    pooled estimate to 1e-10; without --pooled it reads version 2 alone."""
+    from deniable.collection.server.pages import survey_results
+
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    rng = np.random.default_rng(20261125)
+    for version in (1, 2):
+        data = copy.deepcopy(STUDY) | {"version": version, "min_release": 10}
+        data["title"] = f"Campus study, wave {version}"
+        survey = load_survey(data)
+        store.publish(survey)
+        n = 300 * version
+        truth = (rng.random(n) < 0.2).astype(np.int64)
+        cheat = survey.question("cheat").mechanism.randomize(truth, rng)
+        store.submit_batch(survey, [{"faculty": 0, "year": 0, "cheat": int(c)} for c in cheat])
+    content, _, name = export_bytes(store, "campus", "parquet")
+    path = tmp_path / name
+    path.write_bytes(content)
+    pooled = survey_results(store, store.survey("campus", 2), 0.95, pooled=True)
+    alone = survey_results(store, store.survey("campus", 2), 0.95)
+    store.close()
+    for flags, board in ((["--pooled"], pooled), ([], alone)):
+        payload = run(str(path), "--question", "cheat", *flags)
+        (cheat_row,) = [q for q in board["questions"] if q["id"] == "cheat"]
+        assert payload["n"] == cheat_row["n"] == (900 if flags else 600)
+        assert payload["prevalence"] == pytest.approx(cheat_row["prevalence"], abs=1e-10)
+    bad = CliRunner().invoke(
+        app, ["analyze", str(path), "--question", "cheat", "--pooled", "--by", "faculty"]
+    )
+    assert bad.exit_code != 0 and "--pooled takes --question alone" in bad.output

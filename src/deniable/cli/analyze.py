@@ -196,6 +196,14 @@ def analyze(
         int | None,
         typer.Option(min=1, help="With --question: the survey version (default: the latest)."),
     ] = None,
+    pooled: Annotated[
+        bool,
+        typer.Option(
+            "--pooled",
+            help="With --question: pool every version that asks the question unchanged "
+            "(as the dashboard's pooled view).",
+        ),
+    ] = False,
     column: Annotated[str, typer.Option(help="Column of report codes.")] = "report",
     method: Annotated[
         str, typer.Option(help=f"Estimator: {', '.join(ESTIMATION_METHODS)}.")
@@ -278,17 +286,21 @@ def analyze(
                 f"--question takes at most one of --formula and --by; got "
                 f"{', '.join(given + (['--formula', '--by'] if formula and by else []))}"
             )
+        if pooled and (formula or by):
+            raise fail("--pooled takes --question alone (--by and --formula read one version)")
         if formula or by:
             from .export_models import analyze_export_model
 
             analyze_export_model(reports, question, version, formula, by, confidence_level, as_json)
             return
-        d, values, missing = _export_question(reports, question, version)
+        d, values, missing = _export_question(reports, question, version, pooled)
         if isinstance(d, NumericQuestionMean):
             _analyze_numeric(d, values, missing, confidence_level, as_json)
             return
         _analyze_codes(d, values, missing, method, interval, confidence_level, as_json)
         return
+    if pooled:
+        raise fail("--pooled needs --question (a file deniable exported)")
     if not design:
         raise fail("--design is required (or --question, for a file deniable exported)")
     oracle = parse_oracle(design)
@@ -333,9 +345,11 @@ class NumericQuestionMean(NamedTuple):
 
 
 def _export_question(
-    path: Path, question: str, version: int | None
+    path: Path, question: str, version: int | None, pooled: bool = False
 ) -> tuple[Design | NumericQuestionMean, np.ndarray, int]:
-    """(design, report codes, missing) of one question of a deniable export."""
+    """(design, report codes, missing) of one question of a deniable export: of one
+    version, or with ``pooled`` of every version that asks it unchanged (the same
+    content digest, so one design)."""
     from ..collection.export import read_export
 
     try:
@@ -350,7 +364,13 @@ def _export_question(
         raise fail(f"--version must be one of {[s.version for s in asked]}, got {version}")
     survey = chosen[-1]
     d = survey.question(question).mechanism
-    raw = frame.loc[frame["version"].astype(int) == survey.version, question]
+    digest = survey.question(question).content_digest
+    numbers = (
+        [s.version for s in asked if s.question(question).content_digest == digest]
+        if pooled
+        else [survey.version]
+    )
+    raw = frame.loc[frame["version"].astype(int).isin(numbers), question]
     values = raw.dropna().to_numpy(dtype=np.int64)
     if not np.all((values >= 0) & (values < d.n_reports)):
         raise fail(f"column {question!r} must hold report codes 0..{d.n_reports - 1}")

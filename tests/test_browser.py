@@ -1016,3 +1016,32 @@ def test_a_direct_number_is_sent_as_its_bin_in_the_browser(browser, site):
     assert dict(zip(frame["question_id"], frame["report"], strict=True))["age"] == 2
     _no_horizontal_scroll(page)
     context.close()
+
+
+def test_the_study_pages_pass_axe_core(browser, site):
+    """axe-core (the pinned axe-playwright-python's copy) finds no violation on the
+    respondent page of a study with direct questions and on its dashboard, at a phone's
+    width."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    from .test_direct import STUDY
+
+    base, store, _ = site
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 5})
+    store.publish(survey)
+    rows = [{"faculty": i % 2, "year": 0, "cheat": i % 3 == 0} for i in range(20)]
+    store.submit_batch(survey, [r | {"cheat": int(r["cheat"])} for r in rows])
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(f"{base}/s/campus")
+    page.locator("#q-cheat").wait_for()
+    axe = Axe()
+    found = axe.run(page)
+    assert found.violations_count == 0, found.generate_report()
+    page.goto(f"{base}/surveys/campus/results")
+    page.fill("#token", ANALYST)
+    page.get_by_role("button", name="Log in").click()
+    page.locator("#by-cheat-faculty").wait_for()
+    found = axe.run(page)
+    assert found.violations_count == 0, found.generate_report()
+    context.close()

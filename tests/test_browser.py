@@ -613,6 +613,7 @@ def _no_horizontal_scroll(page) -> None:
     assert width[0] <= width[1], f"page scrolls sideways: {width}"
 
 
+@pytest.mark.slow
 def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     """Sign in, see the questions' text and the interval method, download every format,
     watch it update when new responses arrive, close the survey; on a phone's width
@@ -1001,6 +1002,8 @@ def test_a_direct_number_is_sent_as_its_bin_in_the_browser(browser, site):
     page = context.new_page()
     page.goto(f"{base}/s/ages")
     box = page.get_by_label("a number from 16 to 80 years")
+    label = page.locator("label[for=truth-age]").inner_text()
+    assert label.startswith("Your answer,") and "is sent as given" in label
     box.fill("81")
     page.locator("#q-age [data-role=use-answer]").click()
     assert page.locator("#report-age").inner_text() == "Enter a number from 16 to 80."

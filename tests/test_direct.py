@@ -133,15 +133,22 @@ def test_survey_check_lists_direct_questions_apart(tmp_path):
     assert "10 per cell on average, below min_release (30)" in table.output
 
 
-def test_the_terminal_client_sends_a_direct_answer_as_given_and_keeps_none(tmp_path):
+def respond_in_terminal(tmp_path, data: dict, typed: str):
+    """`deniable respond` on a live server with ``data`` published: the CLI's result and
+    the store (released at once), the memo in ``tmp_path/data``."""
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    store.publish(load_survey(copy.deepcopy(STUDY) | {"min_release": 1}))
+    store.publish(load_survey(data | {"min_release": 1}))
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "200"}
     with serve_in_thread(store, ANALYST) as base:
         out = CliRunner().invoke(
-            app, ["respond", f"{base}/s/campus", "--yes"], env=env, input="science\n4\n1\n"
+            app, ["respond", f"{base}/s/campus", "--yes"], env=env, input=typed
         )
     assert out.exit_code == 0, out.output
+    return out, store
+
+
+def test_the_terminal_client_sends_a_direct_answer_as_given_and_keeps_none(tmp_path):
+    out, store = respond_in_terminal(tmp_path, copy.deepcopy(STUDY), "science\n4\n1\n")
     assert "except the questions asked directly" in out.output
     assert "1-4 or its label; sent as given" in out.output
     assert "1-2 or its label; stays on this computer" in out.output
@@ -309,6 +316,9 @@ AGE = {
 
 
 def test_a_direct_number_is_sent_as_its_bin():
+    widest = copy.deepcopy(STUDY)  # 64 bins, the most a question may have
+    widest["questions"].insert(0, copy.deepcopy(AGE) | {"bins": [16 + i for i in range(64)] + [80]})
+    assert len(load_survey(widest).question("age").choice_labels) == 64
     data = copy.deepcopy(STUDY)
     data["questions"].insert(0, copy.deepcopy(AGE))
     survey = load_survey(data)
@@ -329,6 +339,8 @@ def test_a_direct_number_is_sent_as_its_bin():
         ({"bins": None}, "needs bins"),
         ({"bins": [10, 20, 80]}, "must start at low"),
         ({"bins": [16, 30, 20, 80]}, "increase strictly"),
+        # at most 64 bins (65 edges), bounded before anything is built
+        ({"bins": [16 + i * 64 / 65 for i in range(66)]}, r"bins.*at most 65"),
         ({"design": {"name": "duchi", "params": {"epsilon": 1.0}}}, "only a direct question"),
     ],
 )
@@ -340,16 +352,9 @@ def test_bins_are_checked(change, message):
 
 
 def test_the_terminal_client_sends_a_direct_number_as_its_bin(tmp_path):
-    data = copy.deepcopy(STUDY) | {"min_release": 1}
+    data = copy.deepcopy(STUDY)
     data["questions"].insert(0, copy.deepcopy(AGE))
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    store.publish(load_survey(data))
-    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "200"}
-    with serve_in_thread(store, ANALYST) as base:
-        out = CliRunner().invoke(
-            app, ["respond", f"{base}/s/campus", "--yes"], env=env, input="27.5\nlaw\n6\nno\n"
-        )
-    assert out.exit_code == 0, out.output
+    out, store = respond_in_terminal(tmp_path, data, "27.5\nlaw\n6\nno\n")
     assert "its range is sent as given" in out.output
     frame = store.export("campus")
     sent = dict(zip(frame["question_id"], frame["report_label"], strict=True))

@@ -396,19 +396,7 @@ const deniable = (() => {
     let numberInput = null;
     if (numeric) {
       // a number in [low, high]; like a choice, it never leaves this page
-      const label = document.createElement("label");
-      label.htmlFor = `truth-${q.id}`;
-      label.textContent = t("number_label", {
-        low: num(numeric.low), high: num(numeric.high), unit: numeric.unit ? ` ${numeric.unit}` : "",
-      });
-      numberInput = document.createElement("input");
-      Object.assign(numberInput, {
-        type: "number", id: `truth-${q.id}`, name: `truth-${q.id}`, min: String(numeric.low),
-        max: String(numeric.high), step: "any", autocomplete: "off",
-      });
-      numberInput.inputMode = "decimal";
-      choiceGroup.className = "number";
-      choiceGroup.append(label, numberInput);
+      numberInput = numberField(q, choiceGroup);
     } else {
       choiceGroup.setAttribute("role", "radiogroup");
       choiceGroup.setAttribute("aria-label", t("true_answer_label"));
@@ -480,12 +468,8 @@ const deniable = (() => {
       // the invitation is spent on the first draw (opening the page spent nothing)
       if (!(await ensureCredential())) return;
       if (numeric) {
-        const value = numberInput.value.trim() === "" ? NaN : Number(numberInput.value);
-        if (!Number.isFinite(value) || value < numeric.low || value > numeric.high) {
-          result.hidden = false;
-          result.textContent = t("number_invalid", { low: num(numeric.low), high: num(numeric.high) });
-          return;
-        }
+        const value = readNumber(q, numberInput, result);
+        if (value === null) return;
         const z = (value - numeric.low) / (numeric.high - numeric.low);
         const column = deniable.numericColumn(q.columns, z);
         numberInput.value = ""; // the true answer is not kept on the page either
@@ -560,6 +544,36 @@ const deniable = (() => {
     return fs;
   }
 
+  /** A labelled number field for a question's range, appended to ``box``; the input. */
+  function numberField(q, box) {
+    const numeric = q.numeric;
+    const label = document.createElement("label");
+    label.htmlFor = `truth-${q.id}`;
+    // a direct question sends the range the number falls in; a randomized one, nothing of it
+    label.textContent = t(q.direct ? "number_label_direct" : "number_label", {
+      low: num(numeric.low), high: num(numeric.high), unit: numeric.unit ? ` ${numeric.unit}` : "",
+    });
+    const input = document.createElement("input");
+    Object.assign(input, {
+      type: "number", id: `truth-${q.id}`, name: `truth-${q.id}`, min: String(numeric.low),
+      max: String(numeric.high), step: "any", autocomplete: "off",
+    });
+    input.inputMode = "decimal";
+    box.className = "number";
+    box.append(label, input);
+    return input;
+  }
+
+  /** The number entered, or null (saying so on the ``result`` line) if not in range. */
+  function readNumber(q, input, result) {
+    const { low, high } = q.numeric;
+    const value = input.value.trim() === "" ? NaN : Number(input.value);
+    if (Number.isFinite(value) && value >= low && value <= high) return value;
+    result.hidden = false;
+    result.textContent = t("number_invalid", { low: num(low), high: num(high) });
+    return null;
+  }
+
   /** The (hidden) line that will say what the server receives for a question. */
   function reportLine(q) {
     const result = document.createElement("p");
@@ -575,32 +589,13 @@ const deniable = (() => {
    * (bins[i] <= value < bins[i + 1], the last bin closed at high).
    */
   function renderBinned(q, fs) {
-    const numeric = q.numeric;
-    const label = document.createElement("label");
-    label.htmlFor = `truth-${q.id}`;
-    label.textContent = t("number_label", {
-      low: num(numeric.low), high: num(numeric.high), unit: numeric.unit ? ` ${numeric.unit}` : "",
-    });
-    const input = document.createElement("input");
-    Object.assign(input, {
-      type: "number", id: `truth-${q.id}`, name: `truth-${q.id}`, min: String(numeric.low),
-      max: String(numeric.high), step: "any", autocomplete: "off",
-    });
-    input.inputMode = "decimal";
-    const box = document.createElement("div");
-    box.className = "number";
-    box.append(label, input);
-    fs.appendChild(box);
+    const input = numberField(q, fs.appendChild(document.createElement("div")));
     const take = fs.appendChild(button(t("use_answer"), "use-answer"));
     const skip = q.allow_no_answer ? fs.appendChild(button(t("no_answer"), "no-answer", true)) : null;
     const result = fs.appendChild(reportLine(q));
     take.addEventListener("click", async () => {
-      const value = input.value.trim() === "" ? NaN : Number(input.value);
-      if (!Number.isFinite(value) || value < numeric.low || value > numeric.high) {
-        result.hidden = false;
-        result.textContent = t("number_invalid", { low: num(numeric.low), high: num(numeric.high) });
-        return;
-      }
+      const value = readNumber(q, input, result);
+      if (value === null) return;
       if (!(await ensureCredential())) return;
       let bin = 0;
       while (bin < q.bins.length - 2 && value >= q.bins[bin + 1]) bin += 1;

@@ -1048,3 +1048,69 @@ def test_the_study_pages_pass_axe_core(browser, site):
     found = axe.run(page)
     assert found.violations_count == 0, found.generate_report()
     context.close()
+
+
+@pytest.mark.slow
+def test_a_study_page_shows_one_arm_and_one_group_and_sends_them(browser, site, tmp_path):
+    """The campus study with a direct control arm and an ECWM question: each new
+    respondent's page draws an arm and a group (crypto.getRandomValues), shows only
+    that arm's design of the cheating question and that group's innocuous question,
+    names the control arm in the consent section, keeps the draw for a reload, and
+    sends arm and group with the reports; the stored arm and group match the page's."""
+    from .test_arms import CAMPUS
+
+    base, store, _ = site
+    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 1})
+    store.publish(survey)
+    complement = "Is the answer to “Is your mother's birthday in January"
+    seen: dict[str, list] = {"sent_arms": [], "sent_groups": []}
+    for person in range(8):
+        width = 390 if person % 2 == 0 else 1200  # a phone, then a desktop
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+        posted: list[dict] = []
+        page.on(
+            "request",
+            lambda r, posted=posted: (
+                posted.append(json.loads(r.post_data)) if r.method == "POST" else None
+            ),
+        )
+        page.goto(f"{base}/s/campus")
+        page.locator("#q-plagiarism").wait_for()
+        assert "asked some questions directly" in page.locator("#control-arm").inner_text()
+        direct_cheat = page.locator("#q-cheat .direct").count() == 1
+        text = page.locator("#q-plagiarism").inner_text()
+        group = 1 if complement in text else 0
+        assert ("January, February or March?" in text) and (group == 1 or complement not in text)
+        page.reload()  # the draw is kept: the same arm and group
+        page.locator("#q-plagiarism").wait_for()
+        assert (page.locator("#q-cheat .direct").count() == 1) == direct_cheat
+        assert (complement in page.locator("#q-plagiarism").inner_text()) == bool(group)
+        page.locator("#truth-faculty-1").check()
+        page.locator("#q-faculty [data-role=use-answer]").click()
+        page.locator("#truth-cheat-0").check()
+        page.locator(
+            "#q-cheat [data-role=use-answer]" if direct_cheat else "#q-cheat [data-role=draw]"
+        ).click()
+        page.locator("#truth-plagiarism-0").check()
+        page.locator("#q-plagiarism [data-role=draw]").click()
+        if person == 0:
+            _no_horizontal_scroll(page)
+            _screenshot(page, "respondent-study", tmp_path)
+        page.get_by_role("button", name="Send my reports").click()
+        page.get_by_text("Sent and stored").wait_for()
+        (body,) = posted
+        assert body["arm"] == ("dq" if direct_cheat else "rr")
+        assert body["groups"] == {"plagiarism": group}
+        seen["sent_arms"].append(body["arm"])
+        seen["sent_groups"].append(group)
+        assert errors == []
+        context.close()
+    long = store.export("campus")
+    assert long.groupby("response_id")["arm"].first().value_counts().sum() == 8
+    plag = long[long.question_id == "plagiarism"]
+    assert sorted(plag["group"].tolist()) == sorted(seen["sent_groups"])  # stored as sent
+    arms = long.groupby("response_id")["arm"].first()
+    assert sorted(arms) == sorted(seen["sent_arms"])

@@ -191,8 +191,15 @@ def test_the_campus_example_checks():
     out = CliRunner().invoke(app, ["survey", "check", str(path), "--json"])
     assert out.exit_code == 0, out.output
     payload = json.loads(out.stdout)
-    assert [q["id"] for q in payload["questions"]] == ["cheat", "plagiarism"]
+    rows = [(q["id"], q["arm"], q["group"]) for q in payload["questions"]]
+    assert rows == [
+        ("cheat", "rr", None),  # asked directly in dq
+        ("plagiarism", None, 0),
+        ("plagiarism", None, 1),
+        ("transplant", None, None),
+    ]
     assert payload["direct_cells"] == 20 and payload["warnings"] == []
+    assert [a["id"] for a in payload["arms"]] == ["dq", "rr"]
 
 
 def test_a_cell_of_direct_answers_under_min_release_appears_nowhere(tmp_path):

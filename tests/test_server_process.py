@@ -107,20 +107,38 @@ def server(database_url, tmp_path):
 
 def stored_numbers(server: Server) -> list[int]:
     """Every stored response's number: those released (the export) and those waiting in
-    their slots for a crowd (read from the database, as only a test may)."""
-    frame = httpx.get(f"{server.base}/api/surveys/digits/export", headers=AUTH, timeout=60).text
+    their slots for a crowd (read from the database, as only a test may).
+
+    The server releases waiting responses on its own (after a pause in arrivals), so the
+    export is read between two reads of the waiting slots and the whole read is repeated
+    until both agree: no release ran in between, and nothing is counted twice or missed."""
     import io
 
     import pandas as pd
+
+    for _ in range(50):
+        before = waiting_numbers(server)
+        frame = httpx.get(f"{server.base}/api/surveys/digits/export", headers=AUTH, timeout=60)
+        after = waiting_numbers(server)
+        if before == after:
+            df = pd.read_csv(io.StringIO(frame.text))
+            wide = df.pivot(index="response_id", columns="question_id", values="report")
+            released = [
+                int(sum(int(row[f"d{i}"]) * 10**i for i in range(4))) for _, row in wide.iterrows()
+            ]
+            return sorted(released + after)
+        time.sleep(0.3)
+    raise AssertionError("the waiting slots kept changing while no response was sent")
+
+
+def waiting_numbers(server: Server) -> list[int]:
+    """The numbers of the responses waiting in their slots for a crowd, sorted."""
     from sqlalchemy import select
 
     from deniable.collection.schema import staging
     from deniable.collection.staging import unpack
     from deniable.collection.storage import Store
 
-    df = pd.read_csv(io.StringIO(frame))
-    wide = df.pivot(index="response_id", columns="question_id", values="report")
-    released = [int(sum(int(row[f"d{i}"]) * 10**i for i in range(4))) for _, row in wide.iterrows()]
     store = Store(server.url)
     try:
         with store.connection() as conn:
@@ -130,10 +148,9 @@ def stored_numbers(server: Server) -> list[int]:
             waiting = [unpack(bytes(p)) for p in payloads]
     finally:
         store.close()
-    numbers = [
+    return sorted(
         sum(c * 10**i for i, c in enumerate(w.codes)) for w in waiting if w.survey_id == "digits"
-    ]
-    return sorted(released + numbers)
+    )
 
 
 async def load(base: str, numbers: list[list[int]], acked: list[int], stop_on_error: bool) -> None:

@@ -60,6 +60,8 @@ def test_schema_has_no_place_for_identity_or_truth(store):
         "question_id",
         "report",
         "received_bucket",
+        "arm",  # the arm drawn at random on the device (its index)
+        "grp",  # a group design's group, drawn likewise
     }
     forbidden = ("truth", "answer", "ip", "address", "user", "respondent", "token", "timestamp")
     for table in ("reports", "surveys", "invitations"):
@@ -192,6 +194,8 @@ def test_export_and_storage_order_do_not_follow_arrival(store):
         "report",
         "report_label",
         "received_bucket",
+        "arm",
+        "group",
     ]
     arrival = [i % 2 for i in range(60)]
     assert frame.loc[frame.question_id == "drugs", "report"].tolist() != arrival

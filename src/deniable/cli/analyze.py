@@ -6,6 +6,7 @@ Finite designs, frequency oracles and RAPPOR, regression (``--formula``), subgro
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
@@ -196,6 +197,15 @@ def analyze(
         int | None,
         typer.Option(min=1, help="With --question: the survey version (default: the latest)."),
     ] = None,
+    arms: Annotated[
+        bool,
+        typer.Option(
+            "--arms",
+            help="A deniable export of a study: per question asked through several designs "
+            "(arms, groups), the estimate in each arm, the differences to the reference "
+            "arm, the pooled estimate and a group design's fit (as the dashboard).",
+        ),
+    ] = False,
     pooled: Annotated[
         bool,
         typer.Option(
@@ -277,6 +287,17 @@ def analyze(
         "--labels": labels,
         "--postprocess": postprocess,
     }
+    if arms:
+        given = [n for n, v in mode_options.items() if v] + (["--pooled"] if pooled else [])
+        if design or given:
+            raise fail(
+                "--arms reads a deniable export's arms and groups (with --question and "
+                f"--version at most); drop {', '.join(given + (['--design'] if design else []))}"
+            )
+        from .export_models import analyze_export_arms
+
+        analyze_export_arms(reports, question, version, confidence_level, as_json)
+        return
     if question is not None:
         if design:
             raise fail("--question takes the design from the export's survey file; drop --design")
@@ -363,6 +384,13 @@ def _export_question(
     if not chosen:
         raise fail(f"--version must be one of {[s.version for s in asked]}, got {version}")
     survey = chosen[-1]
+    from ..collection.study import has_variants
+
+    if has_variants(survey, question):
+        raise fail(
+            f"--question {question!r} is asked through several designs (arms or groups): "
+            "add --arms for its estimates, or --formula (designs by row)"
+        )
     d = survey.question(question).mechanism
     digest = survey.question(question).content_digest
     numbers = (
@@ -449,12 +477,17 @@ def _analyze_codes(
 
 
 def _analyze_formula(
-    frame: pd.DataFrame, d: Design, formula: str, confidence_level: float, as_json: bool
+    frame: pd.DataFrame,
+    d: Design | Mapping[Hashable, Design],
+    formula: str,
+    confidence_level: float,
+    as_json: bool,
+    group: str | None = None,
 ) -> None:
     from ..analysis import rr_logit
 
     try:
-        fit = rr_logit(formula, frame, d)
+        fit = rr_logit(formula, frame, d, group=group)
         ci = fit.conf_int(confidence_level)
     except (ValueError, TypeError, DeniableError) as exc:
         raise fail(f"--formula: {exc}") from None
@@ -463,7 +496,10 @@ def _analyze_formula(
         payload["conf_int"] = {t: [ci.loc[t, "lower"], ci.loc[t, "upper"]] for t in ci.index}
         emit_json(payload)
         return
-    table = Table(title=f"{formula}  ({d!r}; n = {fit.nobs:,}, log-likelihood {fit.llf:.3f})")
+    name = (
+        f"designs by row: {', '.join(map(repr, d.values()))}" if isinstance(d, Mapping) else repr(d)
+    )
+    table = Table(title=f"{formula}  ({name}; n = {fit.nobs:,}, log-likelihood {fit.llf:.3f})")
     for col in ("term", "coef", "SE", "z", "p", f"{confidence_level:.0%} CI"):
         table.add_column(col, justify="left" if col == "term" else "right")
     for t in fit.params.index:

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ..collection.i18n import catalog
-from ..collection.survey import Question, load_survey
+from ..collection.survey import load_survey
 from ..errors import DeniableError
 from .common import JsonOpt, app, console, emit_json, err, fail, short_spec
 
@@ -45,6 +45,7 @@ def survey_check(
     """Validate a survey; print each question's cost, the total, the disclosure risk, and
     the lifetime-budget ledger across the versions given."""
     from ..collection.budget import check_lifetime
+    from .check_rows import arm_rows, cost_rows
 
     try:
         versions = sorted((load_survey(f) for f in files), key=lambda s: s.version)
@@ -66,40 +67,8 @@ def survey_check(
     assert ledger is not None
     if prior is None:
         prior = survey.disclosure_prior
-    rows = []
-    for q in survey.questions:
-        if q.is_direct:
-            continue
-        d = q.mechanism
-        risk = q.disclosure_risk(prior)
-        rows.append(
-            {
-                "id": q.id,
-                "design": repr(d),
-                "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
-                "cost": q.cost,
-                "sensitive": [q.choice_labels[i] for i in q.sensitive_indices],
-                "prior": q.prior(prior).tolist(),
-                "posterior_after_report": {
-                    q.report_labels[r]: None
-                    if np.isnan(risk.posterior[r]).all()
-                    else risk.posterior[r].tolist()
-                    for r in range(d.n_reports)
-                },
-                "disclosure": risk.describe() if q.range is None else _numeric_risk(q),
-                "max_odds_factor": dict(
-                    zip(
-                        q.choice_labels,
-                        [f if math.isfinite(f) else None for f in q.odds_factors],
-                        strict=True,
-                    )
-                ),
-            }
-        )
-        for label in q.exposed_answers:
-            rows[-1]["disclosure"].insert(0, f'"{label}": {catalog("en")["answer_exposed"]}.')
-        if q.numeric is not None:
-            rows[-1]["design"] = repr(q.numeric)
+    rows = cost_rows(survey, prior)
+    arms = arm_rows(survey)
     total = survey.total_epsilon
     warnings = [w for w in [survey.cell_warning()] if w]
     untranslated = survey.untranslated()
@@ -116,6 +85,7 @@ def survey_check(
             {"id": q.id, "choices": q.choice_labels} for q in survey.direct_questions
         ],
         "direct_cells": survey.direct_cells(),
+        "arms": arms,
         "warnings": warnings,
         "untranslated": untranslated,
     }
@@ -124,14 +94,18 @@ def survey_check(
         return
     table = Table(title=f"{survey.title} ({survey.id} v{survey.version})", title_justify="left")
     table.add_column("question")
+    if survey.arms or any(r["group"] is not None for r in rows):
+        table.add_column("arm / group")
     table.add_column("design", overflow="fold")
     table.add_column("epsilon (nats)", justify="right")
     table.add_column("cost (nats)", justify="right")
     table.add_column(f"disclosure risk (prior {prior:g})", overflow="fold")
     for r in rows:
         eps = r["epsilon"]
+        where = [] if len(table.columns) == 5 else [_where(r)]
         table.add_row(
             r["id"],
+            *where,
             short_spec(r["design"]),
             eps if isinstance(eps, str) else f"{eps:.4f}",
             f"{r['cost']:.4f}",
@@ -147,6 +121,12 @@ def survey_check(
             "Asked directly (sent as given, outside the budget; "
             f"{survey.direct_cells()} cells together): "
             + "; ".join(f"{q.id} ({', '.join(q.choice_labels)})" for q in survey.direct_questions)
+        )
+    for arm in arms:
+        directly = f"; asked directly: {', '.join(arm['direct'])}" if arm["direct"] else ""
+        console.print(
+            f"Arm {arm['id']} (drawn with chance {arm['share']:.3g}): {arm['cost']:.4f} nats"
+            + directly
         )
     for warning in warnings:
         err.print(f"[yellow]warning:[/] {warning}")
@@ -291,6 +271,7 @@ def respond(
     import httpx
 
     from ..collection.client import (
+        assign,
         design_from_view,
         numeric_truth,
         parse_survey_url,
@@ -351,6 +332,9 @@ def respond(
                 credential = request_credential(view, token, post)
                 out.print("Your invitation was accepted (exchanged for an anonymous credential).")
             owner = owner_of(link.owner, token if view.get("requires_invitation") else None)
+            arm, groups = assign(view, memo, owner)  # only this arm's and group's questions
+            if view.get("control_arm"):
+                out.print(catalog("en")["control_arm"])
             direct = [q["id"] for q in view["questions"] if q.get("direct")]
             out.print(
                 "Your true answers stay on this computer: each is randomized here with the "
@@ -424,6 +408,10 @@ def respond(
                 out.print("Nothing was sent (the reports drawn are kept for next time).")
                 raise typer.Exit(code=1)
             body: dict[str, Any] = {"version": view["version"], "reports": reports}
+            if arm is not None:
+                body["arm"] = arm
+            if groups:
+                body["groups"] = groups
             if credential is not None:
                 body["credential"] = credential.to_json()
             r = http.post(f"/api/surveys/{link.survey_id}/responses", json=body)
@@ -438,6 +426,11 @@ def respond(
         emit_json({"survey": view["id"], "version": view["version"], "sent": sent})
         return
     console.print("Stored. Thank you.")
+
+
+def _where(row: dict[str, Any]) -> str:
+    parts = [row["arm"] or ""] + ([f"group {row['group']}"] if row["group"] is not None else [])
+    return " ".join(p for p in parts if p)
 
 
 def _server_message(r: Any) -> str:
@@ -485,14 +478,3 @@ def _ask_number(numeric: dict[str, Any], to_stderr: bool = False, binned: bool =
         if math.isfinite(value) and low <= value <= high:
             return value
         err.print(f"Please type a number from {low:g} to {high:g}.")
-
-
-def _numeric_risk(q: Question) -> list[str]:
-    """What one report of a numeric question reveals, in plain words."""
-    assert q.range is not None
-    p_low, p_high = q.mechanism.matrix[1]
-    return [
-        f"The report is 1 with chance {p_low:.0%} if the answer is {q.range.low:g}, rising "
-        f"evenly to {p_high:.0%} at {q.range.high:g}: whatever the report, an observer's "
-        f"odds between any two answers move by at most a factor of {math.exp(q.epsilon):.2f}."
-    ]

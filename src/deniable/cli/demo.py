@@ -80,6 +80,7 @@ def demo(
                         "rows": [asdict(r) | {"covered": r.covered} for r in live.rows],
                     },
                     "real_surveys": [r.to_dict() for r in real],
+                    "study": [asdict(r) | {"covered": r.covered} for r in live.study],
                 }
             )
             return
@@ -103,8 +104,9 @@ def demo(
         console.print(
             "In the MTURK validation study the crosswise model over-estimates and forced "
             "response under-estimates the observed cheating rate, as Hoeglinger & Jann (2018) "
-            "report: the designs are unbiased only when respondents follow the instructions."
+            "report: the designs are unbiased only when respondents follow the instructions.\n"
         )
+        _print_study(live)
 
     def hold(live: LiveDemoResult) -> None:
         """Runs while the demo server is up: report, then serve until Ctrl-C."""
@@ -168,3 +170,30 @@ def _print_live(live: Any) -> None:
         f"{covered} of {len(live.rows)} intervals contain the respondents' true rate. "
         f"Results page (while the server runs): {live.results_url}\n"
     )
+
+
+def _print_study(live: Any) -> None:
+    console.print(
+        f"[bold]4. A study on the same server:[/] the {live.respondents:,} respondents were "
+        "asked their sex and age directly; each device drew an arm (a third answered the "
+        "income question directly, the others by forced response) and a group of the "
+        "extended crosswise question on divorce (simulated devices), and the responses "
+        "went in by the batch API. The estimates below are the dashboard's."
+    )
+    table = Table(title="Study estimates beside the respondents' truth", title_justify="left")
+    for name in ("question", "estimate of", "n", "estimate", "SE", "95% CI", "truth", "note"):
+        table.add_column(name, justify="right" if name in ("n", "estimate", "SE") else "left")
+    for r in live.study:
+        table.add_row(
+            r.question,
+            r.what,
+            f"{r.n:,}" if r.n else "",
+            f"{r.estimate:+.4f}" if r.n == 0 else f"{r.estimate:.4f}",
+            f"{r.std_error:.4f}",
+            f"{r.low:.4f} - {r.high:.4f}",
+            f"{r.truth:+.4f}" if r.n == 0 else f"{r.truth:.4f}",
+            r.note,
+        )
+    console.print(table)
+    covered = sum(r.covered for r in live.study)
+    console.print(f"{covered} of {len(live.study)} intervals contain the truth.")

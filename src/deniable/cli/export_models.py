@@ -5,14 +5,21 @@ direct ones: faculty, year), entered by their answer labels."""
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+from rich.table import Table
 
 from .analyze import NumericQuestionMean, _analyze_by, _analyze_formula, _export_question
-from .common import err, fail
+from .common import console, emit_json, err, fail
 
-__all__ = ["analyze_export_model"]
+if TYPE_CHECKING:
+    from ..collection.survey import Survey
+    from ..mechanisms.designs import Design
+
+__all__ = ["analyze_export_arms", "analyze_export_model", "print_arm_rows"]
 
 
 #: Names a formula may use that are not columns.
@@ -32,14 +39,29 @@ def analyze_export_model(
     questions named (direct questions, the covariates) enter by their answer labels;
     rows where one is missing (unanswered, or recoded to missing in a small cell) are
     left out."""
-    from ..collection.export import read_export
+    from ..collection.study import design_keys, has_variants, study_frame
 
-    d, _, _ = _export_question(path, question, version)  # a clear error for a bad file
-    frame, versions = read_export(path)
-    if isinstance(d, NumericQuestionMean):
-        raise fail(f"--question {question!r} is numeric: --by and --formula take a choice")
-    survey = [s for s in versions if version is None or s.version == version][-1]
-    rows = frame.loc[frame["version"].astype(int) == survey.version].copy()
+    frame, versions = _read(path)
+    survey = _version(versions, question, version)
+    rows = study_frame(frame, survey)
+    group = None
+    d: Design | dict[Hashable, Design]
+    if has_variants(survey, question):  # arms or groups: the design of each row
+        if by:
+            raise fail(
+                f"--by: {question!r} is asked through several designs (arms or groups); "
+                "use --formula (designs by row) or --arms"
+            )
+        keys, by_key = design_keys(rows, survey, question)
+        d = {k: v for k, v in by_key.items()}
+        rows["design_key"] = keys
+        rows = rows[keys != ""]
+        group = "design_key"
+    else:
+        one, _, _ = _export_question(path, question, version)  # a clear error for a bad file
+        if isinstance(one, NumericQuestionMean):
+            raise fail(f"--question {question!r} is numeric: --by and --formula take a choice")
+        d = one
     if formula:
         lhs, _, rhs = formula.partition("~")
         if lhs.strip() != question:
@@ -62,7 +84,108 @@ def analyze_export_model(
         err.print(f"{len(rows) - len(used)} of {len(rows)} responses left out (a missing answer)")
     used = used.astype({question: "int64"})
     if formula:
-        _analyze_formula(used, d, formula, level, as_json)
+        _analyze_formula(used, d, formula, level, as_json, group)
     else:
-        assert by is not None
+        assert by is not None and not isinstance(d, dict)
         _analyze_by(used, d, question, by, level, as_json)
+
+
+def _read(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
+    from ..collection.export import read_export
+
+    try:
+        return read_export(path)
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+
+
+def _version(versions: list[Survey], question: str | None, version: int | None) -> Survey:
+    """The version analysed: ``version`` (default the latest) among those asking
+    ``question`` (any, without one)."""
+    asked = [s for s in versions if question is None or question in [q.id for q in s.questions]]
+    if not asked:
+        raise fail(f"--question must be one of the survey's question ids, got {question!r}")
+    chosen = [s for s in asked if version is None or s.version == version]
+    if not chosen:
+        raise fail(f"--version must be one of {[s.version for s in asked]}, got {version}")
+    return chosen[-1]
+
+
+def analyze_export_arms(
+    path: Path, question: str | None, version: int | None, level: float, as_json: bool
+) -> None:
+    """``deniable analyze EXPORT --arms``: :func:`deniable.collection.study.arm_analysis`
+    on the export's rows of one version (the dashboard's numbers), printed as tables or
+    JSON (``{"survey", "version", "confidence_level", "questions": [...]}``)."""
+    from ..collection.study import arm_analysis
+
+    frame, versions = _read(path)
+    survey = _version(versions, question, version)
+    try:
+        rows = arm_analysis(frame, survey, level)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if question is not None:
+        rows = [r for r in rows if r["question"] == question]
+        if not rows:
+            raise fail(f"--question {question!r} is asked through one design only: drop --arms")
+    if not rows:
+        raise fail("no question of this version is asked through several designs (arms, groups)")
+    if as_json:
+        emit_json(
+            {
+                "survey": survey.id,
+                "version": survey.version,
+                "confidence_level": level,
+                "questions": rows,
+            }
+        )
+        return
+    for r in rows:
+        print_arm_rows(r, level)
+
+
+def print_arm_rows(r: dict[str, Any], level: float) -> None:
+    """One question's arms, differences, pooled estimate and group fit as text."""
+    title = f'{r["question"]}: {r["text"]} ("{r["answer"]}")'
+    if r["control"]:
+        title += " (zero-prevalence control)"
+    table = Table(title=title, title_justify="left")
+    for col in ("arm", "design", "n", "estimate", "SE", f"{level:.0%} CI", "difference", "p"):
+        table.add_column(col, justify="left" if col in ("arm", "design") else "right")
+    diffs = {d["arm"]: d for d in r["differences"]}
+    for a in r["arms"]:
+        d = diffs.get(a["arm"])
+        table.add_row(
+            a["arm"],
+            a["design"],
+            f"{a['n']:,}",
+            f"{a['prevalence']:.4f}",
+            f"{a['std_error']:.4f}",
+            f"{a['low']:.4f} - {a['high']:.4f}",
+            "reference"
+            if d is None
+            else f"{d['difference']:+.4f} ({d['low']:.4f} - {d['high']:.4f})",
+            "" if d is None else f"{d['pvalue']:.3g}",
+        )
+    if r["arms"]:
+        console.print(table)
+    p = r["pooled"]
+    if p is not None:
+        console.print(
+            f"  pooled: {p['prevalence']:.4f} (SE {p['std_error']:.4f}, {level:.0%} CI "
+            f"{p['low']:.4f} - {p['high']:.4f}, n = {p['n']:,})"
+        )
+    g = r["groups"]
+    if g is not None:
+        line = (
+            f"  {g['design']} ({g['source']}): prevalence {g['prevalence']:.4f} "
+            f"(SE {g['std_error']:.4f}, {level:.0%} CI {g['low']:.4f} - {g['high']:.4f})"
+        )
+        if g["parameter"] is not None:
+            q = g["parameter"]
+            line += f"; {q['name']} {q['estimate']:.4f} (SE {q['std_error']:.4f})"
+        if g["fit"] is not None:
+            f = g["fit"]
+            line += f"; fit G2 = {f['statistic']:.3f} on {f['df']} df, p = {f['pvalue']:.3g}"
+        console.print(line)

@@ -12,14 +12,15 @@ lifetime budget, which the first version fixes.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import BudgetExceededError, SurveyConflictError
-from .survey import BUDGET_SLACK, Survey
+from .survey import BUDGET_SLACK, Question, Survey
 
-__all__ = ["Ledger", "LedgerEntry", "check_lifetime", "lifetime_ledger"]
+__all__ = ["Ledger", "LedgerEntry", "check_lifetime", "lifetime_ledger", "variants_digest"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,16 @@ class Ledger:
         }
 
 
+def variants_digest(variants: Sequence[Question]) -> str:
+    """What identifies a question across versions: its content digest, or with arms
+    that ask it in several ways, SHA-256 of the arms' digests (a change in any arm is a
+    changed question, charged again)."""
+    digests = sorted({v.content_digest for v in variants})
+    if len(digests) == 1:
+        return digests[0]
+    return hashlib.sha256(" ".join(digests).encode()).hexdigest()
+
+
 def lifetime_ledger(versions: Sequence[Survey]) -> Ledger:
     """The ledger of the given versions of one survey id (any order; sorted here).
 
@@ -95,16 +106,17 @@ def lifetime_ledger(versions: Sequence[Survey]) -> Ledger:
     for survey in ordered:
         added = 0.0
         for q in survey.questions:
-            if q.is_direct:  # sent as given: protects nothing, charges nothing
+            variants = survey.variants(q.id)
+            if all(v.is_direct for v in variants):  # sent as given: charges nothing
                 continue
-            seen = entries.get(q.content_digest)
+            digest = variants_digest(variants)
+            seen = entries.get(digest)
             if seen is None:
-                entries[q.content_digest] = LedgerEntry(
-                    q.id, q.content_digest, q.cost, (survey.version,)
-                )
-                added += q.cost
+                cost = survey.question_cost(q.id)  # the largest over arms and groups
+                entries[digest] = LedgerEntry(q.id, digest, cost, (survey.version,))
+                added += cost
             else:
-                entries[q.content_digest] = LedgerEntry(
+                entries[digest] = LedgerEntry(
                     seen.question_id, seen.digest, seen.cost, (*seen.versions, survey.version)
                 )
         spent += added

@@ -36,6 +36,7 @@ from .credentials import (
 
 __all__ = [
     "SurveyLink",
+    "assign",
     "design_from_view",
     "parse_survey_url",
     "request_credential",
@@ -193,3 +194,53 @@ def request_credential(
         public_key, state, b64url_decode(str(answer["blind_sig"]), "blind_sig", 512)
     )
     return Credential(state.prepared, signature)
+
+
+def assign(view: dict[str, Any], memo: Any, owner: str) -> tuple[str | None, dict[str, int]]:
+    """This respondent's arm and groups, and the questions as they see them.
+
+    The arm is drawn by the arms' weights and each group design's group with equal
+    chances, from the operating system's secure source (``secrets``), once per survey
+    and owner (the arm) and per question content and owner (a group, like the report),
+    and kept in ``memo`` (:class:`~deniable.collection.memo.ReportMemo`), so the
+    respondent answers the same way however often they are invited. ``view`` (the
+    survey's respondent view) has its ``questions`` replaced by the arm's, each group
+    design's by its group's columns and instructions.
+
+    Returns
+    -------
+    (arm, groups)
+        The arm's name (``None`` without arms) and the group (0 or 1) of each group
+        design's question id, as the response sends them.
+    """
+    import hashlib
+    import secrets
+
+    arms = view.get("arms") or []
+    arm = None
+    if arms:
+        names = [a["id"] for a in arms]
+        key = "arm/" + hashlib.sha256(f"{view['id']}\n{names}".encode()).hexdigest()
+        index = memo.get(owner, key)
+        if index is None or not 0 <= index < len(arms):
+            weights = [float(a["weight"]) for a in arms]
+            u = secrets.randbits(53) / 2**53 * sum(weights)
+            index = next((i for i, c in enumerate(np.cumsum(weights)) if u < c), len(weights) - 1)
+            memo.put(owner, key, index)
+        arm = names[index]
+    chosen = next((a for a in arms if a["id"] == arm), None)
+    groups: dict[str, int] = {}
+    questions = []
+    for base in view["questions"]:
+        q = (chosen["questions"].get(base["id"]) if chosen else None) or base
+        if q.get("groups"):
+            key = f"group/{q['memo_key']}"
+            g = memo.get(owner, key)
+            if g not in (0, 1):
+                g = secrets.randbelow(2)
+                memo.put(owner, key, g)
+            groups[q["id"]] = g
+            q = q | q["groups"][g]
+        questions.append(q)
+    view["questions"] = questions
+    return arm, groups

@@ -3,10 +3,11 @@
 Formats (:data:`EXPORT_FORMATS`):
 
 - ``csv``: one row per (response, question): ``response_id, version, question_id,
-  report, report_label, received_bucket`` (:meth:`Store.export`).
-- ``wide``: CSV, one row per response: ``response_id, version, received_bucket`` and
-  one column per question id holding its report code (empty where that response's
-  version does not ask it).
+  report, report_label, received_bucket, arm, group`` (:meth:`Store.export`).
+- ``wide``: CSV, one row per response: ``response_id, version, received_bucket``,
+  ``arm`` (the arm's name, for a survey with arms), one column per question id holding
+  its report code (empty where that response's version does not ask it) and
+  ``ID__group`` (0 or 1) for each group-design question ``ID``.
 - ``parquet``: the wide table; the survey file rides in the Parquet metadata
   (key ``deniable.survey``).
 - ``sav`` (SPSS) and ``dta`` (Stata): the wide table through ``pyreadstat``, the
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXPORT_FORMATS",
+    "GROUP_SUFFIX",
     "MEDIA_TYPES",
     "PARQUET_KEY",
     "export_bytes",
@@ -58,6 +60,8 @@ MEDIA_TYPES = {
     "dta": "application/x-stata-dta",
     "survey": "application/json",
 }
+#: Suffix of a group-design question's group column in the wide exports.
+GROUP_SUFFIX = "__group"
 #: Parquet metadata key holding the survey file.
 PARQUET_KEY = b"deniable.survey"
 _SUFFIX = {"csv": ".csv", "wide": ".wide.csv", "parquet": ".parquet", "sav": ".sav"}
@@ -72,17 +76,36 @@ def survey_file(store: Store, survey_id: str) -> dict[str, Any]:
 
 def wide_frame(store: Store, survey_id: str) -> pd.DataFrame:
     """One row per response (see the module docstring); codes as nullable ``Int64``."""
-    long = store.export(survey_id)
+    return _widen(store.export(survey_id), store.versions(survey_id))
+
+
+def _widen(long: pd.DataFrame, versions: list[Survey]) -> pd.DataFrame:
+    """The wide table of a long export (one row per response, ordered by its id)."""
     wide = long.pivot(index="response_id", columns="question_id", values="report")
-    meta = long.groupby("response_id")[["version", "received_bucket"]].first()
+    with_arms = any(v.arms for v in versions)
+    meta = long.groupby("response_id")[
+        ["version", *(["received_bucket"] if "received_bucket" in long else [])]
+        + (["arm"] if with_arms else [])
+    ].first()
     questions: list[str] = []
-    for version in store.versions(survey_id):
+    grouped: list[str] = []
+    for version in versions:
         for q in version.questions:
             if q.id not in questions:
                 questions.append(q.id)
-    frame = meta.join(wide.reindex(columns=questions)).reset_index()
-    for qid in questions:
-        frame[qid] = frame[qid].astype("Int64")
+            if len(q.groups) > 1 and q.id not in grouped:
+                grouped.append(q.id)
+    frame = meta.join(wide.reindex(columns=questions))
+    if grouped and "group" in long:
+        rows = long[long["question_id"].isin(grouped)]
+        groups = rows.pivot(index="response_id", columns="question_id", values="group")
+        groups = groups.reindex(columns=grouped)
+        groups.columns = [q + GROUP_SUFFIX for q in grouped]
+        frame = frame.join(groups)
+    frame = frame.reset_index()
+    for column in [*questions, *(q + GROUP_SUFFIX for q in grouped)]:
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")
     frame.columns.name = None
     return frame.sort_values("response_id", kind="stable").reset_index(drop=True)
 
@@ -125,10 +148,17 @@ def _readstat(store: Store, survey_id: str, frame: pd.DataFrame, fmt: str) -> by
     import pyreadstat
 
     latest = store.survey(survey_id)
-    labels: dict[str, str] = {"response_id": "random response id", "version": "survey version"}
+    labels: dict[str, str] = {
+        "response_id": "random response id",
+        "version": "survey version",
+        "arm": "arm drawn at random on the device",
+    }
     values: dict[str, dict[int | float, str]] = {}
     for version in store.versions(survey_id):
         for q in version.questions:
+            if len(q.groups) > 1:
+                labels[q.id + GROUP_SUFFIX] = f"group drawn at random on the device for {q.id}"
+                values[q.id + GROUP_SUFFIX] = {0: "group 0", 1: "group 1"}
             # a randomized question's codes are reports, not answers: the label says so
             kind = "" if q.is_direct else "Randomized report, not the answer: "
             labels[q.id] = (kind + q.text)[: 80 if fmt == "dta" else 250]  # Stata: 80
@@ -188,11 +218,9 @@ def read_export(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
         reader = pyreadstat.read_sav if suffix == ".sav" else pyreadstat.read_dta
         frame, _ = reader(str(path))
     else:
-        frame = pd.read_csv(path)
-        if "question_id" in frame.columns:  # the long export
-            meta = frame.groupby("response_id")[["version"]].first()
-            codes = frame.pivot(index="response_id", columns="question_id", values="report")
-            frame = meta.join(codes).reset_index()
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        if "arm" in frame and frame["arm"].isna().all():
+            frame = frame.drop(columns="arm")  # a survey without arms
     if definition is None:
         side = sidecar_path(path)
         if not side.exists():
@@ -201,5 +229,7 @@ def read_export(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
                 "it with the export, or use 'deniable survey export', which writes it)"
             )
         definition = json.loads(side.read_text(encoding="utf-8"))
-    versions = [load_survey(d) for d in definition["versions"]]
-    return frame, sorted(versions, key=lambda s: s.version)
+    versions = sorted((load_survey(d) for d in definition["versions"]), key=lambda s: s.version)
+    if "question_id" in frame.columns:  # the long export
+        frame = _widen(frame, versions)
+    return frame, versions

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from .client import design_from_view, request_credential
 from .server.app import create_app
 from .server.protocol import HeaderDeadlineProtocol
 from .storage import Store
+from .study_demo import StudyRow, run_study
 
 __all__ = ["DEMO_SURVEY", "LiveDemoResult", "LiveRow", "free_port", "live_demo", "serve_in_thread"]
 
@@ -143,6 +144,8 @@ class LiveDemoResult:
     rows: list[LiveRow]
     #: the analyst token of this demo server (for the results page's login form)
     analyst_token: str = ""
+    #: the study's estimates beside the truths (:mod:`deniable.collection.study_demo`)
+    study: list[StudyRow] = field(default_factory=list)
 
 
 def _truth_codes(view: dict[str, Any], people: Any) -> dict[str, np.ndarray]:
@@ -247,6 +250,25 @@ def live_demo(
                             population_rate=float(np.mean(population[q["id"]] == j)),
                         )
                     )
+            if progress:
+                progress("a study in two arms and two groups")
+
+            def call(path: str, body: dict[str, Any] | None, key: str | None) -> Any:
+                headers = {"Authorization": f"Bearer {key}"} if key else auth
+                r = (
+                    http.post(path, json=body, headers=headers)
+                    if body is not None
+                    else (http.get(path, headers=headers))
+                )
+                r.raise_for_status()
+                return r.json()
+
+            study = run_study(
+                call,
+                lambda path: call(path, None, None),
+                people,
+                rng if rng is not None else np.random.default_rng(),
+            )
             result = LiveDemoResult(
                 base_url=base,
                 results_url=f"{base}/surveys/{DEMO_SURVEY['id']}/results",
@@ -255,6 +277,7 @@ def live_demo(
                 respondents=respondents,
                 seconds=seconds,
                 rows=rows,
+                study=study,
             )
             if keep_serving:
                 keep_serving(result)

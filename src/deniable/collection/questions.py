@@ -28,7 +28,7 @@ import itertools
 import json
 import math
 from functools import cached_property
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,6 +50,7 @@ from ..mechanisms.numeric import DuchiMean, OneBitMean
 from ..mechanisms.protocol import check_question_epsilon
 from ..mechanisms.registry import DESIGNS
 from ..planning.disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
+from .groups import GROUP_DESIGNS, group_design
 
 __all__ = [
     "MAX_CATEGORIES",
@@ -88,18 +89,19 @@ class DesignChoice(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(description="Design name: " + ", ".join(sorted(DESIGNS)))
+    name: str = Field(description="Design name: " + ", ".join([*sorted(DESIGNS), *GROUP_DESIGNS]))
     params: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod
     def _known(cls, v: str) -> str:
         name = v.strip().lower().replace("_", "-")
-        if name not in DESIGNS and name not in NUMERIC_DESIGNS:
+        if name not in DESIGNS and name not in NUMERIC_DESIGNS and name not in GROUP_DESIGNS:
             real = " (its reports are real numbers, which a survey cannot store as report codes)"
             raise ValueError(
                 f"unknown design {v!r}{real if name in ('piecewise', 'hybrid') else ''}; "
-                f"allowed: {', '.join(sorted(DESIGNS))}; with a range: "
+                f"allowed: {', '.join(sorted(DESIGNS))}; in two groups: "
+                f"{', '.join(GROUP_DESIGNS)}; with a range: "
                 f"{', '.join(NUMERIC_DESIGNS)}"
             )
         return name
@@ -155,6 +157,12 @@ class Question(BaseModel):
         A direct question with a ``range``: the edges of the categories its numbers are
         counted in (``low`` first, ``high`` last, increasing; 2 to 64 bins); the
         device sends the bin of the number entered (:meth:`bin_of`).
+    control : "zero", optional
+        A zero-prevalence control item (Höglinger & Diekmann 2017): nobody can truly
+        carry it, so its estimate measures the design's false positives.
+    innocuous_complement : str, optional
+        Group 1's innocuous question of ``extended-crosswise`` (the complement of
+        ``innocuous_question``, true for ``1 - p`` of people).
     range : NumericRange, optional
         Makes the question numeric: the respondent enters a number in ``[low, high]``,
         randomized by ``duchi`` or ``1bitmean`` (``params: {epsilon}``, in nats); no
@@ -176,7 +184,10 @@ class Question(BaseModel):
     bins: list[Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
         default=None, min_length=3, max_length=MAX_CATEGORIES + 1
     )
+    control: Literal["zero"] | None = None
+    innocuous_complement: Text | None = None
     _design: Design = PrivateAttr()
+    _groups: tuple[Design, ...] = PrivateAttr(default=())
     _numeric: DuchiMean | OneBitMean | None = PrivateAttr(default=None)
     _cost: float = PrivateAttr()
 
@@ -195,6 +206,12 @@ class Question(BaseModel):
             )
         if self.bins is not None and not (self.design.name == "direct" and self.range):
             raise ValueError("bins: only a direct question with a range takes bins")
+        if self.control is not None and (self.design.name == "direct" or self.range):
+            raise ValueError("control: only a randomized question with choices can be a control")
+        if self.innocuous_complement is not None and self.design.name != "extended-crosswise":
+            raise ValueError("innocuous_complement: only an extended-crosswise question takes one")
+        if self.design.name in GROUP_DESIGNS:
+            return self._build_groups()
         if self.range is not None and self.design.name == "direct":
             return self._build_binned()
         if self.range is not None:
@@ -246,12 +263,18 @@ class Question(BaseModel):
         if self.design.name == "direct":  # outside the accounting: protects nothing
             self._design, self._cost = design, 0.0
             return self
+        self._design = design
+        self._cost = self._cost_of(design)
+        return self
+
+    def _cost_of(self, design: Design) -> float:
+        """The nats a randomizer spends: its epsilon, or a one-sided design's protected
+        epsilon (with the opt-in); checked against the guard."""
         if design.requires_opt_in and not self.allow_infinite_epsilon:
             raise ValueError(
                 f"design {self.design.name!r} has infinite epsilon (one answer is never "
                 "protected); set allow_infinite_epsilon: true to use it"
             )
-        self._design = design
         labels = self.choice_labels
         if self.sensitive is not None:
             unknown = sorted(set(self.sensitive) - set(labels))
@@ -267,8 +290,33 @@ class Question(BaseModel):
                     "; no opt-in allows that. Make every report possible under every answer"
                 )
         check_question_epsilon(cost, "design", self.allow_large_epsilon)
-        self._cost = cost
+        return cost
+
+    def _build_groups(self) -> Question:
+        """A group design (:mod:`.groups`): two randomizers, the cost the larger."""
+        if self.range is not None:
+            raise ValueError(f"range: design {self.design.name!r} asks a yes/no question")
+        if self.choices is not None and len(self.choices) != 2:
+            raise ValueError(f"choices: design {self.design.name!r} has 2 true answers (no, yes)")
+        if self.reports is not None and len(self.reports) != 2:
+            raise ValueError(f"reports: design {self.design.name!r} has 2 report symbols")
+        self._groups = group_design(self.design.name, self.design.params)
+        self._design = self._groups[0]
+        self._cost = max(self._cost_of(d) for d in self._groups)
         return self
+
+    @property
+    def groups(self) -> tuple[Design, ...]:
+        """The randomizer of each group of a group design (:mod:`.groups`), in group
+        order; a single design otherwise."""
+        return self._groups or (self._design,)
+
+    @property
+    def group_channel(self) -> Any:
+        """The :class:`~deniable.analysis.channels.Channel` the analysis fits to a group
+        design's reports and groups (labels 0 and 1); ``None`` for other questions."""
+        spec = GROUP_DESIGNS.get(self.design.name)
+        return None if spec is None else spec.channel(self.design.params)
 
     def _build_binned(self) -> Question:
         """A direct numeric question: the device sends the bin of the number entered."""
@@ -432,6 +480,8 @@ class Question(BaseModel):
         }
         if self.range is not None:  # absent for other questions: their digests are unchanged
             content["range"] = self.range.model_dump()
+        if self._groups:  # likewise
+            content["groups"] = [d.matrix.round(15).tolist() for d in self._groups]
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
     @cached_property
@@ -448,6 +498,8 @@ class Question(BaseModel):
             "matrix": self._design.matrix.round(15).tolist(),
             "range": self.range.model_dump() if self.range is not None else None,
         }
+        if self._groups:
+            content["groups"] = [d.matrix.round(15).tolist() for d in self._groups]
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
     @property
@@ -458,7 +510,9 @@ class Question(BaseModel):
     @property
     def epsilon(self) -> float:
         """Epsilon of this question's design, in nats (``inf`` for one-sided designs)."""
-        return self._numeric.epsilon if self._numeric is not None else self._design.epsilon
+        if self._numeric is not None:
+            return self._numeric.epsilon
+        return max(d.epsilon for d in self.groups)  # a group design: its larger
 
     @property
     def choice_labels(self) -> list[str]:
@@ -504,7 +558,8 @@ class Question(BaseModel):
         mechanism's ``exp(epsilon)`` for both bounds."""
         if self._numeric is not None:
             return [math.exp(self._numeric.epsilon)] * 2
-        return [float(x) for x in answer_odds_factors(self._design.matrix)]
+        factors = np.max([answer_odds_factors(d.matrix) for d in self.groups], axis=0)
+        return [float(x) for x in factors]  # a group design: the larger of its groups'
 
     @property
     def exposed_answers(self) -> list[str]:

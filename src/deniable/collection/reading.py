@@ -95,7 +95,8 @@ class ReadingMixin:
 
     def _long(self, survey_id: str, version: int | None = None) -> pd.DataFrame:
         """Released report rows of a survey (one version, or all), ordered by the random
-        report id: ``response_id, version, question_id, report, received_bucket``."""
+        report id: ``response_id, version, question_id, report, received_bucket, arm,
+        grp`` (the arm's index and the question's group, integers)."""
         q = (
             select(
                 reports.c.response_id,
@@ -103,6 +104,8 @@ class ReadingMixin:
                 reports.c.question_id,
                 reports.c.report,
                 reports.c.received_bucket,
+                reports.c.arm,
+                reports.c.grp,
             )
             .where(reports.c.survey_id == survey_id)
             .order_by(reports.c.report_id)
@@ -112,7 +115,16 @@ class ReadingMixin:
         with self.reader.connect() as conn:
             rows = conn.execute(q).all()
         return pd.DataFrame(
-            rows, columns=["response_id", "version", "question_id", "report", "received_bucket"]
+            rows,
+            columns=[
+                "response_id",
+                "version",
+                "question_id",
+                "report",
+                "received_bucket",
+                "arm",
+                "grp",
+            ],
         )
 
     def response_count(self, survey_id: str, version: int | None = None) -> int:
@@ -155,21 +167,30 @@ class ReadingMixin:
 
         Columns: ``response_id`` (str, random), ``version`` (int), ``question_id`` (str),
         ``report`` (int code), ``report_label`` (str), ``received_bucket`` (datetime64,
-        UTC, start of the bucket).
+        UTC, start of the bucket), ``arm`` (str, the arm's name; empty without arms) and
+        ``group`` (int, 0 or 1, the group of a group design; 0 otherwise).
         """
         versions = {s.version: s for s in self.versions(survey_id)}
         frame = suppress_small_cells(self._long(survey_id), list(versions.values()))
-        labels: dict[tuple[int, str], list[str]] = {}
+        labels: dict[tuple[int, int, str], list[str]] = {}
+        arm_names: dict[tuple[int, int], str] = {}
         for number, version in versions.items():
-            for question in version.questions:
-                labels[number, question.id] = question.report_labels
+            for a, arm in enumerate(version.arm_names or [None]):
+                arm_names[number, a] = arm or ""
+                for question in version.questions_in(arm):
+                    labels[number, a, question.id] = question.report_labels
         frame.insert(
             4,
             "report_label",
             [
-                labels[int(v), qid][r]
-                for v, qid, r in frame[["version", "question_id", "report"]].itertuples(index=False)
+                labels[int(v), int(a), qid][r]
+                for v, a, qid, r in frame[["version", "arm", "question_id", "report"]].itertuples(
+                    index=False
+                )
             ],
         )
         frame["received_bucket"] = pd.to_datetime(frame["received_bucket"], unit="s", utc=True)
-        return frame
+        frame["arm"] = [
+            arm_names[int(v), int(a)] for v, a in zip(frame["version"], frame["arm"], strict=False)
+        ]
+        return frame.rename(columns={"grp": "group"})

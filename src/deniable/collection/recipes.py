@@ -23,6 +23,7 @@ from ..mechanisms.binary import Crosswise, ForcedResponse, UnrelatedQuestion, Wa
 from .i18n import catalog
 
 if TYPE_CHECKING:
+    from ..mechanisms.designs import Design
     from .survey import Question
 
 __all__ = ["DEVICES", "NO_RECIPE", "dice_recipe", "physical_instructions"]
@@ -88,16 +89,18 @@ def physical_instructions(
     choices: list[str] | None = None,
     reports: list[str] | None = None,
     innocuous: str | None = None,
+    design: Design | None = None,
 ) -> str:
     """Plain-words instructions for randomizing ``q`` with one's own coin, die or cards.
 
     ``choices``, ``reports`` and ``innocuous`` override the question's labels and its
-    innocuous question (a translation's); ``lang`` picks the catalog.
+    innocuous question (a translation's); ``lang`` picks the catalog; ``design`` one
+    group's randomizer of a group design (default the question's).
     """
     t_ = catalog(lang)["instructions"]
     if q.range is not None:  # the report's chance depends on a number: no dice give it
         return str(t_["no_recipe"])
-    d = q.mechanism
+    d = design or q.mechanism
     labels = reports or q.report_labels
     inn = innocuous or q.innocuous_question
     if isinstance(d, ForcedResponse):

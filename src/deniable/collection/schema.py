@@ -23,7 +23,8 @@ Tables
   transaction that stores the response's reports; it cannot be tied to an invitation
   (the signer never saw the message), so it links nothing.
 - ``ingestion_keys``: SHA-256 hashes of the keys telemetry clients send batches with.
-- ``reports``: one row per (response, question): the randomized report code only.
+- ``reports``: one row per (response, question): the randomized report code (or a
+  direct answer's code), the response's arm and the question's group only.
 - ``survey_state``: whether a survey id is closed, and how many unused invitations were
   revoked (their rows are deleted).
 - ``audit_log``: the analyst's actions (each release of results, export, close, reopen,
@@ -134,6 +135,10 @@ reports = Table(
     Column("question_id", String(64), nullable=False),
     Column("report", Integer, nullable=False),
     Column("received_bucket", Integer, nullable=False),
+    # the response's arm (index in the survey's arms) and the question's group (0 or 1
+    # for a group design): added by migration 0007, 0 for every earlier row
+    Column("arm", Integer, nullable=False, server_default="0"),
+    Column("grp", Integer, nullable=False, server_default="0"),
     ForeignKeyConstraint(["survey_id", "version"], ["surveys.survey_id", "surveys.version"]),
     CheckConstraint("report >= 0", name="report_non_negative"),
     Index("reports_tally", "survey_id", "version", "question_id", "report"),
@@ -283,6 +288,14 @@ def _staging(conn: Connection) -> None:
         conn.execute(fill, params)
 
 
+def _arms(conn: Connection) -> None:
+    """Each report's arm and group (0 for the reports stored before)."""
+    have = {c["name"] for c in inspect(conn).get_columns("reports")}
+    for name in ("arm", "grp"):
+        if name not in have:
+            conn.execute(text(f"ALTER TABLE reports ADD COLUMN {name} INTEGER NOT NULL DEFAULT 0"))
+
+
 #: Ordered, named schema migrations; never edit one that has shipped, append a new one.
 MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0001_initial", _initial),
@@ -291,6 +304,7 @@ MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0004_survey_state_audit_log", _lifecycle),
     ("0005_version_bound_invitations_recipient_ledger", _version_binding),
     ("0006_staging_slots", _staging),
+    ("0007_report_arm_group", _arms),
 )
 
 

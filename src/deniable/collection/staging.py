@@ -25,8 +25,9 @@ How
   at least ``min_release`` responses, and the difference of two releases isolates a
   crowd, never a person. A version with fewer waiting is withheld until it has them.
 - A payload: survey id, version, time bucket and one report code per question (in
-  the order of the version's questions), then random padding. No nullifier, no time
-  finer than the bucket.
+  the order of the version's questions), the arm drawn (its index, 0 without arms)
+  and each question's group (one bit per question, 0 but for group designs), then
+  random padding. No nullifier, no time finer than the bucket.
 
 The rollback journal (``journal_mode=TRUNCATE``, :func:`~.schema.sqlite_engine`) holds at
 most the pages the last, unfinished transaction changed, as they were before it;
@@ -71,17 +72,24 @@ CHUNK = 1024
 #: A staged code for a question left unanswered (``allow_no_answer``): no report row
 #: is written for it, so it is missing in results and exports.
 NO_ANSWER = 255
+#: First byte of a payload with an arm and groups (a survey id's length, the first
+#: byte of the format before, is at most 64).
+_WITH_ARMS = 0xA7
 _random = secrets.SystemRandom()
 
 
 @dataclass(frozen=True)
 class StagedResponse:
-    """One response's report codes, in its version's question order."""
+    """One response's report codes, in its version's question order, its arm (index in
+    the survey's arms, 0 without arms) and each question's group (0 or 1; empty means
+    all 0)."""
 
     survey_id: str
     version: int
     bucket: int
     codes: tuple[int, ...]
+    arm: int = 0
+    groups: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,27 +118,42 @@ def pack(item: StagedResponse) -> bytes:
             f"and a version in 1..2^31-1; got {len(sid)} bytes, {len(item.codes)} codes, "
             f"version {item.version}"
         )
+    if not 0 <= item.arm < 256 or any(g not in (0, 1) for g in item.groups):
+        raise ValueError(f"a staged arm is in 0..255 and groups 0 or 1, got {item.arm}")
+    groups = item.groups or (0,) * len(item.codes)
+    bits = sum(g << i for i, g in enumerate(groups)).to_bytes((len(item.codes) + 7) // 8, "big")
     body = (
-        bytes([len(sid)])
+        bytes([_WITH_ARMS, len(sid)])
         + sid
         + item.version.to_bytes(4, "big")
         + item.bucket.to_bytes(8, "big")
         + bytes([len(item.codes)])
         + bytes(item.codes)  # ValueError for a code outside 0..255
+        + bytes([item.arm])
+        + bits
     )
     return body + os.urandom(PAYLOAD_BYTES - len(body))
 
 
 def unpack(payload: bytes) -> StagedResponse:
-    """The response in a filled slot's payload (the inverse of :func:`pack`)."""
-    n = payload[0]
-    sid = payload[1 : 1 + n].decode()
-    at = 1 + n
+    """The response in a filled slot's payload (the inverse of :func:`pack`; also reads
+    the format before arms, which a database may still hold)."""
+    arms = payload[0] == _WITH_ARMS
+    start = 1 if arms else 0
+    n = payload[start]
+    sid = payload[start + 1 : start + 1 + n].decode()
+    at = start + 1 + n
     version = int.from_bytes(payload[at : at + 4], "big")
     bucket = int.from_bytes(payload[at + 4 : at + 12], "big")
     k = payload[at + 12]
     codes = tuple(payload[at + 13 : at + 13 + k])
-    return StagedResponse(sid, version, bucket, codes)
+    if not arms:
+        return StagedResponse(sid, version, bucket, codes)
+    arm = payload[at + 13 + k]
+    bits = int.from_bytes(payload[at + 14 + k : at + 14 + k + (k + 7) // 8], "big")
+    return StagedResponse(
+        sid, version, bucket, codes, arm, tuple((bits >> i) & 1 for i in range(k))
+    )
 
 
 # statements built once (their construction costs more than running them)
@@ -337,6 +360,8 @@ _REPORT_COLUMNS = (
     "question_id",
     "report",
     "received_bucket",
+    "arm",
+    "grp",
 )
 
 
@@ -357,6 +382,7 @@ def report_rows(item: StagedResponse, question_ids: Sequence[str]) -> list[tuple
     """The ``reports`` rows of one response (fresh random ids), as tuples in the order
     of ``_REPORT_COLUMNS``."""
     response_id = secrets.token_hex(16)
+    groups = item.groups or (0,) * len(item.codes)
     return [
         (
             secrets.token_hex(16),
@@ -366,8 +392,10 @@ def report_rows(item: StagedResponse, question_ids: Sequence[str]) -> list[tuple
             qid,
             code,
             item.bucket,
+            item.arm,
+            group,
         )
-        for qid, code in zip(question_ids, item.codes, strict=True)
+        for qid, code, group in zip(question_ids, item.codes, groups, strict=True)
         if code != NO_ANSWER
     ]
 

@@ -273,30 +273,57 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
 
     # -- reports -----------------------------------------------------------------
     def _staged(
-        self, survey: Survey, responses: Sequence[Mapping[str, Any]], bucket: int
+        self,
+        survey: Survey,
+        responses: Sequence[Mapping[str, Any]],
+        bucket: int,
+        arms: Sequence[str | None] | None = None,
+        groups: Sequence[Mapping[str, int] | None] | None = None,
     ) -> list[StagedResponse]:
         out: list[StagedResponse] = []
         ids = [q.id for q in survey.questions]
-        sizes = {q.id: q.mechanism.n_reports for q in survey.questions}
-        may_skip = {q.id for q in survey.questions if q.allow_no_answer}
+        grouped = [q.id for q in survey.questions if len(q.groups) > 1]
+        names = survey.arm_names
         for i, response in enumerate(responses):
             if not isinstance(response, Mapping) or set(response) != set(ids):
                 got = sorted(response) if isinstance(response, Mapping) else type(response).__name__
                 raise ReportValidationError(
                     f"responses[{i}].reports must answer exactly the questions {ids}, got {got}"
                 )
-            for qid in ids:
-                code = response[qid]
-                if code is None and qid in may_skip:
+            arm = arms[i] if arms is not None else None
+            if (arm is None) != (not names) or (arm is not None and arm not in names):
+                allowed = f"one of {names}" if names else "absent (the survey has no arms)"
+                raise ReportValidationError(f"responses[{i}].arm must be {allowed}, got {arm!r}")
+            drawn = (groups[i] if groups is not None else None) or {}
+            if set(drawn) != set(grouped) or any(
+                type(g) is not int or g not in (0, 1) for g in drawn.values()
+            ):
+                raise ReportValidationError(
+                    f"responses[{i}].groups must give 0 or 1 for exactly the questions "
+                    f"{grouped} (group designs), got {dict(drawn)!r}"
+                )
+            questions = survey.questions_in(arm)
+            for q in questions:
+                code = response[q.id]
+                if code is None and q.allow_no_answer:
                     continue
-                if type(code) is not int or not 0 <= code < sizes[qid]:
-                    skip = " or null (no answer)" if qid in may_skip else ""
+                if type(code) is not int or not 0 <= code < q.mechanism.n_reports:
+                    skip = " or null (no answer)" if q.allow_no_answer else ""
                     raise ReportValidationError(
-                        f"responses[{i}].reports.{qid} must be an integer report code in "
-                        f"0..{sizes[qid] - 1}{skip}, got {code!r}"
+                        f"responses[{i}].reports.{q.id} must be an integer report code in "
+                        f"0..{q.mechanism.n_reports - 1}{skip}, got {code!r}"
                     )
             codes = tuple(NO_ANSWER if response[qid] is None else int(response[qid]) for qid in ids)
-            out.append(StagedResponse(survey.id, survey.version, bucket, codes))
+            out.append(
+                StagedResponse(
+                    survey.id,
+                    survey.version,
+                    bucket,
+                    codes,
+                    names.index(arm) if arm is not None else 0,
+                    tuple(drawn.get(qid, 0) for qid in ids) if grouped else (),
+                )
+            )
         return out
 
     def _bucket(self) -> int:
@@ -308,20 +335,26 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         survey: Survey,
         reports_by_question: Mapping[str, int | None],
         credential: Credential | None = None,
+        arm: str | None = None,
+        groups: Mapping[str, int] | None = None,
     ) -> None:
-        """Store one response (a report code for every question) atomically.
+        """Store one response (a report code for every question; its arm, one of the
+        survey's arms, and the group of each group-design question) atomically.
 
         Returns after the commit. Raises before anything is stored.
 
         Raises
         ------
         ReportValidationError
-            If a question is missing or extra, or a code is not an int in ``0..m-1``.
+            If a question is missing or extra, a code is not an int in ``0..m-1`` (of the
+            arm's design), the arm is not one of the survey's, or a group design's
+            group is missing or not 0 or 1.
         CredentialRejectedError
             If the survey needs invitations and the credential is missing, does not
             verify under the survey's key, or was already spent.
         """
-        (outcome,) = self.commit_group([self.prepare(survey, reports_by_question, credential)])
+        pending = self.prepare(survey, reports_by_question, credential, arm, groups)
+        (outcome,) = self.commit_group([pending])
         if outcome is not None:
             raise outcome
 
@@ -330,6 +363,8 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         survey: Survey,
         reports_by_question: Mapping[str, int | None],
         credential: Credential | None = None,
+        arm: str | None = None,
+        groups: Mapping[str, int] | None = None,
     ) -> PendingResponse:
         """Validate one response and its credential (no write).
 
@@ -338,7 +373,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         ReportValidationError, CredentialRejectedError
             As :meth:`submit` (a spent credential is found only at the commit).
         """
-        (staged,) = self._staged(survey, [reports_by_question], self._bucket())
+        (staged,) = self._staged(survey, [reports_by_question], self._bucket(), [arm], [groups])
         spent = None
         if survey.requires_invitation:
             if credential is None:
@@ -432,8 +467,15 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         finally:
             raw.close()
 
-    def submit_batch(self, survey: Survey, responses: Sequence[Mapping[str, int | None]]) -> int:
+    def submit_batch(
+        self,
+        survey: Survey,
+        responses: Sequence[Mapping[str, int | None]],
+        arms: Sequence[str | None] | None = None,
+        groups: Sequence[Mapping[str, int] | None] | None = None,
+    ) -> int:
         """Store many responses in one transaction (all or none); return how many.
+        ``arms`` and ``groups``: each response's arm and groups, as :meth:`submit`.
 
         For telemetry clients of surveys that need no invitation (the server checks
         their ingestion key).
@@ -449,7 +491,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
             raise InvitationError(
                 "this survey needs an invitation per response; batches are refused"
             )
-        staged = self._staged(survey, responses, self._bucket())
+        staged = self._staged(survey, responses, self._bucket(), arms, groups)
         if staged:
             self._free.free = None  # read the slots afresh: batches are rare and large
             with self.engine.begin() as conn:

@@ -67,12 +67,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import numpy as np
 import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -82,11 +82,9 @@ from pydantic import (
 from ..errors import BudgetExceededError, SurveyError
 from ..mechanisms.protocol import MAX_EPSILON
 from .i18n import (
-    QuestionTranslation,
     SurveyTranslation,
     catalog,
     check_translations,
-    default_label,
     untranslated,
 )
 from .questions import (
@@ -100,6 +98,7 @@ from .questions import (
     Text,
 )
 from .recipes import physical_instructions
+from .views import question_view
 
 __all__ = [
     "BUDGET_SLACK",
@@ -107,6 +106,7 @@ __all__ = [
     "MIN_RELEASE",
     "NUMERIC_DESIGNS",
     "SLUG_PATTERN",
+    "Arm",
     "DesignChoice",
     "NumericRange",
     "Question",
@@ -124,6 +124,31 @@ BUDGET_SLACK = 1e-9
 MAX_SURVEY_CELLS = 20_000
 #: Default responses a question needs before its estimate is released.
 MIN_RELEASE = 30
+
+
+#: Most arms a survey may have.
+MAX_ARMS = 16
+#: Question fields an override to ``direct`` drops (a direct question takes none).
+_NOT_DIRECT = ("reports", "sensitive", "innocuous_question", "innocuous_complement", "control")
+
+
+class Arm(BaseModel):
+    """One arm of a study: respondents are assigned at random, by ``weight``, on their
+    own device (Höglinger, Jann & Diekmann 2016 compare direct questioning with several
+    randomized-response designs this way).
+
+    Attributes
+    ----------
+    weight : float in (0, 10^6]
+        The arm's share is its weight over the sum of the weights.
+    designs : dict of question id -> DesignChoice
+        The designs this arm uses instead of the questions' own (``{name: direct}`` asks
+        the question directly in this arm: a control arm).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    weight: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
+    designs: dict[Slug, DesignChoice] = Field(default_factory=dict, max_length=100)
 
 
 def survey_error(exc: ValidationError) -> SurveyError:
@@ -173,6 +198,10 @@ class Survey(BaseModel):
     translations : dict of language -> SurveyTranslation
         The survey's texts in other languages of the respondent page
         (:mod:`deniable.collection.i18n`).
+    arms : dict of name -> Arm, optional
+        2 to 16 arms; each respondent's device draws one by weight and answers the
+        questions with that arm's designs (:meth:`questions_in`). A question costs the
+        largest over its arms (and a group design's groups).
     questions : list of Question
         1 to 100 questions with unique ids.
 
@@ -196,7 +225,9 @@ class Survey(BaseModel):
     min_release: int = Field(default=MIN_RELEASE, ge=1, le=100_000)
     expected_responses: int | None = Field(default=None, ge=1, le=1_000_000_000)
     translations: dict[Literal["en", "de"], SurveyTranslation] = Field(default_factory=dict)
+    arms: dict[Slug, Arm] | None = Field(default=None, min_length=2, max_length=MAX_ARMS)
     questions: list[Question] = Field(min_length=1, max_length=100)
+    _arm_questions: dict[str, list[Question]] = PrivateAttr(default_factory=dict)
 
     @field_validator("questions")
     @classmethod
@@ -209,8 +240,85 @@ class Survey(BaseModel):
         return qs
 
     @model_validator(mode="after")
+    def _build_arms(self) -> Survey:
+        ids = [q.id for q in self.questions]
+        for name, arm in (self.arms or {}).items():
+            unknown = sorted(set(arm.designs) - set(ids))
+            if unknown:
+                raise ValueError(f"arms.{name}.designs: no question {', '.join(unknown)}")
+            out = []
+            for index, q in enumerate(self.questions):
+                override = arm.designs.get(q.id)
+                if override is None:
+                    out.append(q)
+                    continue
+                data = q.model_dump(exclude_defaults=True) | {"design": override.model_dump()}
+                if override.name == "direct":
+                    for field in _NOT_DIRECT:
+                        data.pop(field, None)
+                try:
+                    out.append(Question.model_validate(data))
+                except ValidationError as exc:
+                    msg = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                    raise ValueError(f"arms.{name}.designs.{q.id}: {msg}") from None
+                if q.range is None and out[index].mechanism.n_truths != q.mechanism.n_truths:
+                    raise ValueError(
+                        f"arms.{name}.designs.{q.id}: the arm's design must ask for the "
+                        "same answers as the question's own"
+                    )
+            self._arm_questions[name] = out
+        return self
+
+    @property
+    def arm_names(self) -> list[str]:
+        """The arms' names in file order (empty without arms)."""
+        return list(self.arms or {})
+
+    def questions_in(self, arm: str | None) -> list[Question]:
+        """The questions as the respondents of ``arm`` answer them (an arm's designs in
+        place of the questions' own); ``None`` on a survey without arms.
+
+        Raises
+        ------
+        KeyError
+            For an arm the survey does not have (or ``None`` on a survey with arms).
+        """
+        if self.arms is None and arm is None:
+            return self.questions
+        return self._arm_questions[arm]  # type: ignore[index]
+
+    def variants(self, question_id: str) -> list[Question]:
+        """The question as each arm asks it (one entry per arm; the question alone
+        without arms)."""
+        if self.arms is None:
+            return [self.question(question_id)]
+        return [next(q for q in self._arm_questions[a] if q.id == question_id) for a in self.arms]
+
+    def question_cost(self, question_id: str) -> float:
+        """What the question spends (nats): its largest cost over the arms (and over a
+        group design's groups); 0 when every arm asks it directly."""
+        return max(q.cost for q in self.variants(question_id))
+
+    @property
+    def control_arms(self) -> list[str]:
+        """The arms that ask directly a question the others randomize."""
+        return [
+            name
+            for name in self.arm_names
+            if any(
+                q.is_direct and not base.is_direct
+                for q, base in zip(self._arm_questions[name], self.questions, strict=True)
+            )
+        ]
+
+    @model_validator(mode="after")
     def _budget(self) -> Survey:
-        cells = sum(q.mechanism.n_truths * q.mechanism.n_reports for q in self.questions)
+        cells = sum(
+            d.n_truths * d.n_reports
+            for q in self.questions
+            for v in self.variants(q.id)
+            for d in v.groups
+        )
         if cells > MAX_SURVEY_CELLS:
             raise ValueError(
                 f"questions: the designs have {cells} matrix cells in all; at most "
@@ -223,7 +331,7 @@ class Survey(BaseModel):
             )
         spent = self.total_epsilon
         if spent > self.privacy_budget + BUDGET_SLACK:
-            parts = ", ".join(f"{q.id}={q.cost:.6g}" for q in self.questions)
+            parts = ", ".join(f"{q.id}={self.question_cost(q.id):.6g}" for q in self.questions)
             raise BudgetExceededError(
                 [
                     (
@@ -245,8 +353,9 @@ class Survey(BaseModel):
 
     @property
     def total_epsilon(self) -> float:
-        """What one whole response spends (nats): the sum of the questions' costs."""
-        return math.fsum(q.cost for q in self.questions)
+        """What one whole response spends (nats): the sum of the questions' costs, each
+        the largest over its arms and groups (:meth:`question_cost`)."""
+        return math.fsum(self.question_cost(q.id) for q in self.questions)
 
     @property
     def lifetime(self) -> float:
@@ -274,8 +383,9 @@ class Survey(BaseModel):
 
     @property
     def direct_questions(self) -> list[Question]:
-        """The questions asked directly (sent as given, outside the accounting)."""
-        return [q for q in self.questions if q.is_direct]
+        """The questions asked directly in every arm (sent as given, outside the
+        accounting): the covariates whose answers form cells (:meth:`direct_cells`)."""
+        return [q for q in self.questions if all(v.is_direct for v in self.variants(q.id))]
 
     def direct_cells(self) -> int:
         """How many cells the direct questions make together (the product of their
@@ -352,36 +462,23 @@ class Survey(BaseModel):
             "digest": self.digest,
             "questions": [],
         }
-        for q in self.questions:
-            d = q.mechanism
-            qt = tr.questions.get(q.id) if tr else None
-            choices, reports = _labels(q, qt, lang)
-            innocuous = (qt and qt.innocuous_question) or q.innocuous_question
-            how = physical_instructions(q, lang, choices, reports, innocuous)
-            out["questions"].append(
-                {
-                    "id": q.id,
-                    "text": (qt and qt.text) or q.text,
-                    "choices": choices,
-                    "reports": reports,
-                    "columns": d.matrix.T.tolist(),
-                    "epsilon": _json_float(q.epsilon),
-                    "cost": q.cost,
-                    "sensitive": [choices[i] for i in q.sensitive_indices],
-                    "memo_key": q.memo_digest,
-                    "direct": q.is_direct,
-                    "allow_no_answer": q.allow_no_answer,
-                    "bins": q.bins,
-                    "design": q.design.name,
-                    "params": q.numeric.params if q.numeric is not None else d.params,
-                    "disclosure": _disclosure(q, self.disclosure_prior),
-                    "instructions": how,
-                    "by_hand": how != catalog(lang)["instructions"]["no_recipe"],
-                    "innocuous_question": innocuous,
-                    "numeric": q.range
-                    and q.range.model_dump() | ({"unit": qt.unit} if qt and qt.unit else {}),
-                }
-            )
+        prior = self.disclosure_prior
+        out["questions"] = [question_view(q, tr, lang, prior) for q in self.questions]
+        # each arm's questions that differ from the survey's own; the device draws an
+        # arm by weight and shows only its questions (and one group of a group design)
+        out["arms"] = [
+            {
+                "id": name,
+                "weight": arm.weight,
+                "questions": {
+                    q.id: question_view(q, tr, lang, prior)
+                    for q in self._arm_questions[name]
+                    if q.id in arm.designs
+                },
+            }
+            for name, arm in (self.arms or {}).items()
+        ]
+        out["control_arm"] = bool(self.control_arms)
         return out
 
 
@@ -391,49 +488,16 @@ _LATER_FIELDS: dict[str, Any] = {
     "min_release": MIN_RELEASE,
     "translations": {},
     "expected_responses": None,
+    "arms": None,
 }
 #: Question fields added later, with their defaults.
-_LATER_QUESTION_FIELDS: dict[str, Any] = {"range": None, "allow_no_answer": False, "bins": None}
-
-
-def _labels(q: Question, qt: QuestionTranslation | None, lang: str) -> tuple[list[str], list[str]]:
-    """A question's answer and report labels in ``lang``: the translation's, else the
-    survey's own as written, else the design's defaults through the catalog."""
-    if qt and qt.choices:
-        choices = list(qt.choices)
-    elif q.choices is not None or q.range is not None:
-        choices = q.choice_labels
-    else:
-        choices = [default_label(label, lang) for label in q.choice_labels]
-    if qt and qt.reports:
-        reports = list(qt.reports)
-    elif q.reports is not None:
-        reports = q.report_labels
-    elif q.report_labels == q.choice_labels:  # the same symbols: follow the answers
-        reports = choices
-    else:
-        reports = [default_label(label, lang) for label in q.report_labels]
-    return choices, reports
-
-
-def _json_float(x: float) -> float | str:
-    return x if math.isfinite(x) else "inf"
-
-
-def _disclosure(q: Question, prior_yes: float) -> dict[str, Any]:
-    risk = q.disclosure_risk(prior_yes)
-    post = risk.posterior
-    return {
-        "prior": q.prior(prior_yes).tolist(),
-        "posterior": [[None if np.isnan(x) else float(x) for x in row] for row in post],
-        # per answer (null: some report proves it), whatever `sensitive` says; a
-        # numeric question keeps its mechanism's single factor
-        "max_odds_factor": (
-            math.exp(q.epsilon)
-            if q.numeric is not None
-            else [float(f"{f:.12g}") if math.isfinite(f) else None for f in q.odds_factors]
-        ),
-    }
+_LATER_QUESTION_FIELDS: dict[str, Any] = {
+    "range": None,
+    "allow_no_answer": False,
+    "bins": None,
+    "control": None,
+    "innocuous_complement": None,
+}
 
 
 def load_survey(source: str | Path | Mapping[str, Any]) -> Survey:

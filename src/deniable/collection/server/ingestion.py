@@ -85,7 +85,8 @@ async def ingest_response(
             b64url_decode(parsed.credential.message, "credential.message", 150),
             b64url_decode(parsed.credential.signature, "credential.signature", 512),
         )
-    await committer.submit(store.prepare(survey, parsed.reports, credential))
+    pending = store.prepare(survey, parsed.reports, credential, parsed.arm, parsed.groups)
+    await committer.submit(pending)
     return Stored(stored=1, survey=survey.id, version=survey.version)
 
 

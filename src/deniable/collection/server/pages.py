@@ -24,8 +24,10 @@ from ...estimation.results import FLAG_Z
 from ...mechanisms.designs import Design
 from ...planning.plots import headless_figure
 from ...tallies import Tally
+from ..export import wide_frame
 from ..i18n import LANGUAGES, catalog
 from ..storage import Store
+from ..study import arm_analysis, has_variants
 from ..survey import Survey
 from .security import CSP
 
@@ -73,6 +75,39 @@ INTERVAL_NAMES = {
     "jeffreys": "Jeffreys interval for the report share, mapped through the design",
     "bayes": "Bayesian highest-posterior-density credible interval",
 }
+
+
+#: The interval of a question asked through several designs (arms, groups).
+POOLED_NAME = (
+    "Wald interval of the moment estimate pooled over the arms' and groups' designs "
+    "(power-constrained at the boundary)"
+)
+
+
+def arm_counts(store: Store, survey: Survey) -> dict[str, Any] | None:
+    """The released responses per arm against the arms' weights: the counts, the
+    expected counts and Pearson's chi-square test of the weights (a sample-ratio test:
+    a respondent who re-draws an arm, by clearing storage or on another device, to
+    avoid a direct question makes the counts depart from the weights); ``None``
+    without arms."""
+    from scipy import stats
+
+    if not survey.arms:
+        return None
+    long = store.export(survey.id)
+    arms = long.loc[long["version"] == survey.version].groupby("response_id")["arm"].first()
+    counts = np.array([int((arms == a).sum()) for a in survey.arm_names])
+    weights = np.array([a.weight for a in survey.arms.values()])
+    expected = counts.sum() * weights / weights.sum()
+    test = stats.chisquare(counts, expected) if counts.sum() else None
+    return {
+        "arms": survey.arm_names,
+        "counts": counts.tolist(),
+        "expected": expected.tolist(),
+        "statistic": None if test is None else float(test.statistic),
+        "df": len(counts) - 1,
+        "pvalue": None if test is None else float(test.pvalue),
+    }
 
 
 def pooled_tallies(store: Store, survey: Survey) -> dict[str, Tally]:
@@ -123,6 +158,14 @@ def survey_results(
         "min_release": survey.min_release,
         "questions": [],
     }
+    study = None
+    variants = {q.id for q in survey.questions if has_variants(survey, q.id)}
+    if variants and released:
+        study = {
+            s["question"]: s for s in arm_analysis(wide_frame(store, survey.id), survey, level)
+        }
+        out["study"] = list(study.values())
+        out["arms"] = arm_counts(store, survey)
     for q in survey.questions:
         tally = tallies[q.id]
         item: dict[str, Any] = {
@@ -139,6 +182,24 @@ def survey_results(
             item |= {"range": [q.range.low, q.range.high], "unit": q.range.unit}
         if not item["released"]:
             item["missing"] = max(1, survey.min_release - waiting)
+            out["questions"].append(item)
+            continue
+        if q.id in variants:  # several designs: the estimate pooled over them
+            pooled_row = study[q.id]["pooled"] if study else None
+            item["design"] = "by arm and group" if len(q.groups) > 1 else "by arm"
+            if pooled_row is not None:
+                p, lo, hi = pooled_row["prevalence"], pooled_row["low"], pooled_row["high"]
+                item |= {
+                    "prevalence": [1 - p, p],
+                    "std_error": [pooled_row["std_error"]] * 2,
+                    "interval_method": "normal",
+                    "interval_name": POOLED_NAME,
+                    "low": [1 - hi, lo],
+                    "high": [1 - lo, hi],
+                    "mle": [1 - p, p],
+                }
+                if pooled:
+                    item["note"] = "pooled over this version's arms and groups only"
             out["questions"].append(item)
             continue
         est = estimate(q.mechanism, tally)
@@ -174,6 +235,16 @@ def survey_results(
                 "the unbiased estimate lies outside [0, 1] within sampling error: the true "
                 "share is near the boundary; the constrained estimate (MLE) is inside"
             )
+        if q.control == "zero" and est.std_error[1] > 0:  # nobody carries it
+            from scipy import stats
+
+            share = float(est.prevalence[1])
+            p_zero = float(stats.norm.sf(share / float(est.std_error[1])))
+            item["control"] = {"estimate": share, "pvalue": p_zero}
+            notes.append(
+                "a zero-prevalence control: nobody carries it, so its estimate measures "
+                f"false positives (one-sided p = {p_zero:.3g} against 0)"
+            )
         if (est.std_error == 0).any():
             notes.append(
                 "a standard error of 0 means every report fell in one category, where the "
@@ -204,6 +275,8 @@ def breakdowns(store: Store, survey: Survey, level: float) -> list[dict[str, Any
     for q in survey.questions:
         if q.is_direct or q.range is not None or q.mechanism.n_truths != 2:
             continue
+        if has_variants(survey, q.id):
+            continue  # by arm and group: the study's table
         for by in survey.direct_questions:
             if q.id not in codes or by.id not in labels:
                 continue
@@ -270,6 +343,7 @@ def respondent_page(survey: Survey, view: dict[str, Any] | None = None, lang: st
         title=view["title"],
         description=view["description"],
         consent=view["consent"],
+        control_arm=view.get("control_arm", False),
         survey_json=data,
         messages_json=json.dumps(messages).replace("<", "\\u003c"),
         t=messages,

@@ -197,7 +197,12 @@ def submit_batch(
             401, "batches need 'Authorization: Bearer <ingestion key>' issued for this survey"
         )
     survey = store.survey(survey_id, body.version)
-    n = store.submit_batch(survey, [item.reports for item in body.responses])
+    n = store.submit_batch(
+        survey,
+        [item.reports for item in body.responses],
+        [item.arm for item in body.responses],
+        [item.groups for item in body.responses],
+    )
     return Stored(stored=n, survey=survey.id, version=survey.version)
 
 

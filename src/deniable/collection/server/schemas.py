@@ -29,6 +29,7 @@ MAX_BATCH = 10_000
 
 QuestionId = Annotated[str, Field(pattern=SLUG_PATTERN)]
 SurveyId = Annotated[str, Field(pattern=SLUG_PATTERN)]
+ArmName = Annotated[str, Field(pattern=SLUG_PATTERN)]
 
 
 #: base64url text of at most 4096-bit (512-byte) RSA values
@@ -82,6 +83,14 @@ class ResponseIn(BaseModel):
         "only for a direct question with allow_no_answer (stored as missing).",
         max_length=100,
     )
+    arm: ArmName | None = Field(
+        default=None, description="The arm the device drew (surveys with arms only)."
+    )
+    groups: dict[QuestionId, StrictInt] | None = Field(
+        default=None,
+        max_length=100,
+        description="The group (0 or 1) the device drew for each group-design question.",
+    )
 
 
 class BatchItem(BaseModel):
@@ -89,6 +98,8 @@ class BatchItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     reports: dict[QuestionId, StrictInt | None] = Field(max_length=100)
+    arm: ArmName | None = None
+    groups: dict[QuestionId, StrictInt] | None = Field(default=None, max_length=100)
 
 
 class BatchIn(BaseModel):

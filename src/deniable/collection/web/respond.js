@@ -15,6 +15,12 @@
 // sends it. Only reports are memoized, never an answer; a direct question (sent as
 // given, not randomized) is never memoized at all.
 //
+// Arms and groups: a study may assign each respondent at random to an arm (by weight)
+// and, for a group design, to one of two groups (equal chances). The device draws
+// them with crypto.getRandomValues once per survey and owner (the group once per
+// question content and owner, like the report) and shows only that arm's and group's
+// questions and instructions; they are sent with the response.
+//
 // Invitations: the link carries the token (and the version it is bound to, v=N) in the
 // fragment, which the browser never sends to a server. The invitation is spent when the
 // person first draws a report, not when the page opens (looking costs nothing): the page
@@ -48,6 +54,12 @@ const deniable = (() => {
       found = found || hit;
     }
     return report;
+  }
+
+  /** An index drawn with chances proportional to ``weights`` (one 53-bit uniform). */
+  function pickWeighted(weights) {
+    const total = weights.reduce((a, b) => a + b, 0);
+    return drawReport(weights.map((w) => w / total), uniform53());
   }
 
   /**
@@ -108,7 +120,9 @@ const deniable = (() => {
     return { message: request.prepared, signature: b64url(signature) };
   }
 
-  return { uniform53, drawReport, numericColumn, sample, b64url, fromB64, obtainCredential };
+  return {
+    uniform53, drawReport, pickWeighted, numericColumn, sample, b64url, fromB64, obtainCredential,
+  };
 })();
 
 (async function page() {
@@ -149,6 +163,7 @@ const deniable = (() => {
       tab.set("owner", moved.owner);
       const box = memo(`deniable/${survey.id}/${moved.owner}`);
       if (moved.credential) box.set(`credential/${moved.version}`, moved.credential);
+      if (typeof moved.arm === "string") box.set("arm", moved.arm);
       Object.entries(moved.reports).forEach(([key, r]) =>
         memo(`deniable/memo/${moved.owner}`).set(key, r));
       if (moved.version !== survey.version) {
@@ -176,6 +191,14 @@ const deniable = (() => {
   const owner = tab.get("owner") || (survey.requires_invitation ? null : "device");
   const store = memo(`deniable/${survey.id}/${owner}`);
   const reportMemo = memo(`deniable/memo/${owner}`);
+  const assignment = owner === null ? { arm: null, groups: {} } : assign();
+  // only this arm's questions, and each group design as this person's group shows it
+  survey.questions = survey.questions.map((q) => {
+    const arm = survey.arms.find((a) => a.id === assignment.arm);
+    const mine = (arm && arm.questions[q.id]) || q;
+    const g = assignment.groups[q.id];
+    return g === undefined ? mine : { ...mine, ...mine.groups[g], group: g };
+  });
   const sentKey = `sent/${survey.version}`;
   const credentialKey = `credential/${survey.version}`;
   const requestKey = `request/${survey.version}`;
@@ -193,7 +216,10 @@ const deniable = (() => {
     window.location.replace(window.location.pathname + window.location.search);
   });
 
-  const eps = Number(survey.total_epsilon);
+  // what this person's questions spend (their arm's; the survey's worst case without one)
+  const eps = owner === null || !survey.arms.length
+    ? Number(survey.total_epsilon)
+    : survey.questions.reduce((sum, q) => sum + (q.direct ? 0 : Number(q.cost)), 0);
   document.getElementById("budget").textContent = t("budget", {
     times: times(Math.exp(eps)), eps: eps.toFixed(2), limit: survey.privacy_budget,
   });
@@ -240,6 +266,31 @@ const deniable = (() => {
   }
   refresh();
 
+  /**
+   * This person's arm (once per survey and owner) and groups (once per question content
+   * and owner, as the report), drawn with crypto.getRandomValues and kept on the device.
+   */
+  function assign() {
+    let arm = store.get("arm");
+    if (survey.arms.length && !survey.arms.some((a) => a.id === arm)) {
+      arm = survey.arms[deniable.pickWeighted(survey.arms.map((a) => a.weight))].id;
+      store.set("arm", arm);
+    }
+    const groups = {};
+    survey.questions.forEach((base) => {
+      const a = survey.arms.find((x) => x.id === arm);
+      const q = (a && a.questions[base.id]) || base;
+      if (!q.groups.length) return;
+      let g = reportMemo.get(`group/${q.memo_key}`);
+      if (g !== 0 && g !== 1) {
+        g = deniable.pickWeighted([1, 1]);
+        reportMemo.set(`group/${q.memo_key}`, g);
+      }
+      groups[q.id] = g;
+    });
+    return { arm: survey.arms.length ? arm : null, groups };
+  }
+
   function goToVersion(version) {
     tab.set("carry", "1");
     const query = new URLSearchParams(window.location.search);
@@ -264,8 +315,11 @@ const deniable = (() => {
     survey.questions.forEach((q) => {
       const r = reportMemo.get(q.memo_key);
       if (r !== null) mine[q.memo_key] = r;
+      if (q.group !== undefined) mine[`group/${q.memo_key}`] = q.group;
     });
-    const data = { owner, version: survey.version, credential, reports: mine };
+    const data = {
+      owner, version: survey.version, credential, reports: mine, arm: assignment.arm,
+    };
     const text = deniable.b64url(new TextEncoder().encode(JSON.stringify(data)));
     return `${window.location.origin}${window.location.pathname}?version=${survey.version}#transfer=${text}`;
   }
@@ -347,6 +401,8 @@ const deniable = (() => {
 
   submit.addEventListener("click", async () => {
     const body = { version: survey.version, reports: { ...reports } };
+    if (assignment.arm !== null) body.arm = assignment.arm;
+    if (Object.keys(assignment.groups).length) body.groups = { ...assignment.groups };
     submit.disabled = true;
     if (survey.requires_invitation) {
       if (!(await ensureCredential())) { refresh(); return; }

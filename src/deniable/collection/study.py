@@ -1,0 +1,264 @@
+"""Analysis of a study's collected responses by arm and by group.
+
+One function serves the dashboard and ``deniable analyze EXPORT --arms``: both read the
+same rows (the wide export of a version, small cells recoded to missing), so both give
+the same numbers.
+
+For each randomized yes/no question that arms ask in different ways or that uses a
+group design (:mod:`.groups`):
+
+- per arm: the estimate of the arm's design from its own rows (a group design's two
+  groups pooled through their stacked design, :func:`deniable.estimation.estimate` with
+  ``groups``), with its standard error and default interval;
+- each arm against the reference arm (the first arm that asks a question directly
+  which another randomizes, else the first arm): the difference of the two estimates,
+  its Wald interval and the one-sided test of "the arm's estimate is larger" (the
+  "more is better" criterion of Lensvelt-Mulders et al. 2005 and Höglinger, Jann &
+  Diekmann 2016: a design that protects better elicits more admissions);
+- pooled over the arms: the least-squares moment estimate through every arm's and
+  group's design (Chaudhuri & Mukerjee 1988, stratified);
+- for a group design: the joint maximum-likelihood fit of the prevalence and the
+  design's non-adherence parameter (cheaters ``gamma``, Clark & Desharnais 1998;
+  honesty ``t``, Moshagen, Musch & Erdfelder 2012), and for the extended crosswise
+  model its likelihood-ratio test of fit, chi-square with 1 degree of freedom (Heck,
+  Hoffmann & Moshagen 2018), from :func:`deniable.analysis.estimate_channel`.
+
+A question declared ``control: zero`` is flagged: its estimate measures false positives.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..errors import IntervalCoverageWarning
+from ..estimation import estimate
+from ..mechanisms.designs import Design
+
+if TYPE_CHECKING:
+    from .survey import Question, Survey
+
+__all__ = ["arm_analysis", "design_keys", "has_variants", "study_frame"]
+
+GROUP_SUFFIX = "__group"
+
+
+def has_variants(survey: Survey, question_id: str) -> bool:
+    """Whether a question's reports come through more than one design: arms that ask it
+    differently, or a group design."""
+    variants = survey.variants(question_id)
+    return len({v.content_digest for v in variants}) > 1 or len(variants[0].groups) > 1
+
+
+def study_frame(frame: pd.DataFrame, survey: Survey) -> pd.DataFrame:
+    """The rows of one version of a wide export (``arm`` as text, empty without arms)."""
+    rows = frame.loc[frame["version"].astype(int) == survey.version].copy()
+    if "arm" not in rows:
+        rows["arm"] = ""
+    rows["arm"] = rows["arm"].fillna("").astype(str)
+    return rows
+
+
+def design_keys(
+    rows: pd.DataFrame, survey: Survey, question_id: str
+) -> tuple[pd.Series, dict[str, Design]]:
+    """Each row's design key (``arm`` or ``arm:group``) and the design of each key, for
+    :func:`~deniable.estimation.estimate` with ``groups`` or ``rr_logit`` with ``group``.
+
+    Raises
+    ------
+    ValueError
+        For an arm the survey does not have, or a group column missing.
+    """
+    designs: dict[str, Design] = {}
+    arms = survey.arm_names or [""]
+    keys = pd.Series("", index=rows.index, dtype=object)
+    for arm, q in zip(arms, survey.variants(question_id), strict=True):
+        mine = rows["arm"] == arm
+        if len(q.groups) > 1:
+            column = question_id + GROUP_SUFFIX
+            if column not in rows:
+                raise ValueError(f"the export has no column {column!r} (the group drawn)")
+            group = rows.loc[mine, column]
+            labels = (arm + ":") + group.fillna(0).astype(int).astype(str)
+            keys.loc[mine] = labels.where(group.notna(), "")
+            for g, d in enumerate(q.groups):
+                designs[f"{arm}:{g}"] = d
+        else:
+            keys.loc[mine] = arm
+            designs[arm] = q.mechanism
+    unknown = sorted(set(rows["arm"]) - set(arms))
+    if unknown:
+        raise ValueError(f"arm must be one of {arms}, the export has {unknown}")
+    return keys, designs
+
+
+def _summary(est: Any, level: float) -> dict[str, Any]:
+    ci = est.confidence_interval(level)
+    return {
+        "n": int(est.n),
+        "prevalence": float(est.prevalence[1]),
+        "std_error": float(est.std_error[1]),
+        "low": float(ci.low[1]),
+        "high": float(ci.high[1]),
+    }
+
+
+def _pooled(codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], level: float) -> Any:
+    used = {k: d for k, d in designs.items() if k in set(keys.tolist())}
+    if len(used) == 1:
+        return _summary(estimate(next(iter(used.values())), codes), level)
+    with warnings.catch_warnings():
+        # the stacked design's only interval is the (power-constrained) Wald interval:
+        # the grid warning of single designs' Wald intervals does not apply to it
+        warnings.simplefilter("ignore", IntervalCoverageWarning)
+        return _summary(estimate(used, codes, groups=keys), level)
+
+
+def arm_analysis(frame: pd.DataFrame, survey: Survey, level: float = 0.95) -> list[dict[str, Any]]:
+    """Per question with several designs (:func:`has_variants`): estimates by arm, the
+    differences to the reference arm, the pooled estimate and a group design's fit.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A wide export (one row per response: ``version``, ``arm``, a report-code
+        column per question, ``ID__group`` per group design), e.g.
+        :func:`deniable.collection.export.read_export`'s.
+    survey : Survey
+        The version analysed (its rows are selected).
+    level : float in (0, 1)
+        Confidence level of every interval.
+
+    Returns
+    -------
+    list of dict
+        JSON-ready: ``question``, ``text``, ``answer``, ``control``, ``arms`` (``arm``,
+        ``design``, ``n``, ``prevalence``, ``std_error``, ``low``, ``high``),
+        ``reference``, ``differences`` (``arm``, ``difference``, ``std_error``, ``low``,
+        ``high``, ``pvalue``: one-sided, the arm larger), ``pooled`` and ``groups``
+        (a group design's fit: ``design``, ``source``, ``prevalence``, ``std_error``,
+        ``low``, ``high``, ``parameter``, ``fit``), each ``None`` where it does not apply.
+    """
+    rows = study_frame(frame, survey)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    out: list[dict[str, Any]] = []
+    for q in survey.questions:
+        if q.range is not None or q.mechanism.n_truths != 2 or not has_variants(survey, q.id):
+            continue
+        keys, designs = design_keys(rows, survey, q.id)
+        used = rows[q.id].notna() & (keys != "")
+        codes = rows.loc[used, q.id].to_numpy(np.int64)
+        key_array = keys[used].to_numpy(dtype=str)
+        arm_array = rows.loc[used, "arm"].to_numpy(dtype=str)
+        item: dict[str, Any] = {
+            "question": q.id,
+            "text": q.text,
+            "answer": q.choice_labels[1],
+            "control": q.control == "zero",
+            "arms": [],
+            "reference": None,
+            "differences": [],
+            "pooled": None,
+            "groups": None,
+        }
+        if codes.size == 0:
+            out.append(item)
+            continue
+        if survey.arms and len({v.content_digest for v in survey.variants(q.id)}) > 1:
+            for arm, v in zip(survey.arm_names, survey.variants(q.id), strict=True):
+                mine = arm_array == arm
+                if not mine.any():
+                    continue
+                mine_designs = {k: d for k, d in designs.items() if k.split(":")[0] == arm}
+                row = _pooled(codes[mine], key_array[mine], mine_designs, level)
+                item["arms"].append({"arm": arm, "design": _design_name(v)} | row)
+            reference = (survey.control_arms or survey.arm_names)[0]
+            ref = next((a for a in item["arms"] if a["arm"] == reference), None)
+            item["reference"] = reference if ref is not None else None
+            for a in item["arms"]:
+                if ref is None or a is ref:
+                    continue
+                diff = a["prevalence"] - ref["prevalence"]
+                se = math.hypot(a["std_error"], ref["std_error"])
+                item["differences"].append(
+                    {
+                        "arm": a["arm"],
+                        "difference": diff,
+                        "std_error": se,
+                        "low": diff - z * se,
+                        "high": diff + z * se,
+                        "pvalue": float(stats.norm.sf(diff / se)) if se > 0 else math.nan,
+                    }
+                )
+        item["pooled"] = _pooled(codes, key_array, designs, level)
+        if len(q.groups) > 1:
+            item["groups"] = _group_fit(q, survey, rows, level, z)
+        out.append(item)
+    return out
+
+
+def _design_name(q: Question) -> str:
+    return q.design.name + (
+        "(" + ", ".join(f"{k}={v:g}" for k, v in q.design.params.items()) + ")"
+        if q.design.params
+        else ""
+    )
+
+
+def _group_fit(
+    q: Question, survey: Survey, rows: pd.DataFrame, level: float, z: float
+) -> dict[str, Any] | None:
+    """The group design's joint fit on the rows of the arms that ask it so."""
+    from ..analysis import estimate_channel
+    from .groups import GROUP_DESIGNS
+
+    arms = [
+        arm
+        for arm, v in zip(survey.arm_names or [""], survey.variants(q.id), strict=True)
+        if v.content_digest == q.content_digest
+    ]
+    column = q.id + GROUP_SUFFIX
+    mine = rows["arm"].isin(arms) & rows[q.id].notna() & rows[column].notna()
+    if not mine.any():
+        return None
+    fit = estimate_channel(
+        q.group_channel,
+        rows.loc[mine, q.id].to_numpy(np.int64),
+        rows.loc[mine, column].to_numpy(np.int64),
+    )
+    se = np.sqrt(np.maximum(np.diag(np.asarray(fit.covariance)), 0.0))
+    pi = float(fit.params["pi"])
+    spec = GROUP_DESIGNS[q.design.name]
+    out: dict[str, Any] = {
+        "design": _design_name(q),
+        "source": spec.source,
+        "n": fit.nobs,
+        "counts": fit.counts.to_numpy().tolist(),
+        "prevalence": pi,
+        "std_error": float(se[0]),
+        "low": max(0.0, pi - z * float(se[0])),
+        "high": min(1.0, pi + z * float(se[0])),
+        "parameter": None,
+        "fit": None,
+    }
+    if spec.non_adherence is not None:
+        name = spec.non_adherence
+        out["parameter"] = {
+            "name": name,
+            "estimate": float(fit.params[name]),
+            "std_error": float(se[1]),
+        }
+    else:
+        test = fit.goodness_of_fit()
+        out["fit"] = {
+            "statistic": float(test.statistic),
+            "df": int(test.df),
+            "pvalue": float(test.pvalue),
+        }
+    return out

@@ -1,0 +1,118 @@
+"""The respondent's view of a question: what the device needs to randomize it and to
+explain, in the page's language, what the server will learn."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..mechanisms.designs import Design
+from ..planning.disclosure import answer_odds_factors, disclosure_risk
+from .i18n import QuestionTranslation, SurveyTranslation, catalog, default_label
+from .questions import Question
+from .recipes import physical_instructions
+
+__all__ = ["question_view"]
+
+
+def question_view(
+    q: Question, tr: SurveyTranslation | None, lang: str, prior_yes: float
+) -> dict[str, Any]:
+    """What the respondent's device needs of one question (see
+    :meth:`~deniable.collection.survey.Survey.respondent_view`): texts in ``lang``, the
+    matrix columns, epsilon, the disclosure at ``prior_yes`` (in (0, 1)), instructions
+    for randomizing by hand, and for a group design each group's own."""
+    d = q.mechanism
+    qt = tr.questions.get(q.id) if tr else None
+    choices, reports = _labels(q, qt, lang)
+    innocuous = (qt and qt.innocuous_question) or q.innocuous_question
+    how = physical_instructions(q, lang, choices, reports, innocuous)
+    view = {
+        "id": q.id,
+        "text": (qt and qt.text) or q.text,
+        "choices": choices,
+        "reports": reports,
+        "columns": d.matrix.T.tolist(),
+        "epsilon": _json_float(q.epsilon),
+        "cost": q.cost,
+        "sensitive": [choices[i] for i in q.sensitive_indices],
+        "memo_key": q.memo_digest,
+        "direct": q.is_direct,
+        "allow_no_answer": q.allow_no_answer,
+        "bins": q.bins,
+        "design": q.design.name,
+        "params": q.numeric.params if q.numeric is not None else d.params,
+        "disclosure": _disclosure(q, prior_yes),
+        "instructions": how,
+        "by_hand": how != catalog(lang)["instructions"]["no_recipe"],
+        "innocuous_question": innocuous,
+        "numeric": q.range and q.range.model_dump() | ({"unit": qt.unit} if qt and qt.unit else {}),
+        "groups": [],
+    }
+    if len(q.groups) > 1:  # a group design: what each group's device shows
+        complement = q.innocuous_complement or (
+            innocuous and catalog(lang)["not_question"].format(question=innocuous)
+        )
+        for g, design in enumerate(q.groups):
+            inn = innocuous if g == 0 else complement
+            how = physical_instructions(q, lang, choices, reports, inn, design)
+            view["groups"].append(
+                {
+                    "columns": design.matrix.T.tolist(),
+                    "epsilon": _json_float(design.epsilon),
+                    "disclosure": _disclosure(q, prior_yes, design),
+                    "instructions": how,
+                    "by_hand": how != catalog(lang)["instructions"]["no_recipe"],
+                    "innocuous_question": inn,
+                }
+            )
+    return view
+
+
+def _labels(q: Question, qt: QuestionTranslation | None, lang: str) -> tuple[list[str], list[str]]:
+    """A question's answer and report labels in ``lang``: the translation's, else the
+    survey's own as written, else the design's defaults through the catalog."""
+    if qt and qt.choices:
+        choices = list(qt.choices)
+    elif q.choices is not None or q.range is not None:
+        choices = q.choice_labels
+    else:
+        choices = [default_label(label, lang) for label in q.choice_labels]
+    if qt and qt.reports:
+        reports = list(qt.reports)
+    elif q.reports is not None:
+        reports = q.report_labels
+    elif q.report_labels == q.choice_labels:  # the same symbols: follow the answers
+        reports = choices
+    else:
+        reports = [default_label(label, lang) for label in q.report_labels]
+    return choices, reports
+
+
+def _json_float(x: float) -> float | str:
+    return x if math.isfinite(x) else "inf"
+
+
+def _disclosure(q: Question, prior_yes: float, design: Design | None = None) -> dict[str, Any]:
+    """The posterior after each report and each answer's largest odds factor, for the
+    question's design or one group's (``design``)."""
+    if design is None:
+        risk = q.disclosure_risk(prior_yes)
+        factors = q.odds_factors
+    else:
+        risk = disclosure_risk(design, q.prior(prior_yes))
+        factors = [float(x) for x in answer_odds_factors(design.matrix)]
+    post = risk.posterior
+    return {
+        "prior": q.prior(prior_yes).tolist(),
+        "posterior": [[None if np.isnan(x) else float(x) for x in row] for row in post],
+        # per answer (null: some report proves it), whatever `sensitive` says; a
+        # numeric question keeps its mechanism's single factor
+        "max_odds_factor": (
+            math.exp(q.epsilon)
+            if q.numeric is not None
+            else [float(f"{f:.12g}") if math.isfinite(f) else None for f in factors]
+        ),
+    }

@@ -1,0 +1,486 @@
+"""Arms and group designs in a survey: the file, the accounting, what is stored and
+exported, and what the respondent's device is given."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from deniable.cli import app
+from deniable.collection.budget import check_lifetime, lifetime_ledger
+from deniable.collection.export import export_bytes, read_export
+from deniable.collection.staging import StagedResponse, pack, unpack
+from deniable.collection.storage import Store
+from deniable.collection.survey import load_survey
+from deniable.errors import BudgetExceededError, ReportValidationError, SurveyError
+
+from .conftest import AUTH, assert_error_shape
+
+#: The issue's campus study (with its usual header fields).
+CAMPUS = {
+    "format": 1,
+    "id": "campus",
+    "version": 1,
+    "title": "Campus study",
+    "privacy_budget": 4.0,
+    "min_release": 30,
+    "expected_responses": 600,
+    "arms": {
+        "dq": {"weight": 1, "designs": {"cheat": {"name": "direct"}}},
+        "rr": {"weight": 2},
+    },
+    "questions": [
+        {
+            "id": "faculty",
+            "text": "Which faculty are you in?",
+            "choices": ["law", "medicine", "science", "arts"],
+            "design": {"name": "direct"},
+            "allow_no_answer": True,
+        },
+        {
+            "id": "cheat",
+            "text": "Have you cheated in an exam this year?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.25, "p_no": 0.25}},
+        },
+        {
+            "id": "plagiarism",
+            "text": "Have you ever handed in someone else's work as your own?",
+            "innocuous_question": "Is your mother's birthday in January, February or March?",
+            "design": {"name": "extended-crosswise", "params": {"p": 0.25}},
+        },
+    ],
+}
+LN3 = math.log(3)
+
+
+def with_(base: dict, **changes) -> dict:
+    return json.loads(json.dumps(base)) | changes
+
+
+def test_the_issue_file_is_accepted_and_each_arm_and_group_costed(tmp_path):
+    survey = load_survey(CAMPUS)
+    assert survey.arm_names == ["dq", "rr"] and survey.control_arms == ["dq"]
+    assert [q.design.name for q in survey.questions_in("dq")] == [
+        "direct",
+        "direct",
+        "extended-crosswise",
+    ]
+    assert survey.question_cost("cheat") == pytest.approx(LN3)  # the largest over arms
+    assert survey.question_cost("plagiarism") == pytest.approx(LN3)  # over groups
+    assert survey.total_epsilon == pytest.approx(2 * LN3)
+    assert [q.id for q in survey.direct_questions] == ["faculty"]  # direct in every arm
+    path = tmp_path / "campus.json"
+    path.write_text(json.dumps(CAMPUS))
+    out = CliRunner().invoke(app, ["survey", "check", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    payload = json.loads(out.stdout)
+    arms = {a["id"]: a for a in payload["arms"]}
+    assert arms["dq"]["cost"] == pytest.approx(LN3) and arms["dq"]["direct"] == [
+        "faculty",
+        "cheat",
+    ]
+    assert arms["rr"]["cost"] == pytest.approx(2 * LN3)
+    assert arms["dq"]["share"] == pytest.approx(1 / 3)
+    rows = [(r["id"], r["arm"], r["group"]) for r in payload["questions"]]
+    assert rows == [("cheat", "rr", None), ("plagiarism", None, 0), ("plagiarism", None, 1)]
+    assert [d["id"] for d in payload["direct_questions"]] == ["faculty"]
+    text = CliRunner().invoke(app, ["survey", "check", str(path)], env={"COLUMNS": "200"})
+    assert "Arm dq (drawn with chance 0.333): 1.0986 nats; asked directly: faculty, cheat" in (
+        text.stdout
+    )
+
+
+def test_a_question_costs_its_largest_arm():
+    survey = load_survey(
+        with_(
+            CAMPUS,
+            arms={
+                "low": {"designs": {"cheat": {"name": "warner", "params": {"p": 0.6}}}},
+                "high": {"designs": {"cheat": {"name": "warner", "params": {"p": 0.9}}}},
+            },
+        )
+    )
+    assert survey.question_cost("cheat") == pytest.approx(math.log(9))
+    with pytest.raises(BudgetExceededError, match=r"cheat=2\.19722"):
+        load_survey(with_(CAMPUS, privacy_budget=3.0, arms=survey.model_dump()["arms"]))
+
+
+@pytest.mark.parametrize(
+    ("arms", "message"),
+    [
+        ({"only": {"weight": 1}}, "arms: Dictionary should have at least 2 items"),
+        ({"a": {"weight": 0}, "b": {}}, "arms.a.weight"),
+        ({"a": {"designs": {"nope": {"name": "direct"}}}, "b": {}}, "no question nope"),
+        (
+            {"a": {"designs": {"cheat": {"name": "kary-rr", "params": {"k": 3}}}}, "b": {}},
+            "arms.a.designs.cheat",
+        ),
+        ({"a": {"colour": "red"}, "b": {}}, "arms.a.colour"),
+    ],
+)
+def test_bad_arms_are_refused_naming_the_field(arms, message):
+    with pytest.raises(SurveyError, match=message):
+        load_survey(with_(CAMPUS, arms=arms))
+
+
+def _question(design: dict, **extra) -> dict:
+    return {"id": "q", "text": "Have you?", "design": design} | extra
+
+
+@pytest.mark.parametrize(
+    ("design", "extra", "message"),
+    [
+        ({"name": "extended-crosswise", "params": {"p": 0.5}}, {}, "must not be 0.5"),
+        ({"name": "extended-crosswise", "params": {"p": 1.2}}, {}, r"p must be in \(0, 1\)"),
+        ({"name": "extended-crosswise", "params": {"q": 0.2}}, {}, "exactly {p}"),
+        (
+            {"name": "cheating-detection", "params": {"p1": 0.3, "p2": 0.3}},
+            {"allow_infinite_epsilon": True},
+            "must differ",
+        ),
+        (
+            {"name": "cheating-detection", "params": {"p1": 0.3, "p2": 0.7}},
+            {},
+            "allow_infinite_epsilon",
+        ),
+        (
+            {"name": "stochastic-lie-detector", "params": {"p1": 0.2, "p2": 0.8}},
+            {"choices": ["a", "b", "c"]},
+            "2 true answers",
+        ),
+        ({"name": "warner", "params": {"p": 0.7}}, {"innocuous_complement": "x?"}, "only an"),
+        ({"name": "direct"}, {"control": "zero"}, "control"),
+    ],
+)
+def test_bad_group_designs_are_refused(design, extra, message):
+    survey = {"id": "s", "version": 1, "title": "t", "privacy_budget": 5.0}
+    with pytest.raises(SurveyError, match=message):
+        load_survey(survey | {"questions": [_question(design, **extra)]})
+
+
+def test_group_designs_cost_their_largest_group():
+    survey = {"id": "s", "version": 1, "title": "t", "privacy_budget": 5.0}
+    cdm = load_survey(
+        survey
+        | {
+            "questions": [
+                _question(
+                    {"name": "cheating-detection", "params": {"p1": 0.3, "p2": 0.6}},
+                    allow_infinite_epsilon=True,
+                )
+            ]
+        }
+    ).questions[0]
+    # a forced "yes" with chance p: a "yes" report multiplies the odds by 1 / p
+    assert cdm.cost == pytest.approx(-math.log(0.3))
+    assert [d.params for d in cdm.groups] == [
+        {"p_yes": 0.3, "p_no": 0.0},
+        {"p_yes": 0.6, "p_no": 0.0},
+    ]
+    sld = load_survey(
+        survey
+        | {
+            "questions": [
+                _question(
+                    {"name": "stochastic-lie-detector", "params": {"p1": 2 / 12, "p2": 10 / 12}},
+                    allow_infinite_epsilon=True,
+                )
+            ]
+        }
+    ).questions[0]
+    # Mangat's device: a "yes" report multiplies the odds by 1 / (1 - p)
+    assert sld.cost == pytest.approx(-math.log(1 - 10 / 12))
+    assert sld.group_channel.p.tolist() == pytest.approx([2 / 12, 10 / 12])
+
+
+def test_the_device_gets_each_arm_and_each_group():
+    view = load_survey(CAMPUS).respondent_view()
+    assert [a["id"] for a in view["arms"]] == ["dq", "rr"] and view["control_arm"]
+    dq = view["arms"][0]["questions"]
+    assert list(dq) == ["cheat"] and dq["cheat"]["direct"] is True
+    assert view["arms"][1]["questions"] == {}
+    plag = view["questions"][2]
+    assert [g["columns"] for g in plag["groups"]] == [
+        [[0.25, 0.75], [0.75, 0.25]],
+        [[0.75, 0.25], [0.25, 0.75]],
+    ]
+    assert plag["groups"][1]["innocuous_question"] == (
+        "Is the answer to “Is your mother's birthday in January, February or March?” no?"
+    )
+    assert view["questions"][1]["groups"] == []
+
+
+def test_staged_payloads_carry_arm_and_groups_and_old_payloads_still_read():
+    item = StagedResponse("campus", 3, 1_700_000_000, (1, 0, 255), 1, (0, 0, 1))
+    payload = pack(item)
+    assert len(payload) == 256 and unpack(payload) == item
+    big = StagedResponse("x" * 64, 2**31 - 1, 2**40, (7,) * 100, 15, (1, 0) * 50)
+    assert unpack(pack(big)) == big  # the largest response still fits the slot
+    # the format before arms: length-prefixed id, version, bucket, codes
+    old = bytes([6]) + b"campus" + (3).to_bytes(4, "big") + (5).to_bytes(8, "big")
+    old += bytes([2, 1, 0])
+    assert unpack(old + bytes(256 - len(old))) == StagedResponse("campus", 3, 5, (1, 0))
+
+
+def _store(tmp_path) -> Store:
+    store = Store(f"sqlite:///{tmp_path / 'arms.sqlite'}")
+    store.publish(load_survey(with_(CAMPUS, min_release=5)))
+    return store
+
+
+def test_stored_rows_hold_arm_and_group_and_bad_ones_store_nothing(tmp_path):
+    store = _store(tmp_path)
+    survey = store.survey("campus")
+    bad = [
+        ({"faculty": 0, "cheat": 1, "plagiarism": 0}, None, {"plagiarism": 0}, "arm must be"),
+        ({"faculty": 0, "cheat": 1, "plagiarism": 0}, "zz", {"plagiarism": 0}, "arm must be"),
+        ({"faculty": 0, "cheat": 1, "plagiarism": 0}, "rr", None, "groups must give"),
+        ({"faculty": 0, "cheat": 1, "plagiarism": 0}, "rr", {"plagiarism": 2}, "groups must"),
+        ({"faculty": 0, "cheat": 2, "plagiarism": 0}, "dq", {"plagiarism": 0}, "cheat must"),
+    ]
+    for reports, arm, groups, message in bad:
+        with pytest.raises(ReportValidationError, match=message):
+            store.submit(survey, reports, None, arm, groups)
+    assert store.response_count("campus") == 0
+    for i in range(10):
+        store.submit(
+            survey,
+            {"faculty": i % 4, "cheat": i % 2, "plagiarism": 1},
+            None,
+            "dq" if i < 4 else "rr",
+            {"plagiarism": i % 2},
+        )
+    long = store.export("campus")
+    assert list(long.columns[-2:]) == ["arm", "group"]
+    assert sorted(long.groupby("response_id")["arm"].first()) == ["dq"] * 4 + ["rr"] * 6
+    plag = long[long.question_id == "plagiarism"]
+    assert sorted(plag["group"]) == [0] * 5 + [1] * 5
+    assert set(long.loc[long.question_id != "plagiarism", "group"]) == {0}
+    store.close()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "wide", "parquet", "sav", "dta"])
+def test_exports_carry_arm_and_group_columns_back_into_analysis(tmp_path, fmt):
+    store = _store(tmp_path)
+    survey = store.survey("campus")
+    rng = np.random.default_rng(5)
+    sent = []
+    for _ in range(20):
+        arm = str(rng.choice(["dq", "rr"]))
+        group = int(rng.integers(2))
+        reports = {"faculty": int(rng.integers(4)), "cheat": int(rng.integers(2))}
+        reports["plagiarism"] = int(rng.integers(2))
+        store.submit(survey, reports, None, arm, {"plagiarism": group})
+        sent.append((arm, group, reports["cheat"], reports["plagiarism"]))
+    content, _, name = export_bytes(store, "campus", fmt)
+    path = tmp_path / name
+    path.write_bytes(content)
+    (tmp_path / "campus.survey.json").write_bytes(export_bytes(store, "campus", "survey")[0])
+    frame, versions = read_export(path)
+    assert versions[0].arm_names == ["dq", "rr"]
+    got = sorted(
+        zip(
+            frame["arm"],
+            frame["plagiarism__group"].astype(int),
+            frame["cheat"].astype(int),
+            frame["plagiarism"].astype(int),
+            strict=True,
+        )
+    )
+    assert got == sorted(sent)
+    store.close()
+
+
+def test_the_ledger_charges_a_question_its_largest_arm_and_a_changed_arm_again():
+    first = load_survey(CAMPUS)
+    ledger = lifetime_ledger([first])
+    assert [e.question_id for e in ledger.entries] == ["cheat", "plagiarism"]
+    assert ledger.spent == pytest.approx(2 * LN3)
+    same = load_survey(with_(CAMPUS, version=2))
+    assert check_lifetime([first], same).cumulative[-1][1] == 0.0  # unchanged: free
+    changed = with_(CAMPUS, version=2, privacy_budget=4.0)
+    changed["arms"]["dq"]["designs"]["cheat"] = {"name": "warner", "params": {"p": 0.75}}
+    ledger = check_lifetime([first], load_survey(changed))
+    assert ledger.cumulative[-1][1] == pytest.approx(LN3)  # cheat is charged again
+    tight = load_survey(with_(CAMPUS, privacy_budget=3.0))  # lifetime 3 nats
+    with pytest.raises(BudgetExceededError, match=r"would spend 3\.296"):
+        check_lifetime([tight], load_survey(changed | {"privacy_budget": 3.0}))
+
+
+@pytest.mark.anyio
+async def test_the_protocol_takes_arm_and_groups_and_refuses_them_where_they_do_not_fit(client):
+    assert (await client.post("/api/surveys", json=CAMPUS, headers=AUTH)).status_code == 201
+    ok = {
+        "version": 1,
+        "reports": {"faculty": None, "cheat": 1, "plagiarism": 0},
+        "arm": "dq",
+        "groups": {"plagiarism": 1},
+    }
+    r = await client.post("/api/surveys/campus/responses", json=ok)
+    assert r.status_code == 201, r.text
+    for change, field in [
+        ({"arm": "Control!"}, "arm"),
+        ({"arm": "xx"}, "arm must be one of"),
+        ({"groups": {"plagiarism": 1, "cheat": 0}}, "groups must give"),
+        ({"groups": {"plagiarism": True}}, "groups"),
+    ]:
+        r = await client.post("/api/surveys/campus/responses", json=ok | change)
+        assert field in assert_error_shape(r, 422)["message"]
+    view = (await client.get("/api/surveys/campus")).json()
+    assert [a["id"] for a in view["arms"]] == ["dq", "rr"]
+    assert client.store.response_count("campus") == 1
+
+
+def campus_truths(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Known truths: faculty uniform (a tenth prefer not to say), cheating 25% in law
+    and 10% elsewhere, plagiarism 15%."""
+    faculty = rng.integers(0, 4, size=n)
+    cheat = (rng.random(n) < np.where(faculty == 0, 0.25, 0.10)).astype(np.int64)
+    faculty[rng.random(n) < 0.1] = -1
+    return {
+        "faculty": faculty,
+        "cheat": cheat,
+        "plagiarism": (rng.random(n) < 0.15).astype(np.int64),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, tmp_path):
+    from deniable.collection.devices import simulate_responses
+    from deniable.collection.study import arm_analysis
+
+    study = with_(CAMPUS, min_release=30)
+    assert (await client.post("/api/surveys", json=study, headers=AUTH)).status_code == 201
+    survey = load_survey(study)
+    rng = np.random.default_rng(20261126)
+    sent = simulate_responses(survey, campus_truths(900, rng), rng)
+    client.store.submit_batch(
+        survey,
+        [r["reports"] for r in sent],
+        [r["arm"] for r in sent],
+        [r["groups"] for r in sent],
+    )
+    res = (await client.get("/api/surveys/campus/results", headers=AUTH)).json()
+    assert [s["question"] for s in res["study"]] == ["cheat", "plagiarism"]
+    counts = res["arms"]["counts"]
+    assert sum(counts) == 900 and res["arms"]["pvalue"] > 1e-3  # drawn by weight
+    by_question = {q["id"]: q for q in res["questions"]}
+    assert by_question["cheat"]["design"] == "by arm"
+    assert by_question["cheat"]["prevalence"][1] == res["study"][0]["pooled"]["prevalence"]
+    (tmp_path / "campus.survey.json").write_bytes(
+        (await client.get("/api/surveys/campus/export?format=survey", headers=AUTH)).content
+    )
+    for fmt in ("csv", "wide", "parquet", "sav", "dta"):
+        body = await client.get(f"/api/surveys/campus/export?format={fmt}", headers=AUTH)
+        path = tmp_path / f"campus.{'wide.csv' if fmt == 'wide' else fmt}"
+        path.write_bytes(body.content)
+        frame, versions = read_export(path)
+        again = arm_analysis(frame, versions[-1], 0.95)
+        assert_close(again, res["study"])
+        out = CliRunner().invoke(app, ["analyze", str(path), "--arms", "--json"])
+        assert out.exit_code == 0, out.output
+        assert_close(json.loads(out.stdout)["questions"], res["study"])
+    html = (await client.get("/surveys/campus/results", headers=AUTH)).text
+    assert 'id="arms-cheat"' in html and 'id="groups-plagiarism"' in html
+    assert "Sample-ratio test of the weights" in html
+
+
+def assert_close(a, b, tol: float = 1e-10) -> None:
+    """Equal structures, numbers to ``tol``."""
+    if isinstance(a, dict):
+        assert set(a) == set(b)
+        for k in a:
+            assert_close(a[k], b[k], tol)
+    elif isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            assert_close(x, y, tol)
+    elif isinstance(a, float) and not isinstance(b, str):
+        assert b is not None and ((math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol), (a, b)
+    else:
+        assert a == b
+
+
+@pytest.mark.slow
+def test_the_terminal_client_draws_arm_and_group_once_and_sends_them(tmp_path):
+    """Twenty respondents on one computer-owner pair draw the arm once (the memo), a
+    group for the ECWM question once, and send both; a respondent with another memo
+    may draw another arm."""
+    from deniable.collection.live import serve_in_thread
+
+    from .conftest import ANALYST
+
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store.publish(load_survey(with_(CAMPUS, min_release=1)))
+    arms = []
+    with serve_in_thread(store, ANALYST) as base:
+        for person in range(12):
+            env = {"XDG_DATA_HOME": str(tmp_path / f"data{person}"), "COLUMNS": "200"}
+            out = CliRunner().invoke(
+                app, ["respond", f"{base}/s/campus", "--yes"], env=env, input="law\n1\n1\n"
+            )
+            assert out.exit_code == 0, out.output
+            assert "some respondents are asked some questions directly" in out.output
+            memo_file = tmp_path / f"data{person}" / "deniable" / "memo.json"
+            memo = json.loads(memo_file.read_text())
+            (kept,) = memo.values()
+            arm_keys = [k for k in kept if k.startswith("arm/")]
+            group_keys = [k for k in kept if k.startswith("group/")]
+            assert len(arm_keys) == 1 and len(group_keys) == 1
+            arms.append(["dq", "rr"][kept[arm_keys[0]]])
+            # in dq the cheating question is asked directly and never memoized
+            direct = 2 if arms[-1] == "dq" else 1
+            assert out.output.count("Sent as given") == direct
+            assert len(kept) == 2 + 3 - direct  # arm, group and each report drawn
+            # the same person again: the same arm and group, the same reports
+            again = CliRunner().invoke(
+                app, ["respond", f"{base}/s/campus", "--yes"], env=env, input="law\n1\n"
+            )
+            assert again.exit_code == 0, again.output
+            assert json.loads(memo_file.read_text()) == memo
+    long = store.export("campus")
+    stored = long.groupby("response_id")["arm"].first()
+    assert sorted(stored) == sorted(arms * 2)
+    assert {"dq", "rr"} == set(arms)  # 12 draws at 1/3 and 2/3: both (chance 0.992)
+    store.close()
+
+
+def test_a_zero_prevalence_control_is_shown_as_a_check_of_false_positives(tmp_path):
+    """Nobody carries the control item: its crosswise reports give an estimate near 0,
+    and the results say it measures false positives, with a one-sided test against 0."""
+    from deniable.collection.devices import simulate_responses
+    from deniable.collection.server.pages import survey_results
+
+    data = {
+        "id": "control",
+        "version": 1,
+        "title": "t",
+        "privacy_budget": 2.0,
+        "min_release": 30,
+        "questions": [
+            {
+                "id": "heart",
+                "text": "Have you received a donated heart this year?",
+                "control": "zero",
+                "design": {"name": "crosswise", "params": {"p": 0.25}},
+            }
+        ],
+    }
+    store = Store(f"sqlite:///{tmp_path / 'c.sqlite'}")
+    survey = load_survey(data)
+    store.publish(survey)
+    rng = np.random.default_rng(11)
+    sent = simulate_responses(survey, {"heart": np.zeros(2000, dtype=np.int64)}, rng)
+    store.submit_batch(survey, [r["reports"] for r in sent])
+    (item,) = survey_results(store, survey, 0.95)["questions"]
+    assert "zero-prevalence control" in item["note"]
+    # crosswise p = 0.25: Var(estimate) = lam (1 - lam) / (n (2p - 1)^2) at lam = 0.75
+    se = math.sqrt(0.75 * 0.25 / 2000) / 0.5
+    assert abs(item["control"]["estimate"]) < 4 * se
+    assert 0 < item["control"]["pvalue"] < 1
+    store.close()

@@ -484,3 +484,126 @@ def test_a_zero_prevalence_control_is_shown_as_a_check_of_false_positives(tmp_pa
     assert abs(item["control"]["estimate"]) < 4 * se
     assert 0 < item["control"]["pvalue"] < 1
     store.close()
+
+
+def test_arms_keep_the_order_of_their_names_whatever_the_file_says():
+    """A stored arm is its position among the arms: the file's order must not matter, as
+    the stored (canonical, sorted) definition is what reads it back."""
+    data = with_(CAMPUS)
+    data["arms"] = {"rr": data["arms"]["rr"], "dq": data["arms"]["dq"]}
+    survey = load_survey(data)
+    assert survey.arm_names == ["dq", "rr"]
+    assert load_survey(json.loads(survey.canonical_json())).arm_names == ["dq", "rr"]
+    assert survey.digest == load_survey(CAMPUS).digest
+
+
+def test_the_complement_is_translated_and_listed_when_it_is_not():
+    data = with_(CAMPUS)
+    data["questions"][2]["innocuous_complement"] = "Is your mother's birthday in April to December?"
+    data["translations"] = {"de": {"questions": {"plagiarism": {"text": "Plagiat?"}}}}
+    survey = load_survey(data)
+    assert "questions.plagiarism.innocuous_complement" in survey.untranslated()["de"]
+    data["translations"]["de"]["questions"]["plagiarism"]["innocuous_complement"] = (
+        "Hat Ihre Mutter von April bis Dezember Geburtstag?"
+    )
+    view = load_survey(data).respondent_view("de")
+    assert view["questions"][2]["groups"][1]["innocuous_question"] == (
+        "Hat Ihre Mutter von April bis Dezember Geburtstag?"
+    )
+    assert "questions.plagiarism.innocuous_complement" not in load_survey(data).untranslated()["de"]
+
+
+def test_a_database_from_before_arms_is_migrated_and_its_waiting_responses_released(tmp_path):
+    """A database made before migration 0007: its reports gain arm 0 and group 0, and a
+    response waiting in the payload format before arms is released as it was sent."""
+    import os
+
+    from sqlalchemy import text
+
+    from deniable.collection.schema import staging
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    store = Store(url)
+    survey = load_survey(
+        {
+            "id": "old",
+            "version": 1,
+            "title": "t",
+            "privacy_budget": 2.0,
+            "min_release": 2,
+            "questions": [
+                {"id": "q", "text": "Q?", "design": {"name": "warner", "params": {"p": 0.75}}}
+            ],
+        }
+    )
+    store.publish(survey)
+    store.submit(survey, {"q": 1})
+    store.submit(survey, {"q": 0})  # a crowd of two: released
+    old = bytes([3]) + b"old" + (1).to_bytes(4, "big") + (0).to_bytes(8, "big") + bytes([1, 1])
+    with store.engine.begin() as conn:  # back to the schema before 0007
+        conn.execute(text("ALTER TABLE reports DROP COLUMN arm"))
+        conn.execute(text("ALTER TABLE reports DROP COLUMN grp"))
+        conn.execute(text("DELETE FROM schema_migrations WHERE name = '0007_report_arm_group'"))
+        slot = conn.execute(text("SELECT slot FROM staging WHERE NOT filled LIMIT 1")).scalar()
+        conn.execute(
+            staging.update()
+            .where(staging.c.slot == slot)
+            .values(filled=True, payload=old + os.urandom(256 - len(old)))
+        )
+        conn.execute(text("UPDATE staging_counts SET n = n + 1"))
+    store.close()
+    store = Store(url)
+    assert store.applied_migrations()[-1] == "0007_report_arm_group"
+    store.submit(survey, {"q": 0})  # completes the next crowd with the old payload
+    frame = store.export("old")
+    assert len(frame) == 4 and set(frame["arm"]) == {""} and set(frame["group"]) == {0}
+    assert sorted(frame["report"]) == [0, 0, 1, 1]
+    store.close()
+
+
+def test_a_numeric_question_is_broken_down_as_its_mean_per_direct_answer(tmp_path):
+    """Hours of sleep (Duchi et al. 2018, epsilon 1) by faculty: each faculty's mean in
+    hours is the library's subgroup estimate mapped to [0, 12], within 4 standard errors
+    of the faculty's true mean."""
+    from deniable.analysis import subgroup_prevalence
+    from deniable.collection.devices import simulate_responses
+    from deniable.collection.server.pages import survey_results
+
+    data = {
+        "id": "sleep",
+        "version": 1,
+        "title": "t",
+        "privacy_budget": 2.0,
+        "min_release": 30,
+        "questions": [
+            CAMPUS["questions"][0] | {"allow_no_answer": False},
+            {
+                "id": "sleep",
+                "text": "How many hours did you sleep last night?",
+                "range": {"low": 0, "high": 12, "unit": "hours"},
+                "design": {"name": "duchi", "params": {"epsilon": 1.0}},
+            },
+        ],
+    }
+    store = Store(f"sqlite:///{tmp_path / 's.sqlite'}")
+    survey = load_survey(data)
+    store.publish(survey)
+    rng = np.random.default_rng(12)
+    n = 4000
+    faculty = rng.integers(0, 4, size=n)
+    hours = np.clip(rng.normal(np.array([6.0, 5.0, 7.0, 8.0])[faculty], 1.0), 0, 12)
+    sent = simulate_responses(survey, {"faculty": faculty, "sleep": hours}, rng)
+    store.submit_batch(survey, [r["reports"] for r in sent])
+    res = survey_results(store, survey, 0.95)
+    (b,) = res["breakdowns"]
+    assert b["mean"] is True and b["unit"] == "hours" and b["test_equal"]["pvalue"] < 1e-6
+    codes = np.array([r["reports"]["sleep"] for r in sent])
+    labels = np.array(["law", "medicine", "science", "arts"])[faculty]
+    lib = subgroup_prevalence(survey.question("sleep").mechanism, codes, labels).table(0.95)
+    for g in b["groups"]:
+        share = lib.loc[g["group"], "prevalence"]
+        assert g["prevalence"] == pytest.approx(12 * share, abs=1e-10)
+        assert g["std_error"] == pytest.approx(12 * lib.loc[g["group"], "std_error"], abs=1e-10)
+        truth = hours[labels == g["group"]].mean()
+        assert abs(g["prevalence"] - truth) < 4 * g["std_error"]
+    store.close()

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from scipy import stats
@@ -1021,32 +1022,42 @@ def test_a_direct_number_is_sent_as_its_bin_in_the_browser(browser, site):
     context.close()
 
 
+@pytest.mark.slow
 def test_the_study_pages_pass_axe_core(browser, site):
     """axe-core (the pinned axe-playwright-python's copy) finds no violation on the
-    respondent page of a study with direct questions and on its dashboard, at a phone's
-    width."""
+    respondent page of a study with direct questions, arms and an ECWM question, and on
+    its dashboard with the tables by arm, the group fit, the breakdowns and a
+    regression, at a phone's width."""
     from axe_playwright_python.sync_playwright import Axe
 
-    from .test_direct import STUDY
+    from deniable.collection.devices import simulate_responses
+
+    from .test_arms import CAMPUS, campus_truths
 
     base, store, _ = site
-    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 5})
+    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 5})
     store.publish(survey)
-    rows = [{"faculty": i % 2, "year": 0, "cheat": i % 3 == 0} for i in range(20)]
-    store.submit_batch(survey, [r | {"cheat": int(r["cheat"])} for r in rows])
+    rng = np.random.default_rng(3)
+    sent = simulate_responses(survey, campus_truths(200, rng), rng)
+    store.submit_batch(
+        survey, [r["reports"] for r in sent], [r["arm"] for r in sent], [r["groups"] for r in sent]
+    )
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     page.goto(f"{base}/s/campus")
-    page.locator("#q-cheat").wait_for()
+    page.locator("#q-plagiarism").wait_for()
     axe = Axe()
     found = axe.run(page)
     assert found.violations_count == 0, found.generate_report()
     page.goto(f"{base}/surveys/campus/results")
     page.fill("#token", ANALYST)
     page.get_by_role("button", name="Log in").click()
-    page.locator("#by-cheat-faculty").wait_for()
+    page.goto(f"{base}/surveys/campus/results?regress=cheat&on=faculty")
+    page.locator("#regression").wait_for()
+    assert page.locator("#arms-cheat").count() == 1 and page.locator("#groups-plagiarism").count()
     found = axe.run(page)
     assert found.violations_count == 0, found.generate_report()
+    _no_horizontal_scroll(page)
     context.close()
 
 
@@ -1114,3 +1125,202 @@ def test_a_study_page_shows_one_arm_and_one_group_and_sends_them(browser, site, 
     assert sorted(plag["group"].tolist()) == sorted(seen["sent_groups"])  # stored as sent
     arms = long.groupby("response_id")["arm"].first()
     assert sorted(arms) == sorted(seen["sent_arms"])
+
+
+#: The end-to-end study: two direct questions, three arms, an ECWM question.
+E2E_STUDY = {
+    "id": "e2e",
+    "version": 1,
+    "title": "Campus study, end to end",
+    "privacy_budget": 4.0,
+    "requires_invitation": True,
+    "min_release": 10,
+    "expected_responses": 320,
+    "arms": {
+        "dq": {"weight": 1, "designs": {"cheat": {"name": "direct"}}},
+        "fr": {"weight": 1},
+        "cw": {"weight": 1, "designs": {"cheat": {"name": "crosswise", "params": {"p": 0.25}}}},
+    },
+    "questions": [
+        {
+            "id": "faculty",
+            "text": "Which faculty are you in?",
+            "choices": ["law", "medicine", "science", "arts"],
+            "design": {"name": "direct"},
+        },
+        {
+            "id": "level",
+            "text": "Are you an undergraduate or a graduate student?",
+            "choices": ["undergraduate", "graduate"],
+            "design": {"name": "direct"},
+        },
+        {
+            "id": "cheat",
+            "text": "Have you cheated in an exam this year?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.25, "p_no": 0.25}},
+        },
+        {
+            "id": "plagiarism",
+            "text": "Have you ever handed in someone else's work as your own?",
+            "innocuous_question": "Is your mother's birthday in January, February or March?",
+            "design": {"name": "extended-crosswise", "params": {"p": 0.25}},
+        },
+    ],
+}
+
+
+@pytest.mark.slow
+def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, tmp_path):
+    """320 invited respondents with known truths: 310 through the HTTP protocol (blind
+    signature, then the response with the arm and group drawn as a device draws them),
+    10 through Chromium. The dashboard's per-arm estimates, the arms' differences, the
+    ECWM fit, the breakdown by faculty and the regression on the direct questions equal
+    the library's results computed here from the export, and each per-arm estimate is
+    within 4 standard errors of its respondents' true rate."""
+    import httpx
+
+    from deniable.analysis import estimate_channel, rr_logit, subgroup_prevalence
+    from deniable.collection.client import request_credential
+    from deniable.collection.devices import simulate_responses
+    from deniable.collection.export import read_export
+    from deniable.estimation import estimate
+    from deniable.mechanisms import Crosswise
+
+    base, store, _ = site
+    survey = load_survey(copy.deepcopy(E2E_STUDY))
+    store.publish(survey)
+    tokens = store.issue_tokens(survey.id, 320)
+    rng = np.random.default_rng(20261126)
+    n = 310
+    faculty = rng.integers(0, 4, size=n)
+    level = rng.integers(0, 2, size=n)
+    truths = {
+        "faculty": faculty,
+        "level": level,
+        "cheat": (rng.random(n) < np.array([0.4, 0.15, 0.1, 0.3])[faculty]).astype(np.int64),
+        "plagiarism": (rng.random(n) < 0.2).astype(np.int64),
+    }
+    sent = simulate_responses(survey, truths, rng)
+    auth = {"Authorization": f"Bearer {ANALYST}"}
+    with httpx.Client(base_url=base, timeout=30) as http:
+        view = http.get("/api/surveys/e2e").json()
+
+        def post(path: str, body: dict) -> dict:
+            r = http.post(path, json=body)
+            assert r.status_code == 201, r.text
+            return r.json()
+
+        for i, body in enumerate(sent):
+            credential = request_credential(view, tokens[i], post)
+            post(
+                "/api/surveys/e2e/responses",
+                {"version": 1, "credential": credential.to_json()} | body,
+            )
+    # ten more through the browser, each answering "law", "graduate", "yes", "no"
+    for token in tokens[n:]:
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        page = context.new_page()
+        posted: list[dict] = []
+        page.on(
+            "request",
+            lambda r, posted=posted: (
+                posted.append(json.loads(r.post_data))
+                if r.method == "POST" and r.url.endswith("/responses")
+                else None
+            ),
+        )
+        page.goto(f"{base}/s/e2e#token={token}")
+        page.locator("#q-plagiarism").wait_for()
+        page.locator("#truth-faculty-0").check()
+        page.locator("#q-faculty [data-role=use-answer]").click()
+        page.locator("#truth-level-1").check()
+        page.locator("#q-level [data-role=use-answer]").click()
+        page.locator("#truth-cheat-1").check()
+        direct = page.locator("#q-cheat .direct").count() == 1
+        page.locator(f"#q-cheat [data-role={'use-answer' if direct else 'draw'}]").click()
+        page.locator("#truth-plagiarism-0").check()
+        page.locator("#q-plagiarism [data-role=draw]").click()
+        page.get_by_role("button", name="Send my reports").click()
+        page.get_by_text("Sent and stored").wait_for()
+        (body,) = posted
+        assert (body["arm"] == "dq") == direct and set(body["groups"]) == {"plagiarism"}
+        sent.append({k: body[k] for k in ("reports", "arm", "groups")})
+        context.close()
+    for q, v in (("faculty", 0), ("level", 1), ("cheat", 1), ("plagiarism", 0)):
+        truths[q] = np.append(truths[q], [v] * 10)
+    with httpx.Client(base_url=base, timeout=60) as http:
+        res = http.get("/api/surveys/e2e/results?regress=cheat&on=faculty&on=level", headers=auth)
+        assert res.status_code == 200, res.text
+        res = res.json()
+        path = tmp_path / "e2e.parquet"
+        path.write_bytes(http.get("/api/surveys/e2e/export?format=parquet", headers=auth).content)
+    assert res["released"] == 320
+    frame, _ = read_export(path)
+    # the library, called directly on the export
+    designs = {
+        "dq": survey.questions_in("dq")[2].mechanism,
+        "fr": ForcedResponse(p_yes=0.25, p_no=0.25),
+        "cw": Crosswise(p=0.25),
+    }
+    arms = np.array([r["arm"] for r in sent])
+    (cheat,) = [s for s in res["study"] if s["question"] == "cheat"]
+    for row in cheat["arms"]:
+        mine = frame["arm"] == row["arm"]
+        est = estimate(designs[row["arm"]], frame.loc[mine, "cheat"].to_numpy(np.int64))
+        assert abs(row["prevalence"] - est.prevalence[1]) < 1e-10
+        assert abs(row["std_error"] - est.std_error[1]) < 1e-10
+        rate = truths["cheat"][arms == row["arm"]].mean()
+        assert abs(row["prevalence"] - rate) < 4 * row["std_error"] + 1e-9
+    by_arm = {a["arm"]: a for a in cheat["arms"]}
+    for d in cheat["differences"]:
+        assert (
+            abs(d["difference"] - (by_arm[d["arm"]]["prevalence"] - by_arm["dq"]["prevalence"]))
+            < 1e-12
+        )
+    (plag,) = [s for s in res["study"] if s["question"] == "plagiarism"]
+    fit = estimate_channel(
+        {0: Crosswise(p=0.25), 1: Crosswise(p=0.75)},
+        frame["plagiarism"].to_numpy(np.int64),
+        frame["plagiarism__group"].to_numpy(np.int64),
+    )
+    assert abs(plag["groups"]["prevalence"] - float(fit.params["pi"])) < 1e-10
+    assert abs(plag["groups"]["fit"]["statistic"] - fit.goodness_of_fit().statistic) < 1e-10
+    # the breakdown of the ECWM question by faculty: a pooled estimate per faculty
+    (bd,) = [b for b in res["breakdowns"] if b["question"] == "plagiarism" and b["by"] == "faculty"]
+    labels = np.array(["law", "medicine", "science", "arts"])[frame["faculty"].to_numpy(int)]
+    keys = frame["plagiarism__group"].to_numpy(int)
+    lib = subgroup_prevalence(
+        {0: Crosswise(p=0.25), 1: Crosswise(p=0.75)},
+        frame["plagiarism"].to_numpy(np.int64),
+        labels,
+        design_keys=keys,
+    ).table(0.95)
+    for g in bd["groups"]:
+        assert abs(g["prevalence"] - lib.loc[g["group"], "prevalence"]) < 1e-10
+    # the regression of cheat on faculty and level, each row through its arm's design
+    data = pd.DataFrame(
+        {
+            "cheat": frame["cheat"].astype(int),
+            "faculty": labels,
+            "level": np.array(["undergraduate", "graduate"])[frame["level"].to_numpy(int)],
+            "arm": frame["arm"],
+        }
+    )
+    ours = rr_logit("cheat ~ faculty + level", data, designs, group="arm")
+    got = {c["term"]: c for c in res["regression"]["coefficients"]}
+    for term in ours.params.index:
+        assert abs(got[term]["coef"] - ours.params[term]) < 1e-8
+        assert abs(got[term]["std_error"] - ours.bse[term]) < 1e-8
+    # the page shows the same tables
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.goto(f"{base}/surveys/e2e/results?regress=cheat&on=faculty&on=level")
+    page.fill("#token", ANALYST)
+    page.get_by_role("button", name="Log in").click()
+    page.goto(f"{base}/surveys/e2e/results?regress=cheat&on=faculty&on=level")
+    page.locator("#arms-cheat").wait_for()
+    assert page.locator("#arms-cheat tbody tr").count() == 3
+    assert page.locator("#regression tbody tr").count() == len(ours.params)
+    assert "test of fit G²" in page.locator("#groups-plagiarism").inner_text()
+    _screenshot(page, "dashboard-study", tmp_path)
+    context.close()

@@ -12,7 +12,7 @@ difference).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,19 +153,23 @@ class SubgroupResult:
 
 
 def subgroup_prevalence(
-    design: Design,
+    design: Design | Mapping[Hashable, Design],
     reports: ArrayLike,
     groups: ArrayLike,
     *,
     method: str = "moment",
     category: int = 1,
+    design_keys: ArrayLike | None = None,
 ) -> SubgroupResult:
     """Estimate the prevalence of a randomized answer within each clear subgroup.
 
     Parameters
     ----------
-    design : Design
-        The design every respondent used (matrix shape (m, k)).
+    design : Design, or mapping of key to Design
+        The design every respondent used (matrix shape (m, k)); or, for designs
+        varying by respondent (arms, randomization groups), a mapping of key to design
+        with ``design_keys``: each subgroup's estimate then pools its respondents'
+        designs (:func:`deniable.estimation.estimate` with ``groups``).
     reports : array_like of int, shape (n,)
         Report codes ``0..m-1``.
     groups : array_like, shape (n,)
@@ -173,6 +177,8 @@ def subgroup_prevalence(
         not allowed).
     method : {"moment", "mle", "bayes"}
         Estimator within each group (see :func:`deniable.estimation`).
+    design_keys : array_like, shape (n,), optional
+        Each respondent's design key, with a mapping of designs (and only then).
     category : int, default 1
         The truth category that :meth:`SubgroupResult.difference` and ``ratio`` compare.
 
@@ -193,6 +199,10 @@ def subgroup_prevalence(
     >>> bool(res.test_equal().pvalue < 1e-6)
     True
     """
+    if isinstance(design, Mapping):
+        return _pooled_subgroups(design, reports, groups, design_keys, method, category)
+    if design_keys is not None:
+        raise ValueError("design_keys is used only with a mapping of designs")
     codes = as_codes("reports", reports, design.n_reports)
     labels = np.asarray(groups)
     if labels.shape != codes.shape:
@@ -206,4 +216,38 @@ def subgroup_prevalence(
     for i, v in enumerate(values):
         key = v.item() if hasattr(v, "item") else v
         estimates[key] = estimate(design, Tally(counts[i]), method=method)
+    return SubgroupResult(estimates, category)
+
+
+def _pooled_subgroups(
+    designs: Mapping[Hashable, Design],
+    reports: ArrayLike,
+    groups: ArrayLike,
+    design_keys: ArrayLike | None,
+    method: str,
+    category: int,
+) -> SubgroupResult:
+    """Subgroups of respondents whose designs vary: a pooled estimate per subgroup."""
+    if design_keys is None:
+        raise ValueError("design_keys must give each respondent's design with several designs")
+    codes = np.asarray(reports)
+    labels = np.asarray(groups)
+    keys = np.asarray(design_keys)
+    if labels.shape != codes.shape or keys.shape != codes.shape:
+        raise ValueError(
+            f"groups and design_keys must have shape {codes.shape}, got {labels.shape} "
+            f"and {keys.shape}"
+        )
+    k = next(iter(designs.values())).n_truths
+    if not 0 <= category < k:
+        raise ValueError(f"category must be in 0..{k - 1}, got {category}")
+    estimates: dict[Hashable, PrevalenceEstimate] = {}
+    for v in np.unique(labels):
+        mine = labels == v
+        used = {key: d for key, d in designs.items() if key in set(keys[mine].tolist())}
+        key = v.item() if hasattr(v, "item") else v
+        if len(used) == 1:
+            estimates[key] = estimate(next(iter(used.values())), codes[mine], method=method)
+        else:
+            estimates[key] = estimate(used, codes[mine], method=method, groups=keys[mine])
     return SubgroupResult(estimates, category)

@@ -6,8 +6,6 @@ Finite designs, frequency oracles and RAPPOR, regression (``--formula``), subgro
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
@@ -37,6 +35,7 @@ from .common import (
     read_table,
     require_columns,
 )
+from .fits import _analyze_by, _analyze_formula
 from .stream import is_parquet, stream_design_tally, stream_tally
 
 __all__ = ["MODES", "POST_PROCESSINGS", "analyze", "choose_mode"]
@@ -474,80 +473,6 @@ def _analyze_codes(
     console.print(table)
     for warning in est.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
-
-
-def _analyze_formula(
-    frame: pd.DataFrame,
-    d: Design | Mapping[Hashable, Design],
-    formula: str,
-    confidence_level: float,
-    as_json: bool,
-    group: str | None = None,
-) -> None:
-    from ..analysis import rr_logit
-
-    try:
-        fit = rr_logit(formula, frame, d, group=group)
-        ci = fit.conf_int(confidence_level)
-    except (ValueError, TypeError, DeniableError) as exc:
-        raise fail(f"--formula: {exc}") from None
-    if as_json:
-        payload = fit.to_dict()
-        payload["conf_int"] = {t: [ci.loc[t, "lower"], ci.loc[t, "upper"]] for t in ci.index}
-        emit_json(payload)
-        return
-    name = (
-        f"designs by row: {', '.join(map(repr, d.values()))}" if isinstance(d, Mapping) else repr(d)
-    )
-    table = Table(title=f"{formula}  ({name}; n = {fit.nobs:,}, log-likelihood {fit.llf:.3f})")
-    for col in ("term", "coef", "SE", "z", "p", f"{confidence_level:.0%} CI"):
-        table.add_column(col, justify="left" if col == "term" else "right")
-    for t in fit.params.index:
-        table.add_row(
-            str(t),
-            f"{fit.params[t]:.4f}",
-            f"{fit.bse[t]:.4f}",
-            f"{fit.tvalues[t]:.2f}",
-            f"{fit.pvalues[t]:.3g}",
-            f"{ci.loc[t, 'lower']:.4f} - {ci.loc[t, 'upper']:.4f}",
-        )
-    console.print(table)
-
-
-def _analyze_by(
-    frame: pd.DataFrame, d: Design, column: str, by: str, confidence_level: float, as_json: bool
-) -> None:
-    from ..analysis import subgroup_prevalence
-
-    require_columns(frame, {"--column": column, "--by": by})
-    rows = frame[[column, by]].dropna()
-    try:
-        res = subgroup_prevalence(d, rows[column].to_numpy(dtype=np.int64), rows[by].to_numpy())
-        table_df = res.table(confidence_level)
-        test = res.test_equal()
-    except (ValueError, TypeError, DeniableError) as exc:
-        raise fail(str(exc)) from None
-    if as_json:
-        emit_json(
-            {
-                "groups": table_df.reset_index().to_dict(orient="records"),
-                "test_equal": asdict(test),
-            }
-        )
-        return
-    table = Table(title=f"{d!r}: prevalence of '{d.truth_labels[1]}' by {by}")
-    for col in ("group", "n", "estimate", "SE", f"{confidence_level:.0%} CI"):
-        table.add_column(col, justify="left" if col == "group" else "right")
-    for g, row in table_df.iterrows():
-        table.add_row(
-            str(g),
-            f"{int(row['n']):,}",
-            f"{row['prevalence']:.4f}",
-            f"{row['std_error']:.4f}",
-            f"{row['low']:.4f} - {row['high']:.4f}",
-        )
-    console.print(table)
-    console.print(f"equal prevalence: {test}")
 
 
 def _analyze_complex(

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from rich.table import Table
 
-from .analyze import NumericQuestionMean, _analyze_by, _analyze_formula, _export_question
+from .analyze import NumericQuestionMean, _export_question
 from .common import console, emit_json, err, fail
+from .fits import _analyze_by, _analyze_formula
 
 if TYPE_CHECKING:
     from ..collection.survey import Survey
@@ -39,7 +40,7 @@ def analyze_export_model(
     questions named (direct questions, the covariates) enter by their answer labels;
     rows where one is missing (unanswered, or recoded to missing in a small cell) are
     left out."""
-    from ..collection.study import design_keys, has_variants, study_frame
+    from ..collection.study import answer_labels, design_keys, has_variants, study_frame
 
     frame, versions = _read(path)
     survey = _version(versions, question, version)
@@ -47,11 +48,6 @@ def analyze_export_model(
     group = None
     d: Design | dict[Hashable, Design]
     if has_variants(survey, question):  # arms or groups: the design of each row
-        if by:
-            raise fail(
-                f"--by: {question!r} is asked through several designs (arms or groups); "
-                "use --formula (designs by row) or --arms"
-            )
         keys, by_key = design_keys(rows, survey, question)
         d = {k: v for k, v in by_key.items()}
         rows["design_key"] = keys
@@ -77,8 +73,7 @@ def analyze_export_model(
                 f"{'--by' if by else '--formula'}: {name!r} must be another question of "
                 f"the survey: one of {sorted(set(known) - {question})}"
             )
-        labels = known[name].report_labels
-        rows[name] = rows[name].map(lambda c, labels=labels: None if pd.isna(c) else labels[int(c)])
+        rows[name] = answer_labels(rows[name], known[name].report_labels)
     used = rows.dropna(subset=[question, *named])
     if not as_json:
         err.print(f"{len(rows) - len(used)} of {len(rows)} responses left out (a missing answer)")
@@ -86,8 +81,8 @@ def analyze_export_model(
     if formula:
         _analyze_formula(used, d, formula, level, as_json, group)
     else:
-        assert by is not None and not isinstance(d, dict)
-        _analyze_by(used, d, question, by, level, as_json)
+        assert by is not None
+        _analyze_by(used, d, question, by, level, as_json, group)
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, list[Survey]]:

@@ -33,7 +33,7 @@ ServerOpt = Annotated[
         help="The server's base URL (default: DENIABLE_SERVER or http://127.0.0.1:8000).",
     ),
 ]
-FORMATS = ("csv", "wide", "parquet", "sav", "dta")
+FORMATS = ("csv", "wide", "parquet", "sav", "dta", "bundle")
 
 
 def _version(value: bool) -> None:
@@ -289,11 +289,17 @@ def survey_export(
     as_json: JsonOpt = False,
 ) -> None:
     """Download the reports, and beside them the survey file (FILE.survey.json) that
-    ``deniable analyze FILE --question ID`` reads the designs from."""
+    ``deniable analyze FILE --question ID`` reads the designs from. ``--format bundle``
+    writes a folder (``--output``, default ``ID-bundle``) with the wide CSV, the survey
+    file and ``ID.R``, an R script that fits what RRreg and GLMMRR can
+    (:mod:`deniable.collection.rscript`)."""
     from ..collection.export import sidecar_path
 
     if format not in FORMATS:
         raise fail(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if format == "bundle":
+        _bundle(survey_id, output or Path(f"{survey_id}-bundle"), server, as_json)
+        return
     r = _call(server, "GET", f"/api/surveys/{survey_id}/export", params={"format": format})
     name = r.headers.get("content-disposition", "").split('filename="')[-1].rstrip('"')
     path = output or Path(name or f"{survey_id}.{format}")
@@ -307,6 +313,27 @@ def survey_export(
         )
         return
     console.print(f"{path} ({len(r.content):,} bytes) and its survey file {side}")
+
+
+def _bundle(survey_id: str, folder: Path, server: str | None, as_json: bool) -> None:
+    """The wide CSV, the survey file and the R script, in ``folder``."""
+    from ..collection.rscript import r_script
+    from ..collection.survey import load_survey
+
+    folder.mkdir(parents=True, exist_ok=True)
+    wide = _call(server, "GET", f"/api/surveys/{survey_id}/export", params={"format": "wide"})
+    survey = _call(server, "GET", f"/api/surveys/{survey_id}/export", params={"format": "survey"})
+    csv_name = f"{survey_id}.wide.csv"
+    (folder / csv_name).write_bytes(wide.content)
+    (folder / f"{survey_id}.survey.json").write_bytes(survey.content)
+    latest = max((load_survey(v) for v in survey.json()["versions"]), key=lambda s: s.version)
+    script = folder / f"{survey_id}.R"
+    script.write_text(r_script(latest, csv_name), encoding="utf-8")
+    files = [str(folder / csv_name), str(folder / f"{survey_id}.survey.json"), str(script)]
+    if as_json:
+        emit_json({"survey": survey_id, "format": "bundle", "folder": str(folder), "files": files})
+        return
+    console.print(f"{folder}: " + ", ".join(Path(f).name for f in files))
 
 
 @survey_app.command("audit")

@@ -49,6 +49,7 @@ class QuestionTranslation(BaseModel):
     choices: list[_Label] | None = Field(default=None, max_length=64)
     reports: list[_Label] | None = Field(default=None, max_length=64)
     innocuous_question: _Text | None = None
+    innocuous_complement: _Text | None = None
     unit: Annotated[str, StringConstraints(max_length=40)] | None = None
 
 
@@ -122,8 +123,8 @@ def untranslated(
     ``texts`` holds the survey's own texts by field (``title``, and ``description`` and
     ``consent`` when not empty); ``questions`` maps each question id to which of its
     fields exist and are the survey's own (``text``, ``choices``, ``reports``,
-    ``innocuous_question``, ``unit``): a design's default labels are translated by the
-    catalog, so they are not listed.
+    ``innocuous_question``, ``innocuous_complement``, ``unit``): a design's default
+    labels are translated by the catalog, so they are not listed.
     """
     out = [name for name, value in texts.items() if value and getattr(translation, name) is None]
     for qid, fields in questions.items():

@@ -43,7 +43,17 @@ from ..mechanisms.designs import Design
 if TYPE_CHECKING:
     from .survey import Question, Survey
 
-__all__ = ["arm_analysis", "design_keys", "has_variants", "study_frame"]
+__all__ = [
+    "MAX_COVARIATES",
+    "answer_labels",
+    "arm_analysis",
+    "covariate_ids",
+    "design_keys",
+    "has_variants",
+    "regressable",
+    "regression",
+    "study_frame",
+]
 
 GROUP_SUFFIX = "__group"
 
@@ -67,8 +77,12 @@ def study_frame(frame: pd.DataFrame, survey: Survey) -> pd.DataFrame:
 def design_keys(
     rows: pd.DataFrame, survey: Survey, question_id: str
 ) -> tuple[pd.Series, dict[str, Design]]:
-    """Each row's design key (``arm`` or ``arm:group``) and the design of each key, for
-    :func:`~deniable.estimation.estimate` with ``groups`` or ``rr_logit`` with ``group``.
+    """Each row's design key and the design of each key, for
+    :func:`~deniable.estimation.estimate` with ``groups`` or ``rr_logit`` with ``group``:
+    arms that ask the question alike share a key (``"0"``, ``"1"``, ... in arm order,
+    ``"0:g"`` for group ``g`` of a group design), so the stacked design has one block
+    per distinct design and group, whatever the arms; ``""`` for a row without a
+    group.
 
     Raises
     ------
@@ -78,20 +92,24 @@ def design_keys(
     designs: dict[str, Design] = {}
     arms = survey.arm_names or [""]
     keys = pd.Series("", index=rows.index, dtype=object)
+    digests: list[str] = []  # arms that ask the question alike share their key
     for arm, q in zip(arms, survey.variants(question_id), strict=True):
+        if q.content_digest not in digests:
+            digests.append(q.content_digest)
+        label = str(digests.index(q.content_digest))
         mine = rows["arm"] == arm
         if len(q.groups) > 1:
             column = question_id + GROUP_SUFFIX
             if column not in rows:
                 raise ValueError(f"the export has no column {column!r} (the group drawn)")
             group = rows.loc[mine, column]
-            labels = (arm + ":") + group.fillna(0).astype(int).astype(str)
+            labels = (label + ":") + group.fillna(0).astype(int).astype(str)
             keys.loc[mine] = labels.where(group.notna(), "")
             for g, d in enumerate(q.groups):
-                designs[f"{arm}:{g}"] = d
+                designs[f"{label}:{g}"] = d
         else:
-            keys.loc[mine] = arm
-            designs[arm] = q.mechanism
+            keys.loc[mine] = label
+            designs[label] = q.mechanism
     unknown = sorted(set(rows["arm"]) - set(arms))
     if unknown:
         raise ValueError(f"arm must be one of {arms}, the export has {unknown}")
@@ -175,8 +193,7 @@ def arm_analysis(frame: pd.DataFrame, survey: Survey, level: float = 0.95) -> li
                 mine = arm_array == arm
                 if not mine.any():
                     continue
-                mine_designs = {k: d for k, d in designs.items() if k.split(":")[0] == arm}
-                row = _pooled(codes[mine], key_array[mine], mine_designs, level)
+                row = _pooled(codes[mine], key_array[mine], designs, level)
                 item["arms"].append({"arm": arm, "design": _design_name(v)} | row)
             reference = (survey.control_arms or survey.arm_names)[0]
             ref = next((a for a in item["arms"] if a["arm"] == reference), None)
@@ -262,3 +279,117 @@ def _group_fit(
             "pvalue": float(test.pvalue),
         }
     return out
+
+
+def answer_labels(codes: pd.Series, labels: list[str]) -> pd.Series:
+    """A direct question's codes as its answer labels, categorical in the question's
+    order (so a regression's reference is its first answer, as R's factors have it);
+    missing stays missing."""
+    values = pd.Categorical.from_codes(codes.fillna(-1).astype(int), categories=pd.Index(labels))
+    return pd.Series(values, index=codes.index)
+
+
+def regressable(survey: Survey) -> list[str]:
+    """The questions :func:`regression` takes: yes/no, randomized in some arm."""
+    return [
+        q.id
+        for q in survey.questions
+        if not all(v.is_direct for v in survey.variants(q.id))
+        and q.range is None
+        and q.mechanism.n_truths == 2
+    ]
+
+
+def covariate_ids(survey: Survey) -> list[str]:
+    """The questions :func:`regression` takes as covariates: asked directly in every
+    arm, with choices or bins."""
+    return [q.id for q in survey.direct_questions if q.range is None or q.bins]
+
+
+#: Most direct questions a dashboard regression takes.
+MAX_COVARIATES = 5
+
+
+def regression(
+    frame: pd.DataFrame,
+    survey: Survey,
+    question_id: str,
+    covariates: list[str],
+    level: float = 0.95,
+    information: str = "observed",
+) -> dict[str, Any]:
+    """Logistic regression of a randomized yes/no question on direct questions
+    (:func:`deniable.analysis.rr_logit`, each row through its own arm's and group's
+    design), as ``deniable analyze EXPORT --question Q --formula 'Q ~ A + B'`` fits it:
+    the covariates enter by their answer labels (categorical, first label the
+    reference); rows missing any of them are left out.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A wide export (see :func:`arm_analysis`).
+    survey : Survey
+    question_id : str
+        A randomized question with two answers.
+    covariates : list of str
+        1 to :data:`MAX_COVARIATES` ids of questions asked directly in every arm.
+    level : float in (0, 1)
+    information : {"observed", "opg", "expected"}
+        The standard errors' information (``rr_logit``'s; GLMMRR uses ``expected``).
+
+    Returns
+    -------
+    dict
+        ``question``, ``covariates``, ``formula``, ``n``, ``llf`` and ``coefficients``
+        (``term``, ``coef``, ``std_error``, ``z``, ``pvalue``, ``low``, ``high``).
+
+    Raises
+    ------
+    ValueError
+        Naming the allowed questions, for a question or covariate that does not fit.
+    """
+    from ..analysis import rr_logit
+
+    randomized = regressable(survey)
+    if question_id not in randomized:
+        raise ValueError(f"regress must be one of {randomized}, got {question_id!r}")
+    direct = covariate_ids(survey)
+    if not 1 <= len(covariates) <= MAX_COVARIATES or len(set(covariates)) != len(covariates):
+        raise ValueError(f"on must name 1 to {MAX_COVARIATES} different questions of {direct}")
+    unknown = [c for c in covariates if c not in direct]
+    if unknown:
+        raise ValueError(f"on must name questions asked directly: {direct}; got {unknown}")
+    rows = study_frame(frame, survey)
+    data = pd.DataFrame({question_id: rows[question_id]})
+    for c in covariates:
+        data[c] = answer_labels(rows[c], survey.question(c).report_labels)
+    design: Any = survey.question(question_id).mechanism
+    group = None
+    if has_variants(survey, question_id):
+        keys, design = design_keys(rows, survey, question_id)
+        data["design_key"] = keys.where(keys != "")
+        group = "design_key"
+    data = data.dropna().astype({question_id: "int64"})
+    names = [f"`{c}`" if "-" in c else c for c in covariates]
+    formula = f"{question_id} ~ {' + '.join(names)}"
+    fit = rr_logit(formula, data, design, group=group, information=information)
+    ci = fit.conf_int(level)
+    return {
+        "question": question_id,
+        "covariates": covariates,
+        "formula": formula,
+        "n": int(fit.nobs),
+        "llf": float(fit.llf),
+        "coefficients": [
+            {
+                "term": str(t),
+                "coef": float(fit.params[t]),
+                "std_error": float(fit.bse[t]),
+                "z": float(fit.tvalues[t]),
+                "pvalue": float(fit.pvalues[t]),
+                "low": float(ci.loc[t, "lower"]),
+                "high": float(ci.loc[t, "upper"]),
+            }
+            for t in fit.params.index
+        ],
+    }

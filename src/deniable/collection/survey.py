@@ -229,6 +229,13 @@ class Survey(BaseModel):
     questions: list[Question] = Field(min_length=1, max_length=100)
     _arm_questions: dict[str, list[Question]] = PrivateAttr(default_factory=dict)
 
+    @field_validator("arms")
+    @classmethod
+    def _arms_by_name(cls, arms: dict[str, Arm] | None) -> dict[str, Arm] | None:
+        # in the order of their names, as the stored (canonical) definition has them: a
+        # stored arm is its position in this order
+        return None if arms is None else dict(sorted(arms.items()))
+
     @field_validator("questions")
     @classmethod
     def _unique(cls, qs: list[Question]) -> list[Question]:
@@ -271,7 +278,8 @@ class Survey(BaseModel):
 
     @property
     def arm_names(self) -> list[str]:
-        """The arms' names in file order (empty without arms)."""
+        """The arms' names in the order of their names (empty without arms); a report
+        row stores its arm as the position in this list."""
         return list(self.arms or {})
 
     def questions_in(self, arm: str | None) -> list[Question]:
@@ -373,6 +381,7 @@ class Survey(BaseModel):
                 "choices": q.choices is not None,
                 "reports": q.reports is not None,
                 "innocuous_question": q.innocuous_question is not None,
+                "innocuous_complement": q.innocuous_complement is not None,
                 "unit": bool(q.range and q.range.unit),
             }
             for q in self.questions

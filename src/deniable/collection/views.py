@@ -52,8 +52,10 @@ def question_view(
         "groups": [],
     }
     if len(q.groups) > 1:  # a group design: what each group's device shows
-        complement = q.innocuous_complement or (
-            innocuous and catalog(lang)["not_question"].format(question=innocuous)
+        complement = (
+            (qt and qt.innocuous_complement)
+            or q.innocuous_complement
+            or (innocuous and catalog(lang)["not_question"].format(question=innocuous))
         )
         for g, design in enumerate(q.groups):
             inn = innocuous if g == 0 else complement

@@ -11,13 +11,14 @@ import io
 import json
 import math
 import os
+import warnings
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 from numpy.typing import NDArray
 
+from ...errors import IntervalCoverageWarning
 from ...estimation.common import moment_covariance
 from ...estimation.estimators import estimate
 from ...estimation.results import FLAG_Z
@@ -27,7 +28,15 @@ from ...tallies import Tally
 from ..export import wide_frame
 from ..i18n import LANGUAGES, catalog
 from ..storage import Store
-from ..study import arm_analysis, has_variants
+from ..study import (
+    arm_analysis,
+    covariate_ids,
+    design_keys,
+    has_variants,
+    regressable,
+    regression,
+    study_frame,
+)
 from ..survey import Survey
 from .security import CSP
 
@@ -126,7 +135,12 @@ def pooled_tallies(store: Store, survey: Survey) -> dict[str, Tally]:
 
 
 def survey_results(
-    store: Store, survey: Survey, level: float, pooled: bool = False
+    store: Store,
+    survey: Survey,
+    level: float,
+    pooled: bool = False,
+    regress: str | None = None,
+    on: list[str] | None = None,
 ) -> dict[str, Any]:
     """Estimate, standard error and interval of every question, from SQL tallies.
 
@@ -141,7 +155,14 @@ def survey_results(
     means. With ``pooled`` each question counts the responses of every version that asks
     it unchanged (:func:`pooled_tallies`). A numeric question also carries its ``range``
     and ``unit`` and, once released, its ``mean`` (estimate, standard error, interval and
-    MLE in the question's units).
+    MLE in the question's units). With ``regress`` (a randomized yes/no question) and
+    ``on`` (direct questions), ``regression`` holds its logistic regression on them
+    (:func:`deniable.collection.study.regression`).
+
+    Raises
+    ------
+    ValueError
+        For a ``regress`` or ``on`` that does not fit the survey.
     """
     tallies = pooled_tallies(store, survey) if pooled else store.tallies(survey)
     waiting = store.waiting(survey.id).get(survey.version, 0)
@@ -255,42 +276,56 @@ def survey_results(
         out["questions"].append(item)
     if survey.direct_questions and not pooled and released:
         out["breakdowns"] = breakdowns(store, survey, level)
+    if regress is not None:
+        if not released:
+            raise ValueError("regress: nothing is released yet")
+        out["regression"] = regression(
+            wide_frame(store, survey.id), survey, regress, on or [], level
+        )
     return out
 
 
 def breakdowns(store: Store, survey: Survey, level: float) -> list[dict[str, Any]]:
     """Each randomized yes/no question by each direct question: the prevalence of its
     second answer per answer of the direct one, with its interval and a test of equal
-    prevalence (:func:`~deniable.analysis.subgroup_prevalence`). The rows are the
+    prevalence (:func:`~deniable.analysis.subgroup_prevalence`); a numeric question's
+    mean per answer in its units (``mean: true``; the test of equal means). The rows are the
     version's released responses after small cells are recoded to missing
     (:func:`~deniable.collection.reading.suppress_small_cells`), those missing either
     answer left out: the rows ``deniable analyze EXPORT --question Q --by D`` reads."""
     from ...analysis import subgroup_prevalence
 
-    long = store.export(survey.id)
-    long = long[long["version"] == survey.version]
-    codes = long.pivot(index="response_id", columns="question_id", values="report")
-    labels = long.pivot(index="response_id", columns="question_id", values="report_label")
+    rows = study_frame(wide_frame(store, survey.id), survey)
     out: list[dict[str, Any]] = []
     for q in survey.questions:
-        if q.is_direct or q.range is not None or q.mechanism.n_truths != 2:
+        if q.is_direct or q.mechanism.n_truths != 2:
             continue
-        if has_variants(survey, q.id):
-            continue  # by arm and group: the study's table
+        design: Any = q.mechanism
+        keys = None
+        if has_variants(survey, q.id):  # each row's design: its arm's (and group's)
+            keys, design = design_keys(rows, survey, q.id)
         for by in survey.direct_questions:
-            if q.id not in codes or by.id not in labels:
+            if q.id not in rows or by.id not in rows:
                 continue
-            rows = pd.DataFrame({"code": codes[q.id], "group": labels[by.id]}).dropna()
-            if rows.empty:
+            used = rows[q.id].notna() & rows[by.id].notna()
+            if keys is not None:
+                used &= keys != ""
+            if not used.any():
                 continue
-            res = subgroup_prevalence(
-                q.mechanism, rows["code"].to_numpy(np.int64), rows["group"].to_numpy()
-            )
-            table = res.table(level)
+            labels = np.array(by.report_labels, dtype=object)[rows.loc[used, by.id].astype(int)]
+            with warnings.catch_warnings():  # a pooled estimate's only interval is Wald's
+                warnings.simplefilter("ignore", IntervalCoverageWarning)
+                res = subgroup_prevalence(
+                    design,
+                    rows.loc[used, q.id].to_numpy(np.int64),
+                    labels,
+                    design_keys=None if keys is None else keys[used].to_numpy(dtype=str),
+                )
+                table = res.table(level)
             test = res.test_equal() if len(res.estimates) > 1 else None
             values = {label: row for label, row in zip(table.index, table.to_numpy(), strict=True)}
             columns = list(table.columns)  # n, prevalence, std_error, low, high
-            groups = [
+            groups: list[dict[str, Any]] = [
                 {"group": label}
                 | {
                     c: (int(v) if c == "n" else float(v))
@@ -299,6 +334,11 @@ def breakdowns(store: Store, survey: Survey, level: float) -> list[dict[str, Any
                 for label in by.report_labels
                 if label in values
             ]
+            if q.range is not None:  # a number: its mean per answer, in its units
+                width = q.range.high - q.range.low
+                for g in groups:
+                    g |= {c: q.to_units(g[c]) for c in ("prevalence", "low", "high")}
+                    g["std_error"] *= width
             out.append(
                 {
                     "question": q.id,
@@ -306,6 +346,9 @@ def breakdowns(store: Store, survey: Survey, level: float) -> list[dict[str, Any
                     "answer": q.choice_labels[1],
                     "by": by.id,
                     "by_text": by.text,
+                    "pooled_designs": keys is not None,
+                    "mean": q.range is not None,
+                    "unit": q.range.unit if q.range is not None else "",
                     "groups": groups,
                     "test_equal": None  # one group: nothing to compare
                     if test is None
@@ -363,12 +406,18 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[str, dict[str, Any]]:
+def results_page(
+    store: Store,
+    survey: Survey,
+    pooled: bool = False,
+    regress: str | None = None,
+    on: list[str] | None = None,
+) -> tuple[str, dict[str, Any]]:
     """The analyst's results page (status, a table, the breakdowns by direct questions,
     plots by matplotlib of the estimates, the means and the timeline, the version picker
     and the downloads; it reloads itself every 30 seconds) and the results it releases
     (:func:`survey_results`)."""
-    res = survey_results(store, survey, 0.95, pooled)
+    res = survey_results(store, survey, 0.95, pooled, regress, on)
     rows: list[dict[str, Any]] = []
     for q in res["questions"]:
         if "range" in q:  # numeric: one row, the mean in the question's units
@@ -455,6 +504,9 @@ def results_page(store: Store, survey: Survey, pooled: bool = False) -> tuple[st
         notes=notes,
         status=status,
         methods=sorted({r["method"] for r in rows if r["method"]}),
+        regressable=regressable(survey),
+        covariates=covariate_ids(survey),
+        chosen=on or [],
         refresh=dashboard_refresh(),
     )
     return page, res

@@ -41,6 +41,7 @@ from .schemas import (
     CredentialRequest,
     InvitationsIn,
     Published,
+    QuestionId,
     ResponseIn,
     Stored,
     SurveyId,
@@ -416,13 +417,19 @@ def results(
     version: Version = None,
     confidence_level: Annotated[float, Query(gt=0, lt=1)] = 0.95,
     pooled: bool = False,
+    regress: Annotated[QuestionId | None, Query()] = None,
+    on: Annotated[list[QuestionId] | None, Query(max_length=5)] = None,
 ) -> dict[str, Any]:
     """Estimate, standard error and confidence interval per question from the latest
     release: responses enter results only in crowds of at least ``min_release``
     (:mod:`deniable.collection.staging`; each release is in the audit log), so a read
-    creates no release; ``waiting`` counts those not yet released."""
+    creates no release; ``waiting`` counts those not yet released. ``regress=Q&on=A&on=B``
+    adds the logistic regression of Q on the direct questions A, B (``regression``)."""
     survey = store.survey(survey_id, version)
-    return survey_results(store, survey, confidence_level, pooled)
+    try:
+        return survey_results(store, survey, confidence_level, pooled, regress, on)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
 
 
 @analyst_router.get("/api/surveys/{survey_id}/export")
@@ -504,6 +511,8 @@ async def results_view(
     credentials: BearerCredentials,
     version: Version = None,
     pooled: bool = False,
+    regress: Annotated[QuestionId | None, Query()] = None,
+    on: Annotated[list[QuestionId] | None, Query(max_length=5)] = None,
 ) -> Response:
     """Results page: estimate with CI per question, responses over time. Without a
     session (or bearer token) it sends the browser to the login form."""
@@ -514,5 +523,8 @@ async def results_view(
             raise
         return RedirectResponse(f"/login?next=/surveys/{survey_id}/results", status_code=303)
     survey = await run_in_threadpool(store.survey, survey_id, version)
-    page, _ = await run_in_threadpool(results_page, store, survey, pooled)
+    try:
+        page, _ = await run_in_threadpool(results_page, store, survey, pooled, regress, on)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
     return HTMLResponse(page)

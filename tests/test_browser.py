@@ -1301,8 +1301,11 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     data = pd.DataFrame(
         {
             "cheat": frame["cheat"].astype(int),
-            "faculty": labels,
-            "level": np.array(["undergraduate", "graduate"])[frame["level"].to_numpy(int)],
+            # each covariate's first answer is the reference, as in R
+            "faculty": pd.Categorical(labels, categories=["law", "medicine", "science", "arts"]),
+            "level": pd.Categorical.from_codes(
+                frame["level"].to_numpy(int), categories=["undergraduate", "graduate"]
+            ),
             "arm": frame["arm"],
         }
     )

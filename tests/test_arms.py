@@ -365,8 +365,11 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
         [r["arm"] for r in sent],
         [r["groups"] for r in sent],
     )
-    res = (await client.get("/api/surveys/campus/results", headers=AUTH)).json()
+    res = await client.get("/api/surveys/campus/results?regress=cheat&on=faculty", headers=AUTH)
+    res = res.json()
     assert [s["question"] for s in res["study"]] == ["cheat", "plagiarism"]
+    board = {(b["question"], b["by"]): b for b in res["breakdowns"]}
+    coefficients = {c["term"]: c for c in res["regression"]["coefficients"]}
     counts = res["arms"]["counts"]
     assert sum(counts) == 900 and res["arms"]["pvalue"] > 1e-3  # drawn by weight
     by_question = {q["id"]: q for q in res["questions"]}
@@ -385,6 +388,25 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
         out = CliRunner().invoke(app, ["analyze", str(path), "--arms", "--json"])
         assert out.exit_code == 0, out.output
         assert_close(json.loads(out.stdout)["questions"], res["study"])
+        # the regression and the breakdowns, each row through its arm's and group's design
+        for question in ("cheat", "plagiarism"):
+            out = CliRunner().invoke(
+                app, ["analyze", str(path), "--question", question, "--by", "faculty", "--json"]
+            )
+            assert out.exit_code == 0, out.output
+            cli = {g["group"]: g for g in json.loads(out.stdout)["groups"]}
+            for g in board[question, "faculty"]["groups"]:
+                for key in ("prevalence", "std_error", "low", "high"):
+                    assert abs(cli[g["group"]][key] - g[key]) < 1e-10, (fmt, question, key)
+        out = CliRunner().invoke(
+            app,
+            ["analyze", str(path), "--question", "cheat", "--formula", "cheat ~ faculty", "--json"],
+        )
+        assert out.exit_code == 0, out.output
+        params = json.loads(out.stdout)["params"]
+        assert set(params) == set(coefficients)
+        for term, c in coefficients.items():
+            assert abs(params[term] - c["coef"]) < 1e-10, (fmt, term)
     html = (await client.get("/surveys/campus/results", headers=AUTH)).text
     assert 'id="arms-cheat"' in html and 'id="groups-plagiarism"' in html
     assert "Sample-ratio test of the weights" in html

@@ -1327,3 +1327,61 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     assert "test of fit G²" in page.locator("#groups-plagiarism").inner_text()
     _screenshot(page, "dashboard-study", tmp_path)
     context.close()
+
+
+@pytest.mark.slow
+def test_a_studys_arm_and_group_move_with_the_transfer_link(browser, site):
+    """Start a study on the phone (the draw spends the invitation and draws arm and
+    group); the transfer link carries them, so the laptop shows the same arm's and
+    group's questions and sends them; stored once with that arm and group. Without the
+    link, a new device would draw again (and the dashboard's sample-ratio test watches
+    for it)."""
+    from .test_arms import CAMPUS
+
+    base, store, _ = site
+    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 1, "requires_invitation": True})
+    store.publish(survey)
+    complement = "Is the answer to “Is your mother's birthday in January"
+    for _ in range(3):  # three people, so both arms are likely met
+        (token,) = store.issue_tokens(survey.id, 1)
+        phone = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True)
+        laptop = browser.new_context()
+        start = phone.new_page()
+        start.goto(f"{base}/s/campus#token={token}")
+        start.locator("#q-plagiarism").wait_for()
+        direct = start.locator("#q-cheat .direct").count() == 1
+        group = int(complement in start.locator("#q-plagiarism").inner_text())
+        start.locator("#truth-plagiarism-1").check()
+        start.locator("#q-plagiarism [data-role=draw]").click()
+        start.locator("#report-plagiarism").wait_for()
+        drawn = int(start.locator("#report-plagiarism").get_attribute("data-report"))
+        start.get_by_role("button", name="Show the link for my other device").click()
+        link = start.locator("#transfer-link").input_value()
+        other = laptop.new_page()
+        posted: list[dict] = []
+        other.on(
+            "request",
+            lambda r, posted=posted: (
+                posted.append(json.loads(r.post_data))
+                if r.method == "POST" and r.url.endswith("/responses")
+                else None
+            ),
+        )
+        other.goto(link)
+        other.locator("#report-plagiarism").wait_for()
+        assert (other.locator("#q-cheat .direct").count() == 1) == direct
+        assert int(complement in other.locator("#q-plagiarism").inner_text()) == group
+        assert int(other.locator("#report-plagiarism").get_attribute("data-report")) == drawn
+        other.locator("#truth-faculty-0").check()
+        other.locator("#q-faculty [data-role=use-answer]").click()
+        other.locator("#truth-cheat-0").check()
+        other.locator(
+            "#q-cheat [data-role=use-answer]" if direct else "#q-cheat [data-role=draw]"
+        ).click()
+        other.get_by_role("button", name="Send my reports").click()
+        other.get_by_text("Sent and stored").wait_for()
+        (body,) = posted
+        assert body["arm"] == ("dq" if direct else "rr") and body["groups"] == {"plagiarism": group}
+        phone.close()
+        laptop.close()
+    assert store.response_count("campus") == 3

@@ -629,3 +629,54 @@ def test_a_numeric_question_is_broken_down_as_its_mean_per_direct_answer(tmp_pat
         truth = hours[labels == g["group"]].mean()
         assert abs(g["prevalence"] - truth) < 4 * g["std_error"]
     store.close()
+
+
+def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
+    """Versions 1 and 2 ask both questions alike (version 2 changes the title); version 3
+    changes cheat's design in arm rr. Pooled at version 2, cheat counts versions 1 and
+    2 and plagiarism all three (every version that asks it unchanged, later ones too, as
+    the pooled tallies); pooled at version 3, cheat counts version 3 only. ``analyze --arms --pooled`` prints the same numbers."""
+    from deniable.collection.devices import simulate_responses
+    from deniable.collection.server.pages import survey_results
+
+    store = Store(f"sqlite:///{tmp_path / 'p.sqlite'}")
+    rng = np.random.default_rng(4)
+    changed = with_(CAMPUS, version=3, min_release=30)
+    changed["arms"]["rr"]["designs"] = {"cheat": {"name": "warner", "params": {"p": 0.75}}}
+    for data in (
+        with_(CAMPUS, min_release=30),
+        with_(CAMPUS, version=2, min_release=30, title="Campus study, again"),
+        changed,
+    ):
+        survey = load_survey(data)
+        store.publish(survey)
+        sent = simulate_responses(survey, campus_truths(300, rng), rng)
+        store.submit_batch(
+            survey,
+            [r["reports"] for r in sent],
+            [r["arm"] for r in sent],
+            [r["groups"] for r in sent],
+        )
+    for version, cheat_n, plag_n in ((2, 600, 900), (3, 300, 900)):
+        res = survey_results(store, store.survey("campus", version), 0.95, pooled=True)
+        study = {s["question"]: s for s in res["study"]}
+        assert study["cheat"]["pooled"]["n"] == cheat_n
+        assert study["plagiarism"]["pooled"]["n"] == plag_n
+        content, _, _ = export_bytes(store, "campus", "csv")
+        (tmp_path / "campus.csv").write_bytes(content)
+        (tmp_path / "campus.survey.json").write_bytes(export_bytes(store, "campus", "survey")[0])
+        out = CliRunner().invoke(
+            app,
+            [
+                "analyze",
+                str(tmp_path / "campus.csv"),
+                "--arms",
+                "--pooled",
+                "--version",
+                str(version),
+                "--json",
+            ],
+        )
+        assert out.exit_code == 0, out.output
+        assert_close(json.loads(out.stdout)["questions"], res["study"])
+    store.close()

@@ -287,15 +287,16 @@ def analyze(
         "--postprocess": postprocess,
     }
     if arms:
-        given = [n for n, v in mode_options.items() if v] + (["--pooled"] if pooled else [])
+        given = [n for n, v in mode_options.items() if v]
         if design or given:
             raise fail(
-                "--arms reads a deniable export's arms and groups (with --question and "
-                f"--version at most); drop {', '.join(given + (['--design'] if design else []))}"
+                "--arms reads a deniable export's arms and groups (with --question, "
+                "--version and --pooled at most); drop "
+                + ", ".join(given + (["--design"] if design else []))
             )
         from .export_models import analyze_export_arms
 
-        analyze_export_arms(reports, question, version, confidence_level, as_json)
+        analyze_export_arms(reports, question, version, confidence_level, as_json, pooled)
         return
     if question is not None:
         if design:

@@ -107,17 +107,24 @@ def _version(versions: list[Survey], question: str | None, version: int | None) 
 
 
 def analyze_export_arms(
-    path: Path, question: str | None, version: int | None, level: float, as_json: bool
+    path: Path,
+    question: str | None,
+    version: int | None,
+    level: float,
+    as_json: bool,
+    pooled: bool = False,
 ) -> None:
     """``deniable analyze EXPORT --arms``: :func:`deniable.collection.study.arm_analysis`
-    on the export's rows of one version (the dashboard's numbers), printed as tables or
-    JSON (``{"survey", "version", "confidence_level", "questions": [...]}``)."""
+    on the export's rows of one version, or with ``pooled`` of every version that asks
+    each question unchanged (the dashboard's numbers, its pooled view's with
+    ``--pooled``), printed as tables or JSON (``{"survey", "version", "pooled",
+    "confidence_level", "questions": [...]}``)."""
     from ..collection.study import arm_analysis
 
     frame, versions = _read(path)
     survey = _version(versions, question, version)
     try:
-        rows = arm_analysis(frame, survey, level)
+        rows = arm_analysis(frame, survey, level, versions if pooled else None)
     except ValueError as exc:
         raise fail(str(exc)) from None
     if question is not None:
@@ -131,6 +138,7 @@ def analyze_export_arms(
             {
                 "survey": survey.id,
                 "version": survey.version,
+                "pooled": pooled,
                 "confidence_level": level,
                 "questions": rows,
             }

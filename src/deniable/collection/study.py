@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +51,7 @@ __all__ = [
     "covariate_ids",
     "design_keys",
     "has_variants",
+    "pooled_rows",
     "regressable",
     "regression",
     "study_frame",
@@ -138,7 +140,35 @@ def _pooled(codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], lev
         return _summary(estimate(used, codes, groups=keys), level)
 
 
-def arm_analysis(frame: pd.DataFrame, survey: Survey, level: float = 0.95) -> list[dict[str, Any]]:
+def pooled_rows(
+    frame: pd.DataFrame, survey: Survey, versions: Sequence[Survey], question_id: str
+) -> pd.DataFrame:
+    """The rows of every version that asks ``question_id`` as ``survey`` does: the same
+    arms and, in every arm, the same question (text, labels, design, groups), as the
+    dashboard's pooled view and ``deniable analyze --pooled`` pool them."""
+    from .budget import variants_digest
+
+    digest = variants_digest(survey.variants(question_id))
+    same = [
+        s.version
+        for s in versions
+        if question_id in [q.id for q in s.questions]
+        and s.arm_names == survey.arm_names
+        and variants_digest(s.variants(question_id)) == digest
+    ]
+    rows = frame.loc[frame["version"].astype(int).isin(same)].copy()
+    if "arm" not in rows:
+        rows["arm"] = ""
+    rows["arm"] = rows["arm"].fillna("").astype(str)
+    return rows
+
+
+def arm_analysis(
+    frame: pd.DataFrame,
+    survey: Survey,
+    level: float = 0.95,
+    versions: Sequence[Survey] | None = None,
+) -> list[dict[str, Any]]:
     """Per question with several designs (:func:`has_variants`): estimates by arm, the
     differences to the reference arm, the pooled estimate and a group design's fit.
 
@@ -152,6 +182,9 @@ def arm_analysis(frame: pd.DataFrame, survey: Survey, level: float = 0.95) -> li
         The version analysed (its rows are selected).
     level : float in (0, 1)
         Confidence level of every interval.
+    versions : sequence of Survey, optional
+        Pool the rows of every one of these versions that asks a question unchanged
+        (:func:`pooled_rows`); default ``survey``'s rows only.
 
     Returns
     -------
@@ -163,12 +196,13 @@ def arm_analysis(frame: pd.DataFrame, survey: Survey, level: float = 0.95) -> li
         (a group design's fit: ``design``, ``source``, ``prevalence``, ``std_error``,
         ``low``, ``high``, ``parameter``, ``fit``), each ``None`` where it does not apply.
     """
-    rows = study_frame(frame, survey)
+    one = study_frame(frame, survey)
     z = float(stats.norm.ppf(0.5 + level / 2))
     out: list[dict[str, Any]] = []
     for q in survey.questions:
         if q.range is not None or q.mechanism.n_truths != 2 or not has_variants(survey, q.id):
             continue
+        rows = one if versions is None else pooled_rows(frame, survey, versions, q.id)
         keys, designs = design_keys(rows, survey, q.id)
         used = rows[q.id].notna() & (keys != "")
         codes = rows.loc[used, q.id].to_numpy(np.int64)

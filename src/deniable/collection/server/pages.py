@@ -182,9 +182,9 @@ def survey_results(
     study = None
     variants = {q.id for q in survey.questions if has_variants(survey, q.id)}
     if variants and released:
-        study = {
-            s["question"]: s for s in arm_analysis(wide_frame(store, survey.id), survey, level)
-        }
+        versions = store.versions(survey.id) if pooled else None
+        found = arm_analysis(wide_frame(store, survey.id), survey, level, versions)
+        study = {s["question"]: s for s in found}
         out["study"] = list(study.values())
         out["arms"] = arm_counts(store, survey)
     for q in survey.questions:
@@ -219,8 +219,6 @@ def survey_results(
                     "high": [1 - lo, hi],
                     "mle": [1 - p, p],
                 }
-                if pooled:
-                    item["note"] = "pooled over this version's arms and groups only"
             out["questions"].append(item)
             continue
         est = estimate(q.mechanism, tally)

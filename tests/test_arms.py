@@ -635,7 +635,8 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
     """Versions 1 and 2 ask both questions alike (version 2 changes the title); version 3
     changes cheat's design in arm rr. Pooled at version 2, cheat counts versions 1 and
     2 and plagiarism all three (every version that asks it unchanged, later ones too, as
-    the pooled tallies); pooled at version 3, cheat counts version 3 only. ``analyze --arms --pooled`` prints the same numbers."""
+    the pooled tallies); pooled at version 3, cheat counts version 3 only. ``analyze
+    --arms --pooled`` prints the same numbers."""
     from deniable.collection.devices import simulate_responses
     from deniable.collection.server.pages import survey_results
 

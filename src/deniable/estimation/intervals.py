@@ -48,7 +48,6 @@ from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from ..mechanisms.designs import Design
 from .bayes import posterior_draws
@@ -104,6 +103,8 @@ def share_interval(
     method: str, y: NDArray[np.int64], n: NDArray[np.int64], confidence_level: float
 ) -> tuple[Array, Array]:
     """Binomial confidence interval for a proportion ``y / n`` (arrays broadcast together)."""
+    from scipy import stats
+
     y = np.asarray(y, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     alpha = 1.0 - confidence_level

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize
 
 from .._extras import require
 from ..errors import ReportValidationError
@@ -53,6 +52,8 @@ def decode_rappor(
     ModuleNotFoundError
         Without scikit-learn (``pip install 'deniable[rappor]'``).
     """
+    from scipy import optimize
+
     LassoCV = require("sklearn.linear_model", "rappor").LassoCV
     self = rappor
 

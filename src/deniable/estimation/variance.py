@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize
 
 from ..mechanisms.designs import Design
 
@@ -110,6 +109,8 @@ def worst_case_variance(
 
 def _max_variance_on_simplex(design: Design, j: int) -> float:
     """Maximise the concave ``n Var(pi_hat[j])`` over the simplex (SLSQP from the centre)."""
+    from scipy import optimize
+
     k = design.n_truths
     starts = [np.full(k, 1.0 / k), *np.eye(k)]
 

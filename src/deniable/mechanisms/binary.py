@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from ..validation import check_integer, check_probability
 from .designs import Design, binary_matrix
@@ -172,6 +171,8 @@ class Kuk(Design):
     spec_name = "kuk"
 
     def __init__(self, *, p_carrier: float, p_noncarrier: float, draws: int = 1) -> None:
+        from scipy import stats
+
         self.p_carrier = check_probability("p_carrier", p_carrier)
         self.p_noncarrier = check_probability("p_noncarrier", p_noncarrier)
         if self.p_carrier == self.p_noncarrier:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
 
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
@@ -17,6 +16,9 @@ from .oracle import (
     FrequencyOracle,
     RandomBytes,
 )
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 __all__ = ["HadamardResponse", "fwht"]
 
@@ -226,6 +228,8 @@ class HadamardResponse(FrequencyOracle):
 
     def support_matrix(self, reports: Any) -> sparse.csr_matrix:
         """``[c in S_v]``, shape (n, k) bool: the reports' likelihood is ``p_in`` or ``p_out``."""
+        from scipy import sparse
+
         arr = self.check_reports(reports)
         cols, inverse = np.unique(arr, return_inverse=True)
         tail = self.b.bit_length() - 1

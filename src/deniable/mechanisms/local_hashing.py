@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
 
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
@@ -21,6 +20,9 @@ from .oracle import (
     largest_threshold,
     threshold_probability,
 )
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 __all__ = ["OLH_DTYPE", "LocalHashing"]
 
@@ -213,6 +215,8 @@ class LocalHashing(FrequencyOracle):
         return SupportTally(olh_support_counts(*self._kernel_args(arr), self.k), arr.size)
 
     def support_matrix(self, reports: Any) -> sparse.csr_matrix:
+        from scipy import sparse
+
         from ._kernels import olh_support_pairs
 
         arr = self.check_reports(reports)

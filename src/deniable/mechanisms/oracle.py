@@ -52,17 +52,19 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
 
 from ..tallies import SupportTally
 from ..validation import as_codes, check_integer
 from .columns import column
 from .protocol import SupportChannel, check_epsilon, spec_string, warn_large_epsilon
 from .randomness import RandomSource, random_bytes
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 __all__ = ["TWO32", "FrequencyOracle", "RandomBytes", "kary_rr_variance_at_zero"]
 

@@ -6,11 +6,10 @@ import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
 
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
@@ -23,6 +22,9 @@ from .oracle import (
     threshold_probability,
 )
 from .randomness import RandomSource, random_bytes
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 __all__ = ["UnaryEncoding", "packed_bit_counts"]
 
@@ -264,6 +266,8 @@ class UnaryEncoding(FrequencyOracle):
         return uniq, counts.astype(np.int64)
 
     def support_matrix(self, reports: Any) -> sparse.csr_matrix:
+        from scipy import sparse
+
         arr = self.check_reports(reports)
         bits = np.unpackbits(arr, axis=1, count=self.k, bitorder="little")
         return sparse.csr_matrix(bits.astype(bool))

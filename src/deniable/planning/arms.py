@@ -23,8 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats
-
 from ..mechanisms.designs import Design
 from ..validation import check_probability, check_real
 from .sample_size import sample_size
@@ -93,6 +91,8 @@ def arm_comparison_power(
         For a design that is not binary, a probability outside [0, 1], ``p_rr <=
         p_direct`` or sizes below 1.
     """
+    from scipy import stats
+
     _check(p_direct, p_rr, alpha)
     if n_rr < 1 or n_direct < 1:
         raise ValueError(f"n_rr and n_direct must be >= 1, got {n_rr} and {n_direct}")
@@ -126,6 +126,8 @@ def arm_comparison_size(
     ValueError
         As :func:`arm_comparison_power`, or for ``power`` or ``ratio`` out of range.
     """
+    from scipy import stats
+
     _check(p_direct, p_rr, alpha)
     _within("power", power, 0.5, 1.0)
     _within("ratio", ratio, 0.01, 100.0, closed=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ..estimation.intervals import INTERVAL_METHODS, prevalence_intervals
 from ..estimation.variance import affine_map
@@ -81,6 +80,8 @@ def exact_coverage(
     ValueError
         For a design without an affine inverse, ``bayes``, or a parameter out of range.
     """
+    from scipy import stats
+
     prevalence = check_probability("prevalence", prevalence)
     n = check_integer("n", n, minimum=1)
     if n > MAX_N:

@@ -6,7 +6,6 @@ import math
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from ..estimation.common import z_quantile
 from ..estimation.variance import affine_map, worst_case_variance
@@ -94,6 +93,8 @@ def _exact_sample_size(
     prevalence: float | tuple[float, float] | None,
     n_start: int,
 ) -> int:
+    from scipy import stats
+
     amap = affine_map(design)
     if amap is None:
         raise ValueError("method 'exact' needs a binary design or k-ary RR (affine inverse)")

@@ -8,7 +8,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from ..estimation.estimators import as_tally
 from ..mechanisms.designs import Design
@@ -101,6 +100,8 @@ def prevalence_test(
     ValueError
         For a non-binary design, an unknown alternative, or a null outside [0, 1].
     """
+    from scipy import stats
+
     null = _check_test_args(design, null, alternative)
     tally = as_tally(design, reports)
     lam0 = float(design.report_probabilities(null)[1])
@@ -153,6 +154,8 @@ def _pvalues(
     count: NDArray[np.int64], n: int, lam0: float, alternative: str
 ) -> NDArray[np.float64]:
     """Exact binomial p-values for many counts (same rule as scipy.stats.binomtest)."""
+    from scipy import stats
+
     if alternative == "greater":
         return np.asarray(stats.binom.sf(count - 1, n, lam0))
     if alternative == "less":
@@ -199,6 +202,8 @@ def prevalence_test_error_rates(
     -------
     PrevalenceTestErrorRates
     """
+    from scipy import stats
+
     null = _check_test_args(design, null, alternative)
     n = check_integer("n", n, minimum=1)
     pi = check_probability("prevalence", prevalence)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -209,5 +210,22 @@ def test_design_from_spec_round_trip():
         design_from_spec("warner:0.7")
     with pytest.raises(ValueError, match="must be a number"):
         design_from_spec("warner:p=abc")
-    with pytest.raises(ValueError, match="bad parameters"):
+    with pytest.raises(ValueError, match="design 'warner' takes p; got q"):
         design_from_spec("warner:q=0.7")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("warner:q=0.7", "design 'warner' takes p; got q"),
+        ("forced-response:p_yes=0.2", "design 'forced-response' needs p_no (it takes p_yes, p_no)"),
+        ("crosswise:p=0.25,k=3", "design 'crosswise' takes p; got k"),
+    ],
+)
+def test_a_wrong_parameter_names_the_allowed_ones(spec, message):
+    from deniable.mechanisms.registry import design_from_spec, mechanism_from_spec
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        design_from_spec(spec)
+    with pytest.raises(ValueError, match="takes k, epsilon, g; got eps"):
+        mechanism_from_spec("olh:k=10,eps=1")

@@ -157,7 +157,7 @@ def test_malformed_survey_fields_are_named(change, field, fragment):
     [
         ({"design": {"name": "warner", "params": {"p": 1.3}}}, "p must be a probability in [0, 1]"),
         ({"design": {"name": "coin-toss"}}, "unknown design 'coin-toss'; allowed:"),
-        ({"design": {"name": "warner", "params": {"q": 0.7}}}, "do not fit 'warner'"),
+        ({"design": {"name": "warner", "params": {"q": 0.7}}}, "design 'warner' takes p; got q"),
         (
             {"choices": ["a", "b", "c"], "design": {"name": "warner", "params": {"p": 0.7}}},
             "choices has 3",

@@ -48,7 +48,7 @@ from ..mechanisms.designs import Design, KaryRR, protected_epsilon
 from ..mechanisms.direct import Direct
 from ..mechanisms.numeric import DuchiMean, OneBitMean
 from ..mechanisms.protocol import check_question_epsilon
-from ..mechanisms.registry import DESIGNS
+from ..mechanisms.registry import DESIGNS, check_parameters
 from ..planning.disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
 from .groups import GROUP_DESIGNS, group_design
 
@@ -246,6 +246,10 @@ class Question(BaseModel):
                     f"design.params.draws must be a whole number, got {params['draws']}"
                 )
             params["draws"] = int(params["draws"])
+        try:
+            check_parameters("design", self.design.name, DESIGNS[self.design.name], params)
+        except ValueError as exc:
+            raise ValueError(f"design.params: {exc}") from None
         try:
             design = DESIGNS[self.design.name](**params)
         except TypeError as exc:

@@ -34,6 +34,7 @@ __all__ = [
     "MECHANISMS",
     "NUMERIC",
     "ORACLES",
+    "check_parameters",
     "design_from_spec",
     "mechanism_from_dict",
     "mechanism_from_spec",
@@ -118,9 +119,41 @@ def _number(key: str, text: str) -> float | int:
     )
 
 
+def check_parameters(kind: str, name: str, builder: Callable[..., Any], given: Any) -> None:
+    """Refuse parameters a builder does not take, or lacks, naming the allowed ones.
+
+    Raises
+    ------
+    ValueError
+        ``"design 'warner' takes p; got q"`` and the like.
+    """
+    import inspect
+
+    try:
+        signature = inspect.signature(builder)
+    except (TypeError, ValueError):  # a builder without a signature: it checks itself
+        return
+    params = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+    ]
+    if any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values()):
+        return
+    allowed = [p.name for p in params]
+    unknown = sorted(set(given) - set(allowed))
+    missing = [p.name for p in params if p.default is p.empty and p.name not in given]
+    takes = ", ".join(allowed) or "no parameters"
+    if unknown:
+        raise ValueError(f"{kind} {name!r} takes {takes}; got {', '.join(unknown)}")
+    if missing:
+        raise ValueError(f"{kind} {name!r} needs {', '.join(missing)} (it takes {takes})")
+
+
 def _build(kind: str, table: Mapping[str, Callable[..., Any]], name: str, kwargs: Any) -> Any:
     if name not in table:
         raise ValueError(f"unknown {kind} {name!r}; allowed: {', '.join(sorted(table))}")
+    check_parameters(kind, name, table[name], kwargs)
     try:
         return table[name](**kwargs)
     except TypeError as exc:

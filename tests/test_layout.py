@@ -239,3 +239,30 @@ except ModuleNotFoundError as exc:
     width, message = out.stdout.strip().splitlines()
     assert 0.05 < float(width) < 0.25
     assert "pip install 'deniable[analysis]'" in message
+
+
+@pytest.mark.parametrize(
+    ("blocked", "code", "extra"),
+    [
+        ("pandas", "import deniable.datasets", "analysis"),
+        (
+            "pandas",
+            "import numpy as np, deniable\n"
+            "deniable.estimate(deniable.Warner(p=0.7), np.array([0, 1])).to_frame()",
+            "analysis",
+        ),
+        ("pyspark", "import deniable.spark as s\ns.local_session()", "spark"),
+        ("typer", "from deniable._entry import main\nmain()", "cli"),
+    ],
+)
+def test_a_missing_extra_names_the_one_install_command(blocked, code, extra):
+    """Each extra's absence (the module made unimportable) gives one line naming
+    ``pip install 'deniable[...]'``; the console script prints only that line."""
+    prelude = f"import sys\nsys.modules[{blocked!r}] = None\n"
+    out = subprocess.run(
+        [sys.executable, "-c", prelude + code], capture_output=True, text=True, check=False
+    )
+    assert out.returncode != 0
+    assert f"pip install 'deniable[{extra}]'" in out.stderr
+    if extra == "cli":
+        assert out.stderr.count("\n") == 1 and out.stderr.startswith("deniable: ")

@@ -14,6 +14,7 @@ EXTRAS = {
     "plot": "matplotlib (plots of planning and results)",
     "server": "FastAPI, uvicorn, SQLAlchemy, psycopg, pydantic, PyYAML, Jinja2, httpx",
     "cli": "typer and rich (the deniable command)",
+    "spark": "PySpark (tallies and estimates on Spark; needs Java 17 or newer)",
 }
 
 

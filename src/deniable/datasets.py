@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 
+from ._extras import require
+
+require("pandas", "analysis")
+
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray

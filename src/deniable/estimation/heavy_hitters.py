@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._extras import require
 from .common import bonferroni_z, normal_only_interval
 from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate
 
@@ -88,7 +89,14 @@ class HeavyHitters(EstimateResult):
     def to_frame(
         self, confidence_level: float | None = None, method: str | None = None
     ) -> pd.DataFrame:
-        """Columns ``value``, ``estimate``, ``std_error``, ``low``, ``high``, ``z``."""
+        """Columns ``value``, ``estimate``, ``std_error``, ``low``, ``high``, ``z``.
+
+        Raises
+        ------
+        ModuleNotFoundError
+            Without pandas (``pip install 'deniable[analysis]'``).
+        """
+        require("pandas", "analysis")
         import pandas as pd
 
         ci = self.confidence_interval(confidence_level, method)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from .._extras import require
 from ..errors import IntervalCoverageWarning
 from ..mechanisms.protocol import BloomChannel, MatrixChannel, Mechanism, SupportChannel
 from ..tallies import RapporTally, SupportTally, Tally
@@ -132,7 +133,14 @@ class EstimateResult(ABC):
         )
 
     def to_frame(self, confidence_level: float = 0.95, method: str | None = None) -> pd.DataFrame:
-        """``pandas.DataFrame`` indexed by label: estimate, std_error, low, high."""
+        """``pandas.DataFrame`` indexed by label: estimate, std_error, low, high.
+
+        Raises
+        ------
+        ModuleNotFoundError
+            Without pandas (``pip install 'deniable[analysis]'``).
+        """
+        require("pandas", "analysis")
         import pandas as pd
 
         ci = self.confidence_interval(confidence_level, method)

@@ -65,6 +65,32 @@ def reset_postgres(url: str) -> None:
     engine.dispose()
 
 
+#: Suites that start a browser, a server process or Spark: every case is slow but the
+#: ones marked ``smoke`` (the fast loop, ``-m "not slow"``, keeps one of the browser,
+#: the server process and Spark; the abuse and command-line suites start a server
+#: process each and keep none).
+SERVICE_SUITES = {
+    "test_browser.py",
+    "test_server_process.py",
+    "test_spark.py",
+    "test_abuse.py",
+    "test_survey_cli.py",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every case of :data:`SERVICE_SUITES` and every PostgreSQL case but
+    those marked ``smoke``, a service suite's smoke case on SQLite only: the fast loop
+    keeps one browser, one server process, one Spark and one PostgreSQL case."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        postgres = "postgresql" in params.values()
+        smoke = item.get_closest_marker("smoke") is not None
+        service = item.path.name in SERVICE_SUITES
+        if (service and (not smoke or postgres)) or (postgres and not smoke):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path) -> str:
     """A fresh, empty database: a SQLite file, or the test PostgreSQL database (reset)."""

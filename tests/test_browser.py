@@ -70,6 +70,7 @@ def site(tmp_path):
     store.close()
 
 
+@pytest.mark.smoke
 def test_true_answer_never_leaves_the_browser(browser, site):
     base, store, survey = site
     token = store.issue_tokens(survey.id, 1)[0]

@@ -78,6 +78,7 @@ def test_converges_to_the_bayes_rule_of_a_known_prior():
     assert risk_eb < 1.01 * risk_bayes
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 @pytest.mark.parametrize("oracle", [UnaryEncoding(100, 1.0), HadamardResponse(100, 1.0)], ids=repr)
 def test_lower_error_than_the_projection_where_many_values_are_in_the_noise(oracle):
     n, surveys = 50_000, 30

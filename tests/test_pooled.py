@@ -48,6 +48,7 @@ def test_pooled_mle_is_the_pooled_likelihood_maximum_on_ethbe() -> None:
     assert any(label.startswith("DQ(1,0):") for label in moment.mechanism.report_labels)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 @pytest.mark.parametrize("pi", [0.0, 0.001, 0.05, 0.2, 0.99])
 def test_unbiased_calibrated_and_covering(pi: float) -> None:
     """600 simulated surveys mixing direct (300), forced response (500) and Warner

@@ -43,6 +43,7 @@ def invited(**changes):
     return load_survey(data | changes)
 
 
+@pytest.mark.smoke
 def test_migrations_are_named_ordered_and_idempotent(store, database_url):
     assert store.applied_migrations() == [name for name, _ in MIGRATIONS]
     again = Store(database_url)

@@ -610,6 +610,20 @@ def _screenshot(page, name: str, tmp_path: Path) -> Path:
     return path
 
 
+def _posted_responses(page) -> list[dict]:
+    """The bodies of the responses the page posts (filled as it posts them)."""
+    posted: list[dict] = []
+    page.on(
+        "request",
+        lambda r: (
+            posted.append(json.loads(r.post_data))
+            if r.method == "POST" and r.url.endswith("/responses")
+            else None
+        ),
+    )
+    return posted
+
+
 def _no_horizontal_scroll(page) -> None:
     width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
     assert width[0] <= width[1], f"page scrolls sideways: {width}"
@@ -1082,13 +1096,7 @@ def test_a_study_page_shows_one_arm_and_one_group_and_sends_them(browser, site, 
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-        posted: list[dict] = []
-        page.on(
-            "request",
-            lambda r, posted=posted: (
-                posted.append(json.loads(r.post_data)) if r.method == "POST" else None
-            ),
-        )
+        posted = _posted_responses(page)
         page.goto(f"{base}/s/campus")
         page.locator("#q-plagiarism").wait_for()
         assert "asked some questions directly" in page.locator("#control-arm").inner_text()
@@ -1221,15 +1229,7 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     for token in tokens[n:]:
         context = browser.new_context(viewport={"width": 1200, "height": 900})
         page = context.new_page()
-        posted: list[dict] = []
-        page.on(
-            "request",
-            lambda r, posted=posted: (
-                posted.append(json.loads(r.post_data))
-                if r.method == "POST" and r.url.endswith("/responses")
-                else None
-            ),
-        )
+        posted = _posted_responses(page)
         page.goto(f"{base}/s/e2e#token={token}")
         page.locator("#q-plagiarism").wait_for()
         page.locator("#truth-faculty-0").check()
@@ -1359,15 +1359,7 @@ def test_a_studys_arm_and_group_move_with_the_transfer_link(browser, site):
         start.get_by_role("button", name="Show the link for my other device").click()
         link = start.locator("#transfer-link").input_value()
         other = laptop.new_page()
-        posted: list[dict] = []
-        other.on(
-            "request",
-            lambda r, posted=posted: (
-                posted.append(json.loads(r.post_data))
-                if r.method == "POST" and r.url.endswith("/responses")
-                else None
-            ),
-        )
+        posted = _posted_responses(other)
         other.goto(link)
         other.locator("#report-plagiarism").wait_for()
         assert (other.locator("#q-cheat .direct").count() == 1) == direct

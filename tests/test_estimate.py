@@ -183,3 +183,22 @@ def test_result_is_frozen_and_serialisable():
         result.method = "mle"  # type: ignore[misc]
     d = result.to_dict(methods=("normal", "wilson"))
     assert d["n"] == 1000 and set(d["intervals"]) == {"normal", "wilson"}
+
+
+def test_implausible_estimates_are_judged_at_the_nearest_possible_prevalence():
+    """All 200 reports "yes" under Warner(0.7): the estimate, 1.75, is 0.75 above 1, and
+    the standard error at the nearest possible prevalence (1: Var = 0.7 * 0.3 / (200 *
+    0.4^2)) is 0.081, so it is 9 standard errors out (implausible); 150 of 200 give
+    1.125, 1.5 standard errors out (plausible). The plug-in standard error at 1.75 is 0."""
+    from deniable import Warner, estimate
+    from deniable.estimation.results import FLAG_Z
+
+    design = Warner(p=0.7)
+    far = estimate(design, np.ones(200, dtype=np.int64))
+    se_at_one = math.sqrt(0.7 * 0.3 / 200) / 0.4
+    assert far.prevalence[1] == pytest.approx(1.75) and far.std_error[1] == 0.0
+    assert (far.prevalence[1] - 1) / se_at_one > FLAG_Z
+    assert far.implausible().tolist() == [True, True]
+    near = estimate(design, np.r_[np.ones(150), np.zeros(50)].astype(np.int64))
+    assert near.prevalence[1] == pytest.approx(1.125) and not near.implausible().any()
+    assert not estimate(design, np.ones(200, dtype=np.int64), method="mle").implausible().any()

@@ -264,6 +264,29 @@ class PrevalenceEstimate(EstimateResult):
             out.append(text)
         return out
 
+    def implausible(self) -> NDArray[np.bool_]:
+        """Which estimates lie outside [0, 1] by more than :data:`FLAG_Z` standard
+        errors, each standard error taken at the nearest prevalence vector inside the
+        simplex (the estimate clipped to [0, 1] and renormalised), where sampling could
+        have put it: the plug-in standard error at an estimate outside [0, 1] can be 0.
+        Such reports fit no prevalence (respondents not following the design, or
+        flooding). Shape ``(k,)``; all ``False`` for an oracle, RAPPOR or a method other
+        than ``moment``.
+        """
+        from .common import moment_covariance
+
+        estimate = np.asarray(self.prevalence, dtype=np.float64)
+        channel = self.mechanism.channel
+        if self.method != "moment" or not isinstance(channel, MatrixChannel):
+            return np.zeros(estimate.shape, dtype=bool)
+        inside = np.clip(estimate, 0.0, 1.0)
+        total = inside.sum()
+        inside = inside / total if total > 0 else np.full_like(inside, 1 / inside.size)
+        inverse = np.linalg.pinv(channel.matrix).astype(np.float64)  # Design.inverse
+        cov = moment_covariance(inverse, channel.matrix @ inside, self.n)
+        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        return np.asarray((estimate < -FLAG_Z * se) | (estimate > 1 + FLAG_Z * se))
+
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
         """Plain-text table (see :meth:`EstimateResult.summary`), then :attr:`warnings`."""
         table = super().summary(confidence_level, method or self.default_interval_method)

@@ -16,13 +16,10 @@ from typing import Any
 
 import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
-from numpy.typing import NDArray
 
 from ...errors import IntervalCoverageWarning
-from ...estimation.common import moment_covariance
 from ...estimation.estimators import estimate
 from ...estimation.results import FLAG_Z
-from ...mechanisms.designs import Design
 from ...planning.plots import headless_figure
 from ...tallies import Tally
 from ..export import wide_frame
@@ -48,7 +45,6 @@ __all__ = [
     "error_page",
     "home_page",
     "login_page",
-    "outside_unit_interval",
     "pooled_tallies",
     "respondent_page",
     "results_page",
@@ -237,7 +233,7 @@ def survey_results(
         if q.numeric is not None:
             item["mean"] = q.mean_from(est, ci) | {"mle": q.to_units(mle.prevalence[1])}
         notes = []
-        outside = outside_unit_interval(q.mechanism, est.prevalence, tally.n)
+        outside = est.implausible()
         if outside.any():
             cats = [c for c, o in zip(q.choice_labels, outside, strict=True) if o]
             what = (
@@ -358,20 +354,6 @@ def breakdowns(store: Store, survey: Survey, level: float) -> list[dict[str, Any
                 }
             )
     return out
-
-
-def outside_unit_interval(
-    design: Design, estimate: NDArray[np.float64], n: int
-) -> NDArray[np.bool_]:
-    """Which unbiased estimates lie outside [0, 1] by more than :data:`FLAG_Z` standard
-    errors, the standard error taken at the nearest prevalence vector inside the simplex
-    (the estimate clipped to [0, 1] and renormalised), where sampling could have put
-    it; the plug-in standard error at an estimate outside [0, 1] can be 0. Shape (k,)."""
-    inside = np.clip(estimate, 0.0, 1.0)
-    inside = inside / inside.sum() if inside.sum() > 0 else np.full_like(inside, 1 / inside.size)
-    cov = moment_covariance(design.inverse, design.matrix @ inside, n)
-    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    return np.asarray((estimate < -FLAG_Z * se) | (estimate > 1 + FLAG_Z * se))
 
 
 def respondent_page(survey: Survey, view: dict[str, Any] | None = None, lang: str = "en") -> str:

@@ -65,6 +65,9 @@ def reset_postgres(url: str) -> None:
     engine.dispose()
 
 
+#: Scripts that mypy checks (test_quality) and nothing runs.
+collect_ignore = ["typing"]
+
 #: Suites that start a browser, a server process or Spark: every case is slow but the
 #: ones marked ``smoke`` (the fast loop, ``-m "not slow"``, keeps one of the browser,
 #: the server process and Spark; the abuse and command-line suites start a server

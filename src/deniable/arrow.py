@@ -25,7 +25,7 @@ exactly the tally of all the reports at once (counts are integers).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -256,6 +256,28 @@ def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> 
     for path in dataset.files:
         with dataset.filesystem.open_input_file(path) as handle:
             yield from pq.ParquetFile(handle).iter_batches(batch_size=batch_size, columns=columns)
+
+
+@overload
+def tally_parquet(
+    mechanism: Mechanism,
+    source: Any,
+    *,
+    group_by: None = None,
+    batch_size: int = ...,
+    progress: Callable[[int], None] | None = ...,
+) -> AnyTally: ...
+
+
+@overload
+def tally_parquet(
+    mechanism: Mechanism,
+    source: Any,
+    *,
+    group_by: str,
+    batch_size: int = ...,
+    progress: Callable[[int], None] | None = ...,
+) -> dict[Any, AnyTally]: ...
 
 
 def tally_parquet(

@@ -22,7 +22,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -81,6 +81,16 @@ def local_session(cores: int = 2, memory: str = "4g") -> SparkSession:
 
 def _group_key(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+@overload
+def tally(mechanism: Mechanism, frame: DataFrame, *, group_by: None = None) -> AnyTally: ...
+
+
+@overload
+def tally(
+    mechanism: Mechanism, frame: DataFrame, *, group_by: str
+) -> dict[str | None, AnyTally]: ...
 
 
 def tally(
@@ -152,6 +162,28 @@ def tally(
             raise ReportValidationError("no reports: the frame is empty")
         return merged[_NO_GROUP]
     return merged
+
+
+@overload
+def tally_parquet(
+    mechanism: Mechanism,
+    spark: SparkSession,
+    source: Any,
+    *,
+    group_by: None = None,
+    tasks_per_core: int = ...,
+) -> AnyTally: ...
+
+
+@overload
+def tally_parquet(
+    mechanism: Mechanism,
+    spark: SparkSession,
+    source: Any,
+    *,
+    group_by: str,
+    tasks_per_core: int = ...,
+) -> dict[str | None, AnyTally]: ...
 
 
 def tally_parquet(
@@ -231,6 +263,26 @@ def tally_parquet(
     if group_by is None:
         return merged[_NO_GROUP]
     return merged
+
+
+@overload
+def estimate(
+    mechanism: Mechanism,
+    frame: DataFrame,
+    *,
+    group_by: None = None,
+    method: str = ...,
+) -> PrevalenceEstimate: ...
+
+
+@overload
+def estimate(
+    mechanism: Mechanism,
+    frame: DataFrame,
+    *,
+    group_by: str,
+    method: str = ...,
+) -> dict[str | None, PrevalenceEstimate]: ...
 
 
 def estimate(

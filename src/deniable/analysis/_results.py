@@ -87,7 +87,7 @@ class WaldResult(EstimateResult):
 
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval:
+    ) -> ConfidenceInterval[Any]:
         """Wald interval on the result's scale: ``low`` and ``high`` shaped as ``estimate``.
 
         Raises

@@ -69,7 +69,7 @@ class CorrelationResult(EstimateResult):
 
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval:
+    ) -> ConfidenceInterval[pd.Series[float]]:
         """Percentile bootstrap (``"percentile"``, default) or Wald (``"normal"``)
         intervals, Series indexed by pair.
 

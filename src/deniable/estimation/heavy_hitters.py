@@ -62,7 +62,7 @@ class HeavyHitters(EstimateResult):
 
     def confidence_interval(
         self, confidence_level: float | None = None, method: str | None = None
-    ) -> ConfidenceInterval:
+    ) -> ConfidenceInterval[NDArray[np.float64]]:
         """Wald intervals of the detected frequencies, clipped to [0, 1].
 
         Parameters

@@ -99,7 +99,7 @@ class MeanEstimate(EstimateResult):
 
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval:
+    ) -> ConfidenceInterval[float]:
         """Interval for the mean (floats).
 
         Parameters
@@ -215,7 +215,7 @@ class HistogramEstimate(EstimateResult):
 
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval:
+    ) -> ConfidenceInterval[NDArray[np.float64]]:
         """Normal intervals per bucket, arrays of shape (k,) (method must be ``normal``)."""
         return ConfidenceInterval(
             *normal_only_interval(self.estimate, self.std_error, confidence_level, method)

@@ -67,7 +67,7 @@ class PrefixHeavyHitters(EstimateResult):
 
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval:
+    ) -> ConfidenceInterval[NDArray[np.float64]]:
         """Wald intervals of the values' frequencies, clipped to [0, 1] (``normal`` only)."""
         return ConfidenceInterval(
             *normal_only_interval(self.estimate, self.std_error, confidence_level, method, True)

@@ -18,7 +18,7 @@ import math
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -66,11 +66,16 @@ _ESTIMATE_NAMES = {
 FLAG_Z = 3.29
 
 
-class ConfidenceInterval(NamedTuple):
-    """Lower and upper bounds: ndarrays the shape of the estimate (or floats for a scalar)."""
+BoundT = TypeVar("BoundT")
 
-    low: Any
-    high: Any
+
+class ConfidenceInterval(NamedTuple, Generic[BoundT]):
+    """Lower and upper bounds: ndarrays the shape of the estimate
+    (``ConfidenceInterval[NDArray[np.float64]]``), floats for a scalar estimate
+    (``ConfidenceInterval[float]``), or pandas Series for a labelled one."""
+
+    low: BoundT
+    high: BoundT
 
 
 def summary_table(
@@ -111,7 +116,7 @@ class EstimateResult(ABC):
     @abstractmethod
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval:
+    ) -> ConfidenceInterval[Any]:
         """Interval for every entry of :attr:`estimate`."""
 
     def _title(self) -> str:
@@ -294,7 +299,7 @@ class PrevalenceEstimate(EstimateResult):
 
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval:
+    ) -> ConfidenceInterval[NDArray[np.float64]]:
         """Confidence (or credible) interval for each category, clipped to [0, 1].
 
         Parameters

@@ -120,8 +120,12 @@ def pack(item: StagedResponse) -> bytes:
         )
     if not 0 <= item.arm < 256 or any(g not in (0, 1) for g in item.groups):
         raise ValueError(f"a staged arm is in 0..255 and groups 0 or 1, got {item.arm}")
-    groups = item.groups or (0,) * len(item.codes)
-    bits = sum(g << i for i, g in enumerate(groups)).to_bytes((len(item.codes) + 7) // 8, "big")
+    width = (len(item.codes) + 7) // 8
+    bits = (
+        sum(g << i for i, g in enumerate(item.groups)).to_bytes(width, "big")
+        if item.groups
+        else bytes(width)
+    )
     body = (
         bytes([_WITH_ARMS, len(sid)])
         + sid

@@ -281,46 +281,50 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         groups: Sequence[Mapping[str, int] | None] | None = None,
     ) -> list[StagedResponse]:
         out: list[StagedResponse] = []
-        ids = [q.id for q in survey.questions]
-        grouped = [q.id for q in survey.questions if len(q.groups) > 1]
-        names = survey.arm_names
+        plan = survey.report_plan
+        ids, grouped, names = plan.ids, plan.grouped, plan.arms
+        expected = set(ids)
         for i, response in enumerate(responses):
-            if not isinstance(response, Mapping) or set(response) != set(ids):
+            if not isinstance(response, Mapping) or response.keys() != expected:
                 got = sorted(response) if isinstance(response, Mapping) else type(response).__name__
                 raise ReportValidationError(
                     f"responses[{i}].reports must answer exactly the questions {ids}, got {got}"
                 )
             arm = arms[i] if arms is not None else None
-            if (arm is None) != (not names) or (arm is not None and arm not in names):
-                allowed = f"one of {names}" if names else "absent (the survey has no arms)"
+            arm_index = plan.arm_index.get(arm)
+            if arm_index is None:
+                allowed = f"one of {list(names)}" if names else "absent (the survey has no arms)"
                 raise ReportValidationError(f"responses[{i}].arm must be {allowed}, got {arm!r}")
             drawn = (groups[i] if groups is not None else None) or {}
-            if set(drawn) != set(grouped) or any(
-                type(g) is not int or g not in (0, 1) for g in drawn.values()
+            if (drawn or grouped) and (
+                drawn.keys() != set(grouped)
+                or any(type(g) is not int or g not in (0, 1) for g in drawn.values())
             ):
                 raise ReportValidationError(
                     f"responses[{i}].groups must give 0 or 1 for exactly the questions "
-                    f"{grouped} (group designs), got {dict(drawn)!r}"
+                    f"{list(grouped)} (group designs), got {dict(drawn)!r}"
                 )
-            questions = survey.questions_in(arm)
-            for q in questions:
-                code = response[q.id]
-                if code is None and q.allow_no_answer:
+            sizes, skippable = plan.sizes[arm_index], plan.skippable[arm_index]
+            codes = []
+            for qid, size, may_skip in zip(ids, sizes, skippable, strict=True):
+                code = response[qid]
+                if code is None and may_skip:
+                    codes.append(NO_ANSWER)
                     continue
-                if type(code) is not int or not 0 <= code < q.mechanism.n_reports:
-                    skip = " or null (no answer)" if q.allow_no_answer else ""
+                if type(code) is not int or not 0 <= code < size:
+                    skip = " or null (no answer)" if may_skip else ""
                     raise ReportValidationError(
-                        f"responses[{i}].reports.{q.id} must be an integer report code in "
-                        f"0..{q.mechanism.n_reports - 1}{skip}, got {code!r}"
+                        f"responses[{i}].reports.{qid} must be an integer report code in "
+                        f"0..{size - 1}{skip}, got {code!r}"
                     )
-            codes = tuple(NO_ANSWER if response[qid] is None else int(response[qid]) for qid in ids)
+                codes.append(code)
             out.append(
                 StagedResponse(
                     survey.id,
                     survey.version,
                     bucket,
-                    codes,
-                    names.index(arm) if arm is not None else 0,
+                    tuple(codes),
+                    arm_index,
                     tuple(drawn.get(qid, 0) for qid in ids) if grouped else (),
                 )
             )

@@ -63,6 +63,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -130,6 +131,19 @@ MIN_RELEASE = 30
 MAX_ARMS = 16
 #: Question fields an override to ``direct`` drops (a direct question takes none).
 _NOT_DIRECT = ("reports", "sensitive", "innocuous_question", "innocuous_complement", "control")
+
+
+@dataclass(frozen=True)
+class ReportPlan:
+    """What a response to a survey version must hold (:attr:`Survey.report_plan`)."""
+
+    ids: tuple[str, ...]
+    grouped: tuple[str, ...]
+    arms: tuple[str, ...]
+    #: arm name (``None`` without arms) -> index stored with the response
+    arm_index: dict[str | None, int]
+    sizes: tuple[tuple[int, ...], ...]
+    skippable: tuple[tuple[bool, ...], ...]
 
 
 class Arm(BaseModel):
@@ -275,6 +289,22 @@ class Survey(BaseModel):
                     )
             self._arm_questions[name] = out
         return self
+
+    @cached_property
+    def report_plan(self) -> ReportPlan:
+        """What a response must hold, computed once: the question ids in order, those
+        of group designs, the arms, and per arm each question's number of report codes
+        and whether it may be left unanswered."""
+        arms = tuple(self.arm_names)
+        keys: list[str | None] = list(arms) or [None]
+        return ReportPlan(
+            ids=tuple(q.id for q in self.questions),
+            grouped=tuple(q.id for q in self.questions if len(q.groups) > 1),
+            arms=arms,
+            arm_index={arm: i for i, arm in enumerate(keys)},
+            sizes=tuple(tuple(q.mechanism.n_reports for q in self.questions_in(a)) for a in keys),
+            skippable=tuple(tuple(q.allow_no_answer for q in self.questions_in(a)) for a in keys),
+        )
 
     @property
     def arm_names(self) -> list[str]:

@@ -681,3 +681,25 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
         assert out.exit_code == 0, out.output
         assert_close(json.loads(out.stdout)["questions"], res["study"])
     store.close()
+
+
+def test_sixteen_arms_are_stored_and_read_back_and_seventeen_refused(tmp_path):
+    """The most arms a survey may have (16) each store and export their own name; one
+    more is refused naming the field."""
+    arms = {f"a{i:02d}": {"weight": 1} for i in range(16)}
+    with pytest.raises(SurveyError, match="arms"):
+        load_survey(with_(CAMPUS, arms=arms | {"a16": {"weight": 1}}))
+    store = Store(f"sqlite:///{tmp_path / 'many.sqlite'}")
+    survey = load_survey(with_(CAMPUS, arms=arms, min_release=16))
+    store.publish(survey)
+    for i, name in enumerate(survey.arm_names):
+        store.submit(
+            survey,
+            {"faculty": 0, "cheat": i % 2, "plagiarism": 0},
+            None,
+            name,
+            {"plagiarism": i % 2},
+        )
+    long = store.export("campus")
+    assert sorted(long.groupby("response_id")["arm"].first()) == sorted(arms)
+    store.close()

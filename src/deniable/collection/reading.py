@@ -23,6 +23,17 @@ if TYPE_CHECKING:
 
 __all__ = ["ReadingMixin", "suppress_small_cells"]
 
+#: The columns of the released report rows the reads work on (``_long``).
+_LONG_COLUMNS = (
+    "response_id",
+    "version",
+    "question_id",
+    "report",
+    "received_bucket",
+    "arm",
+    "grp",
+)
+
 
 def suppress_small_cells(frame: pd.DataFrame, versions: Sequence[Survey]) -> pd.DataFrame:
     """``frame`` (released report rows: ``response_id, version, question_id, report``,
@@ -98,15 +109,7 @@ class ReadingMixin:
         report id: ``response_id, version, question_id, report, received_bucket, arm,
         grp`` (the arm's index and the question's group, integers)."""
         q = (
-            select(
-                reports.c.response_id,
-                reports.c.version,
-                reports.c.question_id,
-                reports.c.report,
-                reports.c.received_bucket,
-                reports.c.arm,
-                reports.c.grp,
-            )
+            select(*(reports.c[name] for name in _LONG_COLUMNS))
             .where(reports.c.survey_id == survey_id)
             .order_by(reports.c.report_id)
         )
@@ -114,18 +117,7 @@ class ReadingMixin:
             q = q.where(reports.c.version == version)
         with self.reader.connect() as conn:
             rows = conn.execute(q).all()
-        return pd.DataFrame(
-            rows,
-            columns=[
-                "response_id",
-                "version",
-                "question_id",
-                "report",
-                "received_bucket",
-                "arm",
-                "grp",
-            ],
-        )
+        return pd.DataFrame(rows, columns=list(_LONG_COLUMNS))
 
     def response_count(self, survey_id: str, version: int | None = None) -> int:
         """Number of stored responses of a survey (all versions unless given): those

@@ -40,6 +40,7 @@ from scipy import stats
 from ..errors import IntervalCoverageWarning
 from ..estimation import estimate
 from ..mechanisms.designs import Design
+from .export import GROUP_SUFFIX
 
 if TYPE_CHECKING:
     from .survey import Question, Survey
@@ -57,8 +58,6 @@ __all__ = [
     "study_frame",
 ]
 
-GROUP_SUFFIX = "__group"
-
 
 def has_variants(survey: Survey, question_id: str) -> bool:
     """Whether a question's reports come through more than one design: arms that ask it
@@ -69,7 +68,10 @@ def has_variants(survey: Survey, question_id: str) -> bool:
 
 def study_frame(frame: pd.DataFrame, survey: Survey) -> pd.DataFrame:
     """The rows of one version of a wide export (``arm`` as text, empty without arms)."""
-    rows = frame.loc[frame["version"].astype(int) == survey.version].copy()
+    return _arms_as_text(frame.loc[frame["version"].astype(int) == survey.version].copy())
+
+
+def _arms_as_text(rows: pd.DataFrame) -> pd.DataFrame:
     if "arm" not in rows:
         rows["arm"] = ""
     rows["arm"] = rows["arm"].fillna("").astype(str)
@@ -156,11 +158,7 @@ def pooled_rows(
         and s.arm_names == survey.arm_names
         and variants_digest(s.variants(question_id)) == digest
     ]
-    rows = frame.loc[frame["version"].astype(int).isin(same)].copy()
-    if "arm" not in rows:
-        rows["arm"] = ""
-    rows["arm"] = rows["arm"].fillna("").astype(str)
-    return rows
+    return _arms_as_text(frame.loc[frame["version"].astype(int).isin(same)].copy())
 
 
 def arm_analysis(

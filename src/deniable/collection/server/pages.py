@@ -15,6 +15,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ...errors import IntervalCoverageWarning
@@ -89,18 +90,17 @@ POOLED_NAME = (
 )
 
 
-def arm_counts(store: Store, survey: Survey) -> dict[str, Any] | None:
+def arm_counts(frame: pd.DataFrame, survey: Survey) -> dict[str, Any] | None:
     """The released responses per arm against the arms' weights: the counts, the
     expected counts and Pearson's chi-square test of the weights (a sample-ratio test:
     a respondent who re-draws an arm, by clearing storage or on another device, to
-    avoid a direct question makes the counts depart from the weights); ``None``
-    without arms."""
+    avoid a direct question makes the counts depart from the weights), from the wide
+    export ``frame``; ``None`` without arms."""
     from scipy import stats
 
     if not survey.arms:
         return None
-    long = store.export(survey.id)
-    arms = long.loc[long["version"] == survey.version].groupby("response_id")["arm"].first()
+    arms = study_frame(frame, survey)["arm"]
     counts = np.array([int((arms == a).sum()) for a in survey.arm_names])
     weights = np.array([a.weight for a in survey.arms.values()])
     expected = counts.sum() * weights / weights.sum()
@@ -176,13 +176,20 @@ def survey_results(
         "questions": [],
     }
     study = None
+    read: list[pd.DataFrame] = []  # the wide export, read once if anything needs it
+
+    def wide() -> pd.DataFrame:
+        if not read:
+            read.append(wide_frame(store, survey.id))
+        return read[0]
+
     variants = {q.id for q in survey.questions if has_variants(survey, q.id)}
     if variants and released:
         versions = store.versions(survey.id) if pooled else None
-        found = arm_analysis(wide_frame(store, survey.id), survey, level, versions)
+        found = arm_analysis(wide(), survey, level, versions)
         study = {s["question"]: s for s in found}
         out["study"] = list(study.values())
-        out["arms"] = arm_counts(store, survey)
+        out["arms"] = arm_counts(wide(), survey)
     for q in survey.questions:
         tally = tallies[q.id]
         item: dict[str, Any] = {
@@ -269,27 +276,26 @@ def survey_results(
             item["note"] = "; ".join(notes)
         out["questions"].append(item)
     if survey.direct_questions and not pooled and released:
-        out["breakdowns"] = breakdowns(store, survey, level)
+        out["breakdowns"] = breakdowns(wide(), survey, level)
     if regress is not None:
         if not released:
             raise ValueError("regress: nothing is released yet")
-        out["regression"] = regression(
-            wide_frame(store, survey.id), survey, regress, on or [], level
-        )
+        out["regression"] = regression(wide(), survey, regress, on or [], level)
     return out
 
 
-def breakdowns(store: Store, survey: Survey, level: float) -> list[dict[str, Any]]:
+def breakdowns(frame: pd.DataFrame, survey: Survey, level: float) -> list[dict[str, Any]]:
     """Each randomized yes/no question by each direct question: the prevalence of its
     second answer per answer of the direct one, with its interval and a test of equal
     prevalence (:func:`~deniable.analysis.subgroup_prevalence`); a numeric question's
     mean per answer in its units (``mean: true``; the test of equal means). The rows are the
     version's released responses after small cells are recoded to missing
     (:func:`~deniable.collection.reading.suppress_small_cells`), those missing either
-    answer left out: the rows ``deniable analyze EXPORT --question Q --by D`` reads."""
+    answer left out: the rows ``deniable analyze EXPORT --question Q --by D`` reads
+    (``frame``: the wide export)."""
     from ...analysis import subgroup_prevalence
 
-    rows = study_frame(wide_frame(store, survey.id), survey)
+    rows = study_frame(frame, survey)
     out: list[dict[str, Any]] = []
     for q in survey.questions:
         if q.is_direct or q.mechanism.n_truths != 2:

@@ -1,9 +1,13 @@
 """Throughput of randomize and estimate at n = 10^7, beside NumPy's raw uniform rate.
 
-    python -m uv run python bench/throughput.py [--n 10000000] [--repeats 5]
+    python -m uv run python bench/throughput.py [--n 10000000] [--repeats 5] [--paths numba,numpy]
 
 Prints reports per second (best of --repeats) and ratios against NumPy's
-``Generator.random`` measured in the same run. Goals (issue 2): a binary design
+``Generator.random`` measured in the same run, then the inner loops on each path
+(``numba``, the ``fast`` extra's compiled kernels, and ``numpy``, the core install's),
+and the NumPy path's time over the compiled one's (issue 28: at most 3x).
+
+Goals (issue 2): a binary design
 randomizes at >= 1/3 of the raw uniform rate with the seeded generator; estimate (tally
 + moment estimator) handles >= 10^8 reports per second. Goal (issue 16): a binary design
 randomizes with ``SecureRandom`` (the keystream respondents' reports come from) at
@@ -14,12 +18,25 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 from collections.abc import Callable
 
 import numpy as np
 
-from deniable import ForcedResponse, KaryRR, Kuk, SecureRandom, Warner, estimate
+from deniable import (
+    ForcedResponse,
+    KaryRR,
+    Kuk,
+    LocalHashing,
+    SecureRandom,
+    UnaryEncoding,
+    Warner,
+    estimate,
+)
+from deniable.estimation._unified import unified_share_interval
+from deniable.mechanisms import Piecewise
+from deniable.mechanisms._kernels import ENV, kernel_backend
 
 
 def best(fn: Callable[[], object], repeats: int) -> float:
@@ -35,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--paths", default="numba,numpy", help="kernel paths to compare")
     args = parser.parse_args()
     n, reps = args.n, args.repeats
     rng = np.random.default_rng(0)
@@ -67,6 +85,64 @@ def main() -> None:
         r = reports[name]
         rate = n / best(lambda d=design, r=r: estimate(d, r), reps)
         print(f"{name.split(',')[0]:40s} {rate / 1e6:12.1f}")
+    compare_paths(n, reps, [p for p in args.paths.split(",") if p])
+
+
+def path_rows(n: int) -> list[tuple[str, int, Callable[[], object]]]:
+    """(name, items per call, call) of the work whose inner loops have two paths."""
+    rng = np.random.default_rng(1)
+    m = max(n // 10, 1000)
+    codes = rng.integers(0, 100, m)
+    truths = rng.random(n) < 0.3
+    oue, olh, pm = (
+        UnaryEncoding(k=100, epsilon=1.0),
+        LocalHashing(k=100, epsilon=1.0),
+        Piecewise(1.0),
+    )
+    oue_reports, olh_reports = oue.randomize(codes, rng), olh.randomize(codes, rng)
+    x = rng.uniform(-1, 1, n)
+    fc_y, fc_n = np.array([300_000]), np.array([10**6])
+    return [
+        (
+            "ForcedResponse randomize, seeded",
+            n,
+            lambda: ForcedResponse(p_yes=0.25, p_no=0.25).randomize(truths, rng),
+        ),
+        ("SecureRandom.random", n, lambda: SecureRandom().random(n)),
+        ("Piecewise(eps 1) randomize, seeded", n, lambda: pm.randomize(x, rng)),
+        ("OUE(k=100, eps 1) randomize, seeded", m, lambda: oue.randomize(codes, rng)),
+        ("OUE(k=100) estimate", m, lambda: estimate(oue, oue_reports)),
+        ("OLH(k=100, eps 1) randomize, seeded", m, lambda: olh.randomize(codes, rng)),
+        ("OLH(k=100) estimate", m, lambda: estimate(olh, olh_reports)),
+        (
+            "Feldman-Cousins interval, n = 10^6",
+            1,
+            lambda: unified_share_interval(fc_y, fc_n, 0.25, 0.75, 0.95),
+        ),
+    ]
+
+
+def compare_paths(n: int, reps: int, paths: list[str]) -> None:
+    """Items per second of each row on each path, and the NumPy path's slowdown."""
+    rates: dict[str, dict[str, float]] = {}
+    for path in paths:
+        os.environ[ENV] = path
+        try:
+            ran = kernel_backend()
+        except ModuleNotFoundError as exc:
+            print(f"path {path}: skipped ({exc})")
+            continue
+        for name, items, call in path_rows(n):
+            call()  # compile (numba) or warm caches outside the clock
+            rates.setdefault(name, {})[ran] = items / best(call, reps)
+    os.environ.pop(ENV, None)
+    ran_paths = [p for p in ("numba", "numpy") if any(p in r for r in rates.values())]
+    head = "".join(f"{p + ' /s':>14s}" for p in ran_paths)
+    print(f"\n{'inner loops, by path':40s}{head}{'numpy time x':>14s}")
+    for name, by in rates.items():
+        cells = "".join(f"{by[p]:14.3g}" for p in ran_paths)
+        ratio = by["numba"] / by["numpy"] if {"numba", "numpy"} <= by.keys() else float("nan")
+        print(f"{name:40s}{cells}{ratio:14.2f}")
 
 
 if __name__ == "__main__":

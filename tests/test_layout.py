@@ -14,7 +14,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "deniable"
-HEAVY = ("pandas", "matplotlib", "sqlalchemy", "fastapi", "sklearn", "pydantic", "typer", "yaml")
+HEAVY = (
+    "numba",
+    "pandas",
+    "matplotlib",
+    "sqlalchemy",
+    "fastapi",
+    "sklearn",
+    "pydantic",
+    "typer",
+    "yaml",
+)
 
 
 def module_name(path: Path) -> str:
@@ -224,8 +234,16 @@ def test_core_install_estimates_without_the_extras(tmp_path):
     code = """
 import importlib.util, sys
 import numpy as np
+import deniable
 from deniable import ForcedResponse, estimate
 assert importlib.util.find_spec("pandas") is None, "pandas is in the core install"
+assert importlib.util.find_spec("numba") is None, "numba is in the core install"
+heavy = [m for m in sys.modules if m.split(".")[:2] in (["scipy", "stats"], ["scipy", "sparse"])]
+assert not heavy, heavy
+from deniable.mechanisms._kernels import kernel_backend
+assert kernel_backend() == "numpy"
+olh = deniable.LocalHashing(k=20, epsilon=2.0)
+assert abs(estimate(olh, olh.randomize(np.arange(2000) % 20)).estimate.sum() - 1) < 0.3
 coins = ForcedResponse(p_yes=0.25, p_no=0.25)
 result = estimate(coins, coins.randomize(np.arange(1000) % 2 == 0))
 print(round(float(result.confidence_interval().high[1] - result.confidence_interval().low[1]), 3))
@@ -239,6 +257,10 @@ except ModuleNotFoundError as exc:
     width, message = out.stdout.strip().splitlines()
     assert 0.05 < float(width) < 0.25
     assert "pip install 'deniable[analysis]'" in message
+    # the core install's size (issue 28: under 200 MB of site-packages, pip aside)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file() and "pip" not in f.parts)
+    assert size < 200 * 2**20, size / 2**20
 
 
 @pytest.mark.parametrize(

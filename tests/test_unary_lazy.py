@@ -15,7 +15,18 @@ import numpy as np
 import pytest
 
 from deniable import UnaryEncoding
+from deniable.mechanisms import _kernels
 from deniable.mechanisms import unary as unary_module
+
+
+@pytest.fixture(autouse=True)
+def compiled_path(request, monkeypatch):
+    """The lazy randomizer is the compiled path; the byte-wise test sets its own."""
+    if "bytewise" in request.node.name:
+        monkeypatch.setenv(_kernels.ENV, "numpy")
+        return
+    pytest.importorskip("numba", reason="the lazy randomizer is compiled (the fast extra)")
+    monkeypatch.setenv(_kernels.ENV, "numba")
 
 
 class Recorder:
@@ -155,3 +166,28 @@ def test_chunks_encoded_in_parallel_match_the_reference(monkeypatch):
     chunks = [source.calls[i : i + 3] for i in range(0, len(source.calls), 3)]
     assert len(chunks) == 25
     np.testing.assert_array_equal(reports, reference(oracle, codes, chunks))
+
+
+@pytest.mark.parametrize(
+    "k, epsilon, optimized", [(2, 0.5, True), (9, 1.0, False), (40, 3.0, True)]
+)
+def test_the_bytewise_numpy_path_is_encode_on_the_bytes_it_read(k, epsilon, optimized):
+    """Without numba, a word's top byte decides and a tie reads three more bytes:
+    rebuilt into ``encode``'s 4 bytes per bit (the unread bytes zero), the same reports.
+    """
+    oracle = UnaryEncoding(k, epsilon, optimized=optimized)
+    codes = np.random.default_rng(k).integers(0, k, 3000)
+    source = Recorder(seed=k)
+    reports = oracle.randomize(codes, rng=source)
+    top = np.frombuffer(source.calls[0], dtype=np.uint8).reshape(-1, k)
+    layout = np.zeros((codes.size, k, 4), dtype=np.uint8)
+    layout[:, :, 3] = top
+    thresholds = np.full((codes.size, k), oracle.threshold_q >> 24)
+    thresholds[np.arange(codes.size), codes] = oracle.threshold_p >> 24
+    ties = np.flatnonzero(top == thresholds)
+    assert len(source.calls) == (2 if ties.size else 1)
+    if ties.size:
+        rest = np.frombuffer(source.calls[1], dtype=np.uint8).reshape(-1, 3)
+        layout.reshape(-1, 4)[ties, :3] = rest[:, ::-1]  # big-endian 24 bits, little words
+    want = np.concatenate([oracle.encode([c], layout[i].tobytes()) for i, c in enumerate(codes)])
+    np.testing.assert_array_equal(reports, want)

@@ -166,9 +166,13 @@ class UnaryEncoding(FrequencyOracle):
         ValueError, TypeError
             For values outside ``0..k-1`` or of a non-integer type.
         """
-        from ._kernels import ue_lazy_encode
+        from ._kernels import kernel_backend
 
         codes = self._values(values)
+        if kernel_backend() == "numpy":
+            return self._randomize_bytewise(codes, rng)
+        from ._kernels_numba import ue_lazy_encode
+
         n, nb = codes.size, self.n_bytes
         out = np.empty((n, nb), dtype=np.uint8)
         tq, tp = self._threshold_nibbles
@@ -211,6 +215,39 @@ class UnaryEncoding(FrequencyOracle):
             while pending:
                 done, future = pending.popleft()
                 finish(done, future.result())
+        return out
+
+    def _randomize_bytewise(
+        self, codes: NDArray[np.int64], rng: RandomSource | np.random.Generator | None
+    ) -> NDArray[np.uint8]:
+        """The NumPy path of :meth:`randomize`: the same reports, the same probabilities.
+
+        ``word < T`` for a uniform 32-bit word is decided by its top byte ``B``: 1 if
+        ``B < T >> 24``, 0 if above, and on a tie (probability 1/256) by its low 24
+        bits against ``T``'s. One byte per bit, plus three per tie.
+        """
+        n, k = codes.size, self.k
+        out = np.empty((n, self.n_bytes), dtype=np.uint8)
+        rows = max(1, _LAZY_CHUNK_BYTES // k)
+        high = np.array([self.threshold_q >> 24, self.threshold_p >> 24])
+        low = np.array([self.threshold_q & 0xFFFFFF, self.threshold_p & 0xFFFFFF])
+        for start in range(0, n, rows):
+            chunk = codes[start : start + rows]
+            m = chunk.size
+            top = np.frombuffer(random_bytes(rng, m * k), dtype=np.uint8).reshape(m, k)
+            bits = top < high[0]
+            ties = top == high[0]
+            at = np.arange(m)
+            truth_byte = top[at, chunk]
+            bits[at, chunk] = truth_byte < high[1]
+            ties[at, chunk] = truth_byte == high[1]
+            where = np.flatnonzero(ties)
+            if where.size:
+                raw = np.frombuffer(random_bytes(rng, 3 * where.size), dtype=np.uint8)
+                rest = raw.reshape(-1, 3).astype(np.int64) @ np.array([1 << 16, 1 << 8, 1])
+                is_truth = where % k == chunk[where // k]
+                bits.flat[where] = rest < low[is_truth.astype(np.int64)]
+            out[start : start + m] = np.packbits(bits, axis=1, bitorder="little")
         return out
 
     @property

@@ -1,0 +1,222 @@
+"""The frequency-oracle encoders' and decoders' inner loops in NumPy (private).
+
+The path taken when numba is not installed (or ``DENIABLE_KERNELS=numpy``): every
+function has the signature and the results of its compiled twin in ``_kernels_numba``,
+value for value (the same integer arithmetic, and the same floating-point operations
+in the same order). Work is cut into blocks of about ``_BLOCK`` elements so that
+temporaries stay in cache and memory stays bounded whatever ``n`` and ``k``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "binary_draw",
+    "byte_histograms",
+    "olh_candidate_counts",
+    "olh_encode",
+    "olh_support_counts",
+    "olh_support_pairs",
+    "packed_column_bit_counts",
+    "piecewise_draw",
+    "words_to_uniforms",
+]
+
+#: Elements (uint64 hash states, bytes) per block of a chunked pass: 2 MiB of uint64.
+_BLOCK = 1 << 18
+_SHIFT = np.uint64(32)
+
+
+def _support_blocks(
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    lo: NDArray[np.uint64],
+    width: NDArray[np.uint64],
+    candidates: NDArray[np.uint64],
+) -> Iterator[tuple[int, int, NDArray[np.bool_]]]:
+    """Blocks ``(row start, column start, support mask)`` of the reports x candidates test.
+
+    The mask's entry ``(i, j)`` is ``lo[i] <= h_i(c_j) < lo[i] + width[i]`` with
+    ``h_i(c) = ((a[i] c + b[i]) mod 2^64) >> 32``, as in the compiled kernels. It is
+    tested on the whole 64-bit state ``x`` without the shift: ``h`` lies in ``[lo, hi)``
+    (``hi = min(lo + width, 2^32)``) iff ``(x - lo 2^32) mod 2^64 <= (hi - lo) 2^32 - 1``,
+    so each block costs one multiply, one add and one compare per entry.
+    """
+    n, k = a.shape[0], candidates.shape[0]
+    cols = min(k, _BLOCK) if k else 1
+    rows = max(1, min(_BLOCK // cols, 65_535))
+    top = np.minimum(lo + width, np.uint64(1 << 32))
+    never = (top <= lo) | (lo >= np.uint64(1 << 32))
+    always = (lo == 0) & (top == np.uint64(1 << 32))
+    span = np.where(never | always, np.uint64(1), top - lo)  # in [1, 2^32) where used
+    last = np.where(always, np.uint64(2**64 - 1), (span << _SHIFT) - np.uint64(1))
+    start = b - (lo << _SHIFT)  # wraps mod 2^64
+    x = np.empty((rows, cols), dtype=np.uint64)
+    mask = np.empty((rows, cols), dtype=np.bool_)
+    for c0 in range(0, k, cols):
+        cand = candidates[c0 : c0 + cols]
+        for r0 in range(0, n, rows):
+            r1 = min(n, r0 + rows)
+            block, out = x[: r1 - r0, : cand.shape[0]], mask[: r1 - r0, : cand.shape[0]]
+            np.multiply.outer(a[r0:r1], cand, out=block)  # wraps mod 2^64
+            block += start[r0:r1, None]
+            np.less_equal(block, last[r0:r1, None], out=out)
+            out[never[r0:r1]] = False
+            yield r0, c0, out
+
+
+def _candidate_counts(
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    lo: NDArray[np.uint64],
+    width: NDArray[np.uint64],
+    candidates: NDArray[np.uint64],
+) -> NDArray[np.int64]:
+    counts = np.zeros(candidates.shape[0], dtype=np.int64)
+    for _r0, c0, mask in _support_blocks(a, b, lo, width, candidates):
+        # at most 65,535 rows a block: a uint16 sum cannot overflow
+        counts[c0 : c0 + mask.shape[1]] += np.add.reduce(
+            mask.view(np.uint8), axis=0, dtype=np.uint16
+        )
+    return counts
+
+
+def olh_support_counts(
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    lo: NDArray[np.uint64],
+    width: NDArray[np.uint64],
+    k: int,
+) -> NDArray[np.int64]:
+    """Support counts, shape (k,): ``C[v] = #{i : h_i(v) in [lo[i], lo[i] + width[i])}``."""
+    return _candidate_counts(a, b, lo, width, np.arange(int(k), dtype=np.uint64))
+
+
+def olh_candidate_counts(
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    lo: NDArray[np.uint64],
+    width: NDArray[np.uint64],
+    candidates: NDArray[np.uint64],
+) -> NDArray[np.int64]:
+    """Support counts of arbitrary candidate values, shape (m,)."""
+    return _candidate_counts(a, b, lo, width, np.ascontiguousarray(candidates, dtype=np.uint64))
+
+
+def olh_support_pairs(
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    lo: NDArray[np.uint64],
+    width: NDArray[np.uint64],
+    k: int,
+) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
+    """The support sets of the reports as CSR ``(indptr (n+1,), indices (nnz,))``."""
+    n = a.shape[0]
+    per_row = np.zeros(n, dtype=np.int64)
+    rows: list[NDArray[np.int64]] = []
+    cols: list[NDArray[np.int64]] = []
+    for r0, c0, mask in _support_blocks(a, b, lo, width, np.arange(int(k), dtype=np.uint64)):
+        r, c = np.nonzero(mask)
+        rows.append(r + r0)
+        cols.append(c + c0)
+        per_row[r0 : r0 + mask.shape[0]] += np.count_nonzero(mask, axis=1)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(per_row, out=indptr[1:])
+    if not rows:
+        return indptr, np.empty(0, dtype=np.int32)
+    r_all, c_all = np.concatenate(rows), np.concatenate(cols)
+    order = np.lexsort((c_all, r_all))  # column blocks interleave: row-major order
+    return indptr, c_all[order].astype(np.int32)
+
+
+def byte_histograms(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
+    """How often each byte value occurs in each column of ``packed`` (n, nbytes): (nbytes, 256)."""
+    n, nbytes = packed.shape
+    counts = np.zeros(256 * nbytes, dtype=np.int64)
+    offsets = np.arange(nbytes, dtype=np.int64) * 256
+    rows = max(1, _BLOCK // max(nbytes, 1))
+    for r0 in range(0, n, rows):
+        codes = packed[r0 : r0 + rows].astype(np.int64) + offsets
+        counts += np.bincount(codes.ravel(), minlength=256 * nbytes)
+    return counts.reshape(nbytes, 256)
+
+
+_BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
+
+
+def packed_column_bit_counts(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
+    """Number of 1 bits at each bit position of the rows of ``packed`` (n, nbytes).
+
+    Returns int64, shape (8 * nbytes,), entry ``8 j + b`` counting bit ``b`` of byte ``j``.
+    """
+    return (byte_histograms(packed) @ _BIT_TABLE).reshape(-1)
+
+
+def olh_encode(
+    values: NDArray[np.int64],
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    keep: NDArray[np.uint32],
+    other: NDArray[np.uint32],
+    g: int,
+    threshold: int,
+) -> NDArray[np.uint32]:
+    """Local-hashing reports' buckets (see ``LocalHashing.encode``), shape (n,)."""
+    gg = np.uint64(g)
+    x = (a * values.astype(np.uint64) + b) >> _SHIFT
+    bucket = (x * gg) >> _SHIFT
+    off = (other.astype(np.uint64) * np.uint64(g - 1)) >> _SHIFT
+    moved = bucket + np.uint64(1) + off
+    moved = np.where(moved >= gg, moved - gg, moved)
+    return np.where(keep < threshold, bucket, moved).astype(np.uint32)
+
+
+def words_to_uniforms(out: NDArray[np.float64]) -> None:
+    """In place: read ``out``'s bytes as uint64 words ``w``, write ``(w >> 11) / 2^53``."""
+    words = out.view(np.uint64)
+    for s in range(0, out.size, _BLOCK):
+        out[s : s + _BLOCK] = (words[s : s + _BLOCK] >> np.uint64(11)).astype(
+            np.float64
+        ) * 1.1102230246251565e-16
+
+
+def binary_draw(
+    truths: NDArray[Any], u: NDArray[np.float64], threshold: NDArray[np.float64]
+) -> NDArray[np.uint8]:
+    """Binary reports ``u < threshold[truth]``, shape (n,), dtype uint8."""
+    codes = truths.view(np.uint8) if truths.dtype == np.bool_ else truths
+    out: NDArray[np.uint8] = (u < threshold[codes]).astype(np.uint8)
+    return out
+
+
+def piecewise_draw(
+    x: NDArray[np.float64],
+    u: NDArray[np.float64],
+    c: float,
+    p_centre: float,
+    alpha: float = 1.0,
+    c_duchi: float = 1.0,
+) -> NDArray[np.float64]:
+    """Piecewise-mechanism reports (Wang et al. 2019), one uniform per value, shape (n,).
+
+    The arithmetic of ``_kernels_numba.piecewise_draw``, branch by branch, on masks.
+    """
+    out = np.empty(x.size, dtype=np.float64)
+    duchi = u >= alpha
+    if duchi.any():
+        ud = (u[duchi] - alpha) / (1.0 - alpha)
+        out[duchi] = np.where(ud < 0.5 + x[duchi] / (2.0 * c_duchi), c_duchi, -c_duchi)
+    rest = ~duchi
+    xi, ui = x[rest], u[rest] / alpha
+    left = (c + 1.0) / 2.0 * xi - (c - 1.0) / 2.0
+    centre = ui < p_centre
+    with np.errstate(divide="ignore", invalid="ignore"):  # the branch not taken may divide by 0
+        s = (ui - p_centre) / (1.0 - p_centre) * (c + 1.0)
+        tails = np.where(s < left + c, s - c, s - 1.0)
+        out[rest] = np.where(centre, left + ui / p_centre * (c - 1.0), tails)
+    return out

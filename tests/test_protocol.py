@@ -47,8 +47,20 @@ SPECS = [
 ]
 
 
+#: The rest of the family: numeric means, dBitFlip and PEM (tests/test_channels.py).
+OTHER_SPECS = [
+    "duchi:epsilon=1",
+    "piecewise:epsilon=1",
+    "hybrid:epsilon=1",
+    "1bitmean:epsilon=1",
+    "dbitflip:k=10,epsilon=1",
+    "pem:epsilon=4,max_length=3",
+]
+
+
 def test_the_registry_names_every_mechanism_once():
-    assert sorted(MECHANISMS) == sorted(s.partition(":")[0] for s in SPECS)
+    names = [s.partition(":")[0] for s in SPECS + OTHER_SPECS]
+    assert sorted(MECHANISMS) == sorted(names)
 
 
 @pytest.mark.parametrize("spec", SPECS)

@@ -32,10 +32,7 @@ from numpy.typing import NDArray
 
 from ._extras import require
 from .errors import ReportValidationError
-from .mechanisms.local_hashing import OLH_DTYPE, LocalHashing
 from .mechanisms.protocol import Mechanism
-from .mechanisms.rappor import Rappor, RapporReports
-from .mechanisms.unary import UnaryEncoding
 from .tallies import RapporTally, SupportTally, Tally
 
 if TYPE_CHECKING:
@@ -60,13 +57,9 @@ AnyTally = Tally | SupportTally | RapporTally
 MAX_BATCH_ROWS = 1 << 24
 
 
-def report_columns(mechanism: Mechanism) -> list[str]:
-    """Names of the columns holding ``mechanism``'s reports."""
-    if isinstance(mechanism, LocalHashing):
-        return ["a", "b", "y"]
-    if isinstance(mechanism, Rappor):
-        return ["cohort", "report"]
-    return ["report"]
+def report_columns(mechanism: Mechanism[Any, Any]) -> list[str]:
+    """Names of the columns holding ``mechanism``'s reports (its ``report_fields``)."""
+    return [field.name for field in mechanism.report_fields]
 
 
 def _packed(bits: NDArray[np.uint8]) -> pa.Array:
@@ -83,19 +76,17 @@ def _int32(values: Any) -> pa.Array:
     return pa.array(np.asarray(values).astype(np.int32))
 
 
-def report_table(mechanism: Mechanism, reports: Any) -> pa.Table:
-    """``reports`` (validated) as an Arrow table in the binary column form above."""
+def report_table(mechanism: Mechanism[Any, Any], reports: Any) -> pa.Table:
+    """``reports`` (validated) as an Arrow table in the mechanism's binary column form."""
     pa = require("pyarrow", "analysis")
-    if isinstance(mechanism, LocalHashing):
-        arr = mechanism.check_reports(reports)
-        seeds = {name: pa.array(arr[name].view(np.int64)) for name in ("a", "b")}
-        return pa.table({**seeds, "y": _int32(arr["y"])})
-    if isinstance(mechanism, Rappor):
-        checked = mechanism.check_reports(reports)
-        return pa.table({"cohort": _int32(checked.cohort), "report": _packed(checked.bits)})
-    if isinstance(mechanism, UnaryEncoding):
-        return pa.table({"report": _packed(mechanism.check_reports(reports))})
-    return pa.table({"report": _int32(mechanism.report_columns(reports)["report"])})
+    arrays = mechanism.report_arrays(reports)
+    columns = {
+        field.name: _packed(arrays[field.name])
+        if field.kind == "bytes"
+        else pa.array(np.asarray(arrays[field.name]))
+        for field in mechanism.report_fields
+    }
+    return pa.table(columns)
 
 
 def _column(batch: Any, name: str) -> Any:
@@ -149,32 +140,34 @@ def _integers(col: Any, name: str) -> NDArray[Any]:
     raise ReportValidationError(f"column {name!r} must hold integers, got type {col.type}")
 
 
-def reports_from_batch(mechanism: Mechanism, batch: Any) -> Any:
+def _floats(col: Any, name: str) -> NDArray[np.float64]:
+    pa = require("pyarrow", "analysis")
+    if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+    raise ReportValidationError(f"column {name!r} must hold numbers, got type {col.type}")
+
+
+def reports_from_batch(mechanism: Mechanism[Any, Any], batch: Any) -> Any:
     """The reports in an Arrow record batch or table, validated by the mechanism.
+
+    Each of the mechanism's ``report_fields`` is read by its kind (integers, floats or
+    rows of bytes) and the mechanism validates the whole (``reports_from_arrays``).
 
     Raises
     ------
     ReportValidationError
         For a missing column, missing values or malformed reports, naming the column.
     """
-    if isinstance(mechanism, LocalHashing):
-        a, b, y = (_integers(_column(batch, name), name) for name in ("a", "b", "y"))
-        a, b = (s.view(np.uint64) if s.dtype == np.int64 else s for s in (a, b))
-        if y.size and (y.min() < 0 or y.max() >= mechanism.g):
-            raise ReportValidationError(f"column 'y' must hold buckets 0..{mechanism.g - 1}")
-        out = np.empty(len(y), dtype=OLH_DTYPE)
-        out["a"], out["b"], out["y"] = a, b, y
-        return mechanism.check_reports(out)
-    if isinstance(mechanism, Rappor):
-        cohort = _integers(_column(batch, "cohort"), "cohort")
-        if cohort.size and (cohort.min() < 0 or cohort.max() >= mechanism.m):
-            raise ReportValidationError(f"column 'cohort' must hold cohorts 0..{mechanism.m - 1}")
-        bits = _bits(_column(batch, "report"), mechanism.n_bytes, "report")
-        return mechanism.check_reports(RapporReports(cohort.astype(np.uint32), bits))
-    if isinstance(mechanism, UnaryEncoding):
-        return mechanism.check_reports(_bits(_column(batch, "report"), mechanism.n_bytes, "report"))
-    codes: Any = _integers(_column(batch, "report"), "report")
-    return mechanism.reports_from_columns({"report": codes})
+    arrays: dict[str, NDArray[Any]] = {}
+    for field in mechanism.report_fields:
+        col = _column(batch, field.name)
+        if field.kind == "bytes":
+            arrays[field.name] = _bits(col, field.width, field.name)
+        elif field.kind == "float":
+            arrays[field.name] = _floats(col, field.name)
+        else:
+            arrays[field.name] = _integers(col, field.name)
+    return mechanism.reports_from_arrays(arrays)
 
 
 def _merge(total: AnyTally | None, part: AnyTally) -> AnyTally:
@@ -182,7 +175,7 @@ def _merge(total: AnyTally | None, part: AnyTally) -> AnyTally:
 
 
 def tally_batches(
-    mechanism: Mechanism,
+    mechanism: Mechanism[Any, Any],
     batches: Iterable[Any],
     progress: Callable[[int], None] | None = None,
 ) -> AnyTally:
@@ -210,7 +203,9 @@ def _group_keys(col: Any) -> tuple[list[Any], NDArray[np.int64]]:
     return encoded.dictionary.to_pylist(), np.asarray(indices, dtype=np.int64)
 
 
-def tally_by_group(mechanism: Mechanism, batch: Any, group_by: str) -> dict[Any, AnyTally]:
+def tally_by_group(
+    mechanism: Mechanism[Any, Any], batch: Any, group_by: str
+) -> dict[Any, AnyTally]:
     """One tally per value of column ``group_by`` in one record batch (missing: ``None``)."""
     pa = require("pyarrow", "analysis")
     if group_by not in batch.schema.names:
@@ -260,7 +255,7 @@ def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> 
 
 @overload
 def tally_parquet(
-    mechanism: Mechanism,
+    mechanism: Mechanism[Any, Any],
     source: Any,
     *,
     group_by: None = None,
@@ -271,7 +266,7 @@ def tally_parquet(
 
 @overload
 def tally_parquet(
-    mechanism: Mechanism,
+    mechanism: Mechanism[Any, Any],
     source: Any,
     *,
     group_by: str,
@@ -281,7 +276,7 @@ def tally_parquet(
 
 
 def tally_parquet(
-    mechanism: Mechanism,
+    mechanism: Mechanism[Any, Any],
     source: Any,
     *,
     group_by: str | None = None,
@@ -349,13 +344,12 @@ def tally_parts(tally: AnyTally) -> dict[str, Any]:
     return {"kind": kind, "n": tally.n, "scale": scale, "counts": counts, "cohort_n": b""}
 
 
-def tally_from_parts(mechanism: Mechanism, parts: dict[str, Any]) -> AnyTally:
+def tally_from_parts(mechanism: Mechanism[Any, Any], parts: dict[str, Any]) -> AnyTally:
     """Inverse of :func:`tally_parts` (the mechanism gives RAPPOR's shape)."""
     counts = np.frombuffer(parts["counts"], dtype="<i8").astype(np.int64)
     if parts["kind"] == "rappor":
-        assert isinstance(mechanism, Rappor)
         cohort_n = np.frombuffer(parts["cohort_n"], dtype="<i8").astype(np.int64)
-        return RapporTally(counts.reshape(mechanism.m, mechanism.k), cohort_n)
+        return RapporTally(counts.reshape(cohort_n.size, -1), cohort_n)
     if parts["kind"] == "support":
         return SupportTally(counts, int(parts["n"]), int(parts["scale"]))
     return Tally(counts)

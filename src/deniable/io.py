@@ -8,7 +8,7 @@ strings of the 64-bit seed) and ``y``; Hadamard response ``report`` (the column)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._extras import require
 from .errors import ReportValidationError
@@ -16,14 +16,15 @@ from .mechanisms.protocol import Mechanism
 
 if TYPE_CHECKING:
     import pandas as pd
-    from numpy.typing import NDArray
 
-    from .mechanisms.rappor import RapporReports
 
 __all__ = ["reports_from_frame", "reports_to_frame"]
 
+#: A mechanism's report type.
+R = TypeVar("R")
 
-def reports_to_frame(mechanism: Mechanism, reports: Any) -> pd.DataFrame:
+
+def reports_to_frame(mechanism: Mechanism[Any, Any], reports: Any) -> pd.DataFrame:
     """Reports as a pandas DataFrame for CSV/Parquet files (columns as above).
 
     Raises
@@ -38,7 +39,7 @@ def reports_to_frame(mechanism: Mechanism, reports: Any) -> pd.DataFrame:
     return frame
 
 
-def reports_from_frame(mechanism: Mechanism, frame: pd.DataFrame) -> NDArray[Any] | RapporReports:
+def reports_from_frame(mechanism: Mechanism[R, Any], frame: pd.DataFrame) -> R:
     """Inverse of :func:`reports_to_frame`, validating every report.
 
     Raises

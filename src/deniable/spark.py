@@ -39,7 +39,7 @@ from .arrow import tally_parts as _parts
 from .errors import ReportValidationError
 from .estimation.estimators import estimate as _estimate
 from .estimation.results import PrevalenceEstimate
-from .mechanisms.protocol import Mechanism
+from .mechanisms.protocol import CategoricalMechanism
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -84,17 +84,19 @@ def _group_key(value: Any) -> str | None:
 
 
 @overload
-def tally(mechanism: Mechanism, frame: DataFrame, *, group_by: None = None) -> AnyTally: ...
+def tally(
+    mechanism: CategoricalMechanism[Any, Any], frame: DataFrame, *, group_by: None = None
+) -> AnyTally: ...
 
 
 @overload
 def tally(
-    mechanism: Mechanism, frame: DataFrame, *, group_by: str
+    mechanism: CategoricalMechanism[Any, Any], frame: DataFrame, *, group_by: str
 ) -> dict[str | None, AnyTally]: ...
 
 
 def tally(
-    mechanism: Mechanism, frame: DataFrame, *, group_by: str | None = None
+    mechanism: CategoricalMechanism[Any, Any], frame: DataFrame, *, group_by: str | None = None
 ) -> AnyTally | dict[str | None, AnyTally]:
     """Tally the reports in ``frame`` on the cluster.
 
@@ -166,7 +168,7 @@ def tally(
 
 @overload
 def tally_parquet(
-    mechanism: Mechanism,
+    mechanism: CategoricalMechanism[Any, Any],
     spark: SparkSession,
     source: Any,
     *,
@@ -177,7 +179,7 @@ def tally_parquet(
 
 @overload
 def tally_parquet(
-    mechanism: Mechanism,
+    mechanism: CategoricalMechanism[Any, Any],
     spark: SparkSession,
     source: Any,
     *,
@@ -187,7 +189,7 @@ def tally_parquet(
 
 
 def tally_parquet(
-    mechanism: Mechanism,
+    mechanism: CategoricalMechanism[Any, Any],
     spark: SparkSession,
     source: Any,
     *,
@@ -267,7 +269,7 @@ def tally_parquet(
 
 @overload
 def estimate(
-    mechanism: Mechanism,
+    mechanism: CategoricalMechanism[Any, Any],
     frame: DataFrame,
     *,
     group_by: None = None,
@@ -277,7 +279,7 @@ def estimate(
 
 @overload
 def estimate(
-    mechanism: Mechanism,
+    mechanism: CategoricalMechanism[Any, Any],
     frame: DataFrame,
     *,
     group_by: str,
@@ -286,7 +288,7 @@ def estimate(
 
 
 def estimate(
-    mechanism: Mechanism,
+    mechanism: CategoricalMechanism[Any, Any],
     frame: DataFrame,
     *,
     group_by: str | None = None,
@@ -301,7 +303,7 @@ def estimate(
 
 
 def randomize(
-    mechanism: Mechanism,
+    mechanism: CategoricalMechanism[Any, Any],
     frame: DataFrame,
     truth: str,
     *,
@@ -331,9 +333,10 @@ def randomize(
     require("pyspark", "spark")
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from .mechanisms.rappor import Rappor
+    from .mechanisms.channels import BloomChannel
 
-    sample_truth = np.array(["x"]) if isinstance(mechanism, Rappor) else np.array([0])
+    # a truth to draw one sample report from: RAPPOR's truths are strings
+    sample_truth = np.array(["x"]) if isinstance(mechanism.channel, BloomChannel) else np.array([0])
     sample = report_table(mechanism, mechanism.randomize(sample_truth, np.random.default_rng(0)))
     kept = frame.select(*keep).schema.fields if keep else []
     schema_arrow = sample.schema

@@ -8,14 +8,16 @@ term), ``.llf``, ``.conf_int()``, ``.summary()``; and the package's vocabulary:
 ``analysis`` extra: ``pip install 'deniable[analysis]'``.
 """
 
+from typing import Any
+
 from .._extras import require
 
 require("pandas", "analysis")
 require("formulaic", "analysis")
 
 from .channels import (
-    Channel,
     CheatingDetection,
+    GroupModel,
     KnownChannel,
     StochasticLieDetector,
     UnknownInnocuous,
@@ -50,11 +52,11 @@ from .regression import PredictedPrevalence, RRLogitResult, rr_logit
 from .subgroups import Contrast, SubgroupResult, subgroup_prevalence
 
 __all__ = [
-    "Channel",
     "ChannelEstimate",
     "CheatingDetection",
     "Contrast",
     "CorrelationResult",
+    "GroupModel",
     "KnownChannel",
     "ParityResult",
     "PowerResult",
@@ -96,3 +98,18 @@ __all__ = [
     "two_reply_codes",
     "unknown_innocuous_two_replies",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Old names, kept for one release with a DeprecationWarning (see CHANGELOG.md)."""
+    if name == "Channel":
+        import warnings
+
+        warnings.warn(
+            "deniable.analysis.Channel is renamed GroupModel (Channel is the mechanisms' "
+            "channel); the old name goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return GroupModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

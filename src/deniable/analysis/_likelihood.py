@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit, logit
 
-from .channels import Channel
+from .channels import GroupModel
 
 Array = NDArray[np.float64]
 
@@ -47,7 +47,7 @@ def _row_terms(
     X: Array,
     groups: NDArray[np.intp],
     reports: NDArray[np.intp],
-    channel: Channel,
+    channel: GroupModel,
 ) -> tuple[Array, Array, Array, Array, Array]:
     """Per-row ``b``, ``s = sigmoid(x beta)``, ``L = a + b s`` and the rows of dA, dB."""
     A, B, dA, dB = channel.coefficients(theta)
@@ -63,7 +63,7 @@ def loglik(
     X: Array,
     groups: NDArray[np.intp],
     reports: NDArray[np.intp],
-    channel: Channel,
+    channel: GroupModel,
     weights: Array | None,
 ) -> tuple[float, Array, Array]:
     """Log-likelihood, gradient (p + q,) and Hessian (p + q, p + q)."""
@@ -96,7 +96,7 @@ def scores(
     X: Array,
     groups: NDArray[np.intp],
     reports: NDArray[np.intp],
-    channel: Channel,
+    channel: GroupModel,
 ) -> Array:
     """Per-row score vectors, shape (n, p + q) (for the outer-product information)."""
     b, s, L, dA_rows, dB_rows = _row_terms(beta, theta, X, groups, reports, channel)
@@ -111,7 +111,7 @@ def expected_information(
     theta: Array,
     X: Array,
     groups: NDArray[np.intp],
-    channel: Channel,
+    channel: GroupModel,
     weights: Array | None,
 ) -> Array:
     """Expected (Fisher) information, shape (p + q, p + q).
@@ -142,7 +142,7 @@ def start_beta(
     X: Array,
     groups: NDArray[np.intp],
     reports: NDArray[np.intp],
-    channel: Channel,
+    channel: GroupModel,
     theta: Array,
     weights: Array | None,
 ) -> Array:
@@ -170,7 +170,7 @@ def fit(
     X: Array,
     groups: NDArray[np.intp],
     reports: NDArray[np.intp],
-    channel: Channel,
+    channel: GroupModel,
     weights: Array | None = None,
     *,
     beta0: Array | None = None,

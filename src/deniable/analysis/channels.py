@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..mechanisms.designs import Design
+from ..mechanisms.designs import Design, is_design
 from ..validation import check_probability
 
 __all__ = [
-    "Channel",
     "CheatingDetection",
+    "GroupModel",
     "KnownChannel",
     "StochasticLieDetector",
     "UnknownInnocuous",
@@ -54,7 +54,7 @@ __all__ = [
 Array = NDArray[np.float64]
 
 
-class Channel(ABC):
+class GroupModel(ABC):
     """Abstract channel over ``G`` randomization groups and ``m`` report symbols.
 
     Attributes
@@ -155,7 +155,7 @@ def _labels(labels: Sequence[Hashable] | None, n: int) -> tuple[Hashable, ...]:
     return out
 
 
-class KnownChannel(Channel):
+class KnownChannel(GroupModel):
     """Known designs, one per randomization group.
 
     Parameters
@@ -170,11 +170,11 @@ class KnownChannel(Channel):
     """
 
     def __init__(self, designs: Design | Mapping[Hashable, Design]) -> None:
-        mapping = {0: designs} if isinstance(designs, Design) else dict(designs)
+        mapping = dict(designs) if isinstance(designs, Mapping) else {0: designs}
         if not mapping:
             raise ValueError("designs must name at least one design")
         for label, d in mapping.items():
-            if not isinstance(d, Design):
+            if not is_design(d):
                 raise TypeError(f"designs[{label!r}] must be a Design, got {type(d).__name__}")
             if d.n_truths != 2:
                 raise ValueError(
@@ -201,7 +201,7 @@ class KnownChannel(Channel):
         return super().group_codes(groups, n)
 
 
-class _GroupsWithOneParameter(Channel):
+class _GroupsWithOneParameter(GroupModel):
     """Yes/no designs over randomization groups that differ in one known probability."""
 
     def __init__(self, p: Sequence[float], group_labels: Sequence[Hashable] | None = None):
@@ -300,7 +300,7 @@ class StochasticLieDetector(_GroupsWithOneParameter):
         return np.array([0.9])
 
 
-class WithDirectQuestioning(Channel):
+class WithDirectQuestioning(GroupModel):
     """A channel plus one group asked directly (no randomization).
 
     ``RRreg::RRlog`` treats ``group == 0`` this way: the direct answers inform the
@@ -309,13 +309,13 @@ class WithDirectQuestioning(Channel):
 
     Parameters
     ----------
-    channel : Channel
+    channel : GroupModel
         The randomized groups (two report symbols).
     label : hashable, default 0
         The value of the grouping column for the directly asked group.
     """
 
-    def __init__(self, channel: Channel, label: Hashable = 0) -> None:
+    def __init__(self, channel: GroupModel, label: Hashable = 0) -> None:
         if channel.n_reports != 2:
             raise ValueError("direct questioning needs a yes/no channel")
         if label in channel.group_labels:
@@ -337,13 +337,28 @@ class WithDirectQuestioning(Channel):
         return self.inner.start()
 
 
-def as_channel(design: Design | Mapping[Hashable, Design] | Channel) -> Channel:
-    """A :class:`Channel` from a design, a mapping of group value to design, or a channel."""
-    if isinstance(design, Channel):
+def as_channel(design: Design | Mapping[Hashable, Design] | GroupModel) -> GroupModel:
+    """A :class:`GroupModel` from a design, a mapping of group value to design, or a channel."""
+    if isinstance(design, GroupModel):
         return design
-    if isinstance(design, Design | Mapping):
+    if is_design(design) or isinstance(design, Mapping):
         return KnownChannel(design)
     raise TypeError(
-        "design must be a Design, a mapping of group value to Design, or a Channel, got "
+        "design must be a Design, a mapping of group value to Design, or a GroupModel, got "
         f"{type(design).__name__}"
     )
+
+
+def __getattr__(name: str) -> Any:
+    """Old names, kept for one release with a DeprecationWarning (see CHANGELOG.md)."""
+    if name == "Channel":
+        import warnings
+
+        warnings.warn(
+            "deniable.analysis.Channel is renamed GroupModel (Channel is the mechanisms' "
+            "channel); the old name goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return GroupModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..mechanisms.designs import Design
+from ..mechanisms.designs import Design, is_design
 from ..validation import check_probability
 from ._results import WaldResult
 
@@ -463,7 +463,7 @@ def survey_estimate(
     >>> round(est.estimate, 4), round(est.std_error, 4)
     (0.45, 0.1107)
     """
-    rev = binary_revision(revision) if isinstance(revision, Design) else revision
+    rev = binary_revision(revision) if is_design(revision) else revision
     if not isinstance(rev, Revision):
         raise TypeError("revision must be a Revision or a binary Design")
     zz = np.asarray(z, dtype=np.float64)

@@ -28,7 +28,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize
 
-from ..mechanisms.designs import Design
+from ..mechanisms.designs import Design, is_design
 from ._formula import model_frame
 from ._results import LikelihoodFit, hessian_from_gradient, normal_only, observed_covariance
 
@@ -162,21 +162,21 @@ def rr_linear(
         than ``MAX_RR_PREDICTORS`` randomized predictors, or fewer rows than
         parameters.
     """
-    if isinstance(design, Design):
-        if rr_predictor is None:
-            raise ValueError("rr_predictor must name the randomized column for a single design")
-        designs: dict[str, Design] = {rr_predictor: design}
-    else:
+    if isinstance(design, Mapping):
         if rr_predictor is not None:
             raise ValueError("rr_predictor is given by the keys of design when it is a mapping")
-        designs = dict(design)
+        designs: dict[str, Design] = dict(design)
+    else:
+        if rr_predictor is None:
+            raise ValueError("rr_predictor must name the randomized column for a single design")
+        designs = {rr_predictor: design}
     if not 1 <= len(designs) <= MAX_RR_PREDICTORS:
         raise ValueError(
             f"design must name 1..{MAX_RR_PREDICTORS} randomized predictors, got {len(designs)}"
         )
     frame = model_frame(formula, data)
     for name, d in designs.items():
-        if not isinstance(d, Design) or d.n_truths != 2 or d.n_reports != 2:
+        if not is_design(d) or d.n_truths != 2 or d.n_reports != 2:
             raise ValueError(f"design of {name!r} must be a yes/no design (2 truths, 2 reports)")
         if name not in data.columns:
             raise ValueError(f"rr_predictor {name!r} is not in data")
@@ -255,5 +255,5 @@ def rr_linear(
         # what matters is that the gradient vanishes at the optimum
         converged=bool(res.success or np.max(np.abs(res.jac)) <= 1e-6 * n),
         formula=formula,
-        design=design if isinstance(design, Design) else designs,
+        design=design if is_design(design) else designs,
     )

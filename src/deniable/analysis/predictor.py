@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from scipy import optimize
 from scipy.special import expit, log_expit
 
-from ..mechanisms.designs import Design
+from ..mechanisms.designs import Design, is_design
 from ._formula import model_frame
 from ._results import LikelihoodFit, hessian_from_gradient, normal_only, observed_covariance
 from .regression import report_codes
@@ -124,7 +124,7 @@ def rr_predictor(
         If ``rr_item`` is not a term of the formula, the outcome is not 0/1, or the
         item's reports are not codes of the design.
     """
-    if not isinstance(design, Design) or design.n_truths != 2:
+    if not is_design(design) or design.n_truths != 2:
         raise ValueError("design must be a Design with two truths (no, yes)")
     frame = model_frame(formula, data)
     if rr_item not in frame.terms:

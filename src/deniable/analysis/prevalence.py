@@ -1,6 +1,6 @@
 """Prevalence and unknown design parameters estimated jointly, from several groups.
 
-For a :class:`~deniable.analysis.channels.Channel` the counts ``c[g, r]`` of report
+For a :class:`~deniable.analysis.channels.GroupModel` the counts ``c[g, r]`` of report
 ``r`` in group ``g`` are multinomial with probabilities ``A[g](theta) + B[g](theta) pi``.
 :func:`estimate_channel` maximises that likelihood over ``pi`` in [0, 1] and ``theta``
 within its bounds (L-BFGS-B), with standard errors from the observed information
@@ -29,7 +29,7 @@ from ._results import (
     normal_only,
     observed_covariance,
 )
-from .channels import Channel, as_channel
+from .channels import GroupModel, as_channel
 
 __all__ = ["ChannelEstimate", "closed_form", "estimate_channel"]
 
@@ -50,7 +50,7 @@ class ChannelEstimate(CoefficientsMixin):
         Maximised log-likelihood.
     counts : pandas.DataFrame
         Report counts, one row per group, one column per report symbol.
-    channel : Channel
+    channel : GroupModel
     start_llf : ndarray of float64
         Log-likelihood reached from each start (the default, then a 3-point grid over
         ``pi`` and each channel parameter); :attr:`llf` is their maximum.
@@ -60,7 +60,7 @@ class ChannelEstimate(CoefficientsMixin):
     covariance: Array
     llf: float
     counts: pd.DataFrame
-    channel: Channel
+    channel: GroupModel
     start_llf: Array = field(default_factory=lambda: np.empty(0), repr=False)
 
     @property
@@ -102,14 +102,14 @@ class ChannelEstimate(CoefficientsMixin):
         return head + coefficient_table(self, confidence_level)
 
 
-def _counts(channel: Channel, reports: ArrayLike, groups: ArrayLike | None) -> Array:
+def _counts(channel: GroupModel, reports: ArrayLike, groups: ArrayLike | None) -> Array:
     r = as_codes("reports", reports, channel.n_reports).astype(np.intp)
     g = channel.group_codes(groups, r.size)
     flat = np.bincount(g * channel.n_reports + r, minlength=channel.n_groups * channel.n_reports)
     return flat.reshape(channel.n_groups, channel.n_reports).astype(np.float64)
 
 
-def _objective(x: Array, channel: Channel, c: Array) -> tuple[float, Array]:
+def _objective(x: Array, channel: GroupModel, c: Array) -> tuple[float, Array]:
     pi, theta = x[0], x[1:]
     A, B, dA, dB = channel.coefficients(theta)
     # a floor keeps the objective finite where a cell's probability reaches 0 (the
@@ -123,7 +123,7 @@ def _objective(x: Array, channel: Channel, c: Array) -> tuple[float, Array]:
     return -ll, -grad
 
 
-def _hessian(x: Array, channel: Channel, c: Array) -> Array:
+def _hessian(x: Array, channel: GroupModel, c: Array) -> Array:
     """Exact Hessian of the log-likelihood (A, B affine in theta, L bilinear)."""
     pi, theta = x[0], x[1:]
     A, B, dA, dB = channel.coefficients(theta)
@@ -142,7 +142,7 @@ def _hessian(x: Array, channel: Channel, c: Array) -> Array:
 
 
 def estimate_channel(
-    channel: Channel | Design | Mapping[Hashable, Design],
+    channel: GroupModel | Design | Mapping[Hashable, Design],
     reports: ArrayLike,
     groups: ArrayLike | None = None,
 ) -> ChannelEstimate:
@@ -150,7 +150,7 @@ def estimate_channel(
 
     Parameters
     ----------
-    channel : Channel, Design or mapping of group value to Design
+    channel : GroupModel, Design or mapping of group value to Design
         E.g. ``StochasticLieDetector([2/12, 10/12], group_labels=[1, 2])``.
     reports : array_like of int, shape (n,)
         Report codes (1 = "yes").
@@ -232,7 +232,7 @@ def estimate_channel(
     )
 
 
-def closed_form(channel: Channel, shares: ArrayLike) -> Array:
+def closed_form(channel: GroupModel, shares: ArrayLike) -> Array:
     """Exact solution ``(pi, theta)`` of ``Pr(yes | g) = shares[g]`` for two groups.
 
     For the saturated models (two groups, yes/no reports, one unknown parameter) the

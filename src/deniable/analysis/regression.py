@@ -34,7 +34,7 @@ from ._results import (
     normal_only,
     observed_covariance,
 )
-from .channels import Channel, as_channel
+from .channels import GroupModel, as_channel
 
 __all__ = ["PredictedPrevalence", "RRLogitResult", "fit_result", "rr_logit"]
 
@@ -88,7 +88,7 @@ class RRLogitResult(CoefficientsMixin):
     converged : bool
     iterations : int
     formula : str
-    channel : Channel
+    channel : GroupModel
     start_llf : ndarray of float64
         The log-likelihood each start ended at (one start for a known channel; for
         unknown channel parameters the default, a grid and seeded random starts:
@@ -102,7 +102,7 @@ class RRLogitResult(CoefficientsMixin):
     converged: bool
     iterations: int
     formula: str
-    channel: Channel
+    channel: GroupModel
     X: Array = field(repr=False)
     groups: NDArray[np.intp] = field(repr=False)
     reports: NDArray[np.intp] = field(repr=False)
@@ -285,7 +285,7 @@ class RRLogitResult(CoefficientsMixin):
         head = [
             "Randomized-response logistic regression (maximum likelihood)",
             f"Formula: {self.formula}",
-            f"Channel: {type(self.channel).__name__} groups={list(self.channel.group_labels)}",
+            f"GroupModel: {type(self.channel).__name__} groups={list(self.channel.group_labels)}",
             f"No. observations: {self.nobs}   Log-likelihood: {self.llf:.4f}   "
             f"AIC: {self.aic:.2f}   converged: {self.converged} ({self.iterations} iterations)",
             "",
@@ -316,7 +316,7 @@ def fit_result(
     terms: list[str],
     groups: NDArray[np.intp],
     reports: NDArray[np.intp],
-    channel: Channel,
+    channel: GroupModel,
     weights: Array | None,
     *,
     formula: str,
@@ -400,7 +400,7 @@ def _extra_starts(
     X: Array,
     groups: NDArray[np.intp],
     reports: NDArray[np.intp],
-    channel: Channel,
+    channel: GroupModel,
     weights: Array | None,
 ) -> list[tuple[Array, Array]]:
     """Starting points besides the default: every point of a grid over the channel's
@@ -437,7 +437,7 @@ def report_codes(y: ArrayLike, n_reports: int, name: str) -> NDArray[np.intp]:
 def rr_logit(
     formula: str,
     data: pd.DataFrame,
-    design: Design | Mapping[Hashable, Design] | Channel,
+    design: Design | Mapping[Hashable, Design] | GroupModel,
     *,
     group: str | None = None,
     weights: str | None = None,
@@ -456,7 +456,7 @@ def rr_logit(
     data : pandas.DataFrame
         One row per respondent; rows with a missing value in a used column are dropped.
         The response holds report codes ``0..m-1`` (1 = "yes" for yes/no designs).
-    design : Design, mapping of group value to Design, or Channel
+    design : Design, mapping of group value to Design, or GroupModel
         The randomization: one design for everyone, one per randomization group
         (e.g. ``{0: direct questioning, 1: forced response}``), or a channel with
         unknown parameters (:class:`~deniable.analysis.StochasticLieDetector`,

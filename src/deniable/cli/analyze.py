@@ -26,11 +26,13 @@ from .common import (
     JsonOpt,
     app,
     console,
+    design_of,
     emit_json,
     fail,
+    is_oracle,
     labels_path,
-    parse_design,
-    parse_oracle,
+    needs_candidates,
+    parse_mechanism,
     read_column,
     read_table,
     require_columns,
@@ -66,12 +68,10 @@ def _analyze_oracle(
     as_json: bool,
     postprocess: str | None = None,
 ) -> None:
-    from ..mechanisms.rappor import Rappor
-
     if postprocess is not None and postprocess not in POST_PROCESSINGS:
         allowed = ", ".join(POST_PROCESSINGS)
         raise fail(f"--postprocess must be one of {allowed}, got {postprocess!r}")
-    if postprocess is not None and isinstance(oracle, Rappor):
+    if postprocess is not None and needs_candidates(oracle):
         raise fail("--postprocess applies to unary encoding, local hashing and Hadamard response")
 
     if not reports.exists():
@@ -85,7 +85,7 @@ def _analyze_oracle(
         frame = pd.read_csv(reports, dtype=str)
     path = labels_file or labels_path(reports)
     names = path.read_text().splitlines() if path.exists() else None
-    if isinstance(oracle, Rappor):
+    if needs_candidates(oracle):
         if not names:
             raise fail("RAPPOR needs the candidate strings: --labels FILE (one per line)")
         oracle = oracle.with_candidates(names)
@@ -324,12 +324,14 @@ def analyze(
         raise fail("--pooled needs --question (a file deniable exported)")
     if not design:
         raise fail("--design is required (or --question, for a file deniable exported)")
-    oracle = parse_oracle(design)
-    mode = choose_mode(oracle is not None, mode_options)
-    if oracle is not None:
-        _analyze_oracle(oracle, reports, labels, alpha, top, confidence_level, as_json, postprocess)
+    mechanism = parse_mechanism(design)
+    mode = choose_mode(is_oracle(mechanism), mode_options)
+    if is_oracle(mechanism):
+        _analyze_oracle(
+            mechanism, reports, labels, alpha, top, confidence_level, as_json, postprocess
+        )
         return
-    d = parse_design(design)
+    d = design_of(mechanism)
     if mode == "formula":
         assert formula is not None
         _analyze_formula(read_table(reports), d, formula, confidence_level, as_json)

@@ -13,9 +13,10 @@ import typer
 from rich.console import Console
 
 from ..datasets import RR_SURVEYS, load_adult, load_rr_survey
+from ..mechanisms.channels import BloomChannel, SupportChannel
 from ..mechanisms.designs import Design
 from ..mechanisms.protocol import Mechanism
-from ..mechanisms.registry import ORACLES, design_from_spec, oracle_from_spec
+from ..mechanisms.registry import as_design, design_from_spec, mechanism_from_spec
 
 app = typer.Typer(
     help="Randomized response: simulate private surveys, analyze reports, plan sample sizes.",
@@ -31,12 +32,15 @@ __all__ = [
     "SeedOpt",
     "app",
     "console",
+    "design_of",
     "emit_json",
     "err",
     "fail",
+    "is_oracle",
     "labels_path",
+    "needs_candidates",
     "parse_design",
-    "parse_oracle",
+    "parse_mechanism",
     "read_column",
     "read_table",
     "require_columns",
@@ -104,15 +108,33 @@ def read_table(path: Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def parse_oracle(spec: str) -> Mechanism | None:
-    """The frequency oracle named by ``spec``, or None when it names a finite design."""
-    name = spec.strip().partition(":")[0].strip().lower()
-    if name not in ORACLES:
-        return None
+def parse_mechanism(spec: str) -> Mechanism[Any, Any]:
+    """The mechanism named by ``--design`` (parsed once; exit 2 naming what is wrong)."""
     try:
-        return oracle_from_spec(spec)
+        return mechanism_from_spec(spec)
     except ValueError as exc:
         raise fail(f"--design: {exc}") from None
+
+
+def is_oracle(mechanism: Mechanism[Any, Any]) -> bool:
+    """True for a frequency oracle or RAPPOR (a support or Bloom-filter channel)."""
+    return isinstance(mechanism.channel, SupportChannel | BloomChannel)
+
+
+def needs_candidates(mechanism: Mechanism[Any, Any]) -> bool:
+    """True for RAPPOR, whose truths are strings decoded against candidate strings."""
+    return isinstance(mechanism.channel, BloomChannel)
+
+
+def design_of(mechanism: Mechanism[Any, Any]) -> Design:
+    """The finite design behind ``--design`` (exit 2 for numeric mechanisms and PEM)."""
+    try:
+        return as_design(mechanism)
+    except ValueError:
+        raise fail(
+            f"--design: {mechanism.spec_name!r} is a numeric or heavy-hitter mechanism; "
+            "this command takes finite designs and frequency oracles"
+        ) from None
 
 
 def labels_path(reports: Path) -> Path:

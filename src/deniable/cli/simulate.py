@@ -19,12 +19,14 @@ from .common import (
     SeedOpt,
     app,
     console,
+    design_of,
     emit_json,
     err,
     fail,
+    is_oracle,
     labels_path,
-    parse_design,
-    parse_oracle,
+    needs_candidates,
+    parse_mechanism,
     read_column,
 )
 
@@ -49,11 +51,11 @@ def simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """Randomize every person's true answer through DESIGN and write the reports."""
-    oracle = parse_oracle(design)
-    if oracle is not None:
-        _simulate_oracle(oracle, population, column, output, seed, as_json)
+    mechanism = parse_mechanism(design)
+    if is_oracle(mechanism):
+        _simulate_oracle(mechanism, population, column, output, seed, as_json)
         return
-    d = parse_design(design)
+    d = design_of(mechanism)
     values = read_column(population, column).dropna()
     if d.n_truths == 2:
         if yes is None:
@@ -105,15 +107,13 @@ def simulate(
 def _simulate_oracle(
     oracle: Any, population: Path, column: str, output: Path, seed: int | None, as_json: bool
 ) -> None:
-    from ..mechanisms.rappor import Rappor
-
     values = read_column(population, column).dropna().astype(str).str.strip()
     labels = sorted(values.unique())
     rng = np.random.default_rng(seed) if seed is not None else None
     parts = []
     with Progress(console=err, transient=True, disable=as_json) as progress:
         task = progress.add_task("randomizing", total=len(values))
-        if isinstance(oracle, Rappor):
+        if needs_candidates(oracle):
             items = values.tolist()
             for start in range(0, len(items), CHUNK):
                 parts.append(
@@ -137,7 +137,7 @@ def _simulate_oracle(
         frame.to_csv(output, index=False)
     names = (
         labels
-        if isinstance(oracle, Rappor)
+        if needs_candidates(oracle)
         else labels + [f"(unused {i})" for i in range(len(labels), oracle.k)]
     )
     labels_path(output).write_text("\n".join(names) + "\n")

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..arrow import AnyTally, parquet_rows, scan_parquet, tally_parquet
 from ..errors import ReportValidationError
 from ..mechanisms.designs import Design
-from ..mechanisms.protocol import Mechanism
+from ..mechanisms.protocol import CategoricalMechanism
 from ..tallies import Tally
 
 __all__ = ["is_parquet", "progress_bar", "stream_design_tally", "stream_tally"]
@@ -63,7 +63,7 @@ def _fast_arrow_pool() -> None:
         pa.set_memory_pool(pa.jemalloc_memory_pool())
 
 
-def stream_tally(mechanism: Mechanism, path: Path) -> AnyTally:
+def stream_tally(mechanism: CategoricalMechanism[Any, Any], path: Path) -> AnyTally:
     """The tally of every report in ``path`` (an oracle's or RAPPOR's columns)."""
     with progress_bar(path) as advance:
         result = tally_parquet(mechanism, str(path), batch_size=BATCH_ROWS, progress=advance)

@@ -40,7 +40,7 @@ from ..mechanisms.binary import Crosswise, ForcedResponse, Mangat
 from ..mechanisms.designs import Design
 
 if TYPE_CHECKING:
-    from ..analysis.channels import Channel
+    from ..analysis.channels import GroupModel
 
 __all__ = ["GROUP_DESIGNS", "GroupDesign", "group_design"]
 
@@ -53,7 +53,7 @@ class GroupDesign:
 
     params: tuple[str, ...]
     build: Callable[[Mapping[str, float]], tuple[Design, Design]]
-    channel: Callable[[Mapping[str, float]], Channel]
+    channel: Callable[[Mapping[str, float]], GroupModel]
     non_adherence: str | None
     source: str
 
@@ -81,19 +81,19 @@ def _sld(p: Mapping[str, float]) -> tuple[Design, Design]:
 
 
 # the channels import the analysis subpackage (SciPy) only when an analysis asks
-def _ecwm_channel(p: Mapping[str, float]) -> Channel:
+def _ecwm_channel(p: Mapping[str, float]) -> GroupModel:
     from ..analysis.channels import KnownChannel
 
     return KnownChannel(dict(enumerate(_ecwm(p))))
 
 
-def _cdm_channel(p: Mapping[str, float]) -> Channel:
+def _cdm_channel(p: Mapping[str, float]) -> GroupModel:
     from ..analysis.channels import CheatingDetection
 
     return CheatingDetection([p["p1"], p["p2"]], group_labels=[0, 1])
 
 
-def _sld_channel(p: Mapping[str, float]) -> Channel:
+def _sld_channel(p: Mapping[str, float]) -> GroupModel:
     from ..analysis.channels import StochasticLieDetector
 
     return StochasticLieDetector([p["p1"], p["p2"]], group_labels=[0, 1])

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from ..mechanisms.binary import Crosswise, ForcedResponse, UnrelatedQuestion, Warner
 from .i18n import catalog
 
 if TYPE_CHECKING:
@@ -103,18 +102,23 @@ def physical_instructions(
     d = design or q.mechanism
     labels = reports or q.report_labels
     inn = innocuous or q.innocuous_question
-    if isinstance(d, ForcedResponse):
-        keep = 1 - d.p_yes - d.p_no
+    key, p = d.spec_name, d.params  # the physical recipe is read from the design's key
+    if key == "forced-response":
+        keep = 1 - p["p_yes"] - p["p_no"]
         return str(t_["forced_response"]).format(
-            p_yes=_pct(d.p_yes), p_no=_pct(d.p_no), keep=_pct(keep), yes=labels[1], no=labels[0]
+            p_yes=_pct(p["p_yes"]),
+            p_no=_pct(p["p_no"]),
+            keep=_pct(keep),
+            yes=labels[1],
+            no=labels[0],
         )
-    if isinstance(d, Warner):
-        return str(t_["warner"]).format(p=_pct(d.p))
-    if isinstance(d, UnrelatedQuestion):
-        inn = inn or t_["unrelated_default"].format(share=_pct(d.innocuous_prevalence))
-        return str(t_["unrelated"]).format(p=_pct(d.p), innocuous=inn)
-    if isinstance(d, Crosswise):
-        inn = inn or t_["crosswise_default"].format(share=_pct(d.p))
+    if key == "warner":
+        return str(t_["warner"]).format(p=_pct(p["p"]))
+    if key == "unrelated-question":
+        inn = inn or t_["unrelated_default"].format(share=_pct(p["innocuous_prevalence"]))
+        return str(t_["unrelated"]).format(p=_pct(p["p"]), innocuous=inn)
+    if key == "crosswise":
+        inn = inn or t_["crosswise_default"].format(share=_pct(p["p"]))
         return str(t_["crosswise"]).format(innocuous=inn, same=labels[1], different=labels[0])
     recipe = dice_recipe(d.matrix.T, choices or q.choice_labels, labels, lang)
     return recipe if recipe is not None else str(t_["no_recipe"])

@@ -26,17 +26,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from ..mechanisms.binary import (
-    Crosswise,
-    ForcedResponse,
-    Kuk,
-    Mangat,
-    Triangular,
-    UnrelatedQuestion,
-    Warner,
-)
 from ..mechanisms.designs import Design
-from ..mechanisms.direct import Direct
 from .export import GROUP_SUFFIX
 
 if TYPE_CHECKING:
@@ -48,47 +38,47 @@ __all__ = ["glmmrr_row", "r_script", "rrreg_call"]
 
 def glmmrr_row(d: Design) -> tuple[str, float, float] | None:
     """GLMMRR's ``(RRmodel, p1, p2)`` of a yes/no design; ``None`` where GLMMRR has no
-    model for it (a Warner design with ``p < 0.5``, k-ary designs)."""
-    if isinstance(d, Direct) and d.n_truths == 2:
+    model for it (a Warner design with ``p < 0.5``, k-ary designs). Read from the
+    design's registry key and parameters."""
+    key, p = d.spec_name, d.params
+    if key == "direct" and d.n_truths == 2:
         return "DQ", 0.0, 0.0
-    if isinstance(d, Warner):
-        return ("Warner", d.p, 0.0) if d.p >= 0.5 else None
-    if isinstance(d, ForcedResponse):
-        forced = d.p_yes + d.p_no
-        return "Forced", 1.0 - forced, d.p_yes / forced if forced > 0 else 0.0
-    if isinstance(d, Mangat):  # non-carriers forced to "yes" with 1 - p
-        return "Forced", d.p, 1.0
-    if isinstance(d, UnrelatedQuestion):
-        return "UQM", d.p, d.innocuous_prevalence
-    if isinstance(d, Crosswise):
-        return "Crosswise", d.p, 0.0
-    if isinstance(d, Triangular):
-        return "Triangular", d.p, 0.0
-    if isinstance(d, Kuk) and d.params["draws"] == 1:
-        return "Kuk", d.p_carrier, d.p_noncarrier
+    if key == "warner":
+        return ("Warner", p["p"], 0.0) if p["p"] >= 0.5 else None
+    if key == "forced-response":
+        forced = p["p_yes"] + p["p_no"]
+        return "Forced", 1.0 - forced, p["p_yes"] / forced if forced > 0 else 0.0
+    if key == "mangat":  # non-carriers forced to "yes" with 1 - p
+        return "Forced", p["p"], 1.0
+    if key == "unrelated-question":
+        return "UQM", p["p"], p["innocuous_prevalence"]
+    if key in ("crosswise", "triangular"):
+        return key.capitalize(), p["p"], 0.0
+    if key == "kuk" and p["draws"] == 1:
+        return "Kuk", p["p_carrier"], p["p_noncarrier"]
     return None
+
+
+#: RRreg's model name and ``p`` vector of each design key (RRreg's parameter order).
+_RRREG = {
+    "warner": ("Warner", ("p",)),
+    "forced-response": ("FR", ("p_no", "p_yes")),
+    "mangat": ("Mangat", ("p",)),
+    "unrelated-question": ("UQTknown", ("p", "innocuous_prevalence")),
+    "crosswise": ("Crosswise", ("p",)),
+    "triangular": ("Triangular", ("p",)),
+    "kuk": ("Kuk", ("p_carrier", "p_noncarrier")),
+}
 
 
 def rrreg_call(d: Design, column: str, data: str) -> str | None:
     """RRreg's ``RRuni(...)`` for a yes/no design (``None`` for direct questioning or a
     design RRreg has no model for)."""
-    p: list[float]
-    if isinstance(d, Warner):
-        model, p = "Warner", [d.p]
-    elif isinstance(d, ForcedResponse):
-        model, p = "FR", [d.p_no, d.p_yes]
-    elif isinstance(d, Mangat):
-        model, p = "Mangat", [d.p]
-    elif isinstance(d, UnrelatedQuestion):
-        model, p = "UQTknown", [d.p, d.innocuous_prevalence]
-    elif isinstance(d, Crosswise):
-        model, p = "Crosswise", [d.p]
-    elif isinstance(d, Triangular):
-        model, p = "Triangular", [d.p]
-    elif isinstance(d, Kuk) and d.params["draws"] == 1:
-        model, p = "Kuk", [d.p_carrier, d.p_noncarrier]
-    else:
+    key, params = d.spec_name, d.params
+    if key not in _RRREG or (key == "kuk" and params["draws"] != 1):
         return None
+    model, names = _RRREG[key]
+    p = [float(params[name]) for name in names]
     return f'RRuni({column}, data = {data}, model = "{model}", p = {_vector(p)})'
 
 

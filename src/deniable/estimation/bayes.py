@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..mechanisms.designs import Design
+from ..mechanisms.channels import FiniteChannel
 
 __all__ = ["DEFAULT_BURN_IN", "DEFAULT_DRAWS", "check_prior", "posterior_draws"]
 
@@ -22,7 +22,7 @@ DEFAULT_DRAWS = 4000
 DEFAULT_BURN_IN = 500
 
 
-def check_prior(design: Design, prior: ArrayLike | None) -> NDArray[np.float64]:
+def check_prior(design: FiniteChannel, prior: ArrayLike | None) -> NDArray[np.float64]:
     """Dirichlet pseudocounts, shape (k,); the uniform prior (all ones) when None.
 
     For a binary design ``prior`` may be ``(a, b)`` meaning Beta(a, b) on "yes"
@@ -48,7 +48,7 @@ def check_prior(design: Design, prior: ArrayLike | None) -> NDArray[np.float64]:
 
 
 def posterior_draws(
-    design: Design,
+    design: FiniteChannel,
     counts: NDArray[np.int64],
     prior: NDArray[np.float64],
     *,
@@ -60,7 +60,7 @@ def posterior_draws(
 
     Parameters
     ----------
-    design : Design
+    design : FiniteChannel (a design, or its MatrixChannel)
         The channel, matrix shape (m, k).
     counts : ndarray of int, shape (S, m)
         ``S`` tallies.

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from ..mechanisms.designs import Design
+from ..mechanisms.channels import FiniteChannel
 from ..validation import check_confidence_level, check_probability
 
 __all__ = [
@@ -112,7 +112,7 @@ def moment_covariance(
 
 
 def moment_batch(
-    design: Design, counts: NDArray[np.int64]
+    design: FiniteChannel, counts: NDArray[np.int64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Moment estimates and their plug-in variances for tallies ``counts`` (S, m) -> (S, k)."""
     n = counts.sum(axis=1, keepdims=True).astype(np.float64)

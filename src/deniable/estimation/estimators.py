@@ -26,35 +26,124 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
-from ..mechanisms.protocol import BloomChannel, MatrixChannel, Mechanism, SupportChannel
+from ..mechanisms.channels import CHANNELS, FiniteChannel, SupportChannel
+from ..mechanisms.protocol import CategoricalMechanism, Mechanism
 from ..tallies import SupportTally, Tally
 from .bayes import check_prior, posterior_draws
 from .common import moment_batch, moment_covariance
 from .pooled import boundary_std_errors, pooled_design, pooled_moment
-from .results import PrevalenceEstimate
+from .results import EstimateResult, PrevalenceEstimate
 
-__all__ = ["ESTIMATION_METHODS", "EstimationMethod", "as_tally", "em_batch", "estimate"]
+if TYPE_CHECKING:
+    from ..mechanisms.dbitflip import DBitFlip
+    from ..mechanisms.numeric import NumericMechanism
+    from ..mechanisms.prefix import PrefixExtension
+    from ..mechanisms.rappor import Rappor
+    from .means import HistogramEstimate, MeanEstimate
+    from .prefix import PrefixHeavyHitters
+    from .results import RapporEstimate
+
+__all__ = [
+    "ESTIMATION_METHODS",
+    "EstimationMethod",
+    "as_tally",
+    "em_batch",
+    "estimate",
+    "estimate_matrix",
+    "estimate_support",
+]
 
 EstimationMethod = Literal["moment", "mle", "bayes"]
 ESTIMATION_METHODS: tuple[str, ...] = get_args(EstimationMethod)
 
 
+@overload
 def estimate(
-    mechanism: Mechanism | Mapping[Any, Any],
+    mechanism: NumericMechanism,
+    reports: Any,
+    method: str = ...,
+    prior: None = ...,
+    *,
+    rng: np.random.Generator | int = ...,
+    groups: None = ...,
+) -> MeanEstimate: ...
+
+
+@overload
+def estimate(
+    mechanism: DBitFlip,
+    reports: Any,
+    method: str = ...,
+    prior: None = ...,
+    *,
+    rng: np.random.Generator | int = ...,
+    groups: None = ...,
+) -> HistogramEstimate: ...
+
+
+@overload
+def estimate(
+    mechanism: PrefixExtension,
+    reports: Any,
+    method: str = ...,
+    prior: None = ...,
+    *,
+    rng: np.random.Generator | int = ...,
+    groups: None = ...,
+    threshold: float = ...,
+    miss_rate: float = ...,
+) -> PrefixHeavyHitters: ...
+
+
+@overload
+def estimate(
+    mechanism: Rappor,
+    reports: Any,
+    method: str = ...,
+    prior: None = ...,
+    *,
+    rng: np.random.Generator | int = ...,
+    groups: None = ...,
+) -> RapporEstimate: ...
+
+
+@overload
+def estimate(
+    mechanism: CategoricalMechanism[Any, Any] | Mapping[Any, Any],
+    reports: Any,
+    method: str = ...,
+    prior: ArrayLike | None = ...,
+    *,
+    rng: np.random.Generator | int = ...,
+    groups: ArrayLike | None = ...,
+) -> PrevalenceEstimate: ...
+
+
+def estimate(
+    mechanism: Mechanism[Any, Any] | Mapping[Any, Any],
     reports: Any,
     method: str = "moment",
     prior: ArrayLike | None = None,
     *,
     rng: np.random.Generator | int = 0,
     groups: ArrayLike | None = None,
-) -> PrevalenceEstimate:
-    """Estimate the prevalence of each truth category from randomized reports.
+    **options: Any,
+) -> EstimateResult:
+    """Estimate from any mechanism's reports: the channel carries the arithmetic.
+
+    A design, an oracle or RAPPOR gives the prevalence of each truth category
+    (:class:`PrevalenceEstimate`); a numeric mean mechanism the mean
+    (:class:`~deniable.estimation.means.MeanEstimate`); dBitFlip the bucket histogram
+    (:class:`~deniable.estimation.means.HistogramEstimate`); PEM the heavy hitters
+    (:class:`~deniable.estimation.prefix.PrefixHeavyHitters`, with ``threshold`` and
+    ``miss_rate`` as options). ``estimate`` asks ``mechanism.channel`` to estimate
+    (:mod:`deniable.mechanisms.channels`) and never the mechanism's class.
 
     Parameters
     ----------
@@ -87,11 +176,16 @@ def estimate(
         so repeated analyses give the same numbers).
     groups : array_like, shape (n,), optional
         Each respondent's design key, with a mapping of designs (and only then).
+    **options
+        The channel's own options (PEM: ``threshold``, ``miss_rate``); others refuse
+        any with TypeError.
 
     Returns
     -------
-    PrevalenceEstimate
-        (:class:`~deniable.estimation.results.RapporEstimate` for RAPPOR.)
+    EstimateResult
+        :class:`PrevalenceEstimate` (:class:`~deniable.estimation.results.RapporEstimate`
+        for RAPPOR), ``MeanEstimate``, ``HistogramEstimate`` or ``PrefixHeavyHitters``,
+        by mechanism (the overloads give each its type).
 
     Raises
     ------
@@ -112,6 +206,8 @@ def estimate(
     [-0.5, 5.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5]
     """
     if isinstance(mechanism, Mapping):
+        if options:
+            raise TypeError(f"designs take no options, got {', '.join(sorted(options))}")
         if groups is None:
             raise ValueError("groups must give each respondent's design key with several designs")
         stacked, codes, blocks = pooled_design(mechanism, groups, reports)
@@ -125,36 +221,40 @@ def estimate(
     if groups is not None:
         raise ValueError("groups is used only with a mapping of designs")
     channel = getattr(mechanism, "channel", None)  # cheaper than a Protocol isinstance
-    if not isinstance(channel, MatrixChannel | SupportChannel | BloomChannel):
+    if not isinstance(channel, CHANNELS):
         raise TypeError(
-            "mechanism must be a deniable Mechanism (a Design, FrequencyOracle or Rappor), "
-            f"got {type(mechanism).__name__}"
+            "mechanism must be a deniable Mechanism (a Design, FrequencyOracle, Rappor, numeric "
+            f"mean, DBitFlip or PrefixExtension), got {type(mechanism).__name__}"
         )
-    if isinstance(channel, BloomChannel):
-        if method != "moment" or prior is not None:
-            raise ValueError("RAPPOR is decoded by LASSO + NNLS; use the default method")
-        from .rappor import decode_rappor
+    return channel.estimate(mechanism, reports, method, prior, rng=rng, **options)
 
-        return decode_rappor(mechanism, reports)  # type: ignore[arg-type]
-    if isinstance(channel, SupportChannel):
-        return _estimate_support(mechanism, channel, reports, method, prior)
+
+def estimate_matrix(
+    mechanism: Any,
+    channel: FiniteChannel,
+    reports: Any,
+    method: str,
+    prior: ArrayLike | None,
+    rng: np.random.Generator | int,
+) -> PrevalenceEstimate:
+    """Moment, maximum-likelihood or Bayes estimate through a misclassification matrix
+    (the arithmetic of :class:`~deniable.mechanisms.channels.MatrixChannel`)."""
     if method not in ESTIMATION_METHODS:
         raise ValueError(f"method must be one of {', '.join(ESTIMATION_METHODS)}, got {method!r}")
     if prior is not None and method != "bayes":
         raise ValueError("prior is used only with method='bayes'")
-    design: Any = mechanism
-    tally = as_tally(design, reports)
+    tally = as_tally(channel, reports)
     counts = tally.counts[None, :]
     if method == "moment":
-        est, _ = moment_batch(design, counts)
-        cov = moment_covariance(design.inverse, tally.shares, tally.n)
+        est, _ = moment_batch(channel, counts)
+        cov = moment_covariance(channel.inverse, tally.shares, tally.n)
         return PrevalenceEstimate(mechanism, tally, method, est[0], cov)
     if method == "mle":
-        pi, iterations = em_batch(design, counts)
+        pi, iterations = em_batch(channel, counts)
         cov = _fisher_covariance(channel.matrix, pi[0], tally.n)
         return PrevalenceEstimate(mechanism, tally, method, pi[0], cov, iterations=iterations)
-    pseudocounts = check_prior(design, prior)
-    draws = posterior_draws(design, counts, pseudocounts, rng=rng)[0]
+    pseudocounts = check_prior(channel, prior)
+    draws = posterior_draws(channel, counts, pseudocounts, rng=rng)[0]
     return PrevalenceEstimate(
         mechanism,
         tally,
@@ -166,9 +266,11 @@ def estimate(
     )
 
 
-def _estimate_support(
+def estimate_support(
     oracle: Any, channel: SupportChannel, reports: Any, method: str, prior: ArrayLike | None
 ) -> PrevalenceEstimate:
+    """``f_v = (C_v / n - q*) / (p* - q*)`` or EM on the reports (the arithmetic of
+    :class:`~deniable.mechanisms.channels.SupportChannel`; Wang et al. 2017)."""
     if method not in ("moment", "mle"):
         raise ValueError(f"method must be 'moment' or 'mle' for a frequency oracle, got {method!r}")
     if prior is not None:
@@ -194,7 +296,7 @@ def _estimate_support(
     return PrevalenceEstimate(oracle, tally, method, f, None, iterations=iterations, variance=var)
 
 
-def as_tally(design: Any, reports: ArrayLike | Tally) -> Tally:
+def as_tally(design: FiniteChannel, reports: ArrayLike | Tally) -> Tally:
     """The tally of ``reports`` for ``design`` (a Tally is checked and passed through).
 
     Raises
@@ -211,14 +313,14 @@ def as_tally(design: Any, reports: ArrayLike | Tally) -> Tally:
             )
         tally = reports
     else:
-        tally = design.tally(reports)
+        tally = Tally.from_reports(reports, design.n_reports)
     if tally.n == 0:
         raise ReportValidationError("no reports to estimate from (n = 0)")
     return tally
 
 
 def em_batch(
-    design: Any,
+    design: FiniteChannel,
     counts: NDArray[np.int64],
     *,
     tol: float = 1e-12,

@@ -49,7 +49,7 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..mechanisms.designs import Design
+from ..mechanisms.channels import FiniteChannel
 from .bayes import posterior_draws
 from .common import moment_batch, z_quantile
 from .variance import AffineMap, affine_map, worst_case_variance
@@ -134,7 +134,7 @@ def share_interval(
 
 
 def prevalence_intervals(
-    design: Design,
+    design: FiniteChannel,
     counts: NDArray[np.int64],
     method: str,
     confidence_level: float,
@@ -230,7 +230,7 @@ def share_to_prevalence(
 
 
 def _unified(
-    design: Design,
+    design: FiniteChannel,
     amap: AffineMap,
     counts: NDArray[np.int64],
     n: NDArray[np.int64],

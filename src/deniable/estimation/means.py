@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from ..errors import ReportValidationError
 from ..mechanisms.dbitflip import DBitFlip, DBitFlipReports
 from ..mechanisms.numeric import NumericMechanism
+from ..tallies import DBitFlipTally, MeanTally
 from ..validation import check_confidence_level
 from .common import normal_only_interval
 from .results import ConfidenceInterval, EstimateResult
@@ -33,36 +34,6 @@ __all__ = [
 ]
 
 MEAN_INTERVAL_METHODS = ("normal", "hoeffding")
-
-
-@dataclass(frozen=True)
-class MeanTally:
-    """Count, sum and sum of squares of debiased reports (mergeable with ``+``).
-
-    Attributes
-    ----------
-    n : int
-        Number of reports (>= 0).
-    total : float
-        Sum of the debiased reports (units of the value).
-    total_sq : float
-        Sum of their squares.
-    """
-
-    n: int
-    total: float
-    total_sq: float
-
-    @classmethod
-    def from_values(cls, debiased: NDArray[np.float64]) -> MeanTally:
-        """Tally debiased reports, float64, shape (n,)."""
-        y = np.asarray(debiased, dtype=np.float64)
-        return cls(int(y.size), float(y.sum()), float(np.dot(y, y)))
-
-    def __add__(self, other: MeanTally) -> MeanTally:
-        if not isinstance(other, MeanTally):
-            return NotImplemented
-        return MeanTally(self.n + other.n, self.total + other.total, self.total_sq + other.total_sq)
 
 
 @dataclass(frozen=True)
@@ -157,37 +128,6 @@ def estimate_mean(mechanism: NumericMechanism, reports: Any) -> MeanEstimate:
     else:
         s2 = math.inf
     return MeanEstimate(mechanism, tally, float(mean), float(math.sqrt(s2 / tally.n)))
-
-
-@dataclass(frozen=True)
-class DBitFlipTally:
-    """Per bucket: how many reports sampled it and how many of those sent 1.
-
-    Attributes
-    ----------
-    n : int
-        Number of reports.
-    sampled : ndarray, shape (k,), int64
-    ones : ndarray, shape (k,), int64
-    """
-
-    n: int
-    sampled: NDArray[np.int64]
-    ones: NDArray[np.int64]
-
-    @classmethod
-    def from_reports(cls, oracle: DBitFlip, reports: DBitFlipReports) -> DBitFlipTally:
-        """Count validated reports."""
-        r = oracle.check_reports(reports)
-        b = r.buckets.ravel()
-        sampled = np.bincount(b, minlength=oracle.k).astype(np.int64)
-        ones = np.bincount(b, weights=r.bits.ravel(), minlength=oracle.k).astype(np.int64)
-        return cls(int(r.buckets.shape[0]), sampled, ones)
-
-    def __add__(self, other: DBitFlipTally) -> DBitFlipTally:
-        if not isinstance(other, DBitFlipTally) or other.sampled.shape != self.sampled.shape:
-            return NotImplemented
-        return DBitFlipTally(self.n + other.n, self.sampled + other.sampled, self.ones + other.ones)
 
 
 @dataclass(frozen=True)

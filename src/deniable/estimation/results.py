@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from .._extras import require
 from ..errors import IntervalCoverageWarning
-from ..mechanisms.protocol import BloomChannel, MatrixChannel, Mechanism, SupportChannel
+from ..mechanisms.protocol import BloomChannel, CategoricalMechanism, MatrixChannel, SupportChannel
 from ..tallies import RapporTally, SupportTally, Tally
 from ..validation import check_confidence_level
 from .common import wald_interval, z_quantile
@@ -194,7 +194,7 @@ class PrevalenceEstimate(EstimateResult):
         EM iterations used (``mle``), 0 otherwise.
     """
 
-    mechanism: Mechanism
+    mechanism: CategoricalMechanism[Any, Any]
     tally: Tally | SupportTally | RapporTally
     method: str
     prevalence: NDArray[np.float64]
@@ -348,9 +348,9 @@ class PrevalenceEstimate(EstimateResult):
             assert isinstance(self.tally, SupportTally)
             low, high = _support_interval(self, channel, self.tally, method, level)
         else:
-            assert isinstance(self.tally, Tally)
+            assert isinstance(self.tally, Tally) and isinstance(channel, MatrixChannel)
             low2, high2 = prevalence_intervals(
-                self.mechanism,  # type: ignore[arg-type]
+                channel,
                 self.tally.counts[None, :],
                 method,
                 level,
@@ -376,11 +376,13 @@ class PrevalenceEstimate(EstimateResult):
         """Warn when the credible interval leaves out 0 or 1 where the default
         (Feldman-Cousins, at least the level everywhere) keeps it: the case in which
         credible intervals under-cover (docs/coverage.md)."""
-        if affine_map(self.mechanism) is None:  # type: ignore[arg-type]
+        channel = self.mechanism.channel
+        assert isinstance(channel, MatrixChannel)
+        if affine_map(channel) is None:
             return
         assert isinstance(self.tally, Tally)
         fc_low, fc_high = prevalence_intervals(
-            self.mechanism,  # type: ignore[arg-type]
+            channel,
             self.tally.counts[None, :],
             "feldman_cousins",
             level,
@@ -413,7 +415,7 @@ class PrevalenceEstimate(EstimateResult):
         if isinstance(channel, SupportChannel):
             return "wilson" if self.method == "moment" and channel.scale == 1 else "normal"
         assert isinstance(channel, MatrixChannel)
-        if affine_map(self.mechanism) is not None:  # type: ignore[arg-type]
+        if affine_map(channel) is not None:
             return "feldman_cousins"
         return "normal"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..mechanisms.designs import Design
+from ..mechanisms.channels import FiniteChannel
 
 __all__ = ["AffineMap", "affine_map", "per_respondent_variance", "worst_case_variance"]
 
@@ -27,13 +27,13 @@ class AffineMap:
     slope: NDArray[np.float64]
     intercept: NDArray[np.float64]
 
-    def share_range(self, design: Design) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def share_range(self, design: FiniteChannel) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Achievable range of each ``lam[report[j]]`` over the simplex, shapes (k,)."""
         rows = design.matrix[self.report]
         return rows.min(axis=1), rows.max(axis=1)
 
 
-def affine_map(design: Design) -> AffineMap | None:
+def affine_map(design: FiniteChannel) -> AffineMap | None:
     """The per-category affine map of the moment estimator, or None when there is none.
 
     A category's estimate is affine in one report share when its row of ``Q`` is
@@ -63,7 +63,9 @@ def affine_map(design: Design) -> AffineMap | None:
     return AffineMap(reports, slopes, intercepts)
 
 
-def per_respondent_variance(design: Design, prevalence: NDArray[np.float64]) -> NDArray[np.float64]:
+def per_respondent_variance(
+    design: FiniteChannel, prevalence: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """``n * Var(pi_hat[j])`` at the given prevalence (shape (k,)), returns shape (k,)."""
     lam = design.matrix @ prevalence
     Q = design.inverse
@@ -71,7 +73,7 @@ def per_respondent_variance(design: Design, prevalence: NDArray[np.float64]) -> 
 
 
 def worst_case_variance(
-    design: Design,
+    design: FiniteChannel,
     prevalence: float | tuple[float, float] | NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Largest ``n * Var(pi_hat[j])`` for each category j, shape (k,).
@@ -88,7 +90,7 @@ def worst_case_variance(
         lam_lo, lam_hi = amap.share_range(design)
         if prevalence is not None:
             lo, hi = _prevalence_range(prevalence)
-            if design.is_binary:
+            if design.matrix.shape == (2, 2):  # a binary design
                 # the range is given for "yes"; "no" takes the mirrored range
                 lo_j = np.array([1.0 - hi, lo])
                 hi_j = np.array([1.0 - lo, hi])
@@ -107,7 +109,7 @@ def worst_case_variance(
     return np.array([_max_variance_on_simplex(design, j) for j in range(k)])
 
 
-def _max_variance_on_simplex(design: Design, j: int) -> float:
+def _max_variance_on_simplex(design: FiniteChannel, j: int) -> float:
     """Maximise the concave ``n Var(pi_hat[j])`` over the simplex (SLSQP from the centre)."""
     from scipy import optimize
 

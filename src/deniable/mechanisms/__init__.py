@@ -1,14 +1,17 @@
 """Mechanisms: known channels from truths to reports, and the randomness they draw.
 
-Every mechanism satisfies :class:`Mechanism` (:mod:`deniable.mechanisms.protocol`):
-exact epsilon through one privacy guard, ``randomize(truths, rng=None)``, the tally its
-reports reduce to, the channel the estimators invert, and a spec through one registry
+Every mechanism, numeric ones included, satisfies the generic :class:`Mechanism`
+(:mod:`deniable.mechanisms.protocol`): exact epsilon through one privacy guard,
+``randomize(truths, rng=None)``, the tally its reports reduce to, its reports as text
+and binary columns, a channel that carries the arithmetic of its estimate
+(:mod:`deniable.mechanisms.channels`), and a spec through one registry
 (:mod:`deniable.mechanisms.registry`).
 
 ========================  ===============================================================
 module                    what it holds
 ========================  ===============================================================
-``protocol``              the :class:`Mechanism` protocol, channels, the privacy guard
+``protocol``              the generic :class:`Mechanism` protocol, the privacy guard
+``channels``              the channels, each with the arithmetic of its estimate
 ``designs``               finite designs: :class:`Design`, :class:`MatrixDesign`, k-ary RR
 ``binary``                the classical binary designs (forced response, Warner, ...)
 ``oracle``                :class:`FrequencyOracle`, the base of the large-domain oracles
@@ -26,6 +29,16 @@ module                    what it holds
 """
 
 from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
+from .channels import (
+    CHANNELS,
+    BloomChannel,
+    BucketChannel,
+    Channel,
+    MatrixChannel,
+    MeanChannel,
+    PrefixChannel,
+    SupportChannel,
+)
 from .dbitflip import DBitFlip
 from .designs import Design, KaryRR, MatrixDesign, ldp_epsilon
 from .direct import Direct
@@ -34,14 +47,7 @@ from .local_hashing import LocalHashing
 from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
 from .oracle import FrequencyOracle
 from .prefix import PrefixExtension
-from .protocol import (
-    BloomChannel,
-    Channel,
-    MatrixChannel,
-    Mechanism,
-    SupportChannel,
-    check_epsilon,
-)
+from .protocol import CategoricalMechanism, Mechanism, ReportField, check_epsilon
 from .randomness import BlumBlumShub, SecureRandom
 from .rappor import Rappor, RapporReports
 from .registry import (
@@ -55,8 +61,11 @@ from .selection import frequency_oracle
 from .unary import UnaryEncoding
 
 __all__ = [
+    "CHANNELS",
     "BloomChannel",
     "BlumBlumShub",
+    "BucketChannel",
+    "CategoricalMechanism",
     "Channel",
     "Crosswise",
     "DBitFlip",
@@ -73,12 +82,15 @@ __all__ = [
     "Mangat",
     "MatrixChannel",
     "MatrixDesign",
+    "MeanChannel",
     "Mechanism",
     "OneBitMean",
     "Piecewise",
+    "PrefixChannel",
     "PrefixExtension",
     "Rappor",
     "RapporReports",
+    "ReportField",
     "SecureRandom",
     "SupportChannel",
     "Triangular",

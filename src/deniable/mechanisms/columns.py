@@ -15,10 +15,10 @@ from numpy.typing import NDArray
 
 from ..errors import ReportValidationError
 
-__all__ = ["column", "hex_rows", "hex_strings"]
+__all__ = ["column", "hex_rows", "hex_strings", "integer_array", "packed_rows"]
 
 
-def column(columns: Mapping[str, Sequence[Any]], name: str) -> Sequence[Any]:
+def column(columns: Mapping[str, Any], name: str) -> Any:
     """The column ``name``.
 
     Raises
@@ -52,3 +52,33 @@ def hex_rows(values: Sequence[Any], nbytes: int) -> NDArray[np.uint8]:
     if len(raw) != len(values) * nbytes:
         raise ReportValidationError(f"each report must be {nbytes} bytes ({2 * nbytes} hex digits)")
     return np.frombuffer(raw, dtype=np.uint8).reshape(len(values), nbytes)
+
+
+def integer_array(arrays: Mapping[str, Any], name: str) -> NDArray[Any]:
+    """The binary column ``name`` as a 1-D integer array.
+
+    Raises
+    ------
+    ReportValidationError
+        If it is missing, not 1-D or not integers.
+    """
+    arr = np.asarray(column(arrays, name))
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise ReportValidationError(f"column {name!r} must hold integers, shape (n,)")
+    return arr
+
+
+def packed_rows(arrays: Mapping[str, Any], name: str, width: int) -> NDArray[np.uint8]:
+    """The binary column ``name`` as rows of ``width`` bytes, uint8, shape (n, width).
+
+    Raises
+    ------
+    ReportValidationError
+        If it is missing or of another shape or type.
+    """
+    arr = np.asarray(column(arrays, name))
+    if arr.dtype != np.uint8 or arr.ndim != 2 or arr.shape[1] != width:
+        raise ReportValidationError(
+            f"column {name!r} must hold {width} bytes per report (uint8, shape (n, {width}))"
+        )
+    return arr

@@ -10,6 +10,7 @@ more than one report while the value stays in its bucket. Estimation:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +18,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
+from ..tallies import DBitFlipTally
 from ..validation import check_integer
+from .columns import column, hex_rows, hex_strings, packed_rows
 from .numeric import MAX_VALUES
-from .protocol import check_epsilon, spec_string, warn_large_epsilon
+from .protocol import BucketChannel, ReportField, check_epsilon, spec_string, warn_large_epsilon
 from .randomness import RandomSource, uniforms
 
 __all__ = ["DBitFlip", "DBitFlipMemo", "DBitFlipReports"]
@@ -185,6 +188,46 @@ class DBitFlip:
         if bits.size and (bits.min() < 0 or bits.max() > 1):
             raise ReportValidationError("bits must be 0 or 1")
         return DBitFlipReports(b.astype(np.int64), bits.astype(np.uint8))
+
+    @property
+    def channel(self) -> BucketChannel:
+        """Each sampled bucket's bit: 1 with ``e^b / (e^b + 1)`` if the value is in it."""
+        q, p = self._p()
+        return BucketChannel(p, q)
+
+    def tally(self, reports: DBitFlipReports) -> DBitFlipTally:
+        """Per bucket, the reports that sampled it and the 1 bits they sent (validated)."""
+        return DBitFlipTally.from_reports(self, reports)
+
+    @property
+    def report_fields(self) -> tuple[ReportField, ...]:
+        """``buckets``: ``d`` int32 (little-endian) per report; ``bits``: ``d`` bytes."""
+        return (ReportField("buckets", "bytes", 4 * self.d), ReportField("bits", "bytes", self.d))
+
+    def report_arrays(self, reports: DBitFlipReports) -> dict[str, NDArray[Any]]:
+        """The reports as rows of bytes (see :attr:`report_fields`), validated."""
+        r = self.check_reports(reports)
+        buckets = np.ascontiguousarray(r.buckets.astype("<i4")).view(np.uint8)
+        return {"buckets": buckets.reshape(-1, 4 * self.d), "bits": r.bits}
+
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> DBitFlipReports:
+        """Reports from binary ``buckets`` and ``bits`` columns, validated."""
+        raw = np.ascontiguousarray(packed_rows(arrays, "buckets", 4 * self.d))
+        buckets = raw.view("<i4").reshape(-1, self.d).astype(np.int64)
+        return self.check_reports(DBitFlipReports(buckets, packed_rows(arrays, "bits", self.d)))
+
+    def report_columns(self, reports: DBitFlipReports) -> dict[str, Any]:
+        """``buckets`` and ``bits`` as hexadecimal strings of the binary form."""
+        return {name: hex_strings(rows) for name, rows in self.report_arrays(reports).items()}
+
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> DBitFlipReports:
+        """Reports from hexadecimal ``buckets`` and ``bits`` columns, validated."""
+        return self.reports_from_arrays(
+            {
+                "buckets": hex_rows(column(columns, "buckets"), 4 * self.d),
+                "bits": hex_rows(column(columns, "bits"), self.d),
+            }
+        )
 
     def __repr__(self) -> str:
         return f"DBitFlip(k={self.k}, epsilon={self._epsilon!r}, d={self.d})"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,8 +35,14 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ReportValidationError
 from ..tallies import Tally
 from ..validation import as_codes, check_integer, check_probability, check_real
-from .columns import column
-from .protocol import MatrixChannel, check_epsilon, spec_string, warn_large_epsilon
+from .columns import column, integer_array
+from .protocol import (
+    MatrixChannel,
+    ReportField,
+    check_epsilon,
+    spec_string,
+    warn_large_epsilon,
+)
 from .randomness import RandomSource, uniforms
 
 __all__ = [
@@ -44,6 +50,7 @@ __all__ = [
     "KaryRR",
     "MatrixDesign",
     "binary_matrix",
+    "is_design",
     "ldp_epsilon",
     "protected_epsilon",
 ]
@@ -161,8 +168,11 @@ class Design:
     # -- the channel -------------------------------------------------------------
     @property
     def channel(self) -> MatrixChannel:
-        """The misclassification matrix as the channel the estimators invert."""
-        return MatrixChannel(self._matrix)
+        """The misclassification matrix as a channel, with its arithmetic (and this
+        design's left inverse)."""
+        channel = MatrixChannel(self._matrix)
+        channel.__dict__["inverse"] = self.inverse  # the design's cached P^+
+        return channel
 
     def tally(self, reports: ArrayLike) -> Tally:
         """Count each report symbol: a :class:`~deniable.tallies.Tally` of shape (m,).
@@ -193,6 +203,23 @@ class Design:
             For a missing column or codes outside ``0..m-1``.
         """
         return self._report_codes(np.asarray(column(columns, "report")))
+
+    #: One binary column: ``report``, the report codes.
+    report_fields = (ReportField("report", "int"),)
+
+    def report_arrays(self, reports: ArrayLike) -> dict[str, NDArray[Any]]:
+        """``{"report": int32 codes}``, validated (the binary column form)."""
+        return {"report": self._report_codes(reports).astype(np.int32)}
+
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> NDArray[np.integer]:
+        """Report codes from a binary ``report`` column, validated.
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column or codes outside ``0..m-1``.
+        """
+        return self._report_codes(integer_array(arrays, "report"))
 
     def _report_codes(self, reports: ArrayLike) -> NDArray[np.integer]:
         return as_codes("report", reports, self.n_reports, error=ReportValidationError)
@@ -414,6 +441,12 @@ def binary_matrix(p_yes_given_no: float, p_yes_given_yes: float) -> NDArray[np.f
     return np.array(
         [[1.0 - p_yes_given_no, 1.0 - p_yes_given_yes], [p_yes_given_no, p_yes_given_yes]]
     )
+
+
+def is_design(obj: object) -> TypeGuard[Design]:
+    """True for a finite design (a misclassification matrix with its randomizer): the
+    one check of a design's class, for callers that take a design or a mapping of them."""
+    return isinstance(obj, Design)
 
 
 class MatrixDesign(Design):

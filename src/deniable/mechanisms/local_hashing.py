@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
 from ..validation import check_integer
-from .columns import column
+from .columns import column, integer_array
 from .oracle import (
     TWO32,
     FrequencyOracle,
@@ -20,6 +20,7 @@ from .oracle import (
     largest_threshold,
     threshold_probability,
 )
+from .protocol import ReportField
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -179,6 +180,38 @@ class LocalHashing(FrequencyOracle):
         if buckets.size and (buckets.min() < 0 or buckets.max() >= self.g):
             raise ReportValidationError(f"column 'y' must hold buckets 0..{self.g - 1}")
         out["y"] = buckets
+        return self.check_reports(out)
+
+    @property
+    def report_fields(self) -> tuple[ReportField, ...]:
+        """``a``, ``b``: the bits of the 64-bit hash seed as int64; ``y``: the bucket."""
+        return (ReportField("a", "int"), ReportField("b", "int"), ReportField("y", "int"))
+
+    def report_arrays(self, reports: Any) -> dict[str, NDArray[Any]]:
+        """``{"a", "b"}``: the seeds' bits as int64 (Spark has no unsigned type); ``y``: int32."""
+        arr = self.check_reports(reports)
+        return {
+            "a": np.ascontiguousarray(arr["a"]).view(np.int64),
+            "b": np.ascontiguousarray(arr["b"]).view(np.int64),
+            "y": arr["y"].astype(np.int32),
+        }
+
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> NDArray[Any]:
+        """Reports from binary ``a``, ``b`` (int64 or uint64) and ``y`` columns, validated.
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column, a bucket outside ``0..g-1`` or unequal lengths.
+        """
+        a, b, y = (integer_array(arrays, name) for name in ("a", "b", "y"))
+        a, b = (s.view(np.uint64) if s.dtype == np.int64 else s for s in (a, b))
+        if not a.size == b.size == y.size:
+            raise ReportValidationError("columns 'a', 'b' and 'y' must have the same length")
+        if y.size and (y.min() < 0 or y.max() >= self.g):
+            raise ReportValidationError(f"column 'y' must hold buckets 0..{self.g - 1}")
+        out = np.empty(len(y), dtype=OLH_DTYPE)
+        out["a"], out["b"], out["y"] = a, b, y
         return self.check_reports(out)
 
     def check_reports(self, reports: Any) -> NDArray[Any]:

@@ -30,15 +30,18 @@ Hoeffding intervals). Values are mapped to ``x = 2 (v - low) / (high - low) - 1`
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
+from ..tallies import MeanTally
 from ..validation import check_integer, check_real
-from .protocol import check_epsilon, spec_string, warn_large_epsilon
+from .columns import column, integer_array
+from .protocol import MeanChannel, ReportField, check_epsilon, spec_string, warn_large_epsilon
 from .randomness import RandomSource, uniforms
 
 __all__ = [
@@ -98,6 +101,65 @@ class NumericMechanism:
     def to_dict(self) -> dict[str, Any]:
         """``{"mechanism": name, "params": {...}, "epsilon": ...}``."""
         return {"mechanism": self.spec_name, "params": self.params, "epsilon": self.epsilon}
+
+    #: The reports' binary form: ``float`` reports, or ``int`` for one bit per value.
+    _report_kind: Literal["int", "float"] = "float"
+
+    @property
+    def channel(self) -> MeanChannel:
+        """Debiased reports are unbiased for each value in ``[low, high]``."""
+        return MeanChannel(self.low, self.high)
+
+    def tally(self, reports: ArrayLike) -> MeanTally:
+        """Count, sum and sum of squares of the debiased reports (validated).
+
+        Raises
+        ------
+        ReportValidationError
+            For malformed reports.
+        """
+        return MeanTally.from_values(self.debias(reports))
+
+    def check_reports(self, reports: ArrayLike) -> NDArray[Any]:
+        """Validate reports (bits, or floats inside the reports' range); return them.
+
+        Raises
+        ------
+        ReportValidationError
+            For malformed reports.
+        """
+        self.debias(reports)
+        if self._report_kind == "int":
+            return np.asarray(reports).astype(np.uint8)
+        return np.asarray(reports, dtype=np.float64)
+
+    @property
+    def report_fields(self) -> tuple[ReportField, ...]:
+        """``report``: a bit (int) or a float per value."""
+        return (ReportField("report", self._report_kind),)
+
+    def report_columns(self, reports: ArrayLike) -> dict[str, Any]:
+        """``{"report": reports}``, validated."""
+        return {"report": self.check_reports(reports)}
+
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> NDArray[Any]:
+        """Reports from a ``report`` column, validated (inverse of ``report_columns``)."""
+        kind = np.int64 if self._report_kind == "int" else np.float64
+        try:
+            values = np.asarray(column(columns, "report"), dtype=kind)
+        except (TypeError, ValueError):
+            raise ReportValidationError(f"column 'report' must hold {self._report_kind}s") from None
+        return self.check_reports(values)
+
+    def report_arrays(self, reports: ArrayLike) -> dict[str, NDArray[Any]]:
+        """``{"report": reports}`` (uint8 bits or float64), validated."""
+        return {"report": self.check_reports(reports)}
+
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> NDArray[Any]:
+        """Reports from a binary ``report`` column, validated."""
+        if self._report_kind == "int":
+            return self.check_reports(integer_array(arrays, "report"))
+        return self.check_reports(np.asarray(column(arrays, "report")))
 
     @property
     def _half_width(self) -> float:
@@ -172,6 +234,7 @@ class DuchiMean(NumericMechanism):
     """
 
     spec_name = "duchi"
+    _report_kind = "int"
 
     @property
     def c(self) -> float:
@@ -364,6 +427,7 @@ class OneBitMean(NumericMechanism):
     """
 
     spec_name = "1bitmean"
+    _report_kind = "int"
 
     def __init__(self, epsilon: float, low: float = 0.0, high: float = 1.0, grid: int = 1) -> None:
         self.grid = check_integer("grid", grid, minimum=1)

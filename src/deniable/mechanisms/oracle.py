@@ -59,8 +59,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..tallies import SupportTally
 from ..validation import as_codes, check_integer
-from .columns import column
-from .protocol import SupportChannel, check_epsilon, spec_string, warn_large_epsilon
+from .columns import column, integer_array
+from .protocol import (
+    ReportField,
+    SupportChannel,
+    check_epsilon,
+    spec_string,
+    warn_large_epsilon,
+)
 from .randomness import RandomSource, random_bytes
 
 if TYPE_CHECKING:
@@ -166,6 +172,25 @@ class FrequencyOracle(ABC):
             For a missing column or a malformed report, naming the column.
         """
         return self.check_reports(np.asarray(column(columns, "report"), dtype=np.int64))
+
+    @property
+    def report_fields(self) -> tuple[ReportField, ...]:
+        """The binary columns: here ``report``, an integer per report."""
+        return (ReportField("report", "int"),)
+
+    def report_arrays(self, reports: Any) -> dict[str, NDArray[Any]]:
+        """The reports as binary columns (see :attr:`report_fields`), validated."""
+        return {"report": np.asarray(self.check_reports(reports), dtype=np.int32)}
+
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> NDArray[Any]:
+        """Reports from binary columns, validated (inverse of :meth:`report_arrays`).
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column or a malformed report, naming the column.
+        """
+        return self.check_reports(integer_array(arrays, "report").astype(np.int64))
 
     @abstractmethod
     def check_reports(self, reports: Any) -> NDArray[Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 import string
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,8 +33,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
 from ..validation import check_integer
+from .columns import column, integer_array
 from .local_hashing import _OLH_RANDOM, LocalHashing
-from .protocol import check_epsilon, spec_string, warn_large_epsilon
+from .protocol import PrefixChannel, ReportField, check_epsilon, spec_string, warn_large_epsilon
 from .randomness import RandomSource, random_bytes
 
 __all__ = ["DEFAULT_ALPHABET", "PEM_DTYPE", "PrefixExtension"]
@@ -286,6 +288,78 @@ class PrefixExtension:
         if arr.size and int(arr["y"].max()) >= self.oracles[0].g:
             raise ReportValidationError(f"field 'y' must be a bucket 0..{self.oracles[0].g - 1}")
         return arr.astype(PEM_DTYPE, copy=False)
+
+    @property
+    def channel(self) -> PrefixChannel:
+        """Local hashing on each level's prefixes, with ``levels`` levels."""
+        first = self.oracles[0]
+        return PrefixChannel(first.p_star, first.q_star, self.levels)
+
+    def tally(self, reports: Any) -> NDArray[Any]:
+        """The validated reports: which candidates to count is decided level by level,
+        so PEM's reports are their own sufficient statistic."""
+        return self.check_reports(reports)
+
+    @property
+    def report_fields(self) -> tuple[ReportField, ...]:
+        """``level``, ``a``, ``b`` (the seed's bits as int64) and ``y``, integers."""
+        return tuple(ReportField(name, "int") for name in ("level", "a", "b", "y"))
+
+    def report_arrays(self, reports: Any) -> dict[str, NDArray[Any]]:
+        """The reports as integer columns (see :attr:`report_fields`), validated."""
+        arr = self.check_reports(reports)
+        return {
+            "level": arr["level"].astype(np.int32),
+            "a": np.ascontiguousarray(arr["a"]).view(np.int64),
+            "b": np.ascontiguousarray(arr["b"]).view(np.int64),
+            "y": arr["y"].astype(np.int32),
+        }
+
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> NDArray[Any]:
+        """Reports from binary columns, validated (inverse of :meth:`report_arrays`).
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column or a level or bucket out of range.
+        """
+        level, a, b, y = (integer_array(arrays, name) for name in ("level", "a", "b", "y"))
+        if not level.size == a.size == b.size == y.size:
+            raise ReportValidationError("columns level, a, b and y must have the same length")
+        if level.size and (level.min() < 0 or y.min() < 0):
+            raise ReportValidationError("columns 'level' and 'y' must not be negative")
+        out = np.empty(level.size, dtype=PEM_DTYPE)
+        out["level"] = np.minimum(level.astype(np.int64), 255)
+        out["a"] = a.view(np.uint64) if a.dtype == np.int64 else a
+        out["b"] = b.view(np.uint64) if b.dtype == np.int64 else b
+        out["y"] = np.minimum(y.astype(np.int64), 2**32 - 1)
+        return self.check_reports(out)
+
+    def report_columns(self, reports: Any) -> dict[str, Any]:
+        """``level``, ``y``; ``a`` and ``b``, the 64-bit seed, as decimal strings."""
+        arr = self.check_reports(reports)
+        return {
+            "level": arr["level"],
+            "a": arr["a"].astype(str),
+            "b": arr["b"].astype(str),
+            "y": arr["y"],
+        }
+
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> NDArray[Any]:
+        """Reports from ``level``, ``a``, ``b`` (decimal strings) and ``y``, validated."""
+        try:
+            arrays = {
+                name: np.array([int(x) for x in column(columns, name)], dtype=kind)
+                for name, kind in (
+                    ("level", np.int64),
+                    ("a", np.uint64),
+                    ("b", np.uint64),
+                    ("y", np.int64),
+                )
+            }
+        except (OverflowError, ValueError):
+            raise ReportValidationError("columns level, a, b and y must hold integers") from None
+        return self.reports_from_arrays(arrays)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"mechanism": "pem", "params": {...}, "epsilon": ...}``."""

@@ -9,16 +9,17 @@ seed and bucket), every mechanism here gives
 * a vectorised, secure-by-default randomizer ``randomize(truths, rng=None)``;
 * the tally its reports reduce to (:meth:`Mechanism.tally`), a mergeable sufficient
   statistic (:mod:`deniable.tallies`);
-* the channel the estimators invert (:attr:`Mechanism.channel`): a misclassification
-  matrix (:class:`MatrixChannel`) or a support channel (:class:`SupportChannel`, with
-  ``Pr(support | truth = v) = p*`` and ``Pr(support | truth != v) = q*``; Wang et al.
-  2017), or RAPPOR's Bloom-filter channel (:class:`BloomChannel`);
+* its channel (:attr:`Mechanism.channel`, :mod:`deniable.mechanisms.channels`), which
+  carries the arithmetic that turns reports into an estimate: a misclassification
+  matrix, a support channel (Wang et al. 2017), RAPPOR's Bloom filter, a numeric
+  mean's, dBitFlip's buckets or PEM's prefix levels;
+* its reports as columns, in text (:meth:`Mechanism.report_columns`) and in binary
+  form (:attr:`Mechanism.report_fields`, :meth:`Mechanism.report_arrays`);
 * a name and parameters (:attr:`Mechanism.params`, :meth:`Mechanism.to_dict`,
   :attr:`Mechanism.spec`) that :func:`deniable.mechanisms.registry.mechanism_from_spec`
   turns back into the same mechanism.
 
-The estimators (:func:`deniable.estimation`) dispatch on the channel, never on the
-concrete class.
+:func:`deniable.estimation.estimate` asks the channel to estimate, never the class.
 
 Privacy guard
 -------------
@@ -36,27 +37,41 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import PrivacyWarning
 from ..validation import check_real
+from .channels import (
+    BloomChannel,
+    BucketChannel,
+    Channel,
+    MatrixChannel,
+    MeanChannel,
+    PrefixChannel,
+    SupportChannel,
+)
 
 if TYPE_CHECKING:
-    from ..tallies import RapporTally, SupportTally, Tally
     from .randomness import RandomSource
-    from .rappor import RapporReports
 
 __all__ = [
     "LARGE_EPSILON",
     "MAX_EPSILON",
     "BloomChannel",
+    "BucketChannel",
+    "CategoricalMechanism",
     "Channel",
     "MatrixChannel",
+    "MeanChannel",
     "Mechanism",
+    "PrefixChannel",
+    "ReportField",
+    "ReportT",
     "SupportChannel",
+    "TallyT",
     "check_epsilon",
     "check_question_epsilon",
     "check_stated_epsilon",
@@ -152,64 +167,39 @@ def warn_large_epsilon(epsilon: float, what: str) -> None:
 
 
 @dataclass(frozen=True)
-class MatrixChannel:
-    """A finite channel: the misclassification matrix ``P[r, t] = Pr(report r | truth t)``.
+class ReportField:
+    """One column of a mechanism's reports in binary form (Arrow, Parquet, Spark).
 
     Attributes
     ----------
-    matrix : ndarray, shape (m, k), float64
-        Column-stochastic (Chaudhuri & Mukerjee 1988).
+    name : str
+        The column's name.
+    kind : {"int", "float", "bytes"}
+        1-D integers, 1-D float64, or rows of ``width`` bytes (uint8, shape (n, width)).
+    width : int
+        Bytes per report for ``bytes`` (0 otherwise).
     """
 
-    matrix: NDArray[np.float64]
+    name: str
+    kind: Literal["int", "float", "bytes"]
+    width: int = 0
 
 
-@dataclass(frozen=True)
-class SupportChannel:
-    """A frequency oracle's channel (Wang, Blocki, Li & Jha 2017).
-
-    Attributes
-    ----------
-    p_star : float in [0, 1]
-        ``Pr(a report supports v | truth = v)``.
-    q_star : float in [0, 1]
-        ``Pr(a report supports v | truth != v)``; ``p_star > q_star``.
-    scale : {1, 2}
-        2 when reports carry half supports (Hadamard response with several blocks).
-    """
-
-    p_star: float
-    q_star: float
-    scale: int = 1
-
-
-@dataclass(frozen=True)
-class BloomChannel:
-    """RAPPOR's channel on each Bloom-filter bit (Erlingsson, Pihur & Korolova 2014).
-
-    Attributes
-    ----------
-    p_star : float in [0, 1]
-        ``Pr(report bit = 1 | Bloom bit = 1)``.
-    q_star : float in [0, 1]
-        ``Pr(report bit = 1 | Bloom bit = 0)``.
-    """
-
-    p_star: float
-    q_star: float
-
-
-#: Every channel the estimators invert.
-Channel = MatrixChannel | SupportChannel | BloomChannel
+#: The reports a mechanism draws (``randomize``) and reads back (``reports_from_*``).
+ReportT = TypeVar("ReportT", covariant=True)
+#: The sufficient statistic its reports reduce to (``tally``).
+TallyT = TypeVar("TallyT", covariant=True)
 
 
 @runtime_checkable
-class Mechanism(Protocol):
-    """What every mechanism (design, frequency oracle, RAPPOR) provides.
+class Mechanism(Protocol[ReportT, TallyT]):
+    """What every mechanism provides, whatever its reports: designs, frequency oracles,
+    RAPPOR, numeric means, dBitFlip and the prefix extending method.
 
-    Implemented by :class:`~deniable.mechanisms.Design` and its subclasses,
-    :class:`~deniable.mechanisms.FrequencyOracle` (unary encoding, local hashing,
-    Hadamard response) and :class:`~deniable.mechanisms.Rappor`.
+    Generic in its reports and its tally: ``Mechanism[NDArray[np.int64], Tally]`` for a
+    design, ``Mechanism[RapporReports, RapporTally]`` for RAPPOR, ``Mechanism[
+    NDArray[np.float64], MeanTally]`` for a numeric mean. Its :attr:`channel` carries
+    the arithmetic of estimation (:mod:`deniable.mechanisms.channels`).
     """
 
     @property
@@ -223,23 +213,13 @@ class Mechanism(Protocol):
         ...
 
     @property
-    def n_truths(self) -> int:
-        """Number of truth categories (the length of the estimated distribution)."""
-        ...
-
-    @property
-    def truth_labels(self) -> tuple[str, ...]:
-        """One label per truth category."""
-        ...
-
-    @property
     def params(self) -> dict[str, Any]:
         """Constructor parameters (JSON-ready)."""
         ...
 
     @property
     def channel(self) -> Channel:
-        """The channel from truths to reports that the estimators invert."""
+        """The channel from truths to reports, which knows how to estimate from them."""
         ...
 
     @property
@@ -247,13 +227,18 @@ class Mechanism(Protocol):
         """``"name:param=value,..."``, accepted by ``mechanism_from_spec``."""
         ...
 
+    @property
+    def report_fields(self) -> tuple[ReportField, ...]:
+        """The binary columns of the reports (see :func:`deniable.arrow.report_table`)."""
+        ...
+
     def randomize(
         self, truths: Any, rng: RandomSource | np.random.Generator | None = None, /
-    ) -> NDArray[Any] | RapporReports:
+    ) -> ReportT:
         """Reports for ``truths`` (secure randomness unless a seeded ``rng`` is given)."""
         ...
 
-    def tally(self, reports: Any) -> Tally | SupportTally | RapporTally:
+    def tally(self, reports: Any, /) -> TallyT:
         """The sufficient statistic of ``reports`` (validated)."""
         ...
 
@@ -262,13 +247,35 @@ class Mechanism(Protocol):
         ...
 
     def report_columns(self, reports: Any, /) -> dict[str, Any]:
-        """The reports as named table columns (CSV, Parquet), validated."""
+        """The reports as named text-ready table columns (CSV), validated."""
         ...
 
-    def reports_from_columns(
-        self, columns: Mapping[str, Sequence[Any]], /
-    ) -> NDArray[Any] | RapporReports:
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]], /) -> ReportT:
         """Reports from named table columns, validated (inverse of ``report_columns``)."""
+        ...
+
+    def report_arrays(self, reports: Any, /) -> dict[str, NDArray[Any]]:
+        """The reports as the binary columns of :attr:`report_fields`, validated."""
+        ...
+
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]], /) -> ReportT:
+        """Reports from binary columns, validated (inverse of ``report_arrays``)."""
+        ...
+
+
+@runtime_checkable
+class CategoricalMechanism(Mechanism[ReportT, TallyT], Protocol[ReportT, TallyT]):
+    """A mechanism over a finite set of truths, whose estimate is a distribution over
+    them: designs, frequency oracles and RAPPOR."""
+
+    @property
+    def n_truths(self) -> int:
+        """Number of truth categories (the length of the estimated distribution)."""
+        ...
+
+    @property
+    def truth_labels(self) -> tuple[str, ...]:
+        """One label per truth category."""
         ...
 
 

@@ -52,9 +52,9 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ReportValidationError
 from ..tallies import RapporTally
 from ..validation import check_integer, check_probability
-from .columns import column, hex_rows, hex_strings
+from .columns import column, hex_rows, hex_strings, integer_array, packed_rows
 from .oracle import TWO32
-from .protocol import BloomChannel, spec_string, warn_large_epsilon
+from .protocol import BloomChannel, ReportField, spec_string, warn_large_epsilon
 from .randomness import RandomSource, random_bytes
 from .unary import packed_bit_counts
 
@@ -406,6 +406,30 @@ class Rappor:
         cohort = np.asarray(column(columns, "cohort"), dtype=np.int64)
         bits = hex_rows(column(columns, "report"), self.n_bytes)
         if cohort.size and (cohort.min() < 0 or cohort.max() >= TWO32):
+            raise ReportValidationError(f"column 'cohort' must hold cohorts 0..{self.m - 1}")
+        return self.check_reports(RapporReports(cohort.astype(np.uint32), bits))
+
+    @property
+    def report_fields(self) -> tuple[ReportField, ...]:
+        """``cohort``: int32; ``report``: ``ceil(k / 8)`` bytes of packed Bloom bits."""
+        return (ReportField("cohort", "int"), ReportField("report", "bytes", self.n_bytes))
+
+    def report_arrays(self, reports: RapporReports) -> dict[str, NDArray[Any]]:
+        """``{"cohort": int32, "report": packed bits (n, ceil(k / 8))}``, validated."""
+        checked = self.check_reports(reports)
+        return {"cohort": np.asarray(checked.cohort, dtype=np.int32), "report": checked.bits}
+
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> RapporReports:
+        """Reports from binary ``cohort`` and ``report`` columns, validated.
+
+        Raises
+        ------
+        ReportValidationError
+            For a missing column, a cohort outside ``0..m-1`` or malformed bits.
+        """
+        cohort = integer_array(arrays, "cohort")
+        bits = packed_rows(arrays, "report", self.n_bytes)
+        if cohort.size and (cohort.min() < 0 or cohort.max() >= self.m):
             raise ReportValidationError(f"column 'cohort' must hold cohorts 0..{self.m - 1}")
         return self.check_reports(RapporReports(cohort.astype(np.uint32), bits))
 

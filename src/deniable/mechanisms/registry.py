@@ -9,8 +9,11 @@ Finite designs: ``forced-response``, ``warner``, ``unrelated-question``, ``cross
 the control of validation studies, and covariates). Frequency oracles: ``oue`` and
 ``sue`` (k, epsilon), ``olh`` (k, epsilon, optional g), ``hadamard`` (k, epsilon,
 optional blocks), ``rappor`` (k, h, m, f, p, q). Numeric values (means and bucket
-histograms, :func:`numeric_from_spec`): ``duchi``, ``piecewise``, ``hybrid`` (epsilon,
-low, high), ``1bitmean`` (epsilon, low, high, grid), ``dbitflip`` (k, epsilon, d).
+histograms): ``duchi``, ``piecewise``, ``hybrid`` (epsilon, low, high), ``1bitmean``
+(epsilon, low, high, grid), ``dbitflip`` (k, epsilon, d). Heavy hitters over strings:
+``pem`` (epsilon, max_length). :func:`mechanism_from_spec` builds any of them;
+:func:`design_from_spec`, :func:`oracle_from_spec` and :func:`numeric_from_spec` accept
+only their kind.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .direct import Direct
 from .hadamard import HadamardResponse
 from .local_hashing import LocalHashing
 from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
+from .prefix import PrefixExtension
 from .protocol import Mechanism
 from .rappor import Rappor
 from .unary import UnaryEncoding
@@ -34,6 +38,7 @@ __all__ = [
     "MECHANISMS",
     "NUMERIC",
     "ORACLES",
+    "as_design",
     "check_parameters",
     "design_from_spec",
     "mechanism_from_dict",
@@ -83,8 +88,13 @@ NUMERIC: Mapping[str, Callable[..., Any]] = {
     cls.spec_name: cls for cls in (DuchiMean, Piecewise, HybridMean, OneBitMean, DBitFlip)
 }
 
-#: Every named mechanism.
-MECHANISMS: Mapping[str, Callable[..., Any]] = {**DESIGNS, **ORACLES}
+#: Every named mechanism: designs, oracles, numeric mechanisms and PEM (``pem``).
+MECHANISMS: Mapping[str, Callable[..., Any]] = {
+    **DESIGNS,
+    **ORACLES,
+    **NUMERIC,
+    PrefixExtension.spec_name: PrefixExtension,
+}
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, float | int]]:
@@ -160,8 +170,9 @@ def _build(kind: str, table: Mapping[str, Callable[..., Any]], name: str, kwargs
         raise ValueError(f"bad parameters for {kind} {name!r}: {exc}") from None
 
 
-def mechanism_from_spec(spec: str) -> Mechanism:
-    """Build any named mechanism from ``"name:param=value,..."``.
+def mechanism_from_spec(spec: str) -> Mechanism[Any, Any]:
+    """Build any named mechanism from ``"name:param=value,..."``: the one builder
+    (designs, oracles, RAPPOR, numeric means, dBitFlip, PEM); the others narrow it.
 
     Raises
     ------
@@ -176,6 +187,19 @@ def mechanism_from_spec(spec: str) -> Mechanism:
     """
     name, kwargs = parse_spec(spec)
     return _build("mechanism", MECHANISMS, name, kwargs)  # type: ignore[no-any-return]
+
+
+def as_design(mechanism: Mechanism[Any, Any]) -> Design:
+    """``mechanism`` as a finite design, for the analyses only designs have.
+
+    Raises
+    ------
+    ValueError
+        If it is not a finite design (an oracle, RAPPOR or a numeric mechanism).
+    """
+    if not isinstance(mechanism, Design):
+        raise ValueError(f"{mechanism.spec_name!r} is not a finite design")
+    return mechanism
 
 
 def design_from_spec(spec: str) -> Design:
@@ -195,7 +219,7 @@ def design_from_spec(spec: str) -> Design:
     return _build("design", DESIGNS, name, kwargs)  # type: ignore[no-any-return]
 
 
-def oracle_from_spec(spec: str) -> Mechanism:
+def oracle_from_spec(spec: str) -> Mechanism[Any, Any]:
     """Build a frequency oracle (``oue``, ``sue``, ``olh``, ``hadamard``, ``rappor``).
 
     Raises
@@ -212,7 +236,7 @@ def oracle_from_spec(spec: str) -> Mechanism:
     return _build("oracle", ORACLES, name, kwargs)  # type: ignore[no-any-return]
 
 
-def mechanism_from_dict(data: Mapping[str, Any]) -> Mechanism:
+def mechanism_from_dict(data: Mapping[str, Any]) -> Mechanism[Any, Any]:
     """Inverse of ``mechanism.to_dict()``: ``{"mechanism": name, "params": {...}}``.
 
     Raises
@@ -229,7 +253,7 @@ def mechanism_from_dict(data: Mapping[str, Any]) -> Mechanism:
     if name == "matrix":
         from .designs import MatrixDesign
 
-        design: Mechanism = MatrixDesign(**params)
+        design: Mechanism[Any, Any] = MatrixDesign(**params)
         return design
     return _build("mechanism", MECHANISMS, name, dict(params))  # type: ignore[no-any-return]
 

@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
-from .columns import column, hex_rows, hex_strings
+from .columns import column, hex_rows, hex_strings, packed_rows
 from .oracle import (
     TWO32,
     FrequencyOracle,
@@ -21,6 +21,7 @@ from .oracle import (
     largest_threshold,
     threshold_probability,
 )
+from .protocol import ReportField
 from .randomness import RandomSource, random_bytes
 
 if TYPE_CHECKING:
@@ -278,6 +279,19 @@ class UnaryEncoding(FrequencyOracle):
             For a missing column or a malformed report.
         """
         return self.check_reports(hex_rows(column(columns, "report"), self.n_bytes))
+
+    @property
+    def report_fields(self) -> tuple[ReportField, ...]:
+        """``report``: ``ceil(k / 8)`` bytes of packed bits per report."""
+        return (ReportField("report", "bytes", self.n_bytes),)
+
+    def report_arrays(self, reports: Any) -> dict[str, NDArray[Any]]:
+        """``{"report": packed bits}``, uint8 (n, ceil(k / 8)), validated."""
+        return {"report": self.check_reports(reports)}
+
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> NDArray[np.uint8]:
+        """Packed reports from a binary ``report`` column, validated."""
+        return self.check_reports(packed_rows(arrays, "report", self.n_bytes))
 
     def check_reports(self, reports: Any) -> NDArray[np.uint8]:
         arr = np.asarray(reports)

@@ -36,7 +36,7 @@ def mse_ratio(
     rng = np.random.default_rng(seed)
     ratios = np.array(
         [
-            np.mean((estimate(oracle, oracle.randomize(values, rng)).prevalence - truth) ** 2) / var
+            np.mean((estimate(oracle, oracle.randomize(values, rng)).estimate - truth) ** 2) / var
             for _ in range(surveys)
         ]
     )

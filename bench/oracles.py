@@ -124,7 +124,7 @@ def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float, surve
     var = oracle.variance(truth, n)
     ratios, mse = [], {"raw": [], "projection": [], "norm_sub": [], "eb": [], "em": []}
     start, eb_seconds = time.perf_counter(), 0.0
-    est = res.prevalence
+    est = res.estimate
     rep_reports = reports
     while True:
         err2 = (est - truth) ** 2
@@ -140,7 +140,7 @@ def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float, surve
         if len(ratios) >= 2 and (spent > budget or len(ratios) >= 400):
             break
         rep_reports = oracle.randomize(values, rng) if len(ratios) > 1 else seeded
-        est = estimate(oracle, rep_reports).prevalence
+        est = estimate(oracle, rep_reports).estimate
     # post-processed error / raw error on the same surveys (empirical Bayes ran on the
     # first of them)
     vs_raw = {m: float(np.mean(mse[m]) / np.mean(mse["raw"][: len(mse[m])])) for m in mse if mse[m]}
@@ -151,7 +151,7 @@ def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float, surve
     while not compared and n * k <= 10**7 and len(mse["em"]) < 200:
         em_reports = oracle.randomize(values, rng)
         mse["em"].append(np.sum((oracle_em(oracle, em_reports)[0] - truth) ** 2))
-        raw_em.append(np.sum((estimate(oracle, em_reports).prevalence - truth) ** 2))
+        raw_em.append(np.sum((estimate(oracle, em_reports).estimate - truth) ** 2))
         if len(mse["em"]) >= 2 and time.perf_counter() - start > 5 * budget:
             break
     if raw_em:
@@ -200,7 +200,7 @@ def paired_surveys(  # type: ignore[no-untyped-def]
         reports = oracle.randomize(values, rng)
         tally = oracle.tally(reports)
         counts.append(tally.counts)
-        est = estimate(oracle, tally).prevalence
+        est = estimate(oracle, tally).estimate
         fits = {
             "raw": est,
             "projection": project_simplex(est),

@@ -113,7 +113,7 @@ async def test_responses_results_and_estimates(client, rng):
     assert res["responses"] == 400
     drugs = res["questions"][0]
     expected = estimate(design, reports)
-    assert drugs["prevalence"] == pytest.approx(expected.prevalence.tolist(), abs=1e-12)
+    assert drugs["prevalence"] == pytest.approx(expected.estimate.tolist(), abs=1e-12)
     assert drugs["std_error"] == pytest.approx(expected.std_error.tolist(), abs=1e-12)
     assert drugs["low"][1] <= drugs["prevalence"][1] <= drugs["high"][1]
     # the true prevalence 0.3 within 4 standard errors

@@ -1268,7 +1268,7 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     for row in cheat["arms"]:
         mine = frame["arm"] == row["arm"]
         est = estimate(designs[row["arm"]], frame.loc[mine, "cheat"].to_numpy(np.int64))
-        assert abs(row["prevalence"] - est.prevalence[1]) < 1e-10
+        assert abs(row["prevalence"] - est.estimate[1]) < 1e-10
         assert abs(row["std_error"] - est.std_error[1]) < 1e-10
         rate = truths["cheat"][arms == row["arm"]].mean()
         assert abs(row["prevalence"] - rate) < 4 * row["std_error"] + 1e-9

@@ -171,3 +171,16 @@ def test_the_detector_finds_an_isinstance_of_a_mechanism_class() -> None:
     named = {n.id for n in ast.walk(call.args[1]) if isinstance(n, ast.Name)}
     assert named & _mechanism_classes() == {"Warner"}
     assert math.isfinite(mechanism_from_spec("warner:p=0.7").epsilon)
+
+
+def test_old_names_warn_for_one_release_and_still_work() -> None:
+    """``PrevalenceEstimate.prevalence`` and ``deniable.analysis.Channel`` (CHANGELOG)."""
+    result = estimate(mechanism_from_spec("warner:p=0.7"), np.array([0, 1, 1]))
+    with pytest.warns(DeprecationWarning, match=r"use \.estimate"):
+        old = result.prevalence
+    np.testing.assert_array_equal(old, result.estimate)
+    pytest.importorskip("pandas")
+    import deniable.analysis as analysis
+
+    with pytest.warns(DeprecationWarning, match="renamed GroupModel"):
+        assert analysis.Channel is analysis.GroupModel

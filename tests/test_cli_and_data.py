@@ -161,8 +161,8 @@ def test_nigeria_forced_response_matches_rr_and_rreg():
     lam = z.mean()
     result = estimate(ForcedResponse(p_yes=1 / 6, p_no=1 / 6), z.astype(int))
     assert result.n == 2435
-    assert result.prevalence[1] == pytest.approx((lam - 1 / 6) / (2 / 3), rel=1e-12)
-    assert result.prevalence[1] == pytest.approx(0.261910, abs=5e-7)
+    assert result.estimate[1] == pytest.approx((lam - 1 / 6) / (2 / 3), rel=1e-12)
+    assert result.estimate[1] == pytest.approx(0.261910, abs=5e-7)
     assert result.std_error[1] == pytest.approx(
         np.sqrt(lam * (1 - lam) / len(z)) / (2 / 3), rel=1e-12
     )
@@ -177,7 +177,7 @@ def test_horvitz_real_survey_matches_rrtcs_revised_values():
         design = item.design
         assert isinstance(design, UnrelatedQuestion)
         r = (data[column] - 0.5 * design.innocuous_prevalence) / 0.5
-        assert estimate(design, item.reports).prevalence[1] == pytest.approx(r.mean(), rel=1e-12)
+        assert estimate(design, item.reports).estimate[1] == pytest.approx(r.mean(), rel=1e-12)
 
 
 def test_plagiarism_crosswise_matches_the_crosswise_estimator():
@@ -186,7 +186,7 @@ def test_plagiarism_crosswise_matches_the_crosswise_estimator():
     rows = plag[(plag["question"] == 3) & (plag["RR"] == 1)]["response"]
     lam = rows.mean()
     result = estimate(Crosswise(p=0.25), rows.to_numpy().astype(int))
-    assert result.prevalence[1] == pytest.approx((lam + 0.25 - 1) / (2 * 0.25 - 1), rel=1e-12)
+    assert result.estimate[1] == pytest.approx((lam + 0.25 - 1) / (2 * 0.25 - 1), rel=1e-12)
 
 
 def test_mturk_items_have_known_truth():

@@ -174,7 +174,7 @@ def test_the_collapsed_interval_of_issue_17_now_reflects_the_standard_error():
     rest = n - y
     counts = np.array([y] + [rest // 6 + (i < rest % 6) for i in range(6)])
     est = estimate(design, Tally(counts))
-    assert est.prevalence[0] == pytest.approx(-0.0196, abs=5e-4)
+    assert est.estimate[0] == pytest.approx(-0.0196, abs=5e-4)
     se_at_zero = math.sqrt(q * (1 - q) / n) / (p - q)
     wilson = est.confidence_interval(0.95, "wilson")
     assert wilson.high[0] < 0.02 * se_at_zero  # the collapse the issue found (0.0001)

@@ -64,7 +64,7 @@ def test_the_direct_design_reports_the_truth_and_estimates_proportions(rng):
     assert np.array_equal(reports, truths)
     est = estimate(d, reports)
     share = np.bincount(truths, minlength=4) / truths.size
-    assert est.prevalence == pytest.approx(share, abs=1e-12)
+    assert est.estimate == pytest.approx(share, abs=1e-12)
     # the binomial standard error of a sample proportion
     assert est.std_error == pytest.approx(np.sqrt(share * (1 - share) / truths.size), rel=1e-9)
 

@@ -88,7 +88,7 @@ def test_lower_error_than_the_projection_where_many_values_are_in_the_noise(orac
     truth = np.bincount(values, minlength=100) / n
     gain = []
     for _ in range(surveys):
-        x = estimate(oracle, oracle.randomize(values, rng)).prevalence
+        x = estimate(oracle, oracle.randomize(values, rng)).estimate
         eb = empirical_bayes(oracle, x, n)
         assert eb.min() >= 0 and eb.sum() == pytest.approx(1.0)
         gain.append(np.sum((eb - truth) ** 2) - np.sum((project_simplex(x) - truth) ** 2))

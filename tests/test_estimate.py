@@ -29,13 +29,13 @@ COINS = ForcedResponse(p_yes=0.25, p_no=0.25)
 def test_seed_debiasing_example_kary_rr():
     result = estimate(KaryRR(k=10, epsilon=math.log(3)), np.array([1]))
     expected = [-0.5, 5.5] + [-0.5] * 8
-    np.testing.assert_allclose(result.prevalence, expected, atol=1e-12)
+    np.testing.assert_allclose(result.estimate, expected, atol=1e-12)
 
 
 def test_two_coin_estimator_and_variance_formula():
     # 400 yes reports of 1000: pi_hat = 2 * 0.4 - 1/2, Var = 4 lam (1 - lam) / n
     result = estimate(COINS, Tally([600, 400]))
-    assert result.prevalence[1] == pytest.approx(0.3)
+    assert result.estimate[1] == pytest.approx(0.3)
     assert result.std_error[1] == pytest.approx(math.sqrt(4 * 0.4 * 0.6 / 1000))
     assert result.covariance.shape == (2, 2)
     assert result.n == 1000
@@ -90,10 +90,10 @@ def test_moment_estimate_is_never_clipped_but_mle_is_on_the_simplex():
     reports = Tally([90, 10])  # 10% yes reports: moment estimate 2 * 0.1 - 0.5 = -0.3
     moment = estimate(COINS, reports)
     mle = estimate(COINS, reports, method="mle")
-    assert moment.prevalence[1] == pytest.approx(-0.3)
-    assert mle.prevalence[1] == pytest.approx(0.0, abs=1e-9)
-    assert np.all(mle.prevalence >= 0)
-    assert mle.prevalence.sum() == pytest.approx(1.0)
+    assert moment.estimate[1] == pytest.approx(-0.3)
+    assert mle.estimate[1] == pytest.approx(0.0, abs=1e-9)
+    assert np.all(mle.estimate >= 0)
+    assert mle.estimate.sum() == pytest.approx(1.0)
 
 
 def test_mle_equals_moment_inside_the_simplex_and_maximises_likelihood():
@@ -101,7 +101,7 @@ def test_mle_equals_moment_inside_the_simplex_and_maximises_likelihood():
     tally = Tally([300, 350, 350])
     moment = estimate(design, tally)
     mle = estimate(design, tally, method="mle")
-    np.testing.assert_allclose(mle.prevalence, moment.prevalence, atol=1e-10)
+    np.testing.assert_allclose(mle.estimate, moment.estimate, atol=1e-10)
     # outside the simplex: compare log-likelihood with a fine grid over the simplex
     tally = Tally([500, 60, 440])
     mle = estimate(design, tally, method="mle")
@@ -114,7 +114,7 @@ def test_mle_equals_moment_inside_the_simplex_and_maximises_likelihood():
         for a in np.linspace(0, 1, 201)
         for b in np.linspace(0, 1 - a, max(2, int((1 - a) * 200) + 1))
     )
-    assert loglik(mle.prevalence) >= best - 1e-9
+    assert loglik(mle.estimate) >= best - 1e-9
 
 
 def test_mle_covariance_matches_moment_covariance_in_the_interior():
@@ -131,7 +131,7 @@ def test_em_for_rectangular_design_converges_to_likelihood_maximum(rng):
     grid = np.linspace(0, 1, 100_001)
     counts = np.bincount(reports, minlength=26)
     ll = counts @ np.log(kuk.matrix[:, [0]] * (1 - grid) + kuk.matrix[:, [1]] * grid)
-    assert mle.prevalence[1] == pytest.approx(grid[np.argmax(ll)], abs=2e-5)
+    assert mle.estimate[1] == pytest.approx(grid[np.argmax(ll)], abs=2e-5)
 
 
 def test_bayes_posterior_matches_exact_beta_posterior_without_randomization():
@@ -139,7 +139,7 @@ def test_bayes_posterior_matches_exact_beta_posterior_without_randomization():
     design = MatrixDesign(np.eye(2))
     result = estimate(design, Tally([70, 30]), method="bayes", prior=(2, 3))
     a, b = 2 + 30, 3 + 70
-    assert result.prevalence[1] == pytest.approx(a / (a + b), abs=4 * 0.045 / math.sqrt(4000))
+    assert result.estimate[1] == pytest.approx(a / (a + b), abs=4 * 0.045 / math.sqrt(4000))
     ci = result.confidence_interval(0.95, "bayes")
     assert ci.low[1] < a / (a + b) < ci.high[1]
 
@@ -156,7 +156,7 @@ def test_bayes_posterior_mean_is_close_to_grid_posterior(rng):
     result = estimate(COINS, tally, method="bayes", rng=rng)
     # Monte-Carlo SE of a Gibbs mean: sd * sqrt(autocorrelation time / draws); the
     # augmentation keeps ~1/2 of the information here, so use a time of 20 (generous).
-    assert abs(result.prevalence[1] - mean) <= Z4 * sd * math.sqrt(20 / 4000)
+    assert abs(result.estimate[1] - mean) <= Z4 * sd * math.sqrt(20 / 4000)
     assert result.std_error[1] == pytest.approx(sd, rel=0.1)
 
 
@@ -196,9 +196,9 @@ def test_implausible_estimates_are_judged_at_the_nearest_possible_prevalence():
     design = Warner(p=0.7)
     far = estimate(design, np.ones(200, dtype=np.int64))
     se_at_one = math.sqrt(0.7 * 0.3 / 200) / 0.4
-    assert far.prevalence[1] == pytest.approx(1.75) and far.std_error[1] == 0.0
-    assert (far.prevalence[1] - 1) / se_at_one > FLAG_Z
+    assert far.estimate[1] == pytest.approx(1.75) and far.std_error[1] == 0.0
+    assert (far.estimate[1] - 1) / se_at_one > FLAG_Z
     assert far.implausible().tolist() == [True, True]
     near = estimate(design, np.r_[np.ones(150), np.zeros(50)].astype(np.int64))
-    assert near.prevalence[1] == pytest.approx(1.125) and not near.implausible().any()
+    assert near.estimate[1] == pytest.approx(1.125) and not near.implausible().any()
     assert not estimate(design, np.ones(200, dtype=np.int64), method="mle").implausible().any()

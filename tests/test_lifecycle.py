@@ -185,7 +185,7 @@ async def test_every_export_reads_back_with_the_servers_estimates(client, tmp_pa
     for q, served in zip(versions[0].questions, res["questions"], strict=True):
         codes = frame[q.id].to_numpy(dtype=np.int64)
         again = estimate(q.mechanism, codes)
-        assert again.prevalence.tolist() == pytest.approx(served["prevalence"], abs=1e-12)
+        assert again.estimate.tolist() == pytest.approx(served["prevalence"], abs=1e-12)
         assert again.std_error.tolist() == pytest.approx(served["std_error"], abs=1e-12)
     log = (await client.get("/api/surveys/health/audit", headers=AUTH)).json()
     assert {"format": fmt} in [e["detail"] for e in log if e["action"] == "export"]

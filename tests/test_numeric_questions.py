@@ -120,7 +120,7 @@ def _interval_table(q, n):
     for k in range(n + 1):
         est = estimate(q.mechanism, Tally(np.array([n - k, k])))
         ci = est.confidence_interval(0.95)
-        lows[k], highs[k], means[k] = ci.low[1], ci.high[1], est.prevalence[1]
+        lows[k], highs[k], means[k] = ci.low[1], ci.high[1], est.estimate[1]
     return lows, highs, means
 
 

@@ -69,7 +69,7 @@ def test_unbiased_with_exact_variance(oracle):
     truth = np.bincount(values, minlength=oracle.k) / N
     est = np.empty((R, oracle.k))
     for r in range(R):
-        est[r] = estimate(oracle, oracle.randomize(values, rng)).prevalence
+        est[r] = estimate(oracle, oracle.randomize(values, rng)).estimate
     sigma2 = oracle.variance(truth, N)
     z = (est.mean(axis=0) - truth) / np.sqrt(sigma2 / R)
     assert np.all(np.abs(z) < 4.5), z
@@ -267,7 +267,7 @@ def test_estimate_result_object_and_tally_merging():
     np.testing.assert_array_equal(whole.counts, merged.counts)
     res = estimate(oracle, merged)
     assert isinstance(res, deniable.PrevalenceEstimate)
-    assert res.prevalence.shape == (1000,) and res.std_error.shape == (1000,)
+    assert res.estimate.shape == (1000,) and res.std_error.shape == (1000,)
     assert res.covariance is None and res.n == 20_000
     for method in ("normal", "wilson", "beta", "chebyshev"):
         ci = res.confidence_interval(0.9, method)
@@ -372,19 +372,19 @@ def test_em_is_a_distribution_with_higher_likelihood(oracle):
     values = rng.choice(8, 3000, p=[0.5, 0.3, 0.1, 0.1, 0, 0, 0, 0])
     reports = oracle.randomize(values, rng)
     em = estimate(oracle, reports, method="mle")
-    assert em.prevalence.min() >= 0 and em.prevalence.sum() == pytest.approx(1.0)
+    assert em.estimate.min() >= 0 and em.estimate.sum() == pytest.approx(1.0)
     support = oracle.support_matrix(reports).toarray()
     rho = oracle.likelihood_ratio()
 
     def loglik(f):
         return np.sum(np.log1p((rho - 1) * (support @ f)))
 
-    moment = estimate(oracle, reports).prevalence
-    assert loglik(em.prevalence) >= loglik(project_simplex(moment)) - 1e-9
-    assert np.abs(em.prevalence - np.bincount(values, minlength=8) / 3000).max() < 0.1
+    moment = estimate(oracle, reports).estimate
+    assert loglik(em.estimate) >= loglik(project_simplex(moment)) - 1e-9
+    assert np.abs(em.estimate - np.bincount(values, minlength=8) / 3000).max() < 0.1
     # a maximum on the simplex (KKT): the log-likelihood's gradient g satisfies
     # g_v = n where f_v > 0 and g_v <= n where f_v = 0; SQUAREM reaches it
-    f = em.prevalence
+    f = em.estimate
     grad = (rho - 1) * support.T @ (1 / (1 + (rho - 1) * (support @ f))) + np.sum(
         1 / (1 + (rho - 1) * (support @ f))
     )

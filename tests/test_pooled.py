@@ -41,10 +41,10 @@ def test_pooled_mle_is_the_pooled_likelihood_maximum_on_ethbe() -> None:
     y = rows["RR_response"].astype(int).to_numpy()
     fit = rr_logit("y ~ 1", rows.assign(design=keys, y=y), designs, group="design")
     mle = estimate(designs, y, "mle", groups=keys)
-    assert mle.prevalence[1] == pytest.approx(float(expit(fit.params["Intercept"])), abs=1e-6)
+    assert mle.estimate[1] == pytest.approx(float(expit(fit.params["Intercept"])), abs=1e-6)
     assert mle.n == len(rows) == 4281
     moment = estimate(designs, y, groups=keys)
-    assert moment.prevalence.sum() == pytest.approx(1.0, abs=1e-12)
+    assert moment.estimate.sum() == pytest.approx(1.0, abs=1e-12)
     assert any(label.startswith("DQ(1,0):") for label in moment.mechanism.report_labels)
 
 
@@ -74,7 +74,7 @@ def test_unbiased_calibrated_and_covering(pi: float) -> None:
             reach = 1.959963984540054 * res.boundary_std_error[1]
             assert ci.high[1] >= reach - 1e-12 and ci.low[1] <= 1 - reach + 1e-12
             if method == "moment":
-                est.append(res.prevalence[1])
+                est.append(res.estimate[1])
                 var.append(res.std_error[1] ** 2)
     sd = float(np.std(est, ddof=1))
     assert abs(np.mean(est) - pi) < 4 * sd / math.sqrt(reps)

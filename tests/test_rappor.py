@@ -92,7 +92,7 @@ def test_decoding_finds_the_heavy_hitters_with_honest_errors():
     res = estimate(r, reports)
     decoded = decode_rappor(r, reports)
     est, se, detected = decoded.estimate, decoded.std_error, decoded.detected
-    np.testing.assert_array_equal(est, res.prevalence)
+    np.testing.assert_array_equal(est, res.estimate)
     truth = np.bincount([int(v[4:]) for v in values], minlength=100) / n
     big = truth > 0.05
     # the large ones are detected and within 4.5 standard errors of the truth

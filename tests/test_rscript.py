@@ -143,7 +143,7 @@ def test_r_runs_the_script_and_agrees_with_the_library(tmp_path):
     arms = frame.groupby("response_id")["arm"].first()
     designs = {"dq": Direct(k=2), "rr": ForcedResponse(p_yes=0.25, p_no=0.25)}
     ours = estimate(designs, wide["cheat"].to_numpy(np.int64), method="mle", groups=arms.to_numpy())
-    assert float(pooled["cheat"]) == pytest.approx(ours.prevalence[1], abs=1e-5)
+    assert float(pooled["cheat"]) == pytest.approx(ours.estimate[1], abs=1e-5)
     # GLMMRR's regression of cheat on faculty, printed to 4 decimals, against ours (with
     # GLMMRR's standard errors: the expected information)
     from deniable.collection.export import read_export

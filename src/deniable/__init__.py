@@ -55,7 +55,7 @@ from .mechanisms import (
 from .planning import disclosure_risk, prevalence_test, prevalence_test_error_rates, sample_size
 from .tallies import RapporTally, SupportTally, Tally
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BlumBlumShub",

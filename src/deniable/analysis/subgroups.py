@@ -86,7 +86,7 @@ class SubgroupResult:
                 {
                     "group": label,
                     "n": est.n,
-                    "prevalence": float(est.prevalence[self.category]),
+                    "prevalence": float(est.estimate[self.category]),
                     "std_error": float(est.std_error[self.category]),
                     "low": float(ci.low[self.category]),
                     "high": float(ci.high[self.category]),
@@ -105,7 +105,7 @@ class SubgroupResult:
         ea, eb = self._pair(a, b)
         c = self.category
         var = float(ea.std_error[c] ** 2 + eb.std_error[c] ** 2)
-        return Contrast(float(ea.prevalence[c] - eb.prevalence[c]), math.sqrt(var), "difference")
+        return Contrast(float(ea.estimate[c] - eb.estimate[c]), math.sqrt(var), "difference")
 
     def ratio(self, a: Hashable, b: Hashable) -> Contrast:
         """``prevalence[a] / prevalence[b]``; delta method, on the log scale if both > 0.
@@ -117,7 +117,7 @@ class SubgroupResult:
         """
         ea, eb = self._pair(a, b)
         c = self.category
-        pa, pb = float(ea.prevalence[c]), float(eb.prevalence[c])
+        pa, pb = float(ea.estimate[c]), float(eb.estimate[c])
         if pb == 0:
             raise ValueError(f"the prevalence of group {b!r} is estimated at 0: no ratio")
         va, vb = float(ea.std_error[c] ** 2), float(eb.std_error[c] ** 2)
@@ -132,9 +132,9 @@ class SubgroupResult:
         G = len(ests)
         if G < 2:
             raise ValueError("test_equal needs at least two groups")
-        k = ests[0].prevalence.size
+        k = ests[0].estimate.size
         keep = list(range(1, k))  # the first category is determined by the others
-        theta = np.concatenate([e.prevalence[keep] for e in ests])
+        theta = np.concatenate([e.estimate[keep] for e in ests])
         blocks = [np.asarray(e.covariance)[np.ix_(keep, keep)] for e in ests]
         V = np.zeros((theta.size, theta.size))
         for i, blk in enumerate(blocks):

@@ -50,11 +50,11 @@ def _post_processed(oracle: Any, reports: Any, result: Any, method: str) -> Any:
     from ..estimation.postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
 
     if method == "projection":
-        return project_simplex(result.prevalence)
+        return project_simplex(result.estimate)
     if method == "norm-sub":
-        return norm_sub(result.prevalence)
+        return norm_sub(result.estimate)
     if method == "empirical-bayes":
-        return empirical_bayes(oracle, result.prevalence, result.n)
+        return empirical_bayes(oracle, result.estimate, result.n)
     return oracle_em(oracle, reports)[0]
 
 
@@ -119,7 +119,7 @@ def _analyze_oracle(
     table = Table(
         title=f"{oracle!r}: n = {result.n:,} reports, epsilon {oracle.epsilon:.4g} nats; "
         f"{len(hitters)} values detected (estimate/SE > {hitters.threshold_z:.2f}, "
-        f"alpha {alpha} over {result.prevalence.size:,} values)"
+        f"alpha {alpha} over {result.estimate.size:,} values)"
     )
     columns = ["value", "estimate", "SE", f"{1 - alpha:.0%} CI"]
     for name in columns + ([postprocess] if postprocess else []):
@@ -472,7 +472,7 @@ def _analyze_codes(
             f"{payload['intervals'][m]['low'][j]:.4f} - {payload['intervals'][m]['high'][j]:.4f}"
             for m in intervals
         ]
-        table.add_row(label, f"{est.prevalence[j]:.4f}", f"{est.std_error[j]:.4f}", *cells)
+        table.add_row(label, f"{est.estimate[j]:.4f}", f"{est.std_error[j]:.4f}", *cells)
     console.print(table)
     for warning in est.warnings:
         console.print(f"[yellow]warning:[/] {warning}")

@@ -447,7 +447,7 @@ class Question(BaseModel):
         """
         assert self.range is not None
         return {
-            "estimate": self.to_units(est.prevalence[1]),
+            "estimate": self.to_units(est.estimate[1]),
             "std_error": (self.range.high - self.range.low) * float(est.std_error[1]),
             "low": self.to_units(ci.low[1]),
             "high": self.to_units(ci.high[1]),

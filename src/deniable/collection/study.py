@@ -124,7 +124,7 @@ def _summary(est: Any, level: float) -> dict[str, Any]:
     ci = est.confidence_interval(level)
     return {
         "n": int(est.n),
-        "prevalence": float(est.prevalence[1]),
+        "prevalence": float(est.estimate[1]),
         "std_error": float(est.std_error[1]),
         "low": float(ci.low[1]),
         "high": float(ci.high[1]),

@@ -202,7 +202,7 @@ def estimate(
 
     >>> import math
     >>> from deniable.mechanisms import KaryRR
-    >>> estimate(KaryRR(k=10, epsilon=math.log(3)), np.array([1])).prevalence.round(2).tolist()
+    >>> estimate(KaryRR(k=10, epsilon=math.log(3)), np.array([1])).estimate.round(2).tolist()
     [-0.5, 5.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5]
     """
     if isinstance(mechanism, Mapping):

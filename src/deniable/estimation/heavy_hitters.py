@@ -138,7 +138,7 @@ def heavy_hitters(
     ValueError
         For ``alpha`` outside (0, 1) or ``labels`` of the wrong length.
     """
-    est = result.prevalence
+    est = result.estimate
     se = result.std_error
     k = est.size
     threshold = bonferroni_z(alpha, k)

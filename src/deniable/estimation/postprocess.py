@@ -260,7 +260,7 @@ def empirical_bayes(
     oracle : FrequencyOracle
         The oracle that produced the reports.
     estimates : array_like of float, shape (k,)
-        Its unbiased (moment) estimates, e.g. ``deniable.estimate(oracle, reports).prevalence``.
+        Its unbiased (moment) estimates, e.g. ``deniable.estimate(oracle, reports).estimate``.
     n : int
         Number of reports behind them, ``>= 1``.
     grid_size : int, default 400

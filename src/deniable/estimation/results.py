@@ -172,12 +172,13 @@ class PrevalenceEstimate(EstimateResult):
         Report counts, shape (m,); an oracle's support counts, shape (k,); or RAPPOR's
         bit counts per cohort.
     method : {"moment", "mle", "bayes", "lasso+nnls"}
-    prevalence : ndarray, shape (k,), float64
+    estimate : ndarray, shape (k,), float64
         Estimated share of each truth category (index 1 = "yes" for binary designs;
         the frequency of each value for an oracle). The moment estimate is unbiased
-        and is never clipped, so it can leave [0, 1]. Also :attr:`estimate`.
+        and is never clipped, so it can leave [0, 1]. (``prevalence``, its old name,
+        is deprecated.)
     covariance : ndarray, shape (k, k), float64, or None
-        Estimated covariance of ``prevalence`` (None for frequency oracles, whose
+        Estimated covariance of ``estimate`` (None for frequency oracles, whose
         domains can have millions of values; see ``variance``).
     variance : ndarray, shape (k,), float64, or None
         Estimated variance of each entry when no covariance is kept.
@@ -197,7 +198,7 @@ class PrevalenceEstimate(EstimateResult):
     mechanism: CategoricalMechanism[Any, Any]
     tally: Tally | SupportTally | RapporTally
     method: str
-    prevalence: NDArray[np.float64]
+    estimate: NDArray[np.float64]
     covariance: NDArray[np.float64] | None
     prior: NDArray[np.float64] | None = None
     posterior: NDArray[np.float64] | None = field(default=None, repr=False)
@@ -206,9 +207,14 @@ class PrevalenceEstimate(EstimateResult):
     boundary_std_error: NDArray[np.float64] | None = field(default=None, repr=False)
 
     @property
-    def estimate(self) -> NDArray[np.float64]:
-        """The estimated prevalences, shape (k,) (the same array as :attr:`prevalence`)."""
-        return self.prevalence
+    def prevalence(self) -> NDArray[np.float64]:
+        """Deprecated name of :attr:`estimate` (removed in 0.3)."""
+        warnings.warn(
+            "PrevalenceEstimate.prevalence is deprecated; use .estimate (removed in 0.3)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.estimate
 
     @property
     def labels(self) -> list[str]:
@@ -250,7 +256,7 @@ class PrevalenceEstimate(EstimateResult):
             return []
         out = []
         se = self.std_error
-        for label, value, s in zip(self.labels, self.prevalence, se, strict=True):
+        for label, value, s in zip(self.labels, self.estimate, se, strict=True):
             if 0.0 <= value <= 1.0:
                 continue
             edge = 0.0 if value < 0 else 1.0
@@ -280,7 +286,7 @@ class PrevalenceEstimate(EstimateResult):
         """
         from .common import moment_covariance
 
-        estimate = np.asarray(self.prevalence, dtype=np.float64)
+        estimate = np.asarray(self.estimate, dtype=np.float64)
         channel = self.mechanism.channel
         if self.method != "moment" or not isinstance(channel, MatrixChannel):
             return np.zeros(estimate.shape, dtype=bool)
@@ -343,7 +349,7 @@ class PrevalenceEstimate(EstimateResult):
         if isinstance(channel, BloomChannel):
             if method != "normal":
                 raise ValueError("RAPPOR estimates have only 'normal' (Wald) intervals")
-            low, high = wald_interval(self.prevalence, self.std_error, level)
+            low, high = wald_interval(self.estimate, self.std_error, level)
         elif isinstance(channel, SupportChannel):
             assert isinstance(self.tally, SupportTally)
             low, high = _support_interval(self, channel, self.tally, method, level)
@@ -354,7 +360,7 @@ class PrevalenceEstimate(EstimateResult):
                 self.tally.counts[None, :],
                 method,
                 level,
-                estimate=self.prevalence[None, :],
+                estimate=self.estimate[None, :],
                 variance=self._variance[None, :],
                 prior=self.prior,
                 posterior=None if self.posterior is None else self.posterior[None],
@@ -430,7 +436,7 @@ class PrevalenceEstimate(EstimateResult):
             "n": self.n,
             "counts": self.tally.counts.tolist(),
             "categories": self.labels,
-            "prevalence": self.prevalence.tolist(),
+            "prevalence": self.estimate.tolist(),
             "std_error": self.std_error.tolist(),
             "confidence_level": confidence_level,
             "intervals": {},
@@ -484,7 +490,7 @@ def _support_interval(
     """
     p, q = channel.p_star, channel.q_star
     if method == "normal":
-        return wald_interval(result.prevalence, result.std_error, level)
+        return wald_interval(result.estimate, result.std_error, level)
     if method == "chebyshev":
         center = (tally.shares - q) / (p - q)
         worst = result.mechanism.worst_case_variance  # type: ignore[attr-defined]

@@ -229,16 +229,16 @@ def survey_results(
         mle = estimate(q.mechanism, tally, method="mle")
         item |= {
             "counts": tally.counts.tolist(),
-            "prevalence": est.prevalence.tolist(),
+            "prevalence": est.estimate.tolist(),
             "std_error": est.std_error.tolist(),
             "interval_method": est.default_interval_method,
             "interval_name": INTERVAL_NAMES.get(est.default_interval_method, ""),
             "low": ci.low.tolist(),
             "high": ci.high.tolist(),
-            "mle": mle.prevalence.tolist(),
+            "mle": mle.estimate.tolist(),
         }
         if q.numeric is not None:
-            item["mean"] = q.mean_from(est, ci) | {"mle": q.to_units(mle.prevalence[1])}
+            item["mean"] = q.mean_from(est, ci) | {"mle": q.to_units(mle.estimate[1])}
         notes = []
         outside = est.implausible()
         if outside.any():
@@ -252,7 +252,7 @@ def survey_results(
                 f"{what} by more than {FLAG_Z} standard errors: check for flooding or "
                 "respondents not following the design"
             )
-        elif ((est.prevalence < 0) | (est.prevalence > 1)).any():
+        elif ((est.estimate < 0) | (est.estimate > 1)).any():
             notes.append(
                 "the unbiased estimate lies outside [0, 1] within sampling error: the true "
                 "share is near the boundary; the constrained estimate (MLE) is inside"
@@ -260,7 +260,7 @@ def survey_results(
         if q.control == "zero" and est.std_error[1] > 0:  # nobody carries it
             from scipy import stats
 
-            share = float(est.prevalence[1])
+            share = float(est.estimate[1])
             p_zero = float(stats.norm.sf(share / float(est.std_error[1])))
             item["control"] = {"estimate": share, "pvalue": p_zero}
             notes.append(

@@ -24,7 +24,7 @@ exactly the tally of all the reports at once (counts are integers).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
@@ -205,7 +205,7 @@ def _group_keys(col: Any) -> tuple[list[Any], NDArray[np.int64]]:
 
 def tally_by_group(
     mechanism: Mechanism[Any, Any], batch: Any, group_by: str
-) -> dict[Any, AnyTally]:
+) -> dict[Hashable, AnyTally]:
     """One tally per value of column ``group_by`` in one record batch (missing: ``None``)."""
     pa = require("pyarrow", "analysis")
     if group_by not in batch.schema.names:
@@ -219,7 +219,7 @@ def tally_by_group(
     keys = [*keys, None]
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
-    out: dict[Any, AnyTally] = {}
+    out: dict[Hashable, AnyTally] = {}
     for g, key in enumerate(keys):
         rows = order[bounds[g] : bounds[g + 1]]
         if rows.size:
@@ -272,7 +272,7 @@ def tally_parquet(
     group_by: str,
     batch_size: int = ...,
     progress: Callable[[int], None] | None = ...,
-) -> dict[Any, AnyTally]: ...
+) -> dict[Hashable, AnyTally]: ...
 
 
 def tally_parquet(
@@ -282,7 +282,7 @@ def tally_parquet(
     group_by: str | None = None,
     batch_size: int = 1 << 20,
     progress: Callable[[int], None] | None = None,
-) -> AnyTally | dict[Any, AnyTally]:
+) -> AnyTally | dict[Hashable, AnyTally]:
     """Tally a Parquet file, directory or ``pyarrow.dataset.Dataset`` out of core.
 
     Parameters
@@ -312,7 +312,7 @@ def tally_parquet(
     batches = scan_parquet(source, columns, batch_size)
     if group_by is None:
         return tally_batches(mechanism, batches, progress)
-    groups: dict[Any, AnyTally] = {}
+    groups: dict[Hashable, AnyTally] = {}
     for batch in batches:
         for key, part in tally_by_group(mechanism, batch, group_by).items():
             groups[key] = _merge(groups.get(key), part)

@@ -219,7 +219,7 @@ class PrefixExtension:
         """Prefix codes of level ``level`` (its length's leading symbols), shape (n,)."""
         return codes // np.uint64(self.base ** (self.max_length - self.lengths[level]))
 
-    def encode(self, values: ArrayLike, randomness: bytes | bytearray) -> NDArray[Any]:
+    def encode(self, values: ArrayLike, randomness: bytes | bytearray) -> NDArray[np.void]:
         """Reports from values and 28 random bytes each (deterministic), shape (n,).
 
         Raises
@@ -255,7 +255,7 @@ class PrefixExtension:
 
     def randomize(
         self, values: ArrayLike, rng: RandomSource | np.random.Generator | None = None
-    ) -> NDArray[Any]:
+    ) -> NDArray[np.void]:
         """Reports for ``values`` (strings, shape (n,)); secure randomness by default."""
         arr = np.asarray(values, dtype=str)
         if arr.ndim != 1:
@@ -268,7 +268,7 @@ class PrefixExtension:
             parts.append(self.encode(part, random_bytes(rng, 28 * part.size)))
         return np.concatenate(parts) if parts else out
 
-    def check_reports(self, reports: Any) -> NDArray[Any]:
+    def check_reports(self, reports: Any) -> NDArray[np.void]:
         """Validate reports (dtype, level and bucket ranges); return them.
 
         Raises
@@ -295,7 +295,7 @@ class PrefixExtension:
         first = self.oracles[0]
         return PrefixChannel(first.p_star, first.q_star, self.levels)
 
-    def tally(self, reports: Any) -> NDArray[Any]:
+    def tally(self, reports: Any) -> NDArray[np.void]:
         """The validated reports: which candidates to count is decided level by level,
         so PEM's reports are their own sufficient statistic."""
         return self.check_reports(reports)
@@ -315,7 +315,7 @@ class PrefixExtension:
             "y": arr["y"].astype(np.int32),
         }
 
-    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> NDArray[Any]:
+    def reports_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> NDArray[np.void]:
         """Reports from binary columns, validated (inverse of :meth:`report_arrays`).
 
         Raises
@@ -345,7 +345,7 @@ class PrefixExtension:
             "y": arr["y"],
         }
 
-    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> NDArray[Any]:
+    def reports_from_columns(self, columns: Mapping[str, Sequence[Any]]) -> NDArray[np.void]:
         """Reports from ``level``, ``a``, ``b`` (decimal strings) and ``y``, validated."""
         try:
             arrays = {

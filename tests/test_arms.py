@@ -403,7 +403,8 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
             ["analyze", str(path), "--question", "cheat", "--formula", "cheat ~ faculty", "--json"],
         )
         assert out.exit_code == 0, out.output
-        params = json.loads(out.stdout)["params"]
+        fitted = json.loads(out.stdout)
+        params = dict(zip(fitted["labels"], fitted["estimate"], strict=True))
         assert set(params) == set(coefficients)
         for term, c in coefficients.items():
             assert abs(params[term] - c["coef"]) < 1e-10, (fmt, term)

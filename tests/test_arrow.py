@@ -143,7 +143,7 @@ def test_deniable_analyze_streams_a_parquet_directory(tmp_path):
     assert out.exit_code == 0, out.output
     payload = json.loads(out.stdout)
     local = estimate(design, kept)
-    np.testing.assert_allclose(payload["prevalence"], local.estimate, rtol=1e-12)
+    np.testing.assert_allclose(payload["estimate"], local.estimate, rtol=1e-12)
     assert payload["missing"] == column.null_count > 0
     oracle = LocalHashing(200, 1.0)
     olh = oracle.randomize(rng.integers(0, 200, 20_000), rng)

@@ -63,9 +63,10 @@ def test_simulate_then_analyze_round_trip(tmp_path):
     )
     assert result.exit_code == 0, result.output
     analysis = json.loads(result.output)
-    est, se = analysis["prevalence"][1], analysis["std_error"][1]
+    est, se = analysis["estimate"][1], analysis["std_error"][1]
     assert abs(est - truth) <= 4 * se  # 4-sigma, exact SE from the design
-    assert set(analysis["intervals"]) == {"wilson", "beta"}
+    assert [ci["method"] for ci in analysis["intervals"]] == ["wilson", "beta"]
+    assert analysis["interval"] == analysis["intervals"][0]
 
 
 def test_simulate_kary_and_csv_population(tmp_path):
@@ -208,8 +209,8 @@ def test_analyze_with_other_estimators(tmp_path, method):
     )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
-    assert payload["method"] == method
-    assert 0.0 <= payload["prevalence"][1] <= 1.0  # both stay on the simplex
+    assert payload["estimator"] == method
+    assert 0.0 <= payload["estimate"][1] <= 1.0  # both stay on the simplex
 
 
 @pytest.mark.parametrize(

@@ -200,8 +200,9 @@ def test_results_and_cli_give_the_mean_in_the_questions_units(tmp_path, rng):
     out = CliRunner().invoke(app, ["analyze", str(path), "--question", "overtime", "--json"])
     assert out.exit_code == 0, out.output
     cli = json.loads(out.output)
-    assert cli["mean"] == pytest.approx(mean["estimate"], abs=1e-9)
-    assert cli["ci"] == pytest.approx([mean["low"], mean["high"]], abs=1e-9)
+    assert cli["estimate"] == pytest.approx(mean["estimate"], abs=1e-9)
+    interval = [cli["interval"]["low"], cli["interval"]["high"]]
+    assert interval == pytest.approx([mean["low"], mean["high"]], abs=1e-9)
     assert cli["n"] == n and cli["missing"] == 0
     out = CliRunner().invoke(app, ["analyze", str(path), "--question", "overtime"])
     assert "hours, SE" in out.output and "DuchiMean(epsilon=1.0" in out.output

@@ -353,16 +353,12 @@ class SurveyEstimate(WaldResult):
         """Not clipped: a proportion's interval may leave [0, 1]."""
         return self.estimate - z * self.std_error, self.estimate + z * self.std_error
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        low, high = self.confidence_interval()
-        return {
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape (:meth:`~deniable.estimation.EstimateResult.to_dict`), plus
+        ``kind`` (total or mean) and ``variance`` (the variance estimator)."""
+        return super().to_dict(confidence_level, method) | {
             "kind": self.kind,
-            "estimate": self.estimate,
-            "std_error": self.std_error,
-            "ci95": [low, high],
-            "method": self.method,
-            "n": self.n,
+            "variance": self.method,
         }
 
 

@@ -299,14 +299,14 @@ class RRLogitResult(CoefficientsMixin):
             )
         return "\n".join(head) + coefficient_table(self, confidence_level) + note
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape (:meth:`~deniable.estimation.EstimateResult.to_dict`): one
+        label per term, the coefficients as ``estimate``; plus ``formula``, ``nobs``,
+        ``llf`` and ``converged``."""
+        return super().to_dict(confidence_level, method) | {
             "formula": self.formula,
             "nobs": self.nobs,
             "llf": self.llf,
-            "params": self.params.to_dict(),
-            "bse": self.bse.to_dict(),
             "converged": self.converged,
         }
 

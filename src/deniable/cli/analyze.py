@@ -421,15 +421,21 @@ def _analyze_numeric(
     except (ValueError, DeniableError) as exc:
         raise fail(str(exc)) from None
     payload = {
+        "result": "NumericQuestionMean",
+        "n": est.n,
+        "labels": ["mean"],
+        "estimate": mean["estimate"],
+        "std_error": mean["std_error"],
+        "interval": {
+            "method": est.default_interval_method,
+            "confidence_level": level,
+            "low": mean["low"],
+            "high": mean["high"],
+        },
+        "warnings": est.warnings,
         "question": q.id,
         "mechanism": repr(q.numeric),
-        "n": est.n,
         "missing": missing,
-        "mean": mean["estimate"],
-        "std_error": mean["std_error"],
-        "confidence_level": level,
-        "interval_method": est.default_interval_method,
-        "ci": [mean["low"], mean["high"]],
     }
     if as_json:
         emit_json(payload)
@@ -437,8 +443,8 @@ def _analyze_numeric(
     unit = f" {q.range.unit}" if q.range.unit else ""
     console.print(
         f"{q.numeric!r}: mean of {q.id!r} over n = {est.n:,} reports ({missing} missing): "
-        f"{payload['mean']:.4g}{unit}, SE {payload['std_error']:.4g}, {level:.0%} CI "
-        f"{payload['ci'][0]:.4g} - {payload['ci'][1]:.4g} ({est.default_interval_method})"
+        f"{mean['estimate']:.4g}{unit}, SE {mean['std_error']:.4g}, {level:.0%} CI "
+        f"{mean['low']:.4g} - {mean['high']:.4g} ({est.default_interval_method})"
     )
 
 
@@ -454,7 +460,7 @@ def _analyze_codes(
     try:
         est = estimate(d, values, method=method)
         intervals = tuple(interval or [est.default_interval_method])
-        payload = est.to_dict(confidence_level, intervals)
+        payload = est.to_dict(confidence_level, methods=intervals)
     except (ValueError, DeniableError) as exc:
         raise fail(str(exc)) from None
     payload["missing"] = missing
@@ -467,11 +473,9 @@ def _analyze_codes(
     table.add_column("SE", justify="right")
     for m in intervals:
         table.add_column(f"{confidence_level:.0%} CI ({m})", justify="right")
+    shown = payload.get("intervals", [payload["interval"]])
     for j, label in enumerate(d.truth_labels):
-        cells = [
-            f"{payload['intervals'][m]['low'][j]:.4f} - {payload['intervals'][m]['high'][j]:.4f}"
-            for m in intervals
-        ]
+        cells = [f"{ci['low'][j]:.4f} - {ci['high'][j]:.4f}" for ci in shown]
         table.add_row(label, f"{est.estimate[j]:.4f}", f"{est.std_error[j]:.4f}", *cells)
     console.print(table)
     for warning in est.warnings:
@@ -515,7 +519,7 @@ def _analyze_complex(
     except (ValueError, TypeError, DeniableError) as exc:
         raise fail(str(exc)) from None
     if as_json:
-        emit_json({**est.to_dict(), "confidence_level": confidence_level, "ci": [low, high]})
+        emit_json(est.to_dict(confidence_level))
         return
     console.print(
         f"{d!r}, Horvitz-Thompson {est.kind} over {est.n:,} replies ({est.method} variance): "

@@ -33,9 +33,7 @@ def _analyze_formula(
     except (ValueError, TypeError, DeniableError) as exc:
         raise fail(f"--formula: {exc}") from None
     if as_json:
-        payload = fit.to_dict()
-        payload["conf_int"] = {t: [ci.loc[t, "lower"], ci.loc[t, "upper"]] for t in ci.index}
-        emit_json(payload)
+        emit_json(fit.to_dict(confidence_level))
         return
     name = (
         f"designs by row: {', '.join(map(repr, d.values()))}" if isinstance(d, Mapping) else repr(d)

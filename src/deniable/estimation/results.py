@@ -42,6 +42,7 @@ __all__ = [
     "EstimateResult",
     "PrevalenceEstimate",
     "RapporEstimate",
+    "interval_dict",
     "summary_table",
 ]
 
@@ -92,6 +93,25 @@ def summary_table(
     return "\n".join([title, rule, head, rule, *rows, rule] + ([footer] if footer else []))
 
 
+def _plain(value: Any) -> Any:
+    """A JSON-ready number or list from a float, a NumPy array or scalar, or a Series."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return float(value)
+
+
+def interval_dict(
+    ci: ConfidenceInterval[Any], method: str, confidence_level: float
+) -> dict[str, Any]:
+    """``{"method", "confidence_level", "low", "high"}``: an interval in the one JSON shape."""
+    return {
+        "method": method,
+        "confidence_level": confidence_level,
+        "low": _plain(ci.low),
+        "high": _plain(ci.high),
+    }
+
+
 class EstimateResult(ABC):
     """The shared vocabulary: ``estimate``, ``std_error``, ``confidence_interval``, ...
 
@@ -118,6 +138,35 @@ class EstimateResult(ABC):
         self, confidence_level: float = 0.95, method: str | None = None
     ) -> ConfidenceInterval[Any]:
         """Interval for every entry of :attr:`estimate`."""
+
+    @property
+    def default_interval_method(self) -> str:
+        """The interval method used when none is named (``normal`` unless the result
+        has a better one)."""
+        return "normal"
+
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape of every estimate (the CLI's ``--json`` prints it).
+
+        ``{"result": class name, "n": reports, "labels": [...], "estimate": ...,
+        "std_error": ..., "interval": {"method", "confidence_level", "low", "high"},
+        "warnings": [...]}``: numbers where the estimate is a number, lists where it is
+        a vector; a subclass adds its own fields (the mechanism, the estimator, counts).
+        """
+        chosen = method or self.default_interval_method
+        ci = self.confidence_interval(confidence_level, chosen)
+        out: dict[str, Any] = {"result": type(self).__name__}
+        n = getattr(self, "n", None)
+        if n is not None:
+            out["n"] = int(n)
+        out |= {
+            "labels": [str(label) for label in self.labels],
+            "estimate": _plain(self.estimate),
+            "std_error": _plain(self.std_error),
+            "interval": interval_dict(ci, chosen, confidence_level),
+            "warnings": [str(w) for w in getattr(self, "warnings", [])],
+        }
+        return out
 
     def _title(self) -> str:
         return type(self).__name__
@@ -426,25 +475,27 @@ class PrevalenceEstimate(EstimateResult):
         return "normal"
 
     def to_dict(
-        self, confidence_level: float = 0.95, methods: tuple[str, ...] = ()
+        self,
+        confidence_level: float = 0.95,
+        method: str | None = None,
+        *,
+        methods: tuple[str, ...] = (),
     ) -> dict[str, Any]:
-        """JSON-ready summary: estimate, SE and the intervals by each requested method."""
-        methods = methods or (self.default_interval_method,)
-        out: dict[str, Any] = {
+        """The one JSON shape (:meth:`EstimateResult.to_dict`) plus ``mechanism``,
+        ``estimator`` (moment, mle, bayes) and ``counts``; with several ``methods``, also
+        ``intervals``, one interval dict per method (``interval`` is the first)."""
+        chosen = method or (methods[0] if methods else None)
+        out = super().to_dict(confidence_level, chosen)
+        out |= {
             "mechanism": self.mechanism.to_dict(),
-            "method": self.method,
-            "n": self.n,
+            "estimator": self.method,
             "counts": self.tally.counts.tolist(),
-            "categories": self.labels,
-            "prevalence": self.estimate.tolist(),
-            "std_error": self.std_error.tolist(),
-            "confidence_level": confidence_level,
-            "intervals": {},
-            "warnings": self.warnings,
         }
-        for m in methods:
-            ci = self.confidence_interval(confidence_level, m)
-            out["intervals"][m] = {"low": ci.low.tolist(), "high": ci.high.tolist()}
+        if len(methods) > 1:
+            out["intervals"] = [
+                interval_dict(self.confidence_interval(confidence_level, m), m, confidence_level)
+                for m in methods
+            ]
         return out
 
 

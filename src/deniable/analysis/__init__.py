@@ -8,8 +8,6 @@ term), ``.llf``, ``.conf_int()``, ``.summary()``; and the package's vocabulary:
 ``analysis`` extra: ``pip install 'deniable[analysis]'``.
 """
 
-from typing import Any
-
 from .._extras import require
 
 require("pandas", "analysis")
@@ -99,17 +97,5 @@ __all__ = [
     "unknown_innocuous_two_replies",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Old names, kept for one release with a DeprecationWarning (see CHANGELOG.md)."""
-    if name == "Channel":
-        import warnings
-
-        warnings.warn(
-            "deniable.analysis.Channel is renamed GroupModel (Channel is the mechanisms' "
-            "channel); the old name goes in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return GroupModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Old names, with a DeprecationWarning for one release (``Channel`` is ``GroupModel``).
+from .channels import __getattr__ as __getattr__

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 if TYPE_CHECKING:
     from ..estimation.means import HistogramEstimate, MeanEstimate
     from ..estimation.prefix import PrefixHeavyHitters
-    from ..estimation.results import PrevalenceEstimate, RapporEstimate
+    from ..estimation.results import EstimateResult, PrevalenceEstimate, RapporEstimate
 
 __all__ = [
     "CHANNELS",
@@ -70,15 +70,61 @@ class FiniteChannel(Protocol):
     def n_reports(self) -> int: ...
 
 
-def _only_moment(method: str, prior: ArrayLike | None, options: dict[str, Any], what: str) -> None:
-    if method != "moment" or prior is not None:
-        raise ValueError(f"{what} has one estimator; leave method and prior at their defaults")
-    if options:
-        raise TypeError(f"{what} takes no options, got {', '.join(sorted(options))}")
+class _Estimating:
+    """What every channel shares: ``estimate`` checks the method, the prior and the
+    options against what the channel takes, then runs the channel's arithmetic."""
+
+    #: How errors name the channel's mechanisms.
+    _what: ClassVar[str] = "this mechanism"
+    #: Whether ``method`` and ``prior`` are the channel's to choose (else moment only).
+    _methods: ClassVar[bool] = False
+    #: The options (keyword arguments) the arithmetic takes.
+    _options: ClassVar[tuple[str, ...]] = ()
+
+    def estimate(
+        self,
+        mechanism: Any,
+        reports: Any,
+        method: str = "moment",
+        prior: ArrayLike | None = None,
+        *,
+        rng: np.random.Generator | int = 0,
+        **options: Any,
+    ) -> EstimateResult:
+        """The estimate from ``mechanism``'s reports or their tally (see
+        :func:`deniable.estimate`).
+
+        Raises
+        ------
+        ValueError
+            For a method or prior the channel has no estimator for.
+        TypeError
+            For an option the channel does not take.
+        """
+        if not self._methods and (method != "moment" or prior is not None):
+            raise ValueError(
+                f"{self._what} has one estimator; leave method and prior at their defaults"
+            )
+        unknown = sorted(set(options) - set(self._options))
+        if unknown:
+            takes = " and ".join(self._options) or "no options"
+            raise TypeError(f"{self._what} takes {takes}, got {', '.join(unknown)}")
+        return self._arithmetic(mechanism, reports, method, prior, rng, options)
+
+    def _arithmetic(
+        self,
+        mechanism: Any,
+        reports: Any,
+        method: str,
+        prior: ArrayLike | None,
+        rng: np.random.Generator | int,
+        options: dict[str, Any],
+    ) -> EstimateResult:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class MatrixChannel:
+class MatrixChannel(_Estimating):
     """A finite channel: the misclassification matrix ``P[r, t] = Pr(report r | truth t)``.
 
     Attributes
@@ -86,6 +132,9 @@ class MatrixChannel:
     matrix : ndarray, shape (m, k), float64
         Column-stochastic (Chaudhuri & Mukerjee 1988).
     """
+
+    _what = "a design"
+    _methods = True
 
     matrix: NDArray[np.float64]
 
@@ -104,26 +153,23 @@ class MatrixChannel:
         """The left inverse ``P^+`` (Moore-Penrose), shape (k, m), float64."""
         return np.asarray(np.linalg.pinv(self.matrix), dtype=np.float64)
 
-    def estimate(
+    def _arithmetic(
         self,
         mechanism: Any,
         reports: Any,
-        method: str = "moment",
-        prior: ArrayLike | None = None,
-        *,
-        rng: np.random.Generator | int = 0,
-        **options: Any,
+        method: str,
+        prior: ArrayLike | None,
+        rng: np.random.Generator | int,
+        options: dict[str, Any],
     ) -> PrevalenceEstimate:
         """Moment, maximum-likelihood or Bayes estimate (see :func:`deniable.estimate`)."""
-        if options:
-            raise TypeError(f"a design takes no options, got {', '.join(sorted(options))}")
         from ..estimation.estimators import estimate_matrix
 
         return estimate_matrix(mechanism, self, reports, method, prior, rng)
 
 
 @dataclass(frozen=True)
-class SupportChannel:
+class SupportChannel(_Estimating):
     """A frequency oracle's channel (Wang, Blocki, Li & Jha 2017).
 
     Attributes
@@ -136,30 +182,30 @@ class SupportChannel:
         2 when reports carry half supports (Hadamard response with several blocks).
     """
 
+    _what = "an oracle"
+    _methods = True
+
     p_star: float
     q_star: float
     scale: int = 1
 
-    def estimate(
+    def _arithmetic(
         self,
         mechanism: Any,
         reports: Any,
-        method: str = "moment",
-        prior: ArrayLike | None = None,
-        *,
-        rng: np.random.Generator | int = 0,
-        **options: Any,
+        method: str,
+        prior: ArrayLike | None,
+        rng: np.random.Generator | int,
+        options: dict[str, Any],
     ) -> PrevalenceEstimate:
         """``f_v = (C_v / n - q*) / (p* - q*)`` (``moment``) or EM on the reports (``mle``)."""
-        if options:
-            raise TypeError(f"an oracle takes no options, got {', '.join(sorted(options))}")
         from ..estimation.estimators import estimate_support
 
         return estimate_support(mechanism, self, reports, method, prior)
 
 
 @dataclass(frozen=True)
-class BloomChannel:
+class BloomChannel(_Estimating):
     """RAPPOR's channel on each Bloom-filter bit (Erlingsson, Pihur & Korolova 2014).
 
     Attributes
@@ -170,31 +216,28 @@ class BloomChannel:
         ``Pr(report bit = 1 | Bloom bit = 0)``.
     """
 
+    _what = "RAPPOR (decoded by LASSO + NNLS)"
+
     p_star: float
     q_star: float
 
-    def estimate(
+    def _arithmetic(
         self,
         mechanism: Any,
         reports: Any,
-        method: str = "moment",
-        prior: ArrayLike | None = None,
-        *,
-        rng: np.random.Generator | int = 0,
-        **options: Any,
+        method: str,
+        prior: ArrayLike | None,
+        rng: np.random.Generator | int,
+        options: dict[str, Any],
     ) -> RapporEstimate:
         """Decode the candidates' counts by LASSO + NNLS (Erlingsson et al. 2014)."""
-        if method != "moment" or prior is not None:
-            raise ValueError("RAPPOR is decoded by LASSO + NNLS; use the default method")
-        if options:
-            raise TypeError(f"RAPPOR takes no options, got {', '.join(sorted(options))}")
         from ..estimation.rappor import decode_rappor
 
         return decode_rappor(mechanism, reports)
 
 
 @dataclass(frozen=True)
-class MeanChannel:
+class MeanChannel(_Estimating):
     """A numeric mechanism's channel: reports whose debiased values are unbiased.
 
     ``E[debias(report) | x] = x`` for every value ``x`` in ``[low, high]`` (Duchi,
@@ -206,28 +249,28 @@ class MeanChannel:
         The range of the values, in their units.
     """
 
+    _what = "a numeric mechanism"
+
     low: float
     high: float
 
-    def estimate(
+    def _arithmetic(
         self,
         mechanism: Any,
         reports: Any,
-        method: str = "moment",
-        prior: ArrayLike | None = None,
-        *,
-        rng: np.random.Generator | int = 0,
-        **options: Any,
+        method: str,
+        prior: ArrayLike | None,
+        rng: np.random.Generator | int,
+        options: dict[str, Any],
     ) -> MeanEstimate:
         """The mean of the debiased reports and its standard error."""
-        _only_moment(method, prior, options, "a numeric mechanism")
         from ..estimation.means import estimate_mean
 
         return estimate_mean(mechanism, reports)
 
 
 @dataclass(frozen=True)
-class BucketChannel:
+class BucketChannel(_Estimating):
     """dBitFlip's channel on each sampled bucket (Ding, Kulkarni & Yekhanin 2017).
 
     Attributes
@@ -236,28 +279,28 @@ class BucketChannel:
         ``Pr(bit = 1 | value in the bucket)`` and ``Pr(bit = 1 | value not in it)``.
     """
 
+    _what = "dBitFlip"
+
     p_star: float
     q_star: float
 
-    def estimate(
+    def _arithmetic(
         self,
         mechanism: Any,
         reports: Any,
-        method: str = "moment",
-        prior: ArrayLike | None = None,
-        *,
-        rng: np.random.Generator | int = 0,
-        **options: Any,
+        method: str,
+        prior: ArrayLike | None,
+        rng: np.random.Generator | int,
+        options: dict[str, Any],
     ) -> HistogramEstimate:
         """The unbiased bucket histogram and its standard errors."""
-        _only_moment(method, prior, options, "dBitFlip")
         from ..estimation.means import estimate_histogram
 
         return estimate_histogram(mechanism, reports)
 
 
 @dataclass(frozen=True)
-class PrefixChannel:
+class PrefixChannel(_Estimating):
     """The prefix extending method's channel: local hashing on each level's prefixes.
 
     Attributes
@@ -268,27 +311,24 @@ class PrefixChannel:
         Number of prefix levels.
     """
 
+    _what = "PEM"
+    _options = ("threshold", "miss_rate")
+
     p_star: float
     q_star: float
     levels: int
 
-    def estimate(
+    def _arithmetic(
         self,
         mechanism: Any,
         reports: Any,
-        method: str = "moment",
-        prior: ArrayLike | None = None,
-        *,
-        rng: np.random.Generator | int = 0,
-        **options: Any,
+        method: str,
+        prior: ArrayLike | None,
+        rng: np.random.Generator | int,
+        options: dict[str, Any],
     ) -> PrefixHeavyHitters:
         """Heavy hitters level by level; options ``threshold`` and ``miss_rate`` (see
         :func:`deniable.estimation.prefix.find_heavy_hitters`)."""
-        if method != "moment" or prior is not None:
-            raise ValueError("PEM has one estimator; leave method and prior at their defaults")
-        unknown = set(options) - {"threshold", "miss_rate"}
-        if unknown:
-            raise TypeError(f"PEM takes threshold and miss_rate, got {', '.join(sorted(unknown))}")
         from ..estimation.prefix import find_heavy_hitters
 
         return find_heavy_hitters(mechanism, reports, **options)

@@ -55,7 +55,7 @@ def main() -> None:
         X = np.column_stack([np.ones(n), df.x1, df.x2])
         df["r"] = blair.randomize(rng.random(n) < expit(X @ beta), rng).astype(float)
         ci = rr_logit("r ~ x1 + x2", df, blair).conf_int()
-        hits += (ci["lower"].to_numpy() <= beta) & (beta <= ci["upper"].to_numpy())
+        hits += (ci["low"].to_numpy() <= beta) & (beta <= ci["high"].to_numpy())
     for name, h in zip(("intercept", "x1 (normal)", "x2 (binary)"), hits, strict=True):
         out.append(line(f"rr_logit coefficient {name}, n = 2000", h, reps))
 
@@ -86,7 +86,7 @@ def main() -> None:
         est = estimate_channel(sld, reports, groups)
         ci = est.conf_int()
         truth = np.array([0.3, 0.8])
-        hits2 += (ci["lower"].to_numpy() <= truth) & (truth <= ci["upper"].to_numpy())
+        hits2 += (ci["low"].to_numpy() <= truth) & (truth <= ci["high"].to_numpy())
     out.append(line("SLD prevalence pi = 0.3, n = 3000", hits2[0], reps))
     out.append(line("SLD honesty t = 0.8, n = 3000", hits2[1], reps))
 

@@ -34,14 +34,12 @@ def test_subgroup_estimates_are_the_core_estimates_per_group() -> None:
     assert list(table.index) == ["a", "b", "c"]
     for g in ("a", "b", "c"):
         lam = reports[groups == g].mean()
-        assert table.loc[g, "prevalence"] == pytest.approx(2 * lam - 0.5)
+        assert table.loc[g, "estimate"] == pytest.approx(2 * lam - 0.5)
         assert table.loc[g, "std_error"] == pytest.approx(
             math.sqrt(4 * lam * (1 - lam) / (groups == g).sum())
         )
     diff = res.difference("c", "a")
-    assert diff.estimate == pytest.approx(
-        table.loc["c", "prevalence"] - table.loc["a", "prevalence"]
-    )
+    assert diff.estimate == pytest.approx(table.loc["c", "estimate"] - table.loc["a", "estimate"])
     assert abs(diff.estimate - 0.25) < 4 * diff.std_error
     ratio = res.ratio("c", "a")
     low, high = ratio.confidence_interval()

@@ -106,7 +106,7 @@ def test_nigeria_rrreg_model_matches_an_independent_fit(nigeria: pd.DataFrame) -
         "cov.female",
     ]
     ci = fit.conf_int()
-    assert (ci["lower"] < fit.params).all() and (fit.params < ci["upper"]).all()
+    assert (ci["low"] < fit.params).all() and (fit.params < ci["high"]).all()
     assert "cov.female" in fit.summary()
     # R writes the power with ^; the same model either way
     again = rr_logit(NIGERIA_FORMULA.replace("**2", "^2"), nigeria, BLAIR)
@@ -248,7 +248,7 @@ def test_wald_intervals_cover_the_true_coefficients() -> None:
         df["r"] = BLAIR.randomize(truth, rng).astype(float)
         fit = rr_logit("r ~ x1 + x2", df, BLAIR)
         ci = fit.conf_int(0.95)
-        hits += (ci["lower"].to_numpy() <= beta) & (beta <= ci["upper"].to_numpy())
+        hits += (ci["low"].to_numpy() <= beta) & (beta <= ci["high"].to_numpy())
     coverage = hits / reps
     bound = 4 * np.sqrt(0.95 * 0.05 / reps)  # 4 sigma of a binomial share
     assert np.all(np.abs(coverage - 0.95) < bound), coverage

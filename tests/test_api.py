@@ -113,11 +113,24 @@ async def test_responses_results_and_estimates(client, rng):
     assert res["responses"] == 400
     drugs = res["questions"][0]
     expected = estimate(design, reports)
-    assert drugs["prevalence"] == pytest.approx(expected.estimate.tolist(), abs=1e-12)
+    assert drugs["estimate"] == pytest.approx(expected.estimate.tolist(), abs=1e-12)
     assert drugs["std_error"] == pytest.approx(expected.std_error.tolist(), abs=1e-12)
-    assert drugs["low"][1] <= drugs["prevalence"][1] <= drugs["high"][1]
+    # the library's one JSON shape, printed unchanged (the interval adds a name for readers)
+    shape = json.loads(json.dumps(expected.to_dict(0.95)))
+    assert drugs["interval"].pop("name").startswith("Feldman-Cousins")
+    assert set(shape) <= set(drugs) and drugs["interval"].keys() == shape["interval"].keys()
+    for key, value in shape.items():
+        if key == "interval":
+            for part in ("low", "high"):
+                assert drugs[key][part] == pytest.approx(value[part], abs=1e-12)
+            assert drugs[key]["method"] == value["method"] == "feldman_cousins"
+        elif isinstance(value, list) and value and isinstance(value[0], float):
+            assert drugs[key] == pytest.approx(value, abs=1e-12), key
+        else:
+            assert drugs[key] == value, key
+    assert drugs["interval"]["low"][1] <= drugs["estimate"][1] <= drugs["interval"]["high"][1]
     # the true prevalence 0.3 within 4 standard errors
-    assert abs(drugs["prevalence"][1] - 0.3) < Z4 * drugs["std_error"][1]
+    assert abs(drugs["estimate"][1] - 0.3) < Z4 * drugs["std_error"][1]
     page = await client.get("/surveys/health/results", headers=AUTH)
     assert page.status_code == 200 and "data:image/png;base64," in page.text
     assert "400 responses" in page.text
@@ -133,15 +146,16 @@ async def test_results_page_with_an_estimate_outside_its_clipped_interval(client
         assert (await client.post("/api/surveys/health/responses", json=body)).status_code == 201
     res = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
     drugs = res["questions"][0]
-    assert drugs["prevalence"][1] == pytest.approx(-0.5)
-    assert drugs["low"][1] == 0.0
+    assert drugs["estimate"][1] == pytest.approx(-0.5)
+    assert drugs["interval"]["low"][1] == 0.0
     assert drugs["mle"][1] == pytest.approx(0.0, abs=1e-6) and min(drugs["mle"]) >= 0
-    assert drugs["interval_method"] == "feldman_cousins"
-    assert "Feldman-Cousins" in drugs["interval_name"] and drugs["high"][1] > 0.5
+    assert drugs["interval"]["method"] == "feldman_cousins"
+    assert "Feldman-Cousins" in drugs["interval"]["name"] and drugs["interval"]["high"][1] > 0.5
     # -0.5, and the standard error at prevalence 0 is 0.5: within 3.29 of them, not flagged
-    assert "warning" not in drugs
-    assert "outside [0, 1] within sampling error" in drugs["note"]
-    assert "standard error of 0" in drugs["note"]
+    said = " ".join(drugs["warnings"])
+    assert "flooding" not in said
+    assert "1 standard errors below 0" in said and "method='mle'" in said
+    assert "standard error of 0" in said
     page = await client.get("/surveys/health/results", headers=AUTH)
     assert page.status_code == 200 and "data:image/png;base64," in page.text
     assert "Feldman-Cousins unified interval" in page.text and "constrained (MLE)" in page.text
@@ -158,7 +172,7 @@ async def test_an_estimate_far_outside_the_unit_interval_is_flagged(client):
     )
     assert r.status_code == 201
     res = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
-    assert "flooding" in res["questions"][0]["warning"]
+    assert "flooding" in " ".join(res["questions"][0]["warnings"])
     page = await client.get("/surveys/health/results", headers=AUTH)
     assert "check for flooding" in page.text
 

@@ -1268,15 +1268,14 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     for row in cheat["arms"]:
         mine = frame["arm"] == row["arm"]
         est = estimate(designs[row["arm"]], frame.loc[mine, "cheat"].to_numpy(np.int64))
-        assert abs(row["prevalence"] - est.estimate[1]) < 1e-10
+        assert abs(row["estimate"] - est.estimate[1]) < 1e-10
         assert abs(row["std_error"] - est.std_error[1]) < 1e-10
         rate = truths["cheat"][arms == row["arm"]].mean()
-        assert abs(row["prevalence"] - rate) < 4 * row["std_error"] + 1e-9
+        assert abs(row["estimate"] - rate) < 4 * row["std_error"] + 1e-9
     by_arm = {a["arm"]: a for a in cheat["arms"]}
     for d in cheat["differences"]:
         assert (
-            abs(d["difference"] - (by_arm[d["arm"]]["prevalence"] - by_arm["dq"]["prevalence"]))
-            < 1e-12
+            abs(d["difference"] - (by_arm[d["arm"]]["estimate"] - by_arm["dq"]["estimate"])) < 1e-12
         )
     (plag,) = [s for s in res["study"] if s["question"] == "plagiarism"]
     fit = estimate_channel(
@@ -1284,7 +1283,7 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
         frame["plagiarism"].to_numpy(np.int64),
         frame["plagiarism__group"].to_numpy(np.int64),
     )
-    assert abs(plag["groups"]["prevalence"] - float(fit.params["pi"])) < 1e-10
+    assert abs(plag["groups"]["estimate"] - float(fit.params["pi"])) < 1e-10
     assert abs(plag["groups"]["fit"]["statistic"] - fit.goodness_of_fit().statistic) < 1e-10
     # the breakdown of the ECWM question by faculty: a pooled estimate per faculty
     (bd,) = [b for b in res["breakdowns"] if b["question"] == "plagiarism" and b["by"] == "faculty"]
@@ -1297,7 +1296,7 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
         design_keys=keys,
     ).table(0.95)
     for g in bd["groups"]:
-        assert abs(g["prevalence"] - lib.loc[g["group"], "prevalence"]) < 1e-10
+        assert abs(g["estimate"] - lib.loc[g["group"], "estimate"]) < 1e-10
     # the regression of cheat on faculty and level, each row through its arm's design
     data = pd.DataFrame(
         {

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from deniable import ForcedResponse, KaryRR, Warner
+from deniable import ForcedResponse, KaryRR, Tally, Warner, estimate
 from deniable.estimation.common import moment_batch
 from deniable.estimation.intervals import prevalence_intervals
 from deniable.mechanisms.binary import Crosswise
@@ -256,3 +256,32 @@ def test_methods_that_under_cover_on_the_grid_warn_where_they_did():
         large.confidence_interval(0.95, "normal")
         small.confidence_interval(0.95, "wilson")
         small.confidence_interval()
+
+
+def test_warnings_measure_the_distance_at_the_nearest_prevalence_inside():
+    """All 3 reports "no" through the two coins: the estimate -0.5 with a plug-in SE of
+    0; at prevalence 0 the SE is sqrt(0.25 * 0.75 / 3) / 0.5 = 0.5, so it lies 1 of them
+    below 0: a warning without the flooding sentence, and one for the SE of 0. The
+    one-sided z test of a control refuses the SE of 0 and matches the normal tail."""
+    design = ForcedResponse(p_yes=0.25, p_no=0.25)
+    est = estimate(design, Tally(np.array([3, 0])))
+    assert est.estimate[1] == pytest.approx(-0.5) and est.std_error[1] == 0
+    said = est.warnings
+    assert len(said) == 3 and "1 standard errors above 1" in said[0]  # "no": 1.5
+    assert "1 standard errors below 0" in said[1] and "standard error of 0" in said[2]
+    assert not any("flooding" in w for w in said)
+    assert not est.implausible().any()
+    with pytest.raises(ValueError, match="standard error of 0"):
+        est.one_sided_pvalue()
+    flooded = estimate(design, Tally(np.array([300, 0])))  # 10 SEs below 0 at n = 300
+    assert flooded.implausible()[1] and "flooding" in flooded.warnings[1]
+    fair = estimate(design, Tally(np.array([500, 500])))  # 0.5, SE sqrt(0.25 / 1000) / 0.5
+    assert fair.one_sided_pvalue(0.5) == pytest.approx(0.5, abs=1e-12)
+    se = math.sqrt(0.25 / 1000) / 0.5
+    assert fair.one_sided_pvalue(0.0, category=0) == pytest.approx(
+        0.5 * math.erfc(0.5 / se / math.sqrt(2)), rel=1e-9
+    )
+    with pytest.raises(ValueError, match="value"):
+        fair.one_sided_pvalue(1.3)
+    with pytest.raises(ValueError, match="category"):
+        fair.one_sided_pvalue(0.0, category=2)

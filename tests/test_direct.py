@@ -178,7 +178,7 @@ async def test_the_dashboard_shows_a_direct_question_as_its_sample_proportions(c
     res = (await client.get("/api/surveys/campus/results", headers=AUTH)).json()
     faculty = next(q for q in res["questions"] if q["id"] == "faculty")
     share = np.bincount(faculties, minlength=4) / faculties.size
-    assert faculty["prevalence"] == pytest.approx(share.tolist(), abs=1e-12)
+    assert faculty["estimate"] == pytest.approx(share.tolist(), abs=1e-12)
     page = await client.get("/surveys/campus/results", headers=AUTH)
     assert page.status_code == 200 and "Which faculty are you in?" in page.text
     assert faculty["direct"] is True and "direct, sent as given" in page.text

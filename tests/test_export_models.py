@@ -70,12 +70,12 @@ def test_by_a_direct_question_equals_the_library(exported):
     groups = {g["group"]: g for g in payload["groups"]}
     assert set(groups) == {"law", "medicine", "science", "arts"}
     for label, row in table.iterrows():
-        assert groups[label]["prevalence"] == pytest.approx(row["prevalence"], abs=1e-10)
+        assert groups[label]["estimate"] == pytest.approx(row["estimate"], abs=1e-10)
         assert groups[label]["std_error"] == pytest.approx(row["std_error"], abs=1e-10)
     # each faculty's truth within 4 of its standard errors
     for j, label in enumerate(["law", "medicine", "science", "arts"]):
         g = groups[label]
-        assert abs(g["prevalence"] - TRUTH[j]) < 4 * g["std_error"]
+        assert abs(g["estimate"] - TRUTH[j]) < 4 * g["std_error"]
     # the faculties differ: noncentrality about 45 on 3 df, power above 99% at 0.01
     assert payload["test_equal"]["pvalue"] < 0.01
 
@@ -114,7 +114,7 @@ def test_what_an_export_analysis_cannot_honour_is_an_error(exported, args, messa
 def test_the_dashboard_breakdown_equals_analyze_by(exported, tmp_path):
     """The results' breakdown of cheat by faculty (and by year) is what `deniable
     analyze EXPORT --question cheat --by ...` prints, to 1e-10, and the page shows it."""
-    from deniable.collection.server.pages import survey_results
+    from deniable.collection.results import survey_results
 
     path, survey, _ = exported
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
@@ -130,7 +130,7 @@ def test_the_dashboard_breakdown_equals_analyze_by(exported, tmp_path):
             label for label in survey.question(direct).choice_labels if label in cli
         ]
         for g in board["groups"]:
-            for key in ("n", "prevalence", "std_error", "low", "high"):
+            for key in ("n", "estimate", "std_error", "low", "high"):
                 assert g[key] == pytest.approx(cli[g["group"]][key], abs=1e-10)
         assert board["test_equal"]["pvalue"] == pytest.approx(
             payload["test_equal"]["pvalue"], abs=1e-10
@@ -160,7 +160,7 @@ def test_pooled_over_versions_equals_the_dashboards_pooled_view(tmp_path):
     """Version 2 changes only the title: cheat is asked unchanged in both, so `analyze
     --question cheat --pooled` reads both versions' reports and equals the dashboard's
     pooled estimate to 1e-10; without --pooled it reads version 2 alone."""
-    from deniable.collection.server.pages import survey_results
+    from deniable.collection.results import survey_results
 
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     rng = np.random.default_rng(20261125)
@@ -183,7 +183,7 @@ def test_pooled_over_versions_equals_the_dashboards_pooled_view(tmp_path):
         payload = run(str(path), "--question", "cheat", *flags)
         (cheat_row,) = [q for q in board["questions"] if q["id"] == "cheat"]
         assert payload["n"] == cheat_row["n"] == (900 if flags else 600)
-        assert payload["estimate"] == pytest.approx(cheat_row["prevalence"], abs=1e-10)
+        assert payload["estimate"] == pytest.approx(cheat_row["estimate"], abs=1e-10)
     bad = CliRunner().invoke(
         app, ["analyze", str(path), "--question", "cheat", "--pooled", "--by", "faculty"]
     )

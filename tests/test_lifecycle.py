@@ -109,7 +109,7 @@ async def test_nothing_is_released_below_min_release_and_releases_are_audited(cl
     res = (await client.get("/api/surveys/health/results", headers=AUTH)).json()
     for q in res["questions"]:
         assert q["released"] is False and q["missing"] == 1
-        assert not {"prevalence", "counts", "mle", "low", "std_error"} & set(q)
+        assert not {"estimate", "counts", "mle", "interval", "std_error"} & set(q)
     page = (await client.get("/surveys/health/results", headers=AUTH)).text
     assert "not released: 1 more responses needed" in page and "confidence intervals" not in page
     assert res["waiting"] == 4 and res["released"] == 0
@@ -185,7 +185,7 @@ async def test_every_export_reads_back_with_the_servers_estimates(client, tmp_pa
     for q, served in zip(versions[0].questions, res["questions"], strict=True):
         codes = frame[q.id].to_numpy(dtype=np.int64)
         again = estimate(q.mechanism, codes)
-        assert again.estimate.tolist() == pytest.approx(served["prevalence"], abs=1e-12)
+        assert again.estimate.tolist() == pytest.approx(served["estimate"], abs=1e-12)
         assert again.std_error.tolist() == pytest.approx(served["std_error"], abs=1e-12)
     log = (await client.get("/api/surveys/health/audit", headers=AUTH)).json()
     assert {"format": fmt} in [e["detail"] for e in log if e["action"] == "export"]

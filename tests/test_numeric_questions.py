@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from deniable.cli import app
 from deniable.collection.export import export_bytes
-from deniable.collection.server.pages import survey_results
+from deniable.collection.results import survey_results
 from deniable.collection.storage import Store
 from deniable.collection.survey import load_survey
 from deniable.errors import SurveyError

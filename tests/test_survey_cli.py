@@ -150,7 +150,7 @@ def test_the_whole_life_from_the_command_line(server, tmp_path):
             )
             payload = json.loads(got.stdout)
             assert payload["n"] == 10, fmt  # two crowds of 5 released; 2 wait
-            assert payload["estimate"] == pytest.approx(question["prevalence"], abs=1e-12), fmt
+            assert payload["estimate"] == pytest.approx(question["estimate"], abs=1e-12), fmt
             assert payload["std_error"] == pytest.approx(question["std_error"], abs=1e-12), fmt
 
 

@@ -149,7 +149,7 @@ class CoefficientsMixin(WaldResult):
         return pd.DataFrame(self.covariance, index=idx, columns=idx)
 
     def conf_int(self, confidence_level: float = 0.95) -> pd.DataFrame:
-        """Wald intervals, a DataFrame with columns ``lower`` and ``upper``.
+        """Wald intervals, a DataFrame with columns ``low`` and ``high`` (every interval's words).
 
         Raises
         ------
@@ -157,7 +157,7 @@ class CoefficientsMixin(WaldResult):
             For a confidence level outside (0, 1).
         """
         low, high = self._wald(z_quantile(confidence_level))
-        return pd.DataFrame({"lower": low, "upper": high})
+        return pd.DataFrame({"low": low, "high": high})
 
     def wald_test(self, terms: list[str] | str) -> TestResult:
         """Joint Wald test that the named coefficients are all zero.
@@ -194,7 +194,7 @@ def coefficient_table(result: CoefficientsMixin, confidence_level: float = 0.95)
         lines.append(
             f"{term!s:{width}s} {result.params[term]:10.4f} {result.bse[term]:10.4f} "
             f"{result.tvalues[term]:8.3f} {result.pvalues[term]:8.3f} "
-            f"{ci.loc[term, 'lower']:10.4f} {ci.loc[term, 'upper']:10.4f}"
+            f"{ci.loc[term, 'low']:10.4f} {ci.loc[term, 'high']:10.4f}"
         )
     return "\n".join(lines)
 

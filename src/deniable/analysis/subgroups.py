@@ -78,7 +78,7 @@ class SubgroupResult:
     category: int = 1
 
     def table(self, confidence_level: float = 0.95, method: str | None = None) -> pd.DataFrame:
-        """One row per group: n, prevalence, std_error, low, high (of ``category``)."""
+        """One row per group: n, estimate, std_error, low, high (of ``category``)."""
         rows = []
         for label, est in self.estimates.items():
             ci = est.confidence_interval(confidence_level, method)
@@ -86,7 +86,7 @@ class SubgroupResult:
                 {
                     "group": label,
                     "n": est.n,
-                    "prevalence": float(est.estimate[self.category]),
+                    "estimate": float(est.estimate[self.category]),
                     "std_error": float(est.std_error[self.category]),
                     "low": float(ci.low[self.category]),
                     "high": float(ci.high[self.category]),

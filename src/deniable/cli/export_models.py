@@ -163,7 +163,7 @@ def print_arm_rows(r: dict[str, Any], level: float) -> None:
             a["arm"],
             a["design"],
             f"{a['n']:,}",
-            f"{a['prevalence']:.4f}",
+            f"{a['estimate']:.4f}",
             f"{a['std_error']:.4f}",
             f"{a['low']:.4f} - {a['high']:.4f}",
             "reference"
@@ -176,13 +176,13 @@ def print_arm_rows(r: dict[str, Any], level: float) -> None:
     p = r["pooled"]
     if p is not None:
         console.print(
-            f"  pooled: {p['prevalence']:.4f} (SE {p['std_error']:.4f}, {level:.0%} CI "
+            f"  pooled: {p['estimate']:.4f} (SE {p['std_error']:.4f}, {level:.0%} CI "
             f"{p['low']:.4f} - {p['high']:.4f}, n = {p['n']:,})"
         )
     g = r["groups"]
     if g is not None:
         line = (
-            f"  {g['design']} ({g['source']}): prevalence {g['prevalence']:.4f} "
+            f"  {g['design']} ({g['source']}): prevalence {g['estimate']:.4f} "
             f"(SE {g['std_error']:.4f}, {level:.0%} CI {g['low']:.4f} - {g['high']:.4f})"
         )
         if g["parameter"] is not None:

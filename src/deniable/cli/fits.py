@@ -48,7 +48,7 @@ def _analyze_formula(
             f"{fit.bse[t]:.4f}",
             f"{fit.tvalues[t]:.2f}",
             f"{fit.pvalues[t]:.3g}",
-            f"{ci.loc[t, 'lower']:.4f} - {ci.loc[t, 'upper']:.4f}",
+            f"{ci.loc[t, 'low']:.4f} - {ci.loc[t, 'high']:.4f}",
         )
     console.print(table)
 
@@ -100,7 +100,7 @@ def _analyze_by(
         table.add_row(
             str(g),
             f"{int(row['n']):,}",
-            f"{row['prevalence']:.4f}",
+            f"{row['estimate']:.4f}",
             f"{row['std_error']:.4f}",
             f"{row['low']:.4f} - {row['high']:.4f}",
         )

@@ -242,10 +242,10 @@ def live_demo(
                             question=q["text"],
                             category=q["categories"][j],
                             n=q["n"],
-                            estimate=q["prevalence"][j],
+                            estimate=q["estimate"][j],
                             std_error=q["std_error"][j],
-                            low=q["low"][j],
-                            high=q["high"][j],
+                            low=q["interval"]["low"][j],
+                            high=q["interval"]["high"][j],
                             respondents_rate=float(np.mean(truths[q["id"]] == j)),
                             population_rate=float(np.mean(population[q["id"]] == j)),
                         )

@@ -124,7 +124,7 @@ def _summary(est: Any, level: float) -> dict[str, Any]:
     ci = est.confidence_interval(level)
     return {
         "n": int(est.n),
-        "prevalence": float(est.estimate[1]),
+        "estimate": float(est.estimate[1]),
         "std_error": float(est.std_error[1]),
         "low": float(ci.low[1]),
         "high": float(ci.high[1]),
@@ -188,10 +188,10 @@ def arm_analysis(
     -------
     list of dict
         JSON-ready: ``question``, ``text``, ``answer``, ``control``, ``arms`` (``arm``,
-        ``design``, ``n``, ``prevalence``, ``std_error``, ``low``, ``high``),
+        ``design``, ``n``, ``estimate``, ``std_error``, ``low``, ``high``),
         ``reference``, ``differences`` (``arm``, ``difference``, ``std_error``, ``low``,
         ``high``, ``pvalue``: one-sided, the arm larger), ``pooled`` and ``groups``
-        (a group design's fit: ``design``, ``source``, ``prevalence``, ``std_error``,
+        (a group design's fit: ``design``, ``source``, ``estimate``, ``std_error``,
         ``low``, ``high``, ``parameter``, ``fit``), each ``None`` where it does not apply.
     """
     one = study_frame(frame, survey)
@@ -233,7 +233,7 @@ def arm_analysis(
             for a in item["arms"]:
                 if ref is None or a is ref:
                     continue
-                diff = a["prevalence"] - ref["prevalence"]
+                diff = a["estimate"] - ref["estimate"]
                 se = math.hypot(a["std_error"], ref["std_error"])
                 item["differences"].append(
                     {
@@ -289,7 +289,7 @@ def _group_fit(
         "source": spec.source,
         "n": fit.nobs,
         "counts": fit.counts.to_numpy().tolist(),
-        "prevalence": pi,
+        "estimate": pi,
         "std_error": float(se[0]),
         "low": max(0.0, pi - z * float(se[0])),
         "high": min(1.0, pi + z * float(se[0])),
@@ -419,8 +419,8 @@ def regression(
                 "std_error": float(fit.bse[t]),
                 "z": float(fit.tvalues[t]),
                 "pvalue": float(fit.pvalues[t]),
-                "low": float(ci.loc[t, "lower"]),
-                "high": float(ci.loc[t, "upper"]),
+                "low": float(ci.loc[t, "low"]),
+                "high": float(ci.loc[t, "high"]),
             }
             for t in fit.params.index
         ],

@@ -16,24 +16,23 @@ from __future__ import annotations
 
 import math
 import warnings
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .._extras import require
 from ..errors import IntervalCoverageWarning
 from ..mechanisms.protocol import BloomChannel, CategoricalMechanism, MatrixChannel, SupportChannel
 from ..tallies import RapporTally, SupportTally, Tally
-from ..validation import check_confidence_level
+from ..validation import check_confidence_level, check_probability
+from ._base import ConfidenceInterval, EstimateResult, interval_dict, summary_table
 from .common import wald_interval, z_quantile
 from .intervals import INTERVAL_METHODS, prevalence_intervals, share_interval, share_to_prevalence
 from .variance import affine_map
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 __all__ = [
     "COVERAGE_BELOW_FLOOR",
@@ -65,148 +64,6 @@ _ESTIMATE_NAMES = {
 #: flagged (two-sided 0.1% under the normal approximation): a sign of flooding, of
 #: respondents not following the design, or of a design other than the one published.
 FLAG_Z = 3.29
-
-
-BoundT = TypeVar("BoundT")
-
-
-class ConfidenceInterval(NamedTuple, Generic[BoundT]):
-    """Lower and upper bounds: ndarrays the shape of the estimate
-    (``ConfidenceInterval[NDArray[np.float64]]``), floats for a scalar estimate
-    (``ConfidenceInterval[float]``), or pandas Series for a labelled one."""
-
-    low: BoundT
-    high: BoundT
-
-
-def summary_table(
-    title: str, labels: list[str], columns: dict[str, NDArray[np.float64]], footer: str = ""
-) -> str:
-    """A plain-text table: one row per label, one column per entry of ``columns``."""
-    width = max([len(str(x)) for x in labels] + [8])
-    head = f"{'':<{width}}" + "".join(f"{name:>12}" for name in columns)
-    rows = [
-        f"{label!s:<{width}}" + "".join(f"{float(col[i]):>12.4f}" for col in columns.values())
-        for i, label in enumerate(labels)
-    ]
-    rule = "-" * len(head)
-    return "\n".join([title, rule, head, rule, *rows, rule] + ([footer] if footer else []))
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-ready number or list from a float, a NumPy array or scalar, or a Series."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return float(value)
-
-
-def interval_dict(
-    ci: ConfidenceInterval[Any], method: str, confidence_level: float
-) -> dict[str, Any]:
-    """``{"method", "confidence_level", "low", "high"}``: an interval in the one JSON shape."""
-    return {
-        "method": method,
-        "confidence_level": confidence_level,
-        "low": _plain(ci.low),
-        "high": _plain(ci.high),
-    }
-
-
-class EstimateResult(ABC):
-    """The shared vocabulary: ``estimate``, ``std_error``, ``confidence_interval``, ...
-
-    Subclasses give ``estimate``, ``std_error``, ``labels`` and ``confidence_interval``;
-    ``summary`` and ``to_frame`` follow.
-    """
-
-    if TYPE_CHECKING:  # given by every subclass, as a field or a property
-
-        @property
-        def estimate(self) -> Any:
-            """Point estimate."""
-
-        @property
-        def std_error(self) -> Any:
-            """Standard error of :attr:`estimate`, the same shape."""
-
-        @property
-        def labels(self) -> list[str]:
-            """One label per entry of :attr:`estimate`."""
-
-    @abstractmethod
-    def confidence_interval(
-        self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval[Any]:
-        """Interval for every entry of :attr:`estimate`."""
-
-    @property
-    def default_interval_method(self) -> str:
-        """The interval method used when none is named (``normal`` unless the result
-        has a better one)."""
-        return "normal"
-
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
-        """The one JSON shape of every estimate (the CLI's ``--json`` prints it).
-
-        ``{"result": class name, "n": reports, "labels": [...], "estimate": ...,
-        "std_error": ..., "interval": {"method", "confidence_level", "low", "high"},
-        "warnings": [...]}``: numbers where the estimate is a number, lists where it is
-        a vector; a subclass adds its own fields (the mechanism, the estimator, counts).
-        """
-        chosen = method or self.default_interval_method
-        ci = self.confidence_interval(confidence_level, chosen)
-        out: dict[str, Any] = {"result": type(self).__name__}
-        n = getattr(self, "n", None)
-        if n is not None:
-            out["n"] = int(n)
-        out |= {
-            "labels": [str(label) for label in self.labels],
-            "estimate": _plain(self.estimate),
-            "std_error": _plain(self.std_error),
-            "interval": interval_dict(ci, chosen, confidence_level),
-            "warnings": [str(w) for w in getattr(self, "warnings", [])],
-        }
-        return out
-
-    def _title(self) -> str:
-        return type(self).__name__
-
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
-        """Plain-text table: estimate, standard error and interval per entry."""
-        ci = self.confidence_interval(confidence_level, method)
-        return summary_table(
-            self._title(),
-            self.labels,
-            {
-                "estimate": np.atleast_1d(self.estimate),
-                "std_error": np.atleast_1d(self.std_error),
-                "low": np.atleast_1d(ci.low),
-                "high": np.atleast_1d(ci.high),
-            },
-            f"{confidence_level:.0%} intervals" + (f" ({method})" if method else ""),
-        )
-
-    def to_frame(self, confidence_level: float = 0.95, method: str | None = None) -> pd.DataFrame:
-        """``pandas.DataFrame`` indexed by label: estimate, std_error, low, high.
-
-        Raises
-        ------
-        ModuleNotFoundError
-            Without pandas (``pip install 'deniable[analysis]'``).
-        """
-        require("pandas", "analysis")
-        import pandas as pd
-
-        ci = self.confidence_interval(confidence_level, method)
-        return pd.DataFrame(
-            {
-                "estimate": np.atleast_1d(self.estimate),
-                "std_error": np.atleast_1d(self.std_error),
-                "low": np.atleast_1d(ci.low),
-                "high": np.atleast_1d(ci.high),
-            },
-            index=pd.Index(self.labels, name="category"),
-        )
 
 
 @dataclass(frozen=True)
@@ -296,33 +153,86 @@ class PrevalenceEstimate(EstimateResult):
         """Plain-words warnings a table of this estimate must carry (empty if none).
 
         For a design (not an oracle, whose many rare values make it routine): each
-        unbiased (moment) estimate outside [0, 1], by how many standard errors, what
-        its interval then means, and that ``method="mle"`` stays inside; beyond
-        :data:`FLAG_Z` standard errors, that the reports fit no prevalence (respondents
-        not following the design, or flooding).
+        unbiased (moment) estimate outside [0, 1], by how many standard errors (taken at
+        the nearest prevalence inside, see :meth:`implausible`), what its interval then
+        means, and that ``method="mle"`` stays inside; beyond :data:`FLAG_Z` standard
+        errors, that the reports fit no prevalence (respondents not following the
+        design, or flooding); and a standard error of 0 (every report in one category).
         """
-        if self.method != "moment" or not isinstance(self.mechanism.channel, MatrixChannel):
+        z = self._outside_z()
+        if z is None:
             return []
         out = []
-        se = self.std_error
-        for label, value, s in zip(self.labels, self.estimate, se, strict=True):
+        for label, value, zj in zip(self.labels, self.estimate, z, strict=True):
             if 0.0 <= value <= 1.0:
                 continue
             edge = 0.0 if value < 0 else 1.0
-            z = abs(value - edge) / s if s > 0 else math.inf
             text = (
-                f"the unbiased estimate for {label!r} is {value:.4g}, {z:.2g} standard errors "
+                f"the unbiased estimate for {label!r} is {value:.4g}, {zj:.2g} standard errors "
                 f"{'below 0' if edge == 0 else 'above 1'}: the true prevalence is near {edge:g} "
                 f"and the interval reaches {edge:g}; method='mle' gives an estimate inside "
                 "[0, 1]"
             )
-            if z > FLAG_Z:
+            if zj > FLAG_Z:
                 text += (
                     f". More than {FLAG_Z} standard errors out, the reports fit no prevalence: "
-                    "check for respondents not following the design, or flooding"
+                    "check for flooding or respondents not following the design"
                 )
             out.append(text)
+        if (self.std_error == 0).any():
+            out.append(
+                "a standard error of 0 means every report fell in one category, where the "
+                "plug-in variance vanishes; the interval still reflects the sample size"
+            )
         return out
+
+    def _outside_z(self) -> NDArray[np.float64] | None:
+        """How many standard errors each moment estimate lies outside [0, 1] (0 inside),
+        each standard error taken at the nearest prevalence vector inside the simplex
+        (the estimate clipped to [0, 1] and renormalised); ``None`` unless a design's
+        moment estimate."""
+        from .common import moment_covariance
+
+        channel = self.mechanism.channel
+        if self.method != "moment" or not isinstance(channel, MatrixChannel):
+            return None
+        estimate = np.asarray(self.estimate, dtype=np.float64)
+        inside = np.clip(estimate, 0.0, 1.0)
+        total = inside.sum()
+        inside = inside / total if total > 0 else np.full_like(inside, 1 / inside.size)
+        inverse = np.linalg.pinv(channel.matrix).astype(np.float64)  # Design.inverse
+        cov = moment_covariance(inverse, channel.matrix @ inside, self.n)
+        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        distance = np.maximum(-estimate, estimate - 1.0).clip(min=0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(distance > 0, distance / se, 0.0)
+        return np.asarray(z, dtype=np.float64)
+
+    def one_sided_pvalue(self, value: float = 0.0, category: int = 1) -> float:
+        """P-value of the one-sided z test of "the prevalence of ``category`` is at most
+        ``value``" against "above it": ``P(Z > (estimate - value) / std_error)`` with the
+        plug-in standard error (Wald 1943). A zero-prevalence control's false-positive test.
+
+        Parameters
+        ----------
+        value : float in [0, 1], default 0
+        category : int in [0, k), default 1
+
+        Raises
+        ------
+        ValueError
+            For a ``value`` outside [0, 1], a ``category`` outside the estimate, or a
+            standard error of 0 (no test: every report fell in one category).
+        """
+        from scipy import stats
+
+        check_probability("value", value)
+        if not 0 <= category < np.size(self.estimate):
+            raise ValueError(f"category must be in [0, {np.size(self.estimate)}), got {category!r}")
+        se = float(self.std_error[category])
+        if se <= 0:
+            raise ValueError("a standard error of 0 has no z test (every report in one category)")
+        return float(stats.norm.sf((float(self.estimate[category]) - value) / se))
 
     def implausible(self) -> NDArray[np.bool_]:
         """Which estimates lie outside [0, 1] by more than :data:`FLAG_Z` standard
@@ -333,19 +243,10 @@ class PrevalenceEstimate(EstimateResult):
         flooding). Shape ``(k,)``; all ``False`` for an oracle, RAPPOR or a method other
         than ``moment``.
         """
-        from .common import moment_covariance
-
-        estimate = np.asarray(self.estimate, dtype=np.float64)
-        channel = self.mechanism.channel
-        if self.method != "moment" or not isinstance(channel, MatrixChannel):
-            return np.zeros(estimate.shape, dtype=bool)
-        inside = np.clip(estimate, 0.0, 1.0)
-        total = inside.sum()
-        inside = inside / total if total > 0 else np.full_like(inside, 1 / inside.size)
-        inverse = np.linalg.pinv(channel.matrix).astype(np.float64)  # Design.inverse
-        cov = moment_covariance(inverse, channel.matrix @ inside, self.n)
-        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        return np.asarray((estimate < -FLAG_Z * se) | (estimate > 1 + FLAG_Z * se))
+        z = self._outside_z()
+        if z is None:
+            return np.zeros(np.shape(self.estimate), dtype=bool)
+        return np.asarray(z > FLAG_Z)
 
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
         """Plain-text table (see :meth:`EstimateResult.summary`), then :attr:`warnings`."""

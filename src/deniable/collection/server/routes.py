@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 from ..credentials import VARIANT
 from ..export import export_bytes
 from ..i18n import choose_language
+from ..results import survey_results
 from ..storage import Store
 from ..survey import parse_survey
 from .ingestion import GroupCommitter, ingest_credential_request, ingest_response
@@ -33,7 +34,6 @@ from .pages import (
     login_page,
     respondent_page,
     results_page,
-    survey_results,
 )
 from .schemas import (
     BatchIn,

@@ -1,0 +1,309 @@
+"""A survey's results, from the library's results: what the API's ``results`` and the
+dashboard show.
+
+Every number here comes from :mod:`deniable.estimation` and :mod:`deniable.analysis`
+(estimates, intervals, warnings, subgroup tables, regressions); each released
+question carries the one JSON shape of an estimate
+(:meth:`~deniable.estimation.EstimateResult.to_dict`). The HTML pages
+(:mod:`deniable.collection.server.pages`) only render it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import IntervalCoverageWarning
+from ..estimation.estimators import estimate
+from ..tallies import Tally
+from .export import wide_frame
+from .storage import Store
+from .study import arm_analysis, design_keys, has_variants, regression, study_frame
+from .survey import Survey
+
+__all__ = [
+    "INTERVAL_NAMES",
+    "POOLED_NAME",
+    "arm_counts",
+    "breakdowns",
+    "pooled_tallies",
+    "survey_results",
+]
+
+#: How each interval method is named to readers of the results.
+INTERVAL_NAMES = {
+    "feldman_cousins": (
+        "Feldman-Cousins unified interval for the report share, mapped through the design "
+        "(Feldman & Cousins 1998; never narrower at 0 or 1 than for the count that "
+        "prevalence predicts): covers at least 95% at every prevalence"
+    ),
+    "wilson": "Wilson score interval for the report share, mapped through the design (Wilson 1927)",
+    "normal": "Wald interval from the exact variance of the unbiased estimator",
+    "agresti_coull": "Agresti-Coull interval for the report share, mapped through the design",
+    "beta": "Clopper-Pearson interval for the report share, mapped through the design",
+    "jeffreys": "Jeffreys interval for the report share, mapped through the design",
+    "bayes": "Bayesian highest-posterior-density credible interval",
+}
+
+
+#: The interval of a question asked through several designs (arms, groups).
+POOLED_NAME = (
+    "Wald interval of the moment estimate pooled over the arms' and groups' designs "
+    "(power-constrained at the boundary)"
+)
+
+
+def arm_counts(frame: pd.DataFrame, survey: Survey) -> dict[str, Any] | None:
+    """The released responses per arm against the arms' weights: the counts, the
+    expected counts and Pearson's chi-square test of the weights (a sample-ratio test:
+    a respondent who re-draws an arm, by clearing storage or on another device, to
+    avoid a direct question makes the counts depart from the weights), from the wide
+    export ``frame``; ``None`` without arms."""
+    from scipy import stats
+
+    if not survey.arms:
+        return None
+    arms = study_frame(frame, survey)["arm"]
+    counts = np.array([int((arms == a).sum()) for a in survey.arm_names])
+    weights = np.array([a.weight for a in survey.arms.values()])
+    expected = counts.sum() * weights / weights.sum()
+    test = stats.chisquare(counts, expected) if counts.sum() else None
+    return {
+        "arms": survey.arm_names,
+        "counts": counts.tolist(),
+        "expected": expected.tolist(),
+        "statistic": None if test is None else float(test.statistic),
+        "df": len(counts) - 1,
+        "pvalue": None if test is None else float(test.pvalue),
+    }
+
+
+def pooled_tallies(store: Store, survey: Survey) -> dict[str, Tally]:
+    """Each question's tally summed over every version that asks it unchanged (the same
+    content digest: text, labels and design), so the reports share one design."""
+    pooled = store.tallies(survey)
+    digests = {q.id: q.content_digest for q in survey.questions}
+    for other in store.versions(survey.id):
+        if other.version == survey.version:
+            continue
+        tallies = store.tallies(other)
+        for q in other.questions:
+            if digests.get(q.id) == q.content_digest:
+                pooled[q.id] = pooled[q.id] + tallies[q.id]
+    return pooled
+
+
+def survey_results(
+    store: Store,
+    survey: Survey,
+    level: float,
+    pooled: bool = False,
+    regress: str | None = None,
+    on: list[str] | None = None,
+) -> dict[str, Any]:
+    """Estimate, standard error and interval of every question, from SQL tallies.
+
+    Everything comes from the latest release: responses enter ``reports`` only in
+    crowds of at least ``survey.min_release`` (:mod:`deniable.collection.staging`);
+    ``waiting`` counts those not yet released. Before a version's first release each
+    question says ``released: false`` and how many more responses are ``missing``, and
+    carries no counts and no estimate. A released question carries the one JSON shape
+    of an estimate (:meth:`~deniable.estimation.PrevalenceEstimate.to_dict`: ``result``,
+    ``labels``, ``estimate`` (unbiased, moment), ``std_error``, ``interval``
+    (``method``, ``confidence_level``, ``low``, ``high``, and its ``name`` for
+    readers), ``warnings``, ``mechanism``, ``estimator`` and ``counts``) and beside it
+    the constrained maximum-likelihood estimate (``mle``, inside the simplex); the
+    warnings (the library's) say what an estimate outside [0, 1] or a standard error of 0
+    means. With ``pooled`` each question counts the responses of every version that asks
+    it unchanged (:func:`pooled_tallies`). A numeric question also carries its ``range``
+    and ``unit`` and, once released, its ``mean`` (estimate, standard error, interval and
+    MLE in the question's units). With ``regress`` (a randomized yes/no question) and
+    ``on`` (direct questions), ``regression`` holds its logistic regression on them
+    (:func:`deniable.collection.study.regression`).
+
+    Raises
+    ------
+    ValueError
+        For a ``regress`` or ``on`` that does not fit the survey.
+    """
+    tallies = pooled_tallies(store, survey) if pooled else store.tallies(survey)
+    waiting = store.waiting(survey.id).get(survey.version, 0)
+    released = store.released_count(survey.id, survey.version)
+    out: dict[str, Any] = {
+        "survey": survey.id,
+        "version": survey.version,
+        "pooled": pooled,
+        "title": survey.title,
+        "responses": released + waiting,
+        "released": released,
+        "waiting": waiting,
+        "confidence_level": level,
+        "min_release": survey.min_release,
+        "questions": [],
+    }
+    study = None
+    read: list[pd.DataFrame] = []  # the wide export, read once if anything needs it
+
+    def wide() -> pd.DataFrame:
+        if not read:
+            read.append(wide_frame(store, survey.id))
+        return read[0]
+
+    variants = {q.id for q in survey.questions if has_variants(survey, q.id)}
+    if variants and released:
+        versions = store.versions(survey.id) if pooled else None
+        found = arm_analysis(wide(), survey, level, versions)
+        study = {s["question"]: s for s in found}
+        out["study"] = list(study.values())
+        out["arms"] = arm_counts(wide(), survey)
+    for q in survey.questions:
+        tally = tallies[q.id]
+        item: dict[str, Any] = {
+            "id": q.id,
+            "text": q.text,
+            "categories": q.choice_labels,
+            "design": q.design.name,
+            "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
+            "direct": q.is_direct,
+            "n": tally.n,
+            "released": tally.n >= survey.min_release,
+        }
+        if q.numeric is not None and q.range is not None:
+            item |= {"range": [q.range.low, q.range.high], "unit": q.range.unit}
+        if not item["released"]:
+            item["missing"] = max(1, survey.min_release - waiting)
+            out["questions"].append(item)
+            continue
+        if q.id in variants:  # several designs: the estimate pooled over them
+            pooled_row = study[q.id]["pooled"] if study else None
+            item["design"] = "by arm and group" if len(q.groups) > 1 else "by arm"
+            if pooled_row is not None:
+                item |= _pooled_item(q.choice_labels, pooled_row, level)
+            out["questions"].append(item)
+            continue
+        est = estimate(q.mechanism, tally)
+        item |= est.to_dict(level)  # the one shape: estimate, std_error, interval, warnings
+        item["interval"]["name"] = INTERVAL_NAMES.get(item["interval"]["method"], "")
+        item["mle"] = estimate(q.mechanism, tally, method="mle").estimate.tolist()
+        if q.numeric is not None:
+            item["mean"] = q.mean_from(est, est.confidence_interval(level)) | {
+                "mle": q.to_units(item["mle"][1])
+            }
+        if q.control == "zero" and est.std_error[1] > 0:  # nobody carries it
+            p_zero = est.one_sided_pvalue(0.0, category=1)
+            item["control"] = {"estimate": float(est.estimate[1]), "pvalue": p_zero}
+            item["warnings"].append(
+                "a zero-prevalence control: nobody carries it, so its estimate measures "
+                f"false positives (one-sided p = {p_zero:.3g} against 0)"
+            )
+        out["questions"].append(item)
+    if survey.direct_questions and not pooled and released:
+        out["breakdowns"] = breakdowns(wide(), survey, level)
+    if regress is not None:
+        if not released:
+            raise ValueError("regress: nothing is released yet")
+        out["regression"] = regression(wide(), survey, regress, on or [], level)
+    return out
+
+
+def _pooled_item(labels: list[str], row: dict[str, Any], level: float) -> dict[str, Any]:
+    """The one JSON shape for a yes/no question pooled over its arms' and groups'
+    designs (:func:`~deniable.collection.study.arm_analysis`'s ``pooled`` row)."""
+    p, low, high, se = row["estimate"], row["low"], row["high"], row["std_error"]
+    return {
+        "result": "PooledEstimate",
+        "labels": labels,
+        "estimate": [1 - p, p],
+        "std_error": [se, se],
+        "interval": {
+            "method": "normal",
+            "confidence_level": level,
+            "low": [1 - high, low],
+            "high": [1 - low, high],
+            "name": POOLED_NAME,
+        },
+        "warnings": [],
+        "mle": [1 - p, p],
+    }
+
+
+def breakdowns(frame: pd.DataFrame, survey: Survey, level: float) -> list[dict[str, Any]]:
+    """Each randomized yes/no question by each direct question: the prevalence of its
+    second answer per answer of the direct one, with its interval and a test of equal
+    prevalence (:func:`~deniable.analysis.subgroup_prevalence`); a numeric question's
+    mean per answer in its units (``mean: true``; the test of equal means). The rows are the
+    version's released responses after small cells are recoded to missing
+    (:func:`~deniable.collection.reading.suppress_small_cells`), those missing either
+    answer left out: the rows ``deniable analyze EXPORT --question Q --by D`` reads
+    (``frame``: the wide export)."""
+    from ..analysis import subgroup_prevalence
+
+    rows = study_frame(frame, survey)
+    out: list[dict[str, Any]] = []
+    for q in survey.questions:
+        if q.is_direct or q.mechanism.n_truths != 2:
+            continue
+        design: Any = q.mechanism
+        keys = None
+        if has_variants(survey, q.id):  # each row's design: its arm's (and group's)
+            keys, design = design_keys(rows, survey, q.id)
+        for by in survey.direct_questions:
+            if q.id not in rows or by.id not in rows:
+                continue
+            used = rows[q.id].notna() & rows[by.id].notna()
+            if keys is not None:
+                used &= keys != ""
+            if not used.any():
+                continue
+            labels = np.array(by.report_labels, dtype=object)[rows.loc[used, by.id].astype(int)]
+            with warnings.catch_warnings():  # a pooled estimate's only interval is Wald's
+                warnings.simplefilter("ignore", IntervalCoverageWarning)
+                res = subgroup_prevalence(
+                    design,
+                    rows.loc[used, q.id].to_numpy(np.int64),
+                    labels,
+                    design_keys=None if keys is None else keys[used].to_numpy(dtype=str),
+                )
+                table = res.table(level)
+            test = res.test_equal() if len(res.estimates) > 1 else None
+            values = {label: row for label, row in zip(table.index, table.to_numpy(), strict=True)}
+            columns = list(table.columns)  # n, estimate, std_error, low, high
+            groups: list[dict[str, Any]] = [
+                {"group": label}
+                | {
+                    c: (int(v) if c == "n" else float(v))
+                    for c, v in zip(columns, values[label], strict=True)
+                }
+                for label in by.report_labels
+                if label in values
+            ]
+            if q.range is not None:  # a number: its mean per answer, in its units
+                width = q.range.high - q.range.low
+                for g in groups:
+                    g |= {c: q.to_units(g[c]) for c in ("estimate", "low", "high")}
+                    g["std_error"] *= width
+            out.append(
+                {
+                    "question": q.id,
+                    "text": q.text,
+                    "answer": q.choice_labels[1],
+                    "by": by.id,
+                    "by_text": by.text,
+                    "pooled_designs": keys is not None,
+                    "mean": q.range is not None,
+                    "unit": q.range.unit if q.range is not None else "",
+                    "groups": groups,
+                    "test_equal": None  # one group: nothing to compare
+                    if test is None
+                    else {
+                        "statistic": float(test.statistic),
+                        "df": int(test.df),
+                        "pvalue": float(test.pvalue),
+                    },
+                }
+            )
+    return out

@@ -1,0 +1,158 @@
+"""The base of every estimate-like result and its interval (see :mod:`.results`)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._extras import require
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["ConfidenceInterval", "EstimateResult", "interval_dict", "plain", "summary_table"]
+
+
+BoundT = TypeVar("BoundT")
+
+
+class ConfidenceInterval(NamedTuple, Generic[BoundT]):
+    """Lower and upper bounds: ndarrays the shape of the estimate
+    (``ConfidenceInterval[NDArray[np.float64]]``), floats for a scalar estimate
+    (``ConfidenceInterval[float]``), or pandas Series for a labelled one."""
+
+    low: BoundT
+    high: BoundT
+
+
+def summary_table(
+    title: str, labels: list[str], columns: dict[str, NDArray[np.float64]], footer: str = ""
+) -> str:
+    """A plain-text table: one row per label, one column per entry of ``columns``."""
+    width = max([len(str(x)) for x in labels] + [8])
+    head = f"{'':<{width}}" + "".join(f"{name:>12}" for name in columns)
+    rows = [
+        f"{label!s:<{width}}" + "".join(f"{float(col[i]):>12.4f}" for col in columns.values())
+        for i, label in enumerate(labels)
+    ]
+    rule = "-" * len(head)
+    return "\n".join([title, rule, head, rule, *rows, rule] + ([footer] if footer else []))
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready number or list from a float, a NumPy array or scalar, or a Series."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return float(value)
+
+
+def interval_dict(
+    ci: ConfidenceInterval[Any], method: str, confidence_level: float
+) -> dict[str, Any]:
+    """``{"method", "confidence_level", "low", "high"}``: an interval in the one JSON shape."""
+    return {
+        "method": method,
+        "confidence_level": confidence_level,
+        "low": plain(ci.low),
+        "high": plain(ci.high),
+    }
+
+
+class EstimateResult(ABC):
+    """The shared vocabulary: ``estimate``, ``std_error``, ``confidence_interval``, ...
+
+    Subclasses give ``estimate``, ``std_error``, ``labels`` and ``confidence_interval``;
+    ``summary`` and ``to_frame`` follow.
+    """
+
+    if TYPE_CHECKING:  # given by every subclass, as a field or a property
+
+        @property
+        def estimate(self) -> Any:
+            """Point estimate."""
+
+        @property
+        def std_error(self) -> Any:
+            """Standard error of :attr:`estimate`, the same shape."""
+
+        @property
+        def labels(self) -> list[str]:
+            """One label per entry of :attr:`estimate`."""
+
+    @abstractmethod
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[Any]:
+        """Interval for every entry of :attr:`estimate`."""
+
+    @property
+    def default_interval_method(self) -> str:
+        """The interval method used when none is named (``normal`` unless the result
+        has a better one)."""
+        return "normal"
+
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape of every estimate (the CLI's ``--json`` prints it).
+
+        ``{"result": class name, "n": reports, "labels": [...], "estimate": ...,
+        "std_error": ..., "interval": {"method", "confidence_level", "low", "high"},
+        "warnings": [...]}``: numbers where the estimate is a number, lists where it is
+        a vector; a subclass adds its own fields (the mechanism, the estimator, counts).
+        """
+        chosen = method or self.default_interval_method
+        ci = self.confidence_interval(confidence_level, chosen)
+        out: dict[str, Any] = {"result": type(self).__name__}
+        n = getattr(self, "n", None)
+        if n is not None:
+            out["n"] = int(n)
+        out |= {
+            "labels": [str(label) for label in self.labels],
+            "estimate": plain(self.estimate),
+            "std_error": plain(self.std_error),
+            "interval": interval_dict(ci, chosen, confidence_level),
+            "warnings": [str(w) for w in getattr(self, "warnings", [])],
+        }
+        return out
+
+    def _title(self) -> str:
+        return type(self).__name__
+
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+        """Plain-text table: estimate, standard error and interval per entry."""
+        ci = self.confidence_interval(confidence_level, method)
+        return summary_table(
+            self._title(),
+            self.labels,
+            {
+                "estimate": np.atleast_1d(self.estimate),
+                "std_error": np.atleast_1d(self.std_error),
+                "low": np.atleast_1d(ci.low),
+                "high": np.atleast_1d(ci.high),
+            },
+            f"{confidence_level:.0%} intervals" + (f" ({method})" if method else ""),
+        )
+
+    def to_frame(self, confidence_level: float = 0.95, method: str | None = None) -> pd.DataFrame:
+        """``pandas.DataFrame`` indexed by label: estimate, std_error, low, high.
+
+        Raises
+        ------
+        ModuleNotFoundError
+            Without pandas (``pip install 'deniable[analysis]'``).
+        """
+        require("pandas", "analysis")
+        import pandas as pd
+
+        ci = self.confidence_interval(confidence_level, method)
+        return pd.DataFrame(
+            {
+                "estimate": np.atleast_1d(self.estimate),
+                "std_error": np.atleast_1d(self.std_error),
+                "low": np.atleast_1d(ci.low),
+                "high": np.atleast_1d(ci.high),
+            },
+            index=pd.Index(self.labels, name="category"),
+        )

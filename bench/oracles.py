@@ -150,7 +150,7 @@ def ours(name: str, k: int, eps: float, values: np.ndarray, budget: float, surve
     start, raw_em = time.perf_counter(), []
     while not compared and n * k <= 10**7 and len(mse["em"]) < 200:
         em_reports = oracle.randomize(values, rng)
-        mse["em"].append(np.sum((oracle_em(oracle, em_reports)[0] - truth) ** 2))
+        mse["em"].append(np.sum((oracle_em(oracle, em_reports).frequencies - truth) ** 2))
         raw_em.append(np.sum((estimate(oracle, em_reports).estimate - truth) ** 2))
         if len(mse["em"]) >= 2 and time.perf_counter() - start > 5 * budget:
             break
@@ -206,7 +206,7 @@ def paired_surveys(  # type: ignore[no-untyped-def]
             "projection": project_simplex(est),
             "norm_sub": norm_sub(est),
             "eb": empirical_bayes(oracle, est, n),
-            "em": oracle_em(oracle, reports)[0],
+            "em": oracle_em(oracle, reports).frequencies,
         }
         for m, f in fits.items():
             sse[m].append(float(np.sum((f - truth) ** 2)))

@@ -48,8 +48,8 @@ def vectors() -> dict[str, list[dict[str, object]]]:
                         "report": {"a": str(rep["a"]), "b": str(rep["b"]), "y": int(rep["y"])},
                     }
                 )
-    for k, h, m in [(16, 2, 4), (40, 3, 64)]:
-        r = Rappor(k=k, h=h, m=m, f=0.5, p=0.25, q=0.75)
+    for n_bloom_bits, h, n_cohorts in [(16, 2, 4), (40, 3, 64)]:
+        r = Rappor(n_bloom_bits=n_bloom_bits, h=h, n_cohorts=n_cohorts, f=0.5, p=0.25, q=0.75)
         for value in ("apple", "https://example.org/ünïcode", ""):
             secret = rng.bytes(32)
             irr = rng.bytes(r.bytes_per_report)

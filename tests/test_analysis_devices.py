@@ -136,3 +136,20 @@ def test_jackknife_with_finite_population_correction_as_rrtcs():
     assert est.std_error**2 == pytest.approx(plain.std_error**2 * (1 - pi.mean()), rel=1e-12)
     with pytest.raises(ValueError, match="fpc applies"):
         survey_estimate(devore(0.7), data.z, pi=pi, kind="total", fpc=True)
+
+
+def test_the_innocuous_prevalence_is_named_and_alpha_warns():
+    """RRTCS calls the innocuous prevalence ``alpha``; here ``alpha`` is a significance
+    level only, so the keyword is ``innocuous_prevalence`` (``alpha=`` warns until 0.3)."""
+    z = np.array([0.0, 1.0])
+    new = mangat_singh_singh(0.6, innocuous_prevalence=0.5)
+    assert new.name == "MangatSinghSingh(p=0.6, innocuous_prevalence=0.5)"
+    np.testing.assert_array_equal(new.revise(z)[0], mangat_singh_singh(0.6, 0.5).revise(z)[0])
+    with pytest.warns(DeprecationWarning, match="innocuous_prevalence"):
+        old = soberanis_cruz(0.7, alpha=0.5)
+    assert old.name == soberanis_cruz(0.7, 0.5).name
+    np.testing.assert_array_equal(old.revise(z)[0], soberanis_cruz(0.7, 0.5).revise(z)[0])
+    with pytest.raises(ValueError, match="innocuous_prevalence"):
+        mangat_singh_singh(0.6, 1.3)
+    with pytest.raises(TypeError, match="innocuous_prevalence is required"):
+        soberanis_cruz(0.7)

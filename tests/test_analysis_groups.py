@@ -38,6 +38,14 @@ def test_subgroup_estimates_are_the_core_estimates_per_group() -> None:
         assert table.loc[g, "std_error"] == pytest.approx(
             math.sqrt(4 * lam * (1 - lam) / (groups == g).sum())
         )
+    # an estimate-like result whose entries are the groups: the base's vocabulary
+    assert res.labels == ["a", "b", "c"] and res.n == n
+    np.testing.assert_allclose(res.estimate, table["estimate"].to_numpy(), atol=0)
+    np.testing.assert_allclose(res.std_error, table["std_error"].to_numpy(), atol=0)
+    shape = res.to_dict()
+    assert shape["result"] == "SubgroupResult" and shape["interval"]["method"] == "feldman_cousins"
+    assert shape["interval"]["low"] == table["low"].tolist()
+    assert res.to_frame()["high"].tolist() == table["high"].tolist()
     diff = res.difference("c", "a")
     assert diff.estimate == pytest.approx(table.loc["c", "estimate"] - table.loc["a", "estimate"])
     assert abs(diff.estimate - 0.25) < 4 * diff.std_error

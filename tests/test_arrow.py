@@ -29,7 +29,7 @@ CANDIDATES = [f"site-{i}" for i in range(40)]
 
 
 def cases(n: int, rng: np.random.Generator):
-    rappor = Rappor(k=64, h=2, m=8, f=0.5, p=0.25, q=0.75, candidates=CANDIDATES)
+    rappor = Rappor(n_bloom_bits=64, h=2, n_cohorts=8, f=0.5, p=0.25, q=0.75, candidates=CANDIDATES)
     return [
         (ForcedResponse(p_yes=0.25, p_no=0.25), rng.integers(0, 2, n)),
         (KaryRR(k=7, epsilon=1.0), rng.integers(0, 7, n)),

@@ -215,7 +215,12 @@ def test_analyze_with_other_estimators(tmp_path, method):
 
 @pytest.mark.parametrize(
     "spec",
-    ["olh:k=64,epsilon=2", "oue:k=64,epsilon=2", "hadamard:k=64,epsilon=2", "rappor:k=64,h=2,m=16"],
+    [
+        "olh:k=64,epsilon=2",
+        "oue:k=64,epsilon=2",
+        "hadamard:k=64,epsilon=2",
+        "rappor:n_bloom_bits=64,h=2,n_cohorts=16",
+    ],
 )
 def test_oracles_simulate_analyze_and_find_the_heavy_hitters(tmp_path, spec):
     out = tmp_path / ("reports.parquet" if spec.startswith("rappor") else "reports.csv")

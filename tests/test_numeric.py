@@ -291,3 +291,16 @@ def test_specs_round_trip():
     ):
         m = numeric_from_spec(spec)
         assert numeric_from_spec(m.spec).to_dict() == m.to_dict()
+
+
+def test_alpha_is_a_significance_level_only():
+    """The hybrid mechanism's mixing probability and 1BitMean's rounding offset have
+    their own names; the old ``alpha`` attributes warn until 0.3."""
+    hybrid = HybridMean(2.0)
+    assert hybrid.piecewise_probability == pytest.approx(1 - math.exp(-1.0))
+    with pytest.warns(DeprecationWarning, match="piecewise_probability"):
+        assert hybrid.alpha == hybrid.piecewise_probability
+    memo = OneBitMean(1.0, grid=3).memoize(5, np.random.default_rng(0))
+    assert memo.offset.shape == (5,) and ((memo.offset >= 0) & (memo.offset < 1)).all()
+    with pytest.warns(DeprecationWarning, match="offset"):
+        assert memo.alpha is memo.offset

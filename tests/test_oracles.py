@@ -391,6 +391,14 @@ def test_em_is_a_distribution_with_higher_likelihood(oracle):
     active = f > 1e-4
     np.testing.assert_allclose(grad[active], 3000, rtol=1e-3)
     assert np.all(grad[~active] <= 3000 * (1 + 1e-3))
+    # oracle_em says what it found: the same frequencies, named, and the steps taken
+    from deniable.estimation import OracleEMResult, oracle_em
+
+    found = oracle_em(oracle, reports)
+    assert isinstance(found, OracleEMResult) and 0 < found.iterations < 3000
+    np.testing.assert_allclose(found.frequencies, em.estimate, atol=1e-12)
+    frequencies, iterations = found  # still unpacks as the (frequencies, iterations) pair
+    assert iterations == found.iterations and frequencies is found.frequencies
 
 
 @pytest.mark.parametrize("oracle", [UnaryEncoding(16, 1.0), LocalHashing(16, 2.0)], ids=repr)

@@ -43,7 +43,7 @@ SPECS = [
     "sue:k=20,epsilon=1",
     "olh:k=50,epsilon=2",
     "hadamard:k=50,epsilon=1",
-    "rappor:k=16,h=2,m=4",
+    "rappor:n_bloom_bits=16,h=2,n_cohorts=4",
 ]
 
 
@@ -93,7 +93,7 @@ def test_tally_is_sufficient_and_estimates_dispatch_on_the_channel(spec):
 
 
 def test_rappor_channel_has_the_oracle_roles():
-    r = Rappor(k=16, h=2, m=4, f=0.5, p=0.5, q=0.75)
+    r = Rappor(n_bloom_bits=16, h=2, n_cohorts=4, f=0.5, p=0.5, q=0.75)
     # p* = Pr(report bit 1 | Bloom bit 1) > q* = Pr(report bit 1 | Bloom bit 0)
     assert r.p_star == pytest.approx(0.75 * 0.75 + 0.25 * 0.5)
     assert r.q_star == pytest.approx(0.25 * 0.75 + 0.75 * 0.5)
@@ -188,7 +188,7 @@ def test_every_result_speaks_the_same_vocabulary():
 def test_rappor_decodes_into_a_result_object():
     rng = np.random.default_rng(5)
     cands = [f"v{i}" for i in range(10)]
-    r = Rappor(k=32, h=2, m=8, candidates=cands)
+    r = Rappor(n_bloom_bits=32, h=2, n_cohorts=8, candidates=cands)
     values = [cands[i] for i in rng.choice(10, 20_000, p=np.r_[[0.4, 0.3], np.full(8, 0.3 / 8)])]
     res = estimate(r, r.randomize(values, rng))
     assert isinstance(res, RapporEstimate)

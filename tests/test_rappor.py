@@ -29,7 +29,7 @@ def _two_values_with_disjoint_bits(r: Rappor, cohort: int = 0) -> tuple[str, str
 
 @pytest.mark.parametrize(("f", "p", "q", "h"), [(0.5, 0.5, 0.75, 1), (0.25, 0.25, 0.75, 2)])
 def test_epsilons_by_enumeration(f, p, q, h):
-    r = Rappor(k=8, h=h, m=1, f=f, p=p, q=q)
+    r = Rappor(n_bloom_bits=8, h=h, n_cohorts=1, f=f, p=p, q=q)
     v, w = _two_values_with_disjoint_bits(r)
     outputs = np.array(list(itertools.product([0, 1], repeat=8)), dtype=bool)
 
@@ -54,7 +54,7 @@ def test_epsilons_by_enumeration(f, p, q, h):
 
 
 def test_encoder_thresholds_and_memoized_permanent_response():
-    r = Rappor(k=16, h=2, m=4, f=0.5, p=0.0, q=1.0)  # IRR off: the report is B'
+    r = Rappor(n_bloom_bits=16, h=2, n_cohorts=4, f=0.5, p=0.0, q=1.0)  # IRR off: the report is B'
     secrets = [bytes([i]) * 32 for i in range(50)]
     values = ["apple"] * 50
     first = r.randomize(values, secrets=secrets)
@@ -87,7 +87,7 @@ def test_decoding_finds_the_heavy_hitters_with_honest_errors():
     freq /= freq.sum()
     n = 200_000
     values = [candidates[i] for i in rng.choice(100, n, p=freq)]
-    r = Rappor(k=128, h=2, m=32, candidates=candidates)
+    r = Rappor(n_bloom_bits=128, h=2, n_cohorts=32, candidates=candidates)
     reports = r.randomize(values, rng)
     res = estimate(r, reports)
     decoded = decode_rappor(r, reports)
@@ -108,7 +108,7 @@ def test_decoding_finds_the_heavy_hitters_with_honest_errors():
 
 def test_tallies_merge_and_bad_reports_are_rejected():
     rng = np.random.default_rng(1)
-    r = Rappor(k=12, h=2, m=4, candidates=["a", "b"])
+    r = Rappor(n_bloom_bits=12, h=2, n_cohorts=4, candidates=["a", "b"])
     reports = r.randomize(["a", "b", "a"] * 100, rng)
     merged = r.tally(reports[:100]) + r.tally(reports[100:])
     whole = r.tally(reports)
@@ -124,7 +124,32 @@ def test_tallies_merge_and_bad_reports_are_rejected():
         r.tally(RapporReports(reports.cohort + 4, reports.bits))
     with pytest.raises(ValueError, match="h must be <= 8"):
         Rappor(h=9)
+    with pytest.raises(ValueError, match="n_bloom_bits must be <= 4096"):
+        Rappor(n_bloom_bits=4097)
+    with pytest.raises(ValueError, match="n_cohorts must be <= 4096"):
+        Rappor(n_cohorts=4097)
     with pytest.raises(ValueError, match="p and q must differ"):
         Rappor(p=0.5, q=0.5)
     with pytest.raises(TypeError, match="strings"):
         r.randomize([1, 2], rng)
+
+
+def test_the_old_names_of_bloom_bits_and_cohorts_warn_and_still_work():
+    """``k`` and ``m`` (Bloom bits, cohorts) were renamed so that ``k`` is a domain size
+    everywhere; the old keywords, attributes and spec strings work until 0.3."""
+    from deniable.mechanisms.registry import mechanism_from_spec
+
+    new = Rappor(n_bloom_bits=16, h=2, n_cohorts=4)
+    with pytest.warns(DeprecationWarning, match="'k' is deprecated; use 'n_bloom_bits'"):
+        old = Rappor(k=16, h=2, m=4)
+    assert (
+        old.params == new.params
+        and old.spec == "rappor:n_bloom_bits=16,h=2,n_cohorts=4,f=0.5,p=0.5,q=0.75"
+    )
+    with pytest.warns(DeprecationWarning, match="'m' is deprecated; use 'n_cohorts'"):
+        assert new.m == 4
+    with pytest.warns(DeprecationWarning, match="'k' is deprecated"):
+        assert new.k == 16
+    with pytest.warns(DeprecationWarning):
+        parsed = mechanism_from_spec("rappor:k=16,h=2,m=4")
+    assert parsed.spec == new.spec and mechanism_from_spec(new.spec).params == new.params

@@ -188,8 +188,8 @@ class SupportTally:
 class RapporTally:
     """Per-cohort bit counts: mergeable sufficient statistics of RAPPOR reports.
 
-    ``counts``: int64 (m, k), number of reports of cohort j with bit i set;
-    ``n``: int64 (m,), reports per cohort.
+    ``counts``: int64 (n_cohorts, n_bloom_bits), number of reports of cohort j with bit i set;
+    ``n_per_cohort``: int64 (n_cohorts,), reports per cohort.
     """
 
     counts: NDArray[np.int64]

@@ -16,9 +16,9 @@ Channels
     One known :class:`~deniable.mechanisms.Design` per group (e.g. direct questioning in
     one group, forced response in another): ``A = P[:, no]``, ``B = P[:, yes] - P[:, no]``.
 :class:`UnknownInnocuous`
-    Unrelated question with an innocuous question of unknown prevalence ``alpha``,
+    Unrelated question with an innocuous question of unknown prevalence ``a``,
     two or more groups with different probabilities ``p_g`` of the sensitive question
-    (Greenberg, Abul-Ela, Simmons & Horvitz 1969): ``Pr(yes) = p_g pi + (1 - p_g) alpha``.
+    (Greenberg, Abul-Ela, Simmons & Horvitz 1969): ``Pr(yes) = p_g pi + (1 - p_g) a``.
 :class:`CheatingDetection`
     Clark & Desharnais (1998): a forced "yes" with probability ``p_g``, otherwise the
     truth, but a share ``gamma`` of respondents (cheaters) says "no" whatever happens;
@@ -213,9 +213,10 @@ class _GroupsWithOneParameter(GroupModel):
 
 
 class UnknownInnocuous(_GroupsWithOneParameter):
-    """Unrelated question with unknown innocuous prevalence ``alpha`` (Greenberg et al. 1969).
+    """Unrelated question with unknown innocuous prevalence (Greenberg et al. 1969).
 
-    ``Pr(yes | group g) = p_g pi + (1 - p_g) alpha``; identifiable with two groups whose
+    ``Pr(yes | group g) = p_g pi + (1 - p_g) a``, ``a`` the parameter
+    ``innocuous_prevalence``; identifiable with two groups whose
     ``p_g`` differ.
 
     Parameters
@@ -226,12 +227,12 @@ class UnknownInnocuous(_GroupsWithOneParameter):
         Values of the grouping column (default 1, 2, ...).
     """
 
-    param_names = ("alpha",)
+    param_names = ("innocuous_prevalence",)
 
     def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
-        (alpha,) = theta
+        (innocuous,) = theta
         q = 1.0 - self.p
-        A = np.stack([1.0 - q * alpha, q * alpha], axis=1)
+        A = np.stack([1.0 - q * innocuous, q * innocuous], axis=1)
         B = np.stack([-self.p, self.p], axis=1)
         dA = np.stack([-q, q], axis=1)[None]
         return A, B, dA, np.zeros_like(dA)

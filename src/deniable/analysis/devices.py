@@ -29,6 +29,8 @@ question's share ``p1`` and then ``p2``; RRTCS (models 12-14) revises the two re
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -70,20 +72,39 @@ def mangat_singh(p: float, t: float) -> Revision:
     )
 
 
-def mangat_singh_singh(p: float, alpha: float) -> Revision:
-    """Mangat, Singh & Singh (1992): ``Pr(yes) = (1 - p) alpha + (1 - (1 - p) alpha) y``
-    (RRTCS ``MangatSinghSingh``)."""
-    p, alpha = check_probability("p", p), check_probability("alpha", alpha)
+def _innocuous(value: float | None, alpha: float | None) -> float:
+    """The innocuous prevalence, from its name or (until 0.3, warning) RRTCS's ``alpha``."""
+    if alpha is not None:
+        warnings.warn(
+            "alpha= is deprecated here (alpha is a significance level only); use "
+            "innocuous_prevalence= (removed in 0.3)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        value = alpha if value is None else value
+    if value is None:
+        raise TypeError("innocuous_prevalence is required (a probability in [0, 1])")
+    return check_probability("innocuous_prevalence", value)
+
+
+def mangat_singh_singh(
+    p: float, innocuous_prevalence: float | None = None, *, alpha: float | None = None
+) -> Revision:
+    """Mangat, Singh & Singh (1992): ``Pr(yes) = (1 - p) a + (1 - (1 - p) a) y`` with
+    ``a`` the innocuous prevalence (RRTCS ``MangatSinghSingh``, whose ``alpha`` it is)."""
+    p, a = check_probability("p", p), _innocuous(innocuous_prevalence, alpha)
     return linear_binary(
-        (1 - p) * alpha, 1 - (1 - p) * alpha, f"MangatSinghSingh(p={p:g}, alpha={alpha:g})"
+        (1 - p) * a, 1 - (1 - p) * a, f"MangatSinghSingh(p={p:g}, innocuous_prevalence={a:g})"
     )
 
 
-def soberanis_cruz(p: float, alpha: float) -> Revision:
-    """Soberanis Cruz et al. (2008): ``Pr(yes) = (1 - p) alpha + p y`` (RRTCS
-    ``SoberanisCruz``)."""
-    p, alpha = check_probability("p", p), check_probability("alpha", alpha)
-    return linear_binary((1 - p) * alpha, p, f"SoberanisCruz(p={p:g}, alpha={alpha:g})")
+def soberanis_cruz(
+    p: float, innocuous_prevalence: float | None = None, *, alpha: float | None = None
+) -> Revision:
+    """Soberanis Cruz et al. (2008): ``Pr(yes) = (1 - p) a + p y`` with ``a`` the
+    innocuous prevalence (RRTCS ``SoberanisCruz``, whose ``alpha`` it is)."""
+    p, a = check_probability("p", p), _innocuous(innocuous_prevalence, alpha)
+    return linear_binary((1 - p) * a, p, f"SoberanisCruz(p={p:g}, innocuous_prevalence={a:g})")
 
 
 def two_reply_codes(first: ArrayLike, second: ArrayLike) -> NDArray[np.int64]:

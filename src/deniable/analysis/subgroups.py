@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ..estimation.estimators import estimate
-from ..estimation.results import PrevalenceEstimate
+from ..estimation.results import ConfidenceInterval, EstimateResult, PrevalenceEstimate
 from ..mechanisms.designs import Design
 from ..tallies import Tally
 from ..validation import as_codes
@@ -63,19 +63,60 @@ class Contrast(WaldResult):
 
 
 @dataclass(frozen=True)
-class SubgroupResult:
-    """Per-group prevalence estimates of one randomized question.
+class SubgroupResult(EstimateResult):
+    """Per-group prevalence estimates of one randomized question: an estimate-like
+    result whose entries are the groups (``estimate``, ``std_error``, ``labels``,
+    ``confidence_interval``, ``to_dict``, ``to_frame`` of the base), each the
+    prevalence of ``category`` in its group.
 
     Attributes
     ----------
     estimates : dict
         Group value -> :class:`~deniable.estimation.PrevalenceEstimate`.
     category : int
-        The truth category compared by :meth:`difference`, :meth:`ratio` (1 = "yes").
+        The truth category estimated per group and compared by :meth:`difference`,
+        :meth:`ratio` (1 = "yes").
     """
 
     estimates: dict[Hashable, PrevalenceEstimate]
     category: int = 1
+
+    @property
+    def estimate(self) -> NDArray[np.float64]:
+        """Prevalence of ``category`` per group, float64, shape (groups,)."""
+        return np.array([float(e.estimate[self.category]) for e in self.estimates.values()])
+
+    @property
+    def std_error(self) -> NDArray[np.float64]:
+        """Standard error per group, float64, shape (groups,)."""
+        return np.array([float(e.std_error[self.category]) for e in self.estimates.values()])
+
+    @property
+    def labels(self) -> list[str]:
+        """The groups, as text."""
+        return [str(g) for g in self.estimates]
+
+    @property
+    def n(self) -> int:
+        """Reports over all groups."""
+        return sum(e.n for e in self.estimates.values())
+
+    @property
+    def default_interval_method(self) -> str:
+        """The groups' default method (the first group's)."""
+        return next(iter(self.estimates.values())).default_interval_method
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[NDArray[np.float64]]:
+        """Each group's interval for ``category`` (its estimate's
+        :meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval`), float64
+        arrays of shape (groups,)."""
+        ends = [e.confidence_interval(confidence_level, method) for e in self.estimates.values()]
+        return ConfidenceInterval(
+            np.array([float(ci.low[self.category]) for ci in ends]),
+            np.array([float(ci.high[self.category]) for ci in ends]),
+        )
 
     def table(self, confidence_level: float = 0.95, method: str | None = None) -> pd.DataFrame:
         """One row per group: n, estimate, std_error, low, high (of ``category``)."""

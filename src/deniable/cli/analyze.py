@@ -55,7 +55,7 @@ def _post_processed(oracle: Any, reports: Any, result: Any, method: str) -> Any:
         return norm_sub(result.estimate)
     if method == "empirical-bayes":
         return empirical_bayes(oracle, result.estimate, result.n)
-    return oracle_em(oracle, reports)[0]
+    return oracle_em(oracle, reports).frequencies
 
 
 def _analyze_oracle(

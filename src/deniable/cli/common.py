@@ -57,7 +57,7 @@ DesignOpt = Annotated[
         help='Design spec "name:param=value,...", e.g. "forced-response:p_yes=0.25,p_no=0.25", '
         '"warner:p=0.7", "kary-rr:k=5,epsilon=1"; or a frequency oracle: "oue:k=1000,epsilon=1", '
         '"sue:...", "olh:k=10000,epsilon=2", "hadamard:k=1000000,epsilon=1", '
-        '"rappor:k=128,h=2,m=64,f=0.5,p=0.5,q=0.75".',
+        '"rappor:n_bloom_bits=128,h=2,n_cohorts=64,f=0.5,p=0.5,q=0.75".',
     ),
 ]
 JsonOpt = Annotated[

@@ -25,7 +25,7 @@ from .estimators import ESTIMATION_METHODS, estimate
 from .heavy_hitters import HeavyHitters, heavy_hitters
 from .intervals import INTERVAL_METHODS
 from .means import HistogramEstimate, MeanEstimate, MeanTally, estimate_histogram, estimate_mean
-from .postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
+from .postprocess import OracleEMResult, empirical_bayes, norm_sub, oracle_em, project_simplex
 from .prefix import PrefixHeavyHitters, find_heavy_hitters
 from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
 
@@ -38,6 +38,7 @@ __all__ = [
     "HistogramEstimate",
     "MeanEstimate",
     "MeanTally",
+    "OracleEMResult",
     "PrefixHeavyHitters",
     "PrevalenceEstimate",
     "RapporEstimate",

@@ -31,7 +31,7 @@ by ``bench/oracles.py``).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -39,7 +39,18 @@ from numpy.typing import ArrayLike, NDArray
 if TYPE_CHECKING:
     from ..mechanisms.oracle import FrequencyOracle
 
-__all__ = ["empirical_bayes", "norm_sub", "oracle_em", "project_simplex"]
+__all__ = ["OracleEMResult", "empirical_bayes", "norm_sub", "oracle_em", "project_simplex"]
+
+
+class OracleEMResult(NamedTuple):
+    """What :func:`oracle_em` found: a point estimate with no standard error (the
+    maximum-likelihood frequencies) and the EM steps it took; unpacks as the
+    ``(frequencies, iterations)`` pair it was before 0.2."""
+
+    frequencies: NDArray[np.float64]
+    """Maximum-likelihood frequencies, float64, shape (k,), on the simplex."""
+    iterations: int
+    """EM steps taken (``max_iterations`` if it stopped there)."""
 
 
 def _as_vector(estimates: ArrayLike) -> NDArray[np.float64]:
@@ -122,7 +133,7 @@ def oracle_em(
     *,
     tol: float = 1e-7,
     max_iterations: int = 3000,
-) -> tuple[NDArray[np.float64], int]:
+) -> OracleEMResult:
     """Maximum-likelihood frequencies of an oracle's reports, by EM.
 
     Every oracle here has a report likelihood of the form
@@ -137,8 +148,8 @@ def oracle_em(
 
     Returns
     -------
-    frequencies : ndarray, float64, shape (k,)
-    iterations : int
+    OracleEMResult
+        ``frequencies`` (ndarray, float64, shape (k,)) and ``iterations`` (int).
 
     Raises
     ------
@@ -180,7 +191,7 @@ def oracle_em(
         steps += 1
         r = f1 - f
         if np.max(np.abs(r)) < tol:
-            return f1, steps
+            return OracleEMResult(f1, steps)
         f2 = em_step(f1)
         v = f2 - 2.0 * f1 + f
         norm_v = float(np.sqrt(v @ v))
@@ -192,7 +203,7 @@ def oracle_em(
         jump = em_step(jump / jump.sum())
         steps += 2
         f = jump if loglik(jump) >= loglik(f2) else f2
-    return f, max_iterations
+    return OracleEMResult(f, max_iterations)
 
 
 def _npmle_grid(intercept: float, slope: float, top: float, size: int) -> NDArray[np.float64]:

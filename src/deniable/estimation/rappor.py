@@ -66,12 +66,12 @@ def decode_rappor(
     f, p, q = self.f, self.p, self.q
     scale = (1 - f) * (q - p)
     t = (tally.counts - (p + 0.5 * f * q - 0.5 * f * p) * N[:, None]) / scale
-    rows = np.repeat(used, self.k)
+    rows = np.repeat(used, self.n_bloom_bits)
     y = (t[used] / N[used, None]).reshape(-1)
     c = tally.counts[used].astype(np.float64)
     var_y = (c * (N[used, None] - c) / N[used, None]) / (N[used, None] * scale) ** 2
     var_y = np.maximum(var_y.reshape(-1), 1.0 / (N[used].max() * scale) ** 2)
-    weight = np.sqrt(np.repeat(N[used], self.k))
+    weight = np.sqrt(np.repeat(N[used], self.n_bloom_bits))
     Xw, yw = X[rows] * weight[:, None], y * weight
     M = X.shape[1]
     lasso = LassoCV(

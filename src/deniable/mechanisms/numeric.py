@@ -30,6 +30,7 @@ Hoeffding intervals). Values are mapped to ``x = 2 (v - low) / (high - low) - 1`
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -336,12 +337,13 @@ class Piecewise(NumericMechanism):
 
 
 class HybridMean(NumericMechanism):
-    """The hybrid mechanism (Wang et al. 2019): piecewise with probability ``alpha``.
+    """The hybrid mechanism (Wang et al. 2019): piecewise with probability ``a``
+    (:attr:`piecewise_probability`, the paper's ``alpha``).
 
-    ``alpha = 1 - e^(-eps/2)`` for ``eps > 0.61`` and 0 below (Duchi's mechanism is then
+    ``a = 1 - e^(-eps/2)`` for ``eps > 0.61`` and 0 below (Duchi's mechanism is then
     better everywhere), which minimises the worst-case variance (Wang et al. 2019,
     Lemma 4). Both parts are unbiased with epsilon ``eps``, so the mixture is too; its
-    variance is ``alpha Var_PM + (1 - alpha) Var_Duchi``. A report is a float: ``+-C``
+    variance is ``a Var_PM + (1 - a) Var_Duchi``. A report is a float: ``+-C``
     of Duchi's mechanism or a piecewise report (the two never coincide with
     probability > 0).
     """
@@ -354,9 +356,19 @@ class HybridMean(NumericMechanism):
         self._duchi = DuchiMean(epsilon, low, high)
 
     @property
-    def alpha(self) -> float:
-        """Probability of the piecewise branch."""
+    def piecewise_probability(self) -> float:
+        """Probability of the piecewise branch, in [0, 1)."""
         return 1 - math.exp(-self.epsilon / 2) if self.epsilon > 0.61 else 0.0
+
+    @property
+    def alpha(self) -> float:
+        """Deprecated name of :attr:`piecewise_probability` (removed in 0.3)."""
+        warnings.warn(
+            "HybridMean.alpha is deprecated; use .piecewise_probability (removed in 0.3)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.piecewise_probability
 
     def randomize(
         self, values: ArrayLike, rng: RandomSource | np.random.Generator | None = None
@@ -367,7 +379,7 @@ class HybridMean(NumericMechanism):
         x = self._scaled(values)
         pm = self._pm
         return piecewise_draw(
-            x, uniforms(rng, x.size), pm.c, pm.p_centre, self.alpha, self._duchi.c
+            x, uniforms(rng, x.size), pm.c, pm.p_centre, self.piecewise_probability, self._duchi.c
         )
 
     def debias(self, reports: ArrayLike) -> NDArray[np.float64]:
@@ -375,8 +387,8 @@ class HybridMean(NumericMechanism):
         return self._pm.debias(reports)
 
     def report_variance(self, values: ArrayLike) -> NDArray[np.float64]:
-        """``alpha Var_PM(v) + (1 - alpha) Var_Duchi(v)``."""
-        a = self.alpha
+        """``a Var_PM(v) + (1 - a) Var_Duchi(v)``, ``a`` the piecewise probability."""
+        a = self.piecewise_probability
         return a * self._pm.report_variance(values) + (1 - a) * self._duchi.report_variance(values)
 
     @property
@@ -391,14 +403,24 @@ class OneBitMemo:
 
     Attributes
     ----------
-    alpha : ndarray, shape (n,), float64 in [0, 1)
-        Each client's rounding offset, drawn once.
+    offset : ndarray, shape (n,), float64 in [0, 1)
+        Each client's rounding offset (the paper's ``alpha``), drawn once.
     bits : ndarray, shape (n, grid + 1), uint8
         Each client's memoized report for each grid point, drawn once.
     """
 
-    alpha: NDArray[np.float64]
+    offset: NDArray[np.float64]
     bits: NDArray[np.uint8]
+
+    @property
+    def alpha(self) -> NDArray[np.float64]:
+        """Deprecated name of :attr:`offset` (removed in 0.3)."""
+        warnings.warn(
+            "OneBitMemo.alpha is deprecated; use .offset (removed in 0.3)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.offset
 
 
 class OneBitMean(NumericMechanism):
@@ -458,7 +480,7 @@ class OneBitMean(NumericMechanism):
             raise ValueError(f"n: at most {MAX_VALUES // (self.grid + 2)} clients per call")
         u = uniforms(rng, n * (self.grid + 2)).reshape(n, self.grid + 2)
         points = np.linspace(0.0, 1.0, self.grid + 1)
-        return OneBitMemo(alpha=u[:, 0].copy(), bits=(u[:, 1:] < self._p(points)).view(np.uint8))
+        return OneBitMemo(offset=u[:, 0].copy(), bits=(u[:, 1:] < self._p(points)).view(np.uint8))
 
     def randomize(
         self,
@@ -470,13 +492,13 @@ class OneBitMean(NumericMechanism):
         z = self._z(values)
         if memo is None:
             return (uniforms(rng, z.size) < self._p(z)).view(np.uint8)
-        if memo.bits.shape != (z.size, self.grid + 1) or memo.alpha.shape != (z.size,):
+        if memo.bits.shape != (z.size, self.grid + 1) or memo.offset.shape != (z.size,):
             raise ValueError(
                 f"memo must hold one client per value: bits shape ({z.size}, {self.grid + 1})"
             )
         position = z * self.grid
         below = np.minimum(np.floor(position), self.grid - 1)
-        point = (below + (memo.alpha < position - below)).astype(np.int64)
+        point = (below + (memo.offset < position - below)).astype(np.int64)
         return memo.bits[np.arange(z.size), point]
 
     def debias(self, reports: ArrayLike) -> NDArray[np.float64]:

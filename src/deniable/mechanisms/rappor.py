@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,17 +87,27 @@ def _u32_be(x: int) -> bytes:
     return int(x).to_bytes(4, "big")
 
 
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(
+        f"Rappor's {old!r} is deprecated; use {new!r} (removed in 0.3)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 class Rappor:
     """RAPPOR client and decoder (Erlingsson, Pihur & Korolova 2014).
 
     Parameters
     ----------
-    k : int, 8 <= k <= 4096
-        Bloom filter bits (report size).
+    n_bloom_bits : int, 8 <= n_bloom_bits <= 4096
+        Bloom filter bits (report size; the paper's ``k``).
     h : int, 1 <= h <= 8
         Hash functions.
-    m : int, 1 <= m <= 4096
-        Cohorts.
+    n_cohorts : int, 1 <= n_cohorts <= 4096
+        Cohorts (the paper's ``m``). The old keywords ``k=`` and ``m=`` still work
+        until 0.3, with a ``DeprecationWarning`` (``k`` means a domain size everywhere
+        else in the package).
     f : float in [0, 1)
         Permanent randomized response: probability of replacing a bit by a fair coin
         (realised on the 1/128 grid).
@@ -113,7 +124,7 @@ class Rappor:
 
     Examples
     --------
-    >>> r = Rappor(k=32, h=2, m=8, f=0.5, p=0.5, q=0.75)
+    >>> r = Rappor(n_bloom_bits=32, h=2, n_cohorts=8, f=0.5, p=0.5, q=0.75)
     >>> round(r.epsilon_lifetime, 4), round(r.epsilon_report, 4)
     (4.3944, 1.0743)
     """
@@ -122,23 +133,32 @@ class Rappor:
 
     def __init__(
         self,
-        k: int = 128,
+        n_bloom_bits: int = 128,
         h: int = 2,
-        m: int = 64,
+        n_cohorts: int = 64,
         f: float = 0.5,
         p: float = 0.5,
         q: float = 0.75,
         candidates: Sequence[str] | None = None,
+        *,
+        k: int | None = None,
+        m: int | None = None,
     ) -> None:
-        self.k = check_integer("k", k, minimum=8)
-        if self.k > 4096:
-            raise ValueError(f"k must be <= 4096 Bloom bits, got {self.k}")
+        if k is not None:
+            _renamed("k", "n_bloom_bits")
+            n_bloom_bits = k
+        if m is not None:
+            _renamed("m", "n_cohorts")
+            n_cohorts = m
+        self.n_bloom_bits = check_integer("n_bloom_bits", n_bloom_bits, minimum=8)
+        if self.n_bloom_bits > 4096:
+            raise ValueError(f"n_bloom_bits must be <= 4096, got {self.n_bloom_bits}")
         self.h = check_integer("h", h, minimum=1)
         if self.h > 8:
             raise ValueError(f"h must be <= 8 hash functions, got {self.h}")
-        self.m = check_integer("m", m, minimum=1)
-        if self.m > 4096:
-            raise ValueError(f"m must be <= 4096 cohorts, got {self.m}")
+        self.n_cohorts = check_integer("n_cohorts", n_cohorts, minimum=1)
+        if self.n_cohorts > 4096:
+            raise ValueError(f"n_cohorts must be <= 4096, got {self.n_cohorts}")
         self.f_requested = check_probability("f", f, high_open=True)
         self.p_requested = check_probability("p", p)
         self.q_requested = check_probability("q", q)
@@ -154,6 +174,18 @@ class Rappor:
         warn_large_epsilon(self.epsilon_report, repr(self))
 
     # -- parameters -----------------------------------------------------------------
+    @property
+    def k(self) -> int:
+        """Deprecated name of :attr:`n_bloom_bits` (removed in 0.3)."""
+        _renamed("k", "n_bloom_bits")
+        return self.n_bloom_bits
+
+    @property
+    def m(self) -> int:
+        """Deprecated name of :attr:`n_cohorts` (removed in 0.3)."""
+        _renamed("m", "n_cohorts")
+        return self.n_cohorts
+
     @property
     def f(self) -> float:
         """Realised permanent-RR probability ``round(128 f) / 128``."""
@@ -190,7 +222,8 @@ class Rappor:
 
     @property
     def spec(self) -> str:
-        """``"rappor:k=...,h=...,m=...,f=...,p=...,q=..."`` (the requested parameters)."""
+        """``"rappor:n_bloom_bits=...,h=...,n_cohorts=...,f=...,p=...,q=..."``: the requested
+        parameters."""
         return spec_string(self.spec_name, self.params)
 
     @property
@@ -216,20 +249,20 @@ class Rappor:
     @property
     def n_bytes(self) -> int:
         """Bytes per packed report, ``ceil(k / 8)``."""
-        return (self.k + 7) // 8
+        return (self.n_bloom_bits + 7) // 8
 
     @property
     def bytes_per_report(self) -> int:
         """Fresh random bytes per report (IRR): ``4 k``."""
-        return 4 * self.k
+        return 4 * self.n_bloom_bits
 
     @property
     def params(self) -> dict[str, Any]:
         """Constructor parameters (without candidates)."""
         return {
-            "k": self.k,
+            "n_bloom_bits": self.n_bloom_bits,
             "h": self.h,
-            "m": self.m,
+            "n_cohorts": self.n_cohorts,
             "f": self.f_requested,
             "p": self.p_requested,
             "q": self.q_requested,
@@ -238,9 +271,9 @@ class Rappor:
     def client_params(self) -> dict[str, Any]:
         """What a respondent's encoder (``web/oracles.js``: ``encodeRappor``) needs."""
         return {
-            "k": self.k,
+            "n_bloom_bits": self.n_bloom_bits,
             "h": self.h,
-            "m": self.m,
+            "n_cohorts": self.n_cohorts,
             "threshold_f": self.threshold_f,
             "threshold_p": self.threshold_p,
             "threshold_q": self.threshold_q,
@@ -280,19 +313,22 @@ class Rappor:
     def bloom_bits(self, cohort: int, value: str) -> list[int]:
         """Bloom bit positions (``h`` of them, maybe repeated) of ``value`` in ``cohort``."""
         digest = hashlib.sha256(_u32_be(cohort) + value.encode()).digest()
-        return [int.from_bytes(digest[4 * j : 4 * j + 4], "big") % self.k for j in range(self.h)]
+        return [
+            int.from_bytes(digest[4 * j : 4 * j + 4], "big") % self.n_bloom_bits
+            for j in range(self.h)
+        ]
 
     def cohort_of(self, secret: bytes) -> int:
         """The cohort of the client with this secret."""
         word = int.from_bytes(hmac.digest(secret, b"cohort", "sha256")[:4], "big")
-        return (word * self.m) >> 32
+        return (word * self.n_cohorts) >> 32
 
     def prr_bytes(self, secret: bytes, value: str) -> bytes:
         """The ``k`` bytes that fix the permanent randomized response of ``value``."""
-        blocks = -(-self.k // 32)
+        blocks = -(-self.n_bloom_bits // 32)
         key = value.encode()
         stream = b"".join(hmac.digest(secret, key + _u32_be(i), "sha256") for i in range(blocks))
-        return stream[: self.k]
+        return stream[: self.n_bloom_bits]
 
     def encode(
         self,
@@ -306,7 +342,7 @@ class Rappor:
         Parameters
         ----------
         values : sequence of str, length n
-        cohorts : array_like of int, shape (n,), in ``0..m-1``
+        cohorts : array_like of int, shape (n,), in ``0..n_cohorts-1``
         prr : uint8, ``n * k`` bytes: the permanent-RR byte of each Bloom bit
         irr : uint8, ``n * 4 k`` bytes: the IRR word (little-endian uint32) of each bit
 
@@ -316,17 +352,18 @@ class Rappor:
         """
         n = len(values)
         coh = np.asarray(cohorts, dtype=np.int64).reshape(-1)
-        if coh.size != n or (n and (coh.min() < 0 or coh.max() >= self.m)):
-            raise ValueError(f"cohorts must be n = {n} integers in 0..{self.m - 1}")
+        if coh.size != n or (n and (coh.min() < 0 or coh.max() >= self.n_cohorts)):
+            raise ValueError(f"cohorts must be n = {n} integers in 0..{self.n_cohorts - 1}")
         prr_b = np.frombuffer(bytes(prr), np.uint8) if isinstance(prr, bytes) else prr
         irr_b = np.frombuffer(bytes(irr), np.uint8) if isinstance(irr, bytes) else irr
-        if prr_b.size != n * self.k or irr_b.size != n * 4 * self.k:
+        if prr_b.size != n * self.n_bloom_bits or irr_b.size != n * 4 * self.n_bloom_bits:
             raise ValueError(
-                f"prr must hold n * k = {n * self.k} bytes and irr n * 4k = {n * 4 * self.k}"
+                f"prr must hold n * n_bloom_bits = {n * self.n_bloom_bits} bytes and irr "
+                f"4 times that, {n * 4 * self.n_bloom_bits}"
             )
-        prr_b = prr_b.reshape(n, self.k)
-        words = np.ascontiguousarray(irr_b).reshape(n, 4 * self.k).view("<u4")
-        bloom = np.zeros((n, self.k), dtype=bool)
+        prr_b = prr_b.reshape(n, self.n_bloom_bits)
+        words = np.ascontiguousarray(irr_b).reshape(n, 4 * self.n_bloom_bits).view("<u4")
+        bloom = np.zeros((n, self.n_bloom_bits), dtype=bool)
         pairs: dict[tuple[int, str], list[int]] = {}
         for i, (c, v) in enumerate(zip(coh.tolist(), values, strict=True)):
             key = (c, v)
@@ -372,8 +409,8 @@ class Rappor:
         n = len(values)
         simulate = secrets is None and rng is not None
         if simulate:
-            raw = np.frombuffer(random_bytes(rng, 4 * n + n * self.k), np.uint8)
-            cohorts = (raw[: 4 * n].view("<u4").astype(np.uint64) * np.uint64(self.m)) >> 32
+            raw = np.frombuffer(random_bytes(rng, 4 * n + n * self.n_bloom_bits), np.uint8)
+            cohorts = (raw[: 4 * n].view("<u4").astype(np.uint64) * np.uint64(self.n_cohorts)) >> 32
             prr = raw[4 * n :]
         else:
             if secrets is None:
@@ -406,7 +443,9 @@ class Rappor:
         cohort = np.asarray(column(columns, "cohort"), dtype=np.int64)
         bits = hex_rows(column(columns, "report"), self.n_bytes)
         if cohort.size and (cohort.min() < 0 or cohort.max() >= TWO32):
-            raise ReportValidationError(f"column 'cohort' must hold cohorts 0..{self.m - 1}")
+            raise ReportValidationError(
+                f"column 'cohort' must hold cohorts 0..{self.n_cohorts - 1}"
+            )
         return self.check_reports(RapporReports(cohort.astype(np.uint32), bits))
 
     @property
@@ -429,8 +468,10 @@ class Rappor:
         """
         cohort = integer_array(arrays, "cohort")
         bits = packed_rows(arrays, "report", self.n_bytes)
-        if cohort.size and (cohort.min() < 0 or cohort.max() >= self.m):
-            raise ReportValidationError(f"column 'cohort' must hold cohorts 0..{self.m - 1}")
+        if cohort.size and (cohort.min() < 0 or cohort.max() >= self.n_cohorts):
+            raise ReportValidationError(
+                f"column 'cohort' must hold cohorts 0..{self.n_cohorts - 1}"
+            )
         return self.check_reports(RapporReports(cohort.astype(np.uint32), bits))
 
     def check_reports(self, reports: Any) -> RapporReports:
@@ -445,9 +486,9 @@ class Rappor:
             )
         if coh.shape != (bits.shape[0],) or coh.dtype.kind not in "iu":
             raise ReportValidationError("RAPPOR cohorts must be an integer array of shape (n,)")
-        if coh.size and (coh.min() < 0 or coh.max() >= self.m):
-            raise ReportValidationError(f"RAPPOR cohorts must lie in 0..{self.m - 1}")
-        pad = 8 * self.n_bytes - self.k
+        if coh.size and (coh.min() < 0 or coh.max() >= self.n_cohorts):
+            raise ReportValidationError(f"RAPPOR cohorts must lie in 0..{self.n_cohorts - 1}")
+        pad = 8 * self.n_bytes - self.n_bloom_bits
         if pad and bits.size and np.any(bits[:, -1] >> np.uint8(8 - pad)):
             raise ReportValidationError("RAPPOR report padding bits must be 0")
         return reports
@@ -456,22 +497,23 @@ class Rappor:
         """Bit counts per cohort."""
         reports = self.check_reports(reports)
         coh = reports.cohort.astype(np.int64)
-        counts = np.zeros((self.m, self.k), dtype=np.int64)
+        counts = np.zeros((self.n_cohorts, self.n_bloom_bits), dtype=np.int64)
         order = np.argsort(coh, kind="stable")
-        bounds = np.searchsorted(coh[order], np.arange(self.m + 1))
+        bounds = np.searchsorted(coh[order], np.arange(self.n_cohorts + 1))
         for j in np.nonzero(np.diff(bounds))[0]:
             rows = order[bounds[j] : bounds[j + 1]]
-            counts[j] = packed_bit_counts(reports.bits[rows], self.k)
-        return RapporTally(counts, np.bincount(coh, minlength=self.m).astype(np.int64))
+            counts[j] = packed_bit_counts(reports.bits[rows], self.n_bloom_bits)
+        return RapporTally(counts, np.bincount(coh, minlength=self.n_cohorts).astype(np.int64))
 
     def design_matrix(self) -> NDArray[np.float64]:
-        """Bloom bits of every candidate in every cohort: shape (m * k, M), 0/1 float64."""
+        """Bloom bits of every candidate in every cohort: 0/1 float64, shape
+        (n_cohorts * n_bloom_bits, M)."""
         if not self.candidates:
             raise ValueError("no candidates: use Rappor(..., candidates=[...]) or with_candidates")
         if self._design is None:
-            X = np.zeros((self.m, self.k, len(self.candidates)))
-            for j in range(self.m):
+            X = np.zeros((self.n_cohorts, self.n_bloom_bits, len(self.candidates)))
+            for j in range(self.n_cohorts):
                 for c, value in enumerate(self.candidates):
                     X[j, self.bloom_bits(j, value), c] = 1.0
-            self._design = X.reshape(self.m * self.k, -1)
+            self._design = X.reshape(self.n_cohorts * self.n_bloom_bits, -1)
         return self._design

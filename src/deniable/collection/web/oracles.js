@@ -98,17 +98,18 @@
     return new Uint8Array(await root.crypto.subtle.sign("HMAC", key, message));
   }
 
-  /* RAPPOR: params {k, h, m, threshold_f, threshold_p, threshold_q}; secret: the
-     client's secret bytes; irr: 4k fresh random bytes. Returns {cohort, bits}. */
+  /* RAPPOR: params {n_bloom_bits, h, n_cohorts, threshold_f, threshold_p, threshold_q};
+     secret: the client's secret bytes; irr: 4 * n_bloom_bits fresh random bytes.
+     Returns {cohort, bits}. */
   async function encodeRappor(params, secret, value, irr) {
-    const k = params.k;
+    const k = params.n_bloom_bits;
     need(irr, 4 * k, "RAPPOR");
     const enc = new TextEncoder();
     const key = await root.crypto.subtle.importKey(
       "raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]
     );
     const word = view(await hmac(key, enc.encode("cohort"))).getUint32(0, false);
-    const cohort = Math.floor((word * params.m) / TWO32);
+    const cohort = Math.floor((word * params.n_cohorts) / TWO32);
     const valueBytes = enc.encode(value);
     const digest = new Uint8Array(
       await root.crypto.subtle.digest("SHA-256", concat(u32be(cohort), valueBytes))
@@ -165,7 +166,7 @@
     randomizeOUE: (params, value) => encodeOUE(params, value, randomBytes(4 * params.k)),
     randomizeOLH: (params, value) => encodeOLH(params, value, randomBytes(24)),
     randomizeRappor: (params, secret, value) =>
-      encodeRappor(params, secret, value, randomBytes(4 * params.k)),
+      encodeRappor(params, secret, value, randomBytes(4 * params.n_bloom_bits)),
   };
   root.deniableOracles = api;
 })(globalThis);

@@ -9,6 +9,9 @@ Targets, each a real server process on loopback, measured in this one run:
 - ``baseline``: a FastAPI endpoint that only parses the request body (no storage);
 - ``sqlite``: ``deniable serve`` on a fresh SQLite file (rollback journal,
   synchronous=FULL; responses into random slots, released in crowds);
+- ``sqlite-route``: the same without the respondents' fast path (``DENIABLE_FAST_PATH=0``:
+  every response through FastAPI's route; both paths share parsing, storage and the
+  acknowledgement);
 - ``postgresql``: ``deniable serve`` on PostgreSQL (``--postgres`` or
   ``DENIABLE_TEST_POSTGRES_URL``; skipped when neither is given).
 
@@ -85,8 +88,9 @@ def start(kind: str, workdir: Path, pg_url: str | None) -> tuple[subprocess.Pope
         cmd = [sys.executable, "-m", "uvicorn", "_baseline_app:app", "--app-dir", str(HERE)]
         cmd += ["--port", str(port), "--log-level", "warning", "--no-access-log"]
     else:
-        url = f"sqlite:///{workdir / 'bench.sqlite'}" if kind == "sqlite" else str(pg_url)
+        url = str(pg_url) if kind == "postgresql" else f"sqlite:///{workdir / kind}.sqlite"
         env["DENIABLE_DATABASE_URL"] = url
+        env["DENIABLE_FAST_PATH"] = "0" if kind == "sqlite-route" else "1"
         cmd = [str(Path(sys.executable).parent / "deniable"), "serve", "--port", str(port)]
         cmd += ["--workers", str(WORKERS)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -336,7 +340,7 @@ def main() -> None:
     args = ap.parse_args()
     global WORKERS
     WORKERS = args.workers
-    kinds = ["baseline", "sqlite"] + (["postgresql"] if args.postgres else [])
+    kinds = ["baseline", "sqlite", "sqlite-route"] + (["postgresql"] if args.postgres else [])
     if args.postgres:
         from sqlalchemy import create_engine, text
 
@@ -394,7 +398,7 @@ def main() -> None:
         f"open loop at {args.rate:g} req/s, deniable serve --workers {args.workers}"
     )
     print(
-        f"{'target':<11} {'wrk resp/s':>11} {'x peer':>7} {'py resp/s':>10} {'x peer':>7} "
+        f"{'target':<12} {'wrk resp/s':>11} {'x peer':>7} {'py resp/s':>10} {'x peer':>7} "
         f"{'p50 ms':>7} {'p99 ms':>7} {'batch resp/s':>13} {'issued/s':>9} "
         f"{'cred resp/s':>12} {'x peer':>7} {'issued/core-s':>14}"
     )
@@ -402,7 +406,7 @@ def main() -> None:
         wtxt = "-" if w is None else f"{w:,.0f}"
         wr = "-" if w is None or base_w is None else f"{w / base_w:.2f}"
         print(
-            f"{kind:<11} {wtxt:>11} {wr:>7} {py:>10,.0f} {py / base_py:>7.2f} "
+            f"{kind:<12} {wtxt:>11} {wr:>7} {py:>10,.0f} {py / base_py:>7.2f} "
             f"{p50:>7.2f} {p99:>7.2f} "
             f"{'-' if b is None else f'{b:,.0f}':>13} "
             f"{'-' if issued is None else f'{issued:,.0f}':>9} "

@@ -96,6 +96,7 @@ def sample_two(rng, n):
     )
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 def test_two_randomized_predictors_unbiased_and_covered():
     """RRlin's case of several randomized predictors (a Warner and a forced-response one,
     correlated through their joint prevalence): over 150 simulated surveys of n = 2,000

@@ -98,6 +98,7 @@ async def test_login_sets_a_strict_http_only_session_for_reading_only(client):
     assert_error_shape(r, 401)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 async def test_responses_results_and_estimates(client, rng):
     await publish(client, min_release=20)  # 400 responses: 20 crowds of 20
     view = (await client.get("/api/surveys/health")).json()
@@ -378,6 +379,33 @@ async def test_fast_path_answers_responses_and_rejections_once(client, monkeypat
     assert_error_shape(await client.post("/api/surveys/nope/responses", json=body), 404)
     assert len(calls) == 1  # both rejections were answered by the one write path
     assert client.store.response_count("health") == 2
+
+
+async def test_the_route_and_the_fast_path_answer_byte_for_byte_alike(tmp_path):
+    """With the fast path off (``fast_path=False``, ``DENIABLE_FAST_PATH=0``) every
+    response goes through FastAPI's route; its acknowledgement and its rejections are
+    the same bytes as the fast path's (one parsing, one acknowledgement, one insert)."""
+    answers = []
+    for fast in (True, False):
+        store = Store(f"sqlite:///{tmp_path}/fast-{fast}.sqlite")
+        app = create_app(store, analyst_token=ANALYST, limiter=RateLimiter(0, 0), fast_path=fast)
+        try:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+                await c.post("/api/surveys", json=SURVEY, headers=AUTH)
+                got = []
+                for body in (
+                    {"version": 1, "reports": {"drugs": 1, "status": 0}},
+                    {"version": 1, "reports": {"drugs": 7, "status": 0}},
+                    {"version": 9, "reports": {"drugs": 1, "status": 0}},
+                ):
+                    r = await c.post("/api/surveys/health/responses", json=body)
+                    got.append((r.status_code, r.headers["content-type"], r.content))
+                answers.append(got)
+                assert store.response_count("health") == 1
+        finally:
+            store.close()
+    assert answers[0] == answers[1] and [a[0] for a in answers[0]] == [201, 422, 404]
 
 
 async def test_open_surveys_are_rate_limited_per_client_and_per_bucket(database_url):

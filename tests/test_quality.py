@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import deniable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,11 +24,13 @@ def test_ruff_lint_and_format():
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 def test_mypy_strict_on_src():
     result = run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 def test_a_users_script_sees_the_overloaded_types():
     """``tests/typing/overloads.py`` type-checks under ``mypy --strict
     --disallow-any-expr``: tallies and estimates with ``group_by`` are dicts, without it

@@ -24,6 +24,7 @@ from deniable.errors import (
     CredentialRejectedError,
     InvitationError,
     ReportValidationError,
+    SurveyClosedError,
     SurveyConflictError,
     SurveyNotFoundError,
 )
@@ -163,6 +164,13 @@ def test_batch_is_all_or_nothing(store):
     assert store.response_count(s.id) == 500
     with pytest.raises(InvitationError):
         store.submit_batch(invited(id="inv"), good)
+    # a batch rides the one insert path (commit_group): a closed survey refuses it whole
+    store.set_closed(s.id, True)
+    with pytest.raises(SurveyClosedError):
+        store.submit_batch(s, good)
+    assert store.response_count(s.id) == 500
+    store.set_closed(s.id, False)
+    assert store.submit_batch(s, good[:3]) == 3 and store.response_count(s.id) == 503
 
 
 def test_tallies_match_numpy_and_estimates_run(store, rng):

@@ -496,16 +496,12 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
                 "this survey needs an invitation per response; batches are refused"
             )
         staged = self._staged(survey, responses, self._bucket(), arms, groups)
-        if staged:
+        if staged:  # the one insert path; with no credentials, all stored or none
             self._free.free = None  # read the slots afresh: batches are rare and large
-            with self.engine.begin() as conn:
-                if self.closed_among(conn, [survey.id]):
-                    raise SurveyClosedError(_closed_message(survey.id))
-                if not self.is_sqlite:
-                    conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
-                stage(conn, staged, self._free)
-                self._release(conn)
-            self.forget_history()
+            outcomes = self.commit_group([PendingResponse(survey.id, None, s) for s in staged])
+            refused = next((o for o in outcomes if o is not None), None)
+            if refused is not None:  # a closed survey: every entry refused, nothing stored
+                raise refused
         return len(responses)
 
     def release_waiting(self) -> int:

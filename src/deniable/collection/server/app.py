@@ -95,6 +95,7 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     body_timeout: float | None = None,
     limiter: RateLimiter | None = None,
+    fast_path: bool | None = None,
 ) -> FastAPI:
     """Build the ASGI application.
 
@@ -120,6 +121,11 @@ def create_app(
         Limits on responses to surveys without invitations (default:
         ``DENIABLE_RATE_PER_MINUTE`` per client, default 30, and
         ``DENIABLE_CAP_PER_BUCKET`` per survey and time bucket, default 100,000).
+    fast_path : bool, optional
+        Serve the respondents' two hot routes through :class:`FastSubmit` (default
+        ``DENIABLE_FAST_PATH``, else on; ``0`` turns it off). Either way a response is
+        parsed, stored and acknowledged by the same code; ``bench/ingest.py`` measures
+        both.
     """
     store = store or Store()
     lifetime_budget_from_environment()  # a bad DENIABLE_LIFETIME_BUDGET fails at start
@@ -159,9 +165,12 @@ def create_app(
     app.add_exception_handler(ClientDisconnect, _disconnected)
     # the last added is the outermost: security headers, then body limits, then the
     # respondents' fast path, then the application
-    app.add_middleware(
-        FastSubmit, store=store, committer=committer, max_bytes=max_body_bytes, limiter=limiter
-    )
+    if fast_path is None:
+        fast_path = os.environ.get("DENIABLE_FAST_PATH", "1") != "0"
+    if fast_path:
+        app.add_middleware(
+            FastSubmit, store=store, committer=committer, max_bytes=max_body_bytes, limiter=limiter
+        )
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
     app.add_middleware(SecurityHeaders)
     app.include_router(public_router)

@@ -19,6 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from ..credentials import VARIANT, Credential, b64url, b64url_decode
@@ -37,6 +39,7 @@ __all__ = [
     "BodyLimit",
     "FastSubmit",
     "GroupCommitter",
+    "acknowledgement",
     "ingest_credential_request",
     "ingest_response",
 ]
@@ -45,6 +48,12 @@ __all__ = [
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Default time a client has to send a whole request body, seconds.
 BODY_TIMEOUT_SECONDS = 10.0
+
+
+def acknowledgement(answer: Stored | CredentialOut) -> Response:
+    """201 with ``answer`` as JSON: the one acknowledgement of a stored response, a
+    batch or a blind signature, sent by the routes and by :class:`FastSubmit` alike."""
+    return Response(answer.model_dump_json(), status_code=201, media_type="application/json")
 
 
 async def ingest_response(
@@ -293,10 +302,12 @@ class FastSubmit:
     A JSON body with a declared Content-Length, for a survey id of the right shape, goes
     through :func:`ingest_response` or :func:`ingest_credential_request` (the one write
     path of each, which the application's routes use too) without the framework's
-    routing, dependency and exception layers; its acknowledgement or its rejection (in
-    the one error shape, :func:`error_for`) is sent from here, so every report is
-    validated once. Anything else (a chunked or large body, another media type, a
-    malformed id) goes to the full application.
+    routing, dependency and exception layers. It reads the body as the routes do
+    (Starlette's ``Request.body``) and answers with the routes' own
+    :func:`acknowledgement` or rejection (the one error shape, :func:`error_for`), so
+    every report is validated once and answered alike on either path. Anything else
+    (a chunked or large body, another media type, a malformed id) goes to the full
+    application.
     """
 
     def __init__(
@@ -334,22 +345,13 @@ class FastSubmit:
         if match is None or not json_body or not 0 < declared <= self.max_bytes:
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":
-                    return  # the client went away before sending its body: nothing to do
-                chunk = message.get("body", b"")
-                chunks.append(chunk)
-                size += len(chunk)
-                if not message.get("more_body", False) or size > declared:
-                    break
-        except HTTPException as exc:  # too slow (BodyLimit's timeout)
+        try:  # the body is read as the routes read it (bounded by BodyLimit)
+            body = await Request(scope, receive).body()
+        except ClientDisconnect:  # the client went away before sending its body
+            return
+        except HTTPException as exc:  # too slow or too large (BodyLimit)
             await error_for(exc)(scope, receive, send)
             return
-        body = b"".join(chunks)
         replayed = False
 
         async def replay() -> Message:
@@ -359,7 +361,7 @@ class FastSubmit:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        if size != declared:  # a body that lied about its length: the full application
+        if len(body) != declared:  # a body that lied about its length: the full application
             await self.app(scope, replay, send)
             return
         try:
@@ -381,15 +383,4 @@ class FastSubmit:
         except Exception as exc:  # the same error shape as the application's handlers
             await error_for(exc)(scope, replay, send)
             return
-        ack = answer.model_dump_json().encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 201,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(ack)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": ack})
+        await acknowledgement(answer)(scope, replay, send)

@@ -27,7 +27,12 @@ from ..i18n import choose_language
 from ..results import survey_results
 from ..storage import Store
 from ..survey import parse_survey
-from .ingestion import GroupCommitter, ingest_credential_request, ingest_response
+from .ingestion import (
+    GroupCommitter,
+    acknowledgement,
+    ingest_credential_request,
+    ingest_response,
+)
 from .pages import (
     PAGE_HEADERS,
     home_page,
@@ -147,7 +152,7 @@ async def credential(survey_id: SurveyId, request: Request, store: StoreDep) -> 
     _require_json(request)
     committer: GroupCommitter = request.app.state.committer
     answer = await ingest_credential_request(store, committer, survey_id, await request.body())
-    return Response(answer.model_dump_json(), status_code=201, media_type="application/json")
+    return acknowledgement(answer)
 
 
 def _require_json(request: Request) -> None:
@@ -181,7 +186,7 @@ async def submit(survey_id: SurveyId, request: Request, store: StoreDep) -> Resp
         request.app.state.limiter,
         request.client.host if request.client else None,
     )
-    return Response(ack.model_dump_json(), status_code=201, media_type="application/json")
+    return acknowledgement(ack)
 
 
 @public_router.post("/api/surveys/{survey_id}/batch", status_code=201)

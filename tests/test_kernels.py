@@ -120,7 +120,7 @@ def test_encoders_agree() -> None:
 
 def test_counting_kernels_agree() -> None:
     rng = np.random.default_rng(5)
-    for shape in [(0, 3), (1, 1), (999, 13), (2000, 130)]:
+    for shape in [(0, 3), (1, 1), (999, 13), (2000, 130), (300_000, 9)]:  # 9: two blocks
         packed = rng.integers(0, 256, shape, dtype=np.uint8)
         np.testing.assert_array_equal(
             _kernels_numpy.byte_histograms(packed), numba_kernels.byte_histograms(packed)
@@ -162,6 +162,21 @@ def test_feldman_cousins_ends_agree(n: int, a: float, b: float, level: float) ->
         np.array([a]),
         np.array([b]),
     )
+
+
+def test_feldman_cousins_regions_at_the_edge_shares_agree() -> None:
+    """At a share on the edge of [a, b] every count beyond it has the ratio 0: the
+    NumPy path takes that side in chunks (no window doubling to its end), and gets the
+    compiled loop's region, count for count, including n up to 10^5, a = 0 or b = 1
+    (one edge only) and the share where the flat side alone reaches the level."""
+    from deniable.estimation._unified_numba import _region
+
+    for a, b in [(0.25, 0.75), (0.1, 0.95), (1 / 6, 5 / 6), (0.0, 0.8), (0.3, 1.0)]:
+        for n in [1, 2, 3, 10, 37, 1000, 12_345, 100_000]:
+            for lam in [x for x in (a, b) if 0 < x < 1]:
+                for level in (0.5, 0.95, 0.99):
+                    lo, hi = _unified_numpy._regions(np.array([n]), np.array([lam]), a, b, level)
+                    assert (int(lo[0]), int(hi[0])) == _region(n, lam, a, b, level)
 
 
 def test_the_backend_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

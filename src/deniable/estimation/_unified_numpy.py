@@ -46,6 +46,24 @@ def _log_ratio(
     return _loglik(yf, nf, lam) - _loglik(yf, nf, best)
 
 
+def _window_log_ratio(
+    y: NDArray[np.int64], n: NDArray[np.int64], lam: NDArray[np.float64], a: float, b: float
+) -> NDArray[np.float64]:
+    """:func:`_log_ratio` of a window ``y`` (m, w) of counts in ``0..n`` of rows with
+    shares ``lam`` (m,) inside (0, 1): the logs of ``lam`` are taken once a row, and the
+    best share's once an element, as ``xlogy`` would (0 for a count of 0)."""
+    yf = y.astype(np.float64)
+    nf = n.astype(np.float64)[:, None]
+    rest = nf - yf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = yf * np.log(lam)[:, None]
+        out += rest * np.log(1.0 - lam)[:, None]
+        best = np.clip(yf / nf, a, b)
+        out -= np.where(yf == 0.0, 0.0, yf * np.log(best))
+        out -= np.where(rest == 0.0, 0.0, rest * np.log(1.0 - best))
+    return out
+
+
 def _lgamma(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """``math.lgamma`` elementwise (the compiled path's function, bit for bit)."""
     return np.array([math.lgamma(v) for v in x.tolist()], dtype=np.float64)
@@ -71,7 +89,15 @@ def _regions(
     p0 = np.exp(log_pmf)
     sd = np.sqrt(nf * ll * (1.0 - ll))
     width = np.minimum(np.ceil(4.0 * sd).astype(np.int64) + 8, np.maximum(y0, nl - y0))
-    todo = np.arange(live.size)
+    # at a share on the edge of [a, b] every count beyond it has the ratio 0 (its best
+    # share is the edge itself): the loop takes that whole side first, then the other
+    flat = np.flatnonzero((ll == a) | (ll == b))
+    for i in flat.tolist():
+        lo[live[i]], hi[live[i]] = _flat_region(
+            int(nl[i]), float(ll[i]), int(y0[i]), float(p0[i]), bool(ll[i] == a), level
+        )
+    width[flat] = 0
+    todo = np.flatnonzero(width > 0)
     while todo.size:
         w = int(width[todo].max())
         per = max(1, _BLOCK // (2 * w + 1))
@@ -85,6 +111,55 @@ def _regions(
         todo = np.concatenate(retry)
         width[todo] *= 2
     return lo, hi
+
+
+def _flat_region(
+    n: int, lam: float, y0: int, p0: float, left_first: bool, level: float
+) -> tuple[int, int]:
+    """The region at a share on the edge of ``[a, b]`` (``lam == a``: ``left_first``).
+
+    Every count on the far side of the edge has the likelihood ratio 0, the largest, so
+    the loop takes that side whole (ties go to the left count, and none arises on the
+    other side), then the counts of the other side in order: the running products and
+    the running sum of the compiled loop, in its order, computed a growing chunk at a
+    time until the mass reaches ``level`` (a product that underflows to 0 stays 0, so
+    the rest of its side adds nothing).
+    """
+    odds = lam / (1.0 - lam)
+    lengths = (y0, n - y0) if left_first else (n - y0, y0)
+    mass = p0
+    taken = [0, 0]
+    if mass >= level:
+        return y0, y0
+    chunk = int(4.0 * math.sqrt(n * lam * (1.0 - lam))) + 64
+    for which in (0, 1):
+        left = left_first == (which == 0)
+        p, done = p0, 0
+        while done < lengths[which]:
+            stop = min(lengths[which], done + chunk)
+            if left:  # ``lo`` before each step
+                before = y0 - np.arange(done, stop, dtype=np.float64)
+                factors = before / (n - before + 1.0) / odds
+            else:  # ``hi`` before each step
+                before = y0 + np.arange(done, stop, dtype=np.float64)
+                factors = (n - before) / (before + 1.0) * odds
+            products = np.cumprod(np.concatenate([[p], factors]))[1:]
+            masses = np.cumsum(np.concatenate([[mass], products]))[1:]
+            hit = np.flatnonzero(masses >= level)
+            if hit.size:
+                taken[which] = done + int(hit[0]) + 1
+                break
+            p, mass, done, chunk = float(products[-1]), float(masses[-1]), stop, 2 * chunk
+            if p == 0.0:  # the rest of this side adds nothing
+                done = lengths[which]
+        else:
+            taken[which] = lengths[which]
+            continue
+        break
+    first, second = taken
+    if left_first:
+        return y0 - first, y0 + second
+    return y0 - second, y0 + first
 
 
 def _grow(
@@ -106,10 +181,9 @@ def _grow(
     right = y0[:, None] + j  # counts added on the right, in order
     left = y0[:, None] - j
     nn = np.broadcast_to(n[:, None], right.shape)
-    ll = np.broadcast_to(lam[:, None], right.shape)
     ok_r, ok_l = right <= nn, left >= 0
-    r_ratio = np.where(ok_r, _log_ratio(np.minimum(right, nn), nn, ll, a, b), -np.inf)
-    l_ratio = np.where(ok_l, _log_ratio(np.maximum(left, 0), nn, ll, a, b), -np.inf)
+    r_ratio = np.where(ok_r, _window_log_ratio(np.minimum(right, nn), n, lam, a, b), -np.inf)
+    l_ratio = np.where(ok_l, _window_log_ratio(np.maximum(left, 0), n, lam, a, b), -np.inf)
     odds = lam / (1.0 - lam)
     hi_before = (right - 1).astype(np.float64)  # the loop's ``hi`` before each step
     lo_before = (left + 1).astype(np.float64)

@@ -30,6 +30,8 @@ __all__ = [
 #: Elements (uint64 hash states, bytes) per block of a chunked pass: 2 MiB of uint64.
 _BLOCK = 1 << 18
 _SHIFT = np.uint64(32)
+#: Columns up to which a byte histogram counts column by column.
+_NARROW = 64
 
 
 def _support_blocks(
@@ -135,15 +137,29 @@ def olh_support_pairs(
 
 
 def byte_histograms(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
-    """How often each byte value occurs in each column of ``packed`` (n, nbytes): (nbytes, 256)."""
+    """How often each byte value occurs in each column of ``packed`` (n, nbytes): (nbytes, 256).
+
+    A few columns (at most ``_NARROW``): blocks of rows are transposed so that each
+    column is one contiguous run of bytes, which ``bincount`` reads without a widened
+    copy of the block. Many: one ``bincount`` a block over the bytes offset by
+    ``256 j``, so the calls do not grow with the columns.
+    """
     n, nbytes = packed.shape
-    counts = np.zeros(256 * nbytes, dtype=np.int64)
+    counts = np.zeros((nbytes, 256), dtype=np.int64)
+    if nbytes <= _NARROW:
+        rows = max(1, (8 * _BLOCK) // max(nbytes, 1))
+        for r0 in range(0, n, rows):
+            columns = np.ascontiguousarray(packed[r0 : r0 + rows].T)
+            for j in range(nbytes):
+                counts[j] += np.bincount(columns[j], minlength=256)
+        return counts
+    flat = counts.reshape(-1)
     offsets = np.arange(nbytes, dtype=np.int64) * 256
-    rows = max(1, _BLOCK // max(nbytes, 1))
+    rows = max(1, _BLOCK // nbytes)
     for r0 in range(0, n, rows):
         codes = packed[r0 : r0 + rows].astype(np.int64) + offsets
-        counts += np.bincount(codes.ravel(), minlength=256 * nbytes)
-    return counts.reshape(nbytes, 256)
+        flat += np.bincount(codes.ravel(), minlength=256 * nbytes)
+    return counts
 
 
 _BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)

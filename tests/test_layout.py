@@ -190,14 +190,51 @@ PUBLIC = sorted(
 )
 
 
+def is_endpoint(node: ast.stmt) -> bool:
+    """A route or a CLI command: a function registered by a decorator
+    (``@router.get(...)``, ``@app.command(...)``), whose name is an HTTP path or a
+    command, not a Python name to import."""
+    for decorator in getattr(node, "decorator_list", []):
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(target, ast.Attribute) and target.attr in (
+            "get",
+            "post",
+            "put",
+            "delete",
+            "command",
+            "callback",
+        ):
+            return True
+    return False
+
+
+def public_definitions(path: Path) -> set[str]:
+    """Names a module defines at its top level (functions, classes, assignments) that
+    do not start with an underscore, endpoints and its logger aside."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if not is_endpoint(node):
+                names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {n for n in names if not n.startswith("_") and n != "log"}
+
+
 @pytest.mark.parametrize("name", PUBLIC)
 def test_every_public_module_has_a_sorted_complete_all(name):
+    """``__all__`` is the module's public surface exactly: sorted, naming only what the
+    module has, and every public name it defines (a helper is ``_private``)."""
     module = importlib.import_module(name)
     exported = getattr(module, "__all__", None)
     assert exported is not None, f"{name} has no __all__"
     assert list(exported) == sorted(exported, key=isort_key), name
     for attr in exported:
         assert hasattr(module, attr), f"{name}.__all__ names {attr!r}, which it lacks"
+    missing = public_definitions(MODULES[name]) - set(exported)
+    assert not missing, f"{name} defines public names outside __all__: {sorted(missing)}"
 
 
 def test_py_typed_is_shipped():

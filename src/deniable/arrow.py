@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "MAX_BATCH_ROWS",
     "AnyTally",
     "parquet_rows",
     "report_columns",

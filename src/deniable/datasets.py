@@ -25,6 +25,7 @@ from .mechanisms.designs import Design
 
 __all__ = [
     "ADULT_COLUMNS",
+    "HORVITZ_INNOCUOUS",
     "RR_SURVEYS",
     "RealSurveyItem",
     "data_file",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["reports_from_frame", "reports_to_frame"]
 
 #: A mechanism's report type.
-R = TypeVar("R")
+_R = TypeVar("_R")
 
 
 def reports_to_frame(mechanism: Mechanism[Any, Any], reports: Any) -> pd.DataFrame:
@@ -39,7 +39,7 @@ def reports_to_frame(mechanism: Mechanism[Any, Any], reports: Any) -> pd.DataFra
     return frame
 
 
-def reports_from_frame(mechanism: Mechanism[R, Any], frame: pd.DataFrame) -> R:
+def reports_from_frame(mechanism: Mechanism[_R, Any], frame: pd.DataFrame) -> _R:
     """Inverse of :func:`reports_to_frame`, validating every report.
 
     Raises

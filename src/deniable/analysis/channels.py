@@ -51,7 +51,7 @@ __all__ = [
     "as_channel",
 ]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 
 
 class GroupModel(ABC):
@@ -83,10 +83,10 @@ class GroupModel(ABC):
         return len(self.group_labels)
 
     @abstractmethod
-    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+    def coefficients(self, theta: _Array) -> tuple[_Array, _Array, _Array, _Array]:
         """``A, B`` of shape (G, m) and their derivatives ``dA, dB`` of shape (q, G, m)."""
 
-    def start(self) -> Array:
+    def start(self) -> _Array:
         """Starting values of ``theta`` (mid-range)."""
         return np.array([(lo + hi) / 2 for lo, hi in self.bounds], dtype=np.float64)
 
@@ -120,7 +120,7 @@ class GroupModel(ABC):
             )
         return np.asarray(codes, dtype=np.intp)
 
-    def report_probabilities(self, prevalence: float, theta: ArrayLike = ()) -> Array:
+    def report_probabilities(self, prevalence: float, theta: ArrayLike = ()) -> _Array:
         """``Pr(report | group)``, shape (G, m), at a prevalence in [0, 1]."""
         A, B, _, _ = self.coefficients(np.asarray(theta, dtype=np.float64))
         return A + B * prevalence
@@ -141,7 +141,7 @@ class GroupModel(ABC):
         return drawn.astype(np.intp)
 
 
-def _probabilities(name: str, p: Sequence[float]) -> Array:
+def _probabilities(name: str, p: Sequence[float]) -> _Array:
     values = [check_probability(f"{name}[{i}]", v) for i, v in enumerate(p)]
     if len(values) < 1:
         raise ValueError(f"{name} needs one probability per randomization group")
@@ -191,7 +191,7 @@ class KnownChannel(GroupModel):
         self._A = P[:, :, 0].copy()
         self._B = P[:, :, 1] - P[:, :, 0]
 
-    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+    def coefficients(self, theta: _Array) -> tuple[_Array, _Array, _Array, _Array]:
         empty = np.zeros((0, *self._A.shape))
         return self._A, self._B, empty, empty
 
@@ -229,7 +229,7 @@ class UnknownInnocuous(_GroupsWithOneParameter):
 
     param_names = ("innocuous_prevalence",)
 
-    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+    def coefficients(self, theta: _Array) -> tuple[_Array, _Array, _Array, _Array]:
         (innocuous,) = theta
         q = 1.0 - self.p
         A = np.stack([1.0 - q * innocuous, q * innocuous], axis=1)
@@ -258,7 +258,7 @@ class CheatingDetection(_GroupsWithOneParameter):
     param_names = ("gamma",)
     shares_sum_at_most_one = True
 
-    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+    def coefficients(self, theta: _Array) -> tuple[_Array, _Array, _Array, _Array]:
         (gamma,) = theta
         yes_a = self.p * (1.0 - gamma)
         A = np.stack([1.0 - yes_a, yes_a], axis=1)
@@ -266,7 +266,7 @@ class CheatingDetection(_GroupsWithOneParameter):
         dA = np.stack([self.p, -self.p], axis=1)[None]
         return A, B, dA, np.zeros_like(dA)
 
-    def start(self) -> Array:
+    def start(self) -> _Array:
         return np.array([0.1])
 
 
@@ -289,7 +289,7 @@ class StochasticLieDetector(_GroupsWithOneParameter):
 
     param_names = ("t",)
 
-    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+    def coefficients(self, theta: _Array) -> tuple[_Array, _Array, _Array, _Array]:
         (t,) = theta
         A = np.stack([self.p, 1.0 - self.p], axis=1)
         B = np.stack([1.0 - t - self.p, t - (1.0 - self.p)], axis=1)
@@ -297,7 +297,7 @@ class StochasticLieDetector(_GroupsWithOneParameter):
         dB = np.stack([-ones, ones], axis=1)[None]
         return A, B, np.zeros_like(dB), dB
 
-    def start(self) -> Array:
+    def start(self) -> _Array:
         return np.array([0.9])
 
 
@@ -327,14 +327,14 @@ class WithDirectQuestioning(GroupModel):
         self.bounds = channel.bounds
         self.n_reports = 2
 
-    def coefficients(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+    def coefficients(self, theta: _Array) -> tuple[_Array, _Array, _Array, _Array]:
         A, B, dA, dB = self.inner.coefficients(theta)
         A = np.vstack([A, [1.0, 0.0]])
         B = np.vstack([B, [-1.0, 1.0]])
         pad = np.zeros((dA.shape[0], 1, 2))
         return A, B, np.concatenate([dA, pad], axis=1), np.concatenate([dB, pad], axis=1)
 
-    def start(self) -> Array:
+    def start(self) -> _Array:
         return self.inner.start()
 
 

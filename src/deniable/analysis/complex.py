@@ -67,6 +67,7 @@ from ..validation import check_probability
 from ._results import WaldResult
 
 __all__ = [
+    "VARIANCE_METHODS",
     "Revision",
     "SurveyEstimate",
     "bar_lev",
@@ -84,7 +85,7 @@ __all__ = [
     "survey_estimate",
 ]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 VARIANCE_METHODS = ("deville", "pij", "ultimate_cluster", "jackknife", "srswr", "srswor")
 
 
@@ -103,7 +104,7 @@ class Revision:
     """
 
     name: str
-    revise: Callable[[Array], tuple[Array, Array | None]] = field(repr=False)
+    revise: Callable[[_Array], tuple[_Array, _Array | None]] = field(repr=False)
     params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -118,7 +119,7 @@ def linear_binary(c: float, d: float, name: str = "binary") -> Revision:
     if d == 0:
         raise ValueError("d must be nonzero: Pr(z = 1) must depend on y")
 
-    def revise(z: Array) -> tuple[Array, Array | None]:
+    def revise(z: _Array) -> tuple[_Array, _Array | None]:
         if np.any((z != 0) & (z != 1)):
             raise ValueError(f"{name} replies z must be 0 or 1")
         r = (z - c) / d
@@ -155,7 +156,7 @@ def kuk_revision(p_carrier: float, p_noncarrier: float, draws: int) -> Revision:
     b = (1 - p1 - p2) / (k * (p1 - p2))
     c = p2 * (1 - p2) / (k * (p1 - p2) ** 2)
 
-    def revise(z: Array) -> tuple[Array, Array | None]:
+    def revise(z: _Array) -> tuple[_Array, _Array | None]:
         if np.any((z < 0) | (z > k)):
             raise ValueError(f"Kuk replies must count red cards in 0..{k}")
         r = (z / k - p2) / (p1 - p2)
@@ -179,7 +180,7 @@ def christofides(cards: ArrayLike, probabilities: ArrayLike) -> Revision:
     var = float(mm**2 @ pm - mu**2)
     den = m + 1 - 2 * mu
 
-    def revise(z: Array) -> tuple[Array, Array | None]:
+    def revise(z: _Array) -> tuple[_Array, _Array | None]:
         if np.any((z < 1) | (z > m)):
             raise ValueError(f"Christofides replies must be card numbers 1..{m}")
         return (z - mu) / den, np.full(z.shape, var / den**2)
@@ -244,7 +245,7 @@ def quantitative(
 
     den = a**2 + A if unbiased else a**2
 
-    def revise(z: Array) -> tuple[Array, Array | None]:
+    def revise(z: _Array) -> tuple[_Array, _Array | None]:
         r = (z - b) / a
         return r, (A * r**2 + B * r + C) / den
 
@@ -278,7 +279,7 @@ def chaudhuri_christofides(mu: ArrayLike, sigma: ArrayLike) -> Revision:
 
 
 def _affine_only(name: str, a: float, b: float, params: dict[str, Any]) -> Revision:
-    def revise(z: Array) -> tuple[Array, Array | None]:
+    def revise(z: _Array) -> tuple[_Array, _Array | None]:
         return (z - b) / a, None
 
     return Revision(name, revise, params)
@@ -336,8 +337,8 @@ class SurveyEstimate(WaldResult):
     kind: str
     method: str
     n: int
-    revised: Array = field(repr=False)
-    revised_variance: Array | None = field(repr=False)
+    revised: _Array = field(repr=False)
+    revised_variance: _Array | None = field(repr=False)
 
     @property
     def std_error(self) -> float:
@@ -362,7 +363,7 @@ class SurveyEstimate(WaldResult):
         }
 
 
-def _deville(y: Array, pi: Array) -> float:
+def _deville(y: _Array, pi: _Array) -> float:
     """Deville (1999) variance of the HT total of ``y`` (``sampling::varest``)."""
     a = (1 - pi) / np.sum(1 - pi)
     centre = np.sum(a * y / pi)
@@ -370,7 +371,7 @@ def _deville(y: Array, pi: Array) -> float:
     return float(np.sum((1 - pi) * (y / pi - centre) ** 2) / denom)
 
 
-def _ht_pij(y: Array, pi: Array, pij: Array) -> float:
+def _ht_pij(y: _Array, pi: _Array, pij: _Array) -> float:
     """Horvitz-Thompson variance estimator of the HT total with second-order probabilities."""
     pkl = pij.copy()
     np.fill_diagonal(pkl, pi)
@@ -391,7 +392,7 @@ def _strata_clusters(
     return h.astype(np.intp), c.astype(np.intp)
 
 
-def _ultimate_cluster(u: Array, h: NDArray[np.intp], c: NDArray[np.intp]) -> float:
+def _ultimate_cluster(u: _Array, h: NDArray[np.intp], c: NDArray[np.intp]) -> float:
     totals = np.bincount(c, weights=u)
     stratum_of = np.zeros(totals.size, dtype=np.intp)
     stratum_of[c] = h
@@ -535,13 +536,13 @@ def survey_estimate(
 
 
 def _jackknife(
-    r: Array,
-    w: Array,
+    r: _Array,
+    w: _Array,
     h: NDArray[np.intp],
     c: NDArray[np.intp],
     kind: str,
     N: float | None,
-    fpc: Array | None = None,
+    fpc: _Array | None = None,
 ) -> float:
     """Delete-one-cluster jackknife (JKn) within strata, vectorised over replicates;
     stratum ``h``'s part multiplied by ``fpc[h]`` when given."""

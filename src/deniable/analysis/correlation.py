@@ -30,9 +30,13 @@ from ..estimation.results import ConfidenceInterval, EstimateResult
 from ..mechanisms.designs import Design
 from ..validation import check_confidence_level, check_integer
 
-__all__ = ["CorrelationResult", "rr_correlation"]
+__all__ = [
+    "MAX_BOOTSTRAP_CELLS",
+    "CorrelationResult",
+    "rr_correlation",
+]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 #: Bootstrap replicates times respondents drawn at once, times 10 (bounds memory: the
 #: replicates run in chunks of at most ``MAX_BOOTSTRAP_CELLS / (10 n)``).
 MAX_BOOTSTRAP_CELLS = 50_000_000
@@ -59,7 +63,7 @@ class CorrelationResult(EstimateResult):
     estimate: pd.Series
     std_error: pd.Series
     matrix: pd.DataFrame
-    replicates: Array = field(repr=False)
+    replicates: _Array = field(repr=False)
     n: int = 0
 
     @property
@@ -104,8 +108,8 @@ def _affine(design: Design, name: str) -> tuple[float, float]:
 
 
 def _correlations(
-    values: Array, weights: Array, c: Array, d: Array, randomized: NDArray[np.bool_]
-) -> Array:
+    values: _Array, weights: _Array, c: _Array, d: _Array, randomized: NDArray[np.bool_]
+) -> _Array:
     """Correlation matrices for each row of resampling ``weights``, shape (B, p, p)."""
     B, p = weights.shape[0], values.shape[1]
     total = weights.sum(axis=1, keepdims=True)  # (B, 1)

@@ -47,7 +47,7 @@ __all__ = [
     "unknown_innocuous_two_replies",
 ]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 
 
 def devore(p: float) -> Revision:
@@ -139,7 +139,7 @@ def unknown_innocuous_two_replies(p1: float, p2: float) -> Revision:
         raise ValueError("p1 and p2 must differ")
     name = f"UnknownInnocuousTwoReplies(p1={p1:g}, p2={p2:g})"
 
-    def revise(z: Array) -> tuple[Array, Array | None]:
+    def revise(z: _Array) -> tuple[_Array, _Array | None]:
         if np.any(~np.isin(z, (0, 1, 2, 3))):
             raise ValueError(f"{name} replies z must be codes 2 I + J in 0..3")
         i, j = np.floor_divide(z, 2), np.mod(z, 2)

@@ -30,17 +30,22 @@ from ..mechanisms.designs import Design
 from ..validation import as_codes, check_confidence_level
 from ._results import WaldResult
 
-__all__ = ["ParityResult", "adult_parity_audit", "statistical_parity"]
+__all__ = [
+    "ADULT_GROUPS",
+    "ParityResult",
+    "adult_parity_audit",
+    "statistical_parity",
+]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 
 
-def _conditional(pi: Array, k: int, m: int) -> Array:
+def _conditional(pi: _Array, k: int, m: int) -> _Array:
     joint = pi.reshape(k, m)
     return np.asarray(joint / joint.sum(axis=1, keepdims=True), dtype=np.float64)
 
 
-def _tv(cond: Array) -> float:
+def _tv(cond: _Array) -> float:
     k = cond.shape[0]
     if k < 2:
         return 0.0
@@ -65,12 +70,12 @@ class ParityResult(WaldResult):
         Joint report counts (the bootstrap resamples these).
     """
 
-    joint: Array
-    joint_covariance: Array
+    joint: _Array
+    joint_covariance: _Array
     conditional: pd.DataFrame
     n: int
     counts: NDArray[np.int64]
-    channel_inverse: Array
+    channel_inverse: _Array
 
     @property
     def difference(self) -> float:
@@ -99,7 +104,7 @@ class ParityResult(WaldResult):
         grad = self._difference_gradient()
         return math.sqrt(max(float(grad @ self.joint_covariance @ grad), 0.0))
 
-    def _difference_gradient(self) -> Array:
+    def _difference_gradient(self) -> _Array:
         # c[g, 1] = pi[g, 1] / (pi[g, 0] + pi[g, 1])
         pi = self.joint
         grad = np.zeros(4)
@@ -198,7 +203,7 @@ def statistical_parity(
             f"outcome and group must be 1-D arrays of one shape, got {o_raw.shape}, {g_raw.shape}"
         )
 
-    def _size(raw: NDArray[np.generic], design: Design | None, name: str) -> tuple[int, Array]:
+    def _size(raw: NDArray[np.generic], design: Design | None, name: str) -> tuple[int, _Array]:
         if design is not None:
             return design.n_reports, np.asarray(design.matrix)
         arr = raw.astype(np.int64) if raw.dtype == np.bool_ else raw

@@ -34,7 +34,7 @@ from ._results import LikelihoodFit, hessian_from_gradient, normal_only, observe
 
 __all__ = ["MAX_RR_PREDICTORS", "RRLinearResult", "rr_linear"]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 _LOG_2PI = math.log(2 * math.pi)
 #: Randomized predictors in one fit at most (their joint prevalence has 2^m cells).
 MAX_RR_PREDICTORS = 6
@@ -72,14 +72,14 @@ class RRLinearResult(LikelihoodFit):
         )
 
 
-def _cells(m: int) -> Array:
+def _cells(m: int) -> _Array:
     """The ``2^m`` cells of ``m`` yes/no predictors, shape (2^m, m), the first varying
     slowest (RRlin's order ``0:0, 0:1, 1:0, 1:1``)."""
     grid = (np.arange(2**m)[:, None] >> np.arange(m - 1, -1, -1)[None, :]) & 1
     return grid.astype(np.float64)
 
 
-def _prevalence(theta: Array) -> Array:
+def _prevalence(theta: _Array) -> _Array:
     """Cell probabilities from the free logits (the first cell's fixed at 0)."""
     z = np.concatenate([[0.0], theta])
     e = np.exp(z - z.max())
@@ -87,8 +87,8 @@ def _prevalence(theta: Array) -> Array:
 
 
 def _objective(
-    x: Array, X: Array, cols: list[int], cells: Array, y: Array, log_lik_r: Array
-) -> tuple[float, Array]:
+    x: _Array, X: _Array, cols: list[int], cells: _Array, y: _Array, log_lik_r: _Array
+) -> tuple[float, _Array]:
     """Negative log-likelihood and gradient in (b, log sigma, logits of pi)."""
     p = X.shape[1]
     b, sigma = x[:p], math.exp(x[p])

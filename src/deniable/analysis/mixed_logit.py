@@ -33,7 +33,7 @@ from .regression import report_codes, rr_logit
 
 __all__ = ["RRMixedLogitResult", "rr_mixed_logit"]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 _RANDOM = re.compile(r"\+\s*\(\s*1\s*\|\s*([A-Za-z_.][A-Za-z0-9_.]*)\s*\)")
 _NEWTON_STEPS = 30
 
@@ -73,9 +73,9 @@ class _Model:
 
     def __init__(
         self,
-        X: Array,
-        a: Array,
-        b: Array,
+        X: _Array,
+        a: _Array,
+        b: _Array,
         cluster: NDArray[np.intp],
         q: int,
         curvature: str = "observed",
@@ -88,7 +88,7 @@ class _Model:
         self.nodes, self.log_weights = nodes, np.log(weights)
         self.mode = np.zeros(self.G)
 
-    def _terms(self, eta: Array, u: Array) -> tuple[Array, Array, Array]:
+    def _terms(self, eta: _Array, u: _Array) -> tuple[_Array, _Array, _Array]:
         """Per row: log L, d log L / du, d2 log L / du2 at random intercepts ``u``."""
         s = expit(eta + u[self.cluster])
         ds = s * (1 - s)
@@ -98,7 +98,7 @@ class _Model:
         d2L = self.b * ds * (1 - 2 * s)
         return np.log(L), dL / L, d2L / L - (dL / L) ** 2
 
-    def loglik(self, beta: Array, tau: float) -> float:
+    def loglik(self, beta: _Array, tau: float) -> float:
         eta = self.X @ beta
         u = self.mode.copy()
         for _ in range(_NEWTON_STEPS):  # each cluster's mode of h(u)
@@ -204,7 +204,7 @@ def rr_mixed_logit(
     model = _Model(X, a, b, cluster.astype(np.intp), q, curvature)
     p = X.shape[1]
 
-    def negll(theta: Array) -> float:
+    def negll(theta: _Array) -> float:
         value = model.loglik(theta[:p], math.exp(theta[p]))
         return -value if math.isfinite(value) else 1e300
 

@@ -34,7 +34,7 @@ from .regression import report_codes
 
 __all__ = ["RRPredictorResult", "rr_predictor"]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class RRPredictorResult(LikelihoodFit):
         )
 
 
-def _negll(x: Array, X: Array, y: Array, P_r: Array, p: int) -> tuple[float, Array]:
+def _negll(x: _Array, X: _Array, y: _Array, P_r: _Array, p: int) -> tuple[float, _Array]:
     beta, gamma, delta = x[:p], x[p : 2 * p], x[2 * p]
     eta_z = X @ beta
     eta_y = X @ gamma
@@ -88,7 +88,7 @@ def _negll(x: Array, X: Array, y: Array, P_r: Array, p: int) -> tuple[float, Arr
     return -ll, -grad
 
 
-def _observed_hessian(x: Array, X: Array, y: Array, P_r: Array, p: int) -> Array:
+def _observed_hessian(x: _Array, X: _Array, y: _Array, P_r: _Array, p: int) -> _Array:
     """Hessian of the log-likelihood: central differences of the exact gradient."""
     return -hessian_from_gradient(lambda z: _negll(z, X, y, P_r, p)[1], x)
 

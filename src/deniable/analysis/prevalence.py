@@ -33,7 +33,7 @@ from .channels import GroupModel, as_channel
 
 __all__ = ["ChannelEstimate", "closed_form", "estimate_channel"]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,11 @@ class ChannelEstimate(CoefficientsMixin):
     """
 
     params: pd.Series
-    covariance: Array
+    covariance: _Array
     llf: float
     counts: pd.DataFrame
     channel: GroupModel
-    start_llf: Array = field(default_factory=lambda: np.empty(0), repr=False)
+    start_llf: _Array = field(default_factory=lambda: np.empty(0), repr=False)
 
     @property
     def starts_disagree(self) -> bool:
@@ -102,14 +102,14 @@ class ChannelEstimate(CoefficientsMixin):
         return head + coefficient_table(self, confidence_level)
 
 
-def _counts(channel: GroupModel, reports: ArrayLike, groups: ArrayLike | None) -> Array:
+def _counts(channel: GroupModel, reports: ArrayLike, groups: ArrayLike | None) -> _Array:
     r = as_codes("reports", reports, channel.n_reports).astype(np.intp)
     g = channel.group_codes(groups, r.size)
     flat = np.bincount(g * channel.n_reports + r, minlength=channel.n_groups * channel.n_reports)
     return flat.reshape(channel.n_groups, channel.n_reports).astype(np.float64)
 
 
-def _objective(x: Array, channel: GroupModel, c: Array) -> tuple[float, Array]:
+def _objective(x: _Array, channel: GroupModel, c: _Array) -> tuple[float, _Array]:
     pi, theta = x[0], x[1:]
     A, B, dA, dB = channel.coefficients(theta)
     # a floor keeps the objective finite where a cell's probability reaches 0 (the
@@ -123,7 +123,7 @@ def _objective(x: Array, channel: GroupModel, c: Array) -> tuple[float, Array]:
     return -ll, -grad
 
 
-def _hessian(x: Array, channel: GroupModel, c: Array) -> Array:
+def _hessian(x: _Array, channel: GroupModel, c: _Array) -> _Array:
     """Exact Hessian of the log-likelihood (A, B affine in theta, L bilinear)."""
     pi, theta = x[0], x[1:]
     A, B, dA, dB = channel.coefficients(theta)
@@ -232,7 +232,7 @@ def estimate_channel(
     )
 
 
-def closed_form(channel: GroupModel, shares: ArrayLike) -> Array:
+def closed_form(channel: GroupModel, shares: ArrayLike) -> _Array:
     """Exact solution ``(pi, theta)`` of ``Pr(yes | g) = shares[g]`` for two groups.
 
     For the saturated models (two groups, yes/no reports, one unknown parameter) the
@@ -247,7 +247,7 @@ def closed_form(channel: GroupModel, shares: ArrayLike) -> Array:
     if channel.n_groups != 2 or channel.n_reports != 2 or len(channel.param_names) != 1:
         raise ValueError("closed_form needs two groups, yes/no reports and one parameter")
 
-    def equations(x: Array) -> Array:
+    def equations(x: _Array) -> _Array:
         A, B, _, _ = channel.coefficients(x[1:])
         return np.asarray(A[:, 1] + B[:, 1] * x[0] - lam)
 

@@ -29,9 +29,13 @@ from ..estimation.bayes import posterior_draws
 from ..mechanisms.designs import Design
 from ..validation import as_codes, check_confidence_level
 
-__all__ = ["RankingResult", "rank_items"]
+__all__ = [
+    "RankingResult",
+    "plain_score",
+    "rank_items",
+]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ class RankingResult:
     """
 
     table: pd.DataFrame
-    posterior: Array | None = field(default=None, repr=False)
+    posterior: _Array | None = field(default=None, repr=False)
 
 
 def rank_items(

@@ -36,9 +36,18 @@ from ._results import (
 )
 from .channels import GroupModel, as_channel
 
-__all__ = ["PredictedPrevalence", "RRLogitResult", "fit_result", "rr_logit"]
+__all__ = [
+    "GRID_FRACTIONS",
+    "INFORMATION",
+    "RANDOM_STARTS",
+    "PredictedPrevalence",
+    "RRLogitResult",
+    "fit_result",
+    "report_codes",
+    "rr_logit",
+]
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -96,19 +105,19 @@ class RRLogitResult(CoefficientsMixin):
     """
 
     params: pd.Series
-    covariance: Array
+    covariance: _Array
     llf: float
     nobs: int
     converged: bool
     iterations: int
     formula: str
     channel: GroupModel
-    X: Array = field(repr=False)
+    X: _Array = field(repr=False)
     groups: NDArray[np.intp] = field(repr=False)
     reports: NDArray[np.intp] = field(repr=False)
-    weights: Array | None = field(repr=False)
+    weights: _Array | None = field(repr=False)
     model_spec: Any = field(repr=False)
-    start_llf: Array = field(default_factory=lambda: np.empty(0), repr=False)
+    start_llf: _Array = field(default_factory=lambda: np.empty(0), repr=False)
 
     @property
     def starts_disagree(self) -> bool:
@@ -176,14 +185,14 @@ class RRLogitResult(CoefficientsMixin):
             model_spec=None,
         )
 
-    def _design_matrix(self, data: pd.DataFrame | None) -> Array:
+    def _design_matrix(self, data: pd.DataFrame | None) -> _Array:
         if data is None:
             return self.X
         if self.model_spec is None:
             raise ValueError("this result was refitted from a matrix: predict on its own rows")
         return np.asarray(self.model_spec.get_model_matrix(data), dtype=np.float64)
 
-    def predict(self, data: pd.DataFrame | None = None) -> Array:
+    def predict(self, data: pd.DataFrame | None = None) -> _Array:
         """Predicted prevalence ``sigmoid(x beta)`` per row, shape (n,), float64.
 
         ``data`` defaults to the rows of the fit; new rows need every covariate.
@@ -191,7 +200,7 @@ class RRLogitResult(CoefficientsMixin):
         beta = self.params.to_numpy()[: self.n_coefficients]
         return np.asarray(expit(self._design_matrix(data) @ beta))
 
-    def report_probabilities(self) -> Array:
+    def report_probabilities(self) -> _Array:
         """Fitted chance of each report for each row of the fit, shape (n, m), float64:
         ``A[g_i, r] + B[g_i, r] sigmoid(x_i beta)`` at the estimated channel parameters."""
         p = self.n_coefficients
@@ -312,16 +321,16 @@ class RRLogitResult(CoefficientsMixin):
 
 
 def fit_result(
-    X: Array,
+    X: _Array,
     terms: list[str],
     groups: NDArray[np.intp],
     reports: NDArray[np.intp],
     channel: GroupModel,
-    weights: Array | None,
+    weights: _Array | None,
     *,
     formula: str,
     model_spec: Any,
-    start: Array | None = None,
+    start: _Array | None = None,
     max_iter: int = 200,
     information: str = "observed",
 ) -> RRLogitResult:
@@ -397,12 +406,12 @@ GRID_FRACTIONS = (0.1, 0.5, 0.9)
 
 
 def _extra_starts(
-    X: Array,
+    X: _Array,
     groups: NDArray[np.intp],
     reports: NDArray[np.intp],
     channel: GroupModel,
-    weights: Array | None,
-) -> list[tuple[Array, Array]]:
+    weights: _Array | None,
+) -> list[tuple[_Array, _Array]]:
     """Starting points besides the default: every point of a grid over the channel's
     parameters (:data:`GRID_FRACTIONS` of each range), then :data:`RANDOM_STARTS` seeded
     random ones with random slopes; each intercept from :func:`start_beta`."""

@@ -40,7 +40,13 @@ from .common import (
 from .fits import _analyze_by, _analyze_formula
 from .stream import is_parquet, stream_design_tally, stream_tally
 
-__all__ = ["MODES", "POST_PROCESSINGS", "analyze", "choose_mode"]
+__all__ = [
+    "MODES",
+    "POST_PROCESSINGS",
+    "NumericQuestionMean",
+    "analyze",
+    "choose_mode",
+]
 
 POST_PROCESSINGS = ("projection", "norm-sub", "empirical-bayes", "mle")
 

@@ -18,6 +18,7 @@ from .collect import survey_app
 from .common import JsonOpt, app, console, emit_json, err, fail
 
 __all__ = [
+    "FORMATS",
     "survey_audit",
     "survey_close",
     "survey_export",
@@ -26,7 +27,7 @@ __all__ = [
     "survey_status",
 ]
 
-ServerOpt = Annotated[
+_ServerOpt = Annotated[
     str | None,
     typer.Option(
         "--server",
@@ -88,7 +89,7 @@ def _call(server: str | None, method: str, path: str, **kwargs: Any) -> Any:
 @survey_app.command("publish")
 def survey_publish(
     file: Annotated[Path, typer.Argument(help="Survey definition (.yaml, .yml or .json).")],
-    server: ServerOpt = None,
+    server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Publish a survey version (YAML or JSON, sent as it is)."""
@@ -116,7 +117,7 @@ def survey_publish(
 _ADDRESS_HEADERS = {"address", "addresses", "email", "e-mail", "recipient", "recipients", "mail"}
 
 
-def read_recipients(path: Path) -> list[str]:
+def _read_recipients(path: Path) -> list[str]:
     """The addresses of a recipients CSV: the first cell of each non-blank row, an
     optional header row (``address``, ``email``, ``recipient``) skipped."""
     with path.open(newline="", encoding="utf-8-sig") as fh:
@@ -143,7 +144,7 @@ def survey_invite(
         Path | None,
         typer.Option(help="CSV file for a mail merge (a link per row, beside its address)."),
     ] = None,
-    server: ServerOpt = None,
+    server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Issue one-time invitations bound to the survey's latest version: full links, the
@@ -155,7 +156,7 @@ def survey_invite(
         raise fail("give exactly one of --count N (anonymous links) and --recipients FILE")
     if recipients is not None:
         try:
-            addresses = read_recipients(recipients)
+            addresses = _read_recipients(recipients)
         except OSError as exc:
             raise fail(f"cannot read {recipients}: {exc.strerror}") from None
         if not addresses:
@@ -205,7 +206,7 @@ def survey_invite(
 @survey_app.command("status")
 def survey_status(
     survey_id: Annotated[str, typer.Argument(help="Survey id.")],
-    server: ServerOpt = None,
+    server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Versions and responses, invitations issued and used, the budget ledger, open or
@@ -251,7 +252,7 @@ def _state(survey_id: str, action: str, server: str | None, as_json: bool) -> No
 @survey_app.command("close")
 def survey_close(
     survey_id: Annotated[str, typer.Argument(help="Survey id.")],
-    server: ServerOpt = None,
+    server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Close the survey: from now on responses are refused and nothing is stored."""
@@ -261,7 +262,7 @@ def survey_close(
 @survey_app.command("reopen")
 def survey_reopen(
     survey_id: Annotated[str, typer.Argument(help="Survey id.")],
-    server: ServerOpt = None,
+    server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Reopen a closed survey."""
@@ -271,7 +272,7 @@ def survey_reopen(
 @survey_app.command("revoke")
 def survey_revoke(
     survey_id: Annotated[str, typer.Argument(help="Survey id.")],
-    server: ServerOpt = None,
+    server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke every unused invitation; their links stop working."""
@@ -285,7 +286,7 @@ def survey_export(
     output: Annotated[Path | None, typer.Option(help="File (default: named by the server).")] = (
         None
     ),
-    server: ServerOpt = None,
+    server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Download the reports, and beside them the survey file (FILE.survey.json) that
@@ -340,7 +341,7 @@ def _bundle(survey_id: str, folder: Path, server: str | None, as_json: bool) -> 
 def survey_audit(
     survey_id: Annotated[str, typer.Argument(help="Survey id.")],
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="Newest entries to show.")] = 50,
-    server: ServerOpt = None,
+    server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The audit log, newest first: every release of results, export, publish,

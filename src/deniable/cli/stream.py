@@ -22,7 +22,13 @@ from ..mechanisms.designs import Design
 from ..mechanisms.protocol import CategoricalMechanism
 from ..tallies import Tally
 
-__all__ = ["is_parquet", "progress_bar", "stream_design_tally", "stream_tally"]
+__all__ = [
+    "BATCH_ROWS",
+    "is_parquet",
+    "progress_bar",
+    "stream_design_tally",
+    "stream_tally",
+]
 
 BATCH_ROWS = 1 << 20
 

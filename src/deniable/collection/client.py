@@ -38,6 +38,7 @@ __all__ = [
     "SurveyLink",
     "assign",
     "design_from_view",
+    "numeric_truth",
     "parse_survey_url",
     "request_credential",
     "respond_reports",

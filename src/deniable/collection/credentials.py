@@ -53,6 +53,8 @@ __all__ = [
     "Credential",
     "CredentialError",
     "CredentialKey",
+    "b64url",
+    "b64url_decode",
     "blind",
     "finalize",
     "load_public_key",

@@ -58,8 +58,11 @@ __all__ = [
     "NUMERIC_DESIGNS",
     "SLUG_PATTERN",
     "DesignChoice",
+    "Label",
     "NumericRange",
     "Question",
+    "Slug",
+    "Text",
 ]
 
 #: Most true answers or report symbols a question may have (bounds every page and

@@ -55,10 +55,15 @@ __all__ = [
     "NO_ANSWER",
     "PAYLOAD_BYTES",
     "PG_LOCK",
+    "FreeSlots",
     "Release",
     "StagedResponse",
     "pack",
+    "release_due",
+    "stage",
+    "surveys_in",
     "unpack",
+    "waiting",
 ]
 
 #: PostgreSQL advisory lock (transaction level) that serializes writers of the slots.
@@ -188,7 +193,7 @@ def _raw(conn: Connection, sql: str) -> list[Any]:
         cursor.close()
 
 
-def free_slots(conn: Connection, count: int) -> list[int]:
+def _free_slots(conn: Connection, count: int) -> list[int]:
     """Add ``count`` empty slots of random bytes (at the end of the table); their numbers."""
     last = conn.execute(select(func.max(staging.c.slot))).scalar() or 0
     rows = [
@@ -247,7 +252,7 @@ def stage(
     waiting = int(conn.execute(_WAITING).scalar() or 0)
     if 2 * (waiting + len(items)) > waiting + len(free):  # keep it at most half full
         need = 2 * (waiting + len(items)) - (waiting + len(free))
-        slots.give(free_slots(conn, CHUNK * (1 + need // CHUNK)))
+        slots.give(_free_slots(conn, CHUNK * (1 + need // CHUNK)))
     chosen = slots.take(len(items))
     params = [{"s": slot, "p": pack(item)} for slot, item in zip(chosen, items, strict=True)]
     if conn.execute(_FILL, params).rowcount != len(params):
@@ -325,11 +330,11 @@ def release_due(
             if item.survey_id != sid or item.version != version:
                 continue
             slots.append(slot)
-            rows.append(report_rows(item, ids))
+            rows.append(_report_rows(item, ids))
         _random.shuffle(rows)
         flat = [row for response in rows for row in response]
         _random.shuffle(flat)  # no order within the crowd either
-        insert_reports(conn, flat)
+        _insert_reports(conn, flat)
         _random.shuffle(slots)
         if free is not None:
             free.give(slots)
@@ -369,7 +374,7 @@ _REPORT_COLUMNS = (
 )
 
 
-def insert_reports(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+def _insert_reports(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
     """Insert report rows (tuples in the order of ``_REPORT_COLUMNS``) in the order
     given, through the driver's ``executemany``."""
     if not rows:
@@ -382,7 +387,7 @@ def insert_reports(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
     conn.exec_driver_sql(sql, list(rows))
 
 
-def report_rows(item: StagedResponse, question_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+def _report_rows(item: StagedResponse, question_ids: Sequence[str]) -> list[tuple[Any, ...]]:
     """The ``reports`` rows of one response (fresh random ids), as tuples in the order
     of ``_REPORT_COLUMNS``."""
     response_id = secrets.token_hex(16)

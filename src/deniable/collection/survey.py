@@ -103,7 +103,9 @@ from .views import question_view
 
 __all__ = [
     "BUDGET_SLACK",
+    "MAX_ARMS",
     "MAX_CATEGORIES",
+    "MAX_SURVEY_CELLS",
     "MIN_RELEASE",
     "NUMERIC_DESIGNS",
     "SLUG_PATTERN",
@@ -111,6 +113,7 @@ __all__ = [
     "DesignChoice",
     "NumericRange",
     "Question",
+    "ReportPlan",
     "Survey",
     "SurveyError",
     "load_survey",

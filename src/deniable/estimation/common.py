@@ -17,6 +17,7 @@ __all__ = [
     "bonferroni_z",
     "moment_batch",
     "moment_covariance",
+    "normal_only_interval",
     "wald_interval",
     "z_quantile",
 ]

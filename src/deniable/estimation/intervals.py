@@ -71,10 +71,10 @@ _SHARE_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
 #: Rounding of the affine map near 0 and 1 (an end at the share's range is 0 or 1).
 _SNAP = 1e-12
 
-Array = NDArray[np.float64]
+_Array = NDArray[np.float64]
 
 
-def hpd_interval(posterior: NDArray[np.float64], confidence_level: float) -> tuple[Array, Array]:
+def hpd_interval(posterior: NDArray[np.float64], confidence_level: float) -> tuple[_Array, _Array]:
     """Shortest intervals holding ``confidence_level`` of the draws, extended to the
     boundary when they start at the smallest or end at the largest draw.
 
@@ -101,7 +101,7 @@ def hpd_interval(posterior: NDArray[np.float64], confidence_level: float) -> tup
 
 def share_interval(
     method: str, y: NDArray[np.int64], n: NDArray[np.int64], confidence_level: float
-) -> tuple[Array, Array]:
+) -> tuple[_Array, _Array]:
     """Binomial confidence interval for a proportion ``y / n`` (arrays broadcast together)."""
     from scipy import stats
 
@@ -139,12 +139,12 @@ def prevalence_intervals(
     method: str,
     confidence_level: float,
     *,
-    estimate: Array | None = None,
-    variance: Array | None = None,
-    prior: Array | None = None,
+    estimate: _Array | None = None,
+    variance: _Array | None = None,
+    prior: _Array | None = None,
     posterior: NDArray[np.float64] | None = None,
     rng: np.random.Generator | int = 0,
-) -> tuple[Array, Array]:
+) -> tuple[_Array, _Array]:
     """Intervals for every category of a batch of tallies.
 
     Parameters
@@ -215,7 +215,7 @@ def share_to_prevalence(
     slope: ArrayLike,
     *,
     snap: bool = False,
-) -> tuple[Array, Array]:
+) -> tuple[_Array, _Array]:
     """An interval of a report share mapped to prevalence ``intercept + slope * share``,
     ordered and clipped to [0, 1]; with ``snap`` (a Feldman-Cousins interval, whose ends
     at the share's range are exactly 0 and 1) ends within 1e-12 of 0 or 1 become them.
@@ -235,7 +235,7 @@ def _unified(
     counts: NDArray[np.int64],
     n: NDArray[np.int64],
     confidence_level: float,
-) -> tuple[Array, Array]:
+) -> tuple[_Array, _Array]:
     """Feldman-Cousins intervals of each category's report share, shape (S, k)."""
     from ._unified import unified_share_interval
 

@@ -25,12 +25,14 @@ from .common import normal_only_interval
 from .results import ConfidenceInterval, EstimateResult
 
 __all__ = [
+    "MEAN_INTERVAL_METHODS",
     "DBitFlipTally",
     "HistogramEstimate",
     "MeanEstimate",
     "MeanTally",
     "estimate_histogram",
     "estimate_mean",
+    "histogram_variance",
 ]
 
 MEAN_INTERVAL_METHODS = ("normal", "hoeffding")

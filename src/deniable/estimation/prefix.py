@@ -25,7 +25,11 @@ from ..validation import check_probability
 from .common import normal_only_interval, z_quantile
 from .results import ConfidenceInterval, EstimateResult
 
-__all__ = ["PrefixHeavyHitters", "find_heavy_hitters"]
+__all__ = [
+    "MAX_SURVIVORS",
+    "PrefixHeavyHitters",
+    "find_heavy_hitters",
+]
 
 #: Most candidates kept from one level to the next (the largest estimates).
 MAX_SURVIVORS = 4096

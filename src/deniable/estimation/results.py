@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COVERAGE_BELOW_FLOOR",
     "FLAG_Z",
+    "MAX_UNIFIED_SUPPORT_CELLS",
     "ConfidenceInterval",
     "EstimateResult",
     "PrevalenceEstimate",

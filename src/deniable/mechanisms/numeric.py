@@ -46,6 +46,7 @@ from .protocol import MeanChannel, ReportField, check_epsilon, spec_string, warn
 from .randomness import RandomSource, uniforms
 
 __all__ = [
+    "MAX_VALUES",
     "DuchiMean",
     "HybridMean",
     "NumericMechanism",

@@ -72,7 +72,14 @@ from .randomness import RandomSource, random_bytes
 if TYPE_CHECKING:
     from scipy import sparse
 
-__all__ = ["TWO32", "FrequencyOracle", "RandomBytes", "kary_rr_variance_at_zero"]
+__all__ = [
+    "TWO32",
+    "FrequencyOracle",
+    "RandomBytes",
+    "kary_rr_variance_at_zero",
+    "largest_threshold",
+    "threshold_probability",
+]
 
 TWO32 = 1 << 32
 #: What an encoder reads its random bytes from.

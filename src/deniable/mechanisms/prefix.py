@@ -38,7 +38,12 @@ from .local_hashing import _OLH_RANDOM, LocalHashing
 from .protocol import PrefixChannel, ReportField, check_epsilon, spec_string, warn_large_epsilon
 from .randomness import RandomSource, random_bytes
 
-__all__ = ["DEFAULT_ALPHABET", "PEM_DTYPE", "PrefixExtension"]
+__all__ = [
+    "DEFAULT_ALPHABET",
+    "MAX_VALUES",
+    "PEM_DTYPE",
+    "PrefixExtension",
+]
 
 #: Lower-case letters, digits and ``-_.``.
 DEFAULT_ALPHABET = string.ascii_lowercase + string.digits + "-_."
@@ -49,7 +54,7 @@ MAX_VALUES = 1 << 28
 _TWO32 = 1 << 32
 
 
-def default_lengths(base: int, max_length: int) -> tuple[int, ...]:
+def _default_lengths(base: int, max_length: int) -> tuple[int, ...]:
     """Level lengths: the first has at most 2^16 prefixes, each step at most 2^12 extensions."""
     first = max(1, min(max_length, int(math.log(1 << 16) // math.log(base))))
     step = max(1, int(math.log(1 << 12) // math.log(base)))
@@ -73,7 +78,7 @@ class PrefixExtension:
         The symbols values may use (distinct characters, 1..255 of them).
     lengths : sequence of int, optional
         Prefix length of each level, increasing, ending at ``max_length`` (at most 16
-        levels). Default: :func:`default_lengths`.
+        levels). Default: :func:`_default_lengths`.
 
     Raises
     ------
@@ -111,7 +116,7 @@ class PrefixExtension:
                 f"max_length must be at most {longest} for an alphabet of {len(alphabet)} "
                 f"symbols (the domain must stay below 2^32)"
             )
-        chosen = tuple(lengths) if lengths is not None else default_lengths(self.base, max_length)
+        chosen = tuple(lengths) if lengths is not None else _default_lengths(self.base, max_length)
         if (
             not chosen
             or len(chosen) > 16

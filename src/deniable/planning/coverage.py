@@ -22,7 +22,13 @@ from ..estimation.variance import affine_map
 from ..mechanisms.designs import Design
 from ..validation import check_confidence_level, check_integer, check_probability
 
-__all__ = ["ENUMERABLE_METHODS", "ExactCoverage", "exact_coverage"]
+__all__ = [
+    "ENUMERABLE_METHODS",
+    "MAX_N",
+    "TAIL",
+    "ExactCoverage",
+    "exact_coverage",
+]
 
 #: Interval methods whose coverage :func:`exact_coverage` enumerates.
 ENUMERABLE_METHODS: tuple[str, ...] = tuple(m for m in INTERVAL_METHODS if m != "bayes")

@@ -28,6 +28,7 @@ __all__ = [
     "PAGE_HEADERS",
     "dashboard_refresh",
     "error_page",
+    "forest_labels",
     "home_page",
     "login_page",
     "respondent_page",
@@ -154,7 +155,9 @@ def results_page(
         images.append(("Estimates with 95% confidence intervals", _png(fig)))
     means = [r for r in rows if r.get("numeric") and r["estimate"] is not None]
     if means:
-        images.append(("Means with 95% confidence intervals, each in its range", means_plot(means)))
+        images.append(
+            ("Means with 95% confidence intervals, each in its range", _means_plot(means))
+        )
     timeline = store.timeline(survey.id)
     if timeline:
         fig = headless_figure(figsize=(7, 2.6))
@@ -197,7 +200,7 @@ def dashboard_refresh() -> int:
     return int(raw)
 
 
-def means_plot(rows: list[dict[str, Any]]) -> str:
+def _means_plot(rows: list[dict[str, Any]]) -> str:
     """A panel per numeric question: its mean and interval on the axis of its own range
     and unit (the ``range``/``unit`` of the results), as a data URL."""
     fig = headless_figure(figsize=(7, 1.1 * len(rows) + 0.6))

@@ -59,20 +59,24 @@ from .security import (
     session_valid,
 )
 
-__all__ = ["analyst_router", "public_router"]
+__all__ = [
+    "analyst_router",
+    "public_router",
+    "respondent_view",
+]
 
 _bearer = HTTPBearer(auto_error=False, description="The analyst token.")
-BearerCredentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-Version = Annotated[int | None, Query(ge=1, le=1_000_000)]
+_BearerCredentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+_Version = Annotated[int | None, Query(ge=1, le=1_000_000)]
 
 
-def get_store(request: Request) -> Store:
+def _get_store(request: Request) -> Store:
     """The application's store."""
     store: Store = request.app.state.store
     return store
 
 
-def analyst(request: Request, credentials: BearerCredentials) -> None:
+def _analyst(request: Request, credentials: _BearerCredentials) -> None:
     """Require the analyst token in the ``Authorization`` header (or, for reading, the
     results page's session cookie); see :func:`~.security.check_analyst`.
 
@@ -90,9 +94,9 @@ def analyst(request: Request, credentials: BearerCredentials) -> None:
     )
 
 
-StoreDep = Annotated[Store, Depends(get_store)]
+_StoreDep = Annotated[Store, Depends(_get_store)]
 public_router = APIRouter(tags=["public"])
-analyst_router = APIRouter(tags=["analyst"], dependencies=[Depends(analyst)])
+analyst_router = APIRouter(tags=["analyst"], dependencies=[Depends(_analyst)])
 
 
 @public_router.get("/healthz", include_in_schema=False)
@@ -125,12 +129,12 @@ def respondent_view(
     return view
 
 
-Lang = Annotated[Literal["en", "de"] | None, Query(description="Language of the texts.")]
+_Lang = Annotated[Literal["en", "de"] | None, Query(description="Language of the texts.")]
 
 
 @public_router.get("/api/surveys/{survey_id}")
-def get_survey(
-    survey_id: SurveyId, store: StoreDep, version: Version = None, lang: Lang = None
+def _get_survey(
+    survey_id: SurveyId, store: _StoreDep, version: _Version = None, lang: _Lang = None
 ) -> dict[str, Any]:
     """The survey as the respondent's device needs it (matrices, labels, epsilons)."""
     return respondent_view(store, survey_id, version, lang or "en")
@@ -142,7 +146,7 @@ def get_survey(
     response_model=CredentialOut,
     openapi_extra=_json_body(CredentialRequest),
 )
-async def credential(survey_id: SurveyId, request: Request, store: StoreDep) -> Response:
+async def credential(survey_id: SurveyId, request: Request, store: _StoreDep) -> Response:
     """Spend an invitation for a blind signature (RFC 9474, RSABSSA-SHA384-PSS-Randomized).
 
     The server signs the blinded message without seeing the message, so the credential
@@ -169,7 +173,7 @@ def _require_json(request: Request) -> None:
     response_model=Stored,
     openapi_extra=_json_body(ResponseIn),
 )
-async def submit(survey_id: SurveyId, request: Request, store: StoreDep) -> Response:
+async def submit(survey_id: SurveyId, request: Request, store: _StoreDep) -> Response:
     """Store one response. 201 only after it is committed; 403 for a bad invitation.
 
     Concurrent responses share one transaction (group commit); each is acknowledged only
@@ -191,7 +195,7 @@ async def submit(survey_id: SurveyId, request: Request, store: StoreDep) -> Resp
 
 @public_router.post("/api/surveys/{survey_id}/batch", status_code=201)
 def submit_batch(
-    survey_id: SurveyId, body: BatchIn, store: StoreDep, credentials: BearerCredentials
+    survey_id: SurveyId, body: BatchIn, store: _StoreDep, credentials: _BearerCredentials
 ) -> Stored:
     """Store up to 10,000 responses in one transaction (all or none).
 
@@ -216,9 +220,9 @@ def submit_batch(
 def respondent(
     survey_id: SurveyId,
     request: Request,
-    store: StoreDep,
-    lang: Lang = None,
-    version: Version = None,
+    store: _StoreDep,
+    lang: _Lang = None,
+    version: _Version = None,
 ) -> HTMLResponse:
     """The respondent page: randomizes in the browser, sends only reports. An invitation
     link carries its token in the fragment (``/s/{id}#token=...&v=N``), which browsers
@@ -275,7 +279,7 @@ def _safe_next(target: str) -> str:
 
 
 @analyst_router.post("/api/surveys")
-async def publish(request: Request, response: Response, store: StoreDep) -> Published:
+async def publish(request: Request, response: Response, store: _StoreDep) -> Published:
     """Publish a survey version from a JSON or YAML body (``application/json``,
     ``application/yaml``): 201 if new, 200 if identical content exists."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -288,7 +292,7 @@ async def publish(request: Request, response: Response, store: StoreDep) -> Publ
     created = await run_in_threadpool(store.publish, survey)
     if created:
         await run_in_threadpool(
-            store.audit, actor(request), "publish", survey.id, survey.version, {}
+            store.audit, _actor(request), "publish", survey.id, survey.version, {}
         )
     response.status_code = 201 if created else 200
     eps = survey.total_epsilon
@@ -304,7 +308,7 @@ async def publish(request: Request, response: Response, store: StoreDep) -> Publ
 _SURVEY_MEDIA = {"application/json", "application/yaml", "application/x-yaml", "text/yaml"}
 
 
-def actor(request: Request) -> str:
+def _actor(request: Request) -> str:
     """Who is acting, for the audit log: ``cli`` (the deniable command), ``api`` (another
     bearer-token client) or ``session`` (the signed-in browser)."""
     if request.headers.get("authorization") is None:
@@ -313,7 +317,7 @@ def actor(request: Request) -> str:
 
 
 @analyst_router.get("/api/surveys")
-def list_surveys(store: StoreDep) -> list[dict[str, Any]]:
+def list_surveys(store: _StoreDep) -> list[dict[str, Any]]:
     """Published surveys with their response counts."""
     return [
         {"id": sid, "version": v, "responses": store.response_count(sid, v)}
@@ -322,35 +326,35 @@ def list_surveys(store: StoreDep) -> list[dict[str, Any]]:
 
 
 @analyst_router.get("/api/surveys/{survey_id}/status")
-def status(survey_id: SurveyId, store: StoreDep) -> dict[str, Any]:
+def status(survey_id: SurveyId, store: _StoreDep) -> dict[str, Any]:
     """Versions and their responses, open or closed, invitations issued, used and
     revoked, and the lifetime budget ledger."""
     return store.status(survey_id)
 
 
 @analyst_router.post("/api/surveys/{survey_id}/close")
-def close(survey_id: SurveyId, request: Request, store: StoreDep) -> dict[str, Any]:
+def close(survey_id: SurveyId, request: Request, store: _StoreDep) -> dict[str, Any]:
     """Close the survey: responses and credential requests are refused (409) from now."""
-    store.set_closed(survey_id, True, actor(request))
+    store.set_closed(survey_id, True, _actor(request))
     return {"id": survey_id, "closed": True}
 
 
 @analyst_router.post("/api/surveys/{survey_id}/reopen")
-def reopen(survey_id: SurveyId, request: Request, store: StoreDep) -> dict[str, Any]:
+def reopen(survey_id: SurveyId, request: Request, store: _StoreDep) -> dict[str, Any]:
     """Reopen a closed survey."""
-    store.set_closed(survey_id, False, actor(request))
+    store.set_closed(survey_id, False, _actor(request))
     return {"id": survey_id, "closed": False}
 
 
 @analyst_router.post("/api/surveys/{survey_id}/revoke")
-def revoke(survey_id: SurveyId, request: Request, store: StoreDep) -> dict[str, Any]:
+def revoke(survey_id: SurveyId, request: Request, store: _StoreDep) -> dict[str, Any]:
     """Revoke every unused invitation of the survey; their links stop working."""
-    return {"id": survey_id, "revoked": store.revoke_invitations(survey_id, actor(request))}
+    return {"id": survey_id, "revoked": store.revoke_invitations(survey_id, _actor(request))}
 
 
 @analyst_router.get("/api/surveys/{survey_id}/audit")
 def audit(
-    survey_id: SurveyId, store: StoreDep, limit: Annotated[int, Query(ge=1, le=10_000)] = 1000
+    survey_id: SurveyId, store: _StoreDep, limit: Annotated[int, Query(ge=1, le=10_000)] = 1000
 ) -> list[dict[str, Any]]:
     """The audit log of the survey, newest first: each release of results, export,
     publish, invitations issued, close, reopen and revoke, with who and when."""
@@ -360,7 +364,7 @@ def audit(
 
 @analyst_router.post("/api/surveys/{survey_id}/invitations", status_code=201)
 def invitations(
-    survey_id: SurveyId, body: InvitationsIn, request: Request, store: StoreDep
+    survey_id: SurveyId, body: InvitationsIn, request: Request, store: _StoreDep
 ) -> dict[str, Any]:
     """Issue one-time invitations bound to the survey's latest version (shown once; only
     hashes are stored): the tokens and the links that carry them in the fragment
@@ -380,7 +384,7 @@ def invitations(
             for t, o in zip(issued.tokens, issued.owners, strict=True)
         ]
         store.audit(
-            actor(request),
+            _actor(request),
             "invite",
             survey_id,
             issued.version,
@@ -398,7 +402,7 @@ def invitations(
         }
     assert body.count is not None
     issued = store.issue_invitations(survey_id, body.count)
-    store.audit(actor(request), "invite", survey_id, issued.version, {"count": body.count})
+    store.audit(_actor(request), "invite", survey_id, issued.version, {"count": body.count})
     return {
         "version": issued.version,
         "tokens": issued.tokens,
@@ -408,7 +412,7 @@ def invitations(
 
 
 @analyst_router.post("/api/surveys/{survey_id}/ingestion-keys", status_code=201)
-def ingestion_key(survey_id: SurveyId, store: StoreDep) -> dict[str, str]:
+def ingestion_key(survey_id: SurveyId, store: _StoreDep) -> dict[str, str]:
     """Issue a key for telemetry batches to this survey (shown once; only its hash is
     stored). Send it as ``Authorization: Bearer <key>`` to ``/batch``."""
     return {"key": store.add_ingestion_key(survey_id)}
@@ -418,8 +422,8 @@ def ingestion_key(survey_id: SurveyId, store: StoreDep) -> dict[str, str]:
 def results(
     survey_id: SurveyId,
     request: Request,
-    store: StoreDep,
-    version: Version = None,
+    store: _StoreDep,
+    version: _Version = None,
     confidence_level: Annotated[float, Query(gt=0, lt=1)] = 0.95,
     pooled: bool = False,
     regress: Annotated[QuestionId | None, Query()] = None,
@@ -441,13 +445,13 @@ def results(
 def export(
     survey_id: SurveyId,
     request: Request,
-    store: StoreDep,
+    store: _StoreDep,
     format: Literal["csv", "wide", "parquet", "sav", "dta", "survey"] = "csv",
 ) -> Response:
     """All reports of the survey (see :mod:`deniable.collection.export` for the formats;
     ``survey`` is the survey file the others are analysed with). Audited."""
     content, media, name = export_bytes(store, survey_id, format)
-    store.audit(actor(request), "export", survey_id, None, {"format": format})
+    store.audit(_actor(request), "export", survey_id, None, {"format": format})
     return Response(
         content, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'}
     )
@@ -457,20 +461,20 @@ def export(
 def export_download(
     survey_id: SurveyId,
     request: Request,
-    store: StoreDep,
-    credentials: BearerCredentials,
+    store: _StoreDep,
+    credentials: _BearerCredentials,
     format: Literal["csv", "wide", "parquet", "sav", "dta", "survey"] = "csv",
 ) -> Response:
     """The dashboard's download buttons (session cookie): as ``/api/.../export``."""
-    analyst(request, credentials)
+    _analyst(request, credentials)
     return export(survey_id, request, store, format)
 
 
 @public_router.get("/", response_class=HTMLResponse)
-def home(request: Request, store: StoreDep, credentials: BearerCredentials) -> HTMLResponse:
+def home(request: Request, store: _StoreDep, credentials: _BearerCredentials) -> HTMLResponse:
     """The landing page; signed in, the list of surveys."""
     try:
-        analyst(request, credentials)
+        _analyst(request, credentials)
     except HTTPException:
         return HTMLResponse(home_page(None))
     listed = []
@@ -490,7 +494,7 @@ def home(request: Request, store: StoreDep, credentials: BearerCredentials) -> H
 
 @public_router.post("/surveys/{survey_id}/{action}")
 async def close_from_page(
-    survey_id: SurveyId, action: Literal["close", "reopen"], request: Request, store: StoreDep
+    survey_id: SurveyId, action: Literal["close", "reopen"], request: Request, store: _StoreDep
 ) -> Response:
     """The dashboard's close and reopen button (session cookie, which is SameSite=Strict;
     a request a browser marks as cross-site, or from another origin, is refused)."""
@@ -512,9 +516,9 @@ def _origin(request: Request) -> str:
 async def results_view(
     survey_id: SurveyId,
     request: Request,
-    store: StoreDep,
-    credentials: BearerCredentials,
-    version: Version = None,
+    store: _StoreDep,
+    credentials: _BearerCredentials,
+    version: _Version = None,
     pooled: bool = False,
     regress: Annotated[QuestionId | None, Query()] = None,
     on: Annotated[list[QuestionId] | None, Query(max_length=5)] = None,
@@ -522,7 +526,7 @@ async def results_view(
     """Results page: estimate with CI per question, responses over time. Without a
     session (or bearer token) it sends the browser to the login form."""
     try:
-        analyst(request, credentials)
+        _analyst(request, credentials)
     except HTTPException as exc:
         if exc.status_code != 401:
             raise

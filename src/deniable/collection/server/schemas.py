@@ -11,6 +11,7 @@ from ..survey import SLUG_PATTERN
 
 __all__ = [
     "MAX_BATCH",
+    "ArmName",
     "BatchIn",
     "BatchItem",
     "CredentialIn",

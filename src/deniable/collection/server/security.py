@@ -39,8 +39,10 @@ from starlette.types import Message, Receive, Scope, Send
 __all__ = [
     "CSP",
     "SESSION_COOKIE",
+    "SESSION_SECONDS",
     "RateLimiter",
     "SecurityHeaders",
+    "access",
     "check_analyst",
     "new_session",
     "session_valid",
@@ -180,7 +182,7 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-def client_key(address: str) -> bytes:
+def _client_key(address: str) -> bytes:
     """What the rate limit counts as one client: an IPv4 address, or an IPv6 address's
     /64 prefix (an IPv4-mapped IPv6 address counts as its IPv4 address); anything else
     (a Unix socket path) as given."""
@@ -240,7 +242,7 @@ class RateLimiter:
         """
         now = time.monotonic() if now is None else now
         if self.rate > 0 and client:
-            key = hmac.new(self._key, client_key(client), hashlib.sha256).digest()[:16]
+            key = hmac.new(self._key, _client_key(client), hashlib.sha256).digest()[:16]
             tokens, last = self._clients.pop(key, (self.burst, now))
             tokens = min(self.burst, tokens + (now - last) * self.rate)
             if tokens < 1:

@@ -130,7 +130,11 @@ def exact_variance(mechanism) -> float:
     return (within + POPULATION.var()) / N
 
 
-@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize(
+    # the fast loop keeps epsilon 1; the others run in the whole suite (3.5 s each)
+    "epsilon",
+    [e if e == 1.0 else pytest.param(e, marks=pytest.mark.slow) for e in EPSILONS],
+)
 def test_means_are_unbiased_with_the_exact_variance_and_intervals_cover(epsilon):
     """20,000 simulated surveys of 500 values each per mechanism.
 
@@ -177,7 +181,7 @@ def test_estimate_mean_gives_the_result_vocabulary_and_merges_tallies():
         result.confidence_interval(0.95, method="wilson")
 
 
-@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+@pytest.mark.parametrize("epsilon", [1.0, pytest.param(4.0, marks=pytest.mark.slow)])
 def test_dbitflip_histogram_is_unbiased_and_its_intervals_cover(epsilon):
     oracle = DBitFlip(8, epsilon, d=2)
     shares = np.array([0.4, 0.2, 0.1, 0.1, 0.1, 0.05, 0.05, 0.0])

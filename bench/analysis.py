@@ -45,7 +45,7 @@ from deniable.analysis import (
     rr_logit,
     rr_mixed_logit,
 )
-from deniable.datasets import load_rr_survey
+from deniable.data import load_rr_survey
 
 HERE = Path(__file__).resolve().parent
 R_BOOT_MEASURED = 10  # RRcor bootstrap replicates timed in R (scaled to 200)

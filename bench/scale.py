@@ -5,12 +5,12 @@
 For OUE (k = 256) and OLH (k = 10^4) at epsilon = 1: seeded reports are written to a
 Parquet directory (setup, not timed), then
 
-- **in process**: ``deniable.arrow.tally_parquet`` streams the directory batch by batch
+- **in process**: ``deniable.tables.arrow.tally_parquet`` streams the directory batch by batch
   (the same path as ``deniable analyze``), in a fresh process each time, so the peak
   resident memory (``ru_maxrss``) is that one run's;
 - **Spark** (``local[2]``, one session, start-up and one warm-up job not counted):
-  ``deniable.spark.tally_parquet`` (tasks read row groups with Arrow: the Spark column)
-  and ``deniable.spark.tally`` on ``spark.read.parquet(dir)`` (a DataFrame through
+  ``deniable.tables.spark.tally_parquet`` (tasks read row groups with Arrow: the Spark column)
+  and ``deniable.tables.spark.tally`` on ``spark.read.parquet(dir)`` (a DataFrame through
   ``mapInArrow``: the "frame" column).
 
 Every file is read once before it is timed, so times measure the tally with the data
@@ -61,7 +61,7 @@ def build(spec: str):
 def write_reports(spec: str, n: int, folder: Path) -> None:
     import pyarrow.parquet as pq
 
-    from deniable.arrow import report_table
+    from deniable.tables.arrow import report_table
 
     mechanism = build(spec)
     rng = np.random.default_rng(n)
@@ -78,7 +78,7 @@ def write_reports(spec: str, n: int, folder: Path) -> None:
 
 def sample_table(mechanism, n: int = 1000):
     """A small Arrow table of reports (warm-up jobs)."""
-    from deniable.arrow import report_table
+    from deniable.tables.arrow import report_table
 
     truths = np.arange(n) % mechanism.n_truths
     return report_table(mechanism, mechanism.randomize(truths, np.random.default_rng(0)))
@@ -94,7 +94,7 @@ def read_once(folder: Path) -> None:
 
 
 def in_process(spec: str, folder: str, queue: mp.Queue) -> None:
-    from deniable.arrow import tally_batches, tally_parquet
+    from deniable.tables.arrow import tally_batches, tally_parquet
 
     mechanism = build(spec)
     for name in ("pyarrow.dataset", "pyarrow.parquet"):  # one-off imports are not timed
@@ -134,10 +134,10 @@ def main() -> None:
     specs = {"OUE k=256": "oue:k=256,epsilon=1", "OLH k=10^4": "olh:k=10000,epsilon=1"}
     spark = None
     if not args.no_spark:
-        from deniable.spark import local_session
+        from deniable.tables.spark import local_session
 
         spark = local_session(cores=2)
-        from deniable import spark as on_spark
+        from deniable.tables import spark as on_spark
 
         for spec in specs.values():  # start every Python worker, compile the kernels
             import pyarrow.parquet as pq
@@ -168,7 +168,7 @@ def main() -> None:
             row = {"n": n, "in_process_s": seconds, "peak_mb": peak_mb}
             equal = ""
             if spark is not None:
-                from deniable import spark as on_spark
+                from deniable.tables import spark as on_spark
 
                 mechanism = build(spec)
                 t0 = time.perf_counter()

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from deniable import ForcedResponse
 from deniable.analysis import rr_logit, subgroup_prevalence, survey_estimate
 from deniable.cli import app
-from deniable.datasets import load_rr_survey
+from deniable.data import load_rr_survey
 
 runner = CliRunner()
 BLAIR = "forced-response:p_yes=0.16666666666666666,p_no=0.16666666666666666"

@@ -30,7 +30,7 @@ from deniable.analysis.complex import (
     quantitative,
     saha,
 )
-from deniable.datasets import data_file, load_rr_survey
+from deniable.data import data_file, load_rr_survey
 
 ERIKSSON_VALUES = np.array([0, 1, 3, 5, 8], dtype=float)
 

@@ -18,7 +18,7 @@ from deniable.analysis import (
     two_reply_codes,
     unknown_innocuous_two_replies,
 )
-from deniable.datasets import load_rr_survey
+from deniable.data import load_rr_survey
 
 # (data set, revision, RRTCS's revision of a reply z as written in Qualitative.R, options)
 EXAMPLES = {

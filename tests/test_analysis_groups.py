@@ -14,7 +14,7 @@ import pytest
 
 from deniable import ForcedResponse, KaryRR, Warner
 from deniable.analysis import adult_parity_audit, statistical_parity, subgroup_prevalence
-from deniable.datasets import load_adult
+from deniable.data import load_adult
 
 COINS = ForcedResponse(p_yes=0.25, p_no=0.25)
 

@@ -11,7 +11,7 @@ from scipy.special import expit
 
 from deniable import ForcedResponse
 from deniable.analysis import designs_by_row, rr_logit, rr_mixed_logit
-from deniable.datasets import load_rr_survey
+from deniable.data import load_rr_survey
 
 FR = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
 

@@ -24,7 +24,7 @@ import pytest
 
 from deniable import ForcedResponse, UnrelatedQuestion, Warner
 from deniable.analysis import designs_by_row, rr_correlation, rr_linear, rr_logit, rr_mixed_logit
-from deniable.datasets import load_rr_survey
+from deniable.data import load_rr_survey
 from deniable.mechanisms import Kuk
 
 SIG4 = 5e-4  # four significant digits

@@ -44,7 +44,7 @@ from deniable.analysis.complex import (
     linear_binary,
     saha,
 )
-from deniable.datasets import load_rr_survey
+from deniable.data import load_rr_survey
 
 SIG4 = 5e-4  # four significant digits
 
@@ -302,7 +302,7 @@ def test_rrtcs_pij_mean_differs_where_rrtcs_is_wrong() -> None:
     """ChaudhuriChristofides(z, mu, sigma, pi, "mean", 0.95, pij = pij) in RRTCS gives
     6479.65729049 with SE 507.231127091: it divides by round(sum(1/pi)) and scales the
     Taylor variance of the ratio (already a mean's variance) by 1/N^2 a second time."""
-    from deniable.datasets import data_file
+    from deniable.data import data_file
 
     cc = load_rr_survey("RRTCS/ChaudhuriChristofidesData")
     pij = pd.read_csv(

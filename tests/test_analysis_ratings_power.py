@@ -22,7 +22,7 @@ from deniable.analysis import (
     subgroup_prevalence,
 )
 from deniable.analysis.ratings import plain_score
-from deniable.datasets import load_rr_survey
+from deniable.data import load_rr_survey
 
 
 def test_no_randomization_gives_the_plain_formula() -> None:

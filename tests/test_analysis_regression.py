@@ -26,7 +26,7 @@ from deniable.analysis import (
     rr_logit,
     rr_predictor,
 )
-from deniable.datasets import load_rr_survey
+from deniable.data import load_rr_survey
 
 NIGERIA_FORMULA = (
     "rr.q1 ~ cov.asset.index + cov.married + I(cov.age/10) + I((cov.age/10)**2)"

@@ -7,15 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from deniable.arrow import (
-    report_table,
-    reports_from_batch,
-    tally_from_parts,
-    tally_parquet,
-    tally_parts,
-)
 from deniable.errors import ReportValidationError
-from deniable.io import reports_to_frame
 from deniable.mechanisms import (
     ForcedResponse,
     HadamardResponse,
@@ -24,6 +16,14 @@ from deniable.mechanisms import (
     Rappor,
     UnaryEncoding,
 )
+from deniable.tables.arrow import (
+    report_table,
+    reports_from_batch,
+    tally_from_parts,
+    tally_parquet,
+    tally_parts,
+)
+from deniable.tables.frames import reports_to_frame
 
 CANDIDATES = [f"site-{i}" for i in range(40)]
 

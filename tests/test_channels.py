@@ -71,7 +71,7 @@ def test_every_mechanism_has_a_channel_and_both_column_forms(spec: str) -> None:
 @pytest.mark.parametrize("spec", ALL_SPECS)
 def test_reports_round_trip_through_arrow(spec: str) -> None:
     pytest.importorskip("pyarrow")
-    from deniable.arrow import report_table, reports_from_batch
+    from deniable.tables.arrow import report_table, reports_from_batch
 
     mech = mechanism_from_spec(spec)
     rng = np.random.default_rng(2)

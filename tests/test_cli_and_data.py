@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from deniable import Crosswise, ForcedResponse, UnrelatedQuestion, estimate
 from deniable.cli import app
-from deniable.datasets import load_adult, load_rr_survey, real_survey_items
+from deniable.data import load_adult, load_rr_survey, real_survey_items
 
 runner = CliRunner()
 

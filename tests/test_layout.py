@@ -35,6 +35,11 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in sorted(SRC.rglob("*.py"))}
 
 
+def moved(name: str) -> bool:
+    """An old path kept for one release (``__moved_to__``): it re-exports the new one."""
+    return "__moved_to__ = " in MODULES[name].read_text()
+
+
 def is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
@@ -126,8 +131,24 @@ LAYERS = {
     "deniable.tallies": {"errors", "validation"},
     "deniable.estimation": {"errors", "validation", "tallies", "mechanisms", "_extras"},
     "deniable.planning": {"errors", "validation", "tallies", "mechanisms", "estimation", "_extras"},
-    "deniable.io": {"errors", "mechanisms", "validation", "_extras"},
+    "deniable.tables.frames": {"errors", "mechanisms", "validation", "_extras"},
+    "deniable.tables": {"errors", "validation", "tallies", "mechanisms", "estimation", "_extras"},
 }
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if moved(n)))
+def test_an_old_path_warns_and_gives_the_new_module(name):
+    """``deniable.arrow`` (and ``io``, ``spark``, ``datasets``, ``demo``) moved in 0.2;
+    the old path warns once and gives the new module's names."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pandas")
+    sys.modules.pop(name, None)
+    with pytest.warns(DeprecationWarning, match="moved to"):
+        old = importlib.import_module(name)
+    new = importlib.import_module(old.__moved_to__)
+    assert old.__all__ == new.__all__ and old.__all__
+    for attr in new.__all__:
+        assert getattr(old, attr) is getattr(new, attr)
 
 
 @pytest.mark.parametrize("layer", sorted(LAYERS))
@@ -150,7 +171,7 @@ def test_import_deniable_loads_numpy_and_scipy_only():
     """Not pandas, numba or the extras; of SciPy, not stats, optimize or sparse."""
     code = (
         "import sys, deniable, deniable.mechanisms, deniable.estimation, deniable.planning\n"
-        "import deniable.collection.client, deniable.io, deniable.tallies\n"
+        "import deniable.collection.client, deniable.tables.frames, deniable.tallies\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -186,7 +207,9 @@ def isort_key(name: str) -> tuple[int, str]:
 PUBLIC = sorted(
     name
     for name in MODULES
-    if not any(part.startswith("_") for part in name.split(".")) and "web" not in name
+    if not any(part.startswith("_") for part in name.split("."))
+    and "web" not in name
+    and not moved(name)
 )
 
 
@@ -303,14 +326,14 @@ except ModuleNotFoundError as exc:
 @pytest.mark.parametrize(
     ("blocked", "code", "extra"),
     [
-        ("pandas", "import deniable.datasets", "analysis"),
+        ("pandas", "import deniable.data", "analysis"),
         (
             "pandas",
             "import numpy as np, deniable\n"
             "deniable.estimate(deniable.Warner(p=0.7), np.array([0, 1])).to_frame()",
             "analysis",
         ),
-        ("pyspark", "import deniable.spark as s\ns.local_session()", "spark"),
+        ("pyspark", "import deniable.tables.spark as s\ns.local_session()", "spark"),
         ("typer", "from deniable._entry import main\nmain()", "cli"),
     ],
 )

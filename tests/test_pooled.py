@@ -33,7 +33,7 @@ def test_pooled_mle_is_the_pooled_likelihood_maximum_on_ethbe() -> None:
     respondent): the pooled maximum likelihood equals the intercept-only rr_logit with
     the same designs by row; the moment estimate sums to 1."""
     from deniable.analysis import designs_by_row, rr_logit
-    from deniable.datasets import load_rr_survey
+    from deniable.data import load_rr_survey
 
     ethbe = load_rr_survey("GLMMRR/ETHBE")
     rows = ethbe[ethbe["Question"] == "copied"].dropna(subset=["RR_response"])

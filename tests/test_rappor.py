@@ -140,8 +140,12 @@ def test_the_old_names_of_bloom_bits_and_cohorts_warn_and_still_work():
     from deniable.mechanisms.registry import mechanism_from_spec
 
     new = Rappor(n_bloom_bits=16, h=2, n_cohorts=4)
-    with pytest.warns(DeprecationWarning, match="'k' is deprecated; use 'n_bloom_bits'"):
+    with pytest.warns(DeprecationWarning) as said:
         old = Rappor(k=16, h=2, m=4)
+    assert [str(w.message).split(";")[0] for w in said] == [
+        "Rappor's 'k' is deprecated",
+        "Rappor's 'm' is deprecated",
+    ]
     assert (
         old.params == new.params
         and old.spec == "rappor:n_bloom_bits=16,h=2,n_cohorts=4,f=0.5,p=0.5,q=0.75"

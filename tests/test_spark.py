@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from deniable import estimate
-from deniable.arrow import report_table
 from deniable.errors import ReportValidationError
 from deniable.mechanisms import KaryRR, Rappor
+from deniable.tables.arrow import report_table
 
 from .test_arrow import cases, same
 
@@ -30,7 +30,7 @@ N = 1_000_000
 
 @pytest.fixture(scope="module")
 def spark():
-    from deniable.spark import local_session
+    from deniable.tables.spark import local_session
 
     session = local_session(cores=2)
     yield session
@@ -57,7 +57,7 @@ def datasets(tmp_path_factory):
 def test_spark_tally_equals_the_in_process_tally_and_so_do_per_group_estimates(
     spark, datasets, index
 ):
-    from deniable import spark as on_spark
+    from deniable.tables import spark as on_spark
 
     mechanism, reports, countries, path = datasets[index]
     frame = spark.read.parquet(path).repartition(5)  # reports spread over 5 partitions
@@ -85,7 +85,7 @@ def test_spark_tally_equals_the_in_process_tally_and_so_do_per_group_estimates(
 
 @pytest.mark.slow
 def test_randomize_on_spark_is_reproducible_when_seeded_and_secure_otherwise(spark):
-    from deniable import spark as on_spark
+    from deniable.tables import spark as on_spark
 
     mechanism = KaryRR(k=4, epsilon=1.0)
     rng = np.random.default_rng(5)
@@ -108,7 +108,7 @@ def test_randomize_on_spark_is_reproducible_when_seeded_and_secure_otherwise(spa
 
 @pytest.mark.smoke
 def test_a_missing_column_is_named(spark):
-    from deniable import spark as on_spark
+    from deniable.tables import spark as on_spark
 
     frame = spark.createDataFrame(pa.table({"answer": [0, 1, 1]}))
     with pytest.raises(ReportValidationError, match=r"columns \['report'\] are missing"):

@@ -1,56 +1,16 @@
-"""Reading and writing reports as tables (CSV, Parquet) for every mechanism.
-
-Each mechanism gives its reports' table form (``report_columns`` and
-``reports_from_columns``): designs ``report`` (codes); unary encoding ``report`` (hex of
-the packed bits); RAPPOR ``cohort`` and ``report``; local hashing ``a``, ``b`` (decimal
-strings of the 64-bit seed) and ``y``; Hadamard response ``report`` (the column).
-"""
+"""Deprecated path of :mod:`deniable.tables.frames` (moved in 0.2; this path goes in 0.3)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+import warnings
 
-from ._extras import require
-from .errors import ReportValidationError
-from .mechanisms.protocol import Mechanism
+from .tables.frames import *  # noqa: F403
+from .tables.frames import __all__ as __all__
 
-if TYPE_CHECKING:
-    import pandas as pd
+__moved_to__ = "deniable.tables.frames"
 
-
-__all__ = ["reports_from_frame", "reports_to_frame"]
-
-#: A mechanism's report type.
-_R = TypeVar("_R")
-
-
-def reports_to_frame(mechanism: Mechanism[Any, Any], reports: Any) -> pd.DataFrame:
-    """Reports as a pandas DataFrame for CSV/Parquet files (columns as above).
-
-    Raises
-    ------
-    ReportValidationError
-        For malformed reports.
-    ModuleNotFoundError
-        Without pandas (``pip install 'deniable[analysis]'``).
-    """
-    pandas = require("pandas", "analysis")
-    frame: pd.DataFrame = pandas.DataFrame(mechanism.report_columns(reports))
-    return frame
-
-
-def reports_from_frame(mechanism: Mechanism[_R, Any], frame: pd.DataFrame) -> _R:
-    """Inverse of :func:`reports_to_frame`, validating every report.
-
-    Raises
-    ------
-    ReportValidationError
-        For a missing column or a malformed report, naming the column.
-    """
-    columns: dict[str, Any] = {str(name): frame[name] for name in frame.columns}
-    try:
-        return mechanism.reports_from_columns(columns)
-    except (OverflowError, TypeError, ValueError) as exc:
-        if isinstance(exc, ReportValidationError):
-            raise
-        raise ReportValidationError(f"malformed reports: {exc}") from None
+warnings.warn(
+    "deniable.io moved to deniable.tables.frames (this path goes in 0.3)",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -11,12 +11,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deniable import Warner
-from deniable.arrow import AnyTally, tally_parquet
 from deniable.estimation import PrevalenceEstimate
 from deniable.estimation import estimate as deniable_estimate
 from deniable.estimation.means import estimate_mean
 from deniable.mechanisms.numeric import DuchiMean
-from deniable.spark import estimate, local_session, tally
+from deniable.tables.arrow import AnyTally, tally_parquet
+from deniable.tables.spark import estimate, local_session, tally
 
 assert_type(
     deniable_estimate(Warner(p=0.7), np.arange(3, dtype=np.int64) % 2).confidence_interval().low,

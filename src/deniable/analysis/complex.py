@@ -454,7 +454,7 @@ def survey_estimate(
     Examples
     --------
     >>> from deniable import Warner
-    >>> from deniable.datasets import load_rr_survey
+    >>> from deniable.data import load_rr_survey
     >>> w = load_rr_survey("RRTCS/WarnerData")
     >>> est = survey_estimate(Warner(p=0.7), w.z, pi=w.Pi, N=802)
     >>> round(est.estimate, 4), round(est.std_error, 4)

@@ -277,7 +277,7 @@ def adult_parity_audit(
         difference, standard error and interval, and whether the private interval
         covers the clear value.
     """
-    from ..datasets import load_adult
+    from ..data import load_adult
 
     rng = np.random.default_rng(0) if rng is None else rng
     if not (isinstance(epsilon, int | float) and epsilon > 0 and math.isfinite(epsilon)):

@@ -172,7 +172,7 @@ def estimate_channel(
     Examples
     --------
     >>> from deniable.analysis import StochasticLieDetector
-    >>> from deniable.datasets import load_rr_survey
+    >>> from deniable.data import load_rr_survey
     >>> m = load_rr_survey("RRreg/minarets")
     >>> rr = m[m.condition > 0]
     >>> sld = StochasticLieDetector([2/12, 10/12], group_labels=[1, 2])

@@ -501,7 +501,7 @@ def rr_logit(
     Examples
     --------
     >>> from deniable import ForcedResponse
-    >>> from deniable.datasets import load_rr_survey
+    >>> from deniable.data import load_rr_survey
     >>> nigeria = load_rr_survey("rr/nigeria")
     >>> fit = rr_logit("rr.q1 ~ cov.female", nigeria, ForcedResponse(p_yes=1/6, p_no=1/6))
     >>> fit.nobs, bool(fit.converged)

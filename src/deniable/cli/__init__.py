@@ -2,7 +2,7 @@
 
 A thin adapter over the library, one module per command group: every number it prints
 comes from :mod:`deniable.estimation`, :mod:`deniable.planning`, :mod:`deniable.analysis`
-or :mod:`deniable.demo`. Needs the ``cli`` extra (typer, rich) and, for most commands,
+or :mod:`deniable.data.demo`. Needs the ``cli`` extra (typer, rich) and, for most commands,
 ``analysis`` (pandas): ``pip install 'deniable[all]'``.
 """
 

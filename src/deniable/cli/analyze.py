@@ -18,8 +18,8 @@ from ..errors import DeniableError
 from ..estimation.estimators import ESTIMATION_METHODS, estimate
 from ..estimation.heavy_hitters import heavy_hitters
 from ..estimation.intervals import INTERVAL_METHODS
-from ..io import reports_from_frame
 from ..mechanisms.designs import Design
+from ..tables.frames import reports_from_frame
 from ..tallies import Tally
 from .common import (
     DesignOpt,

@@ -12,7 +12,7 @@ import pandas as pd
 import typer
 from rich.console import Console
 
-from ..datasets import RR_SURVEYS, load_adult, load_rr_survey
+from ..data import RR_SURVEYS, load_adult, load_rr_survey
 from ..mechanisms.channels import BloomChannel, SupportChannel
 from ..mechanisms.designs import Design
 from ..mechanisms.protocol import Mechanism

@@ -11,7 +11,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from ..demo import DemoRow, adult_survey, real_surveys
+from ..data.demo import DemoRow, adult_survey, real_surveys
 from .common import JsonOpt, SeedOpt, app, console, emit_json, err, short_spec
 
 __all__ = ["demo"]

@@ -10,7 +10,7 @@ import pandas as pd
 import typer
 from rich.progress import Progress
 
-from ..io import reports_to_frame
+from ..tables.frames import reports_to_frame
 from .common import (
     CHUNK,
     SECURE_LABEL,

@@ -1,7 +1,7 @@
 """Out-of-core reading for ``deniable analyze``: Parquet of any size, batch by batch.
 
 A Parquet file or a directory of them is read one record batch at a time
-(:func:`deniable.arrow.scan_parquet`); each batch is tallied and merged, so memory stays
+(:func:`deniable.tables.arrow.scan_parquet`); each batch is tallied and merged, so memory stays
 bounded by a row group and a batch, and a progress bar on stderr counts the rows.
 """
 
@@ -16,10 +16,10 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..arrow import AnyTally, parquet_rows, scan_parquet, tally_parquet
 from ..errors import ReportValidationError
 from ..mechanisms.designs import Design
 from ..mechanisms.protocol import CategoricalMechanism
+from ..tables.arrow import AnyTally, parquet_rows, scan_parquet, tally_parquet
 from ..tallies import Tally
 
 __all__ = [

@@ -28,7 +28,7 @@ import httpx
 import numpy as np
 import uvicorn
 
-from ..datasets import load_adult
+from ..data import load_adult
 from .client import design_from_view, request_credential
 from .server.app import create_app
 from .server.protocol import HeaderDeadlineProtocol

@@ -229,7 +229,7 @@ class Mechanism(Protocol[ReportT, TallyT]):
 
     @property
     def report_fields(self) -> tuple[ReportField, ...]:
-        """The binary columns of the reports (see :func:`deniable.arrow.report_table`)."""
+        """The binary columns of the reports (see :func:`deniable.tables.arrow.report_table`)."""
         ...
 
     def randomize(

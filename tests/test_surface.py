@@ -142,3 +142,57 @@ def test_demo_and_live_rows_say_whether_they_cover() -> None:
     )
     assert row.covered is None and row.to_dict()["epsilon"] == "inf"
     assert DemoRow(*list(row.to_dict().values())[:12], 0.35).covered  # type: ignore[arg-type]
+
+
+def test_the_last_estimate_like_results_label_their_entries(tmp_path, monkeypatch) -> None:
+    from deniable.analysis import rr_correlation, statistical_parity
+    from deniable.estimation.means import estimate_histogram
+    from deniable.estimation.prefix import find_heavy_hitters
+
+    rng = np.random.default_rng(6)
+    n = 4000
+    y = rng.normal(size=n)
+    frame = pd.DataFrame({"y": y, "z": y + rng.normal(size=n)})
+    corr = rr_correlation(frame, ["y", "z"], {}, bootstrap=20)
+    assert corr.labels == ["y ~ z"]  # truth 1 / sqrt(2) = 0.707
+    assert abs(float(corr.estimate.iloc[0]) - 1 / math.sqrt(2)) < 4 * float(corr.std_error.iloc[0])
+    parity = statistical_parity(rng.integers(0, 2, n), rng.integers(0, 2, n))
+    assert parity.labels == ["difference"] and abs(parity.estimate) < 4 * parity.std_error
+    flip = DBitFlip(k=8, d=2, epsilon=1.0)
+    hist = estimate_histogram(flip, flip.randomize(rng.integers(0, 8, n), rng))
+    assert hist.labels == [f"bucket {t}" for t in range(8)]
+    pem = PrefixExtension(4.0, 2, "ab")
+    found = find_heavy_hitters(pem, pem.randomize(["ab"] * 3000 + ["ba"] * 1000, rng), 0.1)
+    assert "ab" in found.labels
+    ci = found.confidence_interval()
+    assert np.all(ci.low <= found.estimate) and np.all(found.estimate <= ci.high)
+
+
+def test_error_rates_name_the_simulated_rate_by_kind() -> None:
+    from deniable.planning.testing import prevalence_test_error_rates
+
+    rates = prevalence_test_error_rates(
+        COINS, 400, 0.5, null=0.5, n_simulations=2000, rng=np.random.default_rng(7)
+    )
+    assert rates.kind == "false positive"
+    assert rates.error_rate_simulated == rates.rejection_rate_simulated
+    # within 4 binomial SEs of the exact rate
+    se = math.sqrt(rates.error_rate_exact * (1 - rates.error_rate_exact) / 2000)
+    assert abs(rates.error_rate_simulated - rates.error_rate_exact) < 4 * se + 1e-12
+
+
+def test_device_files_are_found_and_forgotten(tmp_path, monkeypatch) -> None:
+    from deniable.collection.client import numeric_truth
+    from deniable.collection.memo import ReportMemo
+    from deniable.collection.recipients import RecipientKey
+
+    memo = ReportMemo(tmp_path / "memo.json")
+    memo.put("survey@1", "q", 1)
+    assert memo.get("survey@1", "q") == 1 and memo.forget() and not memo.forget()
+    monkeypatch.delenv("DENIABLE_RECIPIENT_KEY_FILE", raising=False)
+    db = tmp_path / "x.sqlite"
+    assert RecipientKey.file_for(f"sqlite:///{db}") == tmp_path / "x.sqlite.recipient-key"
+    rng = np.random.default_rng(8)
+    codes = [numeric_truth({"low": 0.0, "high": 10.0}, 2.5, rng) for _ in range(4000)]
+    # rounded at random to a bound: 1 with chance 0.25, within 4 binomial SEs
+    assert abs(np.mean(codes) - 0.25) < 4 * math.sqrt(0.25 * 0.75 / 4000)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_BATCH_ROWS",
+    "READ_BUFFER_BYTES",
     "AnyTally",
     "parquet_rows",
     "report_columns",
@@ -56,6 +57,8 @@ __all__ = [
 AnyTally = Tally | SupportTally | RapporTally
 #: Largest record batch read at once (rows).
 MAX_BATCH_ROWS = 1 << 24
+#: Bytes a Parquet file is read through at a time (no pre-buffering of row groups).
+READ_BUFFER_BYTES = 1 << 20
 
 
 def report_columns(mechanism: Mechanism[Any, Any]) -> list[str]:
@@ -232,9 +235,12 @@ def tally_by_group(
 def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> Iterator[Any]:
     """Record batches of ``columns``, file by file and row group by row group.
 
-    Reading is synchronous (``ParquetFile.iter_batches``), so memory holds about one
-    row group and one batch; the dataset scanner's asynchronous read-ahead keeps more
-    as the consumer falls behind.
+    Reading is synchronous (``ParquetFile.iter_batches``) and streamed: without
+    pre-buffering and through a read buffer of :data:`READ_BUFFER_BYTES`, memory holds
+    one batch, the buffer and a page or two being decoded, whatever the size of a row
+    group (pre-buffering, Arrow's default, holds a whole row group's column chunks: a
+    file written as one row group would be read whole). The dataset scanner's
+    asynchronous read-ahead keeps more as the consumer falls behind.
 
     Raises
     ------
@@ -251,7 +257,8 @@ def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> 
         )
     for path in dataset.files:
         with dataset.filesystem.open_input_file(path) as handle:
-            yield from pq.ParquetFile(handle).iter_batches(batch_size=batch_size, columns=columns)
+            reader = pq.ParquetFile(handle, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
+            yield from reader.iter_batches(batch_size=batch_size, columns=columns)
 
 
 @overload

@@ -18,6 +18,7 @@ pickled mechanism. See docs/scale.md.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import warnings
@@ -129,10 +130,10 @@ def tally(
         from .arrow import tally_batches
 
         totals: dict[str | None, AnyTally] = {}
-        if group_by is None:
-            rows = list(batches)
-            if rows:
-                totals[_NO_GROUP] = tally_batches(mechanism, rows)
+        if group_by is None:  # streamed: one batch at a time, never the whole partition
+            first = next(batches, None)
+            if first is not None:
+                totals[_NO_GROUP] = tally_batches(mechanism, itertools.chain([first], batches))
         else:
             for batch in batches:
                 for key, part in tally_by_group(mechanism, batch, group_by).items():

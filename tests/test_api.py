@@ -155,7 +155,7 @@ async def test_results_page_with_an_estimate_outside_its_clipped_interval(client
     # -0.5, and the standard error at prevalence 0 is 0.5: within 3.29 of them, not flagged
     said = " ".join(drugs["warnings"])
     assert "flooding" not in said
-    assert "1 standard errors below 0" in said and "method='mle'" in said
+    assert "1 standard error below 0" in said and "method='mle'" in said
     assert "standard error of 0" in said
     page = await client.get("/surveys/health/results", headers=AUTH)
     assert page.status_code == 200 and "data:image/png;base64," in page.text

@@ -267,8 +267,8 @@ def test_warnings_measure_the_distance_at_the_nearest_prevalence_inside():
     est = estimate(design, Tally(np.array([3, 0])))
     assert est.estimate[1] == pytest.approx(-0.5) and est.std_error[1] == 0
     said = est.warnings
-    assert len(said) == 3 and "1 standard errors above 1" in said[0]  # "no": 1.5
-    assert "1 standard errors below 0" in said[1] and "standard error of 0" in said[2]
+    assert len(said) == 3 and "1 standard error above 1" in said[0]  # "no": 1.5
+    assert "1 standard error below 0" in said[1] and "standard error of 0" in said[2]
     assert not any("flooding" in w for w in said)
     assert not est.implausible().any()
     with pytest.raises(ValueError, match="standard error of 0"):

@@ -168,8 +168,9 @@ class PrevalenceEstimate(EstimateResult):
             if 0.0 <= value <= 1.0:
                 continue
             edge = 0.0 if value < 0 else 1.0
+            distance = f"{zj:.2g} standard error{'' if f'{zj:.2g}' == '1' else 's'}"
             text = (
-                f"the unbiased estimate for {label!r} is {value:.4g}, {zj:.2g} standard errors "
+                f"the unbiased estimate for {label!r} is {value:.4g}, {distance} "
                 f"{'below 0' if edge == 0 else 'above 1'}: the true prevalence is near {edge:g} "
                 f"and the interval reaches {edge:g}; method='mle' gives an estimate inside "
                 "[0, 1]"

@@ -425,3 +425,27 @@ def test_feldman_cousins_for_support_counts(oracle):
     huge = SupportTally(np.zeros(oracle.k, dtype=np.int64), n_huge, scale=1)
     with pytest.raises(ValueError, match="feldman_cousins for an oracle costs"):
         estimate(oracle, huge).confidence_interval(method="feldman_cousins")
+
+
+def test_unary_encoding_refuses_reports_too_large_before_allocating():
+    """k = 10^5 and 10^6 values would be 12.5 GB of packed reports (the allocation died
+    at 11.6 GiB): refused up front with the limit, the largest call and the way out;
+    tracemalloc sees no large allocation."""
+    import tracemalloc
+
+    from deniable.mechanisms.unary import MAX_REPORT_BYTES
+
+    oue = UnaryEncoding(100_000, 1.0)
+    values = np.zeros(10**6, dtype=np.int64)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"12\.5 GB") as said:
+            oue.randomize(values, np.random.default_rng(0))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 10**7
+    assert f"{MAX_REPORT_BYTES // oue.n_bytes:,} values a call" in str(said.value)
+    assert "LocalHashing or HadamardResponse" in str(said.value)
+    small = oue.randomize(values[:1000], np.random.default_rng(0))  # within the limit
+    assert small.shape == (1000, oue.n_bytes)

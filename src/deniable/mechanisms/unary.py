@@ -27,10 +27,13 @@ from .randomness import RandomSource, random_bytes
 if TYPE_CHECKING:
     from scipy import sparse
 
-__all__ = ["UnaryEncoding", "packed_bit_counts"]
+__all__ = ["MAX_REPORT_BYTES", "UnaryEncoding", "packed_bit_counts"]
 
 #: Random bytes of first nibbles drawn at once by ``UnaryEncoding.randomize``.
 _LAZY_CHUNK_BYTES = 1 << 21
+#: Largest array of packed reports one ``UnaryEncoding.randomize`` call returns (bytes):
+#: refused up front, before anything is allocated, beyond it.
+MAX_REPORT_BYTES = 1 << 31
 
 
 def _tie_bytes(comparisons: int) -> int:
@@ -165,10 +168,21 @@ class UnaryEncoding(FrequencyOracle):
         Raises
         ------
         ValueError, TypeError
-            For values outside ``0..k-1`` or of a non-integer type.
+            For values outside ``0..k-1`` or of a non-integer type, or for reports that
+            would take more than :data:`MAX_REPORT_BYTES` (``n * ceil(k / 8)`` bytes):
+            randomize in chunks, or use an oracle with short reports (local hashing,
+            Hadamard response).
         """
         from ._kernels import kernel_backend
 
+        size = int(np.size(values))
+        if size * self.n_bytes > MAX_REPORT_BYTES:
+            raise ValueError(
+                f"values: {size:,} reports of {self.n_bytes:,} bytes (k = {self.k:,}) would "
+                f"take {size * self.n_bytes / 1e9:.1f} GB, over the {MAX_REPORT_BYTES:,} bytes "
+                f"one call may return; randomize at most {MAX_REPORT_BYTES // self.n_bytes:,} "
+                "values a call, or use LocalHashing or HadamardResponse (reports of 8-24 bytes)"
+            )
         codes = self._values(values)
         if kernel_backend() == "numpy":
             return self._randomize_bytewise(codes, rng)

@@ -333,7 +333,7 @@ def test_frequency_oracle_picks_the_lowest_variance():
     assert isinstance(frequency_oracle(100, 0.5), UnaryEncoding)
     assert isinstance(frequency_oracle(100, 0.5, max_report_bytes=4), LocalHashing)
     for k, eps in [(3, 1.0), (50, 1.0), (500, 3.0), (10**5, 0.5)]:
-        best = frequency_oracle(k, eps)
+        best = frequency_oracle(k, eps, max_decode_tests=None)
         chosen = (
             (math.exp(eps) + k - 2) / (math.exp(eps) - 1) ** 2
             if isinstance(best, KaryRR)
@@ -341,6 +341,26 @@ def test_frequency_oracle_picks_the_lowest_variance():
         )
         for other in (LocalHashing(k, eps), HadamardResponse(k, eps)):
             assert chosen <= other.variance_at_zero + 1e-9
+
+
+def test_frequency_oracle_weighs_the_decoding_cost():
+    """OLH decodes in n k hash tests: at k = 10^6 and n = 10^6 (10^12 tests, about 40 s)
+    Hadamard response is chosen, its variance higher by 1.05x-2.02x (epsilon 0.5-4);
+    with fewer reports, or no limit, OLH again; the limit and n are checked."""
+    for eps in (0.5, 1.0, 2.0, 4.0):
+        assert isinstance(frequency_oracle(10**6, eps), HadamardResponse)
+        assert isinstance(frequency_oracle(10**6, eps, n=10_000), LocalHashing)
+        assert isinstance(frequency_oracle(10**6, eps, max_decode_tests=None), LocalHashing)
+        ratio = (
+            HadamardResponse(10**6, eps).variance_at_zero
+            / LocalHashing(10**6, eps).variance_at_zero
+        )
+        assert 1.0 < ratio < 2.1
+    assert isinstance(frequency_oracle(10_000, 1.0), LocalHashing)  # 10^10 tests: in budget
+    with pytest.raises(ValueError, match="n"):
+        frequency_oracle(100, 1.0, n=0)
+    with pytest.raises(ValueError, match="max_decode_tests"):
+        frequency_oracle(100, 1.0, max_decode_tests=0)
 
 
 def test_projection_and_norm_sub():

@@ -60,7 +60,7 @@ def decode_rappor(
     tally = reports if isinstance(reports, RapporTally) else self.tally(reports)
     if tally.n == 0:
         raise ReportValidationError("no reports to estimate from (n = 0)")
-    X = self.design_matrix()
+    X = self.sparse_design_matrix()
     N = tally.n_per_cohort.astype(np.float64)
     used = N > 0
     f, p, q = self.f, self.p, self.q
@@ -72,7 +72,10 @@ def decode_rappor(
     var_y = (c * (N[used, None] - c) / N[used, None]) / (N[used, None] * scale) ** 2
     var_y = np.maximum(var_y.reshape(-1), 1.0 / (N[used].max() * scale) ** 2)
     weight = np.sqrt(np.repeat(N[used], self.n_bloom_bits))
-    Xw, yw = X[rows] * weight[:, None], y * weight
+    from scipy import sparse
+
+    Xw = sparse.csc_matrix(sparse.diags(weight) @ X[np.flatnonzero(rows)])
+    yw = y * weight
     M = X.shape[1]
     lasso = LassoCV(
         positive=True, fit_intercept=False, cv=5, alphas=40, random_state=seed, max_iter=5000
@@ -81,12 +84,12 @@ def decode_rappor(
     est = np.zeros(M)
     se = np.zeros(M)
     if selected.size:
-        coef, _ = optimize.nnls(Xw[:, selected], yw)
+        coef, _ = optimize.nnls(Xw[:, selected].toarray(), yw)
         active = selected[coef > 0]
         coef = coef[coef > 0]
         est[active] = coef
         if active.size:
-            A = Xw[:, active]
+            A = Xw[:, active].toarray()
             bread = np.linalg.pinv(A.T @ A)
             meat = (A * (var_y * weight**2)[:, None]).T @ A
             cov = bread @ meat @ bread

@@ -507,13 +507,39 @@ class Rappor:
 
     def design_matrix(self) -> NDArray[np.float64]:
         """Bloom bits of every candidate in every cohort: 0/1 float64, shape
-        (n_cohorts * n_bloom_bits, M)."""
+        (n_cohorts * n_bloom_bits, M); dense (see :meth:`sparse_design_matrix`)."""
+        if self._design is None:
+            self._design = np.asarray(self.sparse_design_matrix().toarray(), dtype=np.float64)
+        return self._design
+
+    def sparse_design_matrix(self) -> Any:
+        """:meth:`design_matrix` as a SciPy CSC matrix (at most ``h`` ones a column per
+        cohort): ``n_cohorts * M`` digests, the bit positions computed at once; the
+        decoder works on it, so memory grows with ``n_cohorts M h``, not with
+        ``n_cohorts n_bloom_bits M``.
+
+        Raises
+        ------
+        ValueError
+            Without candidates.
+        """
+        from scipy import sparse
+
         if not self.candidates:
             raise ValueError("no candidates: use Rappor(..., candidates=[...]) or with_candidates")
-        if self._design is None:
-            X = np.zeros((self.n_cohorts, self.n_bloom_bits, len(self.candidates)))
-            for j in range(self.n_cohorts):
-                for c, value in enumerate(self.candidates):
-                    X[j, self.bloom_bits(j, value), c] = 1.0
-            self._design = X.reshape(self.n_cohorts * self.n_bloom_bits, -1)
-        return self._design
+        encoded = [value.encode() for value in self.candidates]
+        digests = b"".join(
+            hashlib.sha256(_u32_be(j) + value).digest()[: 4 * self.h]
+            for j in range(self.n_cohorts)
+            for value in encoded
+        )
+        m = len(encoded)
+        words = np.frombuffer(digests, dtype=">u4").reshape(self.n_cohorts, m, self.h)
+        bits = (words % np.uint32(self.n_bloom_bits)).astype(np.int64)
+        rows = (np.arange(self.n_cohorts)[:, None, None] * self.n_bloom_bits + bits).ravel()
+        cols = np.broadcast_to(np.arange(m)[None, :, None], bits.shape).ravel()
+        X = sparse.csc_matrix(
+            (np.ones(rows.size), (rows, cols)), shape=(self.n_cohorts * self.n_bloom_bits, m)
+        )
+        X.data[:] = 1.0  # a bit two hashes share is set once
+        return X

@@ -202,7 +202,7 @@ class PrevalenceEstimate(EstimateResult):
         inside = np.clip(estimate, 0.0, 1.0)
         total = inside.sum()
         inside = inside / total if total > 0 else np.full_like(inside, 1 / inside.size)
-        inverse = np.linalg.pinv(channel.matrix).astype(np.float64)  # Design.inverse
+        inverse = channel.inverse
         cov = moment_covariance(inverse, channel.matrix @ inside, self.n)
         se = np.sqrt(np.maximum(np.diag(cov), 0.0))
         distance = np.maximum(-estimate, estimate - 1.0).clip(min=0.0)

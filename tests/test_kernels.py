@@ -91,6 +91,51 @@ def test_local_hashing_kernels_agree_past_one_block() -> None:
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("bounds", ["one width", "edges of a bucket"])
+def test_the_candidate_walk_agrees_with_the_compiled_kernel(
+    bounds: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # many reports walk the candidates one by one on slices in threads: shrink the slice
+    # so that a small input crosses slices, threads, bound groups and the bounds fallback
+    monkeypatch.setattr(_kernels_numpy, "_WALK", 64)
+    monkeypatch.setattr(_kernels_numpy, "_WALK_FROM", 128)
+    rng = np.random.default_rng(11)
+    n = 1000
+    a, b, lo, width = _hash_inputs(n, 6)
+    if bounds == "edges of a bucket":
+        lo = rng.integers(0, 2**32, n, dtype=np.uint64)
+        width = rng.integers(0, 2**33, n, dtype=np.uint64)
+        lo[:50], width[:50] = 0, 2**32
+        width[50:100] = 0
+        lo[100:150] = 2**32 + 7
+    for k in (1, 2, 59):
+        np.testing.assert_array_equal(
+            _kernels_numpy.olh_support_counts(a, b, lo, width, k),
+            numba_kernels.olh_support_counts(a, b, lo, width, k),
+        )
+    # unsorted, repeated, consecutive and far-apart candidates
+    cands = np.concatenate(
+        [
+            rng.integers(0, 2**40, 40, dtype=np.uint64),
+            np.arange(30, dtype=np.uint64)[::-1],
+            np.array([5, 5, 2**64 - 1, 0], dtype=np.uint64),
+        ]
+    )
+    np.testing.assert_array_equal(
+        _kernels_numpy.olh_candidate_counts(a, b, lo, width, cands),
+        numba_kernels.olh_candidate_counts(a, b, lo, width, cands),
+    )
+
+
+def test_the_candidate_walk_takes_large_inputs() -> None:
+    # at the real slice size: more reports than _WALK_FROM, two bounds (the last bucket)
+    a, b, lo, width = _hash_inputs(_kernels_numpy._WALK_FROM + 3001, 5, seed=3)
+    np.testing.assert_array_equal(
+        _kernels_numpy.olh_support_counts(a, b, lo, width, 9),
+        numba_kernels.olh_support_counts(a, b, lo, width, 9),
+    )
+
+
 def test_encoders_agree() -> None:
     rng = np.random.default_rng(3)
     n, g = 5000, 9

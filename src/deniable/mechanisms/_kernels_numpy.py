@@ -4,12 +4,17 @@ The path taken when numba is not installed (or ``DENIABLE_KERNELS=numpy``): ever
 function has the signature and the results of its compiled twin in ``_kernels_numba``,
 value for value (the same integer arithmetic, and the same floating-point operations
 in the same order). Work is cut into blocks of about ``_BLOCK`` elements so that
-temporaries stay in cache and memory stays bounded whatever ``n`` and ``k``.
+temporaries stay in cache and memory stays bounded whatever ``n`` and ``k``. Local
+hashing's support counts over many reports walk the candidates one by one (one add,
+one compare and one count per report and candidate) on one thread per core, as
+NumPy's ufuncs release the GIL.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -30,8 +35,31 @@ __all__ = [
 #: Elements (uint64 hash states, bytes) per block of a chunked pass: 2 MiB of uint64.
 _BLOCK = 1 << 18
 _SHIFT = np.uint64(32)
+#: Reports per slice of the candidate-by-candidate walk (1 MiB of uint64 states).
+_WALK = 1 << 17
+#: Distinct report bounds up to which reports are grouped to compare with a scalar.
+_SHARED_BOUNDS = 4
+#: Reports from which the support counts walk the candidates instead of blocks.
+_WALK_FROM = 2 * _WALK
 #: Columns up to which a byte histogram counts column by column.
 _NARROW = 64
+
+
+def _support_bounds(
+    b: NDArray[np.uint64], lo: NDArray[np.uint64], width: NDArray[np.uint64]
+) -> tuple[NDArray[np.bool_], NDArray[np.uint64], NDArray[np.uint64]]:
+    """``(never, start, last)``: the support test ``lo <= h(c) < lo + width`` as one compare.
+
+    ``h(c) = ((a c + b) mod 2^64) >> 32`` lies in ``[lo, hi)`` (``hi = min(lo + width,
+    2^32)``) iff ``(a c + start) mod 2^64 <= last`` with ``start = b - lo 2^32`` (mod
+    2^64) and ``last = (hi - lo) 2^32 - 1``; rows flagged ``never`` support no value.
+    """
+    top = np.minimum(lo + width, np.uint64(1 << 32))
+    never = (top <= lo) | (lo >= np.uint64(1 << 32))
+    always = (lo == 0) & (top == np.uint64(1 << 32))
+    span = np.where(never | always, np.uint64(1), top - lo)  # in [1, 2^32) where used
+    last = np.where(always, np.uint64(2**64 - 1), (span << _SHIFT) - np.uint64(1))
+    return never, b - (lo << _SHIFT), last  # start wraps mod 2^64
 
 
 def _support_blocks(
@@ -44,20 +72,13 @@ def _support_blocks(
     """Blocks ``(row start, column start, support mask)`` of the reports x candidates test.
 
     The mask's entry ``(i, j)`` is ``lo[i] <= h_i(c_j) < lo[i] + width[i]`` with
-    ``h_i(c) = ((a[i] c + b[i]) mod 2^64) >> 32``, as in the compiled kernels. It is
-    tested on the whole 64-bit state ``x`` without the shift: ``h`` lies in ``[lo, hi)``
-    (``hi = min(lo + width, 2^32)``) iff ``(x - lo 2^32) mod 2^64 <= (hi - lo) 2^32 - 1``,
-    so each block costs one multiply, one add and one compare per entry.
+    ``h_i(c) = ((a[i] c + b[i]) mod 2^64) >> 32``, as in the compiled kernels, tested
+    as one multiply, one add and one compare per entry (:func:`_support_bounds`).
     """
     n, k = a.shape[0], candidates.shape[0]
     cols = min(k, _BLOCK) if k else 1
     rows = max(1, min(_BLOCK // cols, 65_535))
-    top = np.minimum(lo + width, np.uint64(1 << 32))
-    never = (top <= lo) | (lo >= np.uint64(1 << 32))
-    always = (lo == 0) & (top == np.uint64(1 << 32))
-    span = np.where(never | always, np.uint64(1), top - lo)  # in [1, 2^32) where used
-    last = np.where(always, np.uint64(2**64 - 1), (span << _SHIFT) - np.uint64(1))
-    start = b - (lo << _SHIFT)  # wraps mod 2^64
+    never, start, last = _support_bounds(b, lo, width)
     x = np.empty((rows, cols), dtype=np.uint64)
     mask = np.empty((rows, cols), dtype=np.bool_)
     for c0 in range(0, k, cols):
@@ -72,6 +93,75 @@ def _support_blocks(
             yield r0, c0, out
 
 
+def _walk(
+    a: NDArray[np.uint64],
+    start: NDArray[np.uint64],
+    last: NDArray[np.uint64] | np.uint64,
+    candidates: NDArray[np.uint64],
+    counts: NDArray[np.int64],
+) -> None:
+    """Add to ``counts`` the support counts of sorted ``candidates`` over some reports.
+
+    The hash state of candidate ``c + d`` is the state of ``c`` plus ``a d`` (mod 2^64),
+    so a run of consecutive candidates costs one add, one compare and one count per
+    report. ``last`` is one bound per report, or one for all (a compare with a scalar
+    reads half the memory).
+    """
+    x = np.empty(a.shape[0], dtype=np.uint64)
+    hit = np.empty(a.shape[0], dtype=np.bool_)
+    previous = None
+    for j, c in enumerate(candidates.tolist()):
+        if previous is None or c - previous > 1:
+            np.multiply(a, np.uint64(c), out=x)  # wraps mod 2^64
+            x += start
+        elif c - previous == 1:
+            np.add(x, a, out=x)
+        previous = c
+        np.less_equal(x, last, out=hit)
+        counts[j] += np.count_nonzero(hit)
+
+
+def _shared_bound_groups(
+    a: NDArray[np.uint64],
+    start: NDArray[np.uint64],
+    last: NDArray[np.uint64],
+    rest: NDArray[np.bool_],
+) -> list[tuple[NDArray[np.uint64], NDArray[np.uint64], Any]]:
+    """The reports flagged in ``rest`` split by bound, when at most ``_SHARED_BOUNDS`` occur.
+
+    Local hashing's buckets have one width (the last one clipped at 2^32), so its
+    reports share one or two bounds; other inputs are walked with a bound per report.
+    Each pass peels off the reports equal to the first bound left (no sort).
+    """
+    groups: list[tuple[NDArray[np.uint64], NDArray[np.uint64], Any]] = []
+    keep = rest
+    while rest.any():
+        if len(groups) == _SHARED_BOUNDS:
+            return [(a[keep], start[keep], last[keep])]
+        bound = last[np.argmax(rest)]
+        same = rest & (last == bound)
+        groups.append((a[same], start[same], bound))
+        rest = rest & ~same
+    return groups
+
+
+def _walk_counts(
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    lo: NDArray[np.uint64],
+    width: NDArray[np.uint64],
+    candidates: NDArray[np.uint64],
+) -> NDArray[np.int64]:
+    """Support counts of sorted ``candidates``, walked on slices of ``_WALK`` reports."""
+    counts = np.zeros(candidates.shape[0], dtype=np.int64)
+    for r0 in range(0, a.shape[0], _WALK):
+        r1 = min(a.shape[0], r0 + _WALK)
+        never, start, last = _support_bounds(b[r0:r1], lo[r0:r1], width[r0:r1])
+        for group in _shared_bound_groups(a[r0:r1], start, last, ~never):
+            _walk(*group, candidates, counts)
+    return counts
+
+
 def _candidate_counts(
     a: NDArray[np.uint64],
     b: NDArray[np.uint64],
@@ -79,12 +169,34 @@ def _candidate_counts(
     width: NDArray[np.uint64],
     candidates: NDArray[np.uint64],
 ) -> NDArray[np.int64]:
-    counts = np.zeros(candidates.shape[0], dtype=np.int64)
-    for _r0, c0, mask in _support_blocks(a, b, lo, width, candidates):
-        # at most 65,535 rows a block: a uint16 sum cannot overflow
-        counts[c0 : c0 + mask.shape[1]] += np.add.reduce(
-            mask.view(np.uint8), axis=0, dtype=np.uint16
+    k = candidates.shape[0]
+    if a.shape[0] < _WALK_FROM or k == 0:
+        counts = np.zeros(k, dtype=np.int64)
+        for _r0, c0, mask in _support_blocks(a, b, lo, width, candidates):
+            # at most 65,535 rows a block: a uint16 sum cannot overflow
+            counts[c0 : c0 + mask.shape[1]] += np.add.reduce(
+                mask.view(np.uint8), axis=0, dtype=np.uint16
+            )
+        return counts
+    order = np.argsort(candidates, kind="stable")
+    ordered = candidates[order]
+    # NumPy's ufuncs release the GIL: one thread per core, each on a share of reports
+    workers = max(1, min(os.cpu_count() or 1, a.shape[0] // _WALK))
+    per = -(-a.shape[0] // workers)
+    with ThreadPoolExecutor(workers) as pool:
+        parts = pool.map(
+            lambda r0: _walk_counts(
+                a[r0 : r0 + per],
+                b[r0 : r0 + per],
+                lo[r0 : r0 + per],
+                width[r0 : r0 + per],
+                ordered,
+            ),
+            range(0, a.shape[0], per),
         )
+        total = np.sum(list(parts), axis=0, dtype=np.int64)
+    counts = np.empty(k, dtype=np.int64)
+    counts[order] = total
     return counts
 
 

@@ -23,6 +23,7 @@ from deniable.analysis import (
 )
 from deniable.analysis.ratings import plain_score
 from deniable.data import load_rr_survey
+from deniable.estimation import EstimateResult
 
 
 def test_no_randomization_gives_the_plain_formula() -> None:
@@ -68,6 +69,36 @@ def test_randomized_ratings_credible_intervals_cover() -> None:
     assert abs(hits.mean() - 0.95) < 4 * math.sqrt(0.95 * 0.05 / n_items)
     assert res.posterior is not None and res.posterior.shape == (n_items, 1500, 5)
     assert tab.prob_best.sum() == pytest.approx(1.0)
+
+
+def test_a_ranking_is_an_estimate_result() -> None:
+    # the shared vocabulary: estimate, std_error, labels, intervals at any level, to_dict
+    rng = np.random.default_rng(3)
+    items = rng.choice(np.array(["x", "y", "z"]), 600)
+    design = KaryRR(k=4, epsilon=1.5)
+    for res in (
+        rank_items(items, rng.integers(0, 4, 600), k=4, confidence_level=0.9),
+        rank_items(
+            items,
+            design.randomize(rng.integers(0, 4, 600), rng),
+            design,
+            draws=400,
+            confidence_level=0.9,
+        ),
+    ):
+        assert isinstance(res, EstimateResult)
+        assert res.labels == [str(i) for i in res.table.index]
+        np.testing.assert_array_equal(res.estimate, res.table["score"].to_numpy())
+        ci = res.confidence_interval(0.9)
+        np.testing.assert_allclose(ci.low, res.table["low"].to_numpy())
+        np.testing.assert_allclose(ci.high, res.table["high"].to_numpy())
+        wide = res.confidence_interval(0.99)
+        assert np.all(wide.low <= ci.low) and np.all(ci.high <= wide.high)
+        assert np.all(res.std_error > 0) and res.utility_draws.shape[0] == 3
+        out = res.to_dict(0.9)
+        assert out["interval"]["method"] == "credible" and out["labels"] == res.labels
+        with pytest.raises(ValueError, match="credible"):
+            res.confidence_interval(0.9, "wald")
 
 
 def test_rank_items_rejects_bad_input() -> None:

@@ -191,7 +191,8 @@ def test_results_and_cli_give_the_mean_in_the_questions_units(tmp_path, rng):
     m = survey.question("overtime").mechanism.matrix[1]
     se = (HIGH - LOW) / (m[1] - m[0]) * math.sqrt((p * (1 - p)).sum()) / n
     assert abs(mean["estimate"] - values.mean()) < 4 * se
-    assert mean["low"] < mean["estimate"] < mean["high"]
+    assert mean["result"] == "RangeMean" and mean["unit"] == "hours"
+    assert mean["interval"]["low"] < mean["estimate"] < mean["interval"]["high"]
     assert mean["std_error"] == pytest.approx(se, rel=0.1)
     content, _, name = export_bytes(store, survey.id, "parquet")
     path = tmp_path / name
@@ -202,7 +203,7 @@ def test_results_and_cli_give_the_mean_in_the_questions_units(tmp_path, rng):
     cli = json.loads(out.output)
     assert cli["estimate"] == pytest.approx(mean["estimate"], abs=1e-9)
     interval = [cli["interval"]["low"], cli["interval"]["high"]]
-    assert interval == pytest.approx([mean["low"], mean["high"]], abs=1e-9)
+    assert interval == pytest.approx([mean["interval"]["low"], mean["interval"]["high"]], abs=1e-9)
     assert cli["n"] == n and cli["missing"] == 0
     out = CliRunner().invoke(app, ["analyze", str(path), "--question", "overtime"])
     assert "hours, SE" in out.output and "DuchiMean(epsilon=1.0" in out.output

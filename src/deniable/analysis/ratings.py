@@ -26,6 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ..estimation.bayes import posterior_draws
+from ..estimation.results import ConfidenceInterval, EstimateResult
 from ..mechanisms.designs import Design
 from ..validation import as_codes, check_confidence_level
 
@@ -39,22 +40,65 @@ _Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class RankingResult:
-    """Scores, credible intervals and the ranking of the rated items.
+class RankingResult(EstimateResult):
+    """Scores, credible intervals and the ranking of the rated items (an estimate-like
+    result: ``estimate`` is the score of each item, best first).
 
     Attributes
     ----------
     table : pandas.DataFrame
         One row per item, best first: ``n`` (reports), ``score`` (posterior expected
-        utility), ``low``, ``high`` (credible interval), ``prob_best``
-        (posterior probability that the item has the highest expected utility; NaN
-        when computed in closed form) and ``rank`` (1 = best).
+        utility), ``low``, ``high`` (credible interval at the level asked for),
+        ``prob_best`` (posterior probability that the item has the highest expected
+        utility; NaN when computed in closed form) and ``rank`` (1 = best).
+    utility_draws : ndarray of float64, shape (items, draws)
+        Posterior draws of each item's expected utility, rows in the order of ``table``;
+        :meth:`confidence_interval` takes its equal-tailed quantiles at any level.
     posterior : ndarray, shape (items, draws, k), or None
         Posterior draws of the rating shares (None for the closed form).
     """
 
     table: pd.DataFrame
+    utility_draws: _Array = field(repr=False)
     posterior: _Array | None = field(default=None, repr=False)
+
+    @property
+    def estimate(self) -> _Array:
+        """Score (posterior expected utility) of each item, best first, shape (items,)."""
+        return self.table["score"].to_numpy(dtype=np.float64)
+
+    @property
+    def std_error(self) -> _Array:
+        """Posterior standard deviation of each item's expected utility, shape (items,)."""
+        if self.utility_draws.shape[1] < 2:
+            return np.full(self.utility_draws.shape[0], np.nan)
+        return np.asarray(self.utility_draws.std(axis=1, ddof=1), dtype=np.float64)
+
+    @property
+    def labels(self) -> list[str]:
+        """The items, best first."""
+        return [str(item) for item in self.table.index]
+
+    @property
+    def default_interval_method(self) -> str:
+        """``"credible"``: equal-tailed quantiles of the posterior draws."""
+        return "credible"
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[_Array]:
+        """Equal-tailed credible interval of each item's expected utility, best first.
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1) or a method other than ``"credible"``.
+        """
+        level = check_confidence_level(confidence_level)
+        if method not in (None, "credible"):
+            raise ValueError(f"method must be 'credible' for a ranking, got {method!r}")
+        low, high = np.quantile(self.utility_draws, [(1 - level) / 2, (1 + level) / 2], axis=1)
+        return ConfidenceInterval(np.asarray(low), np.asarray(high))
 
 
 def rank_items(
@@ -162,9 +206,14 @@ def rank_items(
         index=pd.Index([v.item() if hasattr(v, "item") else v for v in values], name="item"),
     )
     key = "score" if rank_by == "score" else "low"
-    table = table.sort_values(key, ascending=False, kind="stable")
+    order = np.argsort(-table[key].to_numpy(), kind="stable")
+    table = table.iloc[order]
     table["rank"] = np.arange(1, len(table) + 1)
-    return RankingResult(table, posterior)
+    return RankingResult(
+        table,
+        np.asarray(util[order], dtype=np.float64),
+        None if posterior is None else posterior[order],
+    )
 
 
 def plain_score(counts: ArrayLike, prior: ArrayLike, utility: ArrayLike) -> float:

@@ -423,22 +423,11 @@ def _analyze_numeric(
     q = d.question
     try:
         est = estimate(d.design, values)
-        mean = q.mean_from(est, est.confidence_interval(level))
+        mean = q.mean_from(est)
+        payload = mean.to_dict(level)
     except (ValueError, DeniableError) as exc:
         raise fail(str(exc)) from None
-    payload = {
-        "result": "NumericQuestionMean",
-        "n": est.n,
-        "labels": ["mean"],
-        "estimate": mean["estimate"],
-        "std_error": mean["std_error"],
-        "interval": {
-            "method": est.default_interval_method,
-            "confidence_level": level,
-            "low": mean["low"],
-            "high": mean["high"],
-        },
-        "warnings": est.warnings,
+    payload |= {
         "question": q.id,
         "mechanism": repr(q.numeric),
         "missing": missing,
@@ -449,8 +438,9 @@ def _analyze_numeric(
     unit = f" {q.range.unit}" if q.range.unit else ""
     console.print(
         f"{q.numeric!r}: mean of {q.id!r} over n = {est.n:,} reports ({missing} missing): "
-        f"{mean['estimate']:.4g}{unit}, SE {mean['std_error']:.4g}, {level:.0%} CI "
-        f"{mean['low']:.4g} - {mean['high']:.4g} ({est.default_interval_method})"
+        f"{mean.estimate:.4g}{unit}, SE {mean.std_error:.4g}, {level:.0%} CI "
+        f"{payload['interval']['low']:.4g} - {payload['interval']['high']:.4g} "
+        f"({mean.default_interval_method})"
     )
 
 

@@ -42,7 +42,8 @@ from pydantic import (
     model_validator,
 )
 
-from ..estimation.means import MeanEstimate, MeanTally, estimate_mean
+from ..estimation.means import MeanEstimate, MeanTally, RangeMean, estimate_mean
+from ..estimation.results import PrevalenceEstimate
 from ..mechanisms.binary import ForcedResponse, UnrelatedQuestion, Warner
 from ..mechanisms.designs import Design, KaryRR, protected_epsilon
 from ..mechanisms.direct import Direct
@@ -442,19 +443,20 @@ class Question(BaseModel):
             raise ValueError(f"question {self.id!r} is not numeric (it has no range)")
         return self.range.low + (self.range.high - self.range.low) * float(share)
 
-    def mean_from(self, est: Any, ci: Any) -> dict[str, float]:
+    def mean_from(self, est: PrevalenceEstimate) -> RangeMean:
         """A numeric question's mean in its units from its design's estimate ``est``
-        (:class:`~deniable.estimation.PrevalenceEstimate`) and interval ``ci``
-        (:class:`~deniable.estimation.ConfidenceInterval`): ``estimate``, ``std_error``,
-        ``low`` and ``high``, all mapped by :meth:`to_units`.
+        (:class:`~deniable.estimation.PrevalenceEstimate`): a
+        :class:`~deniable.estimation.RangeMean` whose estimate, standard error and
+        interval ends are mapped by :meth:`to_units`.
+
+        Raises
+        ------
+        ValueError
+            If the question has no range.
         """
-        assert self.range is not None
-        return {
-            "estimate": self.to_units(est.estimate[1]),
-            "std_error": (self.range.high - self.range.low) * float(est.std_error[1]),
-            "low": self.to_units(ci.low[1]),
-            "high": self.to_units(ci.high[1]),
-        }
+        if self.range is None:
+            raise ValueError(f"question {self.id!r} is not numeric (it has no range)")
+        return RangeMean(est, self.range.low, self.range.high, self.range.unit or "")
 
     @property
     def sensitive_indices(self) -> list[int]:

@@ -120,9 +120,10 @@ def survey_results(
     warnings (the library's) say what an estimate outside [0, 1] or a standard error of 0
     means. With ``pooled`` each question counts the responses of every version that asks
     it unchanged (:func:`pooled_tallies`). A numeric question also carries its ``range``
-    and ``unit`` and, once released, its ``mean`` (estimate, standard error, interval and
-    MLE in the question's units). With ``regress`` (a randomized yes/no question) and
-    ``on`` (direct questions), ``regression`` holds its logistic regression on them
+    and ``unit`` and, once released, its ``mean`` (the ``to_dict`` of a
+    :class:`~deniable.estimation.RangeMean`, and the MLE, in the question's units). With
+    ``regress`` (a randomized yes/no question) and ``on`` (direct questions),
+    ``regression`` holds its logistic regression on them
     (:func:`deniable.collection.study.regression`).
 
     Raises
@@ -190,9 +191,7 @@ def survey_results(
         item["interval"]["name"] = INTERVAL_NAMES.get(item["interval"]["method"], "")
         item["mle"] = estimate(q.mechanism, tally, method="mle").estimate.tolist()
         if q.numeric is not None:
-            item["mean"] = q.mean_from(est, est.confidence_interval(level)) | {
-                "mle": q.to_units(item["mle"][1])
-            }
+            item["mean"] = q.mean_from(est).to_dict(level) | {"mle": q.to_units(item["mle"][1])}
         if q.control == "zero" and est.std_error[1] > 0:  # nobody carries it
             p_zero = est.one_sided_pvalue(0.0, category=1)
             item["control"] = {"estimate": float(est.estimate[1]), "pvalue": p_zero}

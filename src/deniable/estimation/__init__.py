@@ -24,7 +24,14 @@ module                    what it holds
 from .estimators import ESTIMATION_METHODS, estimate
 from .heavy_hitters import HeavyHitters, heavy_hitters
 from .intervals import INTERVAL_METHODS
-from .means import HistogramEstimate, MeanEstimate, MeanTally, estimate_histogram, estimate_mean
+from .means import (
+    HistogramEstimate,
+    MeanEstimate,
+    MeanTally,
+    RangeMean,
+    estimate_histogram,
+    estimate_mean,
+)
 from .postprocess import OracleEMResult, empirical_bayes, norm_sub, oracle_em, project_simplex
 from .prefix import PrefixHeavyHitters, find_heavy_hitters
 from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
@@ -41,6 +48,7 @@ __all__ = [
     "OracleEMResult",
     "PrefixHeavyHitters",
     "PrevalenceEstimate",
+    "RangeMean",
     "RapporEstimate",
     "empirical_bayes",
     "estimate",

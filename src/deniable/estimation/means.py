@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,12 +24,16 @@ from ..validation import check_confidence_level
 from .common import normal_only_interval
 from .results import ConfidenceInterval, EstimateResult
 
+if TYPE_CHECKING:
+    from .results import PrevalenceEstimate
+
 __all__ = [
     "MEAN_INTERVAL_METHODS",
     "DBitFlipTally",
     "HistogramEstimate",
     "MeanEstimate",
     "MeanTally",
+    "RangeMean",
     "estimate_histogram",
     "estimate_mean",
     "histogram_variance",
@@ -130,6 +134,86 @@ def estimate_mean(mechanism: NumericMechanism, reports: Any) -> MeanEstimate:
     else:
         s2 = math.inf
     return MeanEstimate(mechanism, tally, float(mean), float(math.sqrt(s2 / tally.n)))
+
+
+@dataclass(frozen=True)
+class RangeMean(EstimateResult):
+    """The mean of a value in ``[low, high]`` from the estimated share of its "high" report.
+
+    A numeric question randomizes a value ``x`` in ``[low, high]`` to one bit that is
+    1 with probability ``(x - low) / (high - low)`` (Duchi, Jordan & Wainwright 2018)
+    and sends the bit through a binary design; the mean is ``low + (high - low) p``
+    with ``p`` the design's unbiased estimate of the share of 1s, and its standard
+    error and interval ends are mapped the same way (a linear map keeps unbiasedness
+    and coverage).
+
+    Attributes
+    ----------
+    share : PrevalenceEstimate
+        The binary design's estimate; category 1 is the share of 1s.
+    low, high : float
+        The value range, in the question's units (``low < high``).
+    unit : str
+        The unit's name ("" when none).
+    """
+
+    share: PrevalenceEstimate
+    low: float
+    high: float
+    unit: str = ""
+
+    def _to_units(self, value: float) -> float:
+        return self.low + (self.high - self.low) * float(value)
+
+    @property
+    def estimate(self) -> float:
+        """The unbiased mean, in the question's units (not clipped to the range)."""
+        return self._to_units(self.share.estimate[1])
+
+    @property
+    def std_error(self) -> float:
+        """``(high - low)`` times the standard error of the share."""
+        return (self.high - self.low) * float(self.share.std_error[1])
+
+    @property
+    def labels(self) -> list[str]:
+        """``["mean"]``."""
+        return ["mean"]
+
+    @property
+    def n(self) -> int:
+        """Number of reports."""
+        return int(self.share.n)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The share's warnings (for example an estimate outside ``[0, 1]``)."""
+        return list(self.share.warnings)
+
+    @property
+    def default_interval_method(self) -> str:
+        """The share's default interval method."""
+        return str(self.share.default_interval_method)
+
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape (:meth:`EstimateResult.to_dict`) with ``range`` and ``unit``."""
+        return super().to_dict(confidence_level, method) | {
+            "range": [self.low, self.high],
+            "unit": self.unit,
+        }
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[float]:
+        """The share's interval (any of its methods) mapped to the question's units.
+
+        Raises
+        ------
+        ValueError
+            For an unknown method or a confidence level outside (0, 1).
+        """
+        ci = self.share.confidence_interval(confidence_level, method)
+        return ConfidenceInterval(self._to_units(ci.low[1]), self._to_units(ci.high[1]))
 
 
 @dataclass(frozen=True)

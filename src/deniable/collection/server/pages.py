@@ -110,7 +110,7 @@ def results_page(
                     "unit": q["unit"],
                     "estimate": None,
                 }
-                | (q["mean"] if q["released"] else {})
+                | (_flat_mean(q["mean"]) if q["released"] else {})
             )
             continue
         for j, cat in enumerate(q["categories"]):
@@ -198,6 +198,17 @@ def dashboard_refresh() -> int:
     if not raw.isdigit() or not 1 <= int(raw) <= 3600:
         raise ValueError(f"DENIABLE_DASHBOARD_REFRESH must be 1..3600 seconds, got {raw!r}")
     return int(raw)
+
+
+def _flat_mean(mean: dict[str, Any]) -> dict[str, Any]:
+    """A released mean (``RangeMean.to_dict`` and ``mle``) as a table row's cells."""
+    return {
+        "estimate": mean["estimate"],
+        "std_error": mean["std_error"],
+        "low": mean["interval"]["low"],
+        "high": mean["interval"]["high"],
+        "mle": mean["mle"],
+    }
 
 
 def _means_plot(rows: list[dict[str, Any]]) -> str:

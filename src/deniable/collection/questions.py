@@ -439,9 +439,13 @@ class Question(BaseModel):
         ValueError
             If the question has no range.
         """
+        r = self._value_range()
+        return r.low + (r.high - r.low) * float(share)
+
+    def _value_range(self) -> NumericRange:
         if self.range is None:
             raise ValueError(f"question {self.id!r} is not numeric (it has no range)")
-        return self.range.low + (self.range.high - self.range.low) * float(share)
+        return self.range
 
     def mean_from(self, est: PrevalenceEstimate) -> RangeMean:
         """A numeric question's mean in its units from its design's estimate ``est``
@@ -454,9 +458,8 @@ class Question(BaseModel):
         ValueError
             If the question has no range.
         """
-        if self.range is None:
-            raise ValueError(f"question {self.id!r} is not numeric (it has no range)")
-        return RangeMean(est, self.range.low, self.range.high, self.range.unit or "")
+        r = self._value_range()
+        return RangeMean(est, r.low, r.high, r.unit)
 
     @property
     def sensitive_indices(self) -> list[int]:

@@ -23,16 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ReadingMixin", "suppress_small_cells"]
 
-#: The columns of the released report rows the reads work on (``_long``).
-_LONG_COLUMNS = (
-    "response_id",
-    "version",
-    "question_id",
-    "report",
-    "received_bucket",
-    "arm",
-    "grp",
-)
+#: The columns of the released report rows the reads work on (``_long``): all but the
+#: row's own id and the survey (one survey is read at a time).
+_LONG_COLUMNS = tuple(c.name for c in reports.columns if c.name not in ("report_id", "survey_id"))
 
 
 def suppress_small_cells(frame: pd.DataFrame, versions: Sequence[Survey]) -> pd.DataFrame:

@@ -361,17 +361,8 @@ def release_due(
     return out
 
 
-_REPORT_COLUMNS = (
-    "report_id",
-    "response_id",
-    "survey_id",
-    "version",
-    "question_id",
-    "report",
-    "received_bucket",
-    "arm",
-    "grp",
-)
+#: Every column of a report row, in the table's order.
+_REPORT_COLUMNS = tuple(column.name for column in reports.columns)
 
 
 def _insert_reports(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:

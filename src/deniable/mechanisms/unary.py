@@ -348,22 +348,14 @@ class UnaryEncoding(FrequencyOracle):
         return float(np.prod(np.where(report_bits, probs, 1 - probs)))
 
 
-_BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
-
-
 def packed_bit_counts(packed: NDArray[np.uint8], n_bits: int) -> NDArray[np.int64]:
     """Count the 1 bits at each position of little-endian packed rows.
 
-    ``packed``: uint8, shape (n, nbytes); returns int64 shape (n_bits,). Narrow rows
-    (under 64 bytes): a compiled pass histograms the byte values of each column (one
-    increment per byte), then a 256 x 8 table turns byte-value counts into bit counts.
-    Wider rows: bit-sliced counters add whole rows at a time, 32 columns per vector
-    instruction (1.5-2x faster at 125 bytes a row, 4x at 1,250).
+    ``packed``: uint8, shape (n, nbytes); returns int64 shape (n_bits,) (see
+    ``_kernels.packed_column_bit_counts`` for how each path counts).
     """
-    from ._kernels import byte_histograms, packed_column_bit_counts
+    from ._kernels import packed_column_bit_counts
 
     if packed.shape[0] == 0:
         return np.zeros(n_bits, dtype=np.int64)
-    if packed.shape[1] >= 64:
-        return packed_column_bit_counts(packed)[:n_bits]
-    return (byte_histograms(packed) @ _BIT_TABLE).reshape(-1)[:n_bits]
+    return packed_column_bit_counts(packed)[:n_bits]

@@ -29,6 +29,7 @@ __all__ = [
     "CredentialError",
     "CredentialRejectedError",
     "DeniableError",
+    "DetectionLimitError",
     "IntervalCoverageWarning",
     "InvitationError",
     "InvitationUsedError",
@@ -72,6 +73,21 @@ class BudgetExceededError(SurveyError):
     Raised by :func:`deniable.collection.survey.load_survey` (sequential composition:
     the finite epsilons of all questions must sum to at most ``privacy_budget``).
     """
+
+
+class DetectionLimitError(DeniableError, ValueError):
+    """A heavy-hitter search asked for frequencies below what its reports can find.
+
+    Attributes
+    ----------
+    detection_limit : float
+        The smallest frequency the reports find with the recall asked for
+        (:func:`deniable.estimation.prefix.detection_limit`).
+    """
+
+    def __init__(self, message: str, detection_limit: float) -> None:
+        self.detection_limit = detection_limit
+        super().__init__(message)
 
 
 class SurveyNotFoundError(DeniableError, LookupError):

@@ -33,7 +33,7 @@ from .means import (
     estimate_mean,
 )
 from .postprocess import OracleEMResult, empirical_bayes, norm_sub, oracle_em, project_simplex
-from .prefix import PrefixHeavyHitters, find_heavy_hitters
+from .prefix import PrefixHeavyHitters, detection_limit, find_heavy_hitters
 from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "PrevalenceEstimate",
     "RangeMean",
     "RapporEstimate",
+    "detection_limit",
     "empirical_bayes",
     "estimate",
     "estimate_histogram",

@@ -98,6 +98,10 @@ def estimate(
     groups: None = ...,
     threshold: float = ...,
     miss_rate: float = ...,
+    false_discoveries: float = ...,
+    top_k: int | None = ...,
+    max_survivors: int | None = ...,
+    on_overflow: Literal["keep", "raise"] = ...,
 ) -> PrefixHeavyHitters: ...
 
 

@@ -5,34 +5,57 @@ reports by local hashing's unbiased estimator (Wang, Blocki, Li & Jha 2017),
 ``f = (C / n_l - q*) / (p* - q*)`` with ``C`` the candidate's support count among the
 ``n_l`` reports of the level, and standard error ``sqrt(s (1 - s) / n_l) / (p* - q*)``
 with ``s = C / n_l`` (the level's reporters are a random sample of all respondents).
-A prefix is kept while its upper confidence bound ``f + z_(1 - miss_rate) SE`` reaches
-the threshold, so a value whose frequency is exactly the threshold is lost at one level
-with probability at most ``miss_rate`` (its prefixes are at least as frequent). The
-values returned are the last level's candidates that pass the same rule.
+
+*Pruning* (generous): a prefix is kept while its upper confidence bound
+``f + z_(1 - miss_rate) SE`` reaches the threshold, so a value whose frequency is
+exactly the threshold is lost at one level with probability at most ``miss_rate``
+(its prefixes are at least as frequent). The survivors are bounded by theory: the
+prefixes of one level have frequencies summing to 1, so at most ``1 / t`` reach ``t``;
+more than ``SURVIVOR_FACTOR / t`` survivors are noise, and the search keeps the largest
+``SURVIVOR_FACTOR / t`` estimates (with a warning that names the detection limit) or
+stops with :class:`~deniable.errors.DetectionLimitError`.
+
+*Returning* (controlled): a last-level candidate is returned only when the exact
+binomial test of ``frequency <= t / 2`` rejects at level ``false_discoveries / m``
+(Bonferroni over the ``m`` candidates of the last level): under that null the support
+count is a sum of independent Bernoulli variables of mean at most
+``s0 = q* + (p* - q*) t / 2``, whose upper tail beyond ``n s0 + 1`` is at most the
+binomial one (Hoeffding 1956, "On the distribution of the number of successes in
+independent trials"). So the expected number of values returned whose frequency is
+below half the threshold (false discoveries) is at most ``false_discoveries``, whatever
+the epsilon and however many candidates the pruning let through; the candidates come
+from other levels' reports, independent of the last level's.
+
+*Top-k mode* keeps the ``SURVIVOR_FACTOR k`` largest estimates per level and returns
+the ``k`` largest of the last level (Wang et al. 2021's original use of PEM).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import special
 
-from ..errors import ReportValidationError
+from ..errors import DetectionLimitError, ReportValidationError
 from ..mechanisms.prefix import PrefixExtension
-from ..validation import check_probability
-from .common import normal_only_interval, z_quantile
+from ..validation import check_integer, check_probability
+from .common import normal_only_interval
 from .results import ConfidenceInterval, EstimateResult
 
 __all__ = [
-    "MAX_SURVIVORS",
+    "SURVIVOR_FACTOR",
     "PrefixHeavyHitters",
+    "detection_limit",
     "find_heavy_hitters",
 ]
 
-#: Most candidates kept from one level to the next (the largest estimates).
-MAX_SURVIVORS = 4096
+#: Survivors kept from one level to the next: at most ``SURVIVOR_FACTOR / threshold``
+#: (or ``SURVIVOR_FACTOR * top_k``).
+SURVIVOR_FACTOR = 4
 
 
 @dataclass(frozen=True)
@@ -46,11 +69,21 @@ class PrefixHeavyHitters(EstimateResult):
         Unbiased frequency estimates (from the last level's reports; never clipped).
     std_error : ndarray, shape (h,), float64
     threshold : float in (0, 1)
-        The frequency asked for.
+        The frequency asked for (NaN in top-k mode).
     miss_rate : float in (0, 1)
-        The chance of losing a value of exactly ``threshold`` at one level.
+        The chance of losing a value of exactly ``threshold`` at one level's pruning.
     reports_per_level : ndarray, shape (levels,), int64
     candidates_per_level : ndarray, shape (levels,), int64
+    pvalue : ndarray, shape (h,), float64
+        Exact binomial p-value of "frequency <= threshold / 2" (of "frequency = 0" in
+        top-k mode) for each value returned.
+    false_discoveries : float in (0, 1)
+        Bound on the expected number of values returned below half the threshold.
+    top_k : int or None
+        The number of values asked for in top-k mode.
+    warnings : list of str
+        Levels whose survivors were cut to the largest estimates, with the detection
+        limit.
     """
 
     values: list[str]
@@ -60,6 +93,10 @@ class PrefixHeavyHitters(EstimateResult):
     miss_rate: float
     reports_per_level: NDArray[np.int64]
     candidates_per_level: NDArray[np.int64]
+    pvalue: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    false_discoveries: float = 0.05
+    top_k: int | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -80,19 +117,25 @@ class PrefixHeavyHitters(EstimateResult):
 
 def _estimate_level(
     pem: PrefixExtension, reports: NDArray[Any], level: int, candidates: NDArray[np.uint64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+    """``(estimate, std_error, support counts)`` of the candidates at one level."""
     from ..mechanisms._kernels import olh_candidate_counts
 
     oracle = pem.oracles[level]
     n = reports.size
     if n == 0:
-        return np.zeros(candidates.size), np.full(candidates.size, np.inf)
+        zeros = np.zeros(candidates.size)
+        return zeros, np.full(candidates.size, np.inf), zeros.astype(np.int64)
     counts = olh_candidate_counts(*oracle._kernel_args(reports), candidates)
     share = counts / n
     gap = oracle.p_star - oracle.q_star
     estimate = (share - oracle.q_star) / gap
     std_error = np.sqrt(np.maximum(share * (1 - share), 1e-300) / n) / gap
-    return estimate, std_error
+    return estimate, std_error, counts
+
+
+def _extension_width(pem: PrefixExtension, level: int) -> int:
+    return int(pem.base ** (pem.lengths[level] - pem.lengths[level - 1]))
 
 
 def _extensions(pem: PrefixExtension, prefixes: NDArray[np.uint64], level: int) -> NDArray[Any]:
@@ -100,8 +143,8 @@ def _extensions(pem: PrefixExtension, prefixes: NDArray[np.uint64], level: int) 
 
     A prefix that ended (its last symbol is the padding 0) extends only by padding.
     """
+    width = _extension_width(pem, level)
     step = pem.lengths[level] - pem.lengths[level - 1]
-    width = pem.base**step
     tails = np.arange(width, dtype=np.uint64)
     ended = prefixes % np.uint64(pem.base) == 0
     full = prefixes[~ended, None] * np.uint64(width) + tails[None, :]
@@ -117,21 +160,151 @@ def _extensions(pem: PrefixExtension, prefixes: NDArray[np.uint64], level: int) 
     return np.concatenate([full.ravel(), closed])
 
 
+def _survivor_cap(threshold: float, top_k: int | None, max_survivors: int | None) -> int:
+    if max_survivors is not None:
+        return check_integer("max_survivors", max_survivors, minimum=1)
+    if top_k is not None:
+        return SURVIVOR_FACTOR * top_k
+    return math.ceil(SURVIVOR_FACTOR / threshold)
+
+
+def _found_probability(
+    pem: PrefixExtension,
+    n: float,
+    f: float,
+    threshold: float,
+    false_discoveries: float,
+    miss_rate: float,
+    cap: int,
+) -> float:
+    """Normal approximation of Pr(a value of frequency ``f`` is returned): it survives
+    every level's pruning (the upper bound reaches the threshold and, where more than
+    ``cap`` prefixes are tested, its estimate beats the cap-th largest of the null
+    ones) and passes the last level's Bonferroni test of ``f <= threshold / 2``."""
+    n_level = n / pem.levels
+    oracle = pem.oracles[0]
+    gap, q = oracle.p_star - oracle.q_star, oracle.q_star
+
+    def se(freq: float) -> float:
+        s = q + gap * freq
+        return math.sqrt(max(s * (1 - s), 1e-300) / n_level) / gap
+
+    z_miss = float(special.ndtri(1 - miss_rate))
+    tested = float(pem.base ** pem.lengths[0])
+    prob = 1.0
+    for level in range(pem.levels - 1):
+        null_se = se(0.0)
+        bar = threshold - z_miss * se(threshold)
+        if tested > cap:  # the cap-th largest of the null estimates
+            bar = max(bar, null_se * float(special.ndtri(1 - cap / tested)))
+        prob *= float(special.ndtr((f - bar) / se(f)))
+        tested = float(cap * _extension_width(pem, level + 1))
+    z_test = float(special.ndtri(1 - false_discoveries / max(tested, 1.0)))
+    s0 = q + gap * threshold / 2
+    bar = threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / n_level) / gap
+    return prob * float(special.ndtr((f - bar) / se(f)))
+
+
+def detection_limit(
+    pem: PrefixExtension,
+    n: int,
+    threshold: float = 0.01,
+    recall: float = 0.9,
+    *,
+    false_discoveries: float = 0.05,
+    miss_rate: float = 0.05,
+    max_survivors: int | None = None,
+) -> float:
+    """The smallest frequency that :func:`find_heavy_hitters` finds with probability
+    ``recall`` from ``n`` reports, before any are collected.
+
+    From the variance of each level's estimate (``n / levels`` reports a level, local
+    hashing's ``s (1 - s) / (n_l (p* - q*)^2)``): a value must survive each level's
+    pruning (its upper bound reaches ``threshold``; where more than ``max_survivors``
+    prefixes are tested, its estimate must also beat the largest null ones kept) and
+    pass the last level's test of ``frequency <= threshold / 2`` at level
+    ``false_discoveries / m``. Normal approximation; the probability is solved for the
+    frequency by bisection.
+
+    Parameters
+    ----------
+    pem : PrefixExtension
+    n : int >= 1
+        Reports to be collected (all levels).
+    threshold, false_discoveries, miss_rate, max_survivors
+        As for :func:`find_heavy_hitters`.
+    recall : float in (0, 1), default 0.9
+
+    Returns
+    -------
+    float
+        A frequency in (0, 1], or ``inf`` when no frequency reaches ``recall`` (for
+        example a recall above ``(1 - miss_rate) ** (levels - 1)`` at a low threshold).
+
+    Raises
+    ------
+    ValueError
+        For a probability outside (0, 1) or ``n < 1``.
+    """
+    n = check_integer("n", n, minimum=1)
+    threshold, recall, false_discoveries, miss_rate = (
+        check_probability(name, value, low_open=True, high_open=True)
+        for name, value in (
+            ("threshold", threshold),
+            ("recall", recall),
+            ("false_discoveries", false_discoveries),
+            ("miss_rate", miss_rate),
+        )
+    )
+    cap = _survivor_cap(threshold, None, max_survivors)
+
+    def found(f: float) -> float:
+        return _found_probability(pem, n, f, threshold, false_discoveries, miss_rate, cap)
+
+    if found(1.0) < recall:
+        return math.inf
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if found(mid) < recall else (low, mid)
+    return high
+
+
 def find_heavy_hitters(
-    pem: PrefixExtension, reports: Any, threshold: float = 0.01, miss_rate: float = 0.05
+    pem: PrefixExtension,
+    reports: Any,
+    threshold: float = 0.01,
+    miss_rate: float = 0.05,
+    *,
+    false_discoveries: float = 0.05,
+    top_k: int | None = None,
+    max_survivors: int | None = None,
+    on_overflow: Literal["keep", "raise"] = "keep",
 ) -> PrefixHeavyHitters:
-    """Values whose frequency may reach ``threshold``, found level by level.
+    """Values whose frequency reaches ``threshold``, found level by level, with the
+    expected number of false discoveries at most ``false_discoveries``.
 
     Parameters
     ----------
     pem : PrefixExtension
     reports : ndarray of ``PEM_DTYPE``, shape (n,)
     threshold : float in (0, 1), default 0.01
-        Frequency (share of respondents) a value must have to be sought.
+        Frequency (share of respondents) a value must have to be sought. A value
+        returned whose true frequency is below ``threshold / 2`` is a false discovery.
     miss_rate : float in (0, 1), default 0.05
-        Chance of losing, at one level, a value whose frequency is exactly
-        ``threshold``; lower values keep more candidates (and return more values just
-        below the threshold).
+        Chance of losing, at one level's pruning, a value whose frequency is exactly
+        ``threshold``.
+    false_discoveries : float in (0, 1), default 0.05
+        Bound on the expected number of false discoveries (Bonferroni over the last
+        level's candidates; exact binomial tests).
+    top_k : int >= 1, optional
+        Top-k mode: return the ``top_k`` largest estimates (no threshold test).
+    max_survivors : int >= 1, optional
+        Prefixes kept from one level to the next (default ``SURVIVOR_FACTOR /
+        threshold``, or ``SURVIVOR_FACTOR * top_k``).
+    on_overflow : {"keep", "raise"}, default "keep"
+        When more prefixes pass the pruning than ``max_survivors``: keep the largest
+        estimates and say so in ``warnings``, or raise.
 
     Returns
     -------
@@ -140,39 +313,88 @@ def find_heavy_hitters(
     Raises
     ------
     ValueError
-        For ``threshold`` or ``miss_rate`` outside (0, 1).
+        For a probability outside (0, 1), a ``top_k`` or ``max_survivors`` below 1 or
+        an unknown ``on_overflow``.
+    DetectionLimitError
+        With ``on_overflow="raise"``, when a level's survivors exceed ``max_survivors``;
+        the message and the error's ``detection_limit`` name the smallest frequency the
+        reports find with recall 0.9 (:func:`detection_limit`).
     ReportValidationError
         For malformed reports.
     """
-    threshold = check_probability("threshold", threshold)
-    miss_rate = check_probability("miss_rate", miss_rate)
-    if not 0 < threshold < 1 or not 0 < miss_rate < 1:
-        raise ValueError("threshold and miss_rate must be in (0, 1)")
+    threshold, miss_rate, false_discoveries = (
+        check_probability(name, value, low_open=True, high_open=True)
+        for name, value in (
+            ("threshold", threshold),
+            ("miss_rate", miss_rate),
+            ("false_discoveries", false_discoveries),
+        )
+    )
+    if on_overflow not in ("keep", "raise"):
+        raise ValueError(f"on_overflow must be 'keep' or 'raise', got {on_overflow!r}")
+    if top_k is not None:
+        top_k = check_integer("top_k", top_k, minimum=1)
+    cap = _survivor_cap(threshold, top_k, max_survivors)
     arr = pem.check_reports(reports)
     if arr.size == 0:
         raise ReportValidationError("no reports")
-    z = z_quantile(1 - 2 * miss_rate)  # one-sided: z_(1 - miss_rate)
+    z = float(special.ndtri(1 - miss_rate))
     level_of = arr["level"]
     candidates = np.arange(pem.base ** pem.lengths[0], dtype=np.uint64)
-    n_level, n_candidates = [], []
-    estimate = std_error = np.zeros(0)
+    n_level, n_candidates, warnings = [], [], []
     for level in range(pem.levels):
         if level > 0:
             candidates = _extensions(pem, candidates, level)
         level_reports = arr[level_of == level]
         n_level.append(level_reports.size)
         n_candidates.append(candidates.size)
-        estimate, std_error = _estimate_level(pem, level_reports, level, candidates)
-        keep = np.nonzero(estimate + z * std_error >= threshold)[0]
-        keep = keep[np.argsort(-estimate[keep], kind="stable")][:MAX_SURVIVORS]
-        candidates, estimate, std_error = candidates[keep], estimate[keep], std_error[keep]
-    values = [pem.decode(int(c)) for c in candidates]
+        estimate, std_error, counts = _estimate_level(pem, level_reports, level, candidates)
+        if level == pem.levels - 1:
+            break
+        keep = (
+            np.arange(candidates.size)
+            if top_k is not None
+            else np.nonzero(estimate + z * std_error >= threshold)[0]
+        )
+        keep = keep[np.argsort(-estimate[keep], kind="stable")]
+        if keep.size > cap and top_k is None:
+            limit = detection_limit(
+                pem,
+                arr.size,
+                threshold,
+                false_discoveries=false_discoveries,
+                miss_rate=miss_rate,
+                max_survivors=cap,
+            )
+            message = (
+                f"level {level}: {keep.size} prefixes may reach the threshold "
+                f"{threshold:g}, more than max_survivors = {cap}: at n = {arr.size} "
+                f"reports and epsilon {pem.epsilon:.4g}, values are found with recall 0.9 "
+                f"from a frequency of {limit:.4g} (the detection limit)"
+            )
+            if on_overflow == "raise":
+                raise DetectionLimitError(message, limit)
+            warnings.append(f"{message}; the {cap} largest estimates were kept")
+        candidates = candidates[keep[:cap]]
+    oracle = pem.oracles[-1]
+    n_last = max(n_level[-1], 1)
+    null = oracle.q_star + (oracle.p_star - oracle.q_star) * (0 if top_k else threshold / 2)
+    pvalue = np.where(counts > 0, special.bdtrc(counts - 1, n_last, null), 1.0)
+    if top_k is not None:
+        chosen = np.argsort(-estimate, kind="stable")[:top_k]
+    else:
+        chosen = np.nonzero(pvalue <= false_discoveries / max(candidates.size, 1))[0]
+        chosen = chosen[np.argsort(-estimate[chosen], kind="stable")]
     return PrefixHeavyHitters(
-        values,
-        estimate,
-        std_error,
-        threshold,
+        [pem.decode(int(c)) for c in candidates[chosen]],
+        estimate[chosen],
+        std_error[chosen],
+        math.nan if top_k is not None else threshold,
         miss_rate,
         np.array(n_level, dtype=np.int64),
         np.array(n_candidates, dtype=np.int64),
+        np.asarray(pvalue[chosen], dtype=np.float64),
+        false_discoveries,
+        top_k,
+        warnings,
     )

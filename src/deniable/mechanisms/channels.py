@@ -327,7 +327,8 @@ class PrefixChannel(_Estimating):
         rng: np.random.Generator | int,
         options: dict[str, Any],
     ) -> PrefixHeavyHitters:
-        """Heavy hitters level by level; options ``threshold`` and ``miss_rate`` (see
+        """Heavy hitters level by level; options ``threshold``, ``miss_rate``,
+        ``false_discoveries``, ``top_k``, ``max_survivors`` and ``on_overflow`` (see
         :func:`deniable.estimation.prefix.find_heavy_hitters`)."""
         from ..estimation.prefix import find_heavy_hitters
 

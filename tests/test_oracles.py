@@ -35,7 +35,7 @@ from deniable import (
     norm_sub,
     project_simplex,
 )
-from deniable.errors import ReportValidationError
+from deniable.errors import MemoryLimitError, ReportValidationError
 from deniable.mechanisms.hadamard import fwht
 from deniable.mechanisms.oracle import TWO32
 from deniable.mechanisms.unary import packed_bit_counts
@@ -459,7 +459,7 @@ def test_unary_encoding_refuses_reports_too_large_before_allocating():
     values = np.zeros(10**6, dtype=np.int64)
     tracemalloc.start()
     try:
-        with pytest.raises(ValueError, match=r"12\.5 GB") as said:
+        with pytest.raises(MemoryLimitError, match=r"12,500,000,000 bytes") as said:
             oue.randomize(values, np.random.default_rng(0))
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -467,5 +467,9 @@ def test_unary_encoding_refuses_reports_too_large_before_allocating():
     assert peak < 10**7
     assert f"{MAX_REPORT_BYTES // oue.n_bytes:,} values a call" in str(said.value)
     assert "LocalHashing or HadamardResponse" in str(said.value)
+    assert said.value.asked == 12_500_000_000 and said.value.limit == MAX_REPORT_BYTES
+    assert "memory_limit = 2,147,483,648 bytes" in str(said.value)
     small = oue.randomize(values[:1000], np.random.default_rng(0))  # within the limit
     assert small.shape == (1000, oue.n_bytes)
+    with pytest.raises(MemoryLimitError, match="memory_limit = 1,000,000 bytes"):
+        oue.randomize(values[:1000], np.random.default_rng(0), memory_limit=10**6)

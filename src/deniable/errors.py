@@ -34,6 +34,7 @@ __all__ = [
     "InvitationError",
     "InvitationUsedError",
     "InvitationVersionError",
+    "MemoryLimitError",
     "PrivacyWarning",
     "RecipientsRefusedError",
     "ReportValidationError",
@@ -87,6 +88,24 @@ class DetectionLimitError(DeniableError, ValueError):
 
     def __init__(self, message: str, detection_limit: float) -> None:
         self.detection_limit = detection_limit
+        super().__init__(message)
+
+
+class MemoryLimitError(DeniableError, ValueError):
+    """An allocation proportional to reports x candidates would pass ``memory_limit``.
+
+    Raised before the allocation is made.
+
+    Attributes
+    ----------
+    asked : int
+        Bytes the allocation would take.
+    limit : int
+        The ``memory_limit`` in force, in bytes.
+    """
+
+    def __init__(self, message: str, asked: int, limit: int) -> None:
+        self.asked, self.limit = asked, limit
         super().__init__(message)
 
 

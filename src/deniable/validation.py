@@ -8,7 +8,34 @@ from numbers import Real
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["as_codes", "check_confidence_level", "check_integer", "check_probability", "check_real"]
+__all__ = [
+    "MEMORY_LIMIT",
+    "as_codes",
+    "check_confidence_level",
+    "check_integer",
+    "check_memory",
+    "check_probability",
+    "check_real",
+]
+
+#: Default ``memory_limit`` of allocations that grow with reports x candidates: 2 GiB.
+MEMORY_LIMIT = 1 << 31
+
+
+def check_memory(what: str, asked: int, memory_limit: int, advice: str = "") -> None:
+    """Raise :class:`~deniable.errors.MemoryLimitError` before allocating ``asked`` bytes
+    for ``what`` when that passes ``memory_limit`` (bytes, >= 1), naming both sizes."""
+    from .errors import MemoryLimitError
+
+    limit = check_integer("memory_limit", memory_limit, minimum=1)
+    if asked > limit:
+        raise MemoryLimitError(
+            f"{what} would take {asked:,} bytes ({asked / 2**30:.2f} GiB), over "
+            f"memory_limit = {limit:,} bytes ({limit / 2**30:.2f} GiB)"
+            + (f"; {advice}" if advice else ""),
+            int(asked),
+            limit,
+        )
 
 
 def check_real(name: str, value: object) -> float:

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..validation import MEMORY_LIMIT
+
 if TYPE_CHECKING:
     from ..mechanisms.oracle import FrequencyOracle
 
@@ -133,6 +135,7 @@ def oracle_em(
     *,
     tol: float = 1e-7,
     max_iterations: int = 3000,
+    memory_limit: int = MEMORY_LIMIT,
 ) -> OracleEMResult:
     """Maximum-likelihood frequencies of an oracle's reports, by EM.
 
@@ -153,22 +156,13 @@ def oracle_em(
 
     Raises
     ------
-    ValueError
-        If the support matrix would exceed 5 * 10^8 entries (use the moment estimate
-        with :func:`project_simplex` or :func:`norm_sub` instead).
+    MemoryLimitError
+        (a ValueError) If the support matrix of the distinct reports would take more
+        than ``memory_limit`` bytes (default 2 GiB): use the moment estimate with
+        :func:`project_simplex` or :func:`norm_sub` instead.
     """
     uniq, weights = oracle.unique_reports(reports)
-    if len(uniq) * oracle.k > 5 * 10**9:
-        raise ValueError(
-            f"EM over {len(uniq)} distinct reports x k = {oracle.k} is too large; use "
-            "project_simplex or norm_sub on the moment estimate"
-        )
-    support = oracle.support_matrix(uniq).astype(np.float64).tocsr()
-    if support.nnz > 5 * 10**8:
-        raise ValueError(
-            f"EM needs {support.nnz} support entries (limit 5e8); use project_simplex or "
-            "norm_sub on the moment estimate"
-        )
+    support = oracle.support_matrix(uniq, memory_limit=memory_limit).astype(np.float64).tocsr()
     support_t = support.T.tocsr()
     n = float(weights.sum())
     rho = oracle.likelihood_ratio()

@@ -8,6 +8,7 @@ from .._extras import require
 from ..errors import ReportValidationError
 from ..mechanisms.rappor import Rappor, RapporReports
 from ..tallies import RapporTally
+from ..validation import MEMORY_LIMIT
 from .common import bonferroni_z
 from .results import RapporEstimate
 
@@ -15,7 +16,12 @@ __all__ = ["decode_rappor"]
 
 
 def decode_rappor(
-    rappor: Rappor, reports: RapporReports | RapporTally, alpha: float = 0.05, seed: int = 0
+    rappor: Rappor,
+    reports: RapporReports | RapporTally,
+    alpha: float = 0.05,
+    seed: int = 0,
+    *,
+    memory_limit: int = MEMORY_LIMIT,
 ) -> RapporEstimate:
     """Frequencies, standard errors and detections of the candidates.
 
@@ -35,6 +41,9 @@ def decode_rappor(
         Family-wise significance level of the detections.
     seed : int, default 0
         Seed of the cross-validation folds.
+    memory_limit : int, default 2 GiB
+        Bytes the sparse design matrix may take while it is built
+        (:meth:`~deniable.mechanisms.Rappor.sparse_design_matrix`).
 
     Returns
     -------
@@ -47,6 +56,8 @@ def decode_rappor(
     ------
     ValueError
         Without candidates, or for ``alpha`` outside (0, 1).
+    MemoryLimitError
+        (a ValueError) Before building a design matrix larger than ``memory_limit``.
     ReportValidationError
         For malformed reports or no reports at all.
     ModuleNotFoundError
@@ -60,7 +71,7 @@ def decode_rappor(
     tally = reports if isinstance(reports, RapporTally) else self.tally(reports)
     if tally.n == 0:
         raise ReportValidationError("no reports to estimate from (n = 0)")
-    X = self.sparse_design_matrix()
+    X = self.sparse_design_matrix(memory_limit=memory_limit)
     N = tally.n_per_cohort.astype(np.float64)
     used = N > 0
     f, p, q = self.f, self.p, self.q

@@ -230,10 +230,12 @@ class BloomChannel(_Estimating):
         rng: np.random.Generator | int,
         options: dict[str, Any],
     ) -> RapporEstimate:
-        """Decode the candidates' counts by LASSO + NNLS (Erlingsson et al. 2014)."""
+        """Decode the candidates' counts by LASSO + NNLS (Erlingsson et al. 2014);
+        options ``alpha``, ``seed`` and ``memory_limit`` (see
+        :func:`deniable.estimation.rappor.decode_rappor`)."""
         from ..estimation.rappor import decode_rappor
 
-        return decode_rappor(mechanism, reports)
+        return decode_rappor(mechanism, reports, **options)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
-from ..validation import check_integer
+from ..validation import MEMORY_LIMIT, check_integer
 from .oracle import (
     TWO32,
     FrequencyOracle,
@@ -226,11 +226,21 @@ class HadamardResponse(FrequencyOracle):
         uniq, counts = np.unique(arr, return_counts=True)
         return uniq, counts.astype(np.int64)
 
-    def support_matrix(self, reports: Any) -> sparse.csr_matrix:
-        """``[c in S_v]``, shape (n, k) bool: the reports' likelihood is ``p_in`` or ``p_out``."""
+    def support_matrix(
+        self, reports: Any, *, memory_limit: int = MEMORY_LIMIT
+    ) -> sparse.csr_matrix:
+        """``[c in S_v]``, shape (n, k) bool: the reports' likelihood is ``p_in`` or ``p_out``.
+
+        Raises
+        ------
+        MemoryLimitError
+            When the distinct reports x ``k`` masks (about 14 bytes an entry) would take
+            more than ``memory_limit`` bytes.
+        """
         from scipy import sparse
 
         arr = self.check_reports(reports)
+        self._check_support_memory(min(arr.size, self.K), memory_limit)
         cols, inverse = np.unique(arr, return_inverse=True)
         tail = self.b.bit_length() - 1
         block, row = self._block_and_row(np.arange(self.k))
@@ -238,6 +248,11 @@ class HadamardResponse(FrequencyOracle):
         same = (cols[:, None] >> tail) == block[None, :]
         even = (_popcount(pos[:, None] & row[None, :].astype(np.uint32)) & 1) == 0
         return sparse.csr_matrix(same & even)[inverse]
+
+    def _support_bytes(self, n: int) -> int:
+        """Dense masks over ``n`` distinct reports x ``k``: uint32 words and two bool
+        masks (about 10 bytes an entry), then the sparse matrix (about 4 more)."""
+        return 14 * n * self.k
 
     def likelihood_ratio(self) -> float:
         """``Pr(report | truth in support) / Pr(report | not)``: ``p_in / p_out``."""

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
-from ..validation import check_integer
+from ..validation import MEMORY_LIMIT, check_integer
 from .columns import column, integer_array
 from .oracle import (
     TWO32,
@@ -247,15 +247,24 @@ class LocalHashing(FrequencyOracle):
             return SupportTally(np.zeros(self.k, np.int64), 0)
         return SupportTally(olh_support_counts(*self._kernel_args(arr), self.k), arr.size)
 
-    def support_matrix(self, reports: Any) -> sparse.csr_matrix:
+    def support_matrix(
+        self, reports: Any, *, memory_limit: int = MEMORY_LIMIT
+    ) -> sparse.csr_matrix:
         from scipy import sparse
 
         from ._kernels import olh_support_pairs
 
         arr = self.check_reports(reports)
+        self._check_support_memory(arr.size, memory_limit)
         indptr, indices = olh_support_pairs(*self._kernel_args(arr), self.k)
         data = np.ones(indices.size, dtype=bool)
         return sparse.csr_matrix((data, indices, indptr), shape=(arr.size, self.k))
+
+    def _support_bytes(self, n: int) -> int:
+        """About ``n (k / g + 1)`` support entries at 40 bytes each: the NumPy path's
+        transient row and column indices (int64), their sort order and the float64
+        copy EM works on."""
+        return 40 * n * (-(-self.k // self.g) + 1)
 
     def likelihood_ratio(self) -> float:
         """Ratio of a report's probability under a supported vs an unsupported truth.

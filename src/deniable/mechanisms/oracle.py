@@ -58,7 +58,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..tallies import SupportTally
-from ..validation import as_codes, check_integer
+from ..validation import MEMORY_LIMIT, as_codes, check_integer, check_memory
 from .columns import column, integer_array
 from .protocol import (
     ReportField,
@@ -210,8 +210,31 @@ class FrequencyOracle(ABC):
         """
 
     @abstractmethod
-    def support_matrix(self, reports: Any) -> sparse.csr_matrix:
-        """Which candidates each report supports, as a sparse bool matrix (n, k)."""
+    def support_matrix(
+        self, reports: Any, *, memory_limit: int = MEMORY_LIMIT
+    ) -> sparse.csr_matrix:
+        """Which candidates each report supports, as a sparse bool matrix (n, k).
+
+        Raises
+        ------
+        MemoryLimitError
+            Before building it, when it would take more than ``memory_limit`` bytes
+            (default 2 GiB; see :meth:`_support_bytes`).
+        """
+
+    def _support_bytes(self, n: int) -> int:
+        """Bytes that building and using the support matrix of ``n`` reports takes: the
+        dense ``n x k`` default (a subclass with sparse supports says less)."""
+        return n * self.k
+
+    def _check_support_memory(self, n: int, memory_limit: int) -> None:
+        check_memory(
+            f"the support matrix of {n:,} reports x k = {self.k:,} candidates",
+            self._support_bytes(n),
+            memory_limit,
+            "use the moment estimate (estimate, project_simplex or norm_sub), or fewer "
+            "distinct reports",
+        )
 
     @property
     @abstractmethod

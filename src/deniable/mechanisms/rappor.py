@@ -52,7 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
 from ..tallies import RapporTally
-from ..validation import check_integer, check_probability
+from ..validation import MEMORY_LIMIT, check_integer, check_memory, check_probability
 from .columns import column, hex_rows, hex_strings, integer_array, packed_rows
 from .oracle import TWO32
 from .protocol import BloomChannel, ReportField, spec_string, warn_large_epsilon
@@ -505,14 +505,29 @@ class Rappor:
             counts[j] = packed_bit_counts(reports.bits[rows], self.n_bloom_bits)
         return RapporTally(counts, np.bincount(coh, minlength=self.n_cohorts).astype(np.int64))
 
-    def design_matrix(self) -> NDArray[np.float64]:
+    def design_matrix(self, *, memory_limit: int = MEMORY_LIMIT) -> NDArray[np.float64]:
         """Bloom bits of every candidate in every cohort: 0/1 float64, shape
-        (n_cohorts * n_bloom_bits, M); dense (see :meth:`sparse_design_matrix`)."""
+        (n_cohorts * n_bloom_bits, M); dense (see :meth:`sparse_design_matrix`).
+
+        Raises
+        ------
+        MemoryLimitError
+            (a ValueError) Before allocating more than ``memory_limit`` bytes (default
+            2 GiB): ``8 n_cohorts n_bloom_bits M``.
+        """
         if self._design is None:
-            self._design = np.asarray(self.sparse_design_matrix().toarray(), dtype=np.float64)
+            rows = self.n_cohorts * self.n_bloom_bits
+            check_memory(
+                f"the dense design matrix ({rows:,} x {len(self.candidates):,} float64)",
+                8 * rows * len(self.candidates),
+                memory_limit,
+                "use sparse_design_matrix",
+            )
+            X = self.sparse_design_matrix(memory_limit=memory_limit)
+            self._design = np.asarray(X.toarray(), dtype=np.float64)
         return self._design
 
-    def sparse_design_matrix(self) -> Any:
+    def sparse_design_matrix(self, *, memory_limit: int = MEMORY_LIMIT) -> Any:
         """:meth:`design_matrix` as a SciPy CSC matrix (at most ``h`` ones a column per
         cohort): ``n_cohorts * M`` digests, the bit positions computed at once; the
         decoder works on it, so memory grows with ``n_cohorts M h``, not with
@@ -522,11 +537,23 @@ class Rappor:
         ------
         ValueError
             Without candidates.
+        MemoryLimitError
+            (a ValueError) Before building it, when its construction would take more
+            than ``memory_limit`` bytes (default 2 GiB): about 48 bytes for each of the
+            ``n_cohorts M h`` ones (digests, bit positions, indices, values).
         """
-        from scipy import sparse
-
         if not self.candidates:
             raise ValueError("no candidates: use Rappor(..., candidates=[...]) or with_candidates")
+        ones = self.n_cohorts * len(self.candidates) * self.h
+        check_memory(
+            f"the design matrix of {len(self.candidates):,} candidates in {self.n_cohorts} "
+            f"cohorts ({ones:,} Bloom bits)",
+            48 * ones,
+            memory_limit,
+            "use fewer candidates or cohorts",
+        )
+        from scipy import sparse
+
         encoded = [value.encode() for value in self.candidates]
         digests = b"".join(
             hashlib.sha256(_u32_be(j) + value).digest()[: 4 * self.h]

@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
+from ..validation import MEMORY_LIMIT, check_memory
 from .columns import column, hex_rows, hex_strings, packed_rows
 from .oracle import (
     TWO32,
@@ -31,9 +32,9 @@ __all__ = ["MAX_REPORT_BYTES", "UnaryEncoding", "packed_bit_counts"]
 
 #: Random bytes of first nibbles drawn at once by ``UnaryEncoding.randomize``.
 _LAZY_CHUNK_BYTES = 1 << 21
-#: Largest array of packed reports one ``UnaryEncoding.randomize`` call returns (bytes):
-#: refused up front, before anything is allocated, beyond it.
-MAX_REPORT_BYTES = 1 << 31
+#: Default largest array of packed reports one ``UnaryEncoding.randomize`` call returns
+#: (bytes, its ``memory_limit``): refused up front, before anything is allocated, beyond it.
+MAX_REPORT_BYTES = MEMORY_LIMIT
 
 
 def _tie_bytes(comparisons: int) -> int:
@@ -142,7 +143,11 @@ class UnaryEncoding(FrequencyOracle):
         return {"k": self.k, "threshold_p": self.threshold_p, "threshold_q": self.threshold_q}
 
     def randomize(
-        self, values: ArrayLike, rng: RandomSource | np.random.Generator | None = None
+        self,
+        values: ArrayLike,
+        rng: RandomSource | np.random.Generator | None = None,
+        *,
+        memory_limit: int = MAX_REPORT_BYTES,
     ) -> NDArray[np.uint8]:
         """Randomize each value into a packed report (vectorised, compiled).
 
@@ -160,6 +165,8 @@ class UnaryEncoding(FrequencyOracle):
             Source of the random bytes. Default: the secure source (an AES-256-CTR
             keystream keyed from ``os.urandom``; see
             :mod:`deniable.mechanisms.randomness`); a seeded generator is for simulation only.
+        memory_limit : int, default :data:`MAX_REPORT_BYTES` (2 GiB)
+            Bytes the packed reports (``n * ceil(k / 8)``) may take.
 
         Returns
         -------
@@ -168,21 +175,22 @@ class UnaryEncoding(FrequencyOracle):
         Raises
         ------
         ValueError, TypeError
-            For values outside ``0..k-1`` or of a non-integer type, or for reports that
-            would take more than :data:`MAX_REPORT_BYTES` (``n * ceil(k / 8)`` bytes):
-            randomize in chunks, or use an oracle with short reports (local hashing,
-            Hadamard response).
+            For values outside ``0..k-1`` or of a non-integer type.
+        MemoryLimitError
+            (a ValueError) For reports that would take more than ``memory_limit``,
+            before anything is allocated: randomize in chunks, or use an oracle with
+            short reports (local hashing, Hadamard response).
         """
         from ._kernels import kernel_backend
 
         size = int(np.size(values))
-        if size * self.n_bytes > MAX_REPORT_BYTES:
-            raise ValueError(
-                f"values: {size:,} reports of {self.n_bytes:,} bytes (k = {self.k:,}) would "
-                f"take {size * self.n_bytes / 1e9:.1f} GB, over the {MAX_REPORT_BYTES:,} bytes "
-                f"one call may return; randomize at most {MAX_REPORT_BYTES // self.n_bytes:,} "
-                "values a call, or use LocalHashing or HadamardResponse (reports of 8-24 bytes)"
-            )
+        check_memory(
+            f"values: {size:,} reports of {self.n_bytes:,} bytes (k = {self.k:,})",
+            size * self.n_bytes,
+            memory_limit,
+            f"randomize at most {memory_limit // self.n_bytes:,} values a call, or use "
+            "LocalHashing or HadamardResponse (reports of 8-24 bytes)",
+        )
         codes = self._values(values)
         if kernel_backend() == "numpy":
             return self._randomize_bytewise(codes, rng)
@@ -330,12 +338,20 @@ class UnaryEncoding(FrequencyOracle):
         uniq, counts = np.unique(arr, axis=0, return_counts=True)
         return uniq, counts.astype(np.int64)
 
-    def support_matrix(self, reports: Any) -> sparse.csr_matrix:
+    def support_matrix(
+        self, reports: Any, *, memory_limit: int = MEMORY_LIMIT
+    ) -> sparse.csr_matrix:
         from scipy import sparse
 
         arr = self.check_reports(reports)
+        self._check_support_memory(arr.shape[0], memory_limit)
         bits = np.unpackbits(arr, axis=1, count=self.k, bitorder="little")
         return sparse.csr_matrix(bits.astype(bool))
+
+    def _support_bytes(self, n: int) -> int:
+        """The unpacked ``n x k`` bits (1 byte each) and about ``n k q*`` entries of the
+        sparse matrix and its float64 copy (13 bytes each), ``q* <= 1``."""
+        return n * self.k * 14
 
     def likelihood_ratio(self) -> float:
         """``Pr(report | truth in support) / Pr(report | truth not in support)`` per report."""

@@ -113,3 +113,32 @@ def test_a_missing_column_is_named(spark):
     frame = spark.createDataFrame(pa.table({"answer": [0, 1, 1]}))
     with pytest.raises(ReportValidationError, match=r"columns \['report'\] are missing"):
         on_spark.tally(KaryRR(k=3, epsilon=1.0), frame)
+
+
+@pytest.mark.slow
+def test_heavy_hitters_on_spark_equal_the_in_process_search(spark, tmp_path):
+    """PEM reports of a Zipf population in three Parquet files of several row groups:
+    the search with one Spark job a level returns what the in-process search returns,
+    value for value (integer counts), in threshold and in top-k mode."""
+    from deniable.estimation import find_heavy_hitters
+    from deniable.mechanisms import PrefixExtension
+    from deniable.tables import spark as on_spark
+
+    rng = np.random.default_rng(29)
+    letters = np.array(list("abcdefgh"))
+    words = np.array(sorted({"".join(rng.choice(letters, 4)) for _ in range(3000)}))
+    weights = 1.0 / np.arange(1, words.size + 1) ** 1.1
+    weights /= weights.sum()
+    pem = PrefixExtension(2.0, max_length=4, alphabet="abcdefgh", lengths=[2, 4])
+    sample = words[rng.choice(words.size, 300_000, p=weights)]
+    reports = pem.randomize(sample, rng)
+    for i, part in enumerate(np.array_split(reports, 3)):
+        pq.write_table(report_table(pem, part), tmp_path / f"r{i}.parquet", row_group_size=30_000)
+    for options in ({"threshold": 0.02}, {"top_k": 5}):
+        here = find_heavy_hitters(pem, reports, **options)
+        there = on_spark.heavy_hitters_parquet(pem, spark, str(tmp_path), **options)
+        assert there.values == here.values and len(here) > 0
+        np.testing.assert_array_equal(there.estimate, here.estimate)
+        np.testing.assert_array_equal(there.pvalue, here.pvalue)
+        np.testing.assert_array_equal(there.reports_per_level, here.reports_per_level)
+        np.testing.assert_array_equal(there.candidates_per_level, here.candidates_per_level)

@@ -33,6 +33,7 @@ the ``k`` largest of the last level (Wang et al. 2021's original use of PEM).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,9 +49,12 @@ from .results import ConfidenceInterval, EstimateResult
 
 __all__ = [
     "SURVIVOR_FACTOR",
+    "LevelCounter",
     "PrefixHeavyHitters",
     "detection_limit",
     "find_heavy_hitters",
+    "level_counts",
+    "search_levels",
 ]
 
 #: Survivors kept from one level to the next: at most ``SURVIVOR_FACTOR / threshold``
@@ -116,22 +120,40 @@ class PrefixHeavyHitters(EstimateResult):
 
 
 def _estimate_level(
-    pem: PrefixExtension, reports: NDArray[Any], level: int, candidates: NDArray[np.uint64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
-    """``(estimate, std_error, support counts)`` of the candidates at one level."""
-    from ..mechanisms._kernels import olh_candidate_counts
-
-    oracle = pem.oracles[level]
-    n = reports.size
+    pem: PrefixExtension, level: int, counts: NDArray[np.int64], n: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(estimate, std_error)`` of the candidates at one level from their support
+    counts among the level's ``n`` reports."""
     if n == 0:
-        zeros = np.zeros(candidates.size)
-        return zeros, np.full(candidates.size, np.inf), zeros.astype(np.int64)
-    counts = olh_candidate_counts(*oracle._kernel_args(reports), candidates)
+        return np.zeros(counts.size), np.full(counts.size, np.inf)
+    oracle = pem.oracles[level]
     share = counts / n
     gap = oracle.p_star - oracle.q_star
     estimate = (share - oracle.q_star) / gap
     std_error = np.sqrt(np.maximum(share * (1 - share), 1e-300) / n) / gap
-    return estimate, std_error, counts
+    return estimate, std_error
+
+
+def level_counts(
+    pem: PrefixExtension, reports: NDArray[Any], level: int, candidates: NDArray[np.uint64]
+) -> tuple[NDArray[np.int64], int]:
+    """Support counts of ``candidates`` (uint64 prefix codes of ``level``'s length,
+    shape (m,)) among the reports of ``level``, and how many reports that level has.
+
+    The unit of work of :func:`find_heavy_hitters`; integer counts, so partial counts
+    over any split of the reports (files, Spark tasks) add up to the same.
+    """
+    from ..mechanisms._kernels import olh_candidate_counts
+
+    mine = reports[reports["level"] == level]
+    if mine.size == 0:
+        return np.zeros(candidates.size, dtype=np.int64), 0
+    oracle = pem.oracles[level]
+    return olh_candidate_counts(*oracle._kernel_args(mine), candidates), int(mine.size)
+
+
+#: ``count(level, candidates) -> (support counts (m,) int64, reports of the level)``.
+LevelCounter = Callable[[int, NDArray[np.uint64]], tuple[NDArray[np.int64], int]]
 
 
 def _extension_width(pem: PrefixExtension, level: int) -> int:
@@ -322,6 +344,40 @@ def find_heavy_hitters(
     ReportValidationError
         For malformed reports.
     """
+    arr = pem.check_reports(reports)
+    if arr.size == 0:
+        raise ReportValidationError("no reports")
+    return search_levels(
+        pem,
+        lambda level, candidates: level_counts(pem, arr, level, candidates),
+        arr.size,
+        threshold,
+        miss_rate,
+        false_discoveries=false_discoveries,
+        top_k=top_k,
+        max_survivors=max_survivors,
+        on_overflow=on_overflow,
+    )
+
+
+def search_levels(
+    pem: PrefixExtension,
+    count: LevelCounter,
+    n: int,
+    threshold: float = 0.01,
+    miss_rate: float = 0.05,
+    *,
+    false_discoveries: float = 0.05,
+    top_k: int | None = None,
+    max_survivors: int | None = None,
+    on_overflow: Literal["keep", "raise"] = "keep",
+) -> PrefixHeavyHitters:
+    """:func:`find_heavy_hitters` with the counting handed in: ``count(level,
+    candidates)`` returns the candidates' support counts among that level's reports
+    and the number of those reports (:func:`level_counts` over an array; one Spark job
+    a level in :func:`deniable.tables.spark.heavy_hitters_parquet`). ``n`` is the
+    number of reports of all levels. Same parameters, result and errors.
+    """
     threshold, miss_rate, false_discoveries = (
         check_probability(name, value, low_open=True, high_open=True)
         for name, value in (
@@ -335,20 +391,16 @@ def find_heavy_hitters(
     if top_k is not None:
         top_k = check_integer("top_k", top_k, minimum=1)
     cap = _survivor_cap(threshold, top_k, max_survivors)
-    arr = pem.check_reports(reports)
-    if arr.size == 0:
-        raise ReportValidationError("no reports")
     z = float(special.ndtri(1 - miss_rate))
-    level_of = arr["level"]
     candidates = np.arange(pem.base ** pem.lengths[0], dtype=np.uint64)
     n_level, n_candidates, warnings = [], [], []
     for level in range(pem.levels):
         if level > 0:
             candidates = _extensions(pem, candidates, level)
-        level_reports = arr[level_of == level]
-        n_level.append(level_reports.size)
+        counts, reported = count(level, candidates)
+        n_level.append(reported)
         n_candidates.append(candidates.size)
-        estimate, std_error, counts = _estimate_level(pem, level_reports, level, candidates)
+        estimate, std_error = _estimate_level(pem, level, counts, reported)
         if level == pem.levels - 1:
             break
         keep = (
@@ -360,7 +412,7 @@ def find_heavy_hitters(
         if keep.size > cap and top_k is None:
             limit = detection_limit(
                 pem,
-                arr.size,
+                n,
                 threshold,
                 false_discoveries=false_discoveries,
                 miss_rate=miss_rate,
@@ -368,7 +420,7 @@ def find_heavy_hitters(
             )
             message = (
                 f"level {level}: {keep.size} prefixes may reach the threshold "
-                f"{threshold:g}, more than max_survivors = {cap}: at n = {arr.size} "
+                f"{threshold:g}, more than max_survivors = {cap}: at n = {n} "
                 f"reports and epsilon {pem.epsilon:.4g}, values are found with recall 0.9 "
                 f"from a frequency of {limit:.4g} (the detection limit)"
             )

@@ -43,9 +43,20 @@ from .arrow import (
 from .arrow import tally_parts as _parts
 
 if TYPE_CHECKING:
+    from numpy.typing import NDArray
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["estimate", "local_session", "randomize", "tally", "tally_parquet"]
+    from ..estimation.prefix import PrefixHeavyHitters
+    from ..mechanisms.prefix import PrefixExtension
+
+__all__ = [
+    "estimate",
+    "heavy_hitters_parquet",
+    "local_session",
+    "randomize",
+    "tally",
+    "tally_parquet",
+]
 
 _TALLY_SCHEMA = "group string, kind string, n long, scale int, counts binary, cohort_n binary"
 _NO_GROUP = "\x00all"
@@ -221,29 +232,15 @@ def tally_parquet(
     ReportValidationError
         For a missing column, malformed reports, or no row groups.
     """
-    ds = require("pyarrow.dataset", "analysis")
-    pq = require("pyarrow.parquet", "analysis")
-    dataset = source if isinstance(source, ds.Dataset) else ds.dataset(source, format="parquet")
     columns = report_columns(mechanism) + ([group_by] if group_by else [])
-    missing = [c for c in columns if c not in dataset.schema.names]
-    if missing:
-        raise ReportValidationError(f"columns {missing!r} are missing from the dataset")
+    dataset = _parquet_dataset(source, columns)
     filesystem = dataset.filesystem
-    pieces = []
-    for path in dataset.files:
-        with filesystem.open_input_file(path) as handle:
-            pieces += [(path, g) for g in range(pq.ParquetFile(handle).num_row_groups)]
-    if not pieces:
-        raise ReportValidationError("no reports: the dataset has no row groups")
+    pieces, _ = _row_groups(dataset)
 
     def partials(items: Iterable[tuple[Any, int]]) -> Iterable[tuple[str | None, dict[str, Any]]]:
-        import pyarrow.parquet as pq_
-
         totals: dict[str | None, AnyTally] = {}
         for path, group in items:
-            with filesystem.open_input_file(path) as handle:
-                table = pq_.ParquetFile(handle).read_row_group(group, columns=columns)
-            for batch in table.to_batches(max_chunksize=1 << 20):
+            for batch in _row_group_batches(filesystem, path, group, columns):
                 parts: dict[str | None, AnyTally]
                 if group_by is None:
                     parts = {_NO_GROUP: mechanism.tally(reports_from_batch(mechanism, batch))}
@@ -266,6 +263,120 @@ def tally_parquet(
     if group_by is None:
         return merged[_NO_GROUP]
     return merged
+
+
+def _parquet_dataset(source: Any, columns: list[str]) -> Any:
+    """``source`` as a pyarrow Dataset holding ``columns`` (ReportValidationError if not)."""
+    ds = require("pyarrow.dataset", "analysis")
+    dataset = source if isinstance(source, ds.Dataset) else ds.dataset(source, format="parquet")
+    missing = [c for c in columns if c not in dataset.schema.names]
+    if missing:
+        raise ReportValidationError(f"columns {missing!r} are missing from the dataset")
+    return dataset
+
+
+def _row_groups(dataset: Any) -> tuple[list[tuple[str, int]], int]:
+    """Every ``(file, row group)`` of the dataset (read from the footers) and the rows."""
+    pq = require("pyarrow.parquet", "analysis")
+    pieces: list[tuple[str, int]] = []
+    rows = 0
+    for path in dataset.files:
+        with dataset.filesystem.open_input_file(path) as handle:
+            meta = pq.ParquetFile(handle).metadata
+        pieces += [(path, g) for g in range(meta.num_row_groups)]
+        rows += meta.num_rows
+    if not pieces:
+        raise ReportValidationError("no reports: the dataset has no row groups")
+    return pieces, rows
+
+
+def _row_group_batches(filesystem: Any, path: str, group: int, columns: list[str]) -> Iterator[Any]:
+    """One row group's record batches, read batch by batch through a buffer of
+    :data:`~deniable.tables.arrow.READ_BUFFER_BYTES` (no pre-buffering): memory holds
+    one batch, whatever the size of the row group."""
+    import pyarrow.parquet as pq
+
+    from .arrow import READ_BUFFER_BYTES
+
+    with filesystem.open_input_file(path) as handle:
+        reader = pq.ParquetFile(handle, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
+        yield from reader.iter_batches(batch_size=1 << 20, row_groups=[group], columns=columns)
+
+
+def heavy_hitters_parquet(
+    pem: PrefixExtension,
+    spark: SparkSession,
+    source: Any,
+    threshold: float = 0.01,
+    miss_rate: float = 0.05,
+    *,
+    tasks_per_core: int = 4,
+    **options: Any,
+) -> PrefixHeavyHitters:
+    """Heavy hitters (PEM) from Parquet report files, one Spark job a level.
+
+    Each report row carries what decoding needs (``level``, ``a``, ``b``, ``y``). At
+    each level the driver broadcasts the candidate prefixes; every task reads its row
+    groups batch by batch, counts the candidates' support among that level's reports
+    with the compiled kernel and sends back one count vector; the driver adds them and
+    prunes (:func:`deniable.estimation.prefix.search_levels`). The counts are
+    integers, so the result equals :func:`~deniable.estimation.find_heavy_hitters` on
+    the same reports in one process.
+
+    Parameters
+    ----------
+    pem : PrefixExtension
+    spark : SparkSession
+    source : str, list of str or pyarrow.dataset.Dataset
+        Parquet files or a directory of PEM reports (the columns of
+        :func:`deniable.tables.arrow.report_columns`).
+    threshold, miss_rate, **options
+        As for :func:`~deniable.estimation.find_heavy_hitters` (``false_discoveries``,
+        ``top_k``, ``max_survivors``, ``on_overflow``).
+    tasks_per_core : int, default 4
+        Tasks per core of ``spark.sparkContext.defaultParallelism``.
+
+    Raises
+    ------
+    ReportValidationError
+        For a missing column, malformed reports (in any task), or no row groups.
+    ValueError, DetectionLimitError
+        As :func:`~deniable.estimation.find_heavy_hitters`.
+    """
+    from ..estimation.prefix import level_counts, search_levels
+
+    columns = report_columns(pem)
+    dataset = _parquet_dataset(source, columns)
+    filesystem = dataset.filesystem
+    pieces, rows = _row_groups(dataset)
+    context = spark.sparkContext
+    slices = min(len(pieces), tasks_per_core * context.defaultParallelism)
+    groups = context.parallelize(pieces, slices).cache()
+
+    def count(level: int, candidates: NDArray[np.uint64]) -> tuple[NDArray[np.int64], int]:
+        shared = context.broadcast(candidates)
+
+        def partials(items: Iterable[tuple[str, int]]) -> Iterator[tuple[bytes, int]]:
+            cands = shared.value
+            total, reported = np.zeros(cands.size, dtype=np.int64), 0
+            for path, group in items:
+                for batch in _row_group_batches(filesystem, path, group, columns):
+                    part, n = level_counts(pem, reports_from_batch(pem, batch), level, cands)
+                    total += part
+                    reported += n
+            yield total.tobytes(), reported
+
+        parts = groups.mapPartitions(partials).collect()
+        shared.unpersist()
+        counts = np.zeros(candidates.size, dtype=np.int64)
+        for raw, _ in parts:
+            counts += np.frombuffer(raw, dtype=np.int64)
+        return counts, sum(n for _, n in parts)
+
+    try:
+        return search_levels(pem, count, rows, threshold, miss_rate, **options)
+    finally:
+        groups.unpersist()
 
 
 @overload

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -182,3 +185,51 @@ def test_deniable_analyze_streams_a_parquet_directory(tmp_path):
     )
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["n"] == 20_000
+
+
+# peak resident size from /proc (VmHWM, reset by exec; ru_maxrss is not, on Linux)
+_PEAK_CHILD = """
+import sys
+import numpy as np
+import pyarrow.dataset, pyarrow.parquet
+from deniable.mechanisms import LocalHashing
+from deniable.tables.arrow import tally_parquet
+olh = LocalHashing(k=2, epsilon=1.0)
+olh.tally(olh.randomize(np.zeros(1000, dtype=np.int64), np.random.default_rng(0)))  # loads
+def peak():
+    with open('/proc/self/status') as status:
+        line = next(x for x in status if x.startswith('VmHWM:'))
+    return int(line.split()[1]) * 1024
+base = peak()
+result = tally_parquet(olh, sys.argv[1])
+print(result.n, base, peak())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_a_one_gigabyte_row_group_is_tallied_in_bounded_memory(tmp_path):
+    """Issue 29's case: one Parquet file of 1 GB in ONE row group (OLH reports: two
+    random uint64 and a uint32, incompressible), tallied in a child process whose peak
+    resident size grows by under 400 MB over its size after imports (the whole row
+    group read at once would add over 1 GB)."""
+    mechanism = LocalHashing(k=2, epsilon=1.0)
+    n = 62_500_000
+    rng = np.random.default_rng(29)
+    table = report_table(mechanism, mechanism.randomize(rng.integers(0, 2, n), rng))
+    path = tmp_path / "one-gigabyte.parquet"
+    pq.write_table(table, path, row_group_size=n, compression="none")
+    del table
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    assert path.stat().st_size > 10**9
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK_CHILD, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout.split()
+    rows, base, peak = (int(x) for x in out)
+    assert rows == n
+    print(f"peak RSS grew by {(peak - base) / 2**20:.0f} MiB over {base / 2**20:.0f} MiB")
+    assert peak - base < 400 * 2**20, (base, peak)

@@ -213,3 +213,16 @@ def test_the_detection_limit_predicts_the_recall():
         sample = values[rng.choice(values.size, n, p=weights)]
         found += values[0] in find_heavy_hitters(pem, pem.randomize(sample, rng), threshold).values
     assert abs(found / runs - 0.5) <= 4 * math.sqrt(0.25 / runs) + 0.1
+
+
+def test_estimate_takes_the_search_options():
+    from deniable import estimate
+
+    pem = PrefixExtension(4.0, max_length=3, alphabet="abcd")
+    rng = np.random.default_rng(0)
+    reports = pem.randomize(np.array(["abc"] * 3000 + ["b"] * 2000 + ["dd"] * 5000), rng)
+    assert estimate(pem, reports, top_k=2).values == ["dd", "abc"]
+    found = estimate(pem, reports, threshold=0.1, false_discoveries=0.01, max_survivors=10)
+    assert found.values == ["dd", "abc", "b"] and found.false_discoveries == 0.01
+    with pytest.raises(TypeError, match="alpha"):
+        estimate(pem, reports, alpha=0.1)

@@ -217,6 +217,7 @@ class BloomChannel(_Estimating):
     """
 
     _what = "RAPPOR (decoded by LASSO + NNLS)"
+    _options = ("alpha", "seed", "memory_limit")
 
     p_star: float
     q_star: float
@@ -314,7 +315,14 @@ class PrefixChannel(_Estimating):
     """
 
     _what = "PEM"
-    _options = ("threshold", "miss_rate")
+    _options = (
+        "threshold",
+        "miss_rate",
+        "false_discoveries",
+        "top_k",
+        "max_survivors",
+        "on_overflow",
+    )
 
     p_star: float
     q_star: float

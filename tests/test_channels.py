@@ -35,7 +35,7 @@ def _truths(mech: Mechanism, n: int, rng: np.random.Generator) -> np.ndarray:
     name = mech.spec_name
     if name == "rappor":
         return np.array([f"v{i}" for i in rng.integers(0, 16, n)])
-    if name == "pem":
+    if name in ("pem", "pem-bytes"):
         return rng.choice(np.array(["abc", "abd", "zz", "q"]), n, p=[0.5, 0.3, 0.15, 0.05])
     if name == "dbitflip":
         return rng.integers(0, 10, n)

@@ -55,6 +55,7 @@ OTHER_SPECS = [
     "1bitmean:epsilon=1",
     "dbitflip:k=10,epsilon=1",
     "pem:epsilon=4,max_length=3",
+    "pem-bytes:epsilon=2,max_bytes=16,step=2",
 ]
 
 

@@ -21,6 +21,7 @@ module                    what it holds
 ========================  ===============================================================
 """
 
+from .byte_prefix import find_string_heavy_hitters
 from .estimators import ESTIMATION_METHODS, estimate
 from .heavy_hitters import HeavyHitters, heavy_hitters
 from .intervals import INTERVAL_METHODS
@@ -56,6 +57,7 @@ __all__ = [
     "estimate_histogram",
     "estimate_mean",
     "find_heavy_hitters",
+    "find_string_heavy_hitters",
     "heavy_hitters",
     "norm_sub",
     "oracle_em",

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -120,16 +120,16 @@ class PrefixHeavyHitters(EstimateResult):
 
 
 def _estimate_level(
-    pem: PrefixExtension, level: int, counts: NDArray[np.int64], n: int
+    pem: Any, counts: NDArray[np.int64], n: int
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(estimate, std_error)`` of the candidates at one level from their support
     counts among the level's ``n`` reports."""
     if n == 0:
         return np.zeros(counts.size), np.full(counts.size, np.inf)
-    oracle = pem.oracles[level]
+    _, _, _, p_star, q_star = pem._search_shape()
     share = counts / n
-    gap = oracle.p_star - oracle.q_star
-    estimate = (share - oracle.q_star) / gap
+    gap = p_star - q_star
+    estimate = (share - q_star) / gap
     std_error = np.sqrt(np.maximum(share * (1 - share), 1e-300) / n) / gap
     return estimate, std_error
 
@@ -191,7 +191,7 @@ def _survivor_cap(threshold: float, top_k: int | None, max_survivors: int | None
 
 
 def _found_probability(
-    pem: PrefixExtension,
+    pem: Any,
     n: float,
     f: float,
     threshold: float,
@@ -203,24 +203,23 @@ def _found_probability(
     every level's pruning (the upper bound reaches the threshold and, where more than
     ``cap`` prefixes are tested, its estimate beats the cap-th largest of the null
     ones) and passes the last level's Bonferroni test of ``f <= threshold / 2``."""
-    n_level = n / pem.levels
-    oracle = pem.oracles[0]
-    gap, q = oracle.p_star - oracle.q_star, oracle.q_star
+    levels, tested, widths, p_star, q_star = pem._search_shape()
+    n_level = n / levels
+    gap, q = float(p_star - q_star), float(q_star)
 
     def se(freq: float) -> float:
         s = q + gap * freq
         return math.sqrt(max(s * (1 - s), 1e-300) / n_level) / gap
 
     z_miss = float(special.ndtri(1 - miss_rate))
-    tested = float(pem.base ** pem.lengths[0])
     prob = 1.0
-    for level in range(pem.levels - 1):
+    for level in range(levels - 1):
         null_se = se(0.0)
         bar = threshold - z_miss * se(threshold)
         if tested > cap:  # the cap-th largest of the null estimates
             bar = max(bar, null_se * float(special.ndtri(1 - cap / tested)))
         prob *= float(special.ndtr((f - bar) / se(f)))
-        tested = float(cap * _extension_width(pem, level + 1))
+        tested = float(cap * widths[level + 1])
     z_test = float(special.ndtri(1 - false_discoveries / max(tested, 1.0)))
     s0 = q + gap * threshold / 2
     bar = threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / n_level) / gap
@@ -228,7 +227,7 @@ def _found_probability(
 
 
 def detection_limit(
-    pem: PrefixExtension,
+    pem: Any,
     n: int,
     threshold: float = 0.01,
     recall: float = 0.9,
@@ -250,7 +249,7 @@ def detection_limit(
 
     Parameters
     ----------
-    pem : PrefixExtension
+    pem : PrefixExtension or BytePrefixExtension
     n : int >= 1
         Reports to be collected (all levels).
     threshold, false_discoveries, miss_rate, max_survivors
@@ -378,6 +377,55 @@ def search_levels(
     a level in :func:`deniable.tables.spark.heavy_hitters_parquet`). ``n`` is the
     number of reports of all levels. Same parameters, result and errors.
     """
+    plan = _plan(threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow)
+    candidates = np.arange(pem.base ** pem.lengths[0], dtype=np.uint64)
+    n_level: list[int] = []
+    n_candidates: list[int] = []
+    warnings: list[str] = []
+    for level in range(pem.levels):
+        if level > 0:
+            candidates = _extensions(pem, candidates, level)
+        counts, reported = count(level, candidates)
+        n_level.append(reported)
+        n_candidates.append(candidates.size)
+        estimate, std_error = _estimate_level(pem, counts, reported)
+        if level == pem.levels - 1:
+            break
+        keep = _prune(estimate, std_error, level, n, pem, plan, warnings)
+        candidates = candidates[keep]
+    chosen, pvalue = _final(counts, n_level[-1], estimate, candidates.size, pem, plan)
+    return _result(
+        [pem.decode(int(c)) for c in candidates[chosen]],
+        estimate[chosen],
+        std_error[chosen],
+        pvalue[chosen],
+        n_level,
+        n_candidates,
+        plan,
+        warnings,
+    )
+
+
+class _Plan(NamedTuple):
+    """A search's validated parameters and its survivor cap."""
+
+    threshold: float
+    miss_rate: float
+    false_discoveries: float
+    top_k: int | None
+    cap: int
+    on_overflow: str
+    z: float
+
+
+def _plan(
+    threshold: float,
+    miss_rate: float,
+    false_discoveries: float,
+    top_k: int | None,
+    max_survivors: int | None,
+    on_overflow: str,
+) -> _Plan:
     threshold, miss_rate, false_discoveries = (
         check_probability(name, value, low_open=True, high_open=True)
         for name, value in (
@@ -392,61 +440,90 @@ def search_levels(
         top_k = check_integer("top_k", top_k, minimum=1)
     cap = _survivor_cap(threshold, top_k, max_survivors)
     z = float(special.ndtri(1 - miss_rate))
-    candidates = np.arange(pem.base ** pem.lengths[0], dtype=np.uint64)
-    n_level, n_candidates, warnings = [], [], []
-    for level in range(pem.levels):
-        if level > 0:
-            candidates = _extensions(pem, candidates, level)
-        counts, reported = count(level, candidates)
-        n_level.append(reported)
-        n_candidates.append(candidates.size)
-        estimate, std_error = _estimate_level(pem, level, counts, reported)
-        if level == pem.levels - 1:
-            break
-        keep = (
-            np.arange(candidates.size)
-            if top_k is not None
-            else np.nonzero(estimate + z * std_error >= threshold)[0]
+    return _Plan(threshold, miss_rate, false_discoveries, top_k, cap, on_overflow, z)
+
+
+def _prune(
+    estimate: NDArray[np.float64],
+    std_error: NDArray[np.float64],
+    level: int,
+    n: int,
+    pem: Any,
+    plan: _Plan,
+    warnings: list[str],
+) -> NDArray[np.int64]:
+    """Indices of the candidates kept for the next level, largest estimate first: those
+    whose upper bound reaches the threshold (every one in top-k mode), at most the cap;
+    past the cap, a warning naming the detection limit, or DetectionLimitError."""
+    keep = (
+        np.arange(estimate.size)
+        if plan.top_k is not None
+        else np.nonzero(estimate + plan.z * std_error >= plan.threshold)[0]
+    )
+    keep = keep[np.argsort(-estimate[keep], kind="stable")]
+    if keep.size > plan.cap and plan.top_k is None:
+        limit = detection_limit(
+            pem,
+            n,
+            plan.threshold,
+            false_discoveries=plan.false_discoveries,
+            miss_rate=plan.miss_rate,
+            max_survivors=plan.cap,
         )
-        keep = keep[np.argsort(-estimate[keep], kind="stable")]
-        if keep.size > cap and top_k is None:
-            limit = detection_limit(
-                pem,
-                n,
-                threshold,
-                false_discoveries=false_discoveries,
-                miss_rate=miss_rate,
-                max_survivors=cap,
-            )
-            message = (
-                f"level {level}: {keep.size} prefixes may reach the threshold "
-                f"{threshold:g}, more than max_survivors = {cap}: at n = {n} "
-                f"reports and epsilon {pem.epsilon:.4g}, values are found with recall 0.9 "
-                f"from a frequency of {limit:.4g} (the detection limit)"
-            )
-            if on_overflow == "raise":
-                raise DetectionLimitError(message, limit)
-            warnings.append(f"{message}; the {cap} largest estimates were kept")
-        candidates = candidates[keep[:cap]]
-    oracle = pem.oracles[-1]
-    n_last = max(n_level[-1], 1)
-    null = oracle.q_star + (oracle.p_star - oracle.q_star) * (0 if top_k else threshold / 2)
-    pvalue = np.where(counts > 0, special.bdtrc(counts - 1, n_last, null), 1.0)
-    if top_k is not None:
-        chosen = np.argsort(-estimate, kind="stable")[:top_k]
+        message = (
+            f"level {level}: {keep.size} prefixes may reach the threshold "
+            f"{plan.threshold:g}, more than max_survivors = {plan.cap}: at n = {n} "
+            f"reports and epsilon {pem.epsilon:.4g}, values are found with recall 0.9 "
+            f"from a frequency of {limit:.4g} (the detection limit)"
+        )
+        if plan.on_overflow == "raise":
+            raise DetectionLimitError(message, limit)
+        warnings.append(f"{message}; the {plan.cap} largest estimates were kept")
+    return np.asarray(keep[: plan.cap], dtype=np.int64)
+
+
+def _final(
+    counts: NDArray[np.int64],
+    n_last: int,
+    estimate: NDArray[np.float64],
+    tested: int,
+    pem: Any,
+    plan: _Plan,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """``(chosen indices, p-values)`` at the last level: the exact binomial test of
+    ``frequency <= threshold / 2`` (of 0 in top-k mode) for every candidate, and those
+    that pass at ``false_discoveries / tested`` (the ``top_k`` largest in top-k mode)."""
+    _, _, _, p_star, q_star = pem._search_shape()
+    null = q_star + (p_star - q_star) * (0 if plan.top_k else plan.threshold / 2)
+    pvalue = np.where(counts > 0, special.bdtrc(counts - 1, max(n_last, 1), null), 1.0)
+    if plan.top_k is not None:
+        chosen = np.argsort(-estimate, kind="stable")[: plan.top_k]
     else:
-        chosen = np.nonzero(pvalue <= false_discoveries / max(candidates.size, 1))[0]
+        chosen = np.nonzero(pvalue <= plan.false_discoveries / max(tested, 1))[0]
         chosen = chosen[np.argsort(-estimate[chosen], kind="stable")]
+    return np.asarray(chosen, dtype=np.int64), np.asarray(pvalue, dtype=np.float64)
+
+
+def _result(
+    values: list[str],
+    estimate: NDArray[np.float64],
+    std_error: NDArray[np.float64],
+    pvalue: NDArray[np.float64],
+    n_level: list[int],
+    n_candidates: list[int],
+    plan: _Plan,
+    warnings: list[str],
+) -> PrefixHeavyHitters:
     return PrefixHeavyHitters(
-        [pem.decode(int(c)) for c in candidates[chosen]],
-        estimate[chosen],
-        std_error[chosen],
-        math.nan if top_k is not None else threshold,
-        miss_rate,
+        values,
+        estimate,
+        std_error,
+        math.nan if plan.top_k is not None else plan.threshold,
+        plan.miss_rate,
         np.array(n_level, dtype=np.int64),
         np.array(n_candidates, dtype=np.int64),
-        np.asarray(pvalue[chosen], dtype=np.float64),
-        false_discoveries,
-        top_k,
+        np.asarray(pvalue, dtype=np.float64),
+        plan.false_discoveries,
+        plan.top_k,
         warnings,
     )

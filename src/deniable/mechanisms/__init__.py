@@ -29,6 +29,7 @@ module                    what it holds
 """
 
 from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
+from .byte_prefix import BytePrefixExtension, MemoizedBytePrefixClient
 from .channels import (
     CHANNELS,
     BloomChannel,
@@ -65,6 +66,7 @@ __all__ = [
     "BloomChannel",
     "BlumBlumShub",
     "BucketChannel",
+    "BytePrefixExtension",
     "CategoricalMechanism",
     "Channel",
     "Crosswise",
@@ -84,6 +86,7 @@ __all__ = [
     "MatrixDesign",
     "MeanChannel",
     "Mechanism",
+    "MemoizedBytePrefixClient",
     "OneBitMean",
     "Piecewise",
     "PrefixChannel",

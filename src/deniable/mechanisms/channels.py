@@ -337,12 +337,12 @@ class PrefixChannel(_Estimating):
         rng: np.random.Generator | int,
         options: dict[str, Any],
     ) -> PrefixHeavyHitters:
-        """Heavy hitters level by level; options ``threshold``, ``miss_rate``,
-        ``false_discoveries``, ``top_k``, ``max_survivors`` and ``on_overflow`` (see
+        """Heavy hitters level by level (the mechanism's own ``find_heavy_hitters``);
+        options ``threshold``, ``miss_rate``, ``false_discoveries``, ``top_k``,
+        ``max_survivors`` and ``on_overflow`` (see
         :func:`deniable.estimation.prefix.find_heavy_hitters`)."""
-        from ..estimation.prefix import find_heavy_hitters
-
-        return find_heavy_hitters(mechanism, reports, **options)
+        found: PrefixHeavyHitters = mechanism.find_heavy_hitters(reports, **options)
+        return found
 
 
 #: Every channel the estimators invert.

@@ -305,6 +305,19 @@ class PrefixExtension:
         so PEM's reports are their own sufficient statistic."""
         return self.check_reports(reports)
 
+    def find_heavy_hitters(self, reports: Any, **options: Any) -> Any:
+        """:func:`deniable.estimation.prefix.find_heavy_hitters`."""
+        from ..estimation.prefix import find_heavy_hitters
+
+        return find_heavy_hitters(self, reports, **options)
+
+    def _search_shape(self) -> tuple[int, float, tuple[float, ...], float, float]:
+        """``(levels, first level's candidates, extensions a survivor per level, p*, q*)``."""
+        steps = zip(self.lengths, self.lengths[1:], strict=False)
+        widths = (1.0, *(float(self.base ** (b - a)) for a, b in steps))
+        olh = self.oracles[0]
+        return self.levels, float(self.base ** self.lengths[0]), widths, olh.p_star, olh.q_star
+
     @property
     def report_fields(self) -> tuple[ReportField, ...]:
         """``level``, ``a``, ``b`` (the seed's bits as int64) and ``y``, integers."""

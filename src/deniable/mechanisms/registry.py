@@ -11,7 +11,8 @@ the control of validation studies, and covariates). Frequency oracles: ``oue`` a
 optional blocks), ``rappor`` (k, h, m, f, p, q). Numeric values (means and bucket
 histograms): ``duchi``, ``piecewise``, ``hybrid`` (epsilon, low, high), ``1bitmean``
 (epsilon, low, high, grid), ``dbitflip`` (k, epsilon, d). Heavy hitters over strings:
-``pem`` (epsilon, max_length). :func:`mechanism_from_spec` builds any of them;
+``pem`` (epsilon, max_length), ``pem-bytes`` (epsilon, max_bytes, step).
+:func:`mechanism_from_spec` builds any of them;
 :func:`design_from_spec`, :func:`oracle_from_spec` and :func:`numeric_from_spec` accept
 only their kind.
 """
@@ -22,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
+from .byte_prefix import BytePrefixExtension
 from .dbitflip import DBitFlip
 from .designs import Design, KaryRR
 from .direct import Direct
@@ -88,12 +90,14 @@ NUMERIC: Mapping[str, Callable[..., Any]] = {
     cls.spec_name: cls for cls in (DuchiMean, Piecewise, HybridMean, OneBitMean, DBitFlip)
 }
 
-#: Every named mechanism: designs, oracles, numeric mechanisms and PEM (``pem``).
+#: Every named mechanism: designs, oracles, numeric mechanisms and PEM (``pem``, and
+#: ``pem-bytes`` for strings of any length).
 MECHANISMS: Mapping[str, Callable[..., Any]] = {
     **DESIGNS,
     **ORACLES,
     **NUMERIC,
     PrefixExtension.spec_name: PrefixExtension,
+    BytePrefixExtension.spec_name: BytePrefixExtension,
 }
 
 

@@ -2,10 +2,12 @@
 
     python -m uv run python bench/heavy_hitters.py [--runs 20] [--n 1e6,1e7] [--eps 1,2,4]
 
-The vocabulary is real: the 33,918 lower-case words of at most 6 letters in Webster's
-Second International Dictionary (the ``web2`` list of the ``english-words`` package,
-a pinned dev dependency), in a fixed shuffled order, drawn Zipf(1.1) (frequency of the
-i-th word proportional to i^-1.1; 11 words reach 1%, 9 reach 1.2%). Per (n, epsilon), over ``runs``
+The vocabulary is real, Webster's Second International Dictionary (the ``web2`` list of
+the ``english-words`` package, a pinned dev dependency), lower case, in a fixed shuffled
+order: its 33,918 words of at most 6 letters (PEM, ``PrefixExtension``), or with
+``--long`` 100,000 words of any length, up to 28 bytes (byte-PEM,
+``BytePrefixExtension``: 32 levels of 2 bytes over 64). Values are drawn Zipf(1.1)
+(the i-th word's frequency proportional to i^-1.1). Per (n, epsilon), over ``runs``
 seeded runs (mean and 10th percentile):
 
 - threshold 1%: precision (a returned value is correct when its frequency in the
@@ -14,7 +16,7 @@ seeded runs (mean and 10th percentile):
   above 1.2%, values returned, the analyst's time and the process's peak RSS;
 - top-10: the share of the true top 10 returned;
 - beside them: the OLH ceiling (the same test of ``frequency <= threshold / 2`` over
-  the true vocabulary as candidates, Bonferroni over its 33,918 words) and the
+  the true vocabulary as candidates, Bonferroni over its words) and the
   detection limit that ``detection_limit`` predicts for recall 0.9.
 
 Reports are randomized with a seeded generator (simulation); the client's secure
@@ -26,12 +28,17 @@ from __future__ import annotations
 import argparse
 import resource
 import time
+from typing import Any
 
 import numpy as np
 from scipy import special
 
-from deniable.estimation import detection_limit, find_heavy_hitters
-from deniable.mechanisms import LocalHashing, PrefixExtension
+from deniable.estimation import (
+    detection_limit,
+    find_heavy_hitters,
+    find_string_heavy_hitters,
+)
+from deniable.mechanisms import BytePrefixExtension, LocalHashing, PrefixExtension
 from deniable.mechanisms._kernels import kernel_backend
 
 THRESHOLD = 0.01
@@ -39,15 +46,16 @@ RECALL_FROM = 0.012
 FALSE_DISCOVERIES = 0.05
 
 
-def vocabulary() -> np.ndarray:
-    """The words of at most 6 letters of web2, lower case, in a fixed shuffled order."""
+def vocabulary(long: bool) -> np.ndarray:
+    """web2's lower-case words in a fixed shuffled order: those of at most 6 letters, or
+    (``long``) 100,000 of any length (1-28 letters, all within 64 bytes)."""
     from english_words import get_english_words_set
 
-    words = sorted(
-        w for w in get_english_words_set(["web2"], lower=True, alpha=True) if len(w) <= 6
-    )
+    every = sorted(get_english_words_set(["web2"], lower=True, alpha=True))
+    words = every if long else [w for w in every if len(w) <= 6]
     order = np.random.default_rng(1934).permutation(len(words))
-    return np.array(words)[order]
+    chosen = np.array(words)[order]
+    return chosen[:100_000] if long else chosen
 
 
 def olh_ceiling(
@@ -68,12 +76,18 @@ def main() -> None:
     parser.add_argument("--n", default="1e6,1e7")
     parser.add_argument("--eps", default="1,2,4")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the OLH ceiling")
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="100,000 words of any length through BytePrefixExtension (strings up to 64 bytes)",
+    )
     args = parser.parse_args()
-    words = vocabulary()
+    words = vocabulary(args.long)
     weights = 1.0 / np.arange(1, words.size + 1) ** 1.1
     weights /= weights.sum()
+    kind = f"any length (up to {max(map(len, words))} bytes)" if args.long else "<= 6 letters"
     print(
-        f"vocabulary: {words.size:,} web2 words of <= 6 letters, Zipf(1.1); "
+        f"vocabulary: {words.size:,} web2 words of {kind}, Zipf(1.1); "
         f"{int((weights >= THRESHOLD).sum())} words >= 1%; kernels: {kernel_backend()}"
     )
     head = (
@@ -83,7 +97,12 @@ def main() -> None:
     print(head)
     for n in (int(float(x)) for x in args.n.split(",")):
         for eps in (float(x) for x in args.eps.split(",")):
-            pem = PrefixExtension(eps, max_length=6, alphabet="abcdefghijklmnopqrstuvwxyz")
+            pem: Any = (
+                BytePrefixExtension(eps)
+                if args.long
+                else PrefixExtension(eps, max_length=6, alphabet="abcdefghijklmnopqrstuvwxyz")
+            )
+            search = find_string_heavy_hitters if args.long else find_heavy_hitters
             limit = detection_limit(pem, n, THRESHOLD, false_discoveries=FALSE_DISCOVERIES)
             rows = []
             for run in range(args.runs):
@@ -94,9 +113,9 @@ def main() -> None:
                 reports = pem.randomize(sample, rng)
                 del sample
                 t0 = time.perf_counter()
-                found = find_heavy_hitters(pem, reports, THRESHOLD)
+                found = search(pem, reports, THRESHOLD)
                 elapsed = time.perf_counter() - t0
-                top = find_heavy_hitters(pem, reports, top_k=10)
+                top = search(pem, reports, top_k=10)
                 index = {w: i for i, w in enumerate(words.tolist())}
                 got = [index.get(v) for v in found.values]
                 correct = sum(i is not None and share[i] >= THRESHOLD / 2 for i in got)

@@ -23,15 +23,15 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import special
 
 from ..errors import ReportValidationError
 from ..mechanisms.byte_prefix import BytePrefixExtension, prefix_hashes
 from .prefix import (
     PrefixHeavyHitters,
     _estimate_level,
-    _final,
+    _overflow,
     _plan,
-    _prune,
     _result,
 )
 
@@ -195,32 +195,88 @@ def find_string_heavy_hitters(
     n_level: list[int] = []
     n_candidates: list[int] = []
     warnings: list[str] = []
+    _, _, _, p_star, q_star = bpem._search_shape()
     for level in range(bpem.levels):
         mine = arr[arr["level"] == level]
-        start = bpem.step * level
-        counts = extension_counts(bpem, mine, prefix_hashes(parents, start))
-        valid = _valid_extensions(bpem, parents, level)
-        parent_of, x = np.nonzero(valid)
-        counts = counts[parent_of, x]
-        n_level.append(int(mine.size))
-        n_candidates.append(int(counts.size))
-        estimate, std_error = _estimate_level(bpem, counts, int(mine.size))
-        if level == bpem.levels - 1:
+        n_l, last = int(mine.size), level == bpem.levels - 1
+        tested = int(_valid_extensions(bpem, parents, level).sum())
+        n_level.append(n_l)
+        n_candidates.append(tested)
+        c = np.arange(n_l + 1)
+        if last:  # the exact test of frequency <= threshold / 2 (of 0 in top-k mode)
+            null = q_star + (p_star - q_star) * (0 if plan.top_k else plan.threshold / 2)
+            pvalues = np.where(c > 0, special.bdtrc(c - 1, max(n_l, 1), null), 1.0)
+            wanted = (
+                np.ones(c.size, dtype=bool)
+                if plan.top_k
+                else pvalues <= plan.false_discoveries / max(tested, 1)
+            )
+            cap = plan.top_k
+        else:  # generous: the upper bound reaches the threshold (all in top-k mode)
+            est, se = _estimate_level(bpem, c, n_l)
+            wanted = (
+                np.ones(c.size, dtype=bool) if plan.top_k else est + plan.z * se >= plan.threshold
+            )
+            cap = plan.cap
+        parent_of, x, counts, passing = _strongest(bpem, mine, parents, level, wanted, cap)
+        if last:
             break
-        keep = _prune(estimate, std_error, level, arr.size, bpem, plan, warnings)
-        parents = _extend(bpem, parents, parent_of[keep], x[keep], start)
-    chosen, pvalue = _final(counts, n_level[-1], estimate, counts.size, bpem, plan)
-    found = _extend(bpem, parents, parent_of[chosen], x[chosen], start)
+        if passing > plan.cap and plan.top_k is None:
+            _overflow(level, passing, arr.size, bpem, plan, warnings)
+        parents = _extend(bpem, parents, parent_of, x, bpem.step * level)
+    found = _extend(bpem, parents, parent_of, x, bpem.step * (bpem.levels - 1))
     decoded = [bpem.decode(bytes(row)) for row in found]
     utf8 = np.array([d is not None for d in decoded], dtype=bool)
-    chosen = chosen[utf8] if chosen.size else chosen
+    counts = counts[utf8] if counts.size else counts
+    estimate, std_error = _estimate_level(bpem, counts, n_level[-1])
     return _result(
         [d for d in decoded if d is not None],
-        estimate[chosen],
-        std_error[chosen],
-        pvalue[chosen],
+        estimate,
+        std_error,
+        pvalues[counts] if counts.size else np.zeros(0),
         n_level,
         n_candidates,
         plan,
         warnings,
     )
+
+
+#: Parents whose extensions are counted at once (bounds the counts to 32 MB).
+_PARENTS_AT_ONCE = 64
+
+
+def _strongest(
+    bpem: BytePrefixExtension,
+    reports: NDArray[np.void],
+    parents: NDArray[np.uint8],
+    level: int,
+    wanted: NDArray[np.bool_],
+    cap: int | None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]:
+    """``(parent index, x, count, passing)``: the valid extensions whose support count
+    ``c`` has ``wanted[c]``, at most ``cap`` of them with the largest counts (ties: the
+    first in parent and ``x`` order), largest first; ``passing`` counts every one that
+    qualified. Parents are counted a few at a time, so memory stays bounded whatever
+    the survivors."""
+    width = 1 << (8 * bpem.step)
+    hashes = prefix_hashes(parents, bpem.step * level)
+    keys = np.zeros(0, dtype=np.int64)
+    counts = np.zeros(0, dtype=np.int64)
+    passing = 0
+    for p0 in range(0, parents.shape[0], _PARENTS_AT_ONCE):
+        block = extension_counts(bpem, reports, hashes[p0 : p0 + _PARENTS_AT_ONCE])
+        ok = _valid_extensions(bpem, parents[p0 : p0 + _PARENTS_AT_ONCE], level)
+        ok &= wanted[block]
+        rows, xs = np.nonzero(ok)
+        passing += rows.size
+        keys = np.concatenate([keys, (rows + p0).astype(np.int64) * width + xs])
+        counts = np.concatenate([counts, block[rows, xs]])
+        if cap is not None and counts.size > cap:
+            # one sortable score: the count, then the earlier key
+            score = (counts << 32) | ((1 << 32) - 1 - keys)
+            top = np.argpartition(-score, cap - 1)[:cap]
+            keys, counts = keys[top], counts[top]
+    score = (counts << 32) | ((1 << 32) - 1 - keys)
+    order = np.argsort(-score, kind="stable")
+    keys, counts = keys[order], counts[order]
+    return keys // width, keys % width, counts, passing

@@ -462,24 +462,30 @@ def _prune(
     )
     keep = keep[np.argsort(-estimate[keep], kind="stable")]
     if keep.size > plan.cap and plan.top_k is None:
-        limit = detection_limit(
-            pem,
-            n,
-            plan.threshold,
-            false_discoveries=plan.false_discoveries,
-            miss_rate=plan.miss_rate,
-            max_survivors=plan.cap,
-        )
-        message = (
-            f"level {level}: {keep.size} prefixes may reach the threshold "
-            f"{plan.threshold:g}, more than max_survivors = {plan.cap}: at n = {n} "
-            f"reports and epsilon {pem.epsilon:.4g}, values are found with recall 0.9 "
-            f"from a frequency of {limit:.4g} (the detection limit)"
-        )
-        if plan.on_overflow == "raise":
-            raise DetectionLimitError(message, limit)
-        warnings.append(f"{message}; the {plan.cap} largest estimates were kept")
+        _overflow(level, keep.size, n, pem, plan, warnings)
     return np.asarray(keep[: plan.cap], dtype=np.int64)
+
+
+def _overflow(level: int, passing: int, n: int, pem: Any, plan: _Plan, warnings: list[str]) -> None:
+    """More than the cap passed a level's pruning: a warning naming the detection limit,
+    or DetectionLimitError with ``on_overflow="raise"``."""
+    limit = detection_limit(
+        pem,
+        n,
+        plan.threshold,
+        false_discoveries=plan.false_discoveries,
+        miss_rate=plan.miss_rate,
+        max_survivors=plan.cap,
+    )
+    message = (
+        f"level {level}: {passing} prefixes may reach the threshold "
+        f"{plan.threshold:g}, more than max_survivors = {plan.cap}: at n = {n} "
+        f"reports and epsilon {pem.epsilon:.4g}, values are found with recall 0.9 "
+        f"from a frequency of {limit:.4g} (the detection limit)"
+    )
+    if plan.on_overflow == "raise":
+        raise DetectionLimitError(message, limit)
+    warnings.append(f"{message}; the {plan.cap} largest estimates were kept")
 
 
 def _final(

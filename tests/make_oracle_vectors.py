@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from deniable import LocalHashing, UnaryEncoding
+from deniable.mechanisms.byte_prefix import BytePrefixExtension
 from deniable.mechanisms.prefix import PrefixExtension
 from deniable.mechanisms.rappor import Rappor
 
@@ -20,7 +21,13 @@ OUT = Path(__file__).resolve().parent / "data" / "oracle_vectors.json"
 
 def vectors() -> dict[str, list[dict[str, object]]]:
     rng = np.random.default_rng(20261121)
-    out: dict[str, list[dict[str, object]]] = {"oue": [], "olh": [], "rappor": [], "pem": []}
+    out: dict[str, list[dict[str, object]]] = {
+        "oue": [],
+        "olh": [],
+        "rappor": [],
+        "pem": [],
+        "bytepem": [],
+    }
     for k, eps in [(5, 1.0), (17, 0.5), (64, 4.0)]:
         oracle = UnaryEncoding(k, eps)
         for value in (0, k // 2, k - 1):
@@ -79,6 +86,24 @@ def vectors() -> dict[str, list[dict[str, object]]]:
                             "level": int(rep["level"]),
                             "a": str(rep["a"]),
                             "b": str(rep["b"]),
+                            "y": int(rep["y"]),
+                        },
+                    }
+                )
+    for eps, max_bytes, step in [(1.0, 64, 2), (4.0, 16, 1), (0.5, 16, 2)]:
+        bpem = BytePrefixExtension(eps, max_bytes, step)
+        for value in ("", "requests", "café", "日本語", "e\u0301", "x" * max_bytes):
+            for _ in range(3):
+                raw = rng.bytes(bpem.bytes_per_report)
+                rep = bpem.encode([value], raw)[0]
+                out["bytepem"].append(
+                    {
+                        "params": bpem.client_params(),
+                        "value": value,
+                        "random": raw.hex(),
+                        "report": {
+                            "level": int(rep["level"]),
+                            "a": [str(x) for x in rep["a"].tolist()],
                             "y": int(rep["y"]),
                         },
                     }

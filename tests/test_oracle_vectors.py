@@ -1,7 +1,7 @@
 """Python and JavaScript oracle encoders agree bit for bit on shared test vectors.
 
 tests/data/oracle_vectors.json holds (parameters, value, random bytes, report) for
-OUE, OLH, RAPPOR and PEM. The Python encoders must reproduce it (so a change to either
+OUE, OLH, RAPPOR, PEM and byte-PEM. The Python encoders must reproduce it (so a change to either
 encoder shows up here), and so must src/deniable/collection/web/oracles.js, run in Node.js when
 it is installed and in Debian's chromium through Playwright (the respondent's case).
 """
@@ -23,10 +23,13 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 HARNESS = r"""
 const run = async (O, V, hex, tohex) => {
-  const out = {oue: [], olh: [], rappor: [], pem: []};
+  const out = {oue: [], olh: [], rappor: [], pem: [], bytepem: []};
   for (const v of V.oue) out.oue.push(tohex(O.encodeOUE(v.params, v.value, hex(v.random))));
   for (const v of V.olh) out.olh.push(O.encodeOLH(v.params, v.value, hex(v.random)));
   for (const v of V.pem) out.pem.push(O.encodePEM(v.params, v.value, hex(v.random)));
+  for (const v of V.bytepem) {
+    out.bytepem.push(O.encodeBytePEM(v.params, v.value, hex(v.random)));
+  }
   for (const v of V.rappor) {
     const r = await O.encodeRappor(v.params, hex(v.secret), v.value, hex(v.random));
     out.rappor.push({cohort: r.cohort, bits: tohex(r.bits)});
@@ -45,6 +48,7 @@ def expected() -> dict[str, list[object]]:
         "olh": [v["report"] for v in data["olh"]],
         "rappor": [v["report"] for v in data["rappor"]],
         "pem": [v["report"] for v in data["pem"]],
+        "bytepem": [v["report"] for v in data["bytepem"]],
     }
 
 

@@ -17,6 +17,10 @@
  *   candidate list (Wang et al. 2021): a level from a 32-bit word, then local hashing
  *   of the value's prefix of that level's length, 28 random bytes.
  *
+ * - encodeBytePEM / randomizeBytePEM: PEM over the NFC UTF-8 bytes of a string of any
+ *   length up to max_bytes, with a binary linear local hash (y = A id over GF(2)):
+ *   13 + 8 r random bytes (deniable.mechanisms.byte_prefix).
+ *
  * Every encoder does the same work whatever the value.
  */
 (function (root) {
@@ -156,13 +160,79 @@
     return { level: level, a: r.a, b: r.b, y: r.y };
   }
 
+  const MASK64 = (1n << 64n) - 1n;
+  const GOLDEN = 0x9e3779b97f4a7c15n;
+
+  /* The SplitMix64 finaliser (Steele, Lea & Flood 2014), mod 2^64. */
+  function mix(z) {
+    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
+    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK64;
+    return z ^ (z >> 31n);
+  }
+
+  /* G: the 64-bit hash of the first `length` bytes of `padded` (prefix_hashes). */
+  function prefixHash(padded, length) {
+    let h = mix((BigInt(length) * GOLDEN) & MASK64);
+    const words = Math.ceil(length / 8);
+    const part = new Uint8Array(8 * words);
+    part.set(padded.subarray(0, length));
+    const dv = view(part);
+    for (let w = 0; w < words; w++) h = mix(h ^ dv.getBigUint64(8 * w, true));
+    return h;
+  }
+
+  function parity64(x) {
+    let lo = Number(x & 0xffffffffn) >>> 0;
+    let hi = Number(x >> 32n) >>> 0;
+    let v = (lo ^ hi) >>> 0;
+    v ^= v >>> 16;
+    v ^= v >>> 8;
+    v ^= v >>> 4;
+    v ^= v >>> 2;
+    v ^= v >>> 1;
+    return v & 1;
+  }
+
+  /* PEM over bytes: params {max_bytes, step, levels, r, threshold}; returns
+     {level, a: [r decimal strings], y}. */
+  function encodeBytePEM(params, value, bytes) {
+    const r = params.r;
+    need(bytes, 13 + 8 * r, "byte PEM");
+    const raw = new TextEncoder().encode(String(value).normalize("NFC"));
+    if (raw.length > params.max_bytes) {
+      throw new Error("value must take at most " + params.max_bytes + " bytes of UTF-8");
+    }
+    if (raw.includes(0)) throw new Error("value must not contain NUL");
+    const padded = new Uint8Array(params.max_bytes);
+    padded.set(raw);
+    const dv = view(bytes);
+    const level = Math.floor((dv.getUint32(0, true) * params.levels) / TWO32);
+    const start = params.step * level;
+    let x = BigInt(padded[start]);
+    if (params.step === 2) x |= BigInt(padded[start + 1]) << 8n;
+    const id = prefixHash(padded, start) ^ x;
+    const a = [];
+    let bucket = 0;
+    for (let k = 0; k < r; k++) {
+      const row = dv.getBigUint64(4 + 8 * k, true);
+      a.push(row.toString());
+      bucket |= parity64(row & id) << k;
+    }
+    const keep = dv.getUint32(4 + 8 * r, true) < params.threshold;
+    const noise = bytes[8 + 8 * r] & ((1 << r) - 1);
+    return { level: level, a: a, y: keep ? bucket : noise };
+  }
+
   const api = {
     randomBytes: randomBytes,
     encodeOUE: encodeOUE,
     encodeOLH: encodeOLH,
     encodeRappor: encodeRappor,
     encodePEM: encodePEM,
+    encodeBytePEM: encodeBytePEM,
     randomizePEM: (params, value) => encodePEM(params, value, randomBytes(28)),
+    randomizeBytePEM: (params, value) =>
+      encodeBytePEM(params, value, randomBytes(13 + 8 * params.r)),
     randomizeOUE: (params, value) => encodeOUE(params, value, randomBytes(4 * params.k)),
     randomizeOLH: (params, value) => encodeOLH(params, value, randomBytes(24)),
     randomizeRappor: (params, secret, value) =>

@@ -28,10 +28,13 @@ from deniable.mechanisms.byte_prefix import (
 def test_the_walsh_hadamard_transform_is_the_dense_product():
     rng = np.random.default_rng(0)
     for size in (1, 2, 64, 256, 1024):
-        x = rng.integers(-(2**40), 2**40, (3, size))
         w = np.arange(size)
         dense = 1 - 2 * (np.bitwise_count(w[:, None] & w[None, :]) % 2).astype(np.int64)
-        np.testing.assert_array_equal(walsh_hadamard(x), x @ dense)
+        for top in (100, 2**40):  # float32 / int32 below 2^24, float64 / int64 above
+            x = rng.integers(-top, top, (3, size))
+            np.testing.assert_array_equal(walsh_hadamard(x), x @ dense)
+        x = rng.integers(-(2**14), 2**14, (2, size))  # a bound of 2^24 - 1 is still exact
+        np.testing.assert_array_equal(walsh_hadamard(x, bound=2**24 - 1), x @ dense)
     with pytest.raises(ValueError, match="power-of-two"):
         walsh_hadamard(np.zeros((2, 12), dtype=np.int64))
 

@@ -48,20 +48,27 @@ def _hadamard(size: int) -> NDArray[np.float64]:
     return h
 
 
-def walsh_hadamard(values: NDArray[np.int64]) -> NDArray[np.int64]:
+def walsh_hadamard(values: NDArray[np.int64], bound: int | None = None) -> NDArray[np.int64]:
     """The unnormalised Walsh-Hadamard transform along the last axis (length a power of
     two): ``out[..., x] = sum_w values[..., w] (-1)^popcount(w & x)``; int64, exact.
 
-    The lowest 8 bits of the index by one product with the 256 x 256 Hadamard matrix
-    (float64, exact below 2^53 / 256), the others by butterflies on long runs.
+    The lowest 8 bits of the index by one product with the 256 x 256 Hadamard matrix,
+    the others by butterflies on long runs. Every partial sum is at most ``bound``
+    (default: the largest ``sum |values|`` of a row) in magnitude, so the product runs
+    in float32 below 2^24 (exact) and the butterflies in int32 below 2^31: half the
+    memory traffic of float64 and int64.
     """
     values = np.asarray(values, dtype=np.int64)
     size = values.shape[-1]
     if size < 1 or size & (size - 1):
         raise ValueError(f"the last axis must have a power-of-two length, got {size}")
+    if bound is None:
+        bound = int(np.abs(values).sum(axis=-1).max()) if values.size else 0
+    real = np.float32 if bound < 2**24 else np.float64
+    whole = np.int32 if bound < 2**31 else np.int64
     low = min(size, 256)
-    out = np.rint(values.reshape(-1, low).astype(np.float64) @ _hadamard(low))
-    out = out.astype(np.int64).reshape(values.shape)
+    out = np.rint(values.reshape(-1, low).astype(real) @ _hadamard(low).astype(real))
+    out = out.astype(whole).reshape(values.shape)
     lead = out.shape[:-1]
     h = low
     while h < size:
@@ -71,7 +78,7 @@ def walsh_hadamard(values: NDArray[np.int64]) -> NDArray[np.int64]:
         first += second
         np.subtract(kept, second, out=second)
         h *= 2
-    return out
+    return np.asarray(out, dtype=np.int64)
 
 
 def _report_terms(
@@ -128,7 +135,8 @@ def extension_counts(
             ).ravel()
             part = np.bincount(index, weights=sign.ravel(), minlength=hashes.size * width)
             spectrum[p0 : p0 + hashes.size] += np.rint(part).astype(np.int64).reshape(-1, width)
-    return walsh_hadamard(spectrum) // bpem.g
+    # |S(w)| summed over w is at most (reports x g): the transform's every partial sum
+    return walsh_hadamard(spectrum, reports.size * bpem.g) // bpem.g
 
 
 def _valid_extensions(

@@ -275,8 +275,10 @@ def _strongest(
         block = extension_counts(bpem, reports, hashes[p0 : p0 + _PARENTS_AT_ONCE])
         ok = _valid_extensions(bpem, parents[p0 : p0 + _PARENTS_AT_ONCE], level)
         ok &= wanted[block]
+        passing += int(np.count_nonzero(ok))
+        if cap is not None and counts.size >= cap:  # below the cap-th best: never kept
+            ok &= block >= counts.min()
         rows, xs = np.nonzero(ok)
-        passing += rows.size
         keys = np.concatenate([keys, (rows + p0).astype(np.int64) * width + xs])
         counts = np.concatenate([counts, block[rows, xs]])
         if cap is not None and counts.size > cap:

@@ -19,6 +19,7 @@ tests, and the counts are exact integers.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import numpy as np
@@ -41,6 +42,7 @@ __all__ = ["extension_counts", "find_string_heavy_hitters", "walsh_hadamard"]
 _CHUNK = 1 << 22
 
 
+@functools.cache
 def _hadamard(size: int) -> NDArray[np.float64]:
     h = np.ones((1, 1))
     while h.shape[0] < size:
@@ -139,19 +141,27 @@ def extension_counts(
     return walsh_hadamard(spectrum, reports.size * bpem.g) // bpem.g
 
 
+def _open_extensions(bpem: BytePrefixExtension) -> NDArray[np.bool_]:
+    """The extensions ``x`` (2^(8 step),) that may follow a parent that has not ended:
+    no NUL inside a value, so a padding byte is followed by padding only."""
+    x = np.arange(1 << (8 * bpem.step))
+    return np.ones(x.size, dtype=bool) if bpem.step == 1 else ((x & 0xFF) != 0) | (x >> 8 == 0)
+
+
+def _ended(bpem: BytePrefixExtension, parents: NDArray[np.uint8], level: int) -> NDArray[np.bool_]:
+    """Which parents (P,) already ended in padding: they extend by padding only."""
+    if level == 0:
+        return np.zeros(parents.shape[0], dtype=bool)
+    return np.asarray(parents[:, bpem.step * level - 1] == 0)
+
+
 def _valid_extensions(
     bpem: BytePrefixExtension, parents: NDArray[np.uint8], level: int
 ) -> NDArray[np.bool_]:
-    """Which extensions ``x`` (P, 2^(8 step)) can occur after each parent: nothing after a
-    padding byte, no NUL inside a value."""
-    width = 1 << (8 * bpem.step)
-    x = np.arange(width)
-    first, second = x & 0xFF, x >> 8
-    ok = np.ones(width, dtype=bool) if bpem.step == 1 else (first != 0) | (second == 0)
-    valid = np.broadcast_to(ok, (parents.shape[0], width)).copy()
-    if level > 0:
-        ended = parents[:, bpem.step * level - 1] == 0
-        valid[ended] = x == 0
+    """Which extensions ``x`` (P, 2^(8 step)) can occur after each parent."""
+    ok = _open_extensions(bpem)
+    valid = np.broadcast_to(ok, (parents.shape[0], ok.size)).copy()
+    valid[_ended(bpem, parents, level)] = np.arange(ok.size) == 0
     return valid
 
 
@@ -207,7 +217,8 @@ def find_string_heavy_hitters(
     for level in range(bpem.levels):
         mine = arr[arr["level"] == level]
         n_l, last = int(mine.size), level == bpem.levels - 1
-        tested = int(_valid_extensions(bpem, parents, level).sum())
+        ended = int(_ended(bpem, parents, level).sum())  # each tests one extension
+        tested = ended + (parents.shape[0] - ended) * int(_open_extensions(bpem).sum())
         n_level.append(n_l)
         n_candidates.append(tested)
         c = np.arange(n_l + 1)

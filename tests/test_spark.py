@@ -142,3 +142,48 @@ def test_heavy_hitters_on_spark_equal_the_in_process_search(spark, tmp_path):
         np.testing.assert_array_equal(there.pvalue, here.pvalue)
         np.testing.assert_array_equal(there.reports_per_level, here.reports_per_level)
         np.testing.assert_array_equal(there.candidates_per_level, here.candidates_per_level)
+
+
+@pytest.mark.slow
+def test_string_heavy_hitters_on_spark_equal_the_in_process_search(spark, tmp_path):
+    """Byte-PEM reports of strings up to 8 bytes (Zipf) in three Parquet files of several
+    row groups: one Spark job a block of parents returns, value for value, what the
+    in-process search returns (integer spectra added over tasks), in threshold and in
+    top-k mode."""
+    from deniable.estimation.byte_prefix import find_string_heavy_hitters
+    from deniable.mechanisms import BytePrefixExtension
+    from deniable.tables import spark as on_spark
+
+    rng = np.random.default_rng(2929)
+    letters = np.array(list("abcdefgh"))
+    words = [rng.choice(letters, rng.integers(3, 8)) for _ in range(500)]
+    words = np.array(sorted({"".join(w) for w in words} | {"café"}))  # 5 bytes of UTF-8
+    weights = 1.0 / np.arange(1, words.size + 1) ** 1.1
+    weights /= weights.sum()
+    bpem = BytePrefixExtension(4.0, max_bytes=8, step=2)
+    sample = words[rng.choice(words.size, 120_000, p=weights)]
+    reports = bpem.randomize(sample, rng)
+    for i, part in enumerate(np.array_split(reports, 3)):
+        pq.write_table(report_table(bpem, part), tmp_path / f"s{i}.parquet", row_group_size=15_000)
+    for options in ({"threshold": 0.03}, {"top_k": 4}):
+        here = find_string_heavy_hitters(bpem, reports, **options)
+        there = on_spark.heavy_hitters_parquet(bpem, spark, str(tmp_path), **options)
+        assert there.values == here.values and len(here) >= 3
+        np.testing.assert_array_equal(there.estimate, here.estimate)
+        np.testing.assert_array_equal(there.pvalue, here.pvalue)
+        np.testing.assert_array_equal(there.reports_per_level, here.reports_per_level)
+        np.testing.assert_array_equal(there.candidates_per_level, here.candidates_per_level)
+
+
+@pytest.mark.slow
+def test_string_heavy_hitters_on_spark_name_a_malformed_column(spark, tmp_path):
+    """A byte-PEM file whose ``y`` is out of range fails in the task with the field named."""
+    from deniable.mechanisms import BytePrefixExtension
+    from deniable.tables import spark as on_spark
+
+    bpem = BytePrefixExtension(2.0, max_bytes=8)
+    table = report_table(bpem, bpem.randomize(["ab", "cd"] * 50, np.random.default_rng(1)))
+    table = table.set_column(2, "y", pa.array(np.full(100, bpem.g, dtype=np.int32)))
+    pq.write_table(table, tmp_path / "bad.parquet")
+    with pytest.raises(Exception, match="field 'y' must be a bucket"):
+        on_spark.heavy_hitters_parquet(bpem, spark, str(tmp_path), threshold=0.05)

@@ -20,6 +20,7 @@ tests, and the counts are exact integers.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -36,7 +37,15 @@ from .prefix import (
     _result,
 )
 
-__all__ = ["extension_counts", "find_string_heavy_hitters", "walsh_hadamard"]
+__all__ = [
+    "SpectrumCounter",
+    "counts_from_spectrum",
+    "extension_counts",
+    "extension_spectrum",
+    "find_string_heavy_hitters",
+    "search_string_levels",
+    "walsh_hadamard",
+]
 
 #: Report-by-``u`` entries handled at once (bounds the temporaries to about 100 MB).
 _CHUNK = 1 << 22
@@ -100,10 +109,14 @@ def _report_terms(
     return v, w, s
 
 
-def extension_counts(
+def extension_spectrum(
     bpem: BytePrefixExtension, reports: NDArray[np.void], parent_hashes: NDArray[np.uint64]
 ) -> NDArray[np.int64]:
-    """Support counts of every extension of each parent among ``reports`` (one level's).
+    """The spectrum ``S_P(w)`` of each parent among ``reports`` (one level's): the sum
+    over reports and ``u`` with ``A^T u`` low bits ``w`` of ``(-1)^(u.y + v.G(P))``.
+
+    Integers, so spectra of any split of the reports (files, Spark tasks) add up to
+    the whole's; :func:`counts_from_spectrum` turns the sum into support counts.
 
     Parameters
     ----------
@@ -115,9 +128,7 @@ def extension_counts(
 
     Returns
     -------
-    ndarray of int64, shape (P, 2^(8 step))
-        Entry ``(p, x)``: the reports that support the prefix ``parent p + x`` (``x``
-        little-endian).
+    ndarray of int64, shape (P, 2^(8 step)), each entry at most ``n g`` in magnitude
     """
     width = 1 << (8 * bpem.step)
     spectrum = np.zeros((parent_hashes.size, width), dtype=np.int64)
@@ -137,8 +148,43 @@ def extension_counts(
             ).ravel()
             part = np.bincount(index, weights=sign.ravel(), minlength=hashes.size * width)
             spectrum[p0 : p0 + hashes.size] += np.rint(part).astype(np.int64).reshape(-1, width)
+    return spectrum
+
+
+def counts_from_spectrum(
+    bpem: BytePrefixExtension, spectrum: NDArray[np.int64], reports: int
+) -> NDArray[np.int64]:
+    """Support counts (P, 2^(8 step)) int64 from the summed spectrum of ``reports``
+    reports (:func:`extension_spectrum`): its Walsh-Hadamard transform over ``g``."""
     # |S(w)| summed over w is at most (reports x g): the transform's every partial sum
-    return walsh_hadamard(spectrum, reports.size * bpem.g) // bpem.g
+    return walsh_hadamard(spectrum, max(reports, 1) * bpem.g) // bpem.g
+
+
+def extension_counts(
+    bpem: BytePrefixExtension, reports: NDArray[np.void], parent_hashes: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """Support counts of every extension of each parent among ``reports`` (one level's).
+
+    Parameters
+    ----------
+    bpem : BytePrefixExtension
+    reports : ndarray of ``bpem.dtype``, shape (n,)
+        The reports of one level.
+    parent_hashes : ndarray of uint64, shape (P,)
+        ``G`` of each parent (:func:`~deniable.mechanisms.byte_prefix.prefix_hashes`).
+
+    Returns
+    -------
+    ndarray of int64, shape (P, 2^(8 step))
+        Entry ``(p, x)``: the reports that support the prefix ``parent p + x`` (``x``
+        little-endian).
+    """
+    spectrum = extension_spectrum(bpem, reports, parent_hashes)
+    return counts_from_spectrum(bpem, spectrum, reports.size)
+
+
+#: ``spectrum(level, parent hashes (P,) uint64) -> summed spectrum (P, 2^(8 step))``.
+SpectrumCounter = Callable[[int, NDArray[np.uint64]], NDArray[np.int64]]
 
 
 def _open_extensions(bpem: BytePrefixExtension) -> NDArray[np.bool_]:
@@ -205,18 +251,68 @@ def find_string_heavy_hitters(
     ReportValidationError
         For malformed reports or none.
     """
-    plan = _plan(threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow)
     arr = bpem.check_reports(reports)
     if arr.size == 0:
         raise ReportValidationError("no reports")
+    levels = arr["level"]
+    mine: dict[int, NDArray[np.void]] = {}  # the reports of the current level
+
+    def spectrum(level: int, hashes: NDArray[np.uint64]) -> NDArray[np.int64]:
+        if level not in mine:
+            mine.clear()
+            mine[level] = arr[levels == level]
+        return extension_spectrum(bpem, mine[level], hashes)
+
+    return search_string_levels(
+        bpem,
+        spectrum,
+        np.bincount(levels, minlength=bpem.levels),
+        threshold,
+        miss_rate,
+        false_discoveries=false_discoveries,
+        top_k=top_k,
+        max_survivors=max_survivors,
+        on_overflow=on_overflow,
+    )
+
+
+def search_string_levels(
+    bpem: BytePrefixExtension,
+    spectrum: SpectrumCounter,
+    reports_per_level: NDArray[np.int64],
+    threshold: float = 0.01,
+    miss_rate: float = 0.05,
+    *,
+    false_discoveries: float = 0.05,
+    top_k: int | None = None,
+    max_survivors: int | None = None,
+    on_overflow: Literal["keep", "raise"] = "keep",
+) -> PrefixHeavyHitters:
+    """The search of :func:`find_string_heavy_hitters`, with the reports wherever they
+    are: ``spectrum(level, parent_hashes)`` returns the summed
+    :func:`extension_spectrum` of that level's reports (in one process, or added up
+    over Spark tasks), and ``reports_per_level`` (levels,) int64 counts them.
+
+    Raises
+    ------
+    ValueError, DetectionLimitError
+        As :func:`~deniable.estimation.prefix.find_heavy_hitters`.
+    ReportValidationError
+        If ``reports_per_level`` has the wrong shape or sums to 0.
+    """
+    plan = _plan(threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow)
+    sizes = np.asarray(reports_per_level, dtype=np.int64)
+    if sizes.shape != (bpem.levels,) or sizes.min() < 0 or sizes.sum() == 0:
+        raise ReportValidationError(
+            f"reports_per_level must hold {bpem.levels} non-negative counts, not all 0"
+        )
     parents = np.zeros((1, bpem.max_bytes), dtype=np.uint8)
     n_level: list[int] = []
     n_candidates: list[int] = []
     warnings: list[str] = []
     _, _, _, p_star, q_star = bpem._search_shape()
     for level in range(bpem.levels):
-        mine = arr[arr["level"] == level]
-        n_l, last = int(mine.size), level == bpem.levels - 1
+        n_l, last = int(sizes[level]), level == bpem.levels - 1
         ended = int(_ended(bpem, parents, level).sum())  # each tests one extension
         tested = ended + (parents.shape[0] - ended) * int(_open_extensions(bpem).sum())
         n_level.append(n_l)
@@ -237,11 +333,13 @@ def find_string_heavy_hitters(
                 np.ones(c.size, dtype=bool) if plan.top_k else est + plan.z * se >= plan.threshold
             )
             cap = plan.cap
-        parent_of, x, counts, passing = _strongest(bpem, mine, parents, level, wanted, cap)
+        parent_of, x, counts, passing = _strongest(
+            bpem, functools.partial(spectrum, level), n_l, parents, level, wanted, cap
+        )
         if last:
             break
         if passing > plan.cap and plan.top_k is None:
-            _overflow(level, passing, arr.size, bpem, plan, warnings)
+            _overflow(level, passing, int(sizes.sum()), bpem, plan, warnings)
         parents = _extend(bpem, parents, parent_of, x, bpem.step * level)
     found = _extend(bpem, parents, parent_of, x, bpem.step * (bpem.levels - 1))
     decoded = [bpem.decode(bytes(row)) for row in found]
@@ -266,7 +364,8 @@ _PARENTS_AT_ONCE = 64
 
 def _strongest(
     bpem: BytePrefixExtension,
-    reports: NDArray[np.void],
+    spectrum: Callable[[NDArray[np.uint64]], NDArray[np.int64]],
+    reports: int,
     parents: NDArray[np.uint8],
     level: int,
     wanted: NDArray[np.bool_],
@@ -283,7 +382,7 @@ def _strongest(
     counts = np.zeros(0, dtype=np.int64)
     passing = 0
     for p0 in range(0, parents.shape[0], _PARENTS_AT_ONCE):
-        block = extension_counts(bpem, reports, hashes[p0 : p0 + _PARENTS_AT_ONCE])
+        block = counts_from_spectrum(bpem, spectrum(hashes[p0 : p0 + _PARENTS_AT_ONCE]), reports)
         ok = _valid_extensions(bpem, parents[p0 : p0 + _PARENTS_AT_ONCE], level)
         ok &= wanted[block]
         passing += int(np.count_nonzero(ok))

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from ..estimation.prefix import PrefixHeavyHitters
+    from ..mechanisms.byte_prefix import BytePrefixExtension
     from ..mechanisms.prefix import PrefixExtension
 
 __all__ = [
@@ -304,7 +305,7 @@ def _row_group_batches(filesystem: Any, path: str, group: int, columns: list[str
 
 
 def heavy_hitters_parquet(
-    pem: PrefixExtension,
+    pem: PrefixExtension | BytePrefixExtension,
     spark: SparkSession,
     source: Any,
     threshold: float = 0.01,
@@ -313,22 +314,30 @@ def heavy_hitters_parquet(
     tasks_per_core: int = 4,
     **options: Any,
 ) -> PrefixHeavyHitters:
-    """Heavy hitters (PEM) from Parquet report files, one Spark job a level.
+    """Heavy hitters (PEM or byte-PEM) from Parquet report files, one Spark job a level.
 
-    Each report row carries what decoding needs (``level``, ``a``, ``b``, ``y``). At
-    each level the driver broadcasts the candidate prefixes; every task reads its row
-    groups batch by batch, counts the candidates' support among that level's reports
-    with the compiled kernel and sends back one count vector; the driver adds them and
-    prunes (:func:`deniable.estimation.prefix.search_levels`). The counts are
-    integers, so the result equals :func:`~deniable.estimation.find_heavy_hitters` on
-    the same reports in one process.
+    Each report row carries what decoding needs, its level included (PEM: ``level``,
+    ``a``, ``b``, ``y``; byte-PEM: ``level``, ``a``, ``y``). PEM: at each level the
+    driver broadcasts the candidate prefixes; every task reads its row groups batch by
+    batch, counts the candidates' support among that level's reports with the compiled
+    kernel and sends back one count vector; the driver adds them and prunes
+    (:func:`deniable.estimation.prefix.search_levels`). Byte-PEM: a first job counts
+    the reports of each level; then for each block of 64 surviving parents, one job in
+    which every task sends back the parents' partial spectra (64 x 2^(8 step) int64,
+    :func:`deniable.estimation.byte_prefix.extension_spectrum`), added up by Spark and
+    transformed into counts on the driver
+    (:func:`deniable.estimation.byte_prefix.search_string_levels`). The counts are
+    integers, so the result equals the in-process search
+    (:func:`~deniable.estimation.find_heavy_hitters`,
+    :func:`~deniable.estimation.byte_prefix.find_string_heavy_hitters`) on the same
+    reports.
 
     Parameters
     ----------
-    pem : PrefixExtension
+    pem : PrefixExtension or BytePrefixExtension
     spark : SparkSession
     source : str, list of str or pyarrow.dataset.Dataset
-        Parquet files or a directory of PEM reports (the columns of
+        Parquet files or a directory of reports (the columns of
         :func:`deniable.tables.arrow.report_columns`).
     threshold, miss_rate, **options
         As for :func:`~deniable.estimation.find_heavy_hitters` (``false_discoveries``,
@@ -344,6 +353,7 @@ def heavy_hitters_parquet(
         As :func:`~deniable.estimation.find_heavy_hitters`.
     """
     from ..estimation.prefix import level_counts, search_levels
+    from ..mechanisms.byte_prefix import BytePrefixExtension
 
     columns = report_columns(pem)
     dataset = _parquet_dataset(source, columns)
@@ -352,6 +362,11 @@ def heavy_hitters_parquet(
     context = spark.sparkContext
     slices = min(len(pieces), tasks_per_core * context.defaultParallelism)
     groups = context.parallelize(pieces, slices).cache()
+    if isinstance(pem, BytePrefixExtension):
+        try:
+            return _string_heavy_hitters(pem, groups, filesystem, threshold, miss_rate, options)
+        finally:
+            groups.unpersist()
 
     def count(level: int, candidates: NDArray[np.uint64]) -> tuple[NDArray[np.int64], int]:
         shared = context.broadcast(candidates)
@@ -377,6 +392,52 @@ def heavy_hitters_parquet(
         return search_levels(pem, count, rows, threshold, miss_rate, **options)
     finally:
         groups.unpersist()
+
+
+def _string_heavy_hitters(
+    bpem: BytePrefixExtension,
+    groups: Any,
+    filesystem: Any,
+    threshold: float,
+    miss_rate: float,
+    options: dict[str, Any],
+) -> PrefixHeavyHitters:
+    """Byte-PEM's level search over the row groups ``groups`` (an RDD of (file, row
+    group)): one job counts each level's reports, then one job a block of parents."""
+    from ..estimation.byte_prefix import extension_spectrum, search_string_levels
+
+    columns = report_columns(bpem)
+    context = groups.context
+
+    def reports_of(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.void]]:
+        for path, group in items:
+            for batch in _row_group_batches(filesystem, path, group, columns):
+                yield reports_from_batch(bpem, batch)
+
+    def level_sizes(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.int64]]:
+        total = np.zeros(bpem.levels, dtype=np.int64)
+        for arr in reports_of(items):
+            total += np.bincount(arr["level"], minlength=bpem.levels)
+        yield total
+
+    sizes = groups.mapPartitions(level_sizes).reduce(np.add)
+
+    def spectrum(level: int, hashes: NDArray[np.uint64]) -> NDArray[np.int64]:
+        shared = context.broadcast(hashes)
+
+        def partials(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.int64]]:
+            cands = shared.value
+            total = np.zeros((cands.size, 1 << (8 * bpem.step)), dtype=np.int64)
+            for arr in reports_of(items):
+                total += extension_spectrum(bpem, arr[arr["level"] == level], cands)
+            yield total
+
+        # added up on the executors first: the driver receives a few spectra, not one a task
+        out = groups.mapPartitions(partials).treeReduce(np.add)
+        shared.unpersist()
+        return np.asarray(out, dtype=np.int64)
+
+    return search_string_levels(bpem, spectrum, sizes, threshold, miss_rate, **options)
 
 
 @overload

@@ -182,6 +182,29 @@ def test_counting_kernels_agree() -> None:
     assert one.min() >= 0.0 and one.max() < 1.0
 
 
+def test_byte_pem_kernels_agree() -> None:
+    """Byte-PEM's spectra and the Walsh-Hadamard transform, on both paths: random rows
+    and buckets for r = 1..8, several parents, and a transform whose sums pass 2^31
+    (the NumPy path's int64 branch)."""
+    rng = np.random.default_rng(29)
+    for r, n, parents, width in [(1, 0, 2, 256), (3, 500, 5, 256), (8, 300, 3, 65536)]:
+        a = rng.integers(0, 2**64, (n, r), dtype=np.uint64)
+        y = rng.integers(0, 1 << r, n).astype(np.uint8)
+        w = rng.integers(0, width, (n, 1 << r))
+        hashes = rng.integers(0, 2**64, parents, dtype=np.uint64)
+        np.testing.assert_array_equal(
+            _kernels_numpy.hadamard_spectrum(a, y, w, hashes, width),
+            numba_kernels.hadamard_spectrum(a, y, w, hashes, width),
+        )
+    for bound in (2**20, 2**40):
+        values = rng.integers(-bound // 4096, bound // 4096, (3, 4096))
+        one, two = values.copy(), values.copy()
+        _kernels_numpy.walsh_hadamard_rows(one, bound)
+        numba_kernels.walsh_hadamard_rows(two, bound)
+        np.testing.assert_array_equal(one, two)
+        assert np.abs(one).max() > (2**31 if bound > 2**31 else 0)
+
+
 @pytest.mark.parametrize(
     ("n", "a", "b", "level"),
     [

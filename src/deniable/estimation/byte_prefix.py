@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ..errors import ReportValidationError
+from ..mechanisms._kernels import hadamard_spectrum, walsh_hadamard_rows
 from ..mechanisms.byte_prefix import BytePrefixExtension, prefix_hashes
 from .prefix import (
     PrefixHeavyHitters,
@@ -51,62 +52,43 @@ __all__ = [
 _CHUNK = 1 << 22
 
 
-@functools.cache
-def _hadamard(size: int) -> NDArray[np.float64]:
-    h = np.ones((1, 1))
-    while h.shape[0] < size:
-        h = np.block([[h, h], [h, -h]])
-    return h
-
-
 def walsh_hadamard(values: NDArray[np.int64], bound: int | None = None) -> NDArray[np.int64]:
     """The unnormalised Walsh-Hadamard transform along the last axis (length a power of
     two): ``out[..., x] = sum_w values[..., w] (-1)^popcount(w & x)``; int64, exact.
 
-    The lowest 8 bits of the index by one product with the 256 x 256 Hadamard matrix,
-    the others by butterflies on long runs. Every partial sum is at most ``bound``
-    (default: the largest ``sum |values|`` of a row) in magnitude, so the product runs
-    in float32 below 2^24 (exact) and the butterflies in int32 below 2^31: half the
-    memory traffic of float64 and int64.
+    Every partial sum is at most ``bound`` (default: the largest ``sum |values|`` of a
+    row) in magnitude; the compiled path runs int64 butterflies, one row a thread, the
+    NumPy path a product with the 256 x 256 Hadamard matrix and butterflies in the
+    narrowest exact type.
+
+    Raises
+    ------
+    ValueError
+        If the last axis is not a power of two long.
     """
-    values = np.asarray(values, dtype=np.int64)
-    size = values.shape[-1]
+    out = np.array(values, dtype=np.int64, order="C")
+    size = out.shape[-1]
     if size < 1 or size & (size - 1):
         raise ValueError(f"the last axis must have a power-of-two length, got {size}")
     if bound is None:
-        bound = int(np.abs(values).sum(axis=-1).max()) if values.size else 0
-    real = np.float32 if bound < 2**24 else np.float64
-    whole = np.int32 if bound < 2**31 else np.int64
-    low = min(size, 256)
-    out = np.rint(values.reshape(-1, low).astype(real) @ _hadamard(low).astype(real))
-    out = out.astype(whole).reshape(values.shape)
-    lead = out.shape[:-1]
-    h = low
-    while h < size:
-        view = out.reshape(*lead, size // (2 * h), 2, h)
-        first, second = view[..., 0, :], view[..., 1, :]
-        kept = first.copy()
-        first += second
-        np.subtract(kept, second, out=second)
-        h *= 2
-    return np.asarray(out, dtype=np.int64)
+        bound = int(np.abs(out).sum(axis=-1).max()) if out.size else 0
+    walsh_hadamard_rows(out.reshape(-1, size), bound)
+    return out
 
 
 def _report_terms(
     bpem: BytePrefixExtension, reports: NDArray[np.void]
-) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.uint8]]:
-    """``(v, w, s)`` of every report and ``u``, each shape (n, g): ``v = A^T u`` (uint64),
-    its low ``8 step`` bits ``w`` and the parity ``s = u.y``."""
+) -> tuple[NDArray[np.uint64], NDArray[np.uint8], NDArray[np.int64]]:
+    """``(A, y, w)`` of the reports: the hash rows (n, r) uint64, the buckets (n,) uint8
+    and ``w`` (n, g) int64, the low ``8 step`` bits of ``v = A^T u`` for every ``u``."""
     n, g = reports.size, bpem.g
-    a = reports["a"].reshape(n, bpem.r)
-    v = np.zeros((n, g), dtype=np.uint64)
-    for u in range(1, g):  # v(u) = v(u without its lowest bit) XOR the row of that bit
+    a = np.ascontiguousarray(reports["a"].reshape(n, bpem.r))
+    low_bits = (a & np.uint64((1 << (8 * bpem.step)) - 1)).astype(np.int64)
+    w = np.zeros((n, g), dtype=np.int64)
+    for u in range(1, g):  # w(u) = w(u without its lowest bit) XOR the row of that bit
         low = (u & -u).bit_length() - 1
-        v[:, u] = v[:, u & (u - 1)] ^ a[:, low]
-    w = (v & np.uint64((1 << (8 * bpem.step)) - 1)).astype(np.int64)
-    us = np.arange(g, dtype=np.uint8)
-    s = (np.bitwise_count(us[None, :] & reports["y"][:, None]) & np.uint8(1)).astype(np.uint8)
-    return v, w, s
+        w[:, u] = w[:, u & (u - 1)] ^ low_bits[:, low]
+    return a, np.ascontiguousarray(reports["y"], dtype=np.uint8), w
 
 
 def extension_spectrum(
@@ -131,23 +113,15 @@ def extension_spectrum(
     ndarray of int64, shape (P, 2^(8 step)), each entry at most ``n g`` in magnitude
     """
     width = 1 << (8 * bpem.step)
-    spectrum = np.zeros((parent_hashes.size, width), dtype=np.int64)
     if reports.size == 0 or parent_hashes.size == 0:
-        return spectrum
+        return np.zeros((parent_hashes.size, width), dtype=np.int64)
     rows = max(1, _CHUNK // bpem.g)
+    spectrum: NDArray[np.int64] | None = None
     for r0 in range(0, reports.size, rows):
-        v, w, s = _report_terms(bpem, reports[r0 : r0 + rows])
-        per = max(1, _CHUNK // w.size)
-        for p0 in range(0, parent_hashes.size, per):
-            hashes = parent_hashes[p0 : p0 + per]
-            # the sign of each (parent, report, u): (-1)^(u.y + v.G(P))
-            flip = np.bitwise_count(v[None, :, :] & hashes[:, None, None]) & np.uint8(1)
-            sign = 1.0 - 2.0 * (flip ^ s[None, :, :])
-            index = (
-                np.arange(hashes.size, dtype=np.int64)[:, None, None] * width + w[None]
-            ).ravel()
-            part = np.bincount(index, weights=sign.ravel(), minlength=hashes.size * width)
-            spectrum[p0 : p0 + hashes.size] += np.rint(part).astype(np.int64).reshape(-1, width)
+        a, y, w = _report_terms(bpem, reports[r0 : r0 + rows])
+        part = hadamard_spectrum(a, y, w, parent_hashes, width)
+        spectrum = part if spectrum is None else spectrum + part
+    assert spectrum is not None
     return spectrum
 
 
@@ -155,9 +129,16 @@ def counts_from_spectrum(
     bpem: BytePrefixExtension, spectrum: NDArray[np.int64], reports: int
 ) -> NDArray[np.int64]:
     """Support counts (P, 2^(8 step)) int64 from the summed spectrum of ``reports``
-    reports (:func:`extension_spectrum`): its Walsh-Hadamard transform over ``g``."""
+    reports (:func:`extension_spectrum`): its Walsh-Hadamard transform over ``g``,
+    computed in ``spectrum``'s own memory when it is a C-contiguous int64 array (it is
+    overwritten)."""
+    out = np.ascontiguousarray(spectrum, dtype=np.int64)
+    if out.ndim != 2 or out.shape[1] != 1 << (8 * bpem.step):
+        raise ValueError(f"spectrum must have shape (P, {1 << (8 * bpem.step)}), got {out.shape}")
     # |S(w)| summed over w is at most (reports x g): the transform's every partial sum
-    return walsh_hadamard(spectrum, max(reports, 1) * bpem.g) // bpem.g
+    walsh_hadamard_rows(out, max(reports, 1) * bpem.g)
+    out //= bpem.g
+    return out
 
 
 def extension_counts(
@@ -199,16 +180,6 @@ def _ended(bpem: BytePrefixExtension, parents: NDArray[np.uint8], level: int) ->
     if level == 0:
         return np.zeros(parents.shape[0], dtype=bool)
     return np.asarray(parents[:, bpem.step * level - 1] == 0)
-
-
-def _valid_extensions(
-    bpem: BytePrefixExtension, parents: NDArray[np.uint8], level: int
-) -> NDArray[np.bool_]:
-    """Which extensions ``x`` (P, 2^(8 step)) can occur after each parent."""
-    ok = _open_extensions(bpem)
-    valid = np.broadcast_to(ok, (parents.shape[0], ok.size)).copy()
-    valid[_ended(bpem, parents, level)] = np.arange(ok.size) == 0
-    return valid
 
 
 def _extend(
@@ -381,16 +352,27 @@ def _strongest(
     keys = np.zeros(0, dtype=np.int64)
     counts = np.zeros(0, dtype=np.int64)
     passing = 0
+    # the counts wanted are usually all those from a least one: compares, no lookup
+    least = int(np.argmax(wanted)) if wanted.any() else wanted.size
+    upward = bool(wanted[least:].all())
+    open_x, ended = _open_extensions(bpem), _ended(bpem, parents, level)
+    shut_x = np.flatnonzero(~open_x)  # never after a parent that has not ended
     for p0 in range(0, parents.shape[0], _PARENTS_AT_ONCE):
         block = counts_from_spectrum(bpem, spectrum(hashes[p0 : p0 + _PARENTS_AT_ONCE]), reports)
-        ok = _valid_extensions(bpem, parents[p0 : p0 + _PARENTS_AT_ONCE], level)
-        ok &= wanted[block]
-        passing += int(np.count_nonzero(ok))
+        mask = block >= least if upward else wanted[block]
+        done = ended[p0 : p0 + block.shape[0]]
+        # the valid ones: open extensions of parents that have not ended, padding after one
+        shut = mask[:, shut_x].sum(axis=1)
+        invalid = int(shut[~done].sum()) + (int(mask[done, 1:].sum()) if done.any() else 0)
+        passing += int(np.count_nonzero(mask)) - invalid
         if cap is not None and counts.size >= cap:  # below the cap-th best: never kept
-            ok &= block >= counts.min()
-        rows, xs = np.nonzero(ok)
+            mask &= block >= counts.min()
+        rows, xs = np.nonzero(mask)
+        ok = np.where(done[rows], xs == 0, open_x[xs])
+        rows, xs = rows[ok], xs[ok]
+        got = block[rows, xs]
         keys = np.concatenate([keys, (rows + p0).astype(np.int64) * width + xs])
-        counts = np.concatenate([counts, block[rows, xs]])
+        counts = np.concatenate([counts, got])
         if cap is not None and counts.size > cap:
             # one sortable score: the count, then the earlier key
             score = (counts << 32) | ((1 << 32) - 1 - keys)

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 __all__ = [
     "binary_draw",
     "byte_histograms",
+    "hadamard_spectrum",
     "kernel_backend",
     "olh_candidate_counts",
     "olh_encode",
@@ -27,6 +28,7 @@ __all__ = [
     "olh_support_pairs",
     "packed_column_bit_counts",
     "piecewise_draw",
+    "walsh_hadamard_rows",
     "words_to_uniforms",
 ]
 
@@ -161,3 +163,29 @@ def piecewise_draw(
     """Piecewise-mechanism reports (Wang et al. 2019), one uniform per value, shape (n,)."""
     out = _module().piecewise_draw(x, u, c, p_centre, alpha, c_duchi)
     return np.asarray(out, dtype=np.float64)
+
+
+def hadamard_spectrum(
+    a: NDArray[np.uint64],
+    y: NDArray[np.uint8],
+    w: NDArray[np.int64],
+    hashes: NDArray[np.uint64],
+    width: int,
+) -> NDArray[np.int64]:
+    """Byte-PEM's spectra, shape (P, width) int64.
+
+    For each parent ``p``, report ``i`` (rows ``a[i]`` (r,) uint64, bucket ``y[i]``) and
+    ``u`` in ``0..g-1``: ``out[p, w[i, u]] += (-1)^parity(u & z)``, where bit ``j`` of
+    ``z = y[i] XOR (parity(a[i, j] & hashes[p]))_j``: ``u.y + (A^T u).G(P)`` mod 2.
+    """
+    out = _module().hadamard_spectrum(a, y, w, hashes, width)
+    return np.asarray(out, dtype=np.int64)
+
+
+def walsh_hadamard_rows(values: NDArray[np.int64], bound: int) -> NDArray[np.int64]:
+    """The unnormalised Walsh-Hadamard transform of each row of ``values`` (P, 2^m)
+    int64, C-contiguous, in place; every partial sum is at most ``bound`` in magnitude
+    (the NumPy path then computes in float32 below 2^24 and int32 below 2^31, exactly).
+    Returns ``values``."""
+    _module().walsh_hadamard_rows(values, bound)
+    return values

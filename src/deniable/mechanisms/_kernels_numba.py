@@ -19,9 +19,12 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from ._hadamard_numba import hadamard_spectrum, walsh_hadamard_rows
+
 __all__ = [
     "binary_draw",
     "byte_histograms",
+    "hadamard_spectrum",
     "olh_candidate_counts",
     "olh_encode",
     "olh_support_counts",
@@ -29,6 +32,7 @@ __all__ = [
     "packed_column_bit_counts",
     "piecewise_draw",
     "ue_lazy_encode",
+    "walsh_hadamard_rows",
     "words_to_uniforms",
 ]
 

@@ -12,6 +12,7 @@ NumPy's ufuncs release the GIL.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,12 +24,14 @@ from numpy.typing import NDArray
 __all__ = [
     "binary_draw",
     "byte_histograms",
+    "hadamard_spectrum",
     "olh_candidate_counts",
     "olh_encode",
     "olh_support_counts",
     "olh_support_pairs",
     "packed_column_bit_counts",
     "piecewise_draw",
+    "walsh_hadamard_rows",
     "words_to_uniforms",
 ]
 
@@ -379,3 +382,65 @@ def piecewise_draw(
         tails = np.where(s < left + c, s - c, s - 1.0)
         out[rest] = np.where(centre, left + ui / p_centre * (c - 1.0), tails)
     return out
+
+
+#: ``1 - 2 parity(x)`` for every byte ``x``.
+_SIGNS = (1 - 2 * (np.bitwise_count(np.arange(256)) & 1).astype(np.int64)).astype(np.float64)
+
+
+def hadamard_spectrum(
+    a: NDArray[np.uint64],
+    y: NDArray[np.uint8],
+    w: NDArray[np.int64],
+    hashes: NDArray[np.uint64],
+    width: int,
+) -> NDArray[np.int64]:
+    """Byte-PEM's spectra, shape (P, width) (see ``_kernels.hadamard_spectrum``): a few
+    parents at a time, each entry's sign by one table lookup and one ``bincount``."""
+    out = np.zeros((hashes.size, width), dtype=np.int64)
+    n, r = a.shape
+    us = np.arange(w.shape[1], dtype=np.uint8)
+    per = max(1, _BLOCK * 8 // max(w.size, 1))
+    for p0 in range(0, hashes.size, per):
+        h = hashes[p0 : p0 + per]
+        z = np.broadcast_to(y, (h.size, n)).copy()
+        for j in range(r):
+            z ^= (np.bitwise_count(a[:, j][None, :] & h[:, None]) & np.uint8(1)) << np.uint8(j)
+        sign = _SIGNS[us[None, None, :] & z[:, :, None]]
+        index = (np.arange(h.size, dtype=np.int64)[:, None, None] * width + w[None]).ravel()
+        part = np.bincount(index, weights=sign.ravel(), minlength=h.size * width)
+        out[p0 : p0 + h.size] = np.rint(part).astype(np.int64).reshape(-1, width)
+    return out
+
+
+@functools.cache
+def _hadamard(size: int) -> NDArray[np.float64]:
+    h = np.ones((1, 1))
+    while h.shape[0] < size:
+        h = np.block([[h, h], [h, -h]])
+    return h
+
+
+def walsh_hadamard_rows(values: NDArray[np.int64], bound: int) -> None:
+    """In place: the unnormalised Walsh-Hadamard transform of each row (P, 2^m) int64.
+
+    The lowest 8 bits of the index by one product with the 256 x 256 Hadamard matrix,
+    the others by butterflies on long runs; the product in float32 while ``bound`` <
+    2^24 (exact) and the butterflies in int32 below 2^31: half the memory traffic of
+    float64 and int64.
+    """
+    rows, size = values.shape
+    real = np.float32 if bound < 2**24 else np.float64
+    whole = np.int32 if bound < 2**31 else np.int64
+    low = min(size, 256)
+    out = np.rint(values.reshape(-1, low).astype(real) @ _hadamard(low).astype(real))
+    out = out.astype(whole).reshape(rows, size)
+    h = low
+    while h < size:
+        view = out.reshape(rows, size // (2 * h), 2, h)
+        first, second = view[..., 0, :], view[..., 1, :]
+        kept = first.copy()
+        first += second
+        np.subtract(kept, second, out=second)
+        h *= 2
+    values[...] = out

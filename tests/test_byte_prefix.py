@@ -13,9 +13,11 @@ import pytest
 
 from deniable import estimate
 from deniable.errors import PrivacyWarning, ReportValidationError
+from deniable.estimation import detection_limit
 from deniable.estimation.byte_prefix import (
     extension_counts,
     find_string_heavy_hitters,
+    support_counts,
     walsh_hadamard,
 )
 from deniable.mechanisms.byte_prefix import (
@@ -157,6 +159,58 @@ def test_long_strings_are_found_with_their_estimates():
     assert found.reports_per_level.sum() == n
     same = estimate(bpem, bpem.randomize(values, rng), threshold=0.05, top_k=2)
     assert same.values == [composed, "requests"]
+
+
+def test_a_value_that_ends_early_is_tested_on_every_later_level():
+    """Epsilon 4, 60,000 reports, threshold 5%: a 4-byte value at 15% (above its
+    detection limit, 5.3%) and a 16-byte one at 10% (6.3%). In 16 levels of 1 byte the
+    short value ends at level 4; its estimate pools levels 5..15 (the support counts of
+    the direct hash tests, level by level), so its standard error is the one of 11
+    levels' reports, and both estimates are within 4 standard errors of the truth."""
+    bpem = BytePrefixExtension(4.0, max_bytes=16, step=1)
+    rng = np.random.default_rng(11)
+    values = np.array(
+        ["abcd"] * 9000 + ["a-long-value-16b"] * 6000 + [f"t{i}" for i in range(45_000)]
+    )
+    reports = bpem.randomize(values, rng)
+    found = find_string_heavy_hitters(bpem, reports, threshold=0.05)
+    assert found.values == ["abcd", "a-long-value-16b"]
+    share = {"abcd": 0.15, "a-long-value-16b": 0.1}
+    p, q = bpem.p_star, bpem.q_star
+    later = reports[reports["level"] >= 5]
+    row = bpem.encode_values(["abcd"])
+    pooled = sum(
+        int(support_counts(bpem, later[later["level"] == lv], bpem.prefix_ids(row, lv))[0])
+        for lv in range(5, 16)
+    )
+    assert found.estimate[0] == pytest.approx((pooled / later.size - q) / (p - q))
+    last = int(np.sum(reports["level"] == 15))
+    for value, est, se in zip(found.values, found.estimate, found.std_error, strict=True):
+        s = q + (p - q) * est
+        pooled_n = later.size if value == "abcd" else last
+        assert se == pytest.approx(math.sqrt(s * (1 - s) / pooled_n) / (p - q))
+        assert abs(est - share[value]) < 4 * se
+    assert found.std_error[0] < found.std_error[1] / 2.5  # 11 levels of reports against 1
+
+
+@pytest.mark.slow
+def test_the_detection_limit_predicts_the_recall_of_a_short_value():
+    """A 3-byte value placed at the limit for recall 0.5 (8 levels of 1 byte, epsilon
+    1): found in about half of 100 runs (a normal approximation: within 4 binomial
+    sigmas plus 0.1); its limit is below that of an 8-byte value."""
+    bpem = BytePrefixExtension(1.0, max_bytes=8, step=1)
+    n, threshold, runs = 20_000, 0.1, 100
+    f = detection_limit(bpem, n, threshold, recall=0.5, length=3)
+    assert f < detection_limit(bpem, n, threshold, recall=0.5)
+    names = np.array(["xyz", "other-8b"] + [f"q{i:04d}" for i in range(3000)])
+    weights = np.concatenate([[f, 0.2], np.full(3000, (0.8 - f) / 3000)])
+    found = 0
+    for run in range(runs):
+        rng = np.random.default_rng([23, run])
+        sample = names[rng.choice(names.size, n, p=weights)]
+        hit = find_string_heavy_hitters(bpem, bpem.randomize(sample, rng), threshold).values
+        found += "xyz" in hit
+    assert abs(found / runs - 0.5) <= 4 * math.sqrt(0.25 / runs) + 0.1
 
 
 @pytest.mark.slow

@@ -196,6 +196,12 @@ def test_byte_pem_kernels_agree() -> None:
             _kernels_numpy.hadamard_spectrum(a, y, w, hashes, width),
             numba_kernels.hadamard_spectrum(a, y, w, hashes, width),
         )
+        ids = rng.integers(0, 2**64, 2 * parents, dtype=np.uint64)
+        direct = _kernels_numpy.linear_hash_counts(a, y, ids)
+        np.testing.assert_array_equal(direct, numba_kernels.linear_hash_counts(a, y, ids))
+        bits = np.bitwise_count(a[:, None, :] & ids[None, :, None]) & 1  # (n, E, r)
+        bucket = (bits.astype(np.int64) << np.arange(r)).sum(axis=2)
+        np.testing.assert_array_equal(direct, (bucket == y[:, None]).sum(axis=0))
     for bound in (2**20, 2**40):
         values = rng.integers(-bound // 4096, bound // 4096, (3, 4096))
         one, two = values.copy(), values.copy()

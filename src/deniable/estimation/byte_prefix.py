@@ -20,6 +20,7 @@ tests, and the counts are exact integers.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -28,23 +29,26 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ..errors import ReportValidationError
-from ..mechanisms._kernels import hadamard_spectrum, walsh_hadamard_rows
+from ..mechanisms._kernels import hadamard_spectrum, linear_hash_counts, walsh_hadamard_rows
 from ..mechanisms.byte_prefix import BytePrefixExtension, prefix_hashes
 from .prefix import (
     PrefixHeavyHitters,
     _estimate_level,
     _overflow,
+    _Plan,
     _plan,
     _result,
 )
 
 __all__ = [
     "SpectrumCounter",
+    "SupportCounter",
     "counts_from_spectrum",
     "extension_counts",
     "extension_spectrum",
     "find_string_heavy_hitters",
     "search_string_levels",
+    "support_counts",
     "walsh_hadamard",
 ]
 
@@ -168,18 +172,28 @@ def extension_counts(
 SpectrumCounter = Callable[[int, NDArray[np.uint64]], NDArray[np.int64]]
 
 
-def _open_extensions(bpem: BytePrefixExtension) -> NDArray[np.bool_]:
-    """The extensions ``x`` (2^(8 step),) that may follow a parent that has not ended:
-    no NUL inside a value, so a padding byte is followed by padding only."""
+#: ``support(level, ids (E,) uint64) -> support counts (E,) int64`` of arbitrary ids
+#: among that level's reports (:func:`support_counts`).
+SupportCounter = Callable[[int, NDArray[np.uint64]], NDArray[np.int64]]
+
+
+def support_counts(
+    bpem: BytePrefixExtension, reports: NDArray[np.void], ids: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """How many of ``reports`` (shape (n,), one level's) support each id (E,) uint64
+    (``BytePrefixExtension.prefix_ids``): ``#{i : A_i id = y_i}``, int64 (E,)."""
+    a = np.ascontiguousarray(reports["a"].reshape(reports.size, bpem.r))
+    return linear_hash_counts(a, np.ascontiguousarray(reports["y"], dtype=np.uint8), ids)
+
+
+def _extension_kinds(bpem: BytePrefixExtension) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """``(goes on, ends)``, each (2^(8 step),) bool: the extensions ``x`` of a prefix
+    with no padding yet that hold no padding, and those that end it (padding at the
+    end; never a NUL inside a value, so padding is followed by padding only)."""
     x = np.arange(1 << (8 * bpem.step))
-    return np.ones(x.size, dtype=bool) if bpem.step == 1 else ((x & 0xFF) != 0) | (x >> 8 == 0)
-
-
-def _ended(bpem: BytePrefixExtension, parents: NDArray[np.uint8], level: int) -> NDArray[np.bool_]:
-    """Which parents (P,) already ended in padding: they extend by padding only."""
-    if level == 0:
-        return np.zeros(parents.shape[0], dtype=bool)
-    return np.asarray(parents[:, bpem.step * level - 1] == 0)
+    if bpem.step == 1:
+        return x != 0, x == 0
+    return ((x & 0xFF) != 0) & (x >> 8 != 0), x >> 8 == 0
 
 
 def _extend(
@@ -228,15 +242,16 @@ def find_string_heavy_hitters(
     levels = arr["level"]
     mine: dict[int, NDArray[np.void]] = {}  # the reports of the current level
 
-    def spectrum(level: int, hashes: NDArray[np.uint64]) -> NDArray[np.int64]:
+    def of_level(level: int) -> NDArray[np.void]:
         if level not in mine:
             mine.clear()
             mine[level] = arr[levels == level]
-        return extension_spectrum(bpem, mine[level], hashes)
+        return mine[level]
 
     return search_string_levels(
         bpem,
-        spectrum,
+        lambda level, hashes: extension_spectrum(bpem, of_level(level), hashes),
+        lambda level, ids: support_counts(bpem, of_level(level), ids),
         np.bincount(levels, minlength=bpem.levels),
         threshold,
         miss_rate,
@@ -250,6 +265,7 @@ def find_string_heavy_hitters(
 def search_string_levels(
     bpem: BytePrefixExtension,
     spectrum: SpectrumCounter,
+    support: SupportCounter,
     reports_per_level: NDArray[np.int64],
     threshold: float = 0.01,
     miss_rate: float = 0.05,
@@ -261,8 +277,9 @@ def search_string_levels(
 ) -> PrefixHeavyHitters:
     """The search of :func:`find_string_heavy_hitters`, with the reports wherever they
     are: ``spectrum(level, parent_hashes)`` returns the summed
-    :func:`extension_spectrum` of that level's reports (in one process, or added up
-    over Spark tasks), and ``reports_per_level`` (levels,) int64 counts them.
+    :func:`extension_spectrum` of that level's reports and ``support(level, ids)`` their
+    :func:`support_counts` (in one process, or added up over Spark tasks);
+    ``reports_per_level`` (levels,) int64 counts them.
 
     Raises
     ------
@@ -277,51 +294,144 @@ def search_string_levels(
         raise ReportValidationError(
             f"reports_per_level must hold {bpem.levels} non-negative counts, not all 0"
         )
+    goes_on, ends = _extension_kinds(bpem)
+    z_pool = float(special.ndtri(1 - plan.miss_rate / bpem.levels))
     parents = np.zeros((1, bpem.max_bytes), dtype=np.uint8)
+    pool = _Pool(np.zeros((0, bpem.max_bytes), dtype=np.uint8))
     n_level: list[int] = []
     n_candidates: list[int] = []
     warnings: list[str] = []
-    _, _, _, p_star, q_star = bpem._search_shape()
     for level in range(bpem.levels):
-        n_l, last = int(sizes[level]), level == bpem.levels - 1
-        ended = int(_ended(bpem, parents, level).sum())  # each tests one extension
-        tested = ended + (parents.shape[0] - ended) * int(_open_extensions(bpem).sum())
+        n_l, last, start = int(sizes[level]), level == bpem.levels - 1, bpem.step * level
+        tested = parents.shape[0] * int((goes_on | ends).sum())
         n_level.append(n_l)
-        n_candidates.append(tested)
+        n_candidates.append(tested + pool.size)
+        if pool.size and n_l:  # the ended values gather this level's evidence
+            pool.add(support(level, bpem.prefix_ids(pool.rows, level)), n_l)
+            if not last:
+                pool.prune(bpem, plan, z_pool)
         c = np.arange(n_l + 1)
-        if last:  # the exact test of frequency <= threshold / 2 (of 0 in top-k mode)
-            null = q_star + (p_star - q_star) * (0 if plan.top_k else plan.threshold / 2)
-            pvalues = np.where(c > 0, special.bdtrc(c - 1, max(n_l, 1), null), 1.0)
-            wanted = (
-                np.ones(c.size, dtype=bool)
-                if plan.top_k
-                else pvalues <= plan.false_discoveries / max(tested, 1)
+        if last:  # the exact test, over this level's candidates (family b)
+            null = _null(bpem, plan)
+            pvalue_b = np.where(c > 0, special.bdtrc(c - 1, max(n_l, 1), null), 1.0)
+            cut = plan.false_discoveries / 2 / max(tested, 1)
+            wanted = np.ones(c.size, dtype=bool) if plan.top_k else pvalue_b <= cut
+            kinds: tuple[tuple[NDArray[np.bool_], int | None], ...] = (
+                (goes_on | ends, plan.top_k),
             )
-            cap = plan.top_k
         else:  # generous: the upper bound reaches the threshold (all in top-k mode)
             est, se = _estimate_level(bpem, c, n_l)
             wanted = (
                 np.ones(c.size, dtype=bool) if plan.top_k else est + plan.z * se >= plan.threshold
             )
-            cap = plan.cap
-        parent_of, x, counts, passing = _strongest(
-            bpem, functools.partial(spectrum, level), n_l, parents, level, wanted, cap
-        )
+            kinds = ((goes_on, plan.cap), (ends, plan.cap))
+        hashes = prefix_hashes(parents, start)
+        found = _strongest(bpem, functools.partial(spectrum, level), n_l, hashes, wanted, kinds)
         if last:
+            parent_of, x, counts_b, _ = found[0]
             break
+        (parent_of, x, _, passing), (end_of, end_x, _, _) = found
         if passing > plan.cap and plan.top_k is None:
             _overflow(level, passing, int(sizes.sum()), bpem, plan, warnings)
-        parents = _extend(bpem, parents, parent_of, x, bpem.step * level)
-    found = _extend(bpem, parents, parent_of, x, bpem.step * (bpem.levels - 1))
-    decoded = [bpem.decode(bytes(row)) for row in found]
+        pool.admit(_extend(bpem, parents, end_of, end_x, start))
+        parents = _extend(bpem, parents, parent_of, x, start)
+    rows_b = _extend(bpem, parents, parent_of, x, bpem.step * (bpem.levels - 1))
+    return _final_strings(bpem, plan, pool, rows_b, counts_b, n_level, n_candidates, warnings)
+
+
+def _null(bpem: BytePrefixExtension, plan: _Plan) -> float:
+    """The chance that a report supports a value of frequency ``threshold / 2`` (0 in
+    top-k mode): the null of the last test."""
+    _, _, _, p_star, q_star = bpem._search_shape()
+    return float(q_star + (p_star - q_star) * (0 if plan.top_k else plan.threshold / 2))
+
+
+class _Pool:
+    """Values that ended (padding reached) before the last level, with the support
+    counts and reports of every level after the one that admitted them."""
+
+    def __init__(self, rows: NDArray[np.uint8]) -> None:
+        self.rows = rows
+        self.counts = np.zeros(rows.shape[0], dtype=np.int64)
+        self.reports = np.zeros(rows.shape[0], dtype=np.int64)
+
+    @property
+    def size(self) -> int:
+        return int(self.rows.shape[0])
+
+    def admit(self, rows: NDArray[np.uint8]) -> None:
+        self.rows = np.concatenate([self.rows, rows])
+        self.counts = np.concatenate([self.counts, np.zeros(rows.shape[0], dtype=np.int64)])
+        self.reports = np.concatenate([self.reports, np.zeros(rows.shape[0], dtype=np.int64)])
+
+    def add(self, counts: NDArray[np.int64], reports: int) -> None:
+        self.counts += counts
+        self.reports += reports
+
+    def estimates(self, bpem: BytePrefixExtension) -> tuple[NDArray[np.float64], ...]:
+        """Pooled ``(estimate, std_error)`` of each value (std_error inf without reports)."""
+        _, _, _, p_star, q_star = bpem._search_shape()
+        n = np.maximum(self.reports, 1)
+        share = self.counts / n
+        est = (share - q_star) / (p_star - q_star)
+        se = np.sqrt(np.maximum(share * (1 - share), 1e-300) / n) / (p_star - q_star)
+        return est, np.where(self.reports > 0, se, np.inf)
+
+    def keep(self, which: NDArray[Any]) -> None:
+        self.rows, self.counts, self.reports = (
+            self.rows[which],
+            self.counts[which],
+            self.reports[which],
+        )
+
+    def prune(self, bpem: BytePrefixExtension, plan: _Plan, z: float) -> None:
+        """Keep the values whose pooled upper bound (``z``: ``miss_rate`` split over the
+        levels) reaches the threshold; in top-k mode the ``cap`` largest estimates."""
+        est, se = self.estimates(bpem)
+        if plan.top_k is None:
+            self.keep(est + z * se >= plan.threshold)
+        elif self.size > plan.cap:
+            self.keep(np.argsort(-est, kind="stable")[: plan.cap])
+
+
+def _final_strings(
+    bpem: BytePrefixExtension,
+    plan: _Plan,
+    pool: _Pool,
+    rows_b: NDArray[np.uint8],
+    counts_b: NDArray[np.int64],
+    n_level: list[int],
+    n_candidates: list[int],
+    warnings: list[str],
+) -> PrefixHeavyHitters:
+    """The values returned: the pool's (family a: tested on the levels after their
+    admission, at ``false_discoveries / 2`` over the at most ``(levels - 1) cap``
+    admitted) and the last level's (family b: already tested on that level, at
+    ``false_discoveries / 2`` over its candidates); decoded, largest estimate first."""
+    null = _null(bpem, plan)
+    pool.keep(pool.reports > 0)
+    c = pool.counts
+    pvalue_a = np.where(c > 0, special.bdtrc(c - 1, np.maximum(pool.reports, 1), null), 1.0)
+    if plan.top_k is None:
+        admitted = (bpem.levels - 1) * plan.cap
+        pool.keep(pvalue_a <= plan.false_discoveries / 2 / admitted)
+        pvalue_a = pvalue_a[pvalue_a <= plan.false_discoveries / 2 / admitted]
+    est_a, se_a = pool.estimates(bpem)
+    n_last = n_level[-1]
+    est_b, se_b = _estimate_level(bpem, counts_b, n_last)
+    pvalue_b = np.where(counts_b > 0, special.bdtrc(counts_b - 1, max(n_last, 1), null), 1.0)
+    rows = np.concatenate([pool.rows, rows_b])
+    est, se = np.concatenate([est_a, est_b]), np.concatenate([se_a, se_b])
+    pvalue = np.concatenate([pvalue_a, pvalue_b])
+    order = np.argsort(-est, kind="stable")
+    decoded = [bpem.decode(bytes(row)) for row in rows[order]]
     utf8 = np.array([d is not None for d in decoded], dtype=bool)
-    counts = counts[utf8] if counts.size else counts
-    estimate, std_error = _estimate_level(bpem, counts, n_level[-1])
+    order = order[utf8][: plan.top_k] if plan.top_k else order[utf8]
     return _result(
-        [d for d in decoded if d is not None],
-        estimate,
-        std_error,
-        pvalues[counts] if counts.size else np.zeros(0),
+        [d for d in decoded if d is not None][: len(order)],
+        est[order],
+        se[order],
+        pvalue[order],
         n_level,
         n_candidates,
         plan,
@@ -337,48 +447,100 @@ def _strongest(
     bpem: BytePrefixExtension,
     spectrum: Callable[[NDArray[np.uint64]], NDArray[np.int64]],
     reports: int,
-    parents: NDArray[np.uint8],
-    level: int,
+    hashes: NDArray[np.uint64],
     wanted: NDArray[np.bool_],
-    cap: int | None,
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]:
-    """``(parent index, x, count, passing)``: the valid extensions whose support count
-    ``c`` has ``wanted[c]``, at most ``cap`` of them with the largest counts (ties: the
-    first in parent and ``x`` order), largest first; ``passing`` counts every one that
-    qualified. Parents are counted a few at a time, so memory stays bounded whatever
-    the survivors."""
+    kinds: tuple[tuple[NDArray[np.bool_], int | None], ...],
+) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]]:
+    """For each kind ``(allowed x (2^(8 step),) bool, cap)``: ``(parent index, x, count,
+    passing)`` of the allowed extensions whose support count ``c`` has ``wanted[c]``,
+    at most ``cap`` of them with the largest counts (ties: the first in parent and ``x``
+    order), largest first; ``passing`` counts every one that qualified. Parents (their
+    ``hashes``, (P,) uint64) are counted a few at a time: memory stays bounded."""
     width = 1 << (8 * bpem.step)
-    hashes = prefix_hashes(parents, bpem.step * level)
-    keys = np.zeros(0, dtype=np.int64)
-    counts = np.zeros(0, dtype=np.int64)
-    passing = 0
     # the counts wanted are usually all those from a least one: compares, no lookup
     least = int(np.argmax(wanted)) if wanted.any() else wanted.size
     upward = bool(wanted[least:].all())
-    open_x, ended = _open_extensions(bpem), _ended(bpem, parents, level)
-    shut_x = np.flatnonzero(~open_x)  # never after a parent that has not ended
-    for p0 in range(0, parents.shape[0], _PARENTS_AT_ONCE):
+    none = np.zeros(0, dtype=np.int64)
+    kept = [(none, none, 0) for _ in kinds]
+    for p0 in range(0, hashes.size, _PARENTS_AT_ONCE):
         block = counts_from_spectrum(bpem, spectrum(hashes[p0 : p0 + _PARENTS_AT_ONCE]), reports)
-        mask = block >= least if upward else wanted[block]
-        done = ended[p0 : p0 + block.shape[0]]
-        # the valid ones: open extensions of parents that have not ended, padding after one
-        shut = mask[:, shut_x].sum(axis=1)
-        invalid = int(shut[~done].sum()) + (int(mask[done, 1:].sum()) if done.any() else 0)
-        passing += int(np.count_nonzero(mask)) - invalid
-        if cap is not None and counts.size >= cap:  # below the cap-th best: never kept
-            mask &= block >= counts.min()
-        rows, xs = np.nonzero(mask)
-        ok = np.where(done[rows], xs == 0, open_x[xs])
-        rows, xs = rows[ok], xs[ok]
-        got = block[rows, xs]
-        keys = np.concatenate([keys, (rows + p0).astype(np.int64) * width + xs])
-        counts = np.concatenate([counts, got])
-        if cap is not None and counts.size > cap:
-            # one sortable score: the count, then the earlier key
-            score = (counts << 32) | ((1 << 32) - 1 - keys)
-            top = np.argpartition(-score, cap - 1)[:cap]
-            keys, counts = keys[top], counts[top]
-    score = (counts << 32) | ((1 << 32) - 1 - keys)
-    order = np.argsort(-score, kind="stable")
-    keys, counts = keys[order], counts[order]
-    return keys // width, keys % width, counts, passing
+        qualified = block >= least if upward else wanted[block]
+        for k, (allowed, cap) in enumerate(kinds):
+            keys, counts, passing = kept[k]
+            mask = qualified & allowed[None, :]
+            passing += int(np.count_nonzero(mask))
+            if cap is not None and counts.size >= cap:  # below the cap-th best: never kept
+                mask &= block >= counts.min()
+            rows, xs = np.nonzero(mask)
+            keys = np.concatenate([keys, (rows + p0).astype(np.int64) * width + xs])
+            counts = np.concatenate([counts, block[rows, xs]])
+            if cap is not None and counts.size > cap:
+                top = np.argpartition(-_score(keys, counts), cap - 1)[:cap]
+                keys, counts = keys[top], counts[top]
+            kept[k] = (keys, counts, passing)
+    out = []
+    for keys, counts, passing in kept:
+        order = np.argsort(-_score(keys, counts), kind="stable")
+        out.append((keys[order] // width, keys[order] % width, counts[order], passing))
+    return out
+
+
+def _score(keys: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """One sortable score: the count, then the earlier key."""
+    return np.asarray((counts << 32) | ((1 << 32) - 1 - keys), dtype=np.int64)
+
+
+def _found_string_probability(
+    bpem: BytePrefixExtension,
+    n: float,
+    f: float,
+    threshold: float,
+    false_discoveries: float,
+    miss_rate: float,
+    cap: int,
+    length: int,
+) -> float:
+    """Normal approximation of Pr(a value of ``length`` bytes and frequency ``f`` is
+    returned by :func:`find_string_heavy_hitters`): it survives the pruning of every
+    level before the one where it ends (the upper bound reaches the threshold, and its
+    estimate beats the cap-th largest of the null ones), then either the last level's
+    test (a value that ends in the last step) or its admission and the pooled test of
+    the levels after (``false_discoveries / 2`` over ``(levels - 1) cap`` admitted),
+    after the last pooled pruning."""
+    levels, width, _, p_star, q_star = bpem._search_shape()
+    n_level, gap, q = n / levels, float(p_star - q_star), float(q_star)
+    ending = 256.0 if bpem.step == 2 else 1.0  # the extensions that end a value
+
+    def se(freq: float, reports: float) -> float:
+        s = q + gap * freq
+        return math.sqrt(max(s * (1 - s), 1e-300) / reports) / gap
+
+    def passes(bar: float, reports: float) -> float:
+        return float(special.ndtr((f - bar) / se(f, reports)))
+
+    def pruned(level: int, per_parent: float) -> float:  # survives one level's pruning
+        tested = per_parent * (1 if level == 0 else cap)
+        bar = threshold - z_miss * se(threshold, n_level)
+        if tested > cap:  # the cap-th largest of the null estimates
+            bar = max(bar, se(0.0, n_level) * float(special.ndtri(1 - cap / tested)))
+        return passes(bar, n_level)
+
+    z_miss = float(special.ndtri(1 - miss_rate))
+    end = min(length // bpem.step, levels - 1)
+    prob = math.prod(pruned(level, width) for level in range(end))
+    s0 = q + gap * threshold / 2
+    if end == levels - 1:  # tested on the last level, over its candidates
+        tested = width * (1 if end == 0 else cap)
+        z_test = float(special.ndtri(1 - false_discoveries / 2 / tested))
+        return prob * passes(
+            threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / n_level) / gap, n_level
+        )
+    prob *= pruned(end, ending)
+    pooled = n_level * (levels - 1 - end)
+    z_test = float(special.ndtri(1 - false_discoveries / 2 / ((levels - 1) * cap)))
+    prob *= passes(threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / pooled) / gap, pooled)
+    if end < levels - 2:  # the pooled pruning before the last level
+        z_pool = float(special.ndtri(1 - miss_rate / levels))
+        before = pooled - n_level
+        prob *= passes(threshold - z_pool * se(threshold, before), before)
+    return float(prob)

@@ -42,6 +42,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ..errors import DetectionLimitError, ReportValidationError
+from ..mechanisms.byte_prefix import BytePrefixExtension
 from ..mechanisms.prefix import PrefixExtension
 from ..validation import check_integer, check_probability
 from .common import normal_only_interval
@@ -235,6 +236,7 @@ def detection_limit(
     false_discoveries: float = 0.05,
     miss_rate: float = 0.05,
     max_survivors: int | None = None,
+    length: int | None = None,
 ) -> float:
     """The smallest frequency that :func:`find_heavy_hitters` finds with probability
     ``recall`` from ``n`` reports, before any are collected.
@@ -255,6 +257,12 @@ def detection_limit(
     threshold, false_discoveries, miss_rate, max_survivors
         As for :func:`find_heavy_hitters`.
     recall : float in (0, 1), default 0.9
+    length : int in 0..max_bytes, optional
+        BytePrefixExtension only: the value's length in bytes of UTF-8 (default
+        ``max_bytes``). A value that ends before the last level is tested on the
+        reports of every level after the one that admitted it
+        (:func:`~deniable.estimation.byte_prefix.find_string_heavy_hitters`), so short
+        values are found at lower frequencies.
 
     Returns
     -------
@@ -265,7 +273,8 @@ def detection_limit(
     Raises
     ------
     ValueError
-        For a probability outside (0, 1) or ``n < 1``.
+        For a probability outside (0, 1), ``n < 1``, or a ``length`` outside
+        ``0..max_bytes`` (or given for PEM).
     """
     n = check_integer("n", n, minimum=1)
     threshold, recall, false_discoveries, miss_rate = (
@@ -278,9 +287,22 @@ def detection_limit(
         )
     )
     cap = _survivor_cap(threshold, None, max_survivors)
+    if isinstance(pem, BytePrefixExtension):
+        from .byte_prefix import _found_string_probability
 
-    def found(f: float) -> float:
-        return _found_probability(pem, n, f, threshold, false_discoveries, miss_rate, cap)
+        size = check_integer("length", pem.max_bytes if length is None else length, minimum=0)
+        if size > pem.max_bytes:
+            raise ValueError(f"length must be in 0..{pem.max_bytes} (max_bytes), got {size}")
+        shape = (threshold, false_discoveries, miss_rate, cap, size)
+
+        def found(f: float) -> float:
+            return _found_string_probability(pem, n, f, *shape)
+    else:
+        if length is not None:
+            raise ValueError("length applies to BytePrefixExtension only")
+
+        def found(f: float) -> float:
+            return _found_probability(pem, n, f, threshold, false_discoveries, miss_rate, cap)
 
     if found(1.0) < recall:
         return math.inf

@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["hadamard_spectrum", "walsh_hadamard_rows"]
+__all__ = ["hadamard_spectrum", "linear_hash_counts", "walsh_hadamard_rows"]
 
 #: ``1 - 2 parity(x)`` for every byte ``x``.
 _SIGNS = 1 - 2 * (np.bitwise_count(np.arange(256)) & 1).astype(np.int64)
@@ -101,3 +101,32 @@ def walsh_hadamard_rows(values: NDArray[np.int64], bound: int) -> None:
     """In place: the unnormalised Walsh-Hadamard transform of each row (P, 2^m) int64
     (butterflies in int64, one row a thread; ``bound`` is not needed)."""
     _walsh_hadamard_rows(values)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _linear_hash_counts(
+    a: NDArray[np.uint64], y: NDArray[np.uint8], ids: NDArray[np.uint64], out: NDArray[np.int64]
+) -> None:
+    n, r = a.shape
+    for e in numba.prange(ids.shape[0]):
+        h, total = ids[e], 0
+        for i in range(n):
+            z = np.uint64(y[i])
+            for j in range(r):
+                z ^= _parity(a[i, j] & h) << np.uint64(j)
+            total += z == 0
+        out[e] = total
+
+
+def linear_hash_counts(
+    a: NDArray[np.uint64], y: NDArray[np.uint8], ids: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """``out[e] = #{i : A_i ids[e] = y_i}`` over GF(2), shape (E,) int64."""
+    out = np.zeros(ids.shape[0], dtype=np.int64)
+    _linear_hash_counts(
+        np.ascontiguousarray(a, dtype=np.uint64),
+        np.ascontiguousarray(y, dtype=np.uint8),
+        np.ascontiguousarray(ids, dtype=np.uint64),
+        out,
+    )
+    return out

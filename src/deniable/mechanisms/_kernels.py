@@ -22,6 +22,7 @@ __all__ = [
     "byte_histograms",
     "hadamard_spectrum",
     "kernel_backend",
+    "linear_hash_counts",
     "olh_candidate_counts",
     "olh_encode",
     "olh_support_counts",
@@ -189,3 +190,12 @@ def walsh_hadamard_rows(values: NDArray[np.int64], bound: int) -> NDArray[np.int
     Returns ``values``."""
     _module().walsh_hadamard_rows(values, bound)
     return values
+
+
+def linear_hash_counts(
+    a: NDArray[np.uint64], y: NDArray[np.uint8], ids: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """Support counts of arbitrary ids under binary linear hashing, shape (E,) int64:
+    ``out[e] = #{i : A_i ids[e] = y_i}`` over GF(2) (rows ``a`` (n, r) uint64, buckets
+    ``y`` (n,) uint8)."""
+    return np.asarray(_module().linear_hash_counts(a, y, ids), dtype=np.int64)

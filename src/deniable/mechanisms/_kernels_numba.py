@@ -19,12 +19,13 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from ._hadamard_numba import hadamard_spectrum, walsh_hadamard_rows
+from ._hadamard_numba import hadamard_spectrum, linear_hash_counts, walsh_hadamard_rows
 
 __all__ = [
     "binary_draw",
     "byte_histograms",
     "hadamard_spectrum",
+    "linear_hash_counts",
     "olh_candidate_counts",
     "olh_encode",
     "olh_support_counts",

@@ -25,6 +25,7 @@ __all__ = [
     "binary_draw",
     "byte_histograms",
     "hadamard_spectrum",
+    "linear_hash_counts",
     "olh_candidate_counts",
     "olh_encode",
     "olh_support_counts",
@@ -444,3 +445,20 @@ def walsh_hadamard_rows(values: NDArray[np.int64], bound: int) -> None:
         np.subtract(kept, second, out=second)
         h *= 2
     values[...] = out
+
+
+def linear_hash_counts(
+    a: NDArray[np.uint64], y: NDArray[np.uint8], ids: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """``out[e] = #{i : A_i ids[e] = y_i}`` over GF(2), shape (E,) int64: a block of
+    ids at a time against every report."""
+    n, r = a.shape
+    out = np.zeros(ids.size, dtype=np.int64)
+    per = max(1, _BLOCK // max(n, 1))
+    for e0 in range(0, ids.size, per):
+        h = ids[e0 : e0 + per]
+        z = np.broadcast_to(y, (h.size, n)).copy()
+        for j in range(r):
+            z ^= (np.bitwise_count(a[:, j][None, :] & h[:, None]) & np.uint8(1)) << np.uint8(j)
+        out[e0 : e0 + h.size] = np.count_nonzero(z == 0, axis=1)
+    return out

@@ -325,7 +325,8 @@ def heavy_hitters_parquet(
     the reports of each level; then for each block of 64 surviving parents, one job in
     which every task sends back the parents' partial spectra (64 x 2^(8 step) int64,
     :func:`deniable.estimation.byte_prefix.extension_spectrum`), added up by Spark and
-    transformed into counts on the driver
+    transformed into counts on the driver, and one job counts the support of the values
+    that ended before
     (:func:`deniable.estimation.byte_prefix.search_string_levels`). The counts are
     integers, so the result equals the in-process search
     (:func:`~deniable.estimation.find_heavy_hitters`,
@@ -403,8 +404,9 @@ def _string_heavy_hitters(
     options: dict[str, Any],
 ) -> PrefixHeavyHitters:
     """Byte-PEM's level search over the row groups ``groups`` (an RDD of (file, row
-    group)): one job counts each level's reports, then one job a block of parents."""
-    from ..estimation.byte_prefix import extension_spectrum, search_string_levels
+    group)): one job counts each level's reports, then at each level one job a block
+    of parents (their spectra) and one for the values that ended (their support)."""
+    from ..estimation.byte_prefix import extension_spectrum, search_string_levels, support_counts
 
     columns = report_columns(bpem)
     context = groups.context
@@ -437,7 +439,20 @@ def _string_heavy_hitters(
         shared.unpersist()
         return np.asarray(out, dtype=np.int64)
 
-    return search_string_levels(bpem, spectrum, sizes, threshold, miss_rate, **options)
+    def support(level: int, ids: NDArray[np.uint64]) -> NDArray[np.int64]:
+        shared = context.broadcast(ids)
+
+        def partials(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.int64]]:
+            total = np.zeros(shared.value.size, dtype=np.int64)
+            for arr in reports_of(items):
+                total += support_counts(bpem, arr[arr["level"] == level], shared.value)
+            yield total
+
+        out = groups.mapPartitions(partials).treeReduce(np.add)
+        shared.unpersist()
+        return np.asarray(out, dtype=np.int64)
+
+    return search_string_levels(bpem, spectrum, support, sizes, threshold, miss_rate, **options)
 
 
 @overload

@@ -2,10 +2,18 @@
 
 The search is :mod:`deniable.estimation.prefix`'s (generous pruning capped at
 ``SURVIVOR_FACTOR / threshold``, the exact binomial test of ``frequency <= threshold /
-2`` at ``false_discoveries / m`` on the last level, top-k mode), with the counting of
+2`` on the last level, top-k mode), with the counting of
 :class:`~deniable.mechanisms.byte_prefix.BytePrefixExtension`: the candidates of a
 level are every ``step``-byte extension ``x`` of each surviving parent ``P``, and their
 support counts come from one fast Walsh-Hadamard transform a parent.
+
+A value shorter than ``max_bytes`` is padded with zeros, so every level after the one
+where it ends asks about the value itself. Extensions that end a value are admitted
+(at most ``cap`` a level) and tested on the reports of all the levels after their
+admission, pooled (independent of the data that admitted them); the last level's
+candidates are tested on that level. Each family gets half of ``false_discoveries``,
+Bonferroni over ``(levels - 1) cap`` admitted values and over the last level's
+candidates: E[values returned below ``threshold / 2``] <= ``false_discoveries``.
 
 Why: a report ``(A, y)`` supports ``id = G(P) XOR x`` when ``A id = y`` over GF(2), and
 ``[A id = y] = 2^-r sum_u (-1)^(u.y + u.(A id))`` over the ``g = 2^r`` vectors ``u``.
@@ -227,7 +235,11 @@ def find_string_heavy_hitters(
     Parameters and guarantees as :func:`deniable.estimation.prefix.find_heavy_hitters`:
     the expected number of values returned below ``threshold / 2`` is at most
     ``false_discoveries``; the survivors are capped at ``SURVIVOR_FACTOR / threshold``.
-    ``candidates_per_level`` counts the valid extensions tested.
+    A value that ends before the last level is estimated and tested on the reports of
+    every level after the one that admitted it (see the module's text), so its
+    ``std_error`` is about ``sqrt(levels after)`` times smaller than one level's.
+    ``candidates_per_level`` counts the valid extensions tested and the ended values
+    counted at each level.
 
     Raises
     ------

@@ -71,7 +71,8 @@ class PrefixHeavyHitters(EstimateResult):
     ----------
     values : list of str
     estimate : ndarray, shape (h,), float64
-        Unbiased frequency estimates (from the last level's reports; never clipped).
+        Unbiased frequency estimates (from the last level's reports; byte-PEM: from
+        every level's after the value ended; never clipped).
     std_error : ndarray, shape (h,), float64
     threshold : float in (0, 1)
         The frequency asked for (NaN in top-k mode).

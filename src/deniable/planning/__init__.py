@@ -3,12 +3,14 @@
 ``sample_size`` (normal, Chebyshev, exact binomial), ``arms`` (arm sizes of a
 validation study, the extended crosswise model's size), ``disclosure`` (what one report
 reveals), ``testing`` (the exact threshold test on the reports and its error rates),
-``simulation`` (seeded simulated tallies) and ``plots`` (matplotlib, loaded only there).
+``shuffle`` (the central epsilon of a shuffled release, Feldman, McMillan & Talwar
+2021), ``simulation`` (seeded simulated tallies) and ``plots`` (matplotlib, loaded only there).
 """
 
 from .arms import ArmSizes, arm_comparison_power, arm_comparison_size, ecwm_size
 from .disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
 from .sample_size import sample_size
+from .shuffle import ShuffleAmplification, shuffle_amplification
 from .testing import (
     PrevalenceTestErrorRates,
     PrevalenceTestResult,
@@ -21,6 +23,7 @@ __all__ = [
     "DisclosureRisk",
     "PrevalenceTestErrorRates",
     "PrevalenceTestResult",
+    "ShuffleAmplification",
     "answer_odds_factors",
     "arm_comparison_power",
     "arm_comparison_size",
@@ -29,4 +32,5 @@ __all__ = [
     "prevalence_test",
     "prevalence_test_error_rates",
     "sample_size",
+    "shuffle_amplification",
 ]

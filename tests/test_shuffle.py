@@ -1,0 +1,116 @@
+"""The central epsilon of a shuffled release (Feldman, McMillan & Talwar 2021)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from deniable.planning import shuffle_amplification
+from deniable.planning.shuffle import _clone_counts, _pair_delta
+
+
+def test_the_reference_figures():
+    """FMT 2021's implementation, n = 10^5, epsilon_0 = 4, delta = 10^-6: the numerical
+    epsilon lies between its lower and upper bounds (0.16754 and 0.17279, 10 bisection
+    steps of a stepped sum); the closed form is its 0.5378040242374512."""
+    r = shuffle_amplification(10**5, 4.0, 1e-6)
+    assert 0.1675385583317841 <= r.epsilon <= 0.172790550755978
+    assert r.closed_form == pytest.approx(0.5378040242374512, rel=1e-12)
+    assert r.clone_probability == pytest.approx(math.exp(-4.0))
+
+
+def _brute_delta(n: int, eps0: float, clone: float, eps: float) -> float:
+    """The hockey-stick divergence of the pair by enumerating (C, A, D) outright."""
+    alpha = math.exp(eps0) / (math.exp(eps0) + 1)
+    p: dict[tuple[int, int], float] = {}
+    q: dict[tuple[int, int], float] = {}
+    for c in range(n):
+        wc = stats.binom.pmf(c, n - 1, clone)
+        for a in range(c + 1):
+            wa = wc * stats.binom.pmf(a, c, 0.5)
+            for d, wd in ((1, alpha), (0, 1 - alpha)):
+                kp = (a + d, c - a + 1 - d)
+                kq = (a + 1 - d, c - a + d)
+                p[kp] = p.get(kp, 0.0) + wa * wd
+                q[kq] = q.get(kq, 0.0) + wa * wd
+    keys = set(p) | set(q)
+    return sum(max(p.get(k, 0.0) - math.exp(eps) * q.get(k, 0.0), 0.0) for k in keys)
+
+
+@pytest.mark.parametrize(("n", "eps0", "clone"), [(2, 1.0, 0.4), (9, 2.0, 0.3), (40, 3.0, 0.05)])
+def test_the_divergence_equals_the_enumerated_pair(n, eps0, clone):
+    """The tail sums over C equal the divergence of the pair enumerated point by point."""
+    counts = _clone_counts(n, clone)
+    for eps in (0.0, 0.3, 0.9 * eps0):
+        assert _pair_delta(counts, eps0, eps) == pytest.approx(
+            _brute_delta(n, eps0, clone, eps), abs=1e-12
+        )
+    assert _pair_delta(counts, eps0, eps0) == 0.0
+
+
+@pytest.mark.parametrize("k", [2, 3, 7])
+@pytest.mark.parametrize("eps0", [0.5, 2.0, 5.0])
+def test_randomized_response_clones_by_enumeration(k, eps0):
+    """k-ary randomized response: every input's report distribution is at least
+    p = 1 / (e^eps0 + 1) times the sum of any two inputs' (the clone decomposition),
+    with equality somewhere (p is the largest such)."""
+    e = math.exp(eps0)
+    report = (np.full((k, k), 1.0) + np.eye(k) * (e - 1)) / (e + k - 1)  # [input, output]
+    p = 1 / (e + 1)
+    slack = min(
+        float((report[x] - p * (report[x0] + report[x1])).min())
+        for x in range(k)
+        for x0 in range(k)
+        for x1 in range(k)
+        if x0 != x1
+    )
+    assert slack >= -1e-15 and slack == pytest.approx(0.0, abs=1e-15)
+    assert shuffle_amplification(
+        1000, eps0, 1e-6, randomizer="randomized_response"
+    ).clone_probability == pytest.approx(2 * p)
+
+
+def test_monotone_in_n_and_epsilon_0():
+    """More reports: a smaller central epsilon; a larger local epsilon: a larger one;
+    randomized response's bound at most the general one."""
+    by_n = [shuffle_amplification(n, 2.0, 1e-6).epsilon for n in (10**3, 10**4, 10**5, 10**6)]
+    assert all(a > b for a, b in itertools.pairwise(by_n))
+    by_eps = [shuffle_amplification(10**5, e, 1e-6).epsilon for e in (0.5, 1.0, 2.0, 4.0, 6.0)]
+    assert all(a < b for a, b in itertools.pairwise(by_eps))
+    for eps0 in (1.0, 4.0):
+        rr = shuffle_amplification(10**5, eps0, 1e-6, randomizer="randomized_response")
+        assert rr.epsilon <= shuffle_amplification(10**5, eps0, 1e-6).epsilon
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(2, 200_000),
+    eps0=st.floats(0.01, 10.0),
+    log_delta=st.floats(-12.0, -1.0),
+    rr=st.booleans(),
+)
+def test_the_bound_never_exceeds_epsilon_0(n, eps0, log_delta, rr):
+    r = shuffle_amplification(
+        n, eps0, 10.0**log_delta, randomizer="randomized_response" if rr else "general"
+    )
+    assert 0.0 <= r.epsilon <= eps0
+    assert r.closed_form <= eps0
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="n must be"):
+        shuffle_amplification(1, 1.0, 1e-6)
+    with pytest.raises(ValueError, match="n must be at most"):
+        shuffle_amplification(10**10, 1.0, 1e-6)
+    with pytest.raises(ValueError, match="epsilon_0"):
+        shuffle_amplification(100, math.inf, 1e-6)
+    with pytest.raises(ValueError, match="delta"):
+        shuffle_amplification(100, 1.0, 1.5)
+    with pytest.raises(ValueError, match="randomizer"):
+        shuffle_amplification(100, 1.0, 1e-6, randomizer="laplace")  # type: ignore[arg-type]

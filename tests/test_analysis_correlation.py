@@ -84,3 +84,10 @@ def test_bad_input_names_the_field():
         rr_correlation(frame, ["r", "y"], {"r": FR}, bootstrap=10**6)
     with pytest.raises(ValueError, match="method must be"):
         rr_correlation(frame, ["r", "y"], {"r": FR}).confidence_interval(method="bca")
+    from deniable.analysis import StochasticLieDetector
+
+    sld = StochasticLieDetector([2 / 12, 10 / 12], group_labels=[1, 2])
+    with pytest.raises(
+        ValueError, match=r"designs\['r'\] must be a design .* StochasticLieDetector"
+    ):
+        rr_correlation(frame, ["r", "y"], {"r": sld})

@@ -27,7 +27,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ..estimation.results import ConfidenceInterval, EstimateResult
-from ..mechanisms.designs import Design
+from ..mechanisms.designs import Design, is_design
 from ..validation import check_confidence_level, check_integer
 
 __all__ = [
@@ -100,6 +100,12 @@ class CorrelationResult(EstimateResult):
 
 
 def _affine(design: Design, name: str) -> tuple[float, float]:
+    if not is_design(design):
+        raise ValueError(
+            f"designs[{name!r}] must be a design with a known misclassification matrix "
+            f"(yes/no), got {type(design).__name__}: group designs with unknown "
+            "parameters (the stochastic lie detector in two groups) are not supported here"
+        )
     if design.n_truths != 2 or design.n_reports != 2:
         raise ValueError(f"designs[{name!r}] must be a yes/no design (2 truths, 2 reports)")
     c = float(design.matrix[1, 0])

@@ -42,7 +42,6 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ..errors import DetectionLimitError, ReportValidationError
-from ..mechanisms.byte_prefix import BytePrefixExtension
 from ..mechanisms.prefix import PrefixExtension
 from ..validation import check_integer, check_probability
 from .common import normal_only_interval
@@ -288,22 +287,11 @@ def detection_limit(
         )
     )
     cap = _survivor_cap(threshold, None, max_survivors)
-    if isinstance(pem, BytePrefixExtension):
-        from .byte_prefix import _found_string_probability
 
-        size = check_integer("length", pem.max_bytes if length is None else length, minimum=0)
-        if size > pem.max_bytes:
-            raise ValueError(f"length must be in 0..{pem.max_bytes} (max_bytes), got {size}")
-        shape = (threshold, false_discoveries, miss_rate, cap, size)
-
-        def found(f: float) -> float:
-            return _found_string_probability(pem, n, f, *shape)
-    else:
-        if length is not None:
-            raise ValueError("length applies to BytePrefixExtension only")
-
-        def found(f: float) -> float:
-            return _found_probability(pem, n, f, threshold, false_discoveries, miss_rate, cap)
+    def found(f: float) -> float:  # each prefix mechanism models its own search
+        return float(
+            pem._found_probability(n, f, threshold, false_discoveries, miss_rate, cap, length)
+        )
 
     if found(1.0) < recall:
         return math.inf

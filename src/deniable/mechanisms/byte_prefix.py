@@ -344,6 +344,33 @@ class BytePrefixExtension:
 
         return find_string_heavy_hitters(self, reports, **options)
 
+    def _found_probability(
+        self,
+        n: float,
+        f: float,
+        threshold: float,
+        false_discoveries: float,
+        miss_rate: float,
+        cap: int,
+        length: int | None = None,
+    ) -> float:
+        """Pr(the search finds a value of ``length`` bytes (default ``max_bytes``) and
+        frequency ``f``) (``detection_limit``'s model).
+
+        Raises
+        ------
+        ValueError, TypeError
+            For a ``length`` outside 0..max_bytes.
+        """
+        from ..estimation.byte_prefix import _found_string_probability
+        from ..validation import check_integer
+
+        size = check_integer("length", self.max_bytes if length is None else length, minimum=0)
+        if size > self.max_bytes:
+            raise ValueError(f"length must be in 0..{self.max_bytes} (max_bytes), got {size}")
+        args = (threshold, false_discoveries, miss_rate, cap, size)
+        return _found_string_probability(self, n, f, *args)
+
     def _search_shape(self) -> tuple[int, float, tuple[float, ...], float, float]:
         """``(levels, first level's candidates, extensions a survivor per level, p*, q*)``."""
         width = float(2 ** (8 * self.step))

@@ -159,8 +159,8 @@ def shuffle_amplification(
 
     Examples
     --------
-    >>> round(shuffle_amplification(10**5, 4.0, 1e-6).epsilon, 3)  # FMT 2021: 0.168-0.173
-    0.169
+    >>> round(shuffle_amplification(10**5, 4.0, 1e-6).epsilon, 4)  # FMT 2021: 0.1675-0.1728
+    0.1698
     """
     n = check_integer("n", n, minimum=2)
     if n > MAX_REPORTS:

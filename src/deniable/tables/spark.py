@@ -23,7 +23,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import numpy as np
 
@@ -363,11 +363,13 @@ def heavy_hitters_parquet(
     context = spark.sparkContext
     slices = min(len(pieces), tasks_per_core * context.defaultParallelism)
     groups = context.parallelize(pieces, slices).cache()
-    if isinstance(pem, BytePrefixExtension):
+    if pem.spec_name == BytePrefixExtension.spec_name:  # reports (level, a, y)
+        bpem = cast("BytePrefixExtension", pem)
         try:
-            return _string_heavy_hitters(pem, groups, filesystem, threshold, miss_rate, options)
+            return _string_heavy_hitters(bpem, groups, filesystem, threshold, miss_rate, options)
         finally:
             groups.unpersist()
+    pem = cast("PrefixExtension", pem)
 
     def count(level: int, candidates: NDArray[np.uint64]) -> tuple[NDArray[np.int64], int]:
         shared = context.broadcast(candidates)

@@ -156,6 +156,8 @@ def main() -> None:
             table = np.array(rows, dtype=float)
             mean, p10 = table.mean(axis=0), np.percentile(table, 10, axis=0)
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+            tops = table[:, 3][~np.isnan(table[:, 3])]
+            top10 = float(tops.mean()) if tops.size else float("nan")
             olh = (
                 (np.nanmean(table[:, 5]), np.nanmean(table[:, 6]))
                 if not args.no_ceiling
@@ -163,7 +165,7 @@ def main() -> None:
             )
             print(
                 f"{n:9.0e} {eps:4.0f} {mean[0]:7.3f} ({p10[0]:5.3f}) "
-                f"{mean[1]:7.3f} ({p10[1]:5.3f}) {mean[2]:9.1f} {np.nanmean(table[:, 3]):7.2f} "
+                f"{mean[1]:7.3f} ({p10[1]:5.3f}) {mean[2]:9.1f} {top10:7.2f} "
                 f"{mean[4]:7.1f} {peak:8.2f} {limit:7.4f} "
                 f"{olh[0]:6.2f}/{olh[1]:5.2f}",
                 flush=True,

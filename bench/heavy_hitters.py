@@ -6,7 +6,9 @@ The vocabulary is real, Webster's Second International Dictionary (the ``web2`` 
 the ``english-words`` package, a pinned dev dependency), lower case, in a fixed shuffled
 order: its 33,918 words of at most 6 letters (PEM, ``PrefixExtension``), or with
 ``--long`` 100,000 words of any length, up to 28 bytes (byte-PEM,
-``BytePrefixExtension``: 32 levels of 2 bytes over 64). Values are drawn Zipf(1.1)
+``BytePrefixExtension``: 32 levels of 2 bytes over 64, level ``j`` drawn with
+probability proportional to ``level_decay^j``, default 0.95; ``--level-decay 1`` is
+PEM's uniform assignment). Values are drawn Zipf(1.1)
 (the i-th word's frequency proportional to i^-1.1). Per (n, epsilon), over ``runs``
 seeded runs (mean and 10th percentile):
 
@@ -89,7 +91,14 @@ def main() -> None:
         action="store_true",
         help="100,000 words of any length through BytePrefixExtension (strings up to 64 bytes)",
     )
+    parser.add_argument(
+        "--level-decay",
+        type=float,
+        default=None,
+        help="BytePrefixExtension's level_decay (default: the mechanism's, 0.95; 1 is uniform)",
+    )
     args = parser.parse_args()
+    decay = {} if args.level_decay is None else {"level_decay": args.level_decay}
     words = vocabulary(args.long)
     weights = 1.0 / np.arange(1, words.size + 1) ** 1.1
     weights /= weights.sum()
@@ -103,10 +112,12 @@ def main() -> None:
         f"{'top-10':>7s} {'time s':>7s} {'peak GB':>8s} {'limit':>7s} {'OLH prec/rec':>13s}"
     )
     print(head)
+    if args.long:
+        print(f"mechanism: {BytePrefixExtension(1.0, **decay)!r} (epsilon as in each row)")
     for n in (int(float(x)) for x in args.n.split(",")):
         for eps in (float(x) for x in args.eps.split(",")):
             pem: Any = (
-                BytePrefixExtension(eps)
+                BytePrefixExtension(eps, **decay)
                 if args.long
                 else PrefixExtension(eps, max_length=6, alphabet="abcdefghijklmnopqrstuvwxyz")
             )

@@ -90,11 +90,16 @@ def vectors() -> dict[str, list[dict[str, object]]]:
                         },
                     }
                 )
-    for eps, max_bytes, step in [(1.0, 64, 2), (4.0, 16, 1), (0.5, 16, 2)]:
-        bpem = BytePrefixExtension(eps, max_bytes, step)
+    configs = [(1.0, 64, 2, 0.95), (4.0, 16, 1, 1.0), (0.5, 16, 2, 0.5)]
+    for eps, max_bytes, step, decay in configs:
+        bpem = BytePrefixExtension(eps, max_bytes, step, level_decay=decay)
+        # level words on each side of a few level bounds, then random ones
+        edges = [b + d for b in bpem.level_bounds[:-1][::5] for d in (-1, 0)]
         for value in ("", "requests", "café", "日本語", "e\u0301", "x" * max_bytes):
-            for _ in range(3):
+            for word in [*edges[:4], None, None, None]:
                 raw = rng.bytes(bpem.bytes_per_report)
+                if word is not None:
+                    raw = int(word).to_bytes(4, "little") + raw[4:]
                 rep = bpem.encode([value], raw)[0]
                 out["bytepem"].append(
                     {

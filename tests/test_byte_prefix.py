@@ -94,6 +94,41 @@ def test_epsilon_by_enumeration_on_a_small_alphabet():
     assert len({(int(r["level"]), r["a"].tobytes()) for r in reports}) == 1
 
 
+def test_levels_are_drawn_with_the_stated_probabilities():
+    """The level is a step function of the level word: every word below a bound and at
+    it lands where ``level_bounds`` says, so Pr(level j) is exactly the share of words
+    (``level_probabilities``), proportional to ``level_decay^j`` up to 2^-32; decay 1 is
+    PEM's uniform ``floor(w levels / 2^32)``. 10^6 seeded reports: each level's count
+    within 4 binomial sigmas of n Pr(level)."""
+    for decay, max_bytes, step in [(1.0, 64, 2), (0.95, 64, 2), (0.5, 16, 1), (0.95, 248, 1)]:
+        bpem = BytePrefixExtension(1.0, max_bytes, step, level_decay=decay)
+        bounds = np.array(bpem.level_bounds, dtype=np.int64)
+        assert bounds[-1] == 2**32 and np.all(np.diff(bounds) > 0)
+        prob = bpem.level_probabilities
+        assert prob.sum() == pytest.approx(1.0, abs=1e-15)
+        want = decay ** np.arange(bpem.levels)
+        np.testing.assert_allclose(prob, want / want.sum(), rtol=0, atol=2**-32)
+        words = np.concatenate([bounds[:-1] - 1, bounds[:-1], [0, 2**32 - 1]])
+        raw = np.zeros((words.size, bpem.bytes_per_report), dtype=np.uint8)
+        raw[:, :4] = words.astype("<u4").view(np.uint8).reshape(-1, 4)
+        got = bpem.encode(["v"] * words.size, raw.tobytes())["level"].astype(np.int64)
+        lv = np.arange(bpem.levels - 1)
+        np.testing.assert_array_equal(got, np.concatenate([lv, lv + 1, [0, bpem.levels - 1]]))
+        if decay == 1.0:
+            np.testing.assert_array_equal(got, (words * bpem.levels) >> 32)
+    bpem = BytePrefixExtension(1.0)
+    n = 10**6
+    reports = bpem.randomize(np.array(["x"] * n), np.random.default_rng(4))
+    counts = np.bincount(reports["level"], minlength=bpem.levels)
+    p = bpem.level_probabilities
+    assert np.all(np.abs(counts - n * p) <= 4 * np.sqrt(n * p * (1 - p)))
+    for bad in (1.3, 0.4, float("nan")):
+        with pytest.raises(ValueError, match=r"level_decay must be in \[0.5, 1\]"):
+            BytePrefixExtension(1.0, level_decay=bad)
+    with pytest.raises(ValueError, match="leaves level 32 of 248 with no reports"):
+        BytePrefixExtension(1.0, max_bytes=248, step=1, level_decay=0.5)
+
+
 def test_the_variance_is_local_hashings():
     """One level, one prefix at 30% of 2,000 reports, 400 seeded surveys: the measured
     variance of its estimate matches ``s (1 - s) / (n (p* - q*)^2)`` (a chi-square

@@ -520,22 +520,24 @@ def _found_string_probability(
     the levels after (``false_discoveries / 2`` over ``(levels - 1) cap`` admitted),
     after the last pooled pruning."""
     levels, width, _, p_star, q_star = bpem._search_shape()
-    n_level, gap, q = n / levels, float(p_star - q_star), float(q_star)
+    n_level = n * bpem.level_probabilities  # the expected reports of each level
+    gap, q = float(p_star - q_star), float(q_star)
     ending = 256.0 if bpem.step == 2 else 1.0  # the extensions that end a value
 
     def se(freq: float, reports: float) -> float:
         s = q + gap * freq
-        return math.sqrt(max(s * (1 - s), 1e-300) / reports) / gap
+        return math.sqrt(max(s * (1 - s), 1e-300) / max(reports, 1e-300)) / gap
 
     def passes(bar: float, reports: float) -> float:
         return float(special.ndtr((f - bar) / se(f, reports)))
 
     def pruned(level: int, per_parent: float) -> float:  # survives one level's pruning
         tested = per_parent * (1 if level == 0 else cap)
-        bar = threshold - z_miss * se(threshold, n_level)
+        reports = float(n_level[level])
+        bar = threshold - z_miss * se(threshold, reports)
         if tested > cap:  # the cap-th largest of the null estimates
-            bar = max(bar, se(0.0, n_level) * float(special.ndtri(1 - cap / tested)))
-        return passes(bar, n_level)
+            bar = max(bar, se(0.0, reports) * float(special.ndtri(1 - cap / tested)))
+        return passes(bar, reports)
 
     z_miss = float(special.ndtri(1 - miss_rate))
     end = min(length // bpem.step, levels - 1)
@@ -544,15 +546,14 @@ def _found_string_probability(
     if end == levels - 1:  # tested on the last level, over its candidates
         tested = width * (1 if end == 0 else cap)
         z_test = float(special.ndtri(1 - false_discoveries / 2 / tested))
-        return prob * passes(
-            threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / n_level) / gap, n_level
-        )
+        last = float(n_level[end])
+        return prob * passes(threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / last) / gap, last)
     prob *= pruned(end, ending)
-    pooled = n_level * (levels - 1 - end)
+    pooled = float(n_level[end + 1 :].sum())
     z_test = float(special.ndtri(1 - false_discoveries / 2 / ((levels - 1) * cap)))
     prob *= passes(threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / pooled) / gap, pooled)
     if end < levels - 2:  # the pooled pruning before the last level
         z_pool = float(special.ndtri(1 - miss_rate / levels))
-        before = pooled - n_level
+        before = pooled - float(n_level[-1])
         prob *= passes(threshold - z_pool * se(threshold, before), before)
     return float(prob)

@@ -4,9 +4,11 @@ The prefix extending method (PEM; Wang, Li, Jha, Xiao, Ye et al. 2021, "Locally
 differentially private heavy hitter identification") over the bytes of a value: its
 UTF-8 bytes (NFC-normalised, at most ``max_bytes``, no NUL) padded with zero bytes to
 ``max_bytes``; level ``j`` (of ``L = max_bytes / step``) holds the prefixes of
-``step (j + 1)`` bytes. Each respondent is assigned a level uniformly at random,
-independently of the value, and reports that level's prefix through local hashing
-(Wang, Blocki, Li & Jha 2017) with a *binary linear* hash:
+``step (j + 1)`` bytes. Each respondent is assigned a level at random, independently of
+the value, with probability proportional to ``level_decay^j`` (front-loaded: every value
+must survive the pruning of each level up to the one where it ends, and most real values
+are short; ``level_decay = 1`` is PEM's uniform assignment), and reports that level's
+prefix through local hashing (Wang, Blocki, Li & Jha 2017) with a *binary linear* hash:
 
 - The prefix ``s`` of level ``j`` is identified by ``id(s) = G_j(parent) XOR x`` (64
   bits), where ``parent`` is ``s`` without its last ``step`` bytes, ``G_j`` a fixed
@@ -37,8 +39,9 @@ same value again should send the same report (permanent randomized response, as
 RAPPOR: :class:`MemoizedBytePrefixClient`); a device's lifetime epsilon is then
 :attr:`epsilon` times the number of distinct values it ever reports.
 
-Randomness per report: ``13 + 8 r`` bytes: the level word (little-endian uint32, level
-``floor(w L / 2^32)``), the ``r`` rows of ``A`` (little-endian uint64), the keep word
+Randomness per report: ``13 + 8 r`` bytes: the level word (little-endian uint32 ``w``;
+the level is the number of :attr:`~BytePrefixExtension.level_bounds` at most ``w``), the
+``r`` rows of ``A`` (little-endian uint64), the keep word
 (uint32, kept when ``< T``) and one byte whose low ``r`` bits are the random bucket.
 """
 
@@ -50,6 +53,7 @@ import math
 import secrets
 import unicodedata
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -103,6 +107,32 @@ def prefix_hashes(padded: NDArray[np.uint8], length: int) -> NDArray[np.uint64]:
     return h
 
 
+def _level_bounds(decay: float, levels: int) -> tuple[int, ...]:
+    """``ceil(2^32 W_j / W)`` for ``W_j = sum_{i <= j} decay^i`` and ``W = W_{levels-1}``,
+    in exact rational arithmetic (the float ``decay`` taken as the rational it is): a
+    level word ``w`` (uniform on 0..2^32-1) falls at level ``j`` when ``bound_{j-1} <=
+    w < bound_j``. With ``decay = 1`` this is PEM's ``floor(w levels / 2^32)``.
+
+    Raises
+    ------
+    ValueError
+        When a level would get no level word (``decay`` too small for ``levels``).
+    """
+    d, term, total, partial = Fraction(decay), Fraction(1), Fraction(0), []
+    for _ in range(levels):
+        total += term
+        partial.append(total)
+        term *= d
+    bounds = tuple(-((-_TWO32 * w) // total) for w in partial)  # ceil, exactly
+    empty = np.flatnonzero(np.diff((0, *bounds)) <= 0)
+    if empty.size:
+        raise ValueError(
+            f"level_decay = {decay} leaves level {int(empty[0])} of {levels} with no "
+            "reports: use a level_decay nearer 1"
+        )
+    return tuple(int(b) for b in bounds)
+
+
 def _parity(x: NDArray[np.uint64]) -> NDArray[np.uint8]:
     return (np.bitwise_count(x) & np.uint8(1)).astype(np.uint8)
 
@@ -118,23 +148,35 @@ class BytePrefixExtension:
         Longest value in UTF-8 bytes after NFC normalisation; a multiple of 8, at most 248.
     step : int, 1 or 2, default 2
         Bytes added per level (levels = ``max_bytes / step``).
+    level_decay : float in [0.5, 1], default 0.95
+        Level ``j`` is drawn with probability proportional to ``level_decay^j`` (exactly
+        :attr:`level_probabilities`). The default puts 6.2% of the reports on the first
+        level and 1.3% on the last of 32 (uniform: 3.1%): at n = 10^7, epsilon 1, a
+        10-byte value is found (recall 0.9) from 1.60% instead of 2.11% with ``1``
+        (uniform), a 32-byte one from 2.15% instead of 2.28%, a 64-byte one from 4.45%
+        instead of 3.01% (:func:`~deniable.estimation.prefix.detection_limit` with
+        ``length``). Epsilon does not depend on it: the level is drawn independently of
+        the value, and decoding uses each level's own report count.
 
     Raises
     ------
     ValueError
         For an epsilon outside ``(0, 30]``, a ``max_bytes`` that is not a multiple of 8
-        in 8..248, or a ``step`` other than 1 or 2.
+        in 8..248, a ``step`` other than 1 or 2, or a ``level_decay`` outside [0.5, 1]
+        or so small that a level would get no reports.
 
     Examples
     --------
     >>> bpem = BytePrefixExtension(2.0)
-    >>> bpem.levels, bpem.g
-    (32, 8)
+    >>> bpem.levels, bpem.g, round(float(bpem.level_probabilities[0]), 4)
+    (32, 8, 0.062)
     """
 
     spec_name = "pem-bytes"
 
-    def __init__(self, epsilon: float, max_bytes: int = 64, step: int = 2) -> None:
+    def __init__(
+        self, epsilon: float, max_bytes: int = 64, step: int = 2, level_decay: float = 0.95
+    ) -> None:
         self._epsilon_requested = check_epsilon(epsilon)
         self.max_bytes = check_integer("max_bytes", max_bytes, minimum=8)
         if self.max_bytes % 8 or self.max_bytes > 248:
@@ -143,6 +185,10 @@ class BytePrefixExtension:
             raise ValueError(f"step must be 1 or 2 (bytes a level), got {step!r}")
         self.step = int(step)
         self.levels = self.max_bytes // self.step
+        self.level_decay = float(level_decay)
+        if not 0.5 <= self.level_decay <= 1:  # also NaN
+            raise ValueError(f"level_decay must be in [0.5, 1], got {level_decay!r}")
+        self.level_bounds: tuple[int, ...] = _level_bounds(self.level_decay, self.levels)
         e = math.exp(self._epsilon_requested)
 
         def variance(r: int) -> float:
@@ -156,6 +202,12 @@ class BytePrefixExtension:
         self.threshold: int = min(_TWO32 - 1, max(1, round(kappa * _TWO32)))
         self.dtype = np.dtype([("level", "u1"), ("a", "<u8", (self.r,)), ("y", "u1")])
         warn_large_epsilon(self.epsilon, repr(self))
+
+    @property
+    def level_probabilities(self) -> NDArray[np.float64]:
+        """Pr(a report is at level ``j``), shape (levels,), float64: the exact rationals
+        ``(bound_j - bound_{j-1}) / 2^32`` of :attr:`level_bounds`."""
+        return np.diff(np.array((0, *self.level_bounds), dtype=np.float64)) / _TWO32
 
     @property
     def keep_probability(self) -> float:
@@ -187,11 +239,16 @@ class BytePrefixExtension:
     @property
     def params(self) -> dict[str, Any]:
         """Constructor parameters (JSON-ready)."""
-        return {"epsilon": self._epsilon_requested, "max_bytes": self.max_bytes, "step": self.step}
+        return {
+            "epsilon": self._epsilon_requested,
+            "max_bytes": self.max_bytes,
+            "step": self.step,
+            "level_decay": self.level_decay,
+        }
 
     @property
     def spec(self) -> str:
-        """``"pem-bytes:epsilon=...,max_bytes=...,step=..."``."""
+        """``"pem-bytes:epsilon=...,max_bytes=...,step=...,level_decay=..."``."""
         return spec_string(self.spec_name, self.params)
 
     def client_params(self) -> dict[str, Any]:
@@ -200,6 +257,7 @@ class BytePrefixExtension:
             "max_bytes": self.max_bytes,
             "step": self.step,
             "levels": self.levels,
+            "level_bounds": list(self.level_bounds),
             "r": self.r,
             "threshold": self.threshold,
         }
@@ -284,8 +342,9 @@ class BytePrefixExtension:
         if raw.size != width * n:
             raise ValueError(f"randomness must be {width * n} bytes, got {raw.size}")
         rows = raw.reshape(n, width)
-        level_word = rows[:, :4].copy().view("<u4")[:, 0].astype(np.uint64)
-        level = ((level_word * np.uint64(self.levels)) >> np.uint64(32)).astype(np.int64)
+        level_word = rows[:, :4].copy().view("<u4")[:, 0].astype(np.int64)
+        bounds = np.array(self.level_bounds, dtype=np.int64)
+        level = np.searchsorted(bounds, level_word, side="right")
         a = rows[:, 4 : 4 + 8 * self.r].copy().view("<u8")
         keep = rows[:, 4 + 8 * self.r : 8 + 8 * self.r].copy().view("<u4")[:, 0] < self.threshold
         noise = rows[:, 8 + 8 * self.r] & np.uint8(self.g - 1)
@@ -445,7 +504,7 @@ class BytePrefixExtension:
     def __repr__(self) -> str:
         return (
             f"BytePrefixExtension(epsilon={self._epsilon_requested!r}, "
-            f"max_bytes={self.max_bytes}, step={self.step})"
+            f"max_bytes={self.max_bytes}, step={self.step}, level_decay={self.level_decay!r})"
         )
 
 

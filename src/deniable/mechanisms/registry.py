@@ -11,7 +11,7 @@ the control of validation studies, and covariates). Frequency oracles: ``oue`` a
 optional blocks), ``rappor`` (k, h, m, f, p, q). Numeric values (means and bucket
 histograms): ``duchi``, ``piecewise``, ``hybrid`` (epsilon, low, high), ``1bitmean``
 (epsilon, low, high, grid), ``dbitflip`` (k, epsilon, d). Heavy hitters over strings:
-``pem`` (epsilon, max_length), ``pem-bytes`` (epsilon, max_bytes, step).
+``pem`` (epsilon, max_length), ``pem-bytes`` (epsilon, max_bytes, step, level_decay).
 :func:`mechanism_from_spec` builds any of them;
 :func:`design_from_spec`, :func:`oracle_from_spec` and :func:`numeric_from_spec` accept
 only their kind.

@@ -193,7 +193,8 @@
     return v & 1;
   }
 
-  /* PEM over bytes: params {max_bytes, step, levels, r, threshold}; returns
+  /* PEM over bytes: params {max_bytes, step, levels, level_bounds, r, threshold}; the
+     level is the number of level_bounds at most the level word; returns
      {level, a: [r decimal strings], y}. */
   function encodeBytePEM(params, value, bytes) {
     const r = params.r;
@@ -206,7 +207,9 @@
     const padded = new Uint8Array(params.max_bytes);
     padded.set(raw);
     const dv = view(bytes);
-    const level = Math.floor((dv.getUint32(0, true) * params.levels) / TWO32);
+    const word = dv.getUint32(0, true);
+    let level = 0;
+    while (level < params.levels - 1 && params.level_bounds[level] <= word) level++;
     const start = params.step * level;
     let x = BigInt(padded[start]);
     if (params.step === 2) x |= BigInt(padded[start + 1]) << 8n;

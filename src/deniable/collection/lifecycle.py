@@ -27,6 +27,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from ..errors import SurveyNotFoundError
 from .budget import lifetime_ledger
+from .central import version_statement
 from .recipients import lifetime_budget_from_environment
 from .schema import audit_log, invitations, recipient_ledger, survey_state, surveys
 
@@ -153,22 +154,31 @@ class LifecycleMixin:
         """``{"issued", "used", "unused", "revoked", "named", "anonymous"}`` invitations
         of a survey id (``named``: to recipients in the server's ledger)."""
         with self.reader.connect() as conn:
-            used, unused = 0, 0
-            q = (
-                select(invitations.c.used, func.count())
-                .where(invitations.c.survey_id == survey_id)
-                .group_by(invitations.c.used)
-            )
-            for flag, n in conn.execute(q):
-                used, unused = (int(n), unused) if flag else (used, int(n))
-            revoked = conn.execute(
-                select(survey_state.c.revoked).where(survey_state.c.survey_id == survey_id)
-            ).scalar()
-            named = conn.execute(
-                select(func.count())
-                .select_from(recipient_ledger)
-                .where(recipient_ledger.c.survey_id == survey_id)
-            ).scalar()
+            return self._invitation_counts(conn, survey_id)
+
+    @classmethod
+    def anonymous_invitations(cls, conn: Connection, survey_id: str) -> int:
+        """How many invitations of a survey id were not to named recipients."""
+        return cls._invitation_counts(conn, survey_id)["anonymous"]
+
+    @staticmethod
+    def _invitation_counts(conn: Connection, survey_id: str) -> dict[str, int]:
+        used, unused = 0, 0
+        q = (
+            select(invitations.c.used, func.count())
+            .where(invitations.c.survey_id == survey_id)
+            .group_by(invitations.c.used)
+        )
+        for flag, n in conn.execute(q):
+            used, unused = (int(n), unused) if flag else (used, int(n))
+        revoked = conn.execute(
+            select(survey_state.c.revoked).where(survey_state.c.survey_id == survey_id)
+        ).scalar()
+        named = conn.execute(
+            select(func.count())
+            .select_from(recipient_ledger)
+            .where(recipient_ledger.c.survey_id == survey_id)
+        ).scalar()
         revoked = int(revoked or 0)
         issued = used + unused + revoked
         return {
@@ -226,6 +236,19 @@ class LifecycleMixin:
                 ),
             },
         }
+
+    def central_privacy(self, survey: Survey) -> dict[str, Any] | None:
+        """The central privacy of a version's releases (:func:`.central.version_statement`
+        over their audit entries), or ``None`` where nothing can be said."""
+        q = select(audit_log.c.detail).where(
+            audit_log.c.survey_id == survey.id,
+            audit_log.c.version == survey.version,
+            audit_log.c.action == "release",
+        )
+        with self.reader.connect() as conn:
+            details = [json.loads(d) for d in conn.execute(q).scalars()]
+            anonymous = self.anonymous_invitations(conn, survey.id)
+        return version_statement(details, survey, anonymous)
 
     # -- audit log ---------------------------------------------------------------
     def audit(

@@ -124,7 +124,10 @@ def survey_results(
     :class:`~deniable.estimation.RangeMean`, and the MLE, in the question's units). With
     ``regress`` (a randomized yes/no question) and ``on`` (direct questions),
     ``regression`` holds its logistic regression on them
-    (:func:`deniable.collection.study.regression`).
+    (:func:`deniable.collection.study.regression`). ``central`` is the central
+    ``(epsilon, delta)`` of the version's releases by amplification by shuffling, only
+    where its conditions hold (:mod:`deniable.collection.central`), else ``None``
+    (always ``None`` pooled over versions).
 
     Raises
     ------
@@ -144,6 +147,8 @@ def survey_results(
         "waiting": waiting,
         "confidence_level": level,
         "min_release": survey.min_release,
+        # what the released reports say of one person to their readers, where it holds
+        "central": None if pooled else store.central_privacy(survey),
         "questions": [],
     }
     study = None

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 
+from .central import smallest_group
 from .schema import reports, staging, staging_counts, surveys
 
 if TYPE_CHECKING:
@@ -100,12 +101,14 @@ class StagedResponse:
 @dataclass(frozen=True)
 class Release:
     """A crowd of ``responses`` of one version moved into ``reports``; ``released`` is the
-    version's total released since."""
+    version's total released since; ``smallest_group`` the fewest of the crowd that share
+    arm, groups, hour bucket and direct answers (:func:`.central.smallest_group`)."""
 
     survey_id: str
     version: int
     responses: int
     released: int
+    smallest_group: int = 0
 
 
 def pack(item: StagedResponse) -> bytes:
@@ -324,12 +327,13 @@ def release_due(
     for sid, version in due:
         survey: Survey = surveys(sid, version)
         ids = [q.id for q in survey.questions]
-        slots, rows = [], []
+        slots, rows, crowd = [], [], []
         for slot, payload in filled:
             item = unpack(bytes(payload))
             if item.survey_id != sid or item.version != version:
                 continue
             slots.append(slot)
+            crowd.append(item)
             rows.append(_report_rows(item, ids))
         _random.shuffle(rows)
         flat = [row for response in rows for row in response]
@@ -357,7 +361,9 @@ def release_due(
                 staging_counts.c.survey_id == sid, staging_counts.c.version == version
             )
         ).scalar()
-        out.append(Release(sid, version, len(slots), int(total or 0)))
+        out.append(
+            Release(sid, version, len(slots), int(total or 0), smallest_group(survey, crowd))
+        )
     return out
 
 

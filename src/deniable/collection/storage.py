@@ -64,6 +64,7 @@ from ..errors import (
     SurveyNotFoundError,
 )
 from .budget import Ledger, check_lifetime, lifetime_ledger
+from .central import release_statement
 from .credentials import Credential, CredentialKey, nullifier
 from .invitations import InvitationsMixin, PendingSpend
 from .lifecycle import LifecycleMixin
@@ -526,14 +527,13 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         total = 0
         for done in release_due(conn, lambda sid, v: read(sid, v).min_release, read, self._free):
             total += done.responses
-            self._audit(
-                conn,
-                "server",
-                "release",
-                done.survey_id,
-                done.version,
-                {"responses": done.responses, "released": done.released},
-            )
+            detail: dict[str, Any] = {"responses": done.responses, "released": done.released}
+            anonymous = self.anonymous_invitations(conn, done.survey_id)
+            survey = read(done.survey_id, done.version)
+            central = release_statement(survey, done.smallest_group, anonymous)
+            if central is not None:  # only where its conditions hold: otherwise nothing
+                detail["central"] = central
+            self._audit(conn, "server", "release", done.survey_id, done.version, detail)
         return total
 
     def waiting(self, survey_id: str) -> dict[int, int]:

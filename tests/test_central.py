@@ -174,7 +174,7 @@ async def test_the_dashboard_states_it_only_where_it_holds(client):
     res = (await client.get("/api/surveys/w/results", headers=AUTH)).json()
     assert res["central"]["releases"] == 1
     html = (await client.get("/surveys/w/results", headers=AUTH)).text
-    assert "Central privacy of the 1 release(s)" in html
-    assert f"({res['central']['epsilon']:.3g}, 1e-06)-differentially private" in html
+    assert "Central privacy of the\n1 release:" in html
+    assert f"({res['central']['epsilon']:.3g}, 1e-06)-differential privacy" in html
     pooled = (await client.get("/api/surveys/w/results?pooled=true", headers=AUTH)).json()
     assert pooled["central"] is None

@@ -123,15 +123,15 @@ def release_statement(survey: Survey, n: int, anonymous_invitations: int) -> dic
         "randomizer": randomizer,
         "closed_form": bound.closed_form,
         "statement": (
-            f"to a reader of the released reports, this release is ({bound.epsilon:.3g}, "
-            f"{delta:.1g})-differentially private for each person in it (amplification by "
-            f"shuffling, Feldman, McMillan & Talwar 2021): each response is "
-            f"{epsilon_0:.3g}-LDP and hides among at least {n} others' of its group "
-            "(arm, groups, hour, direct answers); every invitation went to a named "
-            "recipient and every randomized question has a finite epsilon. Releases of "
-            "one version hold different people (take the largest epsilon); a person in "
-            "several versions adds up their epsilons and deltas. It does not hold against "
-            "the live operator, who sees responses arrive"
+            "to a reader of the released reports, each person in the release is protected "
+            f"at ({bound.epsilon:.3g}, {delta:.1g})-differential privacy (amplification by "
+            "shuffling; Feldman, McMillan & Talwar 2021): their response is "
+            f"{epsilon_0:.3g}-LDP and hides among the {n} or more responses of its group "
+            "(arm, groups, hour, direct answers). This holds because every invitation went "
+            "to a named recipient and every randomized question has a finite epsilon. "
+            "Releases of one version hold different people (take the largest epsilon); a "
+            "person in several versions adds up their epsilons and deltas. It does not hold "
+            "against the live operator, who sees responses arrive"
         ),
     }
 

@@ -28,15 +28,23 @@ Methods (the names of ``statsmodels.stats.proportion.proportion_confint``):
     prevalence and every n (Chebyshev's inequality; the seed's rule, with the correct
     variance).
 ``bayes``
-    Highest-posterior-density (shortest) credible interval of the data-augmentation
-    posterior under a Dirichlet (Beta) prior, computed from the draws (Chen & Shao
-    1999), and extended to 0 (or 1) when the shortest window starts at the smallest
-    (ends at the largest) draw, that is when the posterior density is highest at the
-    boundary. The equal-tailed interval it replaces never contains 0, so it covered
-    0% of surveys at prevalence 0 (and 23% at 0.001: forced response, n = 300); this
-    one covers about 78% at 0 and nominal from 0.005 (docs/coverage.md), and
-    :meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval` warns when it
-    leaves out a boundary that ``feldman_cousins`` keeps.
+    Highest-posterior-density (shortest) credible interval under a Dirichlet (Beta)
+    prior. On a binary design it is the highest-density set of the exact
+    one-dimensional posterior (:func:`binary_hpd`: no sampling error; it holds 0 or 1
+    where the density is highest there); on k-ary RR it is computed from the
+    data-augmentation draws (Chen & Shao 1999) and extended to 0 (or 1) when the
+    shortest window starts at the smallest (ends at the largest) draw. A credible
+    interval is not power-constrained, and it under-covers in places (exact coverage on
+    a binary design, docs/coverage.md: 0.931-0.942 at some cells, such as
+    ForcedResponse(0.25, 0.25), n = 3,000, pi = 0.05: 0.932; on k-ary RR near 1 it
+    can miss entirely, the prior pulling a category of 7 towards 0);
+    :meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval` warns where it
+    does (:mod:`deniable.estimation.coverage`).
+
+The binomial methods and ``normal`` are power-constrained like ``feldman_cousins``
+(Cowan et al. 2011): never narrower than the interval of the count a boundary predicts,
+so where the data fall below what prevalence 0 gives the interval is ``[0, u]`` with
+``u`` about two standard errors, not a collapse onto 0.
 
 Every interval is clipped to [0, 1], the range of a prevalence; estimates are never
 clipped.
@@ -57,6 +65,7 @@ from .variance import AffineMap, affine_map, worst_case_variance
 __all__ = [
     "INTERVAL_METHODS",
     "IntervalMethod",
+    "binary_hpd",
     "hpd_interval",
     "prevalence_intervals",
     "share_interval",
@@ -68,6 +77,9 @@ IntervalMethod = Literal[
 ]
 INTERVAL_METHODS: tuple[str, ...] = get_args(IntervalMethod)
 _SHARE_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
+#: Points of the exact posterior's grid (``binary_hpd``), and rows handled at once.
+_POINTS = 1601
+_CHUNK = 2048
 #: Rounding of the affine map near 0 and 1 (an end at the share's range is 0 or 1).
 _SNAP = 1e-12
 
@@ -179,17 +191,30 @@ def prevalence_intervals(
     if method == "normal":
         if estimate is None or variance is None:
             estimate, variance = moment_batch(design, counts)
-        half = z_quantile(confidence_level) * np.sqrt(variance)
+        z = z_quantile(confidence_level)
+        half = z * np.sqrt(variance)
         low, high = estimate - half, estimate + half
+        amap = affine_map(design)
+        if amap is not None:  # the power constraint (see the module's text)
+            reach0, reach1 = _boundary_reach(design, amap, n, z)
+            high, low = np.maximum(high, reach0), np.minimum(low, 1.0 - reach1)
     elif method == "chebyshev":
         center, _ = moment_batch(design, counts)
         half = np.sqrt(worst_case_variance(design)[None, :] / (n * alpha))
         low, high = center - half, center + half
     elif method == "bayes":
-        if posterior is None:
-            prior = np.ones(design.n_truths) if prior is None else prior
-            posterior = posterior_draws(design, counts, prior, rng=rng)
-        low, high = hpd_interval(posterior, confidence_level)
+        prior = np.ones(design.n_truths) if prior is None else np.asarray(prior, dtype=float)
+        amap = affine_map(design)
+        if design.n_truths == 2 and amap is not None:  # one-dimensional: exact
+            r = int(amap.report[1])
+            shape = (float(prior[1]), float(prior[0]))
+            low1, high1 = binary_hpd(amap, 1, counts[:, r], n[:, 0], confidence_level, shape)
+            low = np.stack([1.0 - high1, low1], axis=1)
+            high = np.stack([1.0 - low1, high1], axis=1)
+        else:
+            if posterior is None:
+                posterior = posterior_draws(design, counts, prior, rng=rng)
+            low, high = hpd_interval(posterior, confidence_level)
     else:
         amap = affine_map(design)
         if amap is None:
@@ -201,7 +226,12 @@ def prevalence_intervals(
         if method == "feldman_cousins":
             lo_s, hi_s = _unified(design, amap, counts, n[:, 0], confidence_level)
         else:
-            lo_s, hi_s = share_interval(method, counts[:, amap.report], n, confidence_level)
+            y = counts[:, amap.report]
+            lo_s, hi_s = share_interval(method, y, n, confidence_level)
+            # the power constraint: never narrower than at the count a boundary predicts
+            a, b = amap.share_range(design)
+            lo_c, hi_c = share_interval(method, np.clip(y, n * a, n * b), n, confidence_level)
+            lo_s, hi_s = np.minimum(lo_s, lo_c), np.maximum(hi_s, hi_c)
         return share_to_prevalence(
             lo_s, hi_s, amap.intercept, amap.slope, snap=method == "feldman_cousins"
         )
@@ -227,6 +257,69 @@ def share_to_prevalence(
         low = np.where(low < _SNAP, 0.0, low)
         high = np.where(high > 1.0 - _SNAP, 1.0, high)
     return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+
+
+def binary_hpd(
+    amap: AffineMap,
+    j: int,
+    y: ArrayLike,
+    n: ArrayLike,
+    level: float,
+    prior: tuple[float, float],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The highest-posterior-density interval of category ``j`` for each count ``y``
+    (int, shape (S,)) of its report among ``n``, from the exact one-dimensional
+    posterior under the prior ``Beta(prior[0], prior[1])`` on the category: the density
+    ``Beta(pi) lam(pi)^y (1 - lam(pi))^(n - y)`` (``lam`` the report's share at ``pi``)
+    on 1,601 points spanning 12 of the largest standard errors either side of the
+    estimate, and the densest of them holding ``level`` of the mass (a log-concave
+    density: one interval, holding 0 or 1 where the density is highest there).
+    Returns ``low, high``, shapes (S,)."""
+    from scipy import special
+
+    c, s = float(amap.intercept[j]), float(amap.slope[j])
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    nn = np.broadcast_to(np.asarray(n, dtype=np.float64), y.shape)
+    est = np.clip(c + s * y / nn, 0.0, 1.0)
+    half = 12 * abs(s) * 0.5 / np.sqrt(nn)
+    low = np.empty(y.size)
+    high = np.empty(y.size)
+    steps = np.linspace(0.0, 1.0, _POINTS)
+    for start in range(0, y.size, _CHUNK):
+        part = slice(start, start + _CHUNK)
+        lo = np.maximum(est[part] - half[part], 0.0)
+        hi = np.minimum(est[part] + half[part], 1.0)
+        grid = lo[:, None] + (hi - lo)[:, None] * steps[None, :]
+        lam = np.clip((grid - c) / s, 1e-300, 1 - 1e-16)  # the report's share at pi
+        yy, rest = y[part, None], (nn[part] - y[part])[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logf = special.xlogy(yy, lam) + special.xlog1py(rest, -lam)
+            logf += special.xlogy(prior[0] - 1, grid) + special.xlog1py(prior[1] - 1, -grid)
+        logf = np.where(np.isnan(logf), -np.inf, logf)
+        dens = np.exp(logf - logf.max(axis=1, keepdims=True))
+        order = np.argsort(-dens, axis=1)
+        ranked = np.take_along_axis(dens, order, axis=1)
+        mass = np.cumsum(ranked, axis=1)
+        inside = mass - ranked < level * mass[:, -1:]  # the densest points up to the level
+        chosen = np.zeros_like(inside)
+        np.put_along_axis(chosen, order, inside, axis=1)
+        low[part] = np.where(chosen, grid, np.inf).min(axis=1)
+        high[part] = np.where(chosen, grid, -np.inf).max(axis=1)
+    return low, high
+
+
+def _boundary_reach(
+    design: FiniteChannel, amap: AffineMap, n: NDArray[np.int64], z: float
+) -> tuple[_Array, _Array]:
+    """``z`` standard errors of each category's estimate at prevalence 0 and at 1 (the
+    report share each boundary predicts), shapes (S, k)."""
+    a, b = amap.share_range(design)
+    at_zero = np.where(amap.slope > 0, a, b)  # the share that maps to prevalence 0
+    at_one = np.where(amap.slope > 0, b, a)
+    scale = np.abs(amap.slope) / np.sqrt(np.asarray(n, dtype=np.float64))
+    reach0 = z * scale * np.sqrt(at_zero * (1.0 - at_zero))
+    reach1 = z * scale * np.sqrt(at_one * (1.0 - at_one))
+    return reach0, reach1
 
 
 def _unified(

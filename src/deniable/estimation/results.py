@@ -28,14 +28,19 @@ from ..tallies import RapporTally, SupportTally, Tally
 from ..validation import check_confidence_level, check_probability
 from ._base import ConfidenceInterval, EstimateResult, interval_dict, summary_table
 from .common import wald_interval, z_quantile
-from .intervals import INTERVAL_METHODS, prevalence_intervals, share_interval, share_to_prevalence
+from .intervals import (
+    INTERVAL_METHODS,
+    binary_hpd,
+    prevalence_intervals,
+    share_interval,
+    share_to_prevalence,
+)
 from .variance import affine_map
 
 if TYPE_CHECKING:
     pass
 
 __all__ = [
-    "COVERAGE_BELOW_FLOOR",
     "FLAG_Z",
     "MAX_UNIFIED_SUPPORT_CELLS",
     "ConfidenceInterval",
@@ -46,14 +51,6 @@ __all__ = [
     "summary_table",
 ]
 
-
-#: Interval methods whose exact coverage fell below 94% on the grid of docs/coverage.md
-#: (bench/interval_coverage.py): the n below which they warn, the lowest coverage seen
-#: and where.
-COVERAGE_BELOW_FLOOR: dict[str, tuple[int, float, str]] = {
-    "normal": (1_000, 0.894, "KaryRR(k=7, epsilon=2), n = 100, pi = 0.01"),
-    "jeffreys": (1_000, 0.935, "Crosswise(p=0.25), n = 100, pi = 0.005"),
-}
 
 #: What each estimation method's point estimate is called in tables.
 _ESTIMATE_NAMES = {
@@ -289,15 +286,14 @@ class PrevalenceEstimate(EstimateResult):
         if method not in INTERVAL_METHODS:
             raise ValueError(f"method must be one of {', '.join(INTERVAL_METHODS)}, got {method!r}")
         channel = self.mechanism.channel
-        below = COVERAGE_BELOW_FLOOR.get(method)
-        if below is not None and isinstance(channel, MatrixChannel) and self.n < below[0]:
-            warnings.warn(
-                f"{method} intervals covered as little as {below[1]} ({below[2]}) on "
-                f"docs/coverage.md's grid for n < {below[0]:,}; here n = {self.n:,}. Use "
-                "the default (feldman_cousins, at least 95% everywhere) or wilson",
-                IntervalCoverageWarning,
-                stacklevel=2,
+        if isinstance(channel, MatrixChannel) and self.boundary_std_error is None:
+            from .coverage import coverage_warning
+
+            message = coverage_warning(
+                channel, self.n, method, level, self.estimate, self.prior, repr(self.mechanism)
             )
+            if message is not None:
+                warnings.warn(message, IntervalCoverageWarning, stacklevel=2)
         if isinstance(channel, BloomChannel):
             if method != "normal":
                 raise ValueError("RAPPOR estimates have only 'normal' (Wald) intervals")
@@ -352,12 +348,26 @@ class PrevalenceEstimate(EstimateResult):
             )
             if (lo > 0 and f_lo == 0) or (hi < 1 and f_hi == 1)
         ]
+        amap = affine_map(channel)
+        if channel.n_truths == 2 and amap is not None and not out:
+            # power: never narrower than at the count a boundary predicts
+            r = int(amap.report[1])
+            a, b = amap.share_range(channel)
+            y = self.tally.counts[r]
+            clipped = float(np.clip(y, self.n * a[1], self.n * b[1]))
+            if clipped != y:
+                prior = np.ones(2) if self.prior is None else self.prior
+                shape = (float(prior[1]), float(prior[0]))
+                lo_c, hi_c = binary_hpd(amap, 1, clipped, self.n, level, shape)
+                if high[1] < hi_c[0] - 1e-9 or low[1] > lo_c[0] + 1e-9:
+                    out.append(f"{self.labels[1]!r} (narrower than at the boundary's count)")
         if out:
             warnings.warn(
-                f"the credible interval leaves out a boundary the data do not rule out for "
-                f"{', '.join(out)} (the feldman_cousins interval keeps it): near the "
-                "boundary credible intervals under-cover (78% at prevalence 0, forced "
-                "response, n = 300; docs/coverage.md)",
+                f"the credible interval leaves out a boundary the data do not rule out, or "
+                f"is narrower there than an estimate at the boundary would be, for "
+                f"{', '.join(out)}: near the boundary credible intervals under-cover "
+                "(docs/coverage.md); use feldman_cousins, which covers at least the level "
+                "at every prevalence",
                 IntervalCoverageWarning,
                 stacklevel=3,
             )

@@ -8,7 +8,10 @@ that report's count is ``Binomial(n, lam)`` with ``lam = (P pi)_r`` exactly, and
 alone. Their coverage at a prevalence is then a finite sum over the counts,
 ``sum_y Pr(y) [pi in CI(y)]``: no simulation error. Counts whose probability lies in
 the outer ``1e-12`` of each tail are left out (so the result is exact to ``2e-12``).
-The ``bayes`` interval depends on the whole tally and is not enumerated here.
+On a binary design ``bayes`` is enumerated too (its interval comes from the exact
+one-dimensional posterior, :func:`deniable.estimation.intervals.binary_hpd`); on k-ary
+RR it depends on the whole tally and is not enumerated. The enumeration itself is
+:func:`deniable.estimation.coverage.interval_coverage`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..estimation.intervals import INTERVAL_METHODS, prevalence_intervals
+from ..estimation.coverage import interval_coverage
+from ..estimation.intervals import INTERVAL_METHODS
 from ..estimation.variance import affine_map
 from ..mechanisms.designs import Design
 from ..validation import check_confidence_level, check_integer, check_probability
@@ -76,7 +80,7 @@ def exact_coverage(
     n : int, 1 <= n <= 10^9
         Number of reports.
     method : str
-        One of :data:`ENUMERABLE_METHODS`.
+        One of :data:`ENUMERABLE_METHODS`, or ``bayes`` on a binary design.
     confidence_level : float in (0, 1), default 0.95
     category : int, optional
         Which truth (default the last: "yes" for binary designs).
@@ -84,7 +88,8 @@ def exact_coverage(
     Raises
     ------
     ValueError
-        For a design without an affine inverse, ``bayes``, or a parameter out of range.
+        For a design without an affine inverse, ``bayes`` on k-ary RR, or a parameter out
+        of range.
     """
     from scipy import stats
 
@@ -93,8 +98,12 @@ def exact_coverage(
     if n > MAX_N:
         raise ValueError(f"n must be at most {MAX_N}, got {n}")
     level = check_confidence_level(confidence_level)
-    if method not in ENUMERABLE_METHODS:
-        raise ValueError(f"method must be one of {', '.join(ENUMERABLE_METHODS)}, got {method!r}")
+    binary_bayes = method == "bayes" and design.n_truths == 2
+    if method not in ENUMERABLE_METHODS and not binary_bayes:
+        raise ValueError(
+            f"method must be one of {', '.join(ENUMERABLE_METHODS)} (or bayes on a binary "
+            f"design), got {method!r}"
+        )
     amap = affine_map(design)
     if amap is None:
         raise ValueError(
@@ -107,23 +116,8 @@ def exact_coverage(
         raise ValueError(f"category must be in 0..{k - 1}, got {category}")
     pi = np.full(k, (1.0 - prevalence) / (k - 1))
     pi[j] = prevalence
-    r = int(amap.report[j])
-    lam = float(np.clip(design.matrix[r] @ pi, 0.0, 1.0))
+    lam = float(np.clip(design.matrix[int(amap.report[j])] @ pi, 0.0, 1.0))
     dist = stats.binom(n, lam)
-    lo = int(max(dist.ppf(TAIL), 0))
-    hi = int(min(dist.isf(TAIL) + 1, n))
-    y = np.arange(lo, hi + 1, dtype=np.int64)
-    counts = np.empty((y.size, design.n_reports), dtype=np.int64)
-    others = [s for s in range(design.n_reports) if s != r]
-    rest = n - y
-    for i, s in enumerate(others):  # the other reports' split does not matter here
-        counts[:, s] = rest // len(others) + (i < rest % len(others))
-    counts[:, r] = y
-    low, high = prevalence_intervals(design, counts, method, level)
-    weights = dist.pmf(y)
-    covered = (low[:, j] <= prevalence) & (prevalence <= high[:, j])
-    return ExactCoverage(
-        coverage=float(weights @ covered),
-        mean_width=float(weights @ (high[:, j] - low[:, j]) / weights.sum()),
-        counts=int(y.size),
-    )
+    enumerated = int(min(dist.isf(TAIL) + 1, n)) - int(max(dist.ppf(TAIL), 0)) + 1
+    coverage, width = interval_coverage(design, n, method, level, j, (prevalence,))
+    return ExactCoverage(float(coverage[0]), float(width[0]), enumerated)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,9 @@ from scipy import stats
 
 from ..estimation.common import z_quantile
 from ..estimation.results import ConfidenceInterval, EstimateResult
+
+if TYPE_CHECKING:
+    from .profile import Profile
 
 __all__ = [
     "CoefficientsMixin",
@@ -142,6 +146,110 @@ class CoefficientsMixin(WaldResult):
     def pvalues(self) -> pd.Series:
         """Two-sided p-values of the Wald z statistics (standard normal)."""
         return pd.Series(2 * stats.norm.sf(np.abs(self.tvalues)), self.params.index)
+
+    def _profile_spec(self) -> tuple[Profile, dict[str, tuple[int, Callable[[float], float]]]]:
+        """The likelihood to profile and, per term, its coordinate and the monotone map
+        from that coordinate to the term's scale. Results without one raise."""
+        raise ValueError(
+            f"{type(self).__name__} has no profile-likelihood intervals; method must be "
+            "'normal' (Wald)"
+        )
+
+    def profile_interval(self, term: str, confidence_level: float = 0.95) -> tuple[float, float]:
+        """The profile-likelihood interval of one term (:mod:`deniable.analysis.profile`):
+        ``{b: 2 (llf - max l | term = b) <= chi2_1(level)}``, on the term's scale. A term
+        without a coordinate of its own (the joint prevalence of several randomized
+        predictors) gets its Wald interval.
+
+        Raises
+        ------
+        ValueError
+            For an unknown term, a level outside (0, 1), or a result with no profile.
+        """
+        if term not in self.params.index:
+            raise ValueError(f"term must be one of {', '.join(map(str, self.params.index))}")
+        profile, terms = self._profile_spec()
+        if term not in terms:
+            wald_low, wald_high = self._wald(z_quantile(confidence_level))
+            return float(wald_low[term]), float(wald_high[term])
+        index, scale_map = terms[term]
+        se = math.sqrt(max(float(self._x_covariance(profile)[index, index]), 0.0))
+        low, high = profile.interval(index, se, confidence_level)
+        ends = sorted((scale_map(low), scale_map(high)))
+        return ends[0], ends[1]
+
+    def profile_deviance(self, term: str, value: float) -> float:
+        """``2 (llf - max l | term = value)`` for a coefficient (a term on its own
+        coordinate): ``value`` is inside the profile interval at level ``1 - alpha``
+        exactly when this is at most ``chi2_1(1 - alpha)`` (one constrained fit instead
+        of the interval's root search).
+
+        Raises
+        ------
+        ValueError
+            For a term that is not a coefficient of its own coordinate, or no profile.
+        """
+        profile, terms = self._profile_spec()
+        if term not in terms or terms[term][1] is not float:
+            raise ValueError(f"term must be a coefficient; allowed: {', '.join(terms)}")
+        return profile.deviance(terms[term][0], value)
+
+    def _x_covariance(self, profile: Profile) -> NDArray[np.float64]:
+        """The covariance of the optimiser's coordinates (default: of the terms)."""
+        return self.covariance
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[Any]:
+        """Wald (``normal``, the default) or profile-likelihood (``profile``) intervals
+        of every term, Series indexed by term.
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1), another method, or ``profile`` on a result that
+            has none.
+        """
+        if method != "profile":
+            return super().confidence_interval(confidence_level, method)
+        pairs = [self.profile_interval(str(t), confidence_level) for t in self.params.index]
+        index = self.params.index
+        return ConfidenceInterval(
+            pd.Series([a for a, _ in pairs], index), pd.Series([b for _, b in pairs], index)
+        )
+
+    def profile_note(self, confidence_level: float = 0.95) -> str | None:
+        """A note for the summary when a coefficient's Wald and profile intervals
+        disagree (an end apart by more than 5% of the Wald half-width; coefficients on
+        their own coordinate only): the likelihood is not quadratic there, so the
+        profile interval is the one to report."""
+        try:
+            _, terms = self._profile_spec()
+        except ValueError:
+            return None
+        wald_low, wald_high = self._wald(z_quantile(confidence_level))
+        apart = []
+        for term, (_, scale_map) in terms.items():
+            if scale_map is not float:
+                continue
+            try:
+                low, high = self.profile_interval(term, confidence_level)
+            except (ValueError, RuntimeError, ArithmeticError):  # the summary never fails
+                continue
+            half = float(wald_high[term] - wald_low[term]) / 2
+            if max(abs(low - wald_low[term]), abs(high - wald_high[term])) > 0.05 * half:
+                apart.append(
+                    f"{term} (Wald [{wald_low[term]:.4g}, {wald_high[term]:.4g}], "
+                    f"profile [{low:.4g}, {high:.4g}])"
+                )
+        if not apart:
+            return None
+        return (
+            "Wald and profile-likelihood intervals disagree for "
+            + "; ".join(apart)
+            + ": the likelihood is not quadratic there; report "
+            "confidence_interval(method='profile')"
+        )
 
     def cov_params(self) -> pd.DataFrame:
         """Covariance of the estimates as a DataFrame indexed by term."""

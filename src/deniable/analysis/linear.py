@@ -14,14 +14,18 @@ common to all rows. It is maximised over ``(b, log sigma, softmax logits of pi)`
 L-BFGS with the exact gradient (the complete-data score weighted by each row's
 posterior over the cells), started from ordinary least squares on the reports; standard
 errors come from the observed information (the Jacobian of the exact gradient by
-central differences) and the delta method.
+central differences) and the delta method. ``confidence_interval(method="profile")``
+gives profile-likelihood intervals (:mod:`deniable.analysis.profile`), which keep their
+coverage where a weak design makes the Wald interval's normal approximation fail.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,6 +35,7 @@ from scipy import optimize
 from ..mechanisms.designs import Design, is_design
 from ._formula import model_frame
 from ._results import LikelihoodFit, hessian_from_gradient, normal_only, observed_covariance
+from .profile import Profile
 
 __all__ = ["MAX_RR_PREDICTORS", "RRLinearResult", "rr_linear"]
 
@@ -61,15 +66,47 @@ class RRLinearResult(LikelihoodFit):
     """
 
     design: Design | dict[str, Design] = field(repr=False)
+    profile: Profile | None = field(default=None, repr=False, compare=False)
+    x_covariance: _Array | None = field(default=None, repr=False, compare=False)
+
+    def _profile_spec(self) -> tuple[Profile, dict[str, tuple[int, Callable[[float], float]]]]:
+        """Coefficients on their own coordinate, ``sigma`` through ``exp`` of ``log
+        sigma``, one predictor's ``pi`` through the logistic of its logit; the cells of
+        several predictors' joint prevalence have no coordinate of their own (Wald)."""
+        if self.profile is None:
+            return super()._profile_spec()
+        labels = [str(t) for t in self.params.index]
+        p = labels.index("sigma")
+        terms: dict[str, tuple[int, Callable[[float], float]]] = {
+            t: (i, float) for i, t in enumerate(labels[:p])
+        }
+        terms["sigma"] = (p, _exp)
+        if labels[p + 1 :] == ["pi"]:
+            terms["pi"] = (p + 1, _logistic)
+        return self.profile, terms
+
+    def _x_covariance(self, profile: Profile) -> _Array:
+        assert self.x_covariance is not None
+        return self.x_covariance
 
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
-        """Model, fit statistics and the coefficient table (Wald intervals)."""
+        """Model, fit statistics and the coefficient table (Wald intervals), and a note
+        naming the terms whose profile-likelihood interval disagrees with Wald's."""
         normal_only(method)
+        note = self.profile_note(confidence_level)
         return self._summary(
             "Linear regression with randomized predictors (finite-mixture maximum likelihood)",
             confidence_level,
             f"Design: {self.design!r}",
-        )
+        ) + (f"\nNote: {note}" if note else "")
+
+
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 700 else math.inf
+
+
+def _logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
 
 
 def _cells(m: int) -> _Array:
@@ -256,4 +293,10 @@ def rr_linear(
         converged=bool(res.success or np.max(np.abs(res.jac)) <= 1e-6 * n),
         formula=formula,
         design=design if is_design(design) else designs,
+        profile=Profile(functools.partial(_objective_of, args=args), x, float(res.fun), None),
+        x_covariance=cov_x,
     )
+
+
+def _objective_of(x: _Array, args: tuple[Any, ...]) -> tuple[float, _Array]:
+    return _objective(x, *args)

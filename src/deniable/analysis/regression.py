@@ -12,8 +12,9 @@ parameters are estimated jointly with ``beta``.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ from scipy.special import expit
 
 from ..mechanisms.designs import Design
 from ._formula import model_frame
-from ._likelihood import expected_information, fit, scores, start_beta
+from ._likelihood import expected_information, fit, loglik, scores, start_beta
 from ._results import (
     CoefficientsMixin,
     TestResult,
@@ -35,6 +36,7 @@ from ._results import (
     observed_covariance,
 )
 from .channels import GroupModel, as_channel
+from .profile import Profile
 
 __all__ = [
     "GRID_FRACTIONS",
@@ -118,6 +120,18 @@ class RRLogitResult(CoefficientsMixin):
     weights: _Array | None = field(repr=False)
     model_spec: Any = field(repr=False)
     start_llf: _Array = field(default_factory=lambda: np.empty(0), repr=False)
+
+    def _profile_spec(self) -> tuple[Profile, dict[str, tuple[int, Callable[[float], float]]]]:
+        """Every coefficient and channel parameter on its own coordinate; the channel's
+        parameters kept inside their bounds."""
+        p = self.X.shape[1]
+        bounds = [(None, None)] * p + [(lo + 1e-9, hi - 1e-9) for lo, hi in self.channel.bounds]
+        data = (self.X, self.groups, self.reports, self.channel, self.weights)
+        x_hat = self.params.to_numpy(dtype=np.float64)
+        profile = Profile(
+            functools.partial(_negative_loglik, p=p, data=data), x_hat, -self.llf, bounds
+        )
+        return profile, {str(t): (i, float) for i, t in enumerate(self.params.index)}
 
     @property
     def starts_disagree(self) -> bool:
@@ -306,6 +320,9 @@ class RRLogitResult(CoefficientsMixin):
                 f"\nNote: fits from {finite.size} starts ended at log-likelihoods from "
                 f"{finite.min():.4f} to {finite.max():.4f}; the best is reported."
             )
+        profile = self.profile_note(confidence_level)
+        if profile:
+            note += f"\nNote: {profile}"
         return "\n".join(head) + coefficient_table(self, confidence_level) + note
 
     def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
@@ -391,6 +408,15 @@ def fit_result(
         model_spec=model_spec,
         start_llf=np.asarray(start_llf),
     )
+
+
+def _negative_loglik(x: _Array, p: int, data: tuple[Any, ...]) -> tuple[float, _Array]:
+    """``(-l, -gradient)`` at ``x = (beta, theta)``; outside the support a large value
+    (the optimiser steps back)."""
+    ll, grad, _ = loglik(x[:p], x[p:], *data)
+    if not np.isfinite(ll):
+        return 1e300, np.zeros_like(x)
+    return -ll, -grad
 
 
 def _chi2(statistic: float, df: int, name: str) -> TestResult:

@@ -1,0 +1,153 @@
+"""Profile-likelihood confidence intervals for the coefficients of a likelihood fit.
+
+The profile log-likelihood of a parameter ``psi`` is ``l_p(psi) = max l(psi, nu)`` over
+the others (the nuisance parameters ``nu``); the interval at level ``1 - alpha`` is
+``{psi: 2 (l(hat) - l_p(psi)) <= chi2_1(1 - alpha)}`` (Venzon & Moolgavkar 1988;
+Pawitan 2001, "In All Likelihood", Sec. 3.4 and 9.4). Unlike the Wald interval it does
+not assume the likelihood is quadratic, so it keeps its coverage where the sampling
+distribution of the estimate is skewed or bounded (a weak randomized-response design:
+the slope of :func:`~deniable.analysis.rr_linear` with Warner(0.65), n = 1,000, where
+the Wald interval covers 0.910). It is invariant under a monotone reparametrisation: the
+interval of ``sigma = exp(log sigma)`` is the image of that of ``log sigma``.
+
+Each end is a root of ``2 (l(hat) - l_p(psi)) - chi2_1(1 - alpha)``, bracketed by
+stepping out from the estimate in steps of the Wald half-width (doubling, at most
+:data:`MAX_DOUBLINGS` times; beyond, the end is infinite: the data do not bound it) and
+solved by Brent's method to ``1e-6`` standard errors; each evaluation maximises over
+the nuisance parameters by L-BFGS-B (SciPy), warm-started from the previous one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["MAX_DOUBLINGS", "Profile"]
+
+_Array = NDArray[np.float64]
+#: Doublings of the step out from the estimate before an end is declared infinite.
+MAX_DOUBLINGS = 8
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What profiling needs: the negative log-likelihood and its gradient over the
+    optimiser's parameters ``x`` (shape (k,)), the optimum, and the bounds of ``x``.
+
+    Attributes
+    ----------
+    objective : callable
+        ``objective(x) -> (negative log-likelihood, gradient of shape (k,))``.
+    x_hat : ndarray, shape (k,), float64
+        The maximum-likelihood estimate.
+    nll_hat : float
+        ``objective(x_hat)[0]``.
+    bounds : sequence of (low, high), optional
+        Box bounds of each coordinate (``None`` for unbounded), as SciPy's.
+    """
+
+    objective: Callable[[_Array], tuple[float, _Array]] = field(repr=False)
+    x_hat: _Array
+    nll_hat: float
+    bounds: Sequence[tuple[float | None, float | None]] | None = None
+
+    def _profile_nll(self, index: int, value: float, start: _Array) -> tuple[float, _Array]:
+        """``min objective`` over ``x`` with ``x[index] = value``, from ``start``."""
+        from scipy import optimize
+
+        k = self.x_hat.size
+        bounds: list[tuple[float | None, float | None]] = (
+            list(self.bounds) if self.bounds is not None else [(None, None)] * k
+        )
+        bounds[index] = (value, value)
+        x0 = np.array(start, dtype=np.float64)
+        x0[index] = value
+        lo = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
+        hi = np.array([np.inf if b[1] is None else b[1] for b in bounds])
+        x0 = np.clip(x0, lo, hi)
+        res = optimize.minimize(
+            self.objective,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": 500, "ftol": 1e-13, "gtol": 1e-9},
+        )
+        return float(res.fun), np.asarray(res.x, dtype=np.float64)
+
+    def deviance(self, index: int, value: float) -> float:
+        """``2 (l(hat) - l_p(value))`` of ``x[index]`` (>= 0 up to the optimiser's
+        tolerance): ``value`` lies in the interval at level ``1 - alpha`` exactly when
+        it is at most ``chi2_1(1 - alpha)``."""
+        nll, _ = self._profile_nll(index, float(value), self.x_hat)
+        return 2.0 * (nll - self.nll_hat)
+
+    def interval(self, index: int, scale: float, confidence_level: float) -> tuple[float, float]:
+        """The profile-likelihood interval of ``x[index]`` at ``confidence_level`` in
+        (0, 1); ``scale`` (> 0) is its Wald standard error, the first step out. Either
+        end is ``-inf`` / ``inf`` where the profile never falls far enough (or the
+        coordinate's bound, where it reaches it first).
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1) or an index out of range.
+        """
+        from scipy import stats
+
+        if not 0 < confidence_level < 1:
+            raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+        if not 0 <= index < self.x_hat.size:
+            raise ValueError(f"index must be in 0..{self.x_hat.size - 1}, got {index}")
+        critical = float(stats.chi2.ppf(confidence_level, 1))
+        hat = float(self.x_hat[index])
+        step0 = scale * math.sqrt(critical) if math.isfinite(scale) and scale > 0 else 0.0
+        step0 = step0 or 0.1 * max(abs(hat), 1.0)
+        low_bound, high_bound = (None, None) if self.bounds is None else self.bounds[index]
+        low = self._end(index, -1.0, low_bound, step0, critical)
+        high = self._end(index, 1.0, high_bound, step0, critical)
+        return low, high
+
+    def _end(
+        self, index: int, sign: float, bound: float | None, step0: float, critical: float
+    ) -> float:
+        """One end: step out until the profile falls ``critical`` below its top, then
+        Brent's root between the last step inside and the first outside."""
+        from scipy import optimize
+
+        hat = float(self.x_hat[index])
+        solved: dict[float, _Array] = {hat: self.x_hat.copy()}
+
+        def excess(value: float) -> float:
+            # continuation: start from the solution at the nearest value profiled
+            near = min(solved, key=lambda v: abs(v - value))
+            nll, x = self._profile_nll(index, value, solved[near])
+            solved[value] = x
+            return 2.0 * (nll - self.nll_hat) - critical
+
+        step, inner, outer = step0, hat, math.nan
+        for _ in range(MAX_DOUBLINGS + 1):
+            value = hat + sign * step
+            if bound is not None and sign * (value - bound) >= 0:
+                value = float(bound)
+            if excess(value) > 0:
+                outer = value
+                break
+            inner = value
+            if bound is not None and value == bound:
+                return float(bound)  # the parameter's bound comes first
+            step *= 2
+        if math.isnan(outer):  # not bounded by the data
+            return sign * math.inf
+        a, b = sorted((inner, outer))
+        try:
+            return float(optimize.brentq(excess, a, b, xtol=1e-6 * step0, rtol=1e-12))
+        except ValueError:  # a multimodal profile changed sign on re-evaluation: bisect
+            while abs(outer - inner) > 1e-6 * step0:
+                mid = (inner + outer) / 2
+                inner, outer = (inner, mid) if excess(mid) > 0 else (mid, outer)
+            return (inner + outer) / 2

@@ -72,3 +72,47 @@ def test_bad_input_names_the_field():
         rr_mixed_logit("y ~ x + (1 | nope)", frame, FR)
     with pytest.raises(ValueError, match="quadrature must be"):
         rr_mixed_logit("y ~ x + (1 | g)", frame, FR, quadrature=100)
+
+
+@pytest.mark.slow
+def test_tau_has_a_profile_interval_and_a_boundary_test():
+    """40 clusters of 30, tau = 0.8, 7 nodes: tau's profile interval holds the estimate,
+    each finite end sits where the deviance (on log tau) is chi2_1(0.95), and the test of
+    tau = 0 uses the 50:50 mixture (p = half the chi2_1 tail); the summary prints both.
+    With no random intercept (tau = 0), the lower end is 0."""
+    from scipy import stats
+
+    critical = float(stats.chi2.ppf(0.95, 1))
+    fit = rr_mixed_logit("y ~ x + (1 | g)", sample(np.random.default_rng(5)), FR, quadrature=7)
+    low, high = fit.tau_interval()
+    assert 0 < low < fit.params["tau"] < high
+    index = len(fit.params) - 1
+    for end in (low, high):
+        assert fit.profile.deviance(index, math.log(end)) == pytest.approx(critical, abs=1e-3)
+    test = fit.tau_test()
+    assert test.statistic == pytest.approx(2 * (fit.llf - fit.llf_without_random))
+    assert test.pvalue == pytest.approx(0.5 * stats.chi2.sf(test.statistic, 1))
+    assert "profile-likelihood interval" in fit.summary() and "Self & Liang" in fit.summary()
+    flat = rr_mixed_logit(
+        "y ~ x + (1 | g)", sample(np.random.default_rng(6), tau=0.0), FR, quadrature=7
+    )
+    low0, high0 = flat.tau_interval()
+    assert low0 == 0.0 and high0 > flat.params["tau"]
+
+
+@pytest.mark.slow
+def test_the_boundary_test_holds_its_level_under_tau_zero():
+    """200 surveys with no random intercept (25 clusters of 20): the likelihood-ratio
+    statistic is 0 in about half of them (the 50:50 mixture's point mass, within 4
+    binomial SEs) and the test rejects at 5% within 4 binomial SEs of 5%."""
+    rng = np.random.default_rng(20261126)
+    reps, zero, rejects = 200, 0, 0
+    for _ in range(reps):
+        fit = rr_mixed_logit(
+            "y ~ x + (1 | g)", sample(rng, clusters=25, size=20, tau=0.0), FR, quadrature=7
+        )
+        test = fit.tau_test()
+        zero += test.statistic < 1e-3
+        rejects += test.pvalue < 0.05
+    assert abs(zero / reps - 0.5) < 4 * math.sqrt(0.25 / reps)
+    assert abs(rejects / reps - 0.05) < 4 * math.sqrt(0.05 * 0.95 / reps)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,19 +42,23 @@ class Profile:
     Attributes
     ----------
     objective : callable
-        ``objective(x) -> (negative log-likelihood, gradient of shape (k,))``.
+        ``objective(x) -> (negative log-likelihood, gradient of shape (k,))``, or with
+        ``gradient=False`` the negative log-likelihood alone (then differenced).
     x_hat : ndarray, shape (k,), float64
         The maximum-likelihood estimate.
     nll_hat : float
         ``objective(x_hat)[0]``.
     bounds : sequence of (low, high), optional
         Box bounds of each coordinate (``None`` for unbounded), as SciPy's.
+    gradient : bool, default True
+        Whether ``objective`` returns the gradient too.
     """
 
-    objective: Callable[[_Array], tuple[float, _Array]] = field(repr=False)
+    objective: Callable[[_Array], Any] = field(repr=False)
     x_hat: _Array
     nll_hat: float
     bounds: Sequence[tuple[float | None, float | None]] | None = None
+    gradient: bool = True
 
     def _profile_nll(self, index: int, value: float, start: _Array) -> tuple[float, _Array]:
         """``min objective`` over ``x`` with ``x[index] = value``, from ``start``."""
@@ -69,10 +74,11 @@ class Profile:
         lo = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
         hi = np.array([np.inf if b[1] is None else b[1] for b in bounds])
         x0 = np.clip(x0, lo, hi)
-        res = optimize.minimize(
+        minimize: Any = optimize.minimize
+        res = minimize(
             self.objective,
             x0,
-            jac=True,
+            jac=True if self.gradient else None,
             method="L-BFGS-B",
             bounds=bounds,
             options={"maxiter": 500, "ftol": 1e-13, "gtol": 1e-9},

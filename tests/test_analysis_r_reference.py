@@ -378,3 +378,52 @@ def test_rrreg_predictor_em_stops_short_of_the_maximum() -> None:
     fit = rr_predictor(formula, nigeria, design, rr_item="rr.q1")
     assert fit.converged and fit.nobs == 2423
     assert fit.llf > PRED_LLIK + 0.5  # -3127.077: R's EM fixed point is 0.87 lower
+
+
+# predict(rrreg(...above...), given.y = TRUE, avg = TRUE) and per row (avg = FALSE),
+# rr 1.4.2's predict.rrreg and z.post run in R 4.2.2 with the coefficients RRREG_EST:
+# the mean, rows 1-5, the SD, min and max over rows, and the means over reports 1 and 0
+GIVEN_Y_MEAN = 0.262130726679
+GIVEN_Y_ROWS = [0.046849496987, 0.581631578148, 0.077551544989, 0.104326629802, 0.056297709846]
+GIVEN_Y_SPREAD = [0.278030337074, 0.027686473800, 0.843220603201]
+GIVEN_Y_BY_REPORT = [0.640499429625, 0.066430946696]
+
+
+def test_rrreg_predict_given_y() -> None:
+    """rr's given.y prediction: each row's posterior Pr(Z = 1 | y, x) from its report,
+    to 4 significant digits of R's; the average, and its delta-method SE is positive."""
+    nigeria = load_rr_survey("rr/nigeria")
+    formula = (
+        "rr.q1 ~ cov.asset.index + cov.married + I(cov.age/10) + I((cov.age/10)^2)"
+        " + cov.education + cov.female"
+    )
+    fit = rr_logit(formula, nigeria, ForcedResponse(p_yes=1 / 6, p_no=1 / 6))
+    rows = fit.row_posteriors()
+    np.testing.assert_allclose(rows[:5], GIVEN_Y_ROWS, rtol=SIG4)
+    spread = [rows.std(ddof=1), rows.min(), rows.max()]
+    np.testing.assert_allclose(spread, GIVEN_Y_SPREAD, rtol=SIG4)
+    by_report = [rows[fit.reports == 1].mean(), rows[fit.reports == 0].mean()]
+    np.testing.assert_allclose(by_report, GIVEN_Y_BY_REPORT, rtol=SIG4)
+    given = fit.predicted_prevalence(given_y=True)
+    assert given.estimate == pytest.approx(GIVEN_Y_MEAN, rel=SIG4)
+    assert given.std_error > 0
+    with pytest.raises(ValueError, match="given_y"):
+        fit.predicted_prevalence(nigeria, given_y=True)
+
+
+def test_given_y_gradient_is_the_numerical_one(minarets: pd.DataFrame) -> None:
+    """The stochastic lie detector (unknown t): the delta method's gradient of the mean
+    posterior over (beta, t) equals central differences of it."""
+    from dataclasses import replace
+
+    data = minarets[minarets.condition > 0]
+    fit = rr_logit("rrt ~ age.c", data, SLD, group="condition")
+    _, grad = fit._posterior_and_gradient()
+    base = fit.params.to_numpy()
+    for j in range(base.size):
+        step = np.zeros(base.size)
+        step[j] = 1e-6
+        up = replace(fit, params=pd.Series(base + step, fit.params.index)).row_posteriors()
+        down = replace(fit, params=pd.Series(base - step, fit.params.index)).row_posteriors()
+        numeric = (up.mean() - down.mean()) / 2e-6
+        assert grad[:, j].mean() == pytest.approx(numeric, rel=1e-5, abs=1e-9)

@@ -290,17 +290,59 @@ class RRLogitResult(CoefficientsMixin):
             out["deviance"] = _chi2(float(dev), df, "deviance")
         return out
 
-    def predicted_prevalence(self, data: pd.DataFrame | None = None) -> PredictedPrevalence:
+    def predicted_prevalence(
+        self, data: pd.DataFrame | None = None, *, given_y: bool = False
+    ) -> PredictedPrevalence:
         """Average predicted prevalence over ``data`` (default the fitted rows).
 
-        Standard error by the delta method: gradient ``mean_i s_i (1 - s_i) x_i``.
+        With ``given_y`` (rr's ``predict(..., given.y = TRUE)``; Blair, Imai & Zhou
+        2015), each fitted row's prediction also uses its own report ``y``: the
+        posterior ``Pr(Z = 1 | y, x) = Pr(y | Z = 1) s / Pr(y | x)`` with ``s =
+        sigmoid(x beta)``, here ``(A + B) s / (A + B s)`` for the row's channel line
+        ``Pr(y | Z) = A + B Z`` (:meth:`row_posteriors`). Standard error by the delta
+        method over the coefficients and the channel's parameters (gradient ``mean_i s_i
+        (1 - s_i) x_i`` without ``given_y``).
+
+        Raises
+        ------
+        ValueError
+            For ``given_y`` with ``data``: the reports are those of the fitted rows.
         """
+        if given_y:
+            if data is not None:
+                raise ValueError("given_y uses the fitted rows' reports: data must be None")
+            post, grad = self._posterior_and_gradient()
+            var = float(grad.mean(axis=0) @ self.covariance @ grad.mean(axis=0))
+            return PredictedPrevalence(float(post.mean()), math.sqrt(max(var, 0.0)))
         X = self._design_matrix(data)
         p = self.n_coefficients
         s = expit(X @ self.params.to_numpy()[:p])
         grad = (X * (s * (1 - s))[:, None]).mean(axis=0)
         var = float(grad @ self.covariance[:p, :p] @ grad)
         return PredictedPrevalence(float(s.mean()), math.sqrt(max(var, 0.0)))
+
+    def row_posteriors(self) -> _Array:
+        """``Pr(Z_i = 1 | y_i, x_i)`` for each fitted row, shape (nobs,), float64 (rr's
+        ``predict(..., given.y = TRUE)$est``)."""
+        return self._posterior_and_gradient()[0]
+
+    def _posterior_and_gradient(self) -> tuple[_Array, _Array]:
+        """Each row's posterior and its gradient in ``(beta, theta)``, (n,) and (n, p + q)."""
+        p = self.n_coefficients
+        values = self.params.to_numpy(dtype=np.float64)
+        beta, theta = values[:p], values[p:]
+        A, B, dA, dB = self.channel.coefficients(theta)
+        a = A[self.groups, self.reports]
+        b = B[self.groups, self.reports]
+        s = expit(self.X @ beta)
+        denom = a + b * s
+        post = (a + b) * s / denom
+        grad = np.empty((s.size, values.size))
+        grad[:, :p] = self.X * ((a + b) * a * s * (1 - s) / denom**2)[:, None]
+        for j in range(theta.size):
+            da, db = dA[j][self.groups, self.reports], dB[j][self.groups, self.reports]
+            grad[:, p + j] = ((da + db) * s * denom - (a + b) * s * (da + db * s)) / denom**2
+        return post, grad
 
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
         """Model, fit statistics and the coefficient table (``method``: normal or None)."""

@@ -13,6 +13,7 @@ from .._extras import require
 require("pandas", "analysis")
 require("formulaic", "analysis")
 
+from .bayes_logit import RRLogitBayesResult, rr_logit_bayes
 from .channels import (
     CheatingDetection,
     GroupModel,
@@ -60,6 +61,7 @@ __all__ = [
     "PowerResult",
     "PredictedPrevalence",
     "RRLinearResult",
+    "RRLogitBayesResult",
     "RRLogitResult",
     "RRMixedLogitResult",
     "RRPredictorResult",
@@ -84,6 +86,7 @@ __all__ = [
     "rr_correlation",
     "rr_linear",
     "rr_logit",
+    "rr_logit_bayes",
     "rr_mixed_logit",
     "rr_predictor",
     "sample_size_coefficient",

@@ -19,6 +19,7 @@ theta kept inside its bounds (Heck & Moshagen 2018 fit the same likelihood with
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -232,3 +233,36 @@ def fit(
             converged = True
             break
     return Fit(beta, theta, ll, hess, iterations, converged)
+
+
+def negative_loglik(x: Array, p: int, data: tuple[Any, ...]) -> tuple[float, Array]:
+    """``(-l, -gradient)`` at ``x = (beta, theta)`` with ``data = (X, groups, reports,
+    channel, weights)``; outside the support a large value (the optimiser steps back)."""
+    ll, grad, _ = loglik(x[:p], x[p:], *data)
+    if not np.isfinite(ll):
+        return 1e300, np.zeros_like(x)
+    return -ll, -grad
+
+
+def row_posteriors(
+    beta: Array,
+    theta: Array,
+    X: Array,
+    groups: NDArray[np.intp],
+    reports: NDArray[np.intp],
+    channel: GroupModel,
+) -> tuple[Array, Array]:
+    """Each row's ``Pr(Z = 1 | y, x) = (A + B) s / (A + B s)`` and its gradient in
+    ``(beta, theta)``, shapes (n,) and (n, p + q)."""
+    p = beta.size
+    A, B, dA, dB = channel.coefficients(theta)
+    a, b = A[groups, reports], B[groups, reports]
+    s = expit(X @ beta)
+    denom = a + b * s
+    post = (a + b) * s / denom
+    grad = np.empty((s.size, p + theta.size))
+    grad[:, :p] = X * ((a + b) * a * s * (1 - s) / denom**2)[:, None]
+    for j in range(theta.size):
+        da, db = dA[j][groups, reports], dB[j][groups, reports]
+        grad[:, p + j] = ((da + db) * s * denom - (a + b) * s * (da + db * s)) / denom**2
+    return post, grad

@@ -26,7 +26,14 @@ from scipy.special import expit
 
 from ..mechanisms.designs import Design
 from ._formula import model_frame
-from ._likelihood import expected_information, fit, loglik, scores, start_beta
+from ._likelihood import (
+    expected_information,
+    fit,
+    negative_loglik,
+    row_posteriors,
+    scores,
+    start_beta,
+)
 from ._results import (
     CoefficientsMixin,
     TestResult,
@@ -129,7 +136,7 @@ class RRLogitResult(CoefficientsMixin):
         data = (self.X, self.groups, self.reports, self.channel, self.weights)
         x_hat = self.params.to_numpy(dtype=np.float64)
         profile = Profile(
-            functools.partial(_negative_loglik, p=p, data=data), x_hat, -self.llf, bounds
+            functools.partial(negative_loglik, p=p, data=data), x_hat, -self.llf, bounds
         )
         return profile, {str(t): (i, float) for i, t in enumerate(self.params.index)}
 
@@ -330,19 +337,9 @@ class RRLogitResult(CoefficientsMixin):
         """Each row's posterior and its gradient in ``(beta, theta)``, (n,) and (n, p + q)."""
         p = self.n_coefficients
         values = self.params.to_numpy(dtype=np.float64)
-        beta, theta = values[:p], values[p:]
-        A, B, dA, dB = self.channel.coefficients(theta)
-        a = A[self.groups, self.reports]
-        b = B[self.groups, self.reports]
-        s = expit(self.X @ beta)
-        denom = a + b * s
-        post = (a + b) * s / denom
-        grad = np.empty((s.size, values.size))
-        grad[:, :p] = self.X * ((a + b) * a * s * (1 - s) / denom**2)[:, None]
-        for j in range(theta.size):
-            da, db = dA[j][self.groups, self.reports], dB[j][self.groups, self.reports]
-            grad[:, p + j] = ((da + db) * s * denom - (a + b) * s * (da + db * s)) / denom**2
-        return post, grad
+        return row_posteriors(
+            values[:p], values[p:], self.X, self.groups, self.reports, self.channel
+        )
 
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
         """Model, fit statistics and the coefficient table (``method``: normal or None)."""
@@ -450,15 +447,6 @@ def fit_result(
         model_spec=model_spec,
         start_llf=np.asarray(start_llf),
     )
-
-
-def _negative_loglik(x: _Array, p: int, data: tuple[Any, ...]) -> tuple[float, _Array]:
-    """``(-l, -gradient)`` at ``x = (beta, theta)``; outside the support a large value
-    (the optimiser steps back)."""
-    ll, grad, _ = loglik(x[:p], x[p:], *data)
-    if not np.isfinite(ll):
-        return 1e300, np.zeros_like(x)
-    return -ll, -grad
 
 
 def _chi2(statistic: float, df: int, name: str) -> TestResult:

@@ -255,14 +255,12 @@ def row_posteriors(
     """Each row's ``Pr(Z = 1 | y, x) = (A + B) s / (A + B s)`` and its gradient in
     ``(beta, theta)``, shapes (n,) and (n, p + q)."""
     p = beta.size
-    A, B, dA, dB = channel.coefficients(theta)
-    a, b = A[groups, reports], B[groups, reports]
-    s = expit(X @ beta)
-    denom = a + b * s
+    b, s, denom, dA_rows, dB_rows = _row_terms(beta, theta, X, groups, reports, channel)
+    a = denom - b * s
     post = (a + b) * s / denom
     grad = np.empty((s.size, p + theta.size))
     grad[:, :p] = X * ((a + b) * a * s * (1 - s) / denom**2)[:, None]
     for j in range(theta.size):
-        da, db = dA[j][groups, reports], dB[j][groups, reports]
+        da, db = dA_rows[j], dB_rows[j]
         grad[:, p + j] = ((da + db) * s * denom - (a + b) * s * (da + db * s)) / denom**2
     return post, grad

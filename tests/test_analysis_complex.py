@@ -248,3 +248,54 @@ def test_bad_input() -> None:
         survey_estimate(Warner(p=0.7), [0, 2, 1], N=10)
     with pytest.raises(ValueError, match="per-person variance"):
         survey_estimate(saha([1.5, 5.5]), [3.0, 4.0, 5.0], N=10, variance="deville")
+
+
+# RRTCS 0.0.4's ResamplingVariance help examples, run in R 4.2.2 with RRTCS, sampling
+# and samplingVarEst installed from their CRAN sources: options 2 (Escobar-Berger) and
+# 3 (Campbell-Berger-Skinner), with the pij given (ChaudhuriChristofides) or Hajek's
+# approximation samplingVarEst::Pkl.Hajek.s(Pi) (SoberanisCruz, Horvitz)
+RRTCS_RESAMPLING = {
+    "ChaudhuriChristofides": (358095.413236, 356361.222676),
+    "SoberanisCruz": (2351.71038908, 2348.46776915),
+    "Horvitz": (0.00144517020315, 0.00144320352498),
+}
+
+
+def test_rrtcs_resampling_variance_options_2_and_3() -> None:
+    from deniable.analysis.complex import chaudhuri_christofides
+    from deniable.analysis.devices import soberanis_cruz
+    from deniable.analysis.resampling import hajek_pij
+
+    pij = pd.read_csv(
+        data_file("rr-surveys", "RRTCS", "ChaudhuriChristofidesDatapij.csv.gz").open("rb"),
+        compression="gzip",
+        header=None,
+    ).to_numpy()
+    cc = load_rr_survey("RRTCS/ChaudhuriChristofidesData")
+    sc = load_rr_survey("RRTCS/SoberanisCruzData")
+    h = load_rr_survey("RRTCS/HorvitzDataStCl")
+    cases = {
+        "ChaudhuriChristofides": (
+            chaudhuri_christofides([6, 6], [math.sqrt(10)] * 2),
+            cc,
+            {"kind": "mean", "N": 417, "pij": pij},
+        ),
+        "SoberanisCruz": (
+            soberanis_cruz(0.7, 0.5),
+            sc,
+            {"kind": "total", "N": 1500, "pij": hajek_pij(sc.Pi.to_numpy())},
+        ),
+        "Horvitz": (
+            UnrelatedQuestion(p=0.6, innocuous_prevalence=0.5),
+            h,
+            {"kind": "mean", "N": 1500, "pij": hajek_pij(h.Pi.to_numpy())},
+        ),
+    }
+    for name, (revision, data, options) in cases.items():
+        for method, want in zip(
+            ("escobar_berger", "campbell_berger_skinner"), RRTCS_RESAMPLING[name], strict=True
+        ):
+            est = survey_estimate(revision, data.z, pi=data.Pi, variance=method, **options)
+            assert est.variance == pytest.approx(want, rel=5e-4), (name, method)
+    with pytest.raises(ValueError, match="needs the pij matrix"):
+        survey_estimate(soberanis_cruz(0.7, 0.5), sc.z, pi=sc.Pi, variance="escobar_berger")

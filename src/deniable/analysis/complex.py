@@ -65,6 +65,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..mechanisms.designs import Design, is_design
 from ..validation import check_probability
 from ._results import WaldResult
+from .resampling import campbell_berger_skinner, escobar_berger
 
 __all__ = [
     "VARIANCE_METHODS",
@@ -86,7 +87,16 @@ __all__ = [
 ]
 
 _Array = NDArray[np.float64]
-VARIANCE_METHODS = ("deville", "pij", "ultimate_cluster", "jackknife", "srswr", "srswor")
+VARIANCE_METHODS = (
+    "deville",
+    "pij",
+    "ultimate_cluster",
+    "jackknife",
+    "escobar_berger",
+    "campbell_berger_skinner",
+    "srswr",
+    "srswor",
+)
 
 
 @dataclass(frozen=True)
@@ -437,7 +447,10 @@ def survey_estimate(
     pij : array_like, shape (n, n), optional
         Second-order inclusion probabilities (diagonal = ``pi``).
     variance : str, optional
-        ``deville``, ``pij``, ``ultimate_cluster``, ``jackknife``, ``srswr``, ``srswor``.
+        ``deville``, ``pij``, ``ultimate_cluster``, ``jackknife``, ``escobar_berger``,
+        ``campbell_berger_skinner`` (RRTCS's ``ResamplingVariance`` options 2 and 3,
+        of the revised replies, with ``pij``: :mod:`deniable.analysis.resampling`),
+        ``srswr``, ``srswor``.
         Default: ``pij`` if given, else ``ultimate_cluster`` with clusters, else
         ``deville`` (``srswr`` for a revision without per-person variances).
     fpc : bool, default False
@@ -518,6 +531,12 @@ def survey_estimate(
         if P is None:
             raise ValueError("variance='pij' needs the pij matrix")
         var = scale * (_ht_pij(lin, p, P) + rr_part)
+    elif variance in ("escobar_berger", "campbell_berger_skinner"):
+        if P is None:
+            raise ValueError(f"variance={variance!r} needs the pij matrix (or hajek_pij(pi))")
+        size = N if N is not None else float(round(np.sum(w)))  # RRTCS's default N
+        replicate = escobar_berger if variance == "escobar_berger" else campbell_berger_skinner
+        var = replicate(r, p, P, kind, size)
     elif variance in ("srswr", "srswor"):
         if N is None and kind == "total":
             raise ValueError(f"variance={variance!r} for a total needs N")

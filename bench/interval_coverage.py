@@ -176,11 +176,12 @@ def main() -> None:
         table = grid(design, args.bayes_surveys, args.seed)
         name = f"{design!r} (epsilon = {design.epsilon:.4g} nats"
         name += ", category 0)" if isinstance(design, KaryRR) else ", prevalence of yes)"
-        parts += [f"## {name}", "", "Every method over the grid:", "", *method_summary(table)]
-        parts += ["", "The default (`feldman_cousins`), coverage (width):", ""]
-        parts += [*default_table(table), ""]
-        parts += ["Every cell (coverage):", "", *cells_table(table), ""]
-        print("\n".join(parts), flush=True)
+        block = [f"## {name}", "", "Every method over the grid:", "", *method_summary(table)]
+        block += ["", "The default (`feldman_cousins`), coverage (width):", ""]
+        block += [*default_table(table), ""]
+        block += ["Every cell (coverage):", "", *cells_table(table), ""]
+        parts += block
+        print("\n".join(block), flush=True)
     head = HEAD.format(
         seed=args.seed,
         seconds=time.perf_counter() - start,

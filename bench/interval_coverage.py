@@ -161,6 +161,12 @@ names the lowest coverage and where, and recommends `feldman_cousins`. On k-ary 
 the prior's Beta marginal). A credible interval is not power-constrained; `bayes` also
 warns when its interval leaves out a boundary the data do not rule out, or is narrower
 there than an estimate at the boundary would be. Cells below 0.94 are in bold below.
+
+On k-ary RR, `bayes` (from the draws) under-covers at prevalence 0 (0.68-0.83 in the
+KaryRR rows below: the shortest window of draws misses 0 by about a draw's width) and
+near 1 (the uniform Dirichlet prior pulls one category of 7 towards 0): there the
+boundary check warns at 0, and the grid rule's binary approximation (which puts the
+coverage near 1 at about 0) warns near 1.
 """
 
 

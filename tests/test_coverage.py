@@ -210,7 +210,9 @@ def test_bayes_on_a_binary_design_is_the_exact_posterior_interval(rng):
     On a binary design the interval is now the highest-density set of the exact
     one-dimensional posterior: 600 simulated surveys cover within 4 Monte-Carlo SEs of
     the enumerated coverage, at least 95% less 4 SEs at 0 and 0.005; the interval holds 0
-    whenever the data do not rule it out, so the boundary warning never fires."""
+    whenever the data do not rule it out, so the only warning left is that below the
+    boundary's count it is narrower than there (a credible interval is not
+    power-constrained)."""
     import warnings
 
     from deniable import Tally, estimate
@@ -228,10 +230,13 @@ def test_bayes_on_a_binary_design_is_the_exact_posterior_interval(rng):
         assert got >= 0.95 - Z4 * math.sqrt(0.95 * 0.05 / surveys)
     for c in simulate_tallies(design, 0.0, 300, 20, rng):
         est = estimate(design, Tally(c), method="bayes")
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", IntervalCoverageWarning)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
             ci = est.confidence_interval()
         assert ci.low[1] == 0.0 or estimate(design, Tally(c)).confidence_interval().low[1] > 0
+        # it may still warn that it is narrower than at the boundary's count (below it)
+        said = [str(w.message) for w in seen if w.category is IntervalCoverageWarning]
+        assert all("(narrower than at the boundary's count)" in m for m in said), said
 
 
 #: The issue's grid: prevalences at and near 0, two sizes, three designs.

@@ -164,12 +164,14 @@ def test_simulated_rrtcs_files_recover_their_truth() -> None:
     assert abs(est.estimate - 1500) < 4 * est.std_error
 
 
+def chaudhuri_christofides_pij() -> np.ndarray:
+    """RRTCS's ChaudhuriChristofidesDatapij: the example's second-order probabilities."""
+    path = data_file("rr-surveys", "RRTCS", "ChaudhuriChristofidesDatapij.csv.gz")
+    return pd.read_csv(path.open("rb"), compression="gzip", header=None).to_numpy()
+
+
 def test_every_rrtcs_file_runs() -> None:
-    pij = pd.read_csv(
-        data_file("rr-surveys", "RRTCS", "ChaudhuriChristofidesDatapij.csv.gz").open("rb"),
-        compression="gzip",
-        header=None,
-    ).to_numpy()
+    pij = chaudhuri_christofides_pij()
     cc = load_rr_survey("RRTCS/ChaudhuriChristofidesData")
     est = survey_estimate(
         chaudhuri_christofides([6, 6], [math.sqrt(10)] * 2), cc.z, pi=cc.Pi, pij=pij
@@ -266,11 +268,7 @@ def test_rrtcs_resampling_variance_options_2_and_3() -> None:
     from deniable.analysis.devices import soberanis_cruz
     from deniable.analysis.resampling import hajek_pij
 
-    pij = pd.read_csv(
-        data_file("rr-surveys", "RRTCS", "ChaudhuriChristofidesDatapij.csv.gz").open("rb"),
-        compression="gzip",
-        header=None,
-    ).to_numpy()
+    pij = chaudhuri_christofides_pij()
     cc = load_rr_survey("RRTCS/ChaudhuriChristofidesData")
     sc = load_rr_survey("RRTCS/SoberanisCruzData")
     h = load_rr_survey("RRTCS/HorvitzDataStCl")

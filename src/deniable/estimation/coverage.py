@@ -49,9 +49,9 @@ __all__ = [
     "interval_coverage",
 ]
 
-#: The prevalences checked: the issue's boundary grid and its mirror image.
-GRID: tuple[float, ...] = (0.0, 0.001, 0.005, 0.01, 0.05, 0.3, 0.5)
-GRID = tuple(sorted({*GRID, *(1.0 - p for p in GRID)}))
+_NEAR_ZERO = (0.0, 0.001, 0.005, 0.01, 0.05, 0.3, 0.5)
+#: The prevalences checked: the boundary grid of docs/coverage.md and its mirror image.
+GRID: tuple[float, ...] = tuple(sorted({*_NEAR_ZERO, *(1.0 - p for p in _NEAR_ZERO)}))
 #: Coverage every offered interval is held to; below it, the method warns.
 FLOOR = 0.94
 #: Probability left out in each tail of a count's distribution.

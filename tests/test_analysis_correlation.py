@@ -87,7 +87,36 @@ def test_bad_input_names_the_field():
     from deniable.analysis import StochasticLieDetector
 
     sld = StochasticLieDetector([2 / 12, 10 / 12], group_labels=[1, 2])
-    with pytest.raises(
-        ValueError, match=r"designs\['r'\] must be a design .* StochasticLieDetector"
-    ):
+    with pytest.raises(ValueError, match=r"group is required: designs\['r'\] has randomization"):
         rr_correlation(frame, ["r", "y"], {"r": sld})
+    with pytest.raises(ValueError, match=r"columns \['g'\] are not in data"):
+        rr_correlation(frame, ["r", "y"], {"r": sld}, group="g")
+    with pytest.raises(ValueError, match="group value 3 is not a randomization group"):
+        rr_correlation(frame.assign(g=3), ["r", "y"], {"r": sld}, group="g")
+
+
+@pytest.mark.slow
+def test_stochastic_lie_detector_in_two_groups_recovers_the_correlation():
+    """A binary trait X (pi 0.4) and Y = X + N(0, 1): cor(X, Y) = sqrt(0.24 / 1.24).
+    Reports by the SLD in two groups with honesty t = 0.7 (unknown to the fit). Over 40
+    surveys of 4,000 the mean estimate is within 4 standard errors of the mean (the
+    replicates' SD / sqrt(40)) of the truth, and the mean bootstrap SE is within 25% of
+    the estimates' SD (the SD of 40 draws has relative SE 1 / sqrt(2 * 39) = 0.11)."""
+    from deniable.analysis import StochasticLieDetector
+
+    sld = StochasticLieDetector([2 / 12, 10 / 12], group_labels=[1, 2])
+    rng = np.random.default_rng(11)
+    truth = math.sqrt(0.24 / 1.24)
+    estimates, ses = [], []
+    for i in range(40):
+        n = 4000
+        x = (rng.random(n) < 0.4).astype(int)
+        groups = np.where(rng.random(n) < 0.5, 1, 2)
+        reports = sld.simulate(x, groups - 1, [0.7], rng)
+        frame = pd.DataFrame({"r": reports, "y": x + rng.normal(size=n), "g": groups})
+        res = rr_correlation(frame, ["r", "y"], {"r": sld}, group="g", bootstrap=100, rng=i)
+        estimates.append(res.estimate["r ~ y"])
+        ses.append(res.std_error["r ~ y"])
+    sd = float(np.std(estimates, ddof=1))
+    assert abs(np.mean(estimates) - truth) < 4 * sd / math.sqrt(40)
+    assert 0.75 < np.mean(ses) / sd < 1.25

@@ -114,6 +114,7 @@ class GroupModel(ABC):
             codes[values == label] = i
         if np.any(codes < 0):
             bad = values[codes < 0][0]
+            bad = bad.item() if isinstance(bad, np.generic) else bad
             raise ValueError(
                 f"group value {bad!r} is not a randomization group; allowed: "
                 f"{', '.join(map(repr, self.group_labels))}"

@@ -25,7 +25,6 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +34,8 @@ from scipy import optimize
 from ..mechanisms.designs import Design, is_design
 from ._formula import model_frame
 from ._results import LikelihoodFit, hessian_from_gradient, normal_only, observed_covariance
+from .channels import GroupModel, KnownChannel
+from .prevalence import estimate_channel
 from .profile import Profile
 
 __all__ = ["MAX_RR_PREDICTORS", "RRLinearResult", "rr_linear"]
@@ -62,17 +63,24 @@ class RRLinearResult(LikelihoodFit):
     nobs : int
     converged : bool
     formula : str
-    design : Design
+    design : Design, GroupModel or dict of them
+    channel_parameters : pandas.Series
+        With ``channel_fit="plug_in"``, the group models' parameters estimated first
+        and held fixed (empty otherwise).
     """
 
-    design: Design | dict[str, Design] = field(repr=False)
+    design: Design | GroupModel | dict[str, Design | GroupModel] = field(repr=False)
     profile: Profile | None = field(default=None, repr=False, compare=False)
     x_covariance: _Array | None = field(default=None, repr=False, compare=False)
+    channel_parameters: pd.Series = field(
+        default_factory=lambda: pd.Series(dtype=np.float64), repr=False, compare=False
+    )
 
     def _profile_spec(self) -> tuple[Profile, dict[str, tuple[int, Callable[[float], float]]]]:
-        """Coefficients on their own coordinate, ``sigma`` through ``exp`` of ``log
-        sigma``, one predictor's ``pi`` through the logistic of its logit; the cells of
-        several predictors' joint prevalence have no coordinate of their own (Wald)."""
+        """Coefficients and free channel parameters on their own coordinate, ``sigma``
+        through ``exp`` of ``log sigma``, one predictor's ``pi`` through the logistic of
+        its logit; the cells of several predictors' joint prevalence have no coordinate
+        of their own (Wald)."""
         if self.profile is None:
             return super()._profile_spec()
         labels = [str(t) for t in self.params.index]
@@ -81,8 +89,13 @@ class RRLinearResult(LikelihoodFit):
             t: (i, float) for i, t in enumerate(labels[:p])
         }
         terms["sigma"] = (p, _exp)
-        if labels[p + 1 :] == ["pi"]:
+        n_pi = sum(t.startswith("pi") for t in labels[p + 1 :])
+        if n_pi == 1:
             terms["pi"] = (p + 1, _logistic)
+        K = 2 if n_pi == 1 else n_pi
+        # free channel parameters: their own coordinates, after the prevalence logits
+        for i, t in enumerate(labels[p + 1 + n_pi :]):
+            terms[t] = (p + K + i, float)
         return self.profile, terms
 
     def _x_covariance(self, profile: Profile) -> _Array:
@@ -123,13 +136,54 @@ def _prevalence(theta: _Array) -> _Array:
     return np.asarray(e / e.sum())
 
 
-def _objective(
-    x: _Array, X: _Array, cols: list[int], cells: _Array, y: _Array, log_lik_r: _Array
-) -> tuple[float, _Array]:
-    """Negative log-likelihood and gradient in (b, log sigma, logits of pi)."""
-    p = X.shape[1]
+@dataclass(frozen=True)
+class _Predictor:
+    """A randomized predictor: its channel, each row's group and report codes, and
+    the channel parameters (fixed, or free at ``x[free]``)."""
+
+    channel: GroupModel
+    groups: NDArray[np.intp]
+    reports: NDArray[np.intp]
+    theta: _Array
+    free: slice | None
+
+    def probabilities(self, x: _Array) -> tuple[_Array, _Array | None]:
+        """``Pr(report_i | truth)`` of each row, shape (2, n), and with free parameters
+        its derivative in them, shape (q, 2, n)."""
+        theta = x[self.free] if self.free is not None else self.theta
+        A, B, dA, dB = self.channel.coefficients(theta)
+        a, b = A[self.groups, self.reports], B[self.groups, self.reports]
+        prob = np.stack([a, a + b])
+        if self.free is None:
+            return prob, None
+        da, db = dA[:, self.groups, self.reports], dB[:, self.groups, self.reports]
+        return prob, np.stack([da, da + db], axis=1)
+
+
+@dataclass(frozen=True)
+class _Model:
+    X: _Array
+    cols: list[int]
+    cells: _Array
+    y: _Array
+    predictors: list[_Predictor]
+
+
+def _objective(x: _Array, model: _Model) -> tuple[float, _Array]:
+    """Negative log-likelihood and gradient in (b, log sigma, logits of pi, free
+    channel parameters)."""
+    X, cols, cells, y = model.X, model.cols, model.cells, model.y
+    p, K = X.shape[1], cells.shape[0]
     b, sigma = x[:p], math.exp(x[p])
-    pi = _prevalence(x[p + 1 :])
+    pi = _prevalence(x[p + 1 : p + K])
+    # log Pr(reports of row i | cell c) = sum_j log Pr(r_ij | c_j): (K, n)
+    log_lik_r = np.zeros((K, y.size))
+    derivs = []
+    with np.errstate(divide="ignore"):  # log 0 for a report impossible in a cell
+        for j, pred in enumerate(model.predictors):
+            prob, dprob = pred.probabilities(x)
+            log_lik_r += np.log(prob)[cells[:, j].astype(np.intp), :]
+            derivs.append((prob, dprob))
     base = X @ b - X[:, cols] @ b[cols]  # the mean without the randomized terms
     # cells along the first axis, rows along the second (reductions over the few cells
     # are then elementwise over rows)
@@ -144,23 +198,34 @@ def _objective(
     total = e.sum(axis=0)
     w = e / total  # each row's posterior over the cells
     row_sum = float(np.sum(top + np.log(total))) - y.size * (math.log(sigma) + 0.5 * _LOG_2PI)
-    grad = np.empty(x.size)
+    grad = np.zeros(x.size)
     wr = w * resid / sigma**2
     # d/db: sum_c w_ci resid_ci / sigma^2 * d mean_ci / db; the randomized terms'
     # columns hold reports, not cells, so their entries are replaced below
     grad[:p] = X.T @ wr.sum(axis=0)
     grad[cols] = cells.T @ wr.sum(axis=1)
     grad[p] = float(np.sum(w * z2)) - y.size  # d/dlog sigma
-    grad[p + 1 :] = (w.sum(axis=1) - y.size * pi)[1:]  # d/dlogit pi_c, c >= 1
+    grad[p + 1 : p + K] = (w.sum(axis=1) - y.size * pi)[1:]  # d/dlogit pi_c, c >= 1
+    for j, (pred, (prob, dprob)) in enumerate(zip(model.predictors, derivs, strict=True)):
+        if dprob is None:
+            continue
+        # each row's posterior of the predictor's truth, (2, n), times the derivative
+        # of the log-probability of its report
+        truth = np.stack([w[cells[:, j] == v].sum(axis=0) for v in (0.0, 1.0)])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(truth > 0, truth / prob, 0.0)
+        grad[pred.free] = np.einsum("qvn,vn->q", dprob, score)
     return -row_sum, -grad
 
 
 def rr_linear(
     formula: str,
     data: pd.DataFrame,
-    design: Design | Mapping[str, Design],
+    design: Design | GroupModel | Mapping[str, Design | GroupModel],
     rr_predictor: str | None = None,
     *,
+    group: str | None = None,
+    channel_fit: str = "joint",
     max_iter: int = 1000,
 ) -> RRLinearResult:
     """Linear regression of a clear outcome on randomized yes/no predictors and clear
@@ -173,13 +238,26 @@ def rr_linear(
         appear as a plain term on the right (no transformation or interaction of it).
     data : pandas.DataFrame
         One row per respondent; rows with a missing value in a used column are dropped.
-    design : Design, or mapping of column name to Design
-        The yes/no design (2 truths, 2 reports) of ``rr_predictor``, or, for one or
-        several randomized predictors, each predictor's column and design (at most
-        ``MAX_RR_PREDICTORS``).
+    design : Design, GroupModel, or mapping of column name to either
+        The yes/no design (2 truths, 2 reports) of ``rr_predictor``, or a yes/no
+        :class:`~deniable.analysis.GroupModel` over randomization groups, possibly
+        with unknown parameters (the stochastic lie detector in two groups); or, for
+        one or several randomized predictors, each predictor's column and design (at
+        most ``MAX_RR_PREDICTORS``).
     rr_predictor : str, optional
         Column holding the report codes 0/1 of the randomized predictor, with a single
         ``design``; omitted with a mapping.
+    group : str, optional
+        Column holding each row's randomization group (values of the group models'
+        ``group_labels``); required when a design is a GroupModel of several groups.
+    channel_fit : {"joint", "plug_in"}, default "joint"
+        How a group model's unknown parameters (e.g. the SLD's honesty ``t``) are
+        estimated. ``"joint"``: by maximum likelihood together with the regression
+        (they appear in ``params`` with standard errors that carry their
+        uncertainty). ``"plug_in"``: first from the reports alone
+        (:func:`~deniable.analysis.estimate_channel`), then held fixed, as RRreg's
+        ``RRlin`` does (Heck & Moshagen 2018); the standard errors then ignore that
+        step, and the parameters are in ``channel_parameters``.
     max_iter : int, default 1000
         Optimiser iterations at most.
 
@@ -189,20 +267,22 @@ def rr_linear(
         With one randomized predictor ``params`` ends with ``sigma`` and ``pi`` (its
         prevalence); with several, with ``sigma`` and one ``pi[c]`` per cell ``c`` of
         their joint prevalence, labelled ``"0:1"`` and so on in the order of the mapping
-        (the first predictor's answer first).
+        (the first predictor's answer first); then, with ``channel_fit="joint"``, each
+        free channel parameter (``"t"``, or ``"t[r]"`` with several predictors).
 
     Raises
     ------
     ValueError
         For a design that is not yes/no, a predictor missing from the formula or the
         data, reports other than 0/1, a missing or superfluous ``rr_predictor``, more
-        than ``MAX_RR_PREDICTORS`` randomized predictors, or fewer rows than
-        parameters.
+        than ``MAX_RR_PREDICTORS`` randomized predictors, a missing ``group`` column
+        or a group value that is no randomization group, an unknown ``channel_fit``,
+        or fewer rows than parameters.
     """
     if isinstance(design, Mapping):
         if rr_predictor is not None:
             raise ValueError("rr_predictor is given by the keys of design when it is a mapping")
-        designs: dict[str, Design] = dict(design)
+        designs: dict[str, Design | GroupModel] = dict(design)
     else:
         if rr_predictor is None:
             raise ValueError("rr_predictor must name the randomized column for a single design")
@@ -211,12 +291,25 @@ def rr_linear(
         raise ValueError(
             f"design must name 1..{MAX_RR_PREDICTORS} randomized predictors, got {len(designs)}"
         )
-    frame = model_frame(formula, data)
+    if channel_fit not in ("joint", "plug_in"):
+        raise ValueError(f"channel_fit must be 'joint' or 'plug_in', got {channel_fit!r}")
+    if group is not None and group not in data.columns:
+        raise ValueError(f"group {group!r} is not in data")
+    channels: dict[str, GroupModel] = {}
     for name, d in designs.items():
-        if not is_design(d) or d.n_truths != 2 or d.n_reports != 2:
+        if isinstance(d, GroupModel):
+            if d.n_reports != 2:
+                raise ValueError(f"design of {name!r} must be a yes/no group model (2 reports)")
+            channels[name] = d
+        elif not is_design(d) or d.n_truths != 2 or d.n_reports != 2:
             raise ValueError(f"design of {name!r} must be a yes/no design (2 truths, 2 reports)")
+        else:
+            channels[name] = KnownChannel(d)
         if name not in data.columns:
             raise ValueError(f"rr_predictor {name!r} is not in data")
+    rows = data if group is None else data[data[group].notna()]
+    frame = model_frame(formula, rows)
+    for name in designs:
         if name not in frame.terms:
             raise ValueError(
                 f"rr_predictor {name!r} must be a term of the formula; terms: {frame.terms}"
@@ -229,47 +322,72 @@ def rr_linear(
     for j, name in enumerate(names):
         if not np.isin(reports[:, j], (0.0, 1.0)).all():
             raise ValueError(f"column {name!r} must hold report codes 0 and 1")
+    group_values = None if group is None else rows.loc[frame.rows, group].to_numpy()
     m = len(names)
     cells = _cells(m)
     n, p = X.shape
-    k = p + 1 + cells.shape[0] - 1
+    K = cells.shape[0]
+    predictors: list[_Predictor] = []
+    free_names: list[str] = []
+    shares = np.empty(m)
+    slopes = np.empty(m)
+    offset = p + K
+    for j, name in enumerate(names):
+        channel = channels[name]
+        codes = channel.group_codes(group_values if channel.n_groups > 1 else None, n)
+        r = reports[:, j].astype(np.intp)
+        if channel.param_names:
+            first = estimate_channel(channel, r, group_values if channel.n_groups > 1 else None)
+            theta = np.asarray(first.params.iloc[1:], dtype=np.float64)
+            shares[j] = float(first.params["pi"])
+        else:
+            theta = np.zeros(0)
+            shares[j] = float("nan")
+        free = None
+        if channel.param_names and channel_fit == "joint":
+            free = slice(offset, offset + theta.size)
+            offset += theta.size
+            free_names += [t if m == 1 else f"{t}[{name}]" for t in channel.param_names]
+        pred = _Predictor(channel, codes, r, theta, free)
+        predictors.append(pred)
+        A, B, _, _ = channel.coefficients(theta)
+        slopes[j] = float(np.mean(B[codes, 1]))
+        if not channel.param_names:
+            shares[j] = (r.mean() - float(np.mean(A[codes, 1]))) / slopes[j]
+    k = offset
     if n <= k:
         raise ValueError(f"need more than {k} complete rows, got {n}")
-    # log Pr(reports of row i | cell c) = sum_j log P_j[r_ij, c_j]: (K, n)
-    log_lik_r = np.zeros((cells.shape[0], n))
-    with np.errstate(divide="ignore"):  # log 0 for a report impossible in a cell
-        for j, name in enumerate(names):
-            P = designs[name].matrix
-            per = np.log(P[reports[:, j].astype(np.intp), :]).T  # (2, n): by truth x
-            log_lik_r += per[cells[:, j].astype(np.intp), :]
     # start: least squares on the reports, each report share de-biased for its
     # predictor's prevalence, the cells independent
     b0, *_ = np.linalg.lstsq(X, y, rcond=None)
-    shares = np.empty(m)
-    for j, name in enumerate(names):
-        P = designs[name].matrix
-        slope = P[1, 1] - P[1, 0]
-        if abs(slope) > 1e-9:
-            b0[cols[j]] /= slope
-        shares[j] = np.clip((reports[:, j].mean() - P[1, 0]) / slope, 0.05, 0.95)
+    for j in range(m):
+        if abs(slopes[j]) > 1e-9:
+            b0[cols[j]] /= slopes[j]
+    shares = np.clip(shares, 0.05, 0.95)
     pi0 = np.prod(np.where(cells == 1, shares, 1 - shares), axis=1)
     sigma0 = float(np.std(y - X @ b0)) or 1.0
     logits0 = np.log(pi0[1:] / pi0[0])
-    x0 = np.concatenate([b0, [math.log(sigma0)], logits0])
-    args = (X, cols, cells, y, log_lik_r)
+    thetas = [pred.theta for pred in predictors if pred.free is not None]
+    x0 = np.concatenate([b0, [math.log(sigma0)], logits0, *thetas])
+    bounds: list[tuple[float | None, float | None]] = [(None, None)] * (p + K)
+    for pred in predictors:
+        if pred.free is not None:
+            bounds += list(pred.channel.bounds)
+    model = _Model(X, cols, cells, y, predictors)
     res = optimize.minimize(
         _objective,
         x0,
-        args=args,
+        args=(model,),
         jac=True,
         method="L-BFGS-B",
+        bounds=bounds,
         options={"maxiter": max_iter, "ftol": 1e-15, "gtol": 1e-9},
     )
     x = np.asarray(res.x, dtype=np.float64)
     # observed information: central differences of the exact gradient
-    cov_x = observed_covariance(-hessian_from_gradient(lambda z: _objective(z, *args)[1], x))
+    cov_x = observed_covariance(-hessian_from_gradient(lambda z: _objective(z, model)[1], x))
     b, sigma = x[:p], math.exp(x[p])
-    pi = _prevalence(x[p + 1 :])
+    pi = _prevalence(x[p + 1 : p + K])
     # delta method to (b, sigma, pi): d pi_c / d theta_d = pi_c (1[c = d] - pi_d)
     dpi = (np.diag(pi) - np.outer(pi, pi))[:, 1:]
     if m == 1:  # report the prevalence of "yes" only
@@ -277,26 +395,50 @@ def rr_linear(
     else:
         values = pi
         labels = ["pi[" + ":".join(str(int(v)) for v in cell) + "]" for cell in cells]
-    J = np.zeros((p + 1 + len(values), k))
+    q = k - (p + K)
+    J = np.zeros((p + 1 + len(values) + q, k))
     J[:p, :p] = np.eye(p)
     J[p, p] = sigma
-    J[p + 1 :, p + 1 :] = dpi
+    J[p + 1 : p + 1 + len(values), p + 1 : p + K] = dpi
+    J[p + 1 + len(values) :, p + K :] = np.eye(q)
+    fixed = {
+        (t if m == 1 else f"{t}[{name}]"): float(v)
+        for name, pred in zip(names, predictors, strict=True)
+        if pred.free is None
+        for t, v in zip(pred.channel.param_names, pred.theta, strict=True)
+    }
     return RRLinearResult(
         params=pd.Series(
-            np.concatenate([b, [sigma], values]), index=[*frame.terms, "sigma", *labels]
+            np.concatenate([b, [sigma], values, x[p + K :]]),
+            index=[*frame.terms, "sigma", *labels, *free_names],
         ),
         covariance=J @ cov_x @ J.T,
         llf=-float(res.fun),
         nobs=n,
         # L-BFGS can stop on a line search that no longer gains in double precision:
-        # what matters is that the gradient vanishes at the optimum
-        converged=bool(res.success or np.max(np.abs(res.jac)) <= 1e-6 * n),
+        # what matters is that the gradient vanishes at the optimum (or points out of
+        # the box at a bound)
+        converged=bool(res.success or _projected_gradient(res.jac, x, bounds) <= 1e-6 * n),
         formula=formula,
-        design=design if is_design(design) else designs,
-        profile=Profile(functools.partial(_objective_of, args=args), x, float(res.fun), None),
+        design=design if is_design(design) or isinstance(design, GroupModel) else designs,
+        profile=Profile(functools.partial(_objective_of, model=model), x, float(res.fun), bounds),
         x_covariance=cov_x,
+        channel_parameters=pd.Series(fixed, dtype=np.float64),
     )
 
 
-def _objective_of(x: _Array, args: tuple[Any, ...]) -> tuple[float, _Array]:
-    return _objective(x, *args)
+def _projected_gradient(
+    jac: _Array, x: _Array, bounds: list[tuple[float | None, float | None]]
+) -> float:
+    """Largest gradient component that could still move ``x`` inside its box."""
+    g = np.asarray(jac, dtype=np.float64).copy()
+    for i, (lo, hi) in enumerate(bounds):
+        if (lo is not None and x[i] <= lo and g[i] > 0) or (
+            hi is not None and x[i] >= hi and g[i] < 0
+        ):
+            g[i] = 0.0
+    return float(np.max(np.abs(g)))
+
+
+def _objective_of(x: _Array, model: _Model) -> tuple[float, _Array]:
+    return _objective(x, model)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -141,6 +142,27 @@ def _hessian(x: _Array, channel: GroupModel, c: _Array) -> _Array:
     return np.asarray(H)
 
 
+def _maximise(channel: GroupModel, c: _Array, x0: _Array) -> Any:
+    """One maximisation of the likelihood of report counts ``c`` (shape (G, m)) over
+    ``(pi, theta)`` from ``x0``, within the bounds (and ``pi + theta <= 1`` where the
+    two are shares of one population); SciPy's ``OptimizeResult``."""
+    constrained = channel.shares_sum_at_most_one
+    return optimize.minimize(
+        _objective,
+        np.minimum(x0, [0.5, 0.4]) if constrained else x0,
+        args=(channel, c),
+        jac=True,
+        method="SLSQP" if constrained else "L-BFGS-B",
+        bounds=[(0.0, 1.0), *channel.bounds],
+        constraints=(
+            optimize.LinearConstraint(np.array([[1.0, 1.0]]), -np.inf, 1.0) if constrained else ()
+        ),
+        options={"ftol": 1e-14, "maxiter": 1000}
+        if constrained
+        else {"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
+    )
+
+
 def estimate_channel(
     channel: GroupModel | Design | Mapping[Hashable, Design],
     reports: ArrayLike,
@@ -182,7 +204,6 @@ def estimate_channel(
     """
     channel = as_channel(channel)
     c = _counts(channel, reports, groups)
-    bounds = [(0.0, 1.0), *channel.bounds]
     # a grid over pi and every channel parameter: the likelihood can be multimodal
     lo = np.array([b[0] for b in channel.bounds])
     hi = np.array([b[1] for b in channel.bounds])
@@ -192,24 +213,8 @@ def estimate_channel(
     starts.insert(0, np.concatenate([[0.5], channel.start()]))
     best = None
     start_llf = []
-    constrained = channel.shares_sum_at_most_one  # pi + parameter <= 1 (one population)
     for x0 in starts:
-        res = optimize.minimize(
-            _objective,
-            np.minimum(x0, [0.5, 0.4]) if constrained else x0,
-            args=(channel, c),
-            jac=True,
-            method="SLSQP" if constrained else "L-BFGS-B",
-            bounds=bounds,
-            constraints=(
-                optimize.LinearConstraint(np.array([[1.0, 1.0]]), -np.inf, 1.0)
-                if constrained
-                else ()
-            ),
-            options={"ftol": 1e-14, "maxiter": 1000}
-            if constrained
-            else {"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
-        )
+        res = _maximise(channel, c, x0)
         start_llf.append(-float(res.fun))
         if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
             best = res

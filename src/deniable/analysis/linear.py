@@ -172,6 +172,13 @@ class _Model:
 def _objective(x: _Array, model: _Model) -> tuple[float, _Array]:
     """Negative log-likelihood and gradient in (b, log sigma, logits of pi, free
     channel parameters)."""
+    ll, scores = _row_terms(x, model)
+    return -float(ll.sum()), -scores.sum(axis=0)
+
+
+def _row_terms(x: _Array, model: _Model) -> tuple[_Array, _Array]:
+    """Each row's log-likelihood, shape (n,), and score (its gradient in ``x``),
+    shape (n, k)."""
     X, cols, cells, y = model.X, model.cols, model.cells, model.y
     p, K = X.shape[1], cells.shape[0]
     b, sigma = x[:p], math.exp(x[p])
@@ -191,21 +198,20 @@ def _objective(x: _Array, model: _Model) -> tuple[float, _Array]:
     z2 = (resid / sigma) ** 2
     with np.errstate(divide="ignore"):  # a cell of prevalence 0
         log_prior = np.log(pi)
-    # the normal density's constant, the same in every cell, is added to each row after
     joint = (log_prior[:, None] + log_lik_r) - 0.5 * z2
     top = joint.max(axis=0)
     e = np.exp(joint - top)
     total = e.sum(axis=0)
     w = e / total  # each row's posterior over the cells
-    row_sum = float(np.sum(top + np.log(total))) - y.size * (math.log(sigma) + 0.5 * _LOG_2PI)
-    grad = np.zeros(x.size)
+    ll = top + np.log(total) - (math.log(sigma) + 0.5 * _LOG_2PI)
+    scores = np.zeros((y.size, x.size))
     wr = w * resid / sigma**2
     # d/db: sum_c w_ci resid_ci / sigma^2 * d mean_ci / db; the randomized terms'
-    # columns hold reports, not cells, so their entries are replaced below
-    grad[:p] = X.T @ wr.sum(axis=0)
-    grad[cols] = cells.T @ wr.sum(axis=1)
-    grad[p] = float(np.sum(w * z2)) - y.size  # d/dlog sigma
-    grad[p + 1 : p + K] = (w.sum(axis=1) - y.size * pi)[1:]  # d/dlogit pi_c, c >= 1
+    # columns hold reports, not cells, so their entries are replaced
+    scores[:, :p] = X * wr.sum(axis=0)[:, None]
+    scores[:, cols] = (cells.T @ wr).T
+    scores[:, p] = (w * z2).sum(axis=0) - 1.0  # d/dlog sigma
+    scores[:, p + 1 : p + K] = (w - pi[:, None]).T[:, 1:]  # d/dlogit pi_c, c >= 1
     for j, (pred, (prob, dprob)) in enumerate(zip(model.predictors, derivs, strict=True)):
         if dprob is None:
             continue
@@ -214,8 +220,8 @@ def _objective(x: _Array, model: _Model) -> tuple[float, _Array]:
         truth = np.stack([w[cells[:, j] == v].sum(axis=0) for v in (0.0, 1.0)])
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(truth > 0, truth / prob, 0.0)
-        grad[pred.free] = np.einsum("qvn,vn->q", dprob, score)
-    return -row_sum, -grad
+        scores[:, pred.free] = np.einsum("qvn,vn->nq", dprob, score)
+    return ll, scores
 
 
 def rr_linear(

@@ -155,16 +155,21 @@ class CoefficientsMixin(WaldResult):
             "'normal' (Wald)"
         )
 
-    def profile_interval(self, term: str, confidence_level: float = 0.95) -> tuple[float, float]:
+    def profile_interval(
+        self, term: str, confidence_level: float = 0.95, adjusted: bool = False
+    ) -> tuple[float, float]:
         """The profile-likelihood interval of one term (:mod:`deniable.analysis.profile`):
-        ``{b: 2 (llf - max l | term = b) <= chi2_1(level)}``, on the term's scale. A term
-        without a coordinate of its own (the joint prevalence of several randomized
-        predictors) gets its Wald interval.
+        ``{b: 2 (llf - max l | term = b) <= chi2_1(level)}``, on the term's scale, or
+        with ``adjusted`` that of the modified signed root, ``{b: |r*(b)| <=
+        z_(1 - alpha/2)}`` (Skovgaard 1996; Severini 1999). A term without a coordinate
+        of its own (the joint prevalence of several randomized predictors) gets its Wald
+        interval.
 
         Raises
         ------
         ValueError
-            For an unknown term, a level outside (0, 1), or a result with no profile.
+            For an unknown term, a level outside (0, 1), a result with no profile, or
+            ``adjusted`` on a fit that does not give each row's score.
         """
         if term not in self.params.index:
             raise ValueError(f"term must be one of {', '.join(map(str, self.params.index))}")
@@ -174,7 +179,7 @@ class CoefficientsMixin(WaldResult):
             return float(wald_low[term]), float(wald_high[term])
         index, scale_map = terms[term]
         se = math.sqrt(max(float(self._x_covariance(profile)[index, index]), 0.0))
-        low, high = profile.interval(index, se, confidence_level)
+        low, high = profile.interval(index, se, confidence_level, adjusted)
         ends = sorted((scale_map(low), scale_map(high)))
         return ends[0], ends[1]
 
@@ -194,6 +199,21 @@ class CoefficientsMixin(WaldResult):
             raise ValueError(f"term must be a coefficient; allowed: {', '.join(terms)}")
         return profile.deviance(terms[term][0], value)
 
+    def signed_roots(self, term: str, value: float) -> tuple[float, float]:
+        """``(r, r*)`` of a coefficient at ``value``: the signed root of the profile
+        deviance and its modification (Skovgaard 1996; Severini 1999), each standard
+        normal at the true value, ``r*`` to a higher order (one constrained fit).
+
+        Raises
+        ------
+        ValueError
+            For a term that is not a coefficient, or a fit without each row's score.
+        """
+        profile, terms = self._profile_spec()
+        if term not in terms or terms[term][1] is not float:
+            raise ValueError(f"term must be a coefficient; allowed: {', '.join(terms)}")
+        return profile.signed_roots(terms[term][0], value)
+
     def _x_covariance(self, profile: Profile) -> NDArray[np.float64]:
         """The covariance of the optimiser's coordinates (default: of the terms)."""
         return self.covariance
@@ -201,18 +221,22 @@ class CoefficientsMixin(WaldResult):
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None
     ) -> ConfidenceInterval[Any]:
-        """Wald (``normal``, the default) or profile-likelihood (``profile``) intervals
-        of every term, Series indexed by term.
+        """Wald (``normal``, the default), profile-likelihood (``profile``) or modified
+        signed root (``rstar``: the profile interval adjusted to a higher order, for
+        fits that give each row's score) intervals of every term, Series by term.
 
         Raises
         ------
         ValueError
-            For a level outside (0, 1), another method, or ``profile`` on a result that
-            has none.
+            For a level outside (0, 1), another method, or ``profile`` / ``rstar`` on a
+            result that has none.
         """
-        if method != "profile":
+        if method not in ("profile", "rstar"):
             return super().confidence_interval(confidence_level, method)
-        pairs = [self.profile_interval(str(t), confidence_level) for t in self.params.index]
+        adjusted = method == "rstar"
+        pairs = [
+            self.profile_interval(str(t), confidence_level, adjusted) for t in self.params.index
+        ]
         index = self.params.index
         return ConfidenceInterval(
             pd.Series([a for a, _ in pairs], index), pd.Series([b for _, b in pairs], index)

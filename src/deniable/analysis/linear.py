@@ -16,7 +16,9 @@ posterior over the cells), started from ordinary least squares on the reports; s
 errors come from the observed information (the Jacobian of the exact gradient by
 central differences) and the delta method. ``confidence_interval(method="profile")``
 gives profile-likelihood intervals (:mod:`deniable.analysis.profile`), which keep their
-coverage where a weak design makes the Wald interval's normal approximation fail.
+coverage where a weak design makes the Wald interval's normal approximation fail, and
+``method="rstar"`` those of the modified signed root (Skovgaard 1996, Severini 1999),
+which corrects the profile's own small-sample error.
 """
 
 from __future__ import annotations
@@ -427,7 +429,13 @@ def rr_linear(
         converged=bool(res.success or _projected_gradient(res.jac, x, bounds) <= 1e-6 * n),
         formula=formula,
         design=design if is_design(design) or isinstance(design, GroupModel) else designs,
-        profile=Profile(functools.partial(_objective_of, model=model), x, float(res.fun), bounds),
+        profile=Profile(
+            functools.partial(_objective_of, model=model),
+            x,
+            float(res.fun),
+            bounds,
+            rows=functools.partial(_row_terms, model=model),
+        ),
         x_covariance=cov_x,
         channel_parameters=pd.Series(fixed, dtype=np.float64),
     )

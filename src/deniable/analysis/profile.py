@@ -15,6 +15,24 @@ stepping out from the estimate in steps of the Wald half-width (doubling, at mos
 :data:`MAX_DOUBLINGS` times; beyond, the end is infinite: the data do not bound it) and
 solved by Brent's method to ``1e-6`` standard errors; each evaluation maximises over
 the nuisance parameters by L-BFGS-B (SciPy), warm-started from the previous one.
+
+Where the signed root ``r = sign(psi_hat - psi) sqrt(2 (l(hat) - l_p(psi)))`` is itself
+far from standard normal (a weak design: at Warner(0.65), n = 1,000 its SD is about
+1.04), the *modified* signed root of Barndorff-Nielsen (1986), in the form of Skovgaard
+(1996, "An explicit large-deviation approximation to one-parameter tests", Bernoulli
+2, 145-165)::
+
+    r* = r + log(u / r) / r,
+    u = [S^-1 q]_psi |j(hat)|^(1/2) |S| / (|I| |j_nu nu(tilde)|^(1/2)),
+
+is standard normal to a higher order. ``I``, ``S`` and ``q`` are the covariances of the
+score at ``hat``, of the scores at ``hat`` and at the constrained maximum ``tilde``, and
+of the score at ``hat`` with ``l(hat) - l(tilde)``; they are estimated by sums over the
+rows (Severini 1999, "An empirical adjustment to the likelihood ratio statistic",
+Biometrika 86, 235-247): ``I = sum s_i(hat) s_i(hat)'``, ``S = sum s_i(hat)
+s_i(tilde)'``, ``q = sum s_i(hat) (l_i(hat) - l_i(tilde))``; ``j`` is the observed
+information. The adjusted interval is ``{psi: |r*(psi)| <= z_(1 - alpha/2)}`` (fits
+that give each row's log-likelihood and score: ``rows``).
 """
 
 from __future__ import annotations
@@ -52,6 +70,9 @@ class Profile:
         Box bounds of each coordinate (``None`` for unbounded), as SciPy's.
     gradient : bool, default True
         Whether ``objective`` returns the gradient too.
+    rows : callable, optional
+        ``rows(x) -> (log-likelihood of each row, shape (n,); score of each row, shape
+        (n, k))``, for the modified signed root ``r*`` (``adjusted=True``).
     """
 
     objective: Callable[[_Array], Any] = field(repr=False)
@@ -59,6 +80,7 @@ class Profile:
     nll_hat: float
     bounds: Sequence[tuple[float | None, float | None]] | None = None
     gradient: bool = True
+    rows: Callable[[_Array], tuple[_Array, _Array]] | None = field(default=None, repr=False)
 
     def _profile_nll(self, index: int, value: float, start: _Array) -> tuple[float, _Array]:
         """``min objective`` over ``x`` with ``x[index] = value``, from ``start``."""
@@ -92,16 +114,67 @@ class Profile:
         nll, _ = self._profile_nll(index, float(value), self.x_hat)
         return 2.0 * (nll - self.nll_hat)
 
-    def interval(self, index: int, scale: float, confidence_level: float) -> tuple[float, float]:
-        """The profile-likelihood interval of ``x[index]`` at ``confidence_level`` in
-        (0, 1); ``scale`` (> 0) is its Wald standard error, the first step out. Either
-        end is ``-inf`` / ``inf`` where the profile never falls far enough (or the
-        coordinate's bound, where it reaches it first).
+    def signed_roots(self, index: int, value: float) -> tuple[float, float]:
+        """``(r, r*)`` at ``x[index] = value``: the signed root of the deviance and its
+        modification (Skovgaard 1996 with Severini's 1999 empirical covariances); ``r*``
+        is ``r`` where ``u / r`` is not positive or a matrix is singular.
 
         Raises
         ------
         ValueError
-            For a level outside (0, 1) or an index out of range.
+            Without ``rows``.
+        """
+        if self.rows is None:
+            raise ValueError("r* needs each row's log-likelihood and score (rows)")
+        nll, x_tilde = self._profile_nll(index, float(value), self.x_hat)
+        return self._roots(index, float(value), nll, x_tilde)
+
+    def _roots(self, index: int, value: float, nll: float, x_tilde: _Array) -> tuple[float, float]:
+        from ._results import hessian_from_gradient
+
+        assert self.rows is not None
+        r = math.copysign(
+            math.sqrt(max(2.0 * (nll - self.nll_hat), 0.0)), self.x_hat[index] - value
+        )
+        if r == 0.0:
+            return r, r
+        l_hat, s_hat = self.rows(self.x_hat)
+        l_tilde, s_tilde = self.rows(x_tilde)
+        info = s_hat.T @ s_hat
+        cross = s_hat.T @ s_tilde
+        q = s_hat.T @ (l_hat - l_tilde)
+
+        def hessian(x: _Array) -> _Array:
+            return hessian_from_gradient(lambda z: np.asarray(self.objective(z)[1]), x)
+
+        keep = np.arange(self.x_hat.size) != index
+        try:
+            _, log_j_hat = np.linalg.slogdet(hessian(self.x_hat))
+            _, log_j_nuisance = np.linalg.slogdet(hessian(x_tilde)[np.ix_(keep, keep)])
+            sign_s, log_s = np.linalg.slogdet(cross)
+            _, log_i = np.linalg.slogdet(info)
+            first = float(np.linalg.solve(cross, q)[index])
+        except np.linalg.LinAlgError:
+            return r, r
+        u = first * sign_s * math.exp(0.5 * log_j_hat + log_s - log_i - 0.5 * log_j_nuisance)
+        if not math.isfinite(u) or u / r <= 0:
+            return r, r
+        return r, r + math.log(u / r) / r
+
+    def interval(
+        self, index: int, scale: float, confidence_level: float, adjusted: bool = False
+    ) -> tuple[float, float]:
+        """The profile-likelihood interval of ``x[index]`` at ``confidence_level`` in
+        (0, 1); ``scale`` (> 0) is its Wald standard error, the first step out. Either
+        end is ``-inf`` / ``inf`` where the profile never falls far enough (or the
+        coordinate's bound, where it reaches it first). ``adjusted``: the interval of
+        the modified signed root, ``|r*| <= z_(1 - alpha/2)`` (needs ``rows``).
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1), an index out of range, or ``adjusted`` without
+            ``rows``.
         """
         from scipy import stats
 
@@ -109,20 +182,29 @@ class Profile:
             raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
         if not 0 <= index < self.x_hat.size:
             raise ValueError(f"index must be in 0..{self.x_hat.size - 1}, got {index}")
+        if adjusted and self.rows is None:
+            raise ValueError("r* needs each row's log-likelihood and score (rows)")
         critical = float(stats.chi2.ppf(confidence_level, 1))
         hat = float(self.x_hat[index])
         step0 = scale * math.sqrt(critical) if math.isfinite(scale) and scale > 0 else 0.0
         step0 = step0 or 0.1 * max(abs(hat), 1.0)
         low_bound, high_bound = (None, None) if self.bounds is None else self.bounds[index]
-        low = self._end(index, -1.0, low_bound, step0, critical)
-        high = self._end(index, 1.0, high_bound, step0, critical)
+        low = self._end(index, -1.0, low_bound, step0, critical, adjusted)
+        high = self._end(index, 1.0, high_bound, step0, critical, adjusted)
         return low, high
 
     def _end(
-        self, index: int, sign: float, bound: float | None, step0: float, critical: float
+        self,
+        index: int,
+        sign: float,
+        bound: float | None,
+        step0: float,
+        critical: float,
+        adjusted: bool = False,
     ) -> float:
-        """One end: step out until the profile falls ``critical`` below its top, then
-        Brent's root between the last step inside and the first outside."""
+        """One end: step out until the profile falls ``critical`` below its top (or
+        ``-sign r*`` passes ``sqrt(critical)``), then Brent's root between the last
+        step inside and the first outside."""
         from scipy import optimize
 
         hat = float(self.x_hat[index])
@@ -133,6 +215,8 @@ class Profile:
             near = min(solved, key=lambda v: abs(v - value))
             nll, x = self._profile_nll(index, value, solved[near])
             solved[value] = x
+            if adjusted:
+                return -sign * self._roots(index, value, nll, x)[1] - math.sqrt(critical)
             return 2.0 * (nll - self.nll_hat) - critical
 
         step, inner, outer = step0, hat, math.nan

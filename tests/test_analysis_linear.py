@@ -207,3 +207,9 @@ def test_group_models_name_their_errors():
         rr_linear("y ~ r + z", frame.assign(g=3), {"r": SLD}, group="g")
     with pytest.raises(ValueError, match="channel_fit must be 'joint' or 'plug_in'"):
         rr_linear("y ~ r + z", frame, {"r": SLD}, group="g", channel_fit="em")
+
+
+def test_the_summary_names_the_group_model():
+    frame = sld_sample(np.random.default_rng(9), 500)
+    text = rr_linear("y ~ r + z", frame, {"r": SLD}, group="g").summary()
+    assert "StochasticLieDetector(p=[0.166667, 0.833333], group_labels=[1, 2])" in text

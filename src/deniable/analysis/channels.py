@@ -192,6 +192,9 @@ class KnownChannel(GroupModel):
         self._A = P[:, :, 0].copy()
         self._B = P[:, :, 1] - P[:, :, 0]
 
+    def __repr__(self) -> str:
+        return f"KnownChannel({self.designs!r})"
+
     def coefficients(self, theta: _Array) -> tuple[_Array, _Array, _Array, _Array]:
         empty = np.zeros((0, *self._A.shape))
         return self._A, self._B, empty, empty
@@ -211,6 +214,10 @@ class _GroupsWithOneParameter(GroupModel):
             raise ValueError(f"p must differ between at least two groups, got {self.p.tolist()}")
         self.group_labels = _labels(group_labels, self.p.size)
         self.bounds = [(0.0, 1.0)]
+
+    def __repr__(self) -> str:
+        p = ", ".join(f"{v:.6g}" for v in self.p)
+        return f"{type(self).__name__}(p=[{p}], group_labels={list(self.group_labels)!r})"
 
 
 class UnknownInnocuous(_GroupsWithOneParameter):
@@ -327,6 +334,9 @@ class WithDirectQuestioning(GroupModel):
         self.param_names = channel.param_names
         self.bounds = channel.bounds
         self.n_reports = 2
+
+    def __repr__(self) -> str:
+        return f"WithDirectQuestioning({self.inner!r}, {self.group_labels[-1]!r})"
 
     def coefficients(self, theta: _Array) -> tuple[_Array, _Array, _Array, _Array]:
         A, B, dA, dB = self.inner.coefficients(theta)

@@ -284,7 +284,7 @@ def rr_correlation(
     ones = np.ones((1, n))
     point = _correlations(values, ones, c, d, randomized)[0]
     if grouped is not None:
-        point = grouped.correct(point[None], values, ones, c, d, randomized, None)[0]
+        point = grouped.correct(point[None], values, ones, c, d, randomized, refit=False)[0]
     generator = np.random.default_rng(rng)
     reps = np.empty((B, len(columns) * (len(columns) - 1) // 2))
     upper = np.triu_indices(len(columns), k=1)
@@ -297,7 +297,7 @@ def rr_correlation(
         weights = counts.astype(np.float64)
         r = _correlations(values, weights, c, d, randomized)
         if grouped is not None:
-            r = grouped.correct(r, values, weights, c, d, randomized, generator)
+            r = grouped.correct(r, values, weights, c, d, randomized, refit=True)
         reps[start : start + size] = r[:, upper[0], upper[1]]
     if clip:
         point, reps = np.clip(point, -1.0, 1.0), np.clip(reps, -1.0, 1.0)
@@ -360,11 +360,11 @@ class _Grouped:
         c: _Array,
         d: _Array,
         randomized: NDArray[np.bool_],
-        refit: np.random.Generator | None,
+        refit: bool,
     ) -> _Array:
         """Replace the pairs involving a group model in ``r`` (B, p, p) by RRcor's
         group-averaged correlations, the group models refitted to each replicate's
-        reports when ``refit`` is given (a bootstrap)."""
+        reports with ``refit`` (a bootstrap), else at their fit on all rows."""
         Bn, p = weights.shape[0], values.shape[1]
         S = int(self.parts.max()) + 1
         mean = weights @ values / weights.sum(axis=1, keepdims=True)
@@ -376,7 +376,7 @@ class _Grouped:
             self.index, self.channels, self.codes, self.fits, self.part_codes, strict=True
         ):
             flags[j] = True
-            if refit is None:
+            if not refit:
                 x = np.broadcast_to(fit, (Bn, fit.size))
             else:
                 onehot = np.zeros((values.shape[0], channel.n_groups * 2))

@@ -27,6 +27,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -149,6 +150,12 @@ class _Predictor:
     theta: _Array
     free: slice | None
 
+    @functools.cached_property
+    def log_fixed(self) -> _Array:
+        """``log Pr(report_i | truth)`` at the fixed parameters, shape (2, n)."""
+        with np.errstate(divide="ignore"):  # log 0 for a report impossible in a truth
+            return np.log(self.probabilities(self.theta)[0])
+
     def probabilities(self, x: _Array) -> tuple[_Array, _Array | None]:
         """``Pr(report_i | truth)`` of each row, shape (2, n), and with free parameters
         its derivative in them, shape (q, 2, n)."""
@@ -173,14 +180,44 @@ class _Model:
 
 def _objective(x: _Array, model: _Model) -> tuple[float, _Array]:
     """Negative log-likelihood and gradient in (b, log sigma, logits of pi, free
-    channel parameters)."""
-    ll, scores = _row_terms(x, model)
-    return -float(ll.sum()), -scores.sum(axis=0)
+    channel parameters); the sums are taken directly (the optimiser's hot path)."""
+    ll, parts = _terms(x, model)
+    w, z2, wr, pi, theta_scores = parts
+    X, cols, cells, p, K = model.X, model.cols, model.cells, model.X.shape[1], pi.size
+    grad = np.empty(x.size)
+    # d/db: sum_c w_ci resid_ci / sigma^2 * d mean_ci / db; the randomized terms'
+    # columns hold reports, not cells, so their entries are replaced below
+    grad[:p] = X.T @ wr.sum(axis=0)
+    grad[cols] = cells.T @ wr.sum(axis=1)
+    grad[p] = float(np.sum(w * z2)) - ll.size  # d/dlog sigma
+    grad[p + 1 : p + K] = (w.sum(axis=1) - ll.size * pi)[1:]  # d/dlogit pi_c, c >= 1
+    for free, dprob, score in theta_scores:
+        grad[free] = np.einsum("qvn,vn->q", dprob, score)
+    return -float(ll.sum()), -grad
 
 
 def _row_terms(x: _Array, model: _Model) -> tuple[_Array, _Array]:
     """Each row's log-likelihood, shape (n,), and score (its gradient in ``x``),
-    shape (n, k)."""
+    shape (n, k); they sum to ``_objective``'s (negated)."""
+    ll, parts = _terms(x, model)
+    w, z2, wr, pi, theta_scores = parts
+    X, cols, cells, p, K = model.X, model.cols, model.cells, model.X.shape[1], pi.size
+    scores = np.empty((ll.size, x.size))
+    scores[:, :p] = X * wr.sum(axis=0)[:, None]
+    scores[:, cols] = (cells.T @ wr).T
+    scores[:, p] = (w * z2).sum(axis=0) - 1.0
+    scores[:, p + 1 : p + K] = (w - pi[:, None]).T[:, 1:]
+    for free, dprob, score in theta_scores:
+        scores[:, free] = np.einsum("qvn,vn->nq", dprob, score)
+    return ll, scores
+
+
+def _terms(x: _Array, model: _Model) -> tuple[_Array, tuple[Any, ...]]:
+    """Each row's log-likelihood, shape (n,), and what its derivatives are made of:
+    the rows' posteriors over the cells ``w``, squared standardised residuals and
+    ``w resid / sigma^2`` (each (K, n)), the cell prevalences ``pi`` and,
+    per predictor with free channel parameters, its slice, ``d Pr / d theta`` (q, 2,
+    n) and the posterior of its truth over ``Pr`` (2, n)."""
     X, cols, cells, y = model.X, model.cols, model.cells, model.y
     p, K = X.shape[1], cells.shape[0]
     b, sigma = x[:p], math.exp(x[p])
@@ -188,11 +225,15 @@ def _row_terms(x: _Array, model: _Model) -> tuple[_Array, _Array]:
     # log Pr(reports of row i | cell c) = sum_j log Pr(r_ij | c_j): (K, n)
     log_lik_r = np.zeros((K, y.size))
     derivs = []
-    with np.errstate(divide="ignore"):  # log 0 for a report impossible in a cell
-        for j, pred in enumerate(model.predictors):
+    for j, pred in enumerate(model.predictors):
+        if pred.free is None:  # held fixed: its log-probabilities computed once
+            log_prob, prob, dprob = pred.log_fixed, None, None
+        else:
             prob, dprob = pred.probabilities(x)
-            log_lik_r += np.log(prob)[cells[:, j].astype(np.intp), :]
-            derivs.append((prob, dprob))
+            with np.errstate(divide="ignore"):  # log 0 for a report impossible in a cell
+                log_prob = np.log(prob)
+        log_lik_r += log_prob[cells[:, j].astype(np.intp), :]
+        derivs.append((prob, dprob))
     base = X @ b - X[:, cols] @ b[cols]  # the mean without the randomized terms
     # cells along the first axis, rows along the second (reductions over the few cells
     # are then elementwise over rows)
@@ -206,24 +247,17 @@ def _row_terms(x: _Array, model: _Model) -> tuple[_Array, _Array]:
     total = e.sum(axis=0)
     w = e / total  # each row's posterior over the cells
     ll = top + np.log(total) - (math.log(sigma) + 0.5 * _LOG_2PI)
-    scores = np.zeros((y.size, x.size))
-    wr = w * resid / sigma**2
-    # d/db: sum_c w_ci resid_ci / sigma^2 * d mean_ci / db; the randomized terms'
-    # columns hold reports, not cells, so their entries are replaced
-    scores[:, :p] = X * wr.sum(axis=0)[:, None]
-    scores[:, cols] = (cells.T @ wr).T
-    scores[:, p] = (w * z2).sum(axis=0) - 1.0  # d/dlog sigma
-    scores[:, p + 1 : p + K] = (w - pi[:, None]).T[:, 1:]  # d/dlogit pi_c, c >= 1
+    theta_scores = []
     for j, (pred, (prob, dprob)) in enumerate(zip(model.predictors, derivs, strict=True)):
-        if dprob is None:
+        if prob is None or dprob is None:
             continue
-        # each row's posterior of the predictor's truth, (2, n), times the derivative
-        # of the log-probability of its report
+        # each row's posterior of the predictor's truth, (2, n), over the probability
+        # of its report: times d Pr / d theta, the score in theta
         truth = np.stack([w[cells[:, j] == v].sum(axis=0) for v in (0.0, 1.0)])
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(truth > 0, truth / prob, 0.0)
-        scores[:, pred.free] = np.einsum("qvn,vn->nq", dprob, score)
-    return ll, scores
+        theta_scores.append((pred.free, dprob, score))
+    return ll, (w, z2, w * resid / sigma**2, pi, theta_scores)
 
 
 def rr_linear(
@@ -342,10 +376,11 @@ def rr_linear(
     offset = p + K
     for j, name in enumerate(names):
         channel = channels[name]
-        codes = channel.group_codes(group_values if channel.n_groups > 1 else None, n)
+        by_group = group_values if channel.n_groups > 1 else None
+        codes = channel.group_codes(by_group, n)
         r = reports[:, j].astype(np.intp)
         if channel.param_names:
-            first = estimate_channel(channel, r, group_values if channel.n_groups > 1 else None)
+            first = estimate_channel(channel, r, by_group)
             theta = np.asarray(first.params.iloc[1:], dtype=np.float64)
             shares[j] = float(first.params["pi"])
         else:
@@ -355,7 +390,7 @@ def rr_linear(
         if channel.param_names and channel_fit == "joint":
             free = slice(offset, offset + theta.size)
             offset += theta.size
-            free_names += [t if m == 1 else f"{t}[{name}]" for t in channel.param_names]
+            free_names += [_label(t, name, m) for t in channel.param_names]
         pred = _Predictor(channel, codes, r, theta, free)
         predictors.append(pred)
         A, B, _, _ = channel.coefficients(theta)
@@ -410,7 +445,7 @@ def rr_linear(
     J[p + 1 : p + 1 + len(values), p + 1 : p + K] = dpi
     J[p + 1 + len(values) :, p + K :] = np.eye(q)
     fixed = {
-        (t if m == 1 else f"{t}[{name}]"): float(v)
+        _label(t, name, m): float(v)
         for name, pred in zip(names, predictors, strict=True)
         if pred.free is None
         for t, v in zip(pred.channel.param_names, pred.theta, strict=True)
@@ -430,7 +465,7 @@ def rr_linear(
         formula=formula,
         design=design if is_design(design) or isinstance(design, GroupModel) else designs,
         profile=Profile(
-            functools.partial(_objective_of, model=model),
+            functools.partial(_objective, model=model),
             x,
             float(res.fun),
             bounds,
@@ -439,6 +474,12 @@ def rr_linear(
         x_covariance=cov_x,
         channel_parameters=pd.Series(fixed, dtype=np.float64),
     )
+
+
+def _label(parameter: str, predictor: str, m: int) -> str:
+    """A channel parameter's name: ``"t"`` with one randomized predictor, ``"t[r]"``
+    with several."""
+    return parameter if m == 1 else f"{parameter}[{predictor}]"
 
 
 def _projected_gradient(
@@ -452,7 +493,3 @@ def _projected_gradient(
         ):
             g[i] = 0.0
     return float(np.max(np.abs(g)))
-
-
-def _objective_of(x: _Array, model: _Model) -> tuple[float, _Array]:
-    return _objective(x, model)

@@ -37,6 +37,7 @@ that give each row's log-likelihood and score: ``rows``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -129,30 +130,37 @@ class Profile:
         nll, x_tilde = self._profile_nll(index, float(value), self.x_hat)
         return self._roots(index, float(value), nll, x_tilde)
 
-    def _roots(self, index: int, value: float, nll: float, x_tilde: _Array) -> tuple[float, float]:
+    def _hessian(self, x: _Array) -> _Array:
+        """Observed information at ``x`` (the Hessian of the objective), (k, k)."""
         from ._results import hessian_from_gradient
 
+        return hessian_from_gradient(lambda z: np.asarray(self.objective(z)[1]), x)
+
+    @functools.cached_property
+    def _at_hat(self) -> tuple[_Array, _Array, float, float]:
+        """What r* needs at the estimate, the same for every ``value``: each row's
+        log-likelihood and score, ``log |I|`` and ``log |j(hat)|``."""
+        assert self.rows is not None
+        l_hat, s_hat = self.rows(self.x_hat)
+        _, log_i = np.linalg.slogdet(s_hat.T @ s_hat)
+        _, log_j_hat = np.linalg.slogdet(self._hessian(self.x_hat))
+        return l_hat, s_hat, float(log_i), float(log_j_hat)
+
+    def _roots(self, index: int, value: float, nll: float, x_tilde: _Array) -> tuple[float, float]:
         assert self.rows is not None
         r = math.copysign(
             math.sqrt(max(2.0 * (nll - self.nll_hat), 0.0)), self.x_hat[index] - value
         )
         if r == 0.0:
             return r, r
-        l_hat, s_hat = self.rows(self.x_hat)
+        l_hat, s_hat, log_i, log_j_hat = self._at_hat
         l_tilde, s_tilde = self.rows(x_tilde)
-        info = s_hat.T @ s_hat
         cross = s_hat.T @ s_tilde
         q = s_hat.T @ (l_hat - l_tilde)
-
-        def hessian(x: _Array) -> _Array:
-            return hessian_from_gradient(lambda z: np.asarray(self.objective(z)[1]), x)
-
         keep = np.arange(self.x_hat.size) != index
         try:
-            _, log_j_hat = np.linalg.slogdet(hessian(self.x_hat))
-            _, log_j_nuisance = np.linalg.slogdet(hessian(x_tilde)[np.ix_(keep, keep)])
+            _, log_j_nuisance = np.linalg.slogdet(self._hessian(x_tilde)[np.ix_(keep, keep)])
             sign_s, log_s = np.linalg.slogdet(cross)
-            _, log_i = np.linalg.slogdet(info)
             first = float(np.linalg.solve(cross, q)[index])
         except np.linalg.LinAlgError:
             return r, r

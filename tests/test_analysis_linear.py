@@ -236,3 +236,19 @@ def test_known_designs_by_group_reduce_to_one_design():
     frame = pd.DataFrame({"y": y, "r": r, "z": z, "g": g})
     fit = rr_linear("y ~ r + z", frame, {"r": KnownChannel({1: FR, 2: warner})}, group="g")
     assert abs(fit.params["r"] - TRUE["r"]) < 4 * fit.bse["r"]
+
+
+def test_joint_channel_fit_at_the_bound_of_honesty():
+    """Every carrier honest (t = 1, the upper bound of t; this seed's estimate lands on
+    it): the joint fit converges (the projected gradient vanishes), t has no standard
+    error (NaN: the likelihood stops at the bound), and the other parameters have
+    finite ones from the information with t held there; the slope is within 4 SEs of
+    the truth."""
+    frame = sld_sample(np.random.default_rng(13), 3000, t=1.0)
+    fit = rr_linear("y ~ r + z", frame, {"r": SLD}, group="g")
+    assert fit.converged
+    assert fit.params["t"] == 1.0
+    assert np.isnan(fit.bse["t"])
+    others = fit.bse.drop("t")
+    assert np.isfinite(others).all() and (others > 0).all()
+    assert abs(fit.params["r"] - TRUE["r"]) < 4 * fit.bse["r"]

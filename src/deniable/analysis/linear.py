@@ -427,8 +427,7 @@ def rr_linear(
         options={"maxiter": max_iter, "ftol": 1e-15, "gtol": 1e-9},
     )
     x = np.asarray(res.x, dtype=np.float64)
-    # observed information: central differences of the exact gradient
-    cov_x = observed_covariance(-hessian_from_gradient(lambda z: _objective(z, model)[1], x))
+    cov_x, at_bound = _covariance_within_bounds(x, model, bounds)
     b, sigma = x[:p], math.exp(x[p])
     pi = _prevalence(x[p + 1 : p + K])
     # delta method to (b, sigma, pi): d pi_c / d theta_d = pi_c (1[c = d] - pi_d)
@@ -455,7 +454,7 @@ def rr_linear(
             np.concatenate([b, [sigma], values, x[p + K :]]),
             index=[*frame.terms, "sigma", *labels, *free_names],
         ),
-        covariance=J @ cov_x @ J.T,
+        covariance=_undefined_at_bound(J @ cov_x @ J.T, at_bound - (p + K) + (p + 1 + len(values))),
         llf=-float(res.fun),
         nobs=n,
         # L-BFGS can stop on a line search that no longer gains in double precision:
@@ -474,6 +473,41 @@ def rr_linear(
         x_covariance=cov_x,
         channel_parameters=pd.Series(fixed, dtype=np.float64),
     )
+
+
+def _covariance_within_bounds(
+    x: _Array, model: _Model, bounds: list[tuple[float | None, float | None]]
+) -> tuple[_Array, NDArray[np.intp]]:
+    """Inverse observed information (central differences of the exact gradient) over
+    the coordinates inside their bounds, and the coordinates on a bound (a channel
+    parameter such as the SLD's ``t`` at 1), where the likelihood is not defined on
+    both sides: they are held fixed, with zero rows and columns here."""
+    on = np.array(
+        [
+            (lo is not None and x[i] <= lo) or (hi is not None and x[i] >= hi)
+            for i, (lo, hi) in enumerate(bounds)
+        ],
+        dtype=bool,
+    )
+    inside = np.flatnonzero(~on)
+
+    def gradient(z: _Array) -> _Array:
+        full = x.copy()
+        full[inside] = z
+        return _objective(full, model)[1][inside]
+
+    cov = np.zeros((x.size, x.size))
+    cov[np.ix_(inside, inside)] = observed_covariance(-hessian_from_gradient(gradient, x[inside]))
+    return cov, np.flatnonzero(on)
+
+
+def _undefined_at_bound(cov: _Array, rows: NDArray[np.intp]) -> _Array:
+    """``cov`` with the rows and columns of parameters on a bound set to NaN (no
+    standard error: the estimate's distribution there is not normal)."""
+    cov = cov.copy()
+    cov[rows, :] = np.nan
+    cov[:, rows] = np.nan
+    return cov
 
 
 def _label(parameter: str, predictor: str, m: int) -> str:

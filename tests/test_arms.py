@@ -228,7 +228,10 @@ def test_staged_payloads_carry_arm_and_groups_and_old_payloads_still_read():
 
 def _store(tmp_path) -> Store:
     store = Store(f"sqlite:///{tmp_path / 'arms.sqlite'}")
-    store.publish(load_survey(with_(CAMPUS, min_release=5)))
+    # crowds of one, no l-diversity: these tests are about the columns, not the release
+    store.publish(
+        load_survey(with_(CAMPUS, min_release=1, allow_small_release=True, l_diversity=1))
+    )
     return store
 
 
@@ -439,7 +442,7 @@ def test_the_terminal_client_draws_arm_and_group_once_and_sends_them(tmp_path):
     from .conftest import ANALYST
 
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    store.publish(load_survey(with_(CAMPUS, min_release=1)))
+    store.publish(load_survey(with_(CAMPUS, min_release=1, allow_small_release=True)))
     arms = []
     with serve_in_thread(store, ANALYST) as base:
         for person in range(12):
@@ -554,6 +557,7 @@ def test_a_database_from_before_arms_is_migrated_and_its_waiting_responses_relea
             "title": "t",
             "privacy_budget": 2.0,
             "min_release": 2,
+            "allow_small_release": True,
             "questions": [
                 {"id": "q", "text": "Q?", "design": {"name": "warner", "params": {"p": 0.75}}}
             ],
@@ -576,7 +580,10 @@ def test_a_database_from_before_arms_is_migrated_and_its_waiting_responses_relea
         conn.execute(text("UPDATE staging_counts SET n = n + 1"))
     store.close()
     store = Store(url)
-    assert store.applied_migrations()[-1] == "0007_report_arm_group"
+    assert store.applied_migrations()[-2:] == [
+        "0007_report_arm_group",
+        "0008_release_number_no_arrival_time",
+    ]
     store.submit(survey, {"q": 0})  # completes the next crowd with the old payload
     frame = store.export("old")
     assert len(frame) == 4 and set(frame["arm"]) == {""} and set(frame["group"]) == {0}
@@ -643,11 +650,13 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
 
     store = Store(f"sqlite:///{tmp_path / 'p.sqlite'}")
     rng = np.random.default_rng(4)
-    changed = with_(CAMPUS, version=3, min_release=30)
+    # every response released at once (this test is about pooling, not the release)
+    every = {"min_release": 1, "allow_small_release": True, "l_diversity": 1}
+    changed = with_(CAMPUS, version=3, **every)
     changed["arms"]["rr"]["designs"] = {"cheat": {"name": "warner", "params": {"p": 0.75}}}
     for data in (
-        with_(CAMPUS, min_release=30),
-        with_(CAMPUS, version=2, min_release=30, title="Campus study, again"),
+        with_(CAMPUS, **every),
+        with_(CAMPUS, version=2, title="Campus study, again", **every),
         changed,
     ):
         survey = load_survey(data)

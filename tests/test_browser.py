@@ -63,7 +63,10 @@ def browser():
 def site(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'browser.sqlite'}")
     # each response released at once (crowds are tested in test_storage and test_attacker)
-    survey = load_survey(copy.deepcopy(SURVEY) | {"requires_invitation": True, "min_release": 1})
+    survey = load_survey(
+        copy.deepcopy(SURVEY)
+        | {"requires_invitation": True, "min_release": 1, "allow_small_release": True}
+    )
     store.publish(survey)
     with serve_in_thread(store, ANALYST) as base:
         yield base, store, survey
@@ -353,6 +356,7 @@ def test_a_reinvited_person_sends_the_memoized_report_across_versions_and_survey
             "questions": [question],
             "lifetime_budget": 30,
             "min_release": 1,
+            "allow_small_release": True,
         }
         store.publish(load_survey(data))
         page.goto("about:blank")
@@ -776,7 +780,12 @@ def test_a_numeric_question_in_the_browser(browser, site, tmp_path):
     """A number in [low, high]: checked on the page, randomized to one bit there, never
     sent nor kept; the bit's distribution is DuchiMean's (chi-square at ALPHA)."""
     base, store, _ = site
-    data = copy.deepcopy(SURVEY) | {"id": "hours", "privacy_budget": 5.0, "min_release": 1}
+    data = copy.deepcopy(SURVEY) | {
+        "id": "hours",
+        "privacy_budget": 5.0,
+        "min_release": 1,
+        "allow_small_release": True,
+    }
     data["questions"].append(
         {
             "id": "overtime",
@@ -903,7 +912,7 @@ def test_a_direct_question_is_sent_as_given_and_never_kept(browser, site, tmp_pa
     from .test_direct import STUDY
 
     base, store, _ = site
-    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1})
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1, "allow_small_release": True})
     store.publish(survey)
     context = browser.new_context(viewport={"width": 390, "height": 844})  # a phone
     page = context.new_page()
@@ -958,7 +967,7 @@ def test_the_german_page_translates_default_labels_and_units(browser, site):
     from .test_translations import SLEEP
 
     base, store, _ = site
-    data = copy.deepcopy(SLEEP) | {"min_release": 1}
+    data = copy.deepcopy(SLEEP) | {"min_release": 1, "allow_small_release": True}
     data["translations"]["de"]["questions"]["sleep"]["unit"] = "Stunden"
     store.publish(load_survey(data))
     context = browser.new_context(locale="de-DE")
@@ -1011,7 +1020,7 @@ def test_a_direct_number_is_sent_as_its_bin_in_the_browser(browser, site):
     from .test_direct import AGE, STUDY
 
     base, store, _ = site
-    data = copy.deepcopy(STUDY) | {"id": "ages", "min_release": 1}
+    data = copy.deepcopy(STUDY) | {"id": "ages", "min_release": 1, "allow_small_release": True}
     data["questions"] = [copy.deepcopy(AGE), STUDY["questions"][2]]
     store.publish(load_survey(data))
     context = browser.new_context(viewport={"width": 390, "height": 844})
@@ -1050,7 +1059,7 @@ def test_the_study_pages_pass_axe_core(browser, site):
     from .test_arms import CAMPUS, campus_truths
 
     base, store, _ = site
-    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 5})
+    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 5, "allow_small_release": True})
     store.publish(survey)
     rng = np.random.default_rng(3)
     sent = simulate_responses(survey, campus_truths(200, rng), rng)
@@ -1086,7 +1095,7 @@ def test_a_study_page_shows_one_arm_and_one_group_and_sends_them(browser, site, 
     from .test_arms import CAMPUS
 
     base, store, _ = site
-    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 1})
+    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 1, "allow_small_release": True})
     store.publish(survey)
     complement = "Is the answer to “Is your mother's birthday in January"
     seen: dict[str, list] = {"sent_arms": [], "sent_groups": []}
@@ -1339,7 +1348,10 @@ def test_a_studys_arm_and_group_move_with_the_transfer_link(browser, site):
     from .test_arms import CAMPUS
 
     base, store, _ = site
-    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 1, "requires_invitation": True})
+    survey = load_survey(
+        copy.deepcopy(CAMPUS)
+        | {"min_release": 1, "allow_small_release": True, "requires_invitation": True}
+    )
     store.publish(survey)
     complement = "Is the answer to “Is your mother's birthday in January"
     for _ in range(3):  # three people, so both arms are likely met

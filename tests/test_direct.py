@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from deniable import estimate
 from deniable.cli import app
 from deniable.collection.budget import check_lifetime
+from deniable.collection.disclosure import cell_warning
 from deniable.collection.live import serve_in_thread
 from deniable.collection.storage import Store
 from deniable.collection.survey import load_survey
@@ -106,12 +107,12 @@ def test_cells_of_direct_answers_are_counted_against_min_release():
     """4 faculties x 5 years = 20 cells: 600 expected responses leave 30 per cell, the
     crowd size (no warning); 599 leave fewer, and the warning names both questions."""
     survey = load_survey(copy.deepcopy(STUDY))
-    assert survey.direct_cells() == 20 and survey.cell_warning() is None
+    assert survey.direct_cells() == 20 and cell_warning(survey) is None
     thin = load_survey(copy.deepcopy(STUDY) | {"expected_responses": 599})
-    warning = thin.cell_warning()
+    warning = cell_warning(thin)
     assert warning is not None
     assert "(faculty, year) make 20 cells" in warning and "min_release (30)" in warning
-    assert load_survey(copy.deepcopy(STUDY) | {"expected_responses": None}).cell_warning() is None
+    assert cell_warning(load_survey(copy.deepcopy(STUDY) | {"expected_responses": None})) is None
 
 
 def test_survey_check_lists_direct_questions_apart(tmp_path):
@@ -137,7 +138,7 @@ def respond_in_terminal(tmp_path, data: dict, typed: str):
     """`deniable respond` on a live server with ``data`` published: the CLI's result and
     the store (released at once), the memo in ``tmp_path/data``."""
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    store.publish(load_survey(data | {"min_release": 1}))
+    store.publish(load_survey(data | {"min_release": 1, "allow_small_release": True}))
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "200"}
     with serve_in_thread(store, ANALYST) as base:
         out = CliRunner().invoke(
@@ -170,8 +171,8 @@ async def test_the_dashboard_shows_a_direct_question_as_its_sample_proportions(c
     data = copy.deepcopy(STUDY) | {"min_release": 10}
     r = await client.post("/api/surveys", json=data, headers=AUTH)
     assert r.status_code == 201, r.text
-    # every cell (faculty x one year) holds at least min_release: nothing is suppressed
-    faculties = rng.permutation(np.repeat([0, 1, 2, 3], [20, 15, 15, 10]))
+    # every cell (faculty x one year) fills crowds of min_release exactly: all released
+    faculties = rng.permutation(np.repeat([0, 1, 2, 3], [20, 10, 20, 10]))
     for i, f in enumerate(faculties):
         body = {"version": 1, "reports": {"faculty": int(f), "year": 1, "cheat": i % 2}}
         assert (await client.post("/api/surveys/campus/responses", json=body)).status_code == 201
@@ -202,31 +203,32 @@ def test_the_campus_example_checks():
     assert [a["id"] for a in payload["arms"]] == ["dq", "rr"]
 
 
-def test_a_cell_of_direct_answers_under_min_release_appears_nowhere(tmp_path):
-    """min_release 5; one release of 13 responses: (law, first) x 6, (medicine, first)
-    x 5, (law, second) x 2. The last cell is under 5: both its direct answers are
-    recoded to missing in the tallies, the long and wide exports and a Parquet export
-    read back, although "law" alone has 8; its randomized reports stay."""
+def test_a_cell_of_direct_answers_under_min_release_waits_whole(tmp_path):
+    """min_release 5; a batch of 13 responses: (law, first) x 6, (medicine, first) x 5,
+    (law, second) x 2. The last cell is under 5: its two responses wait, whole (their
+    randomized reports too), and appear in no tally or export, although "law" alone
+    has 8; nothing released is recoded to missing. Three more (law, second) release
+    the cell's five together."""
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 5})
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 5, "allow_small_release": True})
     store.publish(survey)
     cells = [(0, 0)] * 6 + [(1, 0)] * 5 + [(0, 1)] * 2
     batch = [{"faculty": f, "year": y, "cheat": 1} for f, y in cells]
     store.submit_batch(survey, batch)
-    assert store.released_count("campus") == 13
+    assert store.released_count("campus") == 11 and store.waiting("campus") == {1: 2}
     tallies = store.tallies(survey)
     assert tallies["faculty"].counts.tolist() == [6, 5, 0, 0]
     assert tallies["year"].counts.tolist() == [11, 0, 0, 0, 0]
-    assert tallies["cheat"].n == 13
+    assert tallies["cheat"].n == 11
     long = store.export("campus")
-    assert len(long) == 13 + 2 * 11
+    assert len(long) == 3 * 11
     assert "second" not in set(long["report_label"])
-    wide = read_export_bytes(tmp_path, store, "wide")
-    assert wide["faculty"].isna().sum() == 2 and wide["year"].isna().sum() == 2
-    assert wide.loc[wide["year"].isna(), "faculty"].isna().all()
-    assert wide["cheat"].notna().all()
-    parquet = read_export_bytes(tmp_path, store, "parquet")
-    assert sorted(parquet["faculty"].dropna().astype(int).tolist()) == [0] * 6 + [1] * 5
+    for fmt in ("wide", "parquet"):
+        wide = read_export_bytes(tmp_path, store, fmt)
+        assert len(wide) == 11 and wide[["faculty", "year", "cheat"]].notna().all().all()
+    store.submit_batch(survey, batch[-1:] * 3)  # (law, second) x 3 more: the cell holds 5
+    assert store.released_count("campus") == 16 and store.waiting("campus") == {}
+    assert store.tallies(survey)["year"].counts.tolist() == [11, 5, 0, 0, 0]
     store.close()
 
 
@@ -252,7 +254,7 @@ def test_only_a_direct_question_may_go_unanswered():
 async def test_prefer_not_to_say_is_stored_as_missing(client):
     """``null`` for a direct question with allow_no_answer: stored, and missing in the
     tallies and exports; ``null`` anywhere else is refused (422) and nothing is stored."""
-    data = copy.deepcopy(STUDY) | {"min_release": 2}
+    data = copy.deepcopy(STUDY) | {"min_release": 2, "allow_small_release": True}
     assert (await client.post("/api/surveys", json=data, headers=AUTH)).status_code == 201
     for year in (None, 2, None, 2):  # two cells of two: none under min_release
         body = {"version": 1, "reports": {"faculty": 0, "year": year, "cheat": 1}}
@@ -280,7 +282,7 @@ def test_spss_and_stata_labels_say_which_columns_hold_randomized_reports(tmp_pat
     from deniable.collection.export import export_bytes
 
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1})
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1, "allow_small_release": True})
     store.publish(survey)
     store.submit_batch(survey, [{"faculty": 0, "year": 1, "cheat": 1}])
     for fmt, reader in (("sav", pyreadstat.read_sav), ("dta", pyreadstat.read_dta)):
@@ -303,7 +305,7 @@ def test_the_forest_plot_labels_each_category(tmp_path, monkeypatch):
     real = pages.forest_labels
     monkeypatch.setattr(pages, "forest_labels", lambda rows: drawn.append(real(rows)) or drawn[-1])
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1})
+    survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1, "allow_small_release": True})
     store.publish(survey)
     store.submit_batch(survey, [{"faculty": i % 4, "year": 0, "cheat": i % 2} for i in range(8)])
     pages.results_page(store, survey)

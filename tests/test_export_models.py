@@ -45,12 +45,9 @@ def exported(tmp_path, rng):
     path = tmp_path / name
     path.write_bytes(content)
     (tmp_path / "campus.survey.json").write_text(json.dumps(survey_file(store, "campus")))
-    frame = store.export("campus").pivot(
-        index="response_id", columns="question_id", values="report_label"
-    )
-    codes = store.export("campus").pivot(
-        index="response_id", columns="question_id", values="report"
-    )
+    long = store.export("campus")  # fresh response ids in every export: read it once
+    frame = long.pivot(index="response_id", columns="question_id", values="report_label")
+    codes = long.pivot(index="response_id", columns="question_id", values="report")
     store.close()
     return path, survey, frame.join(codes[["cheat"]].rename(columns={"cheat": "code"}))
 

@@ -261,7 +261,9 @@ def test_the_terminal_client_resends_the_memoized_report_to_a_reinvited_person(
     with httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
         targets = [("memo", v) for v in range(1, 21)] + [(f"memo-{i}", 1) for i in range(10)]
         for survey_id, version in targets:
-            definition = warner(survey_id, version, title=f"T{version}", min_release=1)
+            definition = warner(
+                survey_id, version, title=f"T{version}", min_release=1, allow_small_release=True
+            )
             r = http.post("/api/surveys", json=definition)
             assert r.status_code == 201, r.text
             link = _invite(http, survey_id, "ada@example.org")

@@ -51,7 +51,12 @@ def server(tmp_path_factory):
 
 def test_the_whole_life_from_the_command_line(server, tmp_path):
     base = server.base
-    survey = copy.deepcopy(SURVEY) | {"id": "life", "requires_invitation": True, "min_release": 5}
+    survey = copy.deepcopy(SURVEY) | {
+        "id": "life",
+        "requires_invitation": True,
+        "min_release": 5,
+        "allow_small_release": True,
+    }
     (tmp_path / "life.yaml").write_text(yaml.safe_dump(survey))
     out = cli("survey", "publish", "life.yaml", "--json", cwd=tmp_path, base=base)
     assert json.loads(out.stdout)["created"] is True

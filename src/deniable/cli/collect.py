@@ -11,6 +11,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from ..collection.disclosure import cell_warning, disclosure_report
 from ..collection.i18n import catalog
 from ..collection.survey import load_survey
 from ..errors import DeniableError
@@ -70,8 +71,9 @@ def survey_check(
     rows = cost_rows(survey, prior)
     arms = arm_rows(survey)
     total = survey.total_epsilon
-    warnings = [w for w in [survey.cell_warning()] if w]
+    warnings = [w for w in [cell_warning(survey)] if w]
     untranslated = survey.untranslated()
+    disclosure = disclosure_report(survey)
     payload = {
         "id": survey.id,
         "version": survey.version,
@@ -85,6 +87,8 @@ def survey_check(
             {"id": q.id, "choices": q.choice_labels} for q in survey.direct_questions
         ],
         "direct_cells": survey.direct_cells(),
+        # statistical disclosure control of the direct answers (planning figures only)
+        "disclosure": disclosure,
         "arms": arms,
         "warnings": warnings,
         "untranslated": untranslated,
@@ -128,6 +132,22 @@ def survey_check(
             f"Arm {arm['id']} (drawn with chance {arm['share']:.3g}): {arm['cost']:.4f} nats"
             + directly
         )
+    if disclosure["keys"] or disclosure["sensitive"]:
+        console.print(
+            f"Release rules: every release adds 0 or at least {survey.min_release} responses "
+            f"to each of the {disclosure['cells']} key cell(s) ({', '.join(disclosure['keys'])})"
+            + (
+                f", and to each answer of a question asked directly in an arm; those rows "
+                f"need {survey.l_diversity} different answers per cell"
+                if disclosure["sensitive"]
+                else ""
+            )
+            + ". A response that would break a rule waits, whole."
+        )
+        for line in disclosure["wait"]:
+            console.print(f"[yellow]note:[/] {line}")
+        for line in disclosure["suggestions"]:
+            console.print(f"  suggestion: {line}")
     for warning in warnings:
         err.print(f"[yellow]warning:[/] {warning}")
     for lang, names in untranslated.items():

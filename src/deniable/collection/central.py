@@ -17,7 +17,7 @@ only where the theorem's conditions hold, and then spelled out with it
 - every randomized question of every arm has a finite epsilon: no one-sided design
   and no arm that asks a randomized question directly (a control arm);
 - ``n`` is the smallest group the release distinguishes: responses of the same arm,
-  the same groups of group designs, the same hour bucket and the same answers to the
+  the same groups of group designs and the same answers to the
   questions asked directly in every arm (the covariates, sent as given); one person's
   report hides only among the others of its group;
 - ``delta = min(10^-6, 1 / (10 n))``.
@@ -61,7 +61,7 @@ _RANDOMIZED_RESPONSE = ("warner", "kary-rr")
 
 def smallest_group(survey: Survey, crowd: Sequence[StagedResponse]) -> int:
     """The fewest responses of ``crowd`` (one version's release) that share what the
-    release shows of them: arm, groups, hour bucket and the answers of the questions
+    release shows of them: arm, groups and the answers of the questions
     asked directly in every arm; 0 for an empty crowd."""
     direct = {q.id for q in survey.direct_questions}
     covariates = [i for i, q in enumerate(survey.questions) if q.id in direct]

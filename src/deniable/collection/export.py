@@ -3,8 +3,8 @@
 Formats (:data:`EXPORT_FORMATS`):
 
 - ``csv``: one row per (response, question): ``response_id, version, question_id,
-  report, report_label, received_bucket, arm, group`` (:meth:`Store.export`).
-- ``wide``: CSV, one row per response: ``response_id, version, received_bucket``,
+  report, report_label, release, arm, group`` (:meth:`Store.export`).
+- ``wide``: CSV, one row per response: ``response_id, version, release``,
   ``arm`` (the arm's name, for a survey with arms), one column per question id holding
   its report code (empty where that response's version does not ask it) and
   ``ID__group`` (0 or 1) for each group-design question ``ID``.
@@ -19,7 +19,9 @@ Every report export is read back by ``deniable analyze FILE --question ID``, whi
 takes each question's design from the survey file: from the Parquet metadata, or
 from the sidecar ``FILE.survey.json`` that ``deniable survey export`` writes beside
 the file (the ``survey`` download). No estimate is in any export: estimates are
-released only through the results (see ``min_release``).
+released only through the results (see ``min_release``). No export carries a time:
+``release`` numbers the version's releases; the response ids are drawn afresh and the
+rows shuffled in every export (:meth:`Store.export`).
 """
 
 from __future__ import annotations
@@ -84,8 +86,7 @@ def _widen(long: pd.DataFrame, versions: list[Survey]) -> pd.DataFrame:
     wide = long.pivot(index="response_id", columns="question_id", values="report")
     with_arms = any(v.arms for v in versions)
     meta = long.groupby("response_id")[
-        ["version", *(["received_bucket"] if "received_bucket" in long else [])]
-        + (["arm"] if with_arms else [])
+        ["version", *(["release"] if "release" in long else [])] + (["arm"] if with_arms else [])
     ].first()
     questions: list[str] = []
     grouped: list[str] = []
@@ -151,6 +152,7 @@ def _readstat(store: Store, survey_id: str, frame: pd.DataFrame, fmt: str) -> by
     labels: dict[str, str] = {
         "response_id": "random response id",
         "version": "survey version",
+        "release": "number of the version's release that brought the response",
         "arm": "arm drawn at random on the device",
     }
     values: dict[str, dict[int | float, str]] = {}
@@ -164,7 +166,6 @@ def _readstat(store: Store, survey_id: str, frame: pd.DataFrame, fmt: str) -> by
             labels[q.id] = (kind + q.text)[: 80 if fmt == "dta" else 250]  # Stata: 80
             values[q.id] = dict(enumerate(q.report_labels))
     out = frame.copy()
-    out["received_bucket"] = out["received_bucket"].dt.tz_localize(None)
     for qid in values:
         out[qid] = out[qid].astype("float64")  # missing as system-missing
     column_labels: dict[str, str | None] = {c: labels.get(c, c) for c in out.columns}

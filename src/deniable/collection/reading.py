@@ -8,8 +8,8 @@ by arrival.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import secrets
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,44 +21,11 @@ from .schema import reports
 if TYPE_CHECKING:
     from .survey import Survey
 
-__all__ = ["ReadingMixin", "suppress_small_cells"]
+__all__ = ["ReadingMixin"]
 
 #: The columns of the released report rows the reads work on (``_long``): all but the
 #: row's own id and the survey (one survey is read at a time).
 _LONG_COLUMNS = tuple(c.name for c in reports.columns if c.name not in ("report_id", "survey_id"))
-
-
-def suppress_small_cells(frame: pd.DataFrame, versions: Sequence[Survey]) -> pd.DataFrame:
-    """``frame`` (released report rows: ``response_id, version, question_id, report``,
-    ...) without the direct answers of responses whose *cell* is small.
-
-    A cell is a combination of a version's direct answers (faculty x year); each is a
-    quasi-identifier. A response whose cell holds fewer than the version's
-    ``min_release`` released responses has every direct answer recoded to missing (its
-    rows dropped: empty in the wide exports); its randomized reports stay. The
-    dashboard, the API and every export read through this, so all of them analyse the
-    same data. Responses that lack a direct answer already form cells of their own.
-    """
-    drop = np.zeros(len(frame), dtype=bool)
-    for survey in versions:
-        direct = [q.id for q in survey.direct_questions]
-        if not direct:
-            continue
-        rows = (frame["version"] == survey.version).to_numpy() & frame["question_id"].isin(
-            direct
-        ).to_numpy()
-        if not rows.any():
-            continue
-        cells = (
-            frame[rows]
-            .pivot(index="response_id", columns="question_id", values="report")
-            .reindex(columns=direct)
-            .fillna(-1)
-        )
-        size = cells.groupby(direct)[direct[0]].transform("size")
-        small = size.index[size.to_numpy() < survey.min_release]
-        drop |= rows & frame["response_id"].isin(small).to_numpy()
-    return frame[~drop].reset_index(drop=True)
 
 
 class ReadingMixin:
@@ -76,10 +43,12 @@ class ReadingMixin:
 
         def versions(self, survey_id: str) -> list[Survey]: ...
 
+        def audit_log(self, survey_id: str | None = None, limit: int = 1000) -> list[Any]: ...
+
     def tallies(self, survey: Survey) -> dict[str, Tally]:
-        """Report counts per question (SQL ``GROUP BY``), as mergeable tallies; a direct
-        question's counts leave out the answers :func:`suppress_small_cells` recodes to
-        missing."""
+        """Report counts per question (SQL ``GROUP BY``) of the released responses, as
+        mergeable tallies (nothing is recoded: what would single someone out waits,
+        :mod:`.disclosure`)."""
         counts = {q.id: np.zeros(q.mechanism.n_reports, dtype=np.int64) for q in survey.questions}
         q = (
             select(reports.c.question_id, reports.c.report, func.count())
@@ -90,16 +59,11 @@ class ReadingMixin:
             for qid, code, n in conn.execute(q):
                 if qid in counts and 0 <= code < counts[qid].size:
                     counts[qid][code] = n
-        if survey.direct_questions:
-            kept = suppress_small_cells(self._long(survey.id, survey.version), [survey])
-            for question in survey.direct_questions:
-                codes = kept.loc[kept["question_id"] == question.id, "report"].to_numpy()
-                counts[question.id] = np.bincount(codes, minlength=question.mechanism.n_reports)
         return {qid: Tally(c) for qid, c in counts.items()}
 
     def _long(self, survey_id: str, version: int | None = None) -> pd.DataFrame:
         """Released report rows of a survey (one version, or all), ordered by the random
-        report id: ``response_id, version, question_id, report, received_bucket, arm,
+        report id: ``response_id, version, question_id, report, release_number, arm,
         grp`` (the arm's index and the question's group, integers)."""
         q = (
             select(*(reports.c[name] for name in _LONG_COLUMNS))
@@ -136,27 +100,35 @@ class ReadingMixin:
             return int(conn.execute(select(func.count()).select_from(reports)).scalar() or 0)
 
     def timeline(self, survey_id: str) -> list[tuple[int, int]]:
-        """``(bucket start, epoch seconds; responses)`` per time bucket, in time order."""
-        q = (
-            select(reports.c.received_bucket, func.count(func.distinct(reports.c.response_id)))
-            .where(reports.c.survey_id == survey_id)
-            .group_by(reports.c.received_bucket)
-            .order_by(reports.c.received_bucket)
-        )
-        with self.reader.connect() as conn:
-            return [(int(b), int(n)) for b, n in conn.execute(q)]
+        """``(hour of the release, epoch seconds; responses released)`` per release, in
+        time order, from the audit log (no report row carries a time)."""
+        return [
+            (int(entry["at"]), int(entry["detail"].get("responses", 0)))
+            for entry in sorted(self.audit_log(survey_id), key=lambda e: e["at"])
+            if entry["action"] == "release"
+        ]
 
     def export(self, survey_id: str) -> pd.DataFrame:
-        """All reports of a survey, one row per (response, question), ordered by the
-        random report id.
+        """All released reports of a survey, one row per (response, question).
 
-        Columns: ``response_id`` (str, random), ``version`` (int), ``question_id`` (str),
-        ``report`` (int code), ``report_label`` (str), ``received_bucket`` (datetime64,
-        UTC, start of the bucket), ``arm`` (str, the arm's name; empty without arms) and
-        ``group`` (int, 0 or 1, the group of a group design; 0 otherwise).
+        Every call gives the responses fresh random ids and a fresh random order (rows
+        of one response together), so two exports of one release cannot be lined up
+        by id or by position; what lines releases up, the key cells, is held to
+        :mod:`.disclosure`'s rules when released.
+
+        Columns: ``response_id`` (str, random, new in every export), ``version`` (int),
+        ``question_id`` (str), ``report`` (int code), ``report_label`` (str),
+        ``release`` (int, the number of the version's release that brought the
+        response: 1, 2, ...; 0 for responses released before release numbers were
+        kept), ``arm`` (str, the arm's name; empty without arms) and ``group`` (int, 0
+        or 1, the group of a group design; 0 otherwise).
         """
         versions = {s.version: s for s in self.versions(survey_id)}
-        frame = suppress_small_cells(self._long(survey_id), list(versions.values()))
+        frame = self._long(survey_id)
+        fresh = {rid: secrets.token_hex(16) for rid in frame["response_id"].unique()}
+        frame["response_id"] = frame["response_id"].map(fresh)
+        frame = frame.sort_values(["response_id", "question_id"], kind="stable")
+        frame = frame.reset_index(drop=True)
         labels: dict[tuple[int, int, str], list[str]] = {}
         arm_names: dict[tuple[int, int], str] = {}
         for number, version in versions.items():
@@ -174,8 +146,7 @@ class ReadingMixin:
                 )
             ],
         )
-        frame["received_bucket"] = pd.to_datetime(frame["received_bucket"], unit="s", utc=True)
         frame["arm"] = [
             arm_names[int(v), int(a)] for v, a in zip(frame["version"], frame["arm"], strict=False)
         ]
-        return frame.rename(columns={"grp": "group"})
+        return frame.rename(columns={"grp": "group", "release_number": "release"})

@@ -147,6 +147,9 @@ def survey_results(
         "waiting": waiting,
         "confidence_level": level,
         "min_release": survey.min_release,
+        "l_diversity": survey.l_diversity,
+        "withheld": waiting if store.is_closed(survey.id) else 0,
+        "note": _release_note(survey, released, waiting, store.is_closed(survey.id)),
         # what the released reports say of one person to their readers, where it holds
         "central": None if pooled else store.central_privacy(survey),
         "questions": [],
@@ -181,7 +184,9 @@ def survey_results(
         if q.numeric is not None and q.range is not None:
             item |= {"range": [q.range.low, q.range.high], "unit": q.range.unit}
         if not item["released"]:
-            item["missing"] = max(1, survey.min_release - waiting)
+            # one total per version, never per cell: a per-cell count would tell a rare
+            # answer before any release
+            item["missing"] = max(0, survey.min_release - waiting)
             out["questions"].append(item)
             continue
         if q.id in variants:  # several designs: the estimate pooled over them
@@ -214,6 +219,26 @@ def survey_results(
     return out
 
 
+def _release_note(survey: Survey, released: int, waiting: int, closed: bool) -> str:
+    """What the results say of the responses not (yet) released: one total per
+    version, never per cell."""
+    m = survey.min_release
+    if closed and waiting:
+        return (
+            f"{waiting} response(s) of this version are withheld: the survey is closed and "
+            "releasing them would single someone out (their cells of direct answers "
+            f"never reached {m}); they are counted here and nowhere else"
+        )
+    if not released and waiting < m:
+        return f"results come once {m} responses can be released; {waiting} wait"
+    if waiting:
+        return (
+            f"{waiting} response(s) wait for a later release: a release adds at least {m} "
+            "responses to every cell of direct answers it touches"
+        )
+    return ""
+
+
 def _pooled_item(labels: list[str], row: dict[str, Any], level: float) -> dict[str, Any]:
     """The one JSON shape for a yes/no question pooled over its arms' and groups'
     designs (:func:`~deniable.collection.study.arm_analysis`'s ``pooled`` row)."""
@@ -240,9 +265,9 @@ def breakdowns(frame: pd.DataFrame, survey: Survey, level: float) -> list[dict[s
     second answer per answer of the direct one, with its interval and a test of equal
     prevalence (:func:`~deniable.analysis.subgroup_prevalence`); a numeric question's
     mean per answer in its units (``mean: true``; the test of equal means). The rows are the
-    version's released responses after small cells are recoded to missing
-    (:func:`~deniable.collection.reading.suppress_small_cells`), those missing either
-    answer left out: the rows ``deniable analyze EXPORT --question Q --by D`` reads
+    version's released responses (cells of direct answers are held to
+    :mod:`deniable.collection.disclosure`'s rules when released), those missing either
+    answer (skipped) left out: the rows ``deniable analyze EXPORT --question Q --by D`` reads
     (``frame``: the wide export)."""
     from ..analysis import subgroup_prevalence
 

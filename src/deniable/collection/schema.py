@@ -47,6 +47,7 @@ import hashlib
 import os
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,9 @@ reports = Table(
     Column("version", Integer, nullable=False),
     Column("question_id", String(64), nullable=False),
     Column("report", Integer, nullable=False),
-    Column("received_bucket", Integer, nullable=False),
+    # the release (1, 2, ... within the version) that brought the row, never a time:
+    # migration 0008 renamed it from received_bucket (an arrival hour, now 0)
+    Column("release_number", Integer, nullable=False),
     # the response's arm (index in the survey's arms) and the question's group (0 or 1
     # for a group design): added by migration 0007, 0 for every earlier row
     Column("arm", Integer, nullable=False, server_default="0"),
@@ -206,6 +209,7 @@ staging_counts = Table(
     Column("version", Integer, primary_key=True),
     Column("n", Integer, nullable=False),
     Column("released", Integer, nullable=False),
+    Column("releases", Integer, nullable=False, server_default="0"),  # migration 0008
 )
 audit_log = Table(
     "audit_log",
@@ -296,6 +300,35 @@ def _arms(conn: Connection) -> None:
             conn.execute(text(f"ALTER TABLE reports ADD COLUMN {name} INTEGER NOT NULL DEFAULT 0"))
 
 
+def _no_arrival_time(conn: Connection) -> None:
+    """No time on a row: each report's arrival hour (``received_bucket``) becomes its
+    release number (``release_number``; 0 for the rows released before this
+    migration), each version counts its releases, and the waiting responses' payloads
+    lose their hour."""
+    from .staging import pack, unpack
+
+    have = {c["name"] for c in inspect(conn).get_columns("reports")}
+    if "received_bucket" in have:
+        conn.execute(text("ALTER TABLE reports RENAME COLUMN received_bucket TO release_number"))
+        conn.execute(text("UPDATE reports SET release_number = 0"))
+    counted = {c["name"] for c in inspect(conn).get_columns("staging_counts")}
+    if "releases" not in counted:
+        conn.execute(
+            text("ALTER TABLE staging_counts ADD COLUMN releases INTEGER NOT NULL DEFAULT 0")
+        )
+    rewrite = [
+        {"s": slot, "p": pack(replace(unpack(bytes(payload)), bucket=0))}
+        for slot, payload in conn.execute(
+            select(staging.c.slot, staging.c.payload).where(staging.c.filled.is_(True))
+        )
+    ]
+    if rewrite:
+        conn.execute(
+            update(staging).where(staging.c.slot == bindparam("s")).values(payload=bindparam("p")),
+            rewrite,
+        )
+
+
 #: Ordered, named schema migrations; never edit one that has shipped, append a new one.
 MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0001_initial", _initial),
@@ -305,6 +338,7 @@ MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0005_version_bound_invitations_recipient_ledger", _version_binding),
     ("0006_staging_slots", _staging),
     ("0007_report_arm_group", _arms),
+    ("0008_release_number_no_arrival_time", _no_arrival_time),
 )
 
 

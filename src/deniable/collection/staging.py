@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from .central import smallest_group
+from .disclosure import DisclosurePlan, disclosure_plan, released_sensitive, select_release
 from .schema import reports, staging, staging_counts, surveys
 
 if TYPE_CHECKING:
@@ -102,13 +103,15 @@ class StagedResponse:
 class Release:
     """A crowd of ``responses`` of one version moved into ``reports``; ``released`` is the
     version's total released since; ``smallest_group`` the fewest of the crowd that share
-    arm, groups, hour bucket and direct answers (:func:`.central.smallest_group`)."""
+    arm, groups and direct answers (:func:`.central.smallest_group`); ``number`` the
+    release's number in its version (1, 2, ...), which its report rows carry."""
 
     survey_id: str
     version: int
     responses: int
     released: int
     smallest_group: int = 0
+    number: int = 0
 
 
 def pack(item: StagedResponse) -> bytes:
@@ -314,9 +317,12 @@ def release_due(
     surveys: Any,
     free: FreeSlots | None = None,
 ) -> list[Release]:
-    """Release every version that has at least its crowd (``min_release(id, version)``)
-    waiting: its report rows go into ``reports`` in random order, its slots are
-    overwritten with random bytes. ``surveys(id, version)`` gives the
+    """Release what may be released of every version with at least its crowd
+    (``min_release(id, version)``) waiting: the responses that
+    :func:`.disclosure.select_release` takes (all of them for a version without direct
+    answers; otherwise whole atoms of at least ``min_release`` that keep the key cells'
+    l-diversity) go into ``reports`` in random order, their slots are overwritten with
+    random bytes, and the others wait, whole. ``surveys(id, version)`` gives the
     :class:`~deniable.collection.survey.Survey` (for the question ids)."""
     waiting = conn.execute(_WAITING_BY_VERSION).all()
     due = [(sid, int(v)) for sid, v, n in waiting if n >= min_release(sid, int(v))]
@@ -327,14 +333,39 @@ def release_due(
     for sid, version in due:
         survey: Survey = surveys(sid, version)
         ids = [q.id for q in survey.questions]
-        slots, rows, crowd = [], [], []
+        slots, crowd = [], []
         for slot, payload in filled:
             item = unpack(bytes(payload))
             if item.survey_id != sid or item.version != version:
                 continue
             slots.append(slot)
             crowd.append(item)
-            rows.append(_report_rows(item, ids))
+        plan = disclosure_plan(survey)
+        released = (
+            released_sensitive(plan, _released_responses(conn, survey, plan))
+            if plan.sensitive
+            else {}
+        )
+        take = select_release(
+            plan,
+            [(item.codes, item.arm) for item in crowd],
+            released,
+            survey.min_release,
+            survey.l_diversity,
+        )
+        slots = [s for s, t in zip(slots, take, strict=True) if t]
+        crowd = [c for c, t in zip(crowd, take, strict=True) if t]
+        if not crowd:  # every waiting response would single someone out: all wait
+            continue
+        number = 1 + int(
+            conn.execute(
+                select(staging_counts.c.releases).where(
+                    staging_counts.c.survey_id == sid, staging_counts.c.version == version
+                )
+            ).scalar()
+            or 0
+        )
+        rows = [_report_rows(item, ids, number) for item in crowd]
         _random.shuffle(rows)
         flat = [row for response in rows for row in response]
         _random.shuffle(flat)  # no order within the crowd either
@@ -354,6 +385,7 @@ def release_due(
             .values(
                 n=staging_counts.c.n - len(slots),
                 released=staging_counts.c.released + len(slots),
+                releases=number,
             )
         )
         total = conn.execute(
@@ -362,9 +394,33 @@ def release_due(
             )
         ).scalar()
         out.append(
-            Release(sid, version, len(slots), int(total or 0), smallest_group(survey, crowd))
+            Release(
+                sid, version, len(slots), int(total or 0), smallest_group(survey, crowd), number
+            )
         )
     return out
+
+
+def _released_responses(
+    conn: Connection, survey: Survey, plan: DisclosurePlan
+) -> list[tuple[list[int], int]]:
+    """The released responses of a version in the arms that ask sensitive questions
+    directly: ``(codes in question order, a skipped answer as NO_ANSWER; arm index)``,
+    only the key and sensitive positions filled."""
+    ids = [q.id for q in survey.questions]
+    wanted = sorted({*plan.keys, *(i for pos in plan.sensitive.values() for i in pos)})
+    q = select(reports.c.response_id, reports.c.arm, reports.c.question_id, reports.c.report).where(
+        reports.c.survey_id == survey.id,
+        reports.c.version == survey.version,
+        reports.c.arm.in_(list(plan.sensitive)),
+        reports.c.question_id.in_([ids[i] for i in wanted]),
+    )
+    position = {qid: i for i, qid in enumerate(ids)}
+    responses: dict[str, tuple[list[int], int]] = {}
+    for response_id, arm, qid, code in conn.execute(q):
+        codes, _ = responses.setdefault(response_id, ([NO_ANSWER] * len(ids), int(arm)))
+        codes[position[qid]] = int(code)
+    return list(responses.values())
 
 
 #: Every column of a report row, in the table's order.
@@ -384,9 +440,11 @@ def _insert_reports(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
     conn.exec_driver_sql(sql, list(rows))
 
 
-def _report_rows(item: StagedResponse, question_ids: Sequence[str]) -> list[tuple[Any, ...]]:
-    """The ``reports`` rows of one response (fresh random ids), as tuples in the order
-    of ``_REPORT_COLUMNS``."""
+def _report_rows(
+    item: StagedResponse, question_ids: Sequence[str], release: int
+) -> list[tuple[Any, ...]]:
+    """The ``reports`` rows of one response (fresh random ids) in the version's release
+    number ``release``, as tuples in the order of ``_REPORT_COLUMNS``."""
     response_id = secrets.token_hex(16)
     groups = item.groups or (0,) * len(item.codes)
     return [
@@ -397,7 +455,7 @@ def _report_rows(item: StagedResponse, question_ids: Sequence[str]) -> list[tupl
             item.version,
             qid,
             code,
-            item.bucket,
+            release,
             item.arm,
             group,
         )

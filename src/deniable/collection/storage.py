@@ -20,10 +20,10 @@ The invitation protocol (RFC 9474 blind signatures, :mod:`.credentials`)
   spent and responses stored (``tests/test_attacker.py``).
 
 What is stored, and what is not: reports carry no true answer, no address, no
-respondent identifier and no exact time (only the start of a coarse bucket, default one
-hour). Rows are keyed by random 128-bit ids and every read orders by them. Results,
-exports and tallies read released responses only; :meth:`Store.waiting` counts the
-others.
+respondent identifier and no time (a report row carries the number of the release that
+brought it; the audit log has each release's hour). Rows are keyed by random 128-bit
+ids and every read orders by them. Results, exports and tallies read released responses
+only; :meth:`Store.waiting` counts the others.
 
 Durability
 ----------
@@ -43,7 +43,6 @@ from .._extras import require
 require("sqlalchemy", "server")
 require("pandas", "server")
 
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -116,7 +115,8 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
     url : str, optional
         SQLAlchemy URL (see :func:`database_url` for the default).
     bucket_seconds : int, default 3600
-        Width of the time buckets reports are filed under (seconds, >= 60).
+        Width of the time buckets of the per-survey response cap (seconds, >= 60; memory
+        only: no stored row carries a time).
 
     Raises
     ------
@@ -277,7 +277,6 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         self,
         survey: Survey,
         responses: Sequence[Mapping[str, Any]],
-        bucket: int,
         arms: Sequence[str | None] | None = None,
         groups: Sequence[Mapping[str, int] | None] | None = None,
     ) -> list[StagedResponse]:
@@ -323,17 +322,13 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
                 StagedResponse(
                     survey.id,
                     survey.version,
-                    bucket,
+                    0,  # no time: a waiting response carries none
                     tuple(codes),
                     arm_index,
                     tuple(drawn.get(qid, 0) for qid in ids) if grouped else (),
                 )
             )
         return out
-
-    def _bucket(self) -> int:
-        now = int(time.time())
-        return now - now % self.bucket_seconds
 
     def submit(
         self,
@@ -378,7 +373,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
         ReportValidationError, CredentialRejectedError
             As :meth:`submit` (a spent credential is found only at the commit).
         """
-        (staged,) = self._staged(survey, [reports_by_question], self._bucket(), [arm], [groups])
+        (staged,) = self._staged(survey, [reports_by_question], [arm], [groups])
         spent = None
         if survey.requires_invitation:
             if credential is None:
@@ -496,7 +491,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
             raise InvitationError(
                 "this survey needs an invitation per response; batches are refused"
             )
-        staged = self._staged(survey, responses, self._bucket(), arms, groups)
+        staged = self._staged(survey, responses, arms, groups)
         if staged:  # the one insert path; with no credentials, all stored or none
             self._free.free = None  # read the slots afresh: batches are rare and large
             outcomes = self.commit_group([PendingResponse(survey.id, None, s) for s in staged])

@@ -103,12 +103,14 @@ from .views import question_view
 
 __all__ = [
     "BUDGET_SLACK",
+    "L_DIVERSITY",
     "MAX_ARMS",
     "MAX_CATEGORIES",
     "MAX_SURVEY_CELLS",
     "MIN_RELEASE",
     "NUMERIC_DESIGNS",
     "SLUG_PATTERN",
+    "SMALL_RELEASE",
     "Arm",
     "DesignChoice",
     "NumericRange",
@@ -128,6 +130,10 @@ BUDGET_SLACK = 1e-9
 MAX_SURVEY_CELLS = 20_000
 #: Default responses a question needs before its estimate is released.
 MIN_RELEASE = 30
+#: The smallest ``min_release`` accepted without ``allow_small_release: true``.
+SMALL_RELEASE = 10
+#: Default distinct sensitive answers a key cell's directly asked rows need (l-diversity).
+L_DIVERSITY = 2
 
 
 #: Most arms a survey may have.
@@ -206,8 +212,17 @@ class Survey(BaseModel):
         Consent and contact text shown before the questions (plain text, at most
         10,000 characters; default none).
     min_release : int in [1, 100000], default 30
-        An estimate is released (results page, JSON, export summary) only once its
-        question has at least this many responses.
+        The smallest crowd a release adds, overall and to every cell of direct answers
+        it touches (:mod:`deniable.collection.disclosure`); below
+        :data:`SMALL_RELEASE` only with ``allow_small_release: true``, which the
+        respondent page then shows.
+    allow_small_release : bool, default False
+        The opt-in for ``min_release`` below :data:`SMALL_RELEASE`.
+    l_diversity : int in [1, 1000], default 2
+        Among the rows of a key cell in an arm that asks a sensitive question directly,
+        the distinct answers that question needs (each held by at least
+        ``min_release`` responses) before those rows are released
+        (:mod:`deniable.collection.disclosure`).
     expected_responses : int in [1, 10^9], optional
         How many responses the study plans for; ``survey check`` divides it by the
         number of cells the direct questions make together and warns when a cell
@@ -240,6 +255,8 @@ class Survey(BaseModel):
     disclosure_prior: float = Field(default=0.5, gt=0, lt=1)
     consent: Annotated[str, StringConstraints(max_length=10_000)] = ""
     min_release: int = Field(default=MIN_RELEASE, ge=1, le=100_000)
+    l_diversity: int = Field(default=L_DIVERSITY, ge=1, le=1_000)
+    allow_small_release: bool = False
     expected_responses: int | None = Field(default=None, ge=1, le=1_000_000_000)
     translations: dict[Literal["en", "de"], SurveyTranslation] = Field(default_factory=dict)
     arms: dict[Slug, Arm] | None = Field(default=None, min_length=2, max_length=MAX_ARMS)
@@ -353,6 +370,17 @@ class Survey(BaseModel):
         ]
 
     @model_validator(mode="after")
+    def _small_release(self) -> Survey:
+        if self.min_release < SMALL_RELEASE and not self.allow_small_release:
+            raise ValueError(
+                f"min_release: {self.min_release} is below {SMALL_RELEASE}; a release that "
+                "small lets two releases side by side tell a few respondents apart. Raise "
+                f"min_release to at least {SMALL_RELEASE}, or add allow_small_release: true "
+                "(the respondent page then says how small a crowd a release may add)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _budget(self) -> Survey:
         cells = sum(
             d.n_truths * d.n_reports
@@ -435,25 +463,6 @@ class Survey(BaseModel):
         quasi-identifier, and a cell with few responses singles out its members."""
         return math.prod(q.mechanism.n_truths for q in self.direct_questions)
 
-    def cell_warning(self) -> str | None:
-        """A warning when ``expected_responses`` spread over :meth:`direct_cells` leaves
-        fewer than ``min_release`` per cell (an even spread: real cells are uneven),
-        naming the direct questions; ``None`` otherwise."""
-        cells = self.direct_cells()
-        if self.expected_responses is None or cells == 1:
-            return None
-        per_cell = self.expected_responses / cells
-        if per_cell >= self.min_release:
-            return None
-        names = ", ".join(q.id for q in self.direct_questions)
-        return (
-            f"the direct questions ({names}) make {cells} cells together: "
-            f"{self.expected_responses} expected responses leave {per_cell:.3g} per cell "
-            f"on average, below min_release ({self.min_release}); a respondent in a small "
-            "cell stands out by the direct answers. Ask fewer direct questions, merge "
-            "categories, or expect more responses"
-        )
-
     def question(self, question_id: str) -> Question:
         """The question with this id; KeyError if there is none."""
         for q in self.questions:
@@ -528,6 +537,8 @@ class Survey(BaseModel):
 _LATER_FIELDS: dict[str, Any] = {
     "consent": "",
     "min_release": MIN_RELEASE,
+    "l_diversity": L_DIVERSITY,
+    "allow_small_release": False,
     "translations": {},
     "expected_responses": None,
     "arms": None,

@@ -75,6 +75,49 @@ def test_addresses_are_normalised_and_bad_ones_named():
     assert len(KEY.owner_tag("ada@example.org")) == 24
 
 
+#: Spellings that reach ada@example.org's one mailbox by a standard (not +tags or a
+#: provider's dots): each is refused as not plain, or is the same person.
+ONE_MAILBOX = [
+    "ada@example.org",
+    "<ada@example.org>",
+    "mailto:ada@example.org",
+    "ada@example.org.",
+    "ada@example.org,",
+    '"ada"@example.org',
+    "ada@\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45.org",  # fullwidth letters
+    "ada@example\u3002org",  # the ideographic full stop
+    "ADA@EXAMPLE.ORG",
+    "Ada Lovelace <ada@example.org>",
+    " ada@Example.Org ",
+]
+
+
+def test_spellings_of_one_mailbox_are_one_person_or_refused_with_the_plain_form():
+    plain = [a for a in ONE_MAILBOX if not any(c in a for c in "<>,") and "mailto" not in a]
+    assert {normalise_address(a) for a in plain} == {"ada@example.org"}
+    for decorated in sorted(set(ONE_MAILBOX) - set(plain)):
+        with pytest.raises(ValueError, match=r"write it as 'ada@example\.org'"):
+            normalise_address(decorated)
+    # not guessed: another local part is another person, whatever a provider does
+    assert normalise_address("ada+survey@example.org") == "ada+survey@example.org"
+    assert normalise_address("a.da@example.org") == "a.da@example.org"
+    assert normalise_address("ada@\u4f8b\u3048.jp") == "ada@xn--r8jz45g.jp"
+
+
+def test_one_mailbox_spelled_eleven_ways_is_issued_one_invitation(store):
+    """In one request and one spelling a request: one invitation, every other row
+    refused (not plain, a repeat, or already invited), so one person draws one report
+    and spends one version's cost."""
+    store.publish(load_survey(warner()))
+    issued = store.invite_recipients("w", ONE_MAILBOX, 2.5, KEY)
+    assert len(issued.tokens) == 1 and len(issued.refused) == len(ONE_MAILBOX) - 1
+    reasons = " ".join(m for _, _, m in issued.refused)
+    assert "repeats row 0" in reasons and "write it as" in reasons
+    for spelling in ONE_MAILBOX[1:]:
+        with pytest.raises(RecipientsRefusedError, match=r"already invited|write it as"):
+            store.invite_recipients("w", [spelling], 2.5, KEY)
+
+
 def test_the_server_budget_caps_a_person_across_versions_and_surveys(store):
     """Budget 2.5 nats allows two invitations at ln 3 each: the third is refused with
     the sums, a second one to the same version too, whatever survey id it comes under;

@@ -178,7 +178,10 @@ def _print_study(live: Any) -> None:
         "asked their sex and age directly; each device drew an arm (a third answered the "
         "income question directly, the others by forced response) and a group of the "
         "extended crosswise question on divorce (simulated devices), and the responses "
-        "went in by the batch API. The estimates below are the dashboard's."
+        "went in by the batch API. The estimates below are the dashboard's; a response "
+        "whose cell of direct answers would single someone out waits (in the direct arm, "
+        "a sex x age cell is released only once both answers to the income question are "
+        "common in it), so each truth is that of the released respondents."
     )
     table = Table(title="Study estimates beside the respondents' truth", title_justify="left")
     for name in ("question", "estimate of", "n", "estimate", "SE", "95% CI", "truth", "note"):

@@ -78,6 +78,14 @@ def analyze_export_model(
     if not as_json:
         err.print(f"{len(rows) - len(used)} of {len(rows)} responses left out (a missing answer)")
     used = used.astype({question: "int64"})
+    for name in sorted(named):  # an answer no released response gave: no coefficient
+        empty = [str(v) for v, n in used[name].value_counts(sort=False).items() if n == 0]
+        if empty and formula:
+            used[name] = used[name].cat.remove_unused_categories()
+            err.print(
+                f"{name}: no response answered {', '.join(map(repr, empty))}; left out of "
+                "the regression (no coefficient)"
+            )
     if formula:
         _analyze_formula(used, d, formula, level, as_json, group)
     else:

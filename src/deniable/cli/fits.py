@@ -80,14 +80,14 @@ def _analyze_by(
                 design_keys=rows[design_key].to_numpy(dtype=str) if design_key else None,
             )
             table_df = res.table(confidence_level)
-        test = res.test_equal()
+        test = res.test_equal() if len(table_df) > 1 else None  # one group: no test
     except (ValueError, TypeError, DeniableError) as exc:
         raise fail(str(exc)) from None
     if as_json:
         emit_json(
             {
                 "groups": table_df.reset_index().to_dict(orient="records"),
-                "test_equal": asdict(test),
+                "test_equal": None if test is None else asdict(test),
             }
         )
         return
@@ -105,4 +105,6 @@ def _analyze_by(
             f"{row['low']:.4f} - {row['high']:.4f}",
         )
     console.print(table)
-    console.print(f"equal prevalence: {test}")
+    console.print(
+        f"equal prevalence: {test}" if test is not None else "one group: nothing to compare"
+    )

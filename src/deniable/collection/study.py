@@ -372,8 +372,10 @@ def regression(
     Returns
     -------
     dict
-        ``question``, ``covariates``, ``formula``, ``n``, ``llf`` and ``coefficients``
-        (``term``, ``coef``, ``std_error``, ``z``, ``pvalue``, ``low``, ``high``).
+        ``question``, ``covariates``, ``formula``, ``n``, ``llf``, ``notes`` (each
+        answer of a covariate that no released response gave, left out) and
+        ``coefficients`` (``term``, ``coef``, ``std_error``, ``z``, ``pvalue``,
+        ``low``, ``high``).
 
     Raises
     ------
@@ -402,6 +404,17 @@ def regression(
         data["design_key"] = keys.where(keys != "")
         group = "design_key"
     data = data.dropna().astype({question_id: "int64"})
+    notes = []
+    for c in covariates:  # a level no released row has: no coefficient, a note
+        empty = [str(v) for v, n in data[c].value_counts(sort=False).items() if n == 0]
+        if empty:
+            data[c] = data[c].cat.remove_unused_categories()
+            notes.append(
+                f"{c}: no released response answered {', '.join(map(repr, empty))}; "
+                "left out of the regression (no coefficient)"
+            )
+    if len(data) == 0:
+        raise ValueError(f"regress: no released response answers {question_id} and {covariates}")
     names = [f"`{c}`" if "-" in c else c for c in covariates]
     formula = f"{question_id} ~ {' + '.join(names)}"
     fit = rr_logit(formula, data, design, group=group, information=information)
@@ -412,6 +425,7 @@ def regression(
         "formula": formula,
         "n": int(fit.nobs),
         "llf": float(fit.llf),
+        "notes": notes,
         "coefficients": [
             {
                 "term": str(t),

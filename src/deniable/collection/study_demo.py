@@ -68,7 +68,9 @@ STUDY_SURVEY: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class StudyRow:
-    """One estimate of the study beside the truth of the respondents it covers."""
+    """One estimate of the study beside the truth of the respondents it covers (those
+    released: a response whose cell of direct answers would single someone out waits,
+    and its truth is not in the estimate's)."""
 
     question: str
     what: str
@@ -84,6 +86,37 @@ class StudyRow:
     def covered(self) -> bool:
         """Whether the interval contains the truth."""
         return self.low <= self.truth <= self.high
+
+
+def _released(survey: Any, sent: list[dict[str, Any]], batch: int) -> np.ndarray:
+    """Which responses of ``sent`` (posted in batches of ``batch``) the server released:
+    :func:`~deniable.collection.disclosure.select_release` applied after each batch to
+    what waits, as the server does. Boolean, shape ``(len(sent),)``."""
+    from .disclosure import disclosure_plan, released_sensitive, select_release
+    from .staging import NO_ANSWER
+
+    plan = disclosure_plan(survey)
+    ids, index = survey.report_plan.ids, survey.report_plan.arm_index
+    codes = [
+        (
+            tuple(NO_ANSWER if r["reports"][q] is None else r["reports"][q] for q in ids),
+            index[r["arm"]],
+        )
+        for r in sent
+    ]
+    kept = np.zeros(len(sent), dtype=bool)
+    waiting: list[int] = []
+    for start in range(0, len(sent), batch):
+        waiting += range(start, min(start + batch, len(sent)))
+        if len(waiting) < survey.min_release:
+            continue
+        before = released_sensitive(plan, [codes[i] for i in np.flatnonzero(kept)])
+        take = select_release(
+            plan, [codes[i] for i in waiting], before, survey.min_release, survey.l_diversity
+        )
+        kept[[i for i, t in zip(waiting, take, strict=True) if t]] = True
+        waiting = [i for i, t in zip(waiting, take, strict=True) if not t]
+    return kept
 
 
 def _truths(people: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -123,7 +156,10 @@ def run_study(
         ]
         post(f"/api/surveys/{survey.id}/batch", {"version": 1, "responses": chunk}, key)
     results = get(f"/api/surveys/{survey.id}/results")
-    arms = np.array([r["arm"] for r in sent])
+    # the respondents each estimate covers: those the server released (the release
+    # rules, applied to what was sent as the server applied them, batch by batch)
+    kept = _released(survey, sent, 5000)
+    arms = np.array([r["arm"] if k else "" for r, k in zip(sent, kept, strict=True)])
     rows: list[StudyRow] = []
     for item in results.get("study", []):
         qid = item["question"]
@@ -169,7 +205,7 @@ def run_study(
                     g["std_error"],
                     g["low"],
                     g["high"],
-                    float(truth.mean()),
+                    float(truth[kept].mean()),
                     note,
                 )
             )
@@ -184,7 +220,7 @@ def run_study(
                     p["std_error"],
                     p["low"],
                     p["high"],
-                    float(truth.mean()),
+                    float(truth[kept].mean()),
                 )
             )
     return rows

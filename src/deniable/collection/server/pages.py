@@ -110,7 +110,7 @@ def results_page(
                     "unit": q["unit"],
                     "estimate": None,
                 }
-                | (_flat_mean(q["mean"]) if q["released"] else {})
+                | (_flat_mean(q["mean"]) if q["released"] and "mean" in q else {})
             )
             continue
         for j, cat in enumerate(q["categories"]):
@@ -127,7 +127,7 @@ def results_page(
                 "missing": q.get("missing", 0),
                 "method": q["interval"]["name"] if "interval" in q else "",
             }
-            if q["released"]:
+            if q["released"] and "estimate" in q:  # a pooled question may have none yet
                 row |= {
                     "estimate": q["estimate"][j],
                     "mle": q["mle"][j],

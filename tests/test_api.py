@@ -482,3 +482,15 @@ def test_short_analyst_tokens_and_worker_processes_without_a_token_are_refused(
 
     with pytest.raises(RuntimeError, match="DENIABLE_ANALYST_TOKEN is not set"):
         app_from_environment()
+
+
+async def test_publishing_a_survey_with_invitations_on_postgresql_warns_of_xmin(client):
+    """The warning comes when such a survey is published, not only at the server's
+    start (a survey published later would otherwise go unwarned)."""
+    out = await publish(client, requires_invitation=True)
+    if client.store.is_sqlite:
+        assert out["warnings"] == []
+    else:
+        (warning,) = out["warnings"]
+        assert "xmin" in warning and "health" in warning
+    assert (await publish(client, id="open", requires_invitation=False))["warnings"] == []

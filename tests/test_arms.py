@@ -442,7 +442,9 @@ def test_the_terminal_client_draws_arm_and_group_once_and_sends_them(tmp_path):
     from .conftest import ANALYST
 
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    store.publish(load_survey(with_(CAMPUS, min_release=1, allow_small_release=True)))
+    # every response released at once (l_diversity 1: this test is about the device)
+    every = {"min_release": 1, "allow_small_release": True, "l_diversity": 1}
+    store.publish(load_survey(with_(CAMPUS, **every)))
     arms = []
     with serve_in_thread(store, ANALYST) as base:
         for person in range(12):
@@ -465,10 +467,14 @@ def test_the_terminal_client_draws_arm_and_group_once_and_sends_them(tmp_path):
             assert len(kept) == 2 + 3 - direct  # arm, group and each report drawn
             # the same person again: the same arm and group, the same reports
             again = CliRunner().invoke(
-                app, ["respond", f"{base}/s/campus", "--yes"], env=env, input="law\n1\n"
+                app, ["respond", f"{base}/s/campus", "--yes", "--json"], env=env, input="law\n1\n"
             )
             assert again.exit_code == 0, again.output
             assert json.loads(memo_file.read_text()) == memo
+            # what the request held (the test runner echoes typed input before it)
+            printed = json.loads(again.stdout[again.stdout.index("{") :])
+            assert printed["arm"] == arms[-1] and set(printed["groups"]) == {"plagiarism"}
+            assert set(printed["reports"]) == {"faculty", "cheat", "plagiarism"}
     long = store.export("campus")
     stored = long.groupby("response_id")["arm"].first()
     assert sorted(stored) == sorted(arms * 2)
@@ -713,3 +719,59 @@ def test_sixteen_arms_are_stored_and_read_back_and_seventeen_refused(tmp_path):
     long = store.export("campus")
     assert sorted(long.groupby("response_id")["arm"].first()) == sorted(arms)
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fix"),
+    [
+        (
+            lambda d: d["questions"][0].update(design="direct"),
+            "questions.0.design",
+            "{name: direct}",
+        ),
+        (lambda d: d.update(arms=[{"dq": {}}, {"rr": {}}]), "arms", "not a list"),
+        (lambda d: d["arms"]["dq"].update(design={}), "arms.dq", "designs, plural"),
+        (
+            lambda d: d["questions"][1].update(innocuous_question="Born in May?"),
+            "questions.1",
+            "asks no innocuous question",
+        ),
+        (lambda d: d.update(min_release=5), "min_release", "allow_small_release: true"),
+    ],
+)
+def test_natural_misspellings_of_a_study_file_say_how_to_fix_them(change, field, fix):
+    data = with_(CAMPUS)
+    change(data)
+    with pytest.raises(SurveyError) as exc:
+        load_survey(data)
+    ((got, message),) = exc.value.errors
+    assert got == field and fix in message, (got, message)
+
+
+def test_an_arm_names_its_own_innocuous_question():
+    """An unrelated-question arm gives its innocuous question; the question's own
+    (crosswise) stays in the other arm, and the page's view of each arm names its own."""
+    data = with_(CAMPUS)
+    data["questions"][2] = {
+        "id": "plagiarism",
+        "text": "Have you ever handed in someone else's work as your own?",
+        "innocuous_question": "Is your mother's birthday in January, February or March?",
+        "design": {"name": "crosswise", "params": {"p": 0.25}},
+    }
+    data["arms"]["rr"]["designs"] = {
+        "plagiarism": {
+            "name": "unrelated-question",
+            "params": {"p": 0.7, "innocuous_prevalence": 0.25},
+            "innocuous_question": "Were you born in spring?",
+        }
+    }
+    survey = load_survey(data)
+    rr = survey.questions_in("rr")[2]
+    assert rr.innocuous_question == "Were you born in spring?"
+    assert survey.questions_in("dq")[2].innocuous_question.startswith("Is your mother's")
+    view = survey.respondent_view()
+    texts = json.dumps(view)
+    assert "Were you born in spring?" in texts and "Is your mother's birthday" in texts
+    # an arm without innocuous fields keeps the digest it had (canonical JSON)
+    arms = json.loads(load_survey(CAMPUS).canonical_json())["arms"]
+    assert arms["dq"]["designs"]["cheat"] == {"name": "direct", "params": {}}

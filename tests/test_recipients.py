@@ -29,6 +29,7 @@ from deniable.errors import (
     InvitationUsedError,
     InvitationVersionError,
     RecipientsRefusedError,
+    SurveyClosedError,
 )
 
 from .conftest import ANALYST, AUTH, assert_error_shape
@@ -380,3 +381,16 @@ def test_the_command_line_refuses_what_the_server_budget_does_not_allow(tmp_path
             assert "budget per person holds" in " ".join(status.output.split())
     finally:
         s.stop()
+
+
+def test_a_closed_survey_issues_no_invitations_and_charges_no_ledger(store):
+    store.publish(load_survey(warner()))
+    store.set_closed("w", True)
+    with pytest.raises(SurveyClosedError, match="issues no invitations"):
+        store.invite_recipients("w", ["ada@example.org"], 2.5, KEY)
+    with pytest.raises(SurveyClosedError):
+        store.issue_invitations("w", 3)
+    assert store.recipient_spent("ada@example.org", KEY) == 0
+    assert store.invitation_counts("w")["issued"] == 0
+    store.set_closed("w", False)
+    assert len(store.invite_recipients("w", ["ada@example.org"], 2.5, KEY).tokens) == 1

@@ -443,7 +443,17 @@ def respond(
         out.print("\nEnd of input: nothing was sent.")
         raise typer.Exit(code=0) from None
     if as_json:
-        emit_json({"survey": view["id"], "version": view["version"], "sent": sent})
+        emit_json(
+            {
+                "survey": view["id"],
+                "version": view["version"],
+                "sent": sent,  # each report's label
+                # what the request held: report codes, the arm and the groups drawn here
+                "reports": reports,
+                "arm": arm,
+                "groups": groups or {},
+            }
+        )
         return
     console.print("Stored. Thank you.")
 

@@ -111,6 +111,8 @@ def survey_publish(
     eps = out["total_epsilon"]
     eps_text = eps if isinstance(eps, str) else f"{eps:.2f}"
     console.print(f"{out['id']} version {out['version']} {what}; epsilon {eps_text} nats")
+    for warning in out.get("warnings", []):
+        err.print(f"[yellow]warning:[/] {warning}")
 
 
 #: Header cells a recipients file may start with.

@@ -28,6 +28,7 @@ from ..errors import (
     InvitationUsedError,
     InvitationVersionError,
     RecipientsRefusedError,
+    SurveyClosedError,
     SurveyNotFoundError,
 )
 from .credentials import CredentialKey
@@ -37,7 +38,14 @@ from .recipients import (
     lifetime_budget_from_environment,
     normalise_address,
 )
-from .schema import hash_token, ingestion_keys, invitations, recipient_ledger, version_keys
+from .schema import (
+    hash_token,
+    ingestion_keys,
+    invitations,
+    recipient_ledger,
+    survey_state,
+    version_keys,
+)
 
 if TYPE_CHECKING:
     from .storage import PendingResponse
@@ -125,6 +133,8 @@ class InvitationsMixin:
             If ``count`` is outside 1..100,000.
         SurveyNotFoundError
             If the survey is not published.
+        SurveyClosedError
+            If the survey is closed (checked in the transaction that would store them).
         """
         if not 1 <= count <= 100_000:
             raise ValueError(f"count must be in 1..100000, got {count}")
@@ -132,6 +142,7 @@ class InvitationsMixin:
         tokens = [secrets.token_urlsafe(24) for _ in range(count)]
         rows = [_invitation_row(t, survey_id, version) for t in tokens]
         with self.engine.begin() as conn:
+            _refuse_closed(conn, survey_id)
             conn.execute(insert(invitations), rows)
         self.forget_history()
         return IssuedInvitations(survey_id, version, tokens)
@@ -168,6 +179,8 @@ class InvitationsMixin:
         ValueError
             For no rows or more than the maximum.
         SurveyNotFoundError
+        SurveyClosedError
+            If the survey is closed: nothing is issued and no ledger is charged.
         """
         if not 1 <= len(addresses) <= MAX_RECIPIENTS:
             raise ValueError(f"recipients must list 1..{MAX_RECIPIENTS} addresses")
@@ -194,6 +207,7 @@ class InvitationsMixin:
         with self.engine.begin() as conn:
             if not self.is_sqlite:  # one ledger writer at a time (SQLite: BEGIN IMMEDIATE)
                 conn.execute(text("SELECT pg_advisory_xact_lock(7317)"))
+            _refuse_closed(conn, survey_id)  # nothing issued, nothing charged
             spent: dict[str, float] = {}
             here: set[str] = set()
             names = list(wanted)
@@ -440,3 +454,15 @@ def _invitation_row(token: str, survey_id: str, version: int) -> dict[str, Any]:
         # a placeholder of the same size: the spend overwrites the cell in place
         "blinded_hash": secrets.token_hex(32),
     }
+
+
+def _refuse_closed(conn: Connection, survey_id: str) -> None:
+    """Raise :class:`SurveyClosedError` if the survey is closed (read in ``conn``'s
+    transaction, so nothing is issued after a close has committed)."""
+    closed = conn.execute(
+        select(survey_state.c.closed).where(survey_state.c.survey_id == survey_id)
+    ).scalar()
+    if closed:
+        raise SurveyClosedError(
+            f"survey {survey_id!r} is closed: it issues no invitations (the analyst may reopen it)"
+        )

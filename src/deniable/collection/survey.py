@@ -82,6 +82,7 @@ from pydantic import (
 
 from ..errors import BudgetExceededError, SurveyError
 from ..mechanisms.protocol import MAX_EPSILON
+from .arms import MAX_ARMS, Arm, ArmDesign
 from .i18n import (
     SurveyTranslation,
     catalog,
@@ -89,6 +90,7 @@ from .i18n import (
     untranslated,
 )
 from .questions import (
+    INNOCUOUS_DESIGNS,
     MAX_CATEGORIES,
     NUMERIC_DESIGNS,
     SLUG_PATTERN,
@@ -112,6 +114,7 @@ __all__ = [
     "SLUG_PATTERN",
     "SMALL_RELEASE",
     "Arm",
+    "ArmDesign",
     "DesignChoice",
     "NumericRange",
     "Question",
@@ -136,8 +139,6 @@ SMALL_RELEASE = 10
 L_DIVERSITY = 2
 
 
-#: Most arms a survey may have.
-MAX_ARMS = 16
 #: Question fields an override to ``direct`` drops (a direct question takes none).
 _NOT_DIRECT = ("reports", "sensitive", "innocuous_question", "innocuous_complement", "control")
 
@@ -153,25 +154,6 @@ class ReportPlan:
     arm_index: dict[str | None, int]
     sizes: tuple[tuple[int, ...], ...]
     skippable: tuple[tuple[bool, ...], ...]
-
-
-class Arm(BaseModel):
-    """One arm of a study: respondents are assigned at random, by ``weight``, on their
-    own device (Höglinger, Jann & Diekmann 2016 compare direct questioning with several
-    randomized-response designs this way).
-
-    Attributes
-    ----------
-    weight : float in (0, 10^6]
-        The arm's share is its weight over the sum of the weights.
-    designs : dict of question id -> DesignChoice
-        The designs this arm uses instead of the questions' own (``{name: direct}`` asks
-        the question directly in this arm: a control arm).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    weight: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
-    designs: dict[Slug, DesignChoice] = Field(default_factory=dict, max_length=100)
 
 
 def survey_error(exc: ValidationError) -> SurveyError:
@@ -263,6 +245,17 @@ class Survey(BaseModel):
     questions: list[Question] = Field(min_length=1, max_length=100)
     _arm_questions: dict[str, list[Question]] = PrivateAttr(default_factory=dict)
 
+    @field_validator("arms", mode="before")
+    @classmethod
+    def _arms_a_mapping(cls, arms: Any) -> Any:
+        if isinstance(arms, list):
+            raise ValueError(
+                "arms is a mapping of each arm's name to its weight and designs: write "
+                "arms: {dq: {weight: 1, designs: {QUESTION_ID: {name: direct}}}, rr: "
+                "{weight: 2}}, not a list"
+            )
+        return arms
+
     @field_validator("arms")
     @classmethod
     def _arms_by_name(cls, arms: dict[str, Arm] | None) -> dict[str, Arm] | None:
@@ -293,10 +286,18 @@ class Survey(BaseModel):
                 if override is None:
                     out.append(q)
                     continue
-                data = q.model_dump(exclude_defaults=True) | {"design": override.model_dump()}
+                design = {"name": override.name, "params": override.params}
+                data = q.model_dump(exclude_defaults=True) | {"design": design}
                 if override.name == "direct":
                     for field in _NOT_DIRECT:
                         data.pop(field, None)
+                if override.name not in INNOCUOUS_DESIGNS:  # the question's own goes
+                    data.pop("innocuous_question", None)
+                if override.name != "extended-crosswise":
+                    data.pop("innocuous_complement", None)
+                for field in ("innocuous_question", "innocuous_complement"):
+                    if getattr(override, field) is not None:
+                        data[field] = getattr(override, field)
                 try:
                     out.append(Question.model_validate(data))
                 except ValidationError as exc:
@@ -482,6 +483,11 @@ class Survey(BaseModel):
             for name, default in _LATER_QUESTION_FIELDS.items():
                 if question.get(name) == default:
                     del question[name]
+        for arm in (data.get("arms") or {}).values():
+            for design in arm["designs"].values():
+                for name in ("innocuous_question", "innocuous_complement"):
+                    if design.get(name) is None:
+                        design.pop(name, None)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @cached_property

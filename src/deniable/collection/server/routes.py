@@ -7,6 +7,7 @@ and the group committer (:func:`~deniable.collection.server.app.create_app`).
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import secrets
@@ -60,10 +61,13 @@ from .security import (
 )
 
 __all__ = [
+    "XMIN_WARNING",
     "analyst_router",
     "public_router",
     "respondent_view",
 ]
+
+log = logging.getLogger("deniable.server")
 
 _bearer = HTTPBearer(auto_error=False, description="The analyst token.")
 _BearerCredentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
@@ -296,13 +300,26 @@ async def publish(request: Request, response: Response, store: _StoreDep) -> Pub
         )
     response.status_code = 201 if created else 200
     eps = survey.total_epsilon
+    warnings = []
+    if survey.requires_invitation and not store.is_sqlite:
+        warnings.append(XMIN_WARNING.format(survey=survey.id))
+        log.warning(warnings[-1])
     return Published(
         id=survey.id,
         version=survey.version,
         digest=survey.digest,
         created=created,
         total_epsilon=eps if math.isfinite(eps) else "inf",
+        warnings=warnings,
     )
+
+
+#: Said when a survey that requires invitations is published on PostgreSQL.
+XMIN_WARNING = (
+    "PostgreSQL keeps each row version's transaction id (xmin), which increases with "
+    "time: a database superuser can order invitation spends against waiting responses of "
+    "{survey} (see the threat model in docs/collection.md); use SQLite where that matters"
+)
 
 
 _SURVEY_MEDIA = {"application/json", "application/yaml", "application/x-yaml", "text/yaml"}

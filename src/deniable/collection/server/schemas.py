@@ -145,3 +145,5 @@ class Published(BaseModel):
     digest: str
     created: bool
     total_epsilon: float | str
+    #: what the analyst should know before inviting (PostgreSQL's ``xmin``, ...)
+    warnings: list[str] = Field(default_factory=list)

@@ -321,3 +321,84 @@ def test_postgresql_xmin_orders_spends_against_responses() -> None:
     paired = sum(a == b for a, b in zip(spend_order, decoded, strict=True))
     print(f"xmin pairs {paired} of {N}")
     assert paired >= N - 2, paired
+
+
+def _waiting_survey(store: Store):
+    """Three 64-choice questions (a response's three codes number its arrival up to
+    262,144) and a crowd no test reaches: every response waits in its slot."""
+    survey = load_survey(
+        {
+            "id": "slots",
+            "version": 1,
+            "title": "t",
+            "privacy_budget": 30,
+            "min_release": 100_000,
+            "questions": [
+                {
+                    "id": f"q{i}",
+                    "text": "Q?",
+                    "choices": [str(c) for c in range(64)],
+                    "design": {"name": "kary-rr", "params": {"epsilon": 5}},
+                    "allow_large_epsilon": True,
+                }
+                for i in range(3)
+            ],
+        }
+    )
+    store.publish(survey)
+    return survey
+
+
+def _slot_order(store: Store, survey, fills: tuple[int, ...]) -> list:
+    """Send responses 10 to a transaction up to each fill; Kendall's tau between each
+    waiting response's slot and its arrival at each fill."""
+    out, sent = [], 0
+    for fill in fills:
+        while sent < fill:
+            group = [
+                store.prepare(survey, {"q0": i // 4096, "q1": (i // 64) % 64, "q2": i % 64})
+                for i in range(sent, sent + 10)
+            ]
+            assert store.commit_group(group, release=False) == [None] * 10
+            sent += 10
+        with store.connection() as conn:
+            rows = conn.exec_driver_sql("SELECT slot, payload FROM staging WHERE filled").all()
+        arrival = []
+        for _, payload in rows:
+            a, b, c = unpack(bytes(payload)).codes
+            arrival.append(a * 4096 + b * 64 + c)
+        assert sorted(arrival) == list(range(fill))
+        out.append(stats.kendalltau([slot for slot, _ in rows], arrival))
+    return out
+
+
+@pytest.mark.slow
+def test_no_slot_position_tells_arrival_order_at_any_fill(tmp_path, monkeypatch):
+    """5,000 responses wait, sent 10 to a transaction; the table grows from 1,024 slots
+    to over 10,000 on the way, moving every waiting response to a uniformly drawn slot
+    each time. At 1,500 and at 5,000 waiting, Kendall's tau between slot and arrival is
+    what chance gives (p >= 1e-5). Control: growing by appending a block without the
+    move orders them (p < 1e-5 at 1,500)."""
+    store = Store(f"sqlite:///{tmp_path / 'slots.sqlite'}")
+    survey = _waiting_survey(store)
+    taus = _slot_order(store, survey, (1_500, 5_000))
+    for fill, tau in zip((1_500, 5_000), taus, strict=True):
+        print(f"{fill} waiting: tau = {tau.statistic:+.4f}, p = {tau.pvalue:.3g}")
+        assert tau.pvalue >= 1e-5, (fill, tau)
+    with store.connection() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM staging").scalar() >= 10_000
+    store.close()
+
+    def append_only(conn, count):  # the table's growth before the move
+        last = conn.exec_driver_sql("SELECT max(slot) FROM staging").scalar()
+        conn.execute(
+            staging_module.insert(staging_module.staging),
+            [{"slot": last + 1 + i, "filled": False, "payload": bytes(256)} for i in range(count)],
+        )
+
+    monkeypatch.setattr(staging_module, "_grow", append_only)
+    control = Store(f"sqlite:///{tmp_path / 'control.sqlite'}")
+    (tau,) = _slot_order(control, _waiting_survey(control), (1_500,))
+    print(f"control, appended: tau = {tau.statistic:+.4f}, p = {tau.pvalue:.3g}")
+    assert tau.pvalue < 1e-5 and tau.statistic > 0
+    control.close()

@@ -15,7 +15,9 @@ How
   A response is written into a slot chosen at random among the free ones
   (``UPDATE`` of a cell of unchanged size, which SQLite overwrites in place): where a
   response lies follows the pre-allocation, not its arrival. The table is kept at most
-  half full (it grows by :data:`CHUNK` slots), so the choice is among many.
+  half full (it grows by :data:`CHUNK` slots), so the choice is among many; when it
+  grows, every waiting response moves to a slot drawn uniformly from the grown table,
+  so no position tells arrival order at any fill.
 - Once a survey version has ``min_release`` responses waiting (the survey's crowd
   size), they are *released* (:func:`release_due`; in the transaction that completes
   the crowd, or later and larger when the server defers releases under load): their
@@ -199,8 +201,12 @@ def _raw(conn: Connection, sql: str) -> list[Any]:
         cursor.close()
 
 
-def _free_slots(conn: Connection, count: int) -> list[int]:
-    """Add ``count`` empty slots of random bytes (at the end of the table); their numbers."""
+def _grow(conn: Connection, count: int) -> None:
+    """Add ``count`` slots to the table and move every waiting response to a slot drawn
+    uniformly from the grown table (a random permutation onto a random subset), so that
+    no slot's position tells when its response arrived, whatever the fill: without the
+    move, the responses arriving after a growth would crowd into the new block at the
+    table's end. Every write is an overwrite of a cell of unchanged size."""
     last = conn.execute(select(func.max(staging.c.slot))).scalar() or 0
     rows = [
         {"slot": last + 1 + i, "filled": False, "payload": os.urandom(PAYLOAD_BYTES)}
@@ -208,7 +214,24 @@ def _free_slots(conn: Connection, count: int) -> list[int]:
     ]
     for start in range(0, len(rows), 500):
         conn.execute(insert(staging), rows[start : start + 500])
-    return [last + 1 + i for i in range(count)]
+    filled = _raw(conn, "SELECT slot, payload FROM staging WHERE filled")
+    if not filled:
+        return
+    every = [slot for (slot,) in _raw(conn, "SELECT slot FROM staging")]
+    chosen = _random.sample(every, len(filled))
+    payloads = [bytes(p) for _, p in filled]
+    _random.shuffle(payloads)
+    target = dict(zip(chosen, payloads, strict=True))
+    vacated = [slot for slot, _ in filled if slot not in target]
+    params = [{"s": s, "f": True, "p": p} for s, p in target.items()]
+    params += [{"s": s, "f": False, "p": os.urandom(PAYLOAD_BYTES)} for s in vacated]
+    _random.shuffle(params)
+    conn.execute(
+        update(staging)
+        .where(staging.c.slot == bindparam("s"))
+        .values(filled=bindparam("f"), payload=bindparam("p")),
+        params,
+    )
 
 
 class FreeSlots:
@@ -258,7 +281,8 @@ def stage(
     waiting = int(conn.execute(_WAITING).scalar() or 0)
     if 2 * (waiting + len(items)) > waiting + len(free):  # keep it at most half full
         need = 2 * (waiting + len(items)) - (waiting + len(free))
-        slots.give(_free_slots(conn, CHUNK * (1 + need // CHUNK)))
+        _grow(conn, CHUNK * (1 + need // CHUNK))
+        slots.load(conn)
     chosen = slots.take(len(items))
     params = [{"s": slot, "p": pack(item)} for slot, item in zip(chosen, items, strict=True)]
     if conn.execute(_FILL, params).rowcount != len(params):

@@ -931,6 +931,11 @@ def test_a_direct_question_is_sent_as_given_and_never_kept(browser, site, tmp_pa
         "Except questions 1, 2: they are asked directly, and your answers to them are "
         "sent as given, not randomized."
     )
+    how = page.locator("#how-body").inner_text()  # the claim covers the randomized only
+    assert "to the randomized questions never leave this device" in how
+    assert "sent as given" in how
+    small = page.locator("#small-release").inner_text()  # min_release 1, opted in
+    assert small.startswith("Responses are published in groups of at least 1, fewer than")
     page.locator("#q-faculty [data-role=use-answer]").click()
     assert page.locator("#report-faculty").inner_text() == "Choose your true answer first."
     page.locator("#truth-faculty-2").check()  # science

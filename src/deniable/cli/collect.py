@@ -74,6 +74,7 @@ def survey_check(
     warnings = [w for w in [cell_warning(survey)] if w]
     untranslated = survey.untranslated()
     disclosure = disclosure_report(survey)
+    self_selection = _self_selection(survey)
     payload = {
         "id": survey.id,
         "version": survey.version,
@@ -89,6 +90,8 @@ def survey_check(
         "direct_cells": survey.direct_cells(),
         # statistical disclosure control of the direct answers (planning figures only)
         "disclosure": disclosure,
+        # the sample-ratio test's power against a quarter of a control arm leaving
+        "self_selection": self_selection,
         "arms": arms,
         "warnings": warnings,
         "untranslated": untranslated,
@@ -148,6 +151,12 @@ def survey_check(
             console.print(f"[yellow]note:[/] {line}")
         for line in disclosure["suggestions"]:
             console.print(f"  suggestion: {line}")
+    for row in self_selection:
+        console.print(
+            f"Self-selection: if {row['leave_share']:.0%} of arm {row['arm']!r} drew again, "
+            f"the dashboard's sample-ratio test (p < 0.001) would flag it in "
+            f"{row['power']:.0%} of studies of {row['n']:,}"
+        )
     for warning in warnings:
         err.print(f"[yellow]warning:[/] {warning}")
     for lang, names in untranslated.items():
@@ -456,6 +465,28 @@ def respond(
         )
         return
     console.print("Stored. Thank you.")
+
+
+def _self_selection(survey: Any) -> list[dict[str, Any]]:
+    """Per control arm, at ``expected_responses``: the sample-ratio test's power against
+    a quarter of the arm's respondents drawing again
+    (:func:`deniable.planning.sample_ratio_power`); empty without both."""
+    from ..planning import sample_ratio_power
+
+    if not survey.arms or survey.expected_responses is None:
+        return []
+    names = survey.arm_names
+    weights = [survey.arms[a].weight for a in names]
+    n = survey.expected_responses
+    return [
+        {
+            "arm": arm,
+            "n": n,
+            "leave_share": 0.25,
+            "power": sample_ratio_power(weights, n, names.index(arm), 0.25),
+        }
+        for arm in survey.control_arms
+    ]
 
 
 def _where(row: dict[str, Any]) -> str:

@@ -7,7 +7,13 @@ reveals), ``testing`` (the exact threshold test on the reports and its error rat
 2021), ``simulation`` (seeded simulated tallies) and ``plots`` (matplotlib, loaded only there).
 """
 
-from .arms import ArmSizes, arm_comparison_power, arm_comparison_size, ecwm_size
+from .arms import (
+    ArmSizes,
+    arm_comparison_power,
+    arm_comparison_size,
+    ecwm_size,
+    sample_ratio_power,
+)
 from .disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
 from .sample_size import sample_size
 from .shuffle import ShuffleAmplification, shuffle_amplification
@@ -31,6 +37,7 @@ __all__ = [
     "ecwm_size",
     "prevalence_test",
     "prevalence_test_error_rates",
+    "sample_ratio_power",
     "sample_size",
     "shuffle_amplification",
 ]

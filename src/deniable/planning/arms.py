@@ -27,7 +27,13 @@ from ..mechanisms.designs import Design
 from ..validation import check_probability, check_real
 from .sample_size import sample_size
 
-__all__ = ["ArmSizes", "arm_comparison_power", "arm_comparison_size", "ecwm_size"]
+__all__ = [
+    "ArmSizes",
+    "arm_comparison_power",
+    "arm_comparison_size",
+    "ecwm_size",
+    "sample_ratio_power",
+]
 
 
 @dataclass(frozen=True)
@@ -163,3 +169,75 @@ def ecwm_size(
 
     n = sample_size(Crosswise(p=p), margin, confidence_level, "normal", prevalence)
     return n + n % 2
+
+
+def sample_ratio_power(
+    weights: list[float],
+    n: int,
+    arm: int = 0,
+    leave_share: float = 0.25,
+    alpha: float = 0.001,
+) -> float:
+    """Power of the sample-ratio test (Pearson's chi-square of the arms' counts against
+    their weights, flagged at ``alpha``) against self-selection out of one arm.
+
+    A respondent drawn into ``arm`` leaves it with chance ``leave_share`` by drawing
+    again (cleared storage, another device), and the new draw follows the weights. The
+    arms' shares then move from ``q`` (the weights, normalised) to ``p_arm = q_arm (1 -
+    s + s q_arm)`` and ``p_j = q_j (1 + s q_arm)`` for the others. With two arms the
+    power is exact (the binomial law of the first arm's count, summed where the test
+    flags); with more, it is the noncentral chi-square's with ``len(weights) - 1``
+    degrees of freedom and noncentrality ``n sum (p - q)^2 / q`` (Cohen 1988, Section
+    7.2; the normal approximation to the multinomial).
+
+    Parameters
+    ----------
+    weights : list of float > 0
+        The arms' weights (2 or more).
+    n : int >= 1
+        Respondents.
+    arm : int
+        The arm left (its index in ``weights``).
+    leave_share : float in [0, 1]
+        The share of that arm's respondents who draw again.
+    alpha : float in (0, 1)
+        The flag's level (the dashboard's: 0.001).
+
+    Returns
+    -------
+    float
+        The chance that the test flags the counts.
+
+    Raises
+    ------
+    ValueError
+        For fewer than two weights, a weight <= 0, ``arm`` out of range, or a
+        parameter outside its range.
+    """
+    from scipy import stats
+
+    if len(weights) < 2 or any(not (w > 0 and math.isfinite(w)) for w in weights):
+        raise ValueError(f"weights must be 2 or more positive numbers, got {weights}")
+    if not 0 <= arm < len(weights):
+        raise ValueError(f"arm must be in 0..{len(weights) - 1}, got {arm}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    check_probability("leave_share", leave_share)
+    check_probability("alpha", alpha, low_open=True, high_open=True)
+    total = sum(weights)
+    q = [w / total for w in weights]
+    s, qa = leave_share, q[arm]
+    p = [qj * (1 + s * qa) for qj in q]
+    p[arm] = qa * (1 - s + s * qa)
+    df = len(weights) - 1
+    critical = stats.chi2.isf(alpha, df)
+    if df == 1:  # exact: every count of the first arm, weighted by its binomial chance
+        import numpy as np
+
+        counts = np.arange(n + 1)
+        expected = n * q[0]
+        statistic = (counts - expected) ** 2 * (1 / expected + 1 / (n - expected))
+        flagged = statistic > critical
+        return float(stats.binom.pmf(counts[flagged], n, p[0]).sum())
+    noncentrality = n * sum((pj - qj) ** 2 / qj for pj, qj in zip(p, q, strict=True))
+    return float(stats.ncx2.sf(critical, df, noncentrality))

@@ -61,6 +61,7 @@ def respondent_page(survey: Survey, view: dict[str, Any] | None = None, lang: st
         description=view["description"],
         consent=view["consent"],
         control_arm=view.get("control_arm", False),
+        small_release=survey.min_release if survey.allow_small_release else None,
         survey_json=data,
         messages_json=json.dumps(messages).replace("<", "\\u003c"),
         t=messages,

@@ -225,6 +225,8 @@ const deniable = (() => {
   });
   const direct = survey.questions.filter((q) => q.direct);
   if (direct.length) {
+    // "no one can know your true answer" holds for the randomized questions only
+    document.getElementById("how-body").textContent = t("how_body_direct");
     const apart = document.getElementById("direct-apart");
     apart.hidden = false;
     apart.textContent = t("direct_apart", {

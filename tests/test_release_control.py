@@ -147,6 +147,10 @@ async def test_every_page_route_and_export_answers_at_every_moment_of_a_study(cl
     seen["first release"] = await walk(client)
     res = (await client.get("/api/surveys/campus/results", headers=AUTH)).json()
     assert res["released"] >= 30 and "wait for a later release" in res["note"]
+    report = res["disclosure"]  # released cells only, never a count of what waits
+    assert report["keys"] == ["faculty", "year"] and report["sensitive"] == {"dq": ["cheat"]}
+    assert report["released_cells"] == 1 and report["released_responses"] == res["released"]
+    assert report["cells"] == 25 and report["wait"]  # 5 x 5 (skipping is a category)
     regression = res.get("regression", None)
     assert regression is None
     fit = (

@@ -208,7 +208,7 @@ def cell_warning(survey: Survey) -> str | None:
 
 
 def disclosure_report(
-    survey: Survey, released_cells: Mapping[tuple[int, ...], int] | None = None
+    survey: Survey, released_cells: Mapping[Any, int] | None = None
 ) -> dict[str, Any]:
     """What ``survey check`` and the dashboard say about the direct answers.
 

@@ -20,6 +20,7 @@ import pandas as pd
 from ..errors import IntervalCoverageWarning
 from ..estimation.estimators import estimate
 from ..tallies import Tally
+from .disclosure import disclosure_plan, disclosure_report
 from .export import wide_frame
 from .storage import Store
 from .study import arm_analysis, design_keys, has_variants, regression, study_frame
@@ -212,6 +213,19 @@ def survey_results(
         out["questions"].append(item)
     if survey.direct_questions and not pooled and released:
         out["breakdowns"] = breakdowns(wide(), survey, level)
+    plan = disclosure_plan(survey)
+    if not plan.trivial:  # released key cells only: never a count of what waits
+        cells: dict[Any, int] | None = None
+        if released:
+            rows = wide()
+            rows = rows[rows["version"] == survey.version]
+            keys = [survey.questions[i].id for i in plan.keys]
+            cells = (
+                rows[keys].astype("float64").fillna(-1).value_counts().to_dict()
+                if keys
+                else {(): len(rows)}
+            )
+        out["disclosure"] = disclosure_report(survey, cells)
     if regress is not None:
         if not released:
             raise ValueError("regress: nothing is released yet")

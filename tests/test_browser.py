@@ -1100,7 +1100,9 @@ def test_a_study_page_shows_one_arm_and_one_group_and_sends_them(browser, site, 
     from .test_arms import CAMPUS
 
     base, store, _ = site
-    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 1, "allow_small_release": True})
+    survey = load_survey(
+        copy.deepcopy(CAMPUS) | {"min_release": 1, "allow_small_release": True, "l_diversity": 1}
+    )
     store.publish(survey)
     complement = "Is the answer to “Is your mother's birthday in January"
     seen: dict[str, list] = {"sent_arms": [], "sent_groups": []}
@@ -1157,7 +1159,11 @@ E2E_STUDY = {
     "title": "Campus study, end to end",
     "privacy_budget": 4.0,
     "requires_invitation": True,
-    "min_release": 10,
+    # every response released (the release rules are attacked in test_release_control;
+    # here the dashboard is compared with the library on every respondent)
+    "min_release": 1,
+    "allow_small_release": True,
+    "l_diversity": 1,
     "expected_responses": 320,
     "arms": {
         "dq": {"weight": 1, "designs": {"cheat": {"name": "direct"}}},

@@ -9,6 +9,7 @@ import asyncio
 import copy
 import os
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -334,3 +335,77 @@ def test_forwarded_for_is_ignored_unless_the_proxy_is_named(tmp_path):
     finally:
         proxied.stop()
     assert "sent X-Forwarded-For" not in (proxied_dir / "server.log").read_text()
+
+
+def test_one_client_cannot_fill_the_pool_of_connections(tmp_path):
+    """Behind a named proxy (--forwarded-allow-ips 127.0.0.1), a pool of 150 and a share
+    of 15 per client: one client (X-Forwarded-For 198.51.100.7, a documentation
+    address: only a header) opens 170 connections trickling their bodies. Past its 15,
+    each gets 503 with Connection: close at once; another client's requests and
+    /healthz all answer 200 meanwhile. Control: with a share as large as the pool, the
+    same client fills it and the others get 503."""
+    head = (
+        b"POST /api/surveys/health/responses HTTP/1.1\r\nHost: x\r\n"
+        b"X-Forwarded-For: 198.51.100.7\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+    )
+
+    def run(share: int, folder: Path) -> tuple[list[int], list[bytes]]:
+        folder.mkdir()
+        server = Server(
+            f"sqlite:///{folder / 'db.sqlite'}",
+            folder,
+            env={"DENIABLE_BODY_TIMEOUT": "4"},
+            args=(
+                "--forwarded-allow-ips",
+                "127.0.0.1",
+                "--limit-concurrency",
+                "150",
+                "--limit-per-client",
+                str(share),
+            ),
+        )
+        server.start()
+        port = int(server.base.rsplit(":", 1)[1])
+        try:
+            httpx.post(f"{server.base}/api/surveys", json=SURVEY, headers=AUTH).raise_for_status()
+
+            async def scenario() -> tuple[list[int], list[bytes]]:
+                conns = []
+                for _ in range(170):
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.write(head)
+                    conns.append((reader, writer))
+                await asyncio.gather(*(w.drain() for _, w in conns))
+                await asyncio.sleep(0.5)
+                other = {"X-Forwarded-For": "203.0.113.9"}
+                loop = asyncio.get_running_loop()
+
+                def probe() -> list[int]:
+                    with httpx.Client(base_url=server.base, timeout=5) as http:
+                        return [
+                            http.get("/api/surveys/health", headers=other).status_code
+                            for _ in range(20)
+                        ]
+
+                codes = await loop.run_in_executor(None, probe)
+                early = []
+                for reader, _ in conns:
+                    try:
+                        early.append(await asyncio.wait_for(reader.read(64), timeout=0.05))
+                    except TimeoutError:
+                        early.append(b"")
+                for _, w in conns:
+                    w.close()
+                return codes, early
+
+            return asyncio.run(scenario())
+        finally:
+            server.stop()
+
+    codes, early = run(15, tmp_path / "shared")
+    assert codes == [200] * 20, codes
+    refused = [a for a in early if a.startswith(b"HTTP/1.1 503")]
+    assert len(refused) == 170 - 15 and all(a == b"" for a in early if a not in refused)
+    codes, _ = run(150, tmp_path / "control")
+    assert 503 in codes, codes

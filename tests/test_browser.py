@@ -855,6 +855,7 @@ def test_an_answer_a_report_proves_is_named_on_the_page(browser, site, tmp_path)
     and the consent section says a response cannot be withdrawn."""
     base, store, _ = site
     data = copy.deepcopy(SURVEY) | {"id": "exposing", "privacy_budget": 10.0}
+    data["no_lifetime_budget"] = True  # a report proves "yes": no lifetime budget
     data["questions"] = [
         {
             "id": "drugs",
@@ -877,9 +878,17 @@ def test_an_answer_a_report_proves_is_named_on_the_page(browser, site, tmp_path)
     assert "seen for certain" not in no
     assert 'if your answer is "yes"' in page.locator("#q-drugs").inner_text()
     assert "cannot be withdrawn" in page.locator("#no-withdrawal").inner_text()
+    assert (
+        page.locator("#no-lifetime")
+        .inner_text()
+        .startswith(
+            "This survey has no privacy budget: for some questions a report can prove an answer"
+        )
+    )
     _screenshot(page, "respondent-exposing", tmp_path)
     # a design that proves nothing: the top line gives the worst factor instead
     page.goto(f"{base}/s/health")
+    assert page.locator("#no-lifetime").count() == 0
     assert (
         "no single report can make anyone more than 7.4 times surer"
         in page.locator("#worst").inner_text()

@@ -129,7 +129,7 @@ def test_nothing_is_said_where_a_condition_fails(why):
             "design": {"name": "mangat", "params": {"p": 0.3}},
             "allow_infinite_epsilon": True,
         }
-        invited = warner(questions=[mangat])
+        invited = warner(questions=[mangat], no_lifetime_budget=True, lifetime_budget=None)
     survey = load_survey(invited)
     assert release_statement(survey, 1000, anonymous_invitations=anonymous) is None
     details = [{"responses": 1000, "released": 1000}]

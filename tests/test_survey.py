@@ -70,8 +70,23 @@ def test_infinite_epsilon_needs_opt_in():
         "design": {"name": "mangat", "params": {"p": 0.3}},
     }
     with pytest.raises(SurveyError, match="allow_infinite_epsilon"):
-        load_survey(survey(questions=[q]))
-    s = load_survey(survey(questions=[q | {"allow_infinite_epsilon": True}]))
+        load_survey(survey(questions=[q], no_lifetime_budget=True))
+    # a report that proves an answer ("no" here): no finite lifetime budget bounds it
+    with pytest.raises(SurveyError, match="Add no_lifetime_budget: true") as info:
+        load_survey(survey(questions=[q | {"allow_infinite_epsilon": True}]))
+    assert fields(info.value) == ["no_lifetime_budget"]
+    with pytest.raises(SurveyError, match="takes no lifetime_budget"):
+        load_survey(
+            survey(
+                questions=[q | {"allow_infinite_epsilon": True}],
+                lifetime_budget=5,
+                no_lifetime_budget=True,
+            )
+        )
+    s = load_survey(
+        survey(questions=[q | {"allow_infinite_epsilon": True}], no_lifetime_budget=True)
+    )
+    assert math.isinf(s.lifetime) and s.respondent_view()["no_lifetime_budget"] is True
     # Mangat: "yes" always reports yes, "no" reports yes with chance 0.7; a report can
     # prove only "no", and "yes" costs its likelihood ratio ln(1 / 0.7)
     (question,) = s.questions
@@ -80,7 +95,12 @@ def test_infinite_epsilon_needs_opt_in():
     assert s.total_epsilon == question.cost
     # if "no" were the sensitive answer, the "no" report would prove it: refused
     with pytest.raises(SurveyError, match="proves a sensitive answer"):
-        load_survey(survey(questions=[q | {"allow_infinite_epsilon": True, "sensitive": ["no"]}]))
+        load_survey(
+            survey(
+                questions=[q | {"allow_infinite_epsilon": True, "sensitive": ["no"]}],
+                no_lifetime_budget=True,
+            )
+        )
 
 
 def test_a_design_that_exposes_the_sensitive_answer_is_refused():
@@ -372,7 +392,7 @@ def test_every_answer_a_report_proves_is_told_whatever_sensitive_says():
     """The review's case: forced response with p_yes = 0 and "no" called sensitive. The
     budget counts only "no" (ln 100), but "yes" is proved by a "yes" report (P(yes | no)
     = 0): the served factors are [100, null] (no, yes)."""
-    s = load_survey(survey(privacy_budget=5, questions=[EXPOSING]))
+    s = load_survey(survey(privacy_budget=5, questions=[EXPOSING], no_lifetime_budget=True))
     (q,) = s.questions
     assert q.cost == pytest.approx(math.log(100), rel=1e-9)
     assert q.exposed_answers == ["yes"]
@@ -393,10 +413,13 @@ def test_every_answer_a_report_proves_is_told_whatever_sensitive_says():
 def test_factors_per_answer_match_the_matrix(design, exposed):
     """factor[a] = max over r, b != a of P[r, a] / P[r, b], recomputed here by brute force."""
     q = {"id": "q", "text": "Sensitive?", "design": design, "allow_infinite_epsilon": True}
+    unbounded = {"no_lifetime_budget": bool(exposed)}  # a proof: no lifetime budget
     try:
-        s = load_survey(survey(privacy_budget=30, questions=[q]))
+        s = load_survey(survey(privacy_budget=30, questions=[q], **unbounded))
     except SurveyError:  # a proof of the default-sensitive answer is still refused
-        s = load_survey(survey(privacy_budget=30, questions=[q | {"sensitive": ["no"]}]))
+        s = load_survey(
+            survey(privacy_budget=30, questions=[q | {"sensitive": ["no"]}], **unbounded)
+        )
     (question,) = s.questions
     p = question.mechanism.matrix
     m, k = p.shape

@@ -195,6 +195,7 @@ def test_respond_in_the_terminal_takes_numbers_and_tells_the_whole_truth(server,
         "description": "A short survey on sleep.",
         "consent": "Voluntary. Contact: team@example.org",
         "privacy_budget": 10.0,
+        "no_lifetime_budget": True,  # drugs' "yes" report proves "yes"
         "questions": [
             {
                 "id": "hours",

@@ -197,6 +197,16 @@ def serve(
             "requests get 503 at once.",
         ),
     ] = 1000,
+    limit_per_client: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=1_000_000,
+            help="Most requests of one client (address; IPv6 /64) in flight at once per "
+            "worker, so one client cannot fill --limit-concurrency; default a tenth of it "
+            "(at least 10).",
+        ),
+    ] = None,
     forwarded_allow_ips: Annotated[
         str | None,
         typer.Option(
@@ -216,6 +226,8 @@ def serve(
 
     url = resolve(database_url)
     os.environ["DENIABLE_DATABASE_URL"] = url
+    per_client = limit_per_client or max(10, limit_concurrency // 10)
+    os.environ["DENIABLE_LIMIT_PER_CLIENT"] = str(min(per_client, limit_concurrency))
     from ..collection.server.app import MIN_TOKEN_CHARS
 
     given = os.environ.get("DENIABLE_ANALYST_TOKEN", "")

@@ -230,8 +230,12 @@ def survey_status(
             f"{inv['revoked']} revoked"
         )
     ledger = out["ledger"]
+    lifetime = ledger["lifetime_budget"]
     console.print(
-        f"lifetime privacy budget: {ledger['spent']:.2f} of {ledger['lifetime_budget']:.2f} nats"
+        f"lifetime privacy budget: {ledger['spent']:.2f} of {lifetime:.2f} nats"
+        if lifetime is not None
+        else f"no lifetime privacy budget (a design can prove an answer); {ledger['spent']:.2f} "
+        "nats counted"
     )
     person = out.get("per_person")
     if person and out["requires_invitation"]:

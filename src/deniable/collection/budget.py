@@ -41,7 +41,8 @@ class Ledger:
     ----------
     survey_id : str
     lifetime_budget : float
-        Nats, fixed by the first version.
+        Nats, fixed by the first version; ``inf`` for a survey without one
+        (``no_lifetime_budget``: a design that can prove an answer).
     entries : list of LedgerEntry
         Distinct question contents in order of first appearance.
     cumulative : list of (int, float, float)
@@ -62,7 +63,10 @@ class Ledger:
         """JSON-ready form."""
         return {
             "survey": self.survey_id,
-            "lifetime_budget": self.lifetime_budget,
+            # None: no lifetime budget (JSON has no infinity)
+            "lifetime_budget": (
+                self.lifetime_budget if math.isfinite(self.lifetime_budget) else None
+            ),
             "spent": self.spent,
             "versions": [{"version": v, "added": a, "spent": c} for v, a, c in self.cumulative],
             "questions": [

@@ -42,7 +42,33 @@ from ..mechanisms.designs import Design
 if TYPE_CHECKING:
     from ..analysis.channels import GroupModel
 
-__all__ = ["GROUP_DESIGNS", "GroupDesign", "group_design"]
+__all__ = [
+    "GROUP_DESIGNS",
+    "INNOCUOUS_DESIGNS",
+    "GroupDesign",
+    "check_innocuous",
+    "group_design",
+]
+
+#: Designs that ask an innocuous question beside the sensitive one (they alone take
+#: ``innocuous_question``; Greenberg et al. 1969, Yu, Tian & Tang 2008, Heck et al. 2018).
+INNOCUOUS_DESIGNS = ("unrelated-question", "crosswise", "triangular", "extended-crosswise")
+
+
+def check_innocuous(design: str, innocuous: str | None, numeric: bool) -> None:
+    """Refuse an innocuous question on a design that asks none (a direct or numeric
+    question is checked elsewhere).
+
+    Raises
+    ------
+    ValueError
+        Naming ``innocuous_question``, the design and the designs that take one.
+    """
+    if innocuous and design not in (*INNOCUOUS_DESIGNS, "direct") and not numeric:
+        raise ValueError(
+            f"innocuous_question: design {design!r} asks no innocuous question; only "
+            f"{', '.join(INNOCUOUS_DESIGNS)} do (remove it, or choose one of them)"
+        )
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,9 @@ from ..mechanisms.numeric import DuchiMean, OneBitMean
 from ..mechanisms.protocol import check_question_epsilon
 from ..mechanisms.registry import DESIGNS, check_parameters
 from ..planning.disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
-from .groups import GROUP_DESIGNS, group_design
+from .groups import GROUP_DESIGNS, check_innocuous, group_design
 
 __all__ = [
-    "INNOCUOUS_DESIGNS",
     "MAX_CATEGORIES",
     "MAX_RANGE_BOUND",
     "NUMERIC_DESIGNS",
@@ -76,9 +75,6 @@ NUMERIC_DESIGNS: dict[str, type[DuchiMean] | type[OneBitMean]] = {
     "duchi": DuchiMean,
     "1bitmean": OneBitMean,
 }
-#: Designs that ask an innocuous question beside the sensitive one (they alone take
-#: ``innocuous_question``; Greenberg et al. 1969, Yu, Tian & Tang 2008, Heck et al. 2018).
-INNOCUOUS_DESIGNS = ("unrelated-question", "crosswise", "triangular", "extended-crosswise")
 #: Largest magnitude of a numeric question's bounds.
 MAX_RANGE_BOUND = 1e12
 
@@ -103,11 +99,8 @@ class DesignChoice(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _a_mapping(cls, data: Any) -> Any:
-        if isinstance(data, str):
-            raise ValueError(
-                f"a design is a mapping of its name and params: write {{name: {data}}} "
-                f"(with params: {{...}} where the design takes any), not the string {data!r}"
-            )
+        if isinstance(data, str):  # "design: direct": say how to write it
+            raise ValueError(f"a design is a mapping: write {{name: {data}}}, not {data!r}")
         return data
 
     @field_validator("name")
@@ -226,17 +219,7 @@ class Question(BaseModel):
             raise ValueError("bins: only a direct question with a range takes bins")
         if self.control is not None and (self.design.name == "direct" or self.range):
             raise ValueError("control: only a randomized question with choices can be a control")
-        if (
-            self.innocuous_question is not None
-            and self.design.name not in INNOCUOUS_DESIGNS
-            and self.design.name != "direct"
-            and self.range is None
-        ):
-            raise ValueError(
-                f"innocuous_question: design {self.design.name!r} asks no innocuous "
-                f"question; only {', '.join(INNOCUOUS_DESIGNS)} do (remove it, or choose "
-                "one of them)"
-            )
+        check_innocuous(self.design.name, self.innocuous_question, self.range is not None)
         if self.innocuous_complement is not None and self.design.name != "extended-crosswise":
             raise ValueError("innocuous_complement: only an extended-crosswise question takes one")
         if self.design.name in GROUP_DESIGNS:

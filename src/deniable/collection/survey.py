@@ -83,14 +83,13 @@ from pydantic import (
 from ..errors import BudgetExceededError, SurveyError
 from ..mechanisms.protocol import MAX_EPSILON
 from .arms import MAX_ARMS, Arm, ArmDesign
+from .groups import INNOCUOUS_DESIGNS
 from .i18n import (
     SurveyTranslation,
-    catalog,
     check_translations,
     untranslated,
 )
 from .questions import (
-    INNOCUOUS_DESIGNS,
     MAX_CATEGORIES,
     NUMERIC_DESIGNS,
     SLUG_PATTERN,
@@ -101,7 +100,7 @@ from .questions import (
     Text,
 )
 from .recipes import physical_instructions
-from .views import question_view
+from .views import survey_view
 
 __all__ = [
     "BUDGET_SLACK",
@@ -198,6 +197,10 @@ class Survey(BaseModel):
         it touches (:mod:`deniable.collection.disclosure`); below
         :data:`SMALL_RELEASE` only with ``allow_small_release: true``, which the
         respondent page then shows.
+    no_lifetime_budget : bool, default False
+        The opt-in for a design that can prove an answer (infinite epsilon, even when
+        the answer proved is not the sensitive one): no finite lifetime budget can bound
+        what it reveals, so the survey id has none, and the respondent page says so.
     allow_small_release : bool, default False
         The opt-in for ``min_release`` below :data:`SMALL_RELEASE`.
     l_diversity : int in [1, 1000], default 2
@@ -239,6 +242,7 @@ class Survey(BaseModel):
     min_release: int = Field(default=MIN_RELEASE, ge=1, le=100_000)
     l_diversity: int = Field(default=L_DIVERSITY, ge=1, le=1_000)
     allow_small_release: bool = False
+    no_lifetime_budget: bool = False
     expected_responses: int | None = Field(default=None, ge=1, le=1_000_000_000)
     translations: dict[Literal["en", "de"], SurveyTranslation] = Field(default_factory=dict)
     arms: dict[Slug, Arm] | None = Field(default=None, min_length=2, max_length=MAX_ARMS)
@@ -371,6 +375,33 @@ class Survey(BaseModel):
         ]
 
     @model_validator(mode="after")
+    def _proofs(self) -> Survey:
+        proving = [
+            q.id
+            for q in self.questions
+            if any(
+                not math.isfinite(d.epsilon)
+                for v in self.variants(q.id)
+                if not v.is_direct
+                for d in v.groups
+            )
+        ]
+        if self.no_lifetime_budget and self.lifetime_budget is not None:
+            raise ValueError(
+                "no_lifetime_budget: a survey without a lifetime budget takes no "
+                "lifetime_budget; remove one of the two"
+            )
+        if proving and not self.no_lifetime_budget:
+            raise ValueError(
+                f"no_lifetime_budget: {', '.join(proving)} can prove an answer (a report "
+                "rules one out: infinite epsilon), so a finite lifetime budget cannot bound "
+                "what it reveals. Add no_lifetime_budget: true (the respondent page then "
+                "says the survey has no privacy budget), or choose a design with finite "
+                "epsilon"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _small_release(self) -> Survey:
         if self.min_release < SMALL_RELEASE and not self.allow_small_release:
             raise ValueError(
@@ -430,7 +461,9 @@ class Survey(BaseModel):
     @property
     def lifetime(self) -> float:
         """The lifetime budget of the survey id (nats): ``lifetime_budget`` or, if not
-        given, ``privacy_budget``."""
+        given, ``privacy_budget``; ``inf`` with ``no_lifetime_budget``."""
+        if self.no_lifetime_budget:
+            return math.inf
         return self.lifetime_budget if self.lifetime_budget is not None else self.privacy_budget
 
     def untranslated(self) -> dict[str, list[str]]:
@@ -504,39 +537,7 @@ class Survey(BaseModel):
         randomizing with a physical coin or die; texts in ``lang`` (one of
         :data:`~deniable.collection.i18n.LANGUAGES`) where the survey translates them.
         """
-        catalog(lang)  # refuses an unknown language
-        tr = self.translations.get(lang)  # type: ignore[call-overload]
-        out: dict[str, Any] = {
-            "id": self.id,
-            "version": self.version,
-            "lang": lang,
-            "title": (tr and tr.title) or self.title,
-            "description": (tr and tr.description) or self.description,
-            "consent": (tr and tr.consent) or self.consent,
-            "requires_invitation": self.requires_invitation,
-            "privacy_budget": self.privacy_budget,
-            "total_epsilon": self.total_epsilon,
-            "digest": self.digest,
-            "questions": [],
-        }
-        prior = self.disclosure_prior
-        out["questions"] = [question_view(q, tr, lang, prior) for q in self.questions]
-        # each arm's questions that differ from the survey's own; the device draws an
-        # arm by weight and shows only its questions (and one group of a group design)
-        out["arms"] = [
-            {
-                "id": name,
-                "weight": arm.weight,
-                "questions": {
-                    q.id: question_view(q, tr, lang, prior)
-                    for q in self._arm_questions[name]
-                    if q.id in arm.designs
-                },
-            }
-            for name, arm in (self.arms or {}).items()
-        ]
-        out["control_arm"] = bool(self.control_arms)
-        return out
+        return survey_view(self, lang)
 
 
 #: Fields added after surveys were first published, with their defaults.
@@ -545,6 +546,7 @@ _LATER_FIELDS: dict[str, Any] = {
     "min_release": MIN_RELEASE,
     "l_diversity": L_DIVERSITY,
     "allow_small_release": False,
+    "no_lifetime_budget": False,
     "translations": {},
     "expected_responses": None,
     "arms": None,

@@ -1,10 +1,10 @@
-"""The respondent's view of a question: what the device needs to randomize it and to
-explain, in the page's language, what the server will learn."""
+"""The respondent's view of a survey and its questions: what the device needs to
+randomize them and to explain, in the page's language, what the server will learn."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,7 +14,10 @@ from .i18n import QuestionTranslation, SurveyTranslation, catalog, default_label
 from .questions import Question
 from .recipes import physical_instructions
 
-__all__ = ["question_view"]
+if TYPE_CHECKING:
+    from .survey import Survey
+
+__all__ = ["question_view", "survey_view"]
 
 
 def question_view(
@@ -118,3 +121,48 @@ def _disclosure(q: Question, prior_yes: float, design: Design | None = None) -> 
             else [float(f"{f:.12g}") if math.isfinite(f) else None for f in factors]
         ),
     }
+
+
+def survey_view(survey: Survey, lang: str) -> dict[str, Any]:
+    """:meth:`Survey.respondent_view <deniable.collection.survey.Survey.respondent_view>`:
+    the survey's texts in ``lang``, each question's :func:`question_view`, each arm's
+    questions that differ from the survey's own, and the flags the page shows.
+
+    Raises
+    ------
+    ValueError
+        For a language not in :data:`~deniable.collection.i18n.LANGUAGES`.
+    """
+    catalog(lang)  # refuses an unknown language
+    tr = survey.translations.get(lang)  # type: ignore[call-overload]
+    out: dict[str, Any] = {
+        "id": survey.id,
+        "version": survey.version,
+        "lang": lang,
+        "title": (tr and tr.title) or survey.title,
+        "description": (tr and tr.description) or survey.description,
+        "consent": (tr and tr.consent) or survey.consent,
+        "requires_invitation": survey.requires_invitation,
+        "privacy_budget": survey.privacy_budget,
+        "total_epsilon": survey.total_epsilon,
+        "digest": survey.digest,
+    }
+    prior = survey.disclosure_prior
+    out["questions"] = [question_view(q, tr, lang, prior) for q in survey.questions]
+    # each arm's questions that differ from the survey's own; the device draws an
+    # arm by weight and shows only its questions (and one group of a group design)
+    out["arms"] = [
+        {
+            "id": name,
+            "weight": arm.weight,
+            "questions": {
+                q.id: question_view(q, tr, lang, prior)
+                for q in survey.questions_in(name)
+                if q.id in arm.designs
+            },
+        }
+        for name, arm in (survey.arms or {}).items()
+    ]
+    out["control_arm"] = bool(survey.control_arms)
+    out["no_lifetime_budget"] = survey.no_lifetime_budget
+    return out

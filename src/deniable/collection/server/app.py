@@ -61,7 +61,7 @@ from .ingestion import (
 from .pages import error_page
 from .routes import analyst_router, public_router
 from .schemas import MAX_BATCH
-from .security import RateLimiter, SecurityHeaders
+from .security import DEFAULT_PER_CLIENT, ClientConcurrency, RateLimiter, SecurityHeaders
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "app_from_environment", "create_app"]
 
@@ -173,6 +173,9 @@ def create_app(
         )
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
     app.add_middleware(SecurityHeaders)
+    # outermost: a client past its share is answered before anything else runs
+    per_client = int(os.environ.get("DENIABLE_LIMIT_PER_CLIENT", DEFAULT_PER_CLIENT))
+    app.add_middleware(ClientConcurrency, per_client=per_client)
     app.include_router(public_router)
     app.include_router(analyst_router)
     static = resources.files("deniable.collection") / "web"

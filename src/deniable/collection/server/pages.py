@@ -62,6 +62,7 @@ def respondent_page(survey: Survey, view: dict[str, Any] | None = None, lang: st
         consent=view["consent"],
         control_arm=view.get("control_arm", False),
         small_release=survey.min_release if survey.allow_small_release else None,
+        no_lifetime_budget=survey.no_lifetime_budget,
         survey_json=data,
         messages_json=json.dumps(messages).replace("<", "\\u003c"),
         t=messages,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import json
 import logging
 import os
 import secrets
@@ -38,8 +39,10 @@ from starlette.types import Message, Receive, Scope, Send
 
 __all__ = [
     "CSP",
+    "DEFAULT_PER_CLIENT",
     "SESSION_COOKIE",
     "SESSION_SECONDS",
+    "ClientConcurrency",
     "RateLimiter",
     "SecurityHeaders",
     "access",
@@ -180,6 +183,78 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+#: Requests one client may have in flight at once in one worker, by default.
+DEFAULT_PER_CLIENT = 100
+
+
+class ClientConcurrency:
+    """ASGI middleware: at most ``per_client`` requests of one client in flight at once.
+
+    ``--limit-concurrency`` is one pool for everyone: one client holding many slow
+    requests (a body trickling a byte at a time until the body deadline) would fill it
+    and hold the others out. A request past its client's share gets 503 with
+    ``Connection: close`` at once, so the connection is dropped and counts no longer
+    toward the server's pool. A client is its address (an IPv6 address's /64; behind a
+    trusted proxy, the forwarded address), counted in memory only. A loopback peer is
+    not limited: it is a reverse proxy on the same machine whose header is not trusted
+    (every client would share one share; name it with ``--forwarded-allow-ips``) or a
+    local tool. ``/healthz`` is never limited.
+    """
+
+    def __init__(self, app: Any, per_client: int = DEFAULT_PER_CLIENT) -> None:
+        if per_client < 1:
+            raise ValueError(f"per_client must be >= 1, got {per_client}")
+        self.app = app
+        self.per_client = per_client
+        self.active: dict[bytes, int] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        client = scope.get("client") if scope["type"] == "http" else None
+        if not client or scope.get("path") == "/healthz" or _loopback(str(client[0])):
+            await self.app(scope, receive, send)
+            return
+        key = _client_key(str(client[0]))
+        if self.active.get(key, 0) >= self.per_client:
+            await _too_many(send, self.per_client)
+            return
+        self.active[key] = self.active.get(key, 0) + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            left = self.active[key] - 1
+            if left:
+                self.active[key] = left
+            else:
+                del self.active[key]
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+async def _too_many(send: Send, limit: int) -> None:
+    body = json.dumps(
+        {
+            "error": {
+                "status": 503,
+                "code": "service_unavailable",
+                "message": f"at most {limit} requests of one client at once; retry later",
+            }
+        }
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+        (b"retry-after", b"1"),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _client_key(address: str) -> bytes:

@@ -402,3 +402,86 @@ def test_no_slot_position_tells_arrival_order_at_any_fill(tmp_path, monkeypatch)
     print(f"control, appended: tau = {tau.statistic:+.4f}, p = {tau.pvalue:.3g}")
     assert tau.pvalue < 1e-5 and tau.statistic > 0
     control.close()
+
+
+def _page_order(offsets: list[int], page_size: int = 4096) -> float:
+    """Two-sided p-value of arrival order within the pages: each page's Kendall tau
+    between its cells' byte offsets and their arrival, combined over pages (Stouffer,
+    each tau's null variance 2(2n+5) / (9n(n-1))). SQLite places a new cell in a page
+    below the ones before it until the page is rebalanced, so that is where order
+    survives."""
+    offsets_arr = np.asarray(offsets)
+    pages = offsets_arr // page_size
+    total, variance = 0.0, 0.0
+    for page in np.unique(pages):
+        idx = np.flatnonzero(pages == page)
+        n = len(idx)
+        if n >= 3:
+            total += stats.kendalltau(offsets_arr[idx], idx).statistic
+            variance += 2 * (2 * n + 5) / (9 * n * (n - 1))
+    z = total / np.sqrt(variance)
+    return float(2 * stats.norm.sf(abs(z)))
+
+
+@pytest.mark.slow
+def test_the_nullifiers_table_keeps_no_arrival_order(tmp_path):
+    """60 invitees answer one after another (one crowd of 60, released once). Each
+    credential's nullifier enters the table with the release, the crowd's in random
+    order: within the pages, the byte offsets of the nullifiers do not follow arrival
+    (p >= ALPHA). A second use of a credential is refused while it waits and after it
+    is released. Control: the same nullifiers inserted one by one in arrival order (the
+    layout before) are ordered within their pages (p < ALPHA)."""
+    import sqlite3 as sqlite
+
+    from deniable.collection.credentials import nullifier
+    from deniable.errors import CredentialRejectedError
+
+    path = tmp_path / "n.sqlite"
+    store = Store(f"sqlite:///{path}")
+    survey = load_survey(
+        {
+            "id": "n",
+            "version": 1,
+            "title": "t",
+            "privacy_budget": 1.2,
+            "requires_invitation": True,
+            "min_release": 60,
+            "questions": [
+                {"id": "q", "text": "Q?", "design": {"name": "warner", "params": {"p": 0.75}}}
+            ],
+        }
+    )
+    store.publish(survey)
+    tokens = store.issue_tokens("n", 60)
+    credentials = [store_credential(store, "n", t) for t in tokens]
+    for i, credential in enumerate(credentials):
+        store.submit(survey, {"q": i % 2}, credential)
+        if i == 10:  # waiting in its slot: a second use is refused
+            with pytest.raises(CredentialRejectedError):
+                store.submit(survey, {"q": 0}, credentials[3])
+    assert store.released_count("n") == 60
+    with pytest.raises(CredentialRejectedError):  # released: refused too
+        store.submit(survey, {"q": 0}, credentials[7])
+    store.close()
+    names = [nullifier(c.message) for c in credentials]
+
+    def offsets(data: bytes) -> list[int]:
+        found = [data.find(n.encode()) for n in names]
+        assert min(found) >= 0
+        return found
+
+    p = _page_order(offsets(path.read_bytes()))
+    print(f"nullifiers: p = {p:.3g}")
+    assert p >= ALPHA, p
+    control = tmp_path / "control.sqlite"
+    with sqlite.connect(control) as conn:
+        conn.execute(
+            "CREATE TABLE nullifiers (nullifier VARCHAR(64) PRIMARY KEY, survey_id "
+            "VARCHAR(64) NOT NULL) WITHOUT ROWID"
+        )
+        for n in names:  # one transaction per response, as the spends came
+            conn.execute("INSERT INTO nullifiers VALUES (?, 'n')", (n,))
+            conn.commit()
+    p = _page_order(offsets(control.read_bytes()))
+    print(f"control, in arrival order: p = {p:.3g}")
+    assert p < ALPHA, p

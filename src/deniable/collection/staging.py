@@ -26,10 +26,13 @@ How
   Results, exports and tallies read ``reports`` only, so every release adds a crowd of
   at least ``min_release`` responses, and the difference of two releases isolates a
   crowd, never a person. A version with fewer waiting is withheld until it has them.
-- A payload: survey id, version, time bucket and one report code per question (in
-  the order of the version's questions), the arm drawn (its index, 0 without arms)
-  and each question's group (one bit per question, 0 but for group designs), then
-  random padding. No nullifier, no time finer than the bucket.
+- A payload: survey id, version, a time field kept at 0 (no time), one report code per
+  question (in the order of the version's questions), the arm drawn (its index, 0
+  without arms), each question's group (one bit per question, 0 but for group
+  designs) and, for a survey with invitations, the credential's nullifier, then random
+  padding. The nullifier enters the ``nullifiers`` table with the release, the crowd's
+  in random order, so neither table keeps arrival order; a new credential is checked
+  against both (:func:`waiting_nullifiers`).
 
 The rollback journal (``journal_mode=TRUNCATE``, :func:`~.schema.sqlite_engine`) holds at
 most the pages the last, unfinished transaction changed, as they were before it;
@@ -49,7 +52,7 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from .central import smallest_group
 from .disclosure import DisclosurePlan, disclosure_plan, released_sensitive, select_release
-from .schema import reports, staging, staging_counts, surveys
+from .schema import nullifiers, reports, staging, staging_counts, surveys
 
 if TYPE_CHECKING:
     from .survey import Survey
@@ -68,6 +71,7 @@ __all__ = [
     "surveys_in",
     "unpack",
     "waiting",
+    "waiting_nullifiers",
 ]
 
 #: PostgreSQL advisory lock (transaction level) that serializes writers of the slots.
@@ -84,6 +88,10 @@ NO_ANSWER = 255
 #: First byte of a payload with an arm and groups (a survey id's length, the first
 #: byte of the format before, is at most 64).
 _WITH_ARMS = 0xA7
+#: First byte of a payload that also carries its credential's nullifier (32 bytes at
+#: the end): the nullifier enters the ``nullifiers`` table with the release, in random
+#: order, so that table keeps no arrival order either.
+_WITH_NULLIFIER = 0xA8
 _random = secrets.SystemRandom()
 
 
@@ -99,6 +107,8 @@ class StagedResponse:
     codes: tuple[int, ...]
     arm: int = 0
     groups: tuple[int, ...] = ()
+    #: the spent credential's nullifier (32 bytes), empty without invitations
+    nullifier: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,8 @@ def pack(item: StagedResponse) -> bytes:
         )
     if not 0 <= item.arm < 256 or any(g not in (0, 1) for g in item.groups):
         raise ValueError(f"a staged arm is in 0..255 and groups 0 or 1, got {item.arm}")
+    if len(item.nullifier) not in (0, 32):
+        raise ValueError(f"a staged nullifier has 32 bytes, got {len(item.nullifier)}")
     width = (len(item.codes) + 7) // 8
     bits = (
         sum(g << i for i, g in enumerate(item.groups)).to_bytes(width, "big")
@@ -140,7 +152,7 @@ def pack(item: StagedResponse) -> bytes:
         else bytes(width)
     )
     body = (
-        bytes([_WITH_ARMS, len(sid)])
+        bytes([_WITH_NULLIFIER if item.nullifier else _WITH_ARMS, len(sid)])
         + sid
         + item.version.to_bytes(4, "big")
         + item.bucket.to_bytes(8, "big")
@@ -148,6 +160,7 @@ def pack(item: StagedResponse) -> bytes:
         + bytes(item.codes)  # ValueError for a code outside 0..255
         + bytes([item.arm])
         + bits
+        + item.nullifier
     )
     return body + os.urandom(PAYLOAD_BYTES - len(body))
 
@@ -155,7 +168,7 @@ def pack(item: StagedResponse) -> bytes:
 def unpack(payload: bytes) -> StagedResponse:
     """The response in a filled slot's payload (the inverse of :func:`pack`; also reads
     the format before arms, which a database may still hold)."""
-    arms = payload[0] == _WITH_ARMS
+    arms = payload[0] in (_WITH_ARMS, _WITH_NULLIFIER)
     start = 1 if arms else 0
     n = payload[start]
     sid = payload[start + 1 : start + 1 + n].decode()
@@ -167,9 +180,11 @@ def unpack(payload: bytes) -> StagedResponse:
     if not arms:
         return StagedResponse(sid, version, bucket, codes)
     arm = payload[at + 13 + k]
-    bits = int.from_bytes(payload[at + 14 + k : at + 14 + k + (k + 7) // 8], "big")
+    end = at + 14 + k + (k + 7) // 8
+    bits = int.from_bytes(payload[at + 14 + k : end], "big")
+    nullifier = bytes(payload[end : end + 32]) if payload[0] == _WITH_NULLIFIER else b""
     return StagedResponse(
-        sid, version, bucket, codes, arm, tuple((bits >> i) & 1 for i in range(k))
+        sid, version, bucket, codes, arm, tuple((bits >> i) & 1 for i in range(k)), nullifier
     )
 
 
@@ -394,6 +409,10 @@ def release_due(
         flat = [row for response in rows for row in response]
         _random.shuffle(flat)  # no order within the crowd either
         _insert_reports(conn, flat)
+        spent = [{"nullifier": c.nullifier.hex(), "survey_id": sid} for c in crowd if c.nullifier]
+        if spent:  # the crowd's nullifiers, in random order too
+            _random.shuffle(spent)
+            conn.execute(insert(nullifiers), spent)
         _random.shuffle(slots)
         if free is not None:
             free.give(slots)
@@ -486,6 +505,19 @@ def _report_rows(
         for qid, code, group in zip(question_ids, item.codes, groups, strict=True)
         if code != NO_ANSWER
     ]
+
+
+def waiting_nullifiers(conn: Connection) -> set[str]:
+    """The nullifiers (hex) of the responses waiting in slots, every survey: spent
+    credentials whose rows are not yet in the ``nullifiers`` table."""
+    out = set()
+    for (payload,) in _raw(conn, "SELECT payload FROM staging WHERE filled"):
+        data = bytes(payload)
+        if data[0] == _WITH_NULLIFIER:
+            nullifier = unpack(data).nullifier
+            if nullifier:
+                out.add(nullifier.hex())
+    return out
 
 
 def waiting(conn: Connection, survey_id: str) -> dict[int, int]:

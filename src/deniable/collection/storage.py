@@ -45,12 +45,10 @@ require("pandas", "server")
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, create_engine, insert, select, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import (
@@ -78,7 +76,16 @@ from .schema import (
     sqlite_engine,
     surveys,
 )
-from .staging import NO_ANSWER, PG_LOCK, FreeSlots, StagedResponse, release_due, stage, surveys_in
+from .staging import (
+    NO_ANSWER,
+    PG_LOCK,
+    FreeSlots,
+    StagedResponse,
+    release_due,
+    stage,
+    surveys_in,
+    waiting_nullifiers,
+)
 from .staging import waiting as staged_waiting
 from .survey import Survey, parse_survey
 
@@ -387,6 +394,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
                     "(a credential answers the version its invitation was issued for)"
                 )
             spent = nullifier(credential.message)
+            staged = replace(staged, nullifier=bytes.fromhex(spent))
         return PendingResponse(survey.id, spent, staged)
 
     def commit_group(
@@ -435,6 +443,8 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
                 spent = self._spend_all(conn, [p for _, p in spends])
                 for j, (i, _) in enumerate(spends):
                     outcomes[i] = spent[j]
+            if not self.is_sqlite and any(p.nullifier for _, p in answers):
+                conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
             recorded = self._record_all(conn, [p for _, p in answers])
             for j, (i, item) in enumerate(answers):
                 if recorded[j]:
@@ -537,25 +547,27 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
             return staged_waiting(conn, survey_id)
 
     def _record_all(self, conn: Connection, items: Sequence[PendingResponse]) -> list[bool]:
-        """Record the nullifiers (one INSERT ... ON CONFLICT DO NOTHING RETURNING); for
-        each response, whether it may be stored (no nullifier, or newly recorded by it)."""
+        """For each response, whether it may be stored: no nullifier, or one spent
+        nowhere yet (not in the ``nullifiers`` table, which holds released responses'
+        nullifiers, nor in a waiting slot, nor earlier in this group). The caller holds
+        the write lock (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's :data:`PG_LOCK`), so
+        no other writer can accept the same nullifier meanwhile; it is written into the
+        response's slot (:mod:`.staging`) and reaches the table with the release."""
         first: dict[str, int] = {}
         for i, item in enumerate(items):
             if item.nullifier is not None:
                 first.setdefault(item.nullifier, i)
-        inserted: set[str] = set()
+        taken: set[str] = set()
         if first:
-            dialect_insert = sqlite_insert if self.is_sqlite else pg_insert
-            values = [{"nullifier": n, "survey_id": items[i].survey_id} for n, i in first.items()]
-            stmt = (
-                dialect_insert(nullifiers)
-                .values(values)
-                .on_conflict_do_nothing()
-                .returning(nullifiers.c.nullifier)
-            )
-            inserted = set(conn.execute(stmt).scalars())
+            names = list(first)
+            for start in range(0, len(names), 500):
+                q = select(nullifiers.c.nullifier).where(
+                    nullifiers.c.nullifier.in_(names[start : start + 500])
+                )
+                taken.update(conn.execute(q).scalars())
+            taken |= waiting_nullifiers(conn) & first.keys()
         return [
-            item.nullifier is None or (item.nullifier in inserted and first[item.nullifier] == i)
+            item.nullifier is None or (item.nullifier not in taken and first[item.nullifier] == i)
             for i, item in enumerate(items)
         ]
 

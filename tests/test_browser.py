@@ -1409,3 +1409,39 @@ def test_a_studys_arm_and_group_move_with_the_transfer_link(browser, site):
         phone.close()
         laptop.close()
     assert store.response_count("campus") == 3
+
+
+def test_an_invitation_fixes_the_arm_on_every_device(browser, site):
+    """Eight invitations to a study with a direct arm: each link opened in two fresh
+    browsers (no shared storage) draws the same arm, the one the terminal client
+    derives from the token (deniable.collection.client.token_uniform, equal to the
+    page's to the last bit); so re-opening a link elsewhere cannot leave the direct arm."""
+    from deniable.collection.client import token_uniform
+
+    from .test_arms import CAMPUS
+
+    base, store, _ = site
+    data = copy.deepcopy(CAMPUS) | {"id": "bound-arm", "requires_invitation": True}
+    store.publish(load_survey(data))
+    tokens = store.issue_tokens("bound-arm", 8)
+    weights = [data["arms"][a]["weight"] for a in sorted(data["arms"])]
+    arms = []
+    for token in tokens:
+        seen = []
+        for _ in range(2):
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(f"{base}/s/bound-arm#token={token}&v=1")
+            page.locator("#q-cheat").wait_for()
+            stored = json.loads(page.evaluate("JSON.stringify(Object.assign({}, localStorage))"))
+            (arm,) = [json.loads(v) for k, v in stored.items() if k.endswith("/arm")]
+            u_page = page.evaluate("([t, s]) => deniable.tokenUniform(t, s)", [token, "bound-arm"])
+            assert u_page == token_uniform(token, "bound-arm")
+            seen.append(arm)
+            context.close()
+        assert seen[0] == seen[1]
+        u = token_uniform(token, "bound-arm") * sum(weights)
+        expected = sorted(data["arms"])[0 if u < weights[0] else 1]
+        assert seen[0] == expected
+        arms.append(seen[0])
+    assert set(arms) <= {"dq", "rr"}

@@ -373,7 +373,8 @@ def respond(
                 credential = request_credential(view, token, post)
                 out.print("Your invitation was accepted (exchanged for an anonymous credential).")
             owner = owner_of(link.owner, token if view.get("requires_invitation") else None)
-            arm, groups = assign(view, memo, owner)  # only this arm's and group's questions
+            # only this arm's and group's questions; an invitation fixes the arm
+            arm, groups = assign(view, memo, owner, token)
             if view.get("control_arm"):
                 out.print(catalog("en")["control_arm"])
             direct = [q["id"] for q in view["questions"] if q.get("direct")]

@@ -42,6 +42,7 @@ __all__ = [
     "parse_survey_url",
     "request_credential",
     "respond_reports",
+    "token_uniform",
 ]
 
 
@@ -197,12 +198,29 @@ def request_credential(
     return Credential(state.prepared, signature)
 
 
-def assign(view: dict[str, Any], memo: Any, owner: str) -> tuple[str | None, dict[str, int]]:
+def token_uniform(token: str, survey_id: str) -> float:
+    """A uniform on [0, 1) that the invitation ``token`` fixes: the first 53 bits of
+    ``HMAC-SHA256(key=token, "deniable arm|" + survey_id)`` (RFC 2104), as the page
+    computes it with ``crypto.subtle``. Whoever holds the token (the respondent's
+    devices, and an analyst who kept the links file) can compute it."""
+    import hashlib
+    import hmac
+
+    mac = hmac.new(token.encode(), f"deniable arm|{survey_id}".encode(), hashlib.sha256).digest()
+    hi, lo = int.from_bytes(mac[0:4], "big"), int.from_bytes(mac[4:8], "big")
+    return ((hi >> 5) * 67108864 + (lo >> 6)) / 2**53
+
+
+def assign(
+    view: dict[str, Any], memo: Any, owner: str, token: str | None = None
+) -> tuple[str | None, dict[str, int]]:
     """This respondent's arm and groups, and the questions as they see them.
 
-    The arm is drawn by the arms' weights and each group design's group with equal
-    chances, from the operating system's secure source (``secrets``), once per survey
-    and owner (the arm) and per question content and owner (a group, like the report),
+    The arm is drawn by the arms' weights, once per survey and owner: with an invitation
+    ``token``, from :func:`token_uniform` (every device that opens the link draws the
+    same arm, so opening it afresh elsewhere cannot change it), otherwise from the
+    operating system's secure source (``secrets``). Each group design's group is drawn
+    with equal chances from ``secrets``, per question content and owner (like the report),
     and kept in ``memo`` (:class:`~deniable.collection.memo.ReportMemo`), so the
     respondent answers the same way however often they are invited. ``view`` (the
     survey's respondent view) has its ``questions`` replaced by the arm's, each group
@@ -225,7 +243,8 @@ def assign(view: dict[str, Any], memo: Any, owner: str) -> tuple[str | None, dic
         index = memo.get(owner, key)
         if index is None or not 0 <= index < len(arms):
             weights = [float(a["weight"]) for a in arms]
-            u = secrets.randbits(53) / 2**53 * sum(weights)
+            drawn = token_uniform(token, view["id"]) if token else secrets.randbits(53) / 2**53
+            u = drawn * sum(weights)
             index = next((i for i, c in enumerate(np.cumsum(weights)) if u < c), len(weights) - 1)
             memo.put(owner, key, index)
         arm = names[index]

@@ -57,9 +57,24 @@ const deniable = (() => {
   }
 
   /** An index drawn with chances proportional to ``weights`` (one 53-bit uniform). */
-  function pickWeighted(weights) {
+  function pickWeighted(weights, u = uniform53()) {
     const total = weights.reduce((a, b) => a + b, 0);
-    return drawReport(weights.map((w) => w / total), uniform53());
+    return drawReport(weights.map((w) => w / total), u);
+  }
+
+  /**
+   * A uniform on [0, 1) that an invitation token fixes: the first 53 bits of
+   * HMAC-SHA256(key = token, "deniable arm|" + survey id), as the Python client's
+   * token_uniform. Every device that opens the link draws the same arm with it.
+   */
+  async function tokenUniform(token, surveyId) {
+    const enc = new TextEncoder();
+    const key = await crypto.subtle.importKey(
+      "raw", enc.encode(token), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    const mac = new Uint8Array(
+      await crypto.subtle.sign("HMAC", key, enc.encode(`deniable arm|${surveyId}`)));
+    const word = (i) => ((mac[i] << 24) | (mac[i + 1] << 16) | (mac[i + 2] << 8) | mac[i + 3]) >>> 0;
+    return ((word(0) >>> 5) * 67108864 + (word(4) >>> 6)) / 9007199254740992;
   }
 
   /**
@@ -121,7 +136,7 @@ const deniable = (() => {
   }
 
   return {
-    uniform53, drawReport, pickWeighted, numericColumn, sample, b64url, fromB64, obtainCredential,
+    uniform53, drawReport, pickWeighted, tokenUniform, numericColumn, sample, b64url, fromB64, obtainCredential,
   };
 })();
 
@@ -191,7 +206,7 @@ const deniable = (() => {
   const owner = tab.get("owner") || (survey.requires_invitation ? null : "device");
   const store = memo(`deniable/${survey.id}/${owner}`);
   const reportMemo = memo(`deniable/memo/${owner}`);
-  const assignment = owner === null ? { arm: null, groups: {} } : assign();
+  const assignment = owner === null ? { arm: null, groups: {} } : await assign();
   // only this arm's questions, and each group design as this person's group shows it
   survey.questions = survey.questions.map((q) => {
     const arm = survey.arms.find((a) => a.id === assignment.arm);
@@ -269,13 +284,17 @@ const deniable = (() => {
   refresh();
 
   /**
-   * This person's arm (once per survey and owner) and groups (once per question content
-   * and owner, as the report), drawn with crypto.getRandomValues and kept on the device.
+   * This person's arm (once per survey and owner; from the invitation token when there
+   * is one, so every device that opens the link draws the same) and groups (once per
+   * question content and owner, as the report, with crypto.getRandomValues), kept on
+   * the device.
    */
-  function assign() {
+  async function assign() {
     let arm = store.get("arm");
     if (survey.arms.length && !survey.arms.some((a) => a.id === arm)) {
-      arm = survey.arms[deniable.pickWeighted(survey.arms.map((a) => a.weight))].id;
+      // an invitation fixes the arm: every device that opens this link draws the same
+      const u = token ? await deniable.tokenUniform(token, survey.id) : deniable.uniform53();
+      arm = survey.arms[deniable.pickWeighted(survey.arms.map((a) => a.weight), u)].id;
       store.set("arm", arm);
     }
     const groups = {};

@@ -100,13 +100,14 @@ class ReadingMixin:
             return int(conn.execute(select(func.count()).select_from(reports)).scalar() or 0)
 
     def timeline(self, survey_id: str) -> list[tuple[int, int]]:
-        """``(hour of the release, epoch seconds; responses released)`` per release, in
-        time order, from the audit log (no report row carries a time)."""
-        return [
-            (int(entry["at"]), int(entry["detail"].get("responses", 0)))
-            for entry in sorted(self.audit_log(survey_id), key=lambda e: e["at"])
-            if entry["action"] == "release"
-        ]
+        """``(hour, epoch seconds; responses released in it)`` per hour with a release,
+        in time order, from the audit log (no report row carries a time)."""
+        hours: dict[int, int] = {}
+        for entry in self.audit_log(survey_id, limit=10_000):
+            if entry["action"] == "release":
+                hour = int(entry["at"]) - int(entry["at"]) % 3600
+                hours[hour] = hours.get(hour, 0) + int(entry["detail"].get("responses", 0))
+        return sorted(hours.items())
 
     def export(self, survey_id: str) -> pd.DataFrame:
         """All released reports of a survey, one row per (response, question).

@@ -167,9 +167,9 @@ def results_page(
         xs = np.array([b for b, _ in timeline], dtype="datetime64[s]")
         width = np.timedelta64(3600, "s")
         ax.bar(xs, [n for _, n in timeline], width=width * 0.9, align="edge", color="C1")
-        ax.set_ylabel("responses released")
+        ax.set_ylabel("responses released per hour")
         fig.autofmt_xdate()
-        images.append(("Releases over time (the hour of each release)", _png(fig)))
+        images.append(("Responses released, by the hour of their release", _png(fig)))
     status = store.status(survey.id)
     template = _TEMPLATES.get_template("results.html")
     page = template.render(

@@ -250,7 +250,10 @@ const deniable = (() => {
   }
   const worst = document.getElementById("worst");
   worst.textContent = worstCase();
-  worst.className = randomized().some((q) => answerFactors(q).includes(null)) ? "warning-top" : "risk";
+  const proves = randomized().some((q) => answerFactors(q).includes(null));
+  worst.className = proves ? "warning-top" : "risk";
+  // a report that can prove an answer: "no one can know" would not be true
+  if (proves) document.getElementById("how-body").textContent = t("how_body_proof");
 
   if (survey.closed) {
     const banner = document.getElementById("closed");

@@ -201,6 +201,15 @@ def test_the_campus_example_checks():
     ]
     assert payload["direct_cells"] == 20 and payload["warnings"] == []
     assert [a["id"] for a in payload["arms"]] == ["dq", "rr"]
+    # the release rules' planning report: 600 expected over 25 key cells (skipping the
+    # faculty is a category), a third in dq over two answers: 4 per cell and answer
+    report = payload["disclosure"]
+    assert report["keys"] == ["faculty", "year"] and report["sensitive"] == {"dq": ["cheat"]}
+    assert report["cells"] == 25 and report["expected_per_cell"] == pytest.approx(24)
+    assert report["expected_per_sensitive_cell"]["dq"] == pytest.approx(4)
+    assert any("year" in s for s in report["suggestions"])
+    (risk,) = payload["self_selection"]  # a quarter of dq drawing again, at n = 600
+    assert risk["arm"] == "dq" and 0.2 < risk["power"] < 0.5
 
 
 def test_a_cell_of_direct_answers_under_min_release_waits_whole(tmp_path):

@@ -209,13 +209,22 @@ class ClientConcurrency:
         self.app = app
         self.per_client = per_client
         self.active: dict[bytes, int] = {}
+        self._keys: dict[str, bytes | None] = {}  # address -> key (None: loopback)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         client = scope.get("client") if scope["type"] == "http" else None
-        if not client or scope.get("path") == "/healthz" or _loopback(str(client[0])):
+        key = None
+        if client and scope.get("path") != "/healthz":
+            address = str(client[0])
+            if address in self._keys:
+                key = self._keys[address]
+            else:
+                if len(self._keys) >= 65_536:  # bounded: forget and start again
+                    self._keys.clear()
+                key = self._keys[address] = None if _loopback(address) else _client_key(address)
+        if key is None:
             await self.app(scope, receive, send)
             return
-        key = _client_key(str(client[0]))
         if self.active.get(key, 0) >= self.per_client:
             await _too_many(send, self.per_client)
             return

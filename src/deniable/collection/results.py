@@ -138,6 +138,7 @@ def survey_results(
     tallies = pooled_tallies(store, survey) if pooled else store.tallies(survey)
     waiting = store.waiting(survey.id).get(survey.version, 0)
     released = store.released_count(survey.id, survey.version)
+    closed = store.is_closed(survey.id)
     out: dict[str, Any] = {
         "survey": survey.id,
         "version": survey.version,
@@ -149,8 +150,8 @@ def survey_results(
         "confidence_level": level,
         "min_release": survey.min_release,
         "l_diversity": survey.l_diversity,
-        "withheld": waiting if store.is_closed(survey.id) else 0,
-        "note": _release_note(survey, released, waiting, store.is_closed(survey.id)),
+        "withheld": waiting if closed else 0,
+        "note": _release_note(survey, released, waiting, closed),
         # what the released reports say of one person to their readers, where it holds
         "central": None if pooled else store.central_privacy(survey),
         "questions": [],

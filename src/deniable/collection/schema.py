@@ -75,6 +75,8 @@ from sqlalchemy import (
     update,
 )
 
+from ._payload import pack, unpack
+
 __all__ = [
     "DEFAULT_SQLITE_FILE",
     "MIGRATIONS",
@@ -305,8 +307,6 @@ def _no_arrival_time(conn: Connection) -> None:
     release number (``release_number``; 0 for the rows released before this
     migration), each version counts its releases, and the waiting responses' payloads
     lose their hour."""
-    from .staging import pack, unpack
-
     have = {c["name"] for c in inspect(conn).get_columns("reports")}
     if "received_bucket" in have:
         conn.execute(text("ALTER TABLE reports RENAME COLUMN received_bucket TO release_number"))

@@ -64,6 +64,9 @@ def _row(
             zip(q.choice_labels, [f if math.isfinite(f) else None for f in factors], strict=True)
         ),
     }
+    if q.two_layer is not None and group is None:  # two layers: what waves cost
+        row["epsilon_1"], row["epsilon_inf"] = q.epsilon, q.epsilon_inf
+        row["answers"] = q.mechanism.n_truths
     exposed = [q.choice_labels[i] for i, f in enumerate(factors) if math.isinf(f)]
     for label in exposed:
         row["disclosure"].insert(0, f'"{label}": {catalog("en")["answer_exposed"]}.')

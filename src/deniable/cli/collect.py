@@ -119,6 +119,15 @@ def survey_check(
             "\n".join(r["disclosure"]),
         )
     console.print(table)
+    for r in rows:
+        if "epsilon_inf" in r:
+            console.print(
+                f"Panel {r['id']}: epsilon_1 {r['epsilon_1']:.4f} nats (what one wave's "
+                f"report reveals), epsilon_inf {r['epsilon_inf']:.4f} nats (what every report "
+                f"of one answer reveals together): at most {r['answers']} x "
+                f"{r['epsilon_inf']:.4f} = {r['answers'] * r['epsilon_inf']:.4f} nats over "
+                "any number of waves"
+            )
     console.print(
         f"Cost per respondent: {total:.4f} nats of the version's budget "
         f"{survey.privacy_budget:g}. OK."
@@ -173,6 +182,9 @@ def survey_check(
     for number, added, spent in ledger.cumulative:
         book.add_row(str(number), f"{added:.4f}", f"{spent:.4f}")
     console.print(book)
+    for entry in ledger.entries:
+        if entry.panel_answers is not None:
+            console.print(f"  {entry.in_words()}")
 
 
 @app.command()
@@ -315,6 +327,7 @@ def respond(
         assign,
         design_from_view,
         numeric_truth,
+        panel_report,
         parse_survey_url,
         request_credential,
     )
@@ -412,7 +425,10 @@ def respond(
                 eps = q["epsilon"]
                 eps_text = "no limit" if eps == "inf" else f"{float(eps):.2f} nats"
                 out.print(f"\n[bold]{i}. {q['text']}[/]  (epsilon {eps_text})")
-                earlier = memo.get(owner, q["memo_key"])
+                panel = q.get("panel")
+                if panel:
+                    out.print(f"[dim]{panel['note']}[/]")
+                earlier = None if panel else memo.get(owner, q["memo_key"])
                 if earlier is not None and 0 <= earlier < len(q["reports"]):
                     reports[q["id"]] = earlier
                     out.print(
@@ -435,10 +451,13 @@ def respond(
                         )
                         out.print(f"  {j + 1}) {label}{note}")
                     truth = _ask_choice(q["choices"], as_json)
-                drawn = int(design_from_view(q).randomize(np.array([truth]))[0])
+                if panel:  # a fresh draw from this answer's permanent report; none kept
+                    drawn = panel_report(q, truth, memo.panel_secret(owner))
+                else:
+                    drawn = int(design_from_view(q).randomize(np.array([truth]))[0])
+                    memo.put(owner, q["memo_key"], drawn)
                 del truth
                 reports[q["id"]] = drawn
-                memo.put(owner, q["memo_key"], drawn)
             sent = {
                 q["id"]: None if reports[q["id"]] is None else q["reports"][reports[q["id"]]]
                 for q in view["questions"]

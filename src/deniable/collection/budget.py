@@ -8,6 +8,14 @@ changed or new question draws again and is charged again. By sequential composit
 (Dwork & Roth 2014, Thm 3.16) a respondent of every version spends at most the sum of
 the costs of the *distinct* questions of all versions; that sum must stay within the
 lifetime budget, which the first version fixes.
+
+A panel question (``panel``: two layers, :mod:`deniable.mechanisms.panel`) is drawn
+afresh in every wave, so that a changed answer is seen; what it can cost a person is
+bounded by its permanent layer instead: epsilon_inf for each distinct answer they give.
+The ledger charges it epsilon_inf in each version that asks it until it has been
+charged once per possible answer (``k`` epsilon_inf for ``k`` answers), then nothing:
+a yes/no question costs epsilon_inf at the first wave, epsilon_inf once more at the
+second, and nothing after, however many waves follow.
 """
 
 from __future__ import annotations
@@ -20,7 +28,15 @@ from dataclasses import dataclass
 from ..errors import BudgetExceededError, SurveyConflictError
 from .survey import BUDGET_SLACK, Question, Survey
 
-__all__ = ["Ledger", "LedgerEntry", "check_lifetime", "lifetime_ledger", "variants_digest"]
+__all__ = [
+    "Ledger",
+    "LedgerEntry",
+    "check_lifetime",
+    "lifetime_ledger",
+    "panel_answers",
+    "variants_digest",
+    "wave_charge",
+]
 
 
 @dataclass(frozen=True)
@@ -31,6 +47,26 @@ class LedgerEntry:
     digest: str
     cost: float
     versions: tuple[int, ...]
+    #: For a panel question, its number of answers ``k`` (the cost grows by
+    #: epsilon_inf per version up to ``k`` epsilon_inf); ``None`` otherwise.
+    panel_answers: int | None = None
+    #: Nats charged per version that asks it (a panel question's epsilon_inf).
+    per_wave: float = 0.0
+
+    def in_words(self) -> str:
+        """How the entry is charged, in words."""
+        if self.panel_answers is None:
+            return (
+                f"{self.question_id}: {self.cost:.4g} nats once (its report is kept on the "
+                "device and sent again in later versions)"
+            )
+        k = self.panel_answers
+        return (
+            f"{self.question_id} (panel): epsilon_inf {self.per_wave:.4g} nats per distinct "
+            f"answer, at most {k} x {self.per_wave:.4g} = {k * self.per_wave:.4g} nats over "
+            f"any number of waves; {self.cost:.4g} charged over {len(self.versions)} "
+            f"version(s)"
+        )
 
 
 @dataclass(frozen=True)
@@ -75,6 +111,8 @@ class Ledger:
                     "digest": e.digest,
                     "cost": e.cost,
                     "versions": list(e.versions),
+                    "panel_answers": e.panel_answers,
+                    "charged": e.in_words(),
                 }
                 for e in self.entries
             ],
@@ -89,6 +127,41 @@ def variants_digest(variants: Sequence[Question]) -> str:
     if len(digests) == 1:
         return digests[0]
     return hashlib.sha256(" ".join(digests).encode()).hexdigest()
+
+
+def panel_answers(variants: Sequence[Question]) -> int | None:
+    """A question's number of answers if any of its variants is a panel question (drawn
+    afresh each wave, charged per distinct answer), else ``None``."""
+    if any(v.two_layer is not None for v in variants):
+        return max(v.mechanism.n_truths for v in variants)
+    return None
+
+
+def wave_charge(survey: Survey, earlier: Sequence[Survey]) -> float:
+    """Nats one more invitation to ``survey`` can cost a person already invited to the
+    ``earlier`` versions of its id: every randomized question's full cost (a device can
+    lose its memo), except a panel question asked in ``k`` or more of those versions
+    (``k`` its answers), which has reached its bound of ``k`` epsilon_inf and adds nothing.
+    """
+    total = 0.0
+    for q in survey.questions:
+        variants = survey.variants(q.id)
+        if all(v.is_direct for v in variants):
+            continue
+        panel = panel_answers(variants)
+        if panel is not None:
+            digest = variants_digest(variants)
+            asked = sum(
+                1
+                for e in earlier
+                if any(
+                    variants_digest(e.variants(x.id)) == digest for x in e.questions if x.id == q.id
+                )
+            )
+            if asked >= panel:
+                continue
+        total += survey.question_cost(q.id)
+    return total
 
 
 def lifetime_ledger(versions: Sequence[Survey]) -> Ledger:
@@ -115,14 +188,24 @@ def lifetime_ledger(versions: Sequence[Survey]) -> Ledger:
                 continue
             digest = variants_digest(variants)
             seen = entries.get(digest)
+            panel = panel_answers(variants)
+            cost = survey.question_cost(q.id)  # the largest over arms and groups
             if seen is None:
-                cost = survey.question_cost(q.id)  # the largest over arms and groups
-                entries[digest] = LedgerEntry(q.id, digest, cost, (survey.version,))
+                entries[digest] = LedgerEntry(
+                    q.id, digest, cost, (survey.version,), panel, cost if panel else 0.0
+                )
                 added += cost
             else:
+                more = cost if panel is not None and len(seen.versions) < panel else 0.0
                 entries[digest] = LedgerEntry(
-                    seen.question_id, seen.digest, seen.cost, (*seen.versions, survey.version)
+                    seen.question_id,
+                    seen.digest,
+                    seen.cost + more,
+                    (*seen.versions, survey.version),
+                    seen.panel_answers,
+                    seen.per_wave,
                 )
+                added += more
         spent += added
         cumulative.append((survey.version, added, spent))
     return Ledger(ordered[0].id, ordered[0].lifetime, list(entries.values()), cumulative)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import CredentialError
 from ..mechanisms.designs import Design, MatrixDesign
+from ..mechanisms.panel import TwoLayerDesign
 from ..mechanisms.protocol import check_stated_epsilon
 from ..mechanisms.randomness import RandomSource, SecureRandom
 from .credentials import (
@@ -39,7 +40,10 @@ __all__ = [
     "assign",
     "design_from_view",
     "numeric_truth",
+    "panel_layers",
+    "panel_report",
     "parse_survey_url",
+    "permanent_uniform",
     "request_credential",
     "respond_reports",
     "token_uniform",
@@ -104,13 +108,81 @@ def design_from_view(question: dict[str, Any]) -> Design:
         If the columns are not a valid design or the stated epsilon is too small.
     """
     matrix = np.asarray(question["columns"], dtype=np.float64).T.copy()
-    design = MatrixDesign(
+    design: Design = MatrixDesign(
         matrix,
         truth_labels=tuple(question["choices"]),
         report_labels=tuple(question["reports"]),
     )
+    if question.get("panel"):  # a panel question: the columns are the instantaneous layer
+        design = panel_layers(question)
     check_stated_epsilon(design.epsilon, question["epsilon"], f"question {question['id']!r}")
     return design
+
+
+def panel_layers(question: dict[str, Any]) -> TwoLayerDesign:
+    """A panel question's two layers from its view: ``panel.columns`` the permanent
+    layer, ``columns`` the instantaneous one; the permanent layer's epsilon recomputed
+    must not exceed the stated ``panel.epsilon_inf``.
+
+    Raises
+    ------
+    ValueError
+        If the question has no panel, the columns are not valid designs, or the stated
+        epsilon_inf is too small.
+    """
+    panel = question.get("panel")
+    if not panel:
+        raise ValueError(f"question {question['id']!r} has no panel")
+    k = len(question["choices"])
+    permanent = MatrixDesign(np.asarray(panel["columns"], dtype=np.float64).T.copy())
+    check_stated_epsilon(
+        permanent.epsilon, panel["epsilon_inf"], f"question {question['id']!r} panel.epsilon_inf"
+    )
+    instantaneous = MatrixDesign(
+        np.asarray(question["columns"], dtype=np.float64).T.copy(),
+        report_labels=tuple(question["reports"]),
+    )
+    labels = tuple(question["choices"]) if len(question["choices"]) == k else None
+    return TwoLayerDesign(permanent, instantaneous, truth_labels=labels)
+
+
+def permanent_uniform(secret: bytes, key: str, answer: int) -> float:
+    """The uniform on [0, 1) that fixes a panel question's permanent report of ``answer``
+    on this device: the first 53 bits of ``HMAC-SHA256(key=secret, "deniable permanent|"
+    + key + "|" + answer)`` (RFC 2104; RAPPOR derives its permanent responses from a
+    client secret the same way, Erlingsson et al. 2014), as the page computes it.
+
+    Parameters
+    ----------
+    secret : bytes
+        The owner's 32-byte secret, drawn with ``secrets`` and kept on the device only.
+    key : str
+        The question's ``panel.key`` (its permanent layer's content digest).
+    answer : int
+        Answer code ``0..k-1``.
+    """
+    import hashlib
+    import hmac
+
+    mac = hmac.new(secret, f"deniable permanent|{key}|{answer}".encode(), hashlib.sha256).digest()
+    hi, lo = int.from_bytes(mac[0:4], "big"), int.from_bytes(mac[4:8], "big")
+    return ((hi >> 5) * 67108864 + (lo >> 6)) / 2**53
+
+
+def panel_report(
+    question: dict[str, Any],
+    truth: int,
+    secret: bytes,
+    rng: RandomSource | np.random.Generator | None = None,
+) -> int:
+    """One wave's report of a panel question: the permanent report of ``truth`` (fixed
+    by ``secret``, :func:`permanent_uniform`), randomized afresh by the instantaneous
+    layer (secure source by default). The permanent report is not returned or kept."""
+    layers = panel_layers(question)
+    key = str(question["panel"]["key"])
+    u = permanent_uniform(secret, key, int(truth))
+    permanent = layers.permanent_reports(np.array([truth]), np.array([u]))
+    return int(layers.instantaneous_reports(permanent, rng)[0])
 
 
 def numeric_truth(

@@ -31,6 +31,7 @@ from ..errors import (
     SurveyClosedError,
     SurveyNotFoundError,
 )
+from .budget import wave_charge
 from .credentials import CredentialKey
 from .recipients import (
     MAX_RECIPIENTS,
@@ -158,7 +159,10 @@ class InvitationsMixin:
         lifetime budget per person (:mod:`~deniable.collection.recipients`).
 
         Each row is charged the version's full cost (``Survey.total_epsilon``: a memo
-        can be lost). A row is refused, with the row and the sums named, when the
+        can be lost), except that a panel question (two layers) adds nothing once the
+        person has been invited to ``k`` versions asking it (``k`` its answers: its bound
+        of ``k`` epsilon_inf is reached; :func:`~deniable.collection.budget.wave_charge`).
+        A row is refused, with the row and the sums named, when the
         recipient was already invited to this version, or when the charge would take
         them past ``lifetime_budget``; the other rows are issued.
 
@@ -187,7 +191,14 @@ class InvitationsMixin:
         budget = lifetime_budget_from_environment() if lifetime_budget is None else lifetime_budget
         key = key or self.recipient_key()
         survey = self.survey(survey_id)
-        cost = survey.total_epsilon
+        charges: dict[frozenset[int], float] = {}  # earlier versions -> this one's charge
+
+        def charge(earlier: frozenset[int]) -> float:
+            if earlier not in charges:
+                before = [self.survey(survey_id, v) for v in sorted(earlier)]
+                charges[earlier] = wave_charge(survey, before)
+            return charges[earlier]
+
         refused: list[tuple[int, str, str]] = []
         wanted: dict[str, tuple[int, str]] = {}  # recipient hash -> (row, address)
         for row, raw in enumerate(addresses):
@@ -210,6 +221,7 @@ class InvitationsMixin:
             _refuse_closed(conn, survey_id)  # nothing issued, nothing charged
             spent: dict[str, float] = {}
             here: set[str] = set()
+            waves: dict[str, set[int]] = {}  # versions of this survey each was invited to
             names = list(wanted)
             for start in range(0, len(names), 500):
                 chunk = names[start : start + 500]
@@ -223,10 +235,13 @@ class InvitationsMixin:
                     spent[r.recipient] = spent.get(r.recipient, 0.0) + float(r.cost)
                     if r.survey_id == survey_id and r.version == survey.version:
                         here.add(r.recipient)
+                    elif r.survey_id == survey_id:
+                        waves.setdefault(r.recipient, set()).add(int(r.version))
             ledger_rows: list[dict[str, Any]] = []
             invitation_rows: list[dict[str, Any]] = []
             for name, (row, address) in wanted.items():
                 before = spent.get(name, 0.0)
+                cost = charge(frozenset(waves.get(name, ())))
                 if name in here:
                     refused.append(
                         (row, address, f"already invited to {survey_id} version {survey.version}")

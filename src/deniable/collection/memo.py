@@ -10,6 +10,14 @@ question's content digest (text, answers, reports, design; not its id or version
 under a new version or another survey id reuses its report. Only reports are kept,
 never an answer.
 
+A panel question (two layers, :mod:`deniable.mechanisms.panel`) keeps no report: each
+wave draws afresh from the permanent report of the answer given, which the owner's
+*secret* fixes (:func:`~deniable.collection.client.permanent_uniform`): 32 bytes from
+``secrets``, kept here under ``panel/secret``, the same for every answer whatever the
+answers were, so reading this file does not tell which answers were given (whoever
+reads it and also sees a sent report learns that report's answer up to the
+instantaneous layer's epsilon only). It never leaves this computer.
+
 The file is ``memo.json`` in the user's data directory (``platformdirs``:
 ``$XDG_DATA_HOME/deniable`` on Linux), mode 0600, replaced atomically.
 ``deniable respond --forget`` removes it.
@@ -20,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import tempfile
 from pathlib import Path
 
@@ -92,6 +101,15 @@ class ReportMemo:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    def panel_secret(self, owner: str) -> bytes:
+        """The owner's 32-byte secret of permanent reports, drawn with ``secrets`` on first
+        use and kept (written to disk before this returns)."""
+        value = self.get(owner, "panel/secret")
+        if value is None or value >= 2**256:
+            value = secrets.randbits(256)
+            self.put(owner, "panel/secret", value)
+        return value.to_bytes(32, "big")
 
     def forget(self) -> bool:
         """Remove the memo file; whether there was one."""

@@ -32,15 +32,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    StringConstraints,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from ..estimation.means import MeanEstimate, MeanTally, RangeMean, estimate_mean
 from ..estimation.results import PrevalenceEstimate
@@ -48,9 +40,23 @@ from ..mechanisms.binary import ForcedResponse, UnrelatedQuestion, Warner
 from ..mechanisms.designs import Design, KaryRR, protected_epsilon
 from ..mechanisms.direct import Direct
 from ..mechanisms.numeric import DuchiMean, OneBitMean
+from ..mechanisms.panel import TwoLayerDesign
 from ..mechanisms.protocol import check_question_epsilon
 from ..mechanisms.registry import DESIGNS, check_parameters
 from ..planning.disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
+from .fields import (  # re-exported: the survey file's building blocks
+    MAX_CATEGORIES,
+    MAX_RANGE_BOUND,
+    NUMERIC_DESIGNS,
+    SLUG_PATTERN,
+    DesignChoice,
+    Label,
+    NumericRange,
+    Panel,
+    Slug,
+    Text,
+    two_layers,
+)
 from .groups import GROUP_DESIGNS, check_innocuous, group_design
 
 __all__ = [
@@ -61,78 +67,11 @@ __all__ = [
     "DesignChoice",
     "Label",
     "NumericRange",
+    "Panel",
     "Question",
     "Slug",
     "Text",
 ]
-
-#: Most true answers or report symbols a question may have (bounds every page and
-#: matrix before anything is built).
-MAX_CATEGORIES = 64
-
-#: Mechanisms a numeric question (one with ``range``) may use: one-bit reports.
-NUMERIC_DESIGNS: dict[str, type[DuchiMean] | type[OneBitMean]] = {
-    "duchi": DuchiMean,
-    "1bitmean": OneBitMean,
-}
-#: Largest magnitude of a numeric question's bounds.
-MAX_RANGE_BOUND = 1e12
-
-#: Identifiers of surveys and questions: lower-case letter, then up to 63 of [a-z0-9_-].
-SLUG_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
-Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
-Text = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
-Label = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
-
-
-class DesignChoice(BaseModel):
-    """A named design and its parameters (see :data:`deniable.mechanisms.registry.DESIGNS`,
-    and :data:`NUMERIC_DESIGNS` for a question with a ``range``).
-
-    ``kary-rr`` takes ``k`` from the question's number of choices when not given.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(description="Design name: " + ", ".join([*sorted(DESIGNS), *GROUP_DESIGNS]))
-    params: dict[str, float] = Field(default_factory=dict)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _a_mapping(cls, data: Any) -> Any:
-        if isinstance(data, str):  # "design: direct": say how to write it
-            raise ValueError(f"a design is a mapping: write {{name: {data}}}, not {data!r}")
-        return data
-
-    @field_validator("name")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        name = v.strip().lower().replace("_", "-")
-        if name not in DESIGNS and name not in NUMERIC_DESIGNS and name not in GROUP_DESIGNS:
-            real = " (its reports are real numbers, which a survey cannot store as report codes)"
-            raise ValueError(
-                f"unknown design {v!r}{real if name in ('piecewise', 'hybrid') else ''}; "
-                f"allowed: {', '.join(sorted(DESIGNS))}; in two groups: "
-                f"{', '.join(GROUP_DESIGNS)}; with a range: "
-                f"{', '.join(NUMERIC_DESIGNS)}"
-            )
-        return name
-
-
-class NumericRange(BaseModel):
-    """The range ``[low, high]`` of a numeric question's answer (finite, ``low < high``,
-    each bound at most :data:`MAX_RANGE_BOUND` in magnitude), and its unit (a label
-    shown beside the input, e.g. "drinks", at most 40 characters)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    low: float = Field(ge=-MAX_RANGE_BOUND, le=MAX_RANGE_BOUND, allow_inf_nan=False)
-    high: float = Field(ge=-MAX_RANGE_BOUND, le=MAX_RANGE_BOUND, allow_inf_nan=False)
-    unit: Annotated[str, StringConstraints(max_length=40, strip_whitespace=True)] = ""
-
-    @model_validator(mode="after")
-    def _ordered(self) -> NumericRange:
-        if not self.low < self.high:
-            raise ValueError(f"low ({self.low:g}) must be below high ({self.high:g})")
-        return self
 
 
 class Question(BaseModel):
@@ -174,6 +113,13 @@ class Question(BaseModel):
     innocuous_complement : str, optional
         Group 1's innocuous question of ``extended-crosswise`` (the complement of
         ``innocuous_question``, true for ``1 - p`` of people).
+    panel : Panel, optional
+        Two layers for a question asked in several waves: ``design`` is applied to every
+        report sent (the instantaneous layer), ``panel.permanent`` is drawn once per
+        distinct answer on the device. The question's :attr:`mechanism` is then the
+        composed channel, its :attr:`epsilon` what one report reveals (epsilon_1), its
+        :attr:`cost` the permanent layer's epsilon (epsilon_inf), charged once per
+        distinct answer over the waves (:mod:`deniable.collection.budget`).
     range : NumericRange, optional
         Makes the question numeric: the respondent enters a number in ``[low, high]``,
         randomized by ``duchi`` or ``1bitmean`` (``params: {epsilon}``, in nats); no
@@ -197,6 +143,7 @@ class Question(BaseModel):
     )
     control: Literal["zero"] | None = None
     innocuous_complement: Text | None = None
+    panel: Panel | None = None
     _design: Design = PrivateAttr()
     _groups: tuple[Design, ...] = PrivateAttr(default=())
     _numeric: DuchiMean | OneBitMean | None = PrivateAttr(default=None)
@@ -222,6 +169,12 @@ class Question(BaseModel):
         check_innocuous(self.design.name, self.innocuous_question, self.range is not None)
         if self.innocuous_complement is not None and self.design.name != "extended-crosswise":
             raise ValueError("innocuous_complement: only an extended-crosswise question takes one")
+        if self.panel is not None and (self.design.name in GROUP_DESIGNS or self.is_direct):
+            raise ValueError(
+                f"panel: a {self.design.name!r} question takes no panel (a direct question "
+                "is sent as given; a group design is drawn per group): give panel to a "
+                "question randomized by one design"
+            )
         if self.design.name in GROUP_DESIGNS:
             return self._build_groups()
         if self.range is not None and self.design.name == "direct":
@@ -279,8 +232,24 @@ class Question(BaseModel):
         if self.design.name == "direct":  # outside the accounting: protects nothing
             self._design, self._cost = design, 0.0
             return self
+        if self.panel is not None:
+            return self._build_panel(design)
         self._design = design
         self._cost = self._cost_of(design)
+        return self
+
+    def _build_panel(self, instantaneous: Design) -> Question:
+        """The two layers: ``design`` instantaneous, ``panel.permanent`` permanent; the
+        mechanism is their composition, the cost the permanent layer's epsilon."""
+        assert self.panel is not None
+        self._design = instantaneous  # labels, until the composition replaces it
+        if self._numeric is None:
+            self._cost_of(instantaneous)  # checks `sensitive` and a one-sided design's opt-in
+        labels = tuple(self.choice_labels) if self.range is None else None
+        self._design = two_layers(
+            self.panel.permanent, instantaneous, labels, self.allow_large_epsilon
+        )
+        self._cost = self._design.epsilon_inf
         return self
 
     def _cost_of(self, design: Design) -> float:
@@ -399,8 +368,10 @@ class Question(BaseModel):
         cls = NUMERIC_DESIGNS[self.design.name]
         numeric = cls(eps, low=self.range.low, high=self.range.high)
         e = math.exp(numeric.epsilon)
-        self._design = Warner(p=e / (e + 1.0))
         self._numeric = numeric
+        if self.panel is not None:  # the rounded bound is the answer of both layers
+            return self._build_panel(Warner(p=e / (e + 1.0)))
+        self._design = Warner(p=e / (e + 1.0))
         self._cost = numeric.epsilon
         return self
 
@@ -502,6 +473,8 @@ class Question(BaseModel):
             content["range"] = self.range.model_dump()
         if self._groups:  # likewise
             content["groups"] = [d.matrix.round(15).tolist() for d in self._groups]
+        if self.panel is not None:  # likewise
+            content["panel"] = self.permanent_key
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
     @cached_property
@@ -520,6 +493,37 @@ class Question(BaseModel):
         }
         if self._groups:
             content["groups"] = [d.matrix.round(15).tolist() for d in self._groups]
+        if self.panel is not None:
+            content["panel"] = self.permanent_key
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+    @property
+    def two_layer(self) -> TwoLayerDesign | None:
+        """A panel question's two layers (:class:`~deniable.mechanisms.panel.TwoLayerDesign`,
+        also its :attr:`mechanism`); ``None`` without ``panel``."""
+        return self._design.two_layer
+
+    @property
+    def epsilon_inf(self) -> float:
+        """Nats every report of one answer reveals over any number of waves: the
+        permanent layer's epsilon with ``panel``, else :attr:`epsilon`."""
+        two = self.two_layer
+        return two.epsilon_inf if two is not None else self.epsilon
+
+    @cached_property
+    def permanent_key(self) -> str | None:
+        """SHA-256 (hex) of what fixes a panel question's permanent reports: text,
+        answer labels, range and the permanent matrix (not the instantaneous layer, so a
+        new instantaneous design keeps them); ``None`` without ``panel``."""
+        two = self.two_layer
+        if two is None:
+            return None
+        content = {
+            "text": self.text,
+            "choices": self.choice_labels,
+            "range": self.range.model_dump() if self.range is not None else None,
+            "permanent": two.permanent.matrix.round(15).tolist(),
+        }
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
     @property
@@ -530,7 +534,7 @@ class Question(BaseModel):
     @property
     def epsilon(self) -> float:
         """Epsilon of this question's design, in nats (``inf`` for one-sided designs)."""
-        if self._numeric is not None:
+        if self._numeric is not None and self.panel is None:
             return self._numeric.epsilon
         return max(d.epsilon for d in self.groups)  # a group design: its larger
 
@@ -554,7 +558,9 @@ class Question(BaseModel):
         if self.reports is not None:
             return list(self.reports)
         same_symbols = KaryRR | Warner | ForcedResponse | UnrelatedQuestion
-        if self.choices is not None and isinstance(self._design, same_symbols):
+        two = self.two_layer
+        applied = two.instantaneous if two is not None else self._design
+        if self.choices is not None and isinstance(applied, same_symbols):
             return list(self.choices)
         return list(self._design.report_labels)
 

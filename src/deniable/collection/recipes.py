@@ -97,6 +97,8 @@ def physical_instructions(
     group's randomizer of a group design (default the question's).
     """
     t_ = catalog(lang)["instructions"]
+    if q.panel is not None:  # a hidden permanent draw per answer: the device's to keep
+        return str(t_["panel_device"])
     if q.range is not None:  # the report's chance depends on a number: no dice give it
         return str(t_["no_recipe"])
     d = design or q.mechanism

@@ -82,8 +82,7 @@ from pydantic import (
 
 from ..errors import BudgetExceededError, SurveyError
 from ..mechanisms.protocol import MAX_EPSILON
-from .arms import MAX_ARMS, Arm, ArmDesign
-from .groups import INNOCUOUS_DESIGNS
+from .arms import MAX_ARMS, Arm, ArmDesign, arm_questions
 from .i18n import (
     SurveyTranslation,
     check_translations,
@@ -139,7 +138,6 @@ L_DIVERSITY = 2
 
 
 #: Question fields an override to ``direct`` drops (a direct question takes none).
-_NOT_DIRECT = ("reports", "sensitive", "innocuous_question", "innocuous_complement", "control")
 
 
 @dataclass(frozen=True)
@@ -284,34 +282,7 @@ class Survey(BaseModel):
             unknown = sorted(set(arm.designs) - set(ids))
             if unknown:
                 raise ValueError(f"arms.{name}.designs: no question {', '.join(unknown)}")
-            out = []
-            for index, q in enumerate(self.questions):
-                override = arm.designs.get(q.id)
-                if override is None:
-                    out.append(q)
-                    continue
-                design = {"name": override.name, "params": override.params}
-                data = q.model_dump(exclude_defaults=True) | {"design": design}
-                if override.name == "direct":
-                    for field in _NOT_DIRECT:
-                        data.pop(field, None)
-                if override.name not in INNOCUOUS_DESIGNS:  # the question's own goes
-                    data.pop("innocuous_question", None)
-                if override.name != "extended-crosswise":
-                    data.pop("innocuous_complement", None)
-                for field in ("innocuous_question", "innocuous_complement"):
-                    if getattr(override, field) is not None:
-                        data[field] = getattr(override, field)
-                try:
-                    out.append(Question.model_validate(data))
-                except ValidationError as exc:
-                    msg = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-                    raise ValueError(f"arms.{name}.designs.{q.id}: {msg}") from None
-                if q.range is None and out[index].mechanism.n_truths != q.mechanism.n_truths:
-                    raise ValueError(
-                        f"arms.{name}.designs.{q.id}: the arm's design must ask for the "
-                        "same answers as the question's own"
-                    )
+            out = arm_questions(self.questions, name, arm)
             self._arm_questions[name] = out
         return self
 
@@ -558,6 +529,7 @@ _LATER_QUESTION_FIELDS: dict[str, Any] = {
     "bins": None,
     "control": None,
     "innocuous_complement": None,
+    "panel": None,
 }
 
 

@@ -37,7 +37,8 @@ def question_view(
         "text": (qt and qt.text) or q.text,
         "choices": choices,
         "reports": reports,
-        "columns": d.matrix.T.tolist(),
+        # what the device applies to each report: a panel question's instantaneous layer
+        "columns": (q.two_layer.instantaneous if q.two_layer else d).matrix.T.tolist(),
         "epsilon": _json_float(q.epsilon),
         "cost": q.cost,
         "sensitive": [choices[i] for i in q.sensitive_indices],
@@ -49,11 +50,23 @@ def question_view(
         "params": q.numeric.params if q.numeric is not None else d.params,
         "disclosure": _disclosure(q, prior_yes),
         "instructions": how,
-        "by_hand": how != catalog(lang)["instructions"]["no_recipe"],
+        # a panel question's permanent draw is the device's to keep: never by hand
+        "by_hand": how != catalog(lang)["instructions"]["no_recipe"] and q.panel is None,
         "innocuous_question": innocuous,
         "numeric": q.range and q.range.model_dump() | ({"unit": qt.unit} if qt and qt.unit else {}),
         "groups": [],
+        "panel": None,
     }
+    if q.two_layer is not None:  # two layers: the device keeps the permanent one
+        e_inf, e_1 = q.epsilon_inf, q.epsilon
+        view["panel"] = {
+            "columns": q.two_layer.permanent.matrix.T.tolist(),
+            "epsilon_inf": e_inf,
+            "key": q.permanent_key,
+            "note": catalog(lang)["panel_note"].format(
+                times=f"{math.exp(e_inf):.3g}", eps=f"{e_inf:.2f}", one=f"{math.exp(e_1):.3g}"
+            ),
+        }
     if len(q.groups) > 1:  # a group design: what each group's device shows
         complement = (
             (qt and qt.innocuous_complement)

@@ -19,6 +19,7 @@ module                    what it holds
 ``local_hashing``         optimal local hashing (OLH)
 ``hadamard``              Hadamard response
 ``rappor``                RAPPOR's client (Bloom filter, permanent and instantaneous RR)
+``panel``                 two-layer RR of a finite design for a panel (RAPPOR's layers)
 ``selection``             :func:`frequency_oracle`, the lowest-variance choice
 ``numeric``               numeric means: Duchi, piecewise, hybrid, 1BitMean
 ``dbitflip``              histograms of bucketed numeric values (dBitFlip)
@@ -47,6 +48,7 @@ from .hadamard import HadamardResponse
 from .local_hashing import LocalHashing
 from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
 from .oracle import FrequencyOracle
+from .panel import TwoLayerDesign
 from .prefix import PrefixExtension
 from .protocol import CategoricalMechanism, Mechanism, ReportField, check_epsilon
 from .randomness import BlumBlumShub, SecureRandom
@@ -97,6 +99,7 @@ __all__ = [
     "SecureRandom",
     "SupportChannel",
     "Triangular",
+    "TwoLayerDesign",
     "UnaryEncoding",
     "UnrelatedQuestion",
     "Warner",

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, TypeGuard
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -44,6 +44,9 @@ from .protocol import (
     warn_large_epsilon,
 )
 from .randomness import RandomSource, uniforms
+
+if TYPE_CHECKING:
+    from .panel import TwoLayerDesign
 
 __all__ = [
     "Design",
@@ -343,6 +346,12 @@ class Design:
         with np.errstate(divide="ignore"):
             ratios = np.where(others[possible] > 0, own[possible] / others[possible], np.inf)
         return float(ratios.max())
+
+    @property
+    def two_layer(self) -> TwoLayerDesign | None:
+        """The design itself if it is a panel's two layers
+        (:class:`~deniable.mechanisms.panel.TwoLayerDesign`), else ``None``."""
+        return None
 
     # -- randomizer --------------------------------------------------------------
     def randomize(

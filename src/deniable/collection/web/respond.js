@@ -15,6 +15,16 @@
 // sends it. Only reports are memoized, never an answer; a direct question (sent as
 // given, not randomized) is never memoized at all.
 //
+// Panel questions (two layers; Erlingsson, Pihur & Korolova 2014): a question asked
+// again in later waves memoizes no report. Its permanent report of an answer is fixed by
+// this owner's secret (32 bytes from crypto.getRandomValues, kept in localStorage under
+// deniable/memo/<owner>/panel/secret): the first 53 bits of HMAC-SHA256(secret,
+// "deniable permanent|" + panel.key + "|" + answer) pick it from the permanent layer's
+// column, and every wave sends a fresh instantaneous draw of it. The secret is the same
+// whatever the answers, so the stored state does not tell which answers were given; it
+// never travels in a transfer link or to the server. A wave's drawn report is kept
+// (for a reload) until it is sent, then removed.
+//
 // Arms and groups: a study may assign each respondent at random to an arm (by weight)
 // and, for a group design, to one of two groups (equal chances). The device draws
 // them with crypto.getRandomValues once per survey and owner (the group once per
@@ -135,8 +145,41 @@ const deniable = (() => {
     return { message: request.prepared, signature: b64url(signature) };
   }
 
+  /**
+   * The uniform that fixes a panel question's permanent report of `answer` on this
+   * device: the first 53 bits of HMAC-SHA256(key = secret, "deniable permanent|" + key +
+   * "|" + answer), as the Python client's permanent_uniform. `secret`: base64url.
+   */
+  async function permanentUniform(secret, key, answer) {
+    const enc = new TextEncoder();
+    const hmacKey = await crypto.subtle.importKey(
+      "raw", fromB64(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    const mac = new Uint8Array(await crypto.subtle.sign(
+      "HMAC", hmacKey, enc.encode(`deniable permanent|${key}|${answer}`)));
+    const word = (i) => ((mac[i] << 24) | (mac[i + 1] << 16) | (mac[i + 2] << 8) | mac[i + 3]) >>> 0;
+    return ((word(0) >>> 5) * 67108864 + (word(4) >>> 6)) / 9007199254740992;
+  }
+
+  /**
+   * One wave's report of a panel question: the permanent report of `truth` (fixed by
+   * the owner's `secret`), randomized afresh by the instantaneous layer (q.columns).
+   */
+  async function panelReport(q, truth, secret) {
+    const u = await permanentUniform(secret, q.panel.key, truth);
+    const permanent = drawReport(q.panel.columns[truth], u);
+    return drawReport(q.columns[permanent], uniform53());
+  }
+
+  /** A new owner secret: 32 bytes from crypto.getRandomValues, base64url. */
+  function newSecret() {
+    const bytes = new Uint8Array(32);
+    crypto.getRandomValues(bytes);
+    return b64url(bytes);
+  }
+
   return {
-    uniform53, drawReport, pickWeighted, tokenUniform, numericColumn, sample, b64url, fromB64, obtainCredential,
+    uniform53, drawReport, pickWeighted, tokenUniform, permanentUniform, panelReport, newSecret,
+    numericColumn, sample, b64url, fromB64, obtainCredential,
   };
 })();
 
@@ -448,8 +491,24 @@ const deniable = (() => {
     }
   });
 
+  /** Where a panel question's drawn report waits for sending (this version only). */
+  function waveKey(q) {
+    return `wave/${survey.version}/${q.id}`;
+  }
+
+  /** This owner's secret of permanent reports (drawn on first use, kept). */
+  function panelSecret() {
+    let secret = reportMemo.get("panel/secret");
+    if (typeof secret !== "string" || secret.length !== 43) {
+      secret = deniable.newSecret();
+      reportMemo.set("panel/secret", secret);
+    }
+    return secret;
+  }
+
   function finishSent(message) {
     store.set(sentKey, true);
+    survey.questions.forEach((q) => { if (q.panel) store.remove(waveKey(q)); });
     store.remove(credentialKey); // spent
     tab.remove("token");
     document.getElementById("transfer-box").hidden = true;
@@ -531,6 +590,12 @@ const deniable = (() => {
 
     const result = fs.appendChild(reportLine(q));
 
+    if (q.panel) {
+      const waves = document.createElement("p");
+      waves.className = "risk panel-note";
+      waves.textContent = q.panel.note;
+      fs.appendChild(waves);
+    }
     const risk = document.createElement("p");
     risk.className = "risk";
     risk.textContent = plainRisk(q);
@@ -551,8 +616,13 @@ const deniable = (() => {
         const value = readNumber(q, numberInput, result);
         if (value === null) return;
         const z = (value - numeric.low) / (numeric.high - numeric.low);
-        const column = deniable.numericColumn(q.columns, z);
         numberInput.value = ""; // the true answer is not kept on the page either
+        if (q.panel) { // rounded at random to a bound, which both layers randomize
+          const bound = deniable.uniform53() < z ? 1 : 0;
+          setReport(q, await deniable.panelReport(q, bound, panelSecret()), t("how_device"));
+          return;
+        }
+        const column = deniable.numericColumn(q.columns, z);
         setReport(q, deniable.drawReport(column, deniable.uniform53()), t("how_device"));
         return;
       }
@@ -563,7 +633,9 @@ const deniable = (() => {
         return;
       }
       const truth = Number(checked.value);
-      const report = deniable.drawReport(q.columns[truth], deniable.uniform53());
+      const report = q.panel
+        ? await deniable.panelReport(q, truth, panelSecret())
+        : deniable.drawReport(q.columns[truth], deniable.uniform53());
       checked.checked = false; // the true answer is not kept on the page either
       setReport(q, report, t("how_device"));
     });
@@ -581,7 +653,7 @@ const deniable = (() => {
       setReport(q, Number(checked.value), t("how_physical"));
     });
 
-    const saved = active ? reportMemo.get(q.memo_key) : null;
+    const saved = !active ? null : q.panel ? store.get(waveKey(q)) : reportMemo.get(q.memo_key);
     if (saved !== null && Number.isInteger(saved) && saved >= 0 && saved < q.reports.length) {
       queueMicrotask(() => setReport(q, saved, t("how_memo")));
     }
@@ -697,7 +769,9 @@ const deniable = (() => {
 
   function setReport(q, report, how) {
     reports[q.id] = report;
-    if (!q.direct) reportMemo.set(q.memo_key, report); // a direct answer is never kept
+    // a direct answer is never kept; a panel question's report until it is sent
+    if (q.panel) store.set(waveKey(q), report);
+    else if (!q.direct) reportMemo.set(q.memo_key, report);
     const fs = document.getElementById(`q-${q.id}`);
     fs.querySelectorAll("input, button").forEach((el) => (el.disabled = true));
     const result = document.getElementById(`report-${q.id}`);

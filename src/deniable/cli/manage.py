@@ -170,14 +170,7 @@ def survey_invite(
     links = out["links"]
     named = out.get("invitations")
     if output is not None:
-        with output.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            if named is not None:
-                writer.writerow(["recipient", "link"])
-                writer.writerows([item["recipient"], item["link"]] for item in named)
-            else:
-                writer.writerow(["link"])
-                writer.writerows([link] for link in links)
+        _write_links(output, out)
     refused = out.get("refused", [])
     if as_json:
         emit_json(
@@ -205,6 +198,153 @@ def survey_invite(
             typer.echo(link)
 
 
+def _write_links(output: Path, out: dict[str, Any]) -> None:
+    """The mail-merge CSV of issued invitations: ``recipient,link`` rows (``link`` only
+    for anonymous ones)."""
+    named = out.get("invitations")
+    with output.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        if named is not None:
+            writer.writerow(["recipient", "link"])
+            writer.writerows([item["recipient"], item["link"]] for item in named)
+        else:
+            writer.writerow(["link"])
+            writer.writerows([link] for link in out["links"])
+
+
+def _read_links(path: Path) -> list[dict[str, str]]:
+    """The rows of a links file ``survey invite`` (or ``survey wave``) wrote:
+    ``{"recipient", "link", "token"}`` (``recipient`` empty for anonymous links)."""
+    from ..collection.client import parse_survey_url
+
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as exc:
+        raise fail(f"cannot read {path}: {exc.strerror}") from None
+    out = []
+    for i, row in enumerate(rows, 2):
+        link = (row.get("link") or "").strip()
+        try:
+            token = parse_survey_url(link).token
+        except ValueError:
+            token = None
+        if not token:
+            raise fail(f"{path} line {i}: no invitation link (a link column with #token=...)")
+        out.append(
+            {"recipient": (row.get("recipient") or "").strip(), "link": link, "token": token}
+        )
+    if not out:
+        raise fail(f"{path} lists no links")
+    return out
+
+
+@survey_app.command("wave")
+def survey_wave(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    recipients: Annotated[
+        Path | None,
+        typer.Option(help="CSV of the recipients to invite, one address a row."),
+    ] = None,
+    links: Annotated[
+        Path | None,
+        typer.Option(help="A previous wave's links file (recipient,link): invite its recipients."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option(help="CSV file for a mail merge (recipient,link).")
+    ] = None,
+    server: _ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Publish the next wave (the latest version's content, one version up) and invite
+    its recipients. Refused if a randomized question has no panel (two layers): its
+    devices would send the first wave's reports again and hide every change."""
+    from ..collection.survey import load_survey
+    from ..collection.waves import next_wave
+    from ..errors import SurveyError
+
+    if (recipients is None) == (links is None):
+        raise fail("give exactly one of --recipients FILE and --links PREVIOUS_LINKS.csv")
+    if recipients is not None:
+        try:
+            addresses = _read_recipients(recipients)
+        except OSError as exc:
+            raise fail(f"cannot read {recipients}: {exc.strerror}") from None
+    else:
+        assert links is not None
+        addresses = [row["recipient"] for row in _read_links(links) if row["recipient"]]
+    if not addresses:
+        raise fail("no recipients to invite (anonymous links cannot be invited again by name)")
+    exported = _call(server, "GET", f"/api/surveys/{survey_id}/export", params={"format": "survey"})
+    versions = [load_survey(v) for v in exported.json()["versions"]]
+    try:
+        definition = next_wave(versions)
+    except SurveyError as exc:
+        raise fail(str(exc)) from None
+    published = _call(server, "POST", "/api/surveys", json=definition).json()
+    body = {"recipients": addresses}
+    out = _call(server, "POST", f"/api/surveys/{survey_id}/invitations", json=body).json()
+    if output is not None:
+        _write_links(output, out)
+    if as_json:
+        emit_json(
+            {
+                "survey": survey_id,
+                "wave": published["version"],
+                "invitations": out.get("invitations"),
+                "refused": out.get("refused", []),
+                "output": str(output or ""),
+            }
+        )
+        return
+    console.print(
+        f"{survey_id} wave {published['version']} published; "
+        f"{len(out['links'])} recipient(s) invited"
+        + (f", links written to {output}" if output is not None else "")
+    )
+    for item in out.get("refused", []):
+        err.print(f"[yellow]refused:[/] row {item['row']} ({item['recipient']}): {item['message']}")
+    if output is None:
+        for item in out.get("invitations") or []:
+            typer.echo(f"{item['recipient']},{item['link']}")
+
+
+@survey_app.command("remind")
+def survey_remind(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    links: Annotated[
+        Path, typer.Option(help="Your links file (the CSV survey invite or survey wave wrote).")
+    ],
+    output: Annotated[Path, typer.Option(help="CSV of the rows to remind, for a mail merge.")],
+    server: _ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the rows of your links file whose invitation is unused (not started on any
+    device), for a reminder. The server is asked about the tokens' hashes, which it
+    already holds: it stores nothing and learns nothing new. Someone who started and
+    did not send is not reminded: the server cannot tell them from someone who sent."""
+    import hashlib
+
+    rows = _read_links(links)
+    hashes = [hashlib.sha256(r["token"].encode()).hexdigest() for r in rows]
+    unused: set[str] = set()
+    for start in range(0, len(hashes), 10_000):
+        body = {"token_hashes": hashes[start : start + 10_000]}
+        answer = _call(server, "POST", f"/api/surveys/{survey_id}/invitations/unused", json=body)
+        unused.update(answer.json()["unused"])
+    chosen = [r for r, h in zip(rows, hashes, strict=True) if h in unused]
+    with output.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["recipient", "link"])
+        writer.writerows([r["recipient"], r["link"]] for r in chosen)
+    if as_json:
+        emit_json(
+            {"survey": survey_id, "remind": len(chosen), "of": len(rows), "output": str(output)}
+        )
+        return
+    console.print(f"{len(chosen)} of {len(rows)} invitation(s) unused: written to {output}")
+
+
 @survey_app.command("status")
 def survey_status(
     survey_id: Annotated[str, typer.Argument(help="Survey id.")],
@@ -219,9 +359,16 @@ def survey_status(
         return
     state = "closed" if out["closed"] else "open"
     console.print(f"[bold]{out['title']}[/] ({out['id']}): {state}, {out['responses']} responses")
-    table = Table("version", "title", "responses")
-    for v in out["versions"]:
-        table.add_row(str(v["version"]), v["title"], str(v["responses"]))
+    table = Table("wave (version)", "title", "field period (UTC)", "invited", "responses", "RR1")
+    for w in out["waves"]:
+        table.add_row(
+            str(w["wave"]),
+            w["title"],
+            _period(w["opened"], w["closed"]),
+            str(w["invited"]),
+            str(w["responses"]),
+            "" if w["rr1"] is None else f"{w['rr1']:.1%}",
+        )
     console.print(table)
     inv = out["invitations"]
     if out["requires_invitation"]:
@@ -243,6 +390,16 @@ def survey_status(
             f"per person across the server (at most {person['lifetime_budget']:g} nats): "
             f"{person['note']}"
         )
+
+
+def _period(opened: int | None, closed: int | None) -> str:
+    """A wave's field period in hours (UTC): ``from .. to`` (``open`` while it runs)."""
+    import datetime as dt
+
+    def hour(t: int | None) -> str:
+        return "?" if t is None else dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:00")
+
+    return f"{hour(opened)} .. {'open' if closed is None else hour(closed)}"
 
 
 def _state(survey_id: str, action: str, server: str | None, as_json: bool) -> None:

@@ -222,6 +222,7 @@ class LifecycleMixin:
                 for s in versions
             ],
             "invitations": counts,
+            "waves": self.waves(survey_id),  # type: ignore[attr-defined]
             "ledger": lifetime_ledger(versions).to_dict(),
             "per_person": {
                 "lifetime_budget": lifetime_budget_from_environment(),

@@ -88,6 +88,7 @@ from .staging import (
 )
 from .staging import waiting as staged_waiting
 from .survey import Survey, parse_survey
+from .waves import WavesMixin
 
 __all__ = [
     "DEFAULT_SQLITE_FILE",
@@ -114,7 +115,7 @@ class PendingResponse:
     staged: StagedResponse
 
 
-class Store(ReadingMixin, InvitationsMixin, LifecycleMixin):
+class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
     """The collection database.
 
     Parameters

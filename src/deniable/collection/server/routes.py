@@ -51,6 +51,7 @@ from .schemas import (
     ResponseIn,
     Stored,
     SurveyId,
+    UnusedIn,
 )
 from .security import (
     SESSION_COOKIE,
@@ -426,6 +427,15 @@ def invitations(
         "links": [f"{base}/s/{survey_id}#token={t}&v={issued.version}" for t in issued.tokens],
         "anonymous": True,
     }
+
+
+@analyst_router.post("/api/surveys/{survey_id}/invitations/unused")
+def unused_invitations(survey_id: SurveyId, body: UnusedIn, store: _StoreDep) -> dict[str, Any]:
+    """Which of these invitations (SHA-256 hex of each token) are issued and not yet
+    started on any device (not exchanged for a credential): for a reminder. Reads only:
+    nothing is stored, nothing audited, and the server learns nothing it did not hold."""
+    store.survey(survey_id)
+    return {"id": survey_id, "unused": store.unused_invitations(survey_id, body.token_hashes)}
 
 
 @analyst_router.post("/api/surveys/{survey_id}/ingestion-keys", status_code=201)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, model_validator
 
 from ..recipients import MAX_RECIPIENTS
 from ..survey import SLUG_PATTERN
@@ -127,6 +127,16 @@ class InvitationsIn(BaseModel):
         if (self.count is None) == (self.recipients is None):
             raise ValueError("give exactly one of count (anonymous links) and recipients")
         return self
+
+
+class UnusedIn(BaseModel):
+    """Invitations to look up for a reminder: SHA-256 (hex) of each token, as the
+    researcher's own links file gives them (the server stores these hashes already)."""
+
+    model_config = ConfigDict(extra="forbid")
+    token_hashes: list[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]] = Field(
+        min_length=1, max_length=MAX_RECIPIENTS
+    )
 
 
 class Stored(BaseModel):

@@ -1,0 +1,311 @@
+"""Waves of a panel, end to end on a real server with the terminal client (issue 40):
+a wave's reports follow the composed channel, the device keeps one permanent report per
+answer, `survey wave` refuses one-layer questions, `survey remind` stores nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sqlite3
+from pathlib import Path
+
+import httpx
+import pytest
+
+from deniable.collection.client import permanent_uniform
+from deniable.collection.survey import load_survey
+
+from .conftest import AUTH
+from .test_recipients import _cli
+from .test_server_process import Server
+
+
+def panel(survey_id: str, k: int = 2, **changes) -> dict:
+    """A panel question: yes/no (Warner p = 0.9 on a permanent Warner p = 0.9), or k
+    choices (k-ary RR on a permanent k-ary RR)."""
+    if k == 2:
+        question = {
+            "id": "q",
+            "text": "Did you use it in the last month?",
+            "design": {"name": "warner", "params": {"p": 0.9}},
+            "panel": {"permanent": {"name": "warner", "params": {"p": 0.9}}},
+        }
+    else:
+        question = {
+            "id": "q",
+            "text": "Which one did you use most?",
+            "choices": [f"c{i}" for i in range(k)],
+            "design": {"name": "kary-rr", "params": {"epsilon": 2.5}},
+            "panel": {"permanent": {"name": "kary-rr", "params": {"epsilon": 2.5}}},
+        }
+    return {
+        "format": 1,
+        "id": survey_id,
+        "version": 1,
+        "title": "Panel",
+        "privacy_budget": 3,
+        "lifetime_budget": 30,
+        "requires_invitation": True,
+        "min_release": 1,
+        "allow_small_release": True,
+        "l_diversity": 1,
+        "questions": [question],
+    } | changes
+
+
+@pytest.fixture(scope="module")
+def panel_server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("waves")
+    s = Server(
+        f"sqlite:///{tmp / 'db.sqlite'}",
+        tmp,
+        env={"DENIABLE_LIFETIME_BUDGET": "60", "DENIABLE_RECIPIENT_KEY": "w" * 40},
+    )
+    s.start()
+    yield s
+    s.stop()
+
+
+def _recipients(tmp: Path, n: int, name: str) -> Path:
+    path = tmp / f"{name}.csv"
+    path.write_text("address\n" + "".join(f"p{i}@{name}.example.org\n" for i in range(n)))
+    return path
+
+
+def _links(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _respond(link: str, base: str, home: Path, answer: str, send: bool = True):
+    args = ("respond", link, "--json") + (("--yes",) if send else ())
+    out = _cli(*args, base=base, data_home=home, input=answer + ("" if send else "n\n"))
+    return out
+
+
+def _sent(out) -> dict:
+    return json.loads(out.stdout[out.stdout.index("{") :])
+
+
+@pytest.mark.slow
+def test_a_second_wave_measures_the_new_answer_through_the_composed_channel(panel_server, tmp_path):
+    """20 devices answer "no" in wave 1 and "yes" in wave 2: wave 2's "yes" reports
+    follow the composed channel (0.82 each, independent of wave 1), not wave 1's
+    reports. 4-sigma bound on the Binomial(20, 0.82) count: at least 10 (a memo that
+    re-sent wave 1 would give about 20 x 0.18 = 3.6)."""
+    base = panel_server.base
+    with httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
+        assert http.post("/api/surveys", json=panel("two-waves")).status_code == 201
+    env_links = tmp_path / "wave1.csv"
+    out = _cli(
+        "survey", "invite", "two-waves", "--recipients", str(_recipients(tmp_path, 20, "tw")),
+        "--output", str(env_links), base=base, data_home=tmp_path,
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    homes = [tmp_path / f"device{i}" for i in range(20)]
+    first = []
+    for row, home in zip(_links(env_links), homes, strict=True):
+        out = _respond(row["link"], base, home, "1\n")
+        assert out.exit_code == 0, out.output
+        first.append(_sent(out)["reports"]["q"])
+    wave2 = tmp_path / "wave2.csv"
+    out = _cli(
+        "survey", "wave", "two-waves", "--links", str(env_links), "--output", str(wave2),
+        base=base, data_home=tmp_path,
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "wave 2 published; 20 recipient(s) invited" in out.output
+    second = []
+    for row, home in zip(_links(wave2), homes, strict=True):
+        out = _respond(row["link"], base, home, "2\n")
+        assert out.exit_code == 0, out.output
+        second.append(_sent(out)["reports"]["q"])
+    yes = sum(second)
+    assert yes >= 20 * 0.82 - 4 * math.sqrt(20 * 0.82 * 0.18)  # >= 9.5
+    assert second != first  # not the first wave's reports sent again
+    # the status lists both waves with their response rates
+    status = json.loads(
+        _cli("survey", "status", "two-waves", "--json", base=base, data_home=tmp_path).stdout
+    )
+    assert [(w["wave"], w["invited"], w["responses"]) for w in status["waves"]] == [
+        (1, 20, 20),
+        (2, 20, 20),
+    ]
+    assert [w["rr1"] for w in status["waves"]] == [1.0, 1.0]
+    assert status["waves"][0]["closed"] == status["waves"][1]["opened"]
+    # each person was charged ln 9 per wave: 2 ln 9 = 4.39 nats for two waves
+    entry = status["ledger"]["questions"][0]
+    assert entry["cost"] == pytest.approx(2 * math.log(9)) and entry["panel_answers"] == 2
+
+
+@pytest.mark.slow
+def test_three_waves_of_a_16_choice_question_keep_one_permanent_report_per_answer(
+    panel_server, tmp_path
+):
+    """12 devices (one recipient each) answer c3, c7, c3 (half of them c7, c3, c7):
+    after wave 1 each device's storage holds one 32-byte secret and nothing else,
+    whatever the answer; the secret stays the same over the waves, so waves 1 and 3
+    have the same permanent report and wave 2 another (derived with another answer);
+    the sent reports are fresh instantaneous draws (waves 1 and 3 agree no more often
+    than the instantaneous layer predicts)."""
+    base = panel_server.base
+    survey = panel("sixteen", 16)
+    with httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
+        assert http.post("/api/surveys", json=survey).status_code == 201
+        view = http.get("/api/surveys/sixteen").json()["questions"][0]
+    question = load_survey(survey).questions[0]
+    two = question.two_layer
+    assert two is not None
+    n = 12
+    homes = [tmp_path / f"d{i}" for i in range(n)]
+    plans = [(3, 7, 3) if i % 2 == 0 else (7, 3, 7) for i in range(n)]
+    links = tmp_path / "w1.csv"
+    out = _cli(
+        "survey", "invite", "sixteen", "--recipients", str(_recipients(tmp_path, n, "st")),
+        "--output", str(links), base=base, data_home=tmp_path,
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    sent: list[list[int]] = [[] for _ in range(n)]
+    secrets_seen: list[set[int]] = [set() for _ in range(n)]
+    for wave in range(3):
+        if wave:
+            nxt = tmp_path / f"w{wave + 1}.csv"
+            out = _cli(
+                "survey", "wave", "sixteen", "--links", str(links), "--output", str(nxt),
+                base=base, data_home=tmp_path,
+            )  # fmt: skip
+            assert out.exit_code == 0, out.output
+            links = nxt
+        for i, row in enumerate(_links(links)):
+            out = _respond(row["link"], base, homes[i], f"{plans[i][wave] + 1}\n")
+            assert out.exit_code == 0, out.output
+            sent[i].append(_sent(out)["reports"]["q"])
+            memo = json.loads((homes[i] / "deniable" / "memo.json").read_text())
+            (owner,) = memo
+            # the storage: one secret per owner, the same shape whatever the answers
+            assert list(memo[owner]) == ["panel/secret"]
+            assert 0 <= memo[owner]["panel/secret"] < 2**256
+            secrets_seen[i].add(memo[owner]["panel/secret"])
+    assert all(len(s) == 1 for s in secrets_seen)  # kept across the waves
+    key = view["panel"]["key"]
+    agree = 0
+    for i in range(n):
+        secret = next(iter(secrets_seen[i])).to_bytes(32, "big")
+        perm = {
+            a: int(two.permanent_reports([a], [permanent_uniform(secret, key, a)])[0])
+            for a in (3, 7)
+        }
+        a1, a2, a3 = plans[i]
+        assert a1 == a3 != a2  # waves 1 and 3: one permanent report; wave 2 another
+        agree += sent[i][0] == sent[i][2]
+        for report in sent[i]:
+            assert 0 <= report < 16
+        assert perm[3] in range(16) and perm[7] in range(16)
+    # fresh draws: Pr(two instantaneous draws of one permanent report agree) = sum_r M[r,s]^2
+    M = two.instantaneous.matrix
+    p_agree = float((M[:, 0] ** 2).sum())
+    assert agree <= n * p_agree + 4 * math.sqrt(n * p_agree * (1 - p_agree))
+    assert agree < n  # a one-layer memo would agree on all 12
+
+
+def test_a_wave_of_one_layer_questions_is_refused_with_how_to_declare_a_panel(
+    panel_server, tmp_path
+):
+    base = panel_server.base
+    one = panel("one-layer")
+    del one["questions"][0]["panel"]
+    with httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
+        assert http.post("/api/surveys", json=one).status_code == 201
+    out = _cli(
+        "survey", "wave", "one-layer", "--recipients", str(_recipients(tmp_path, 2, "ol")),
+        base=base, data_home=tmp_path,
+    )  # fmt: skip
+    assert out.exit_code == 2
+    assert "questions.q.panel" in out.output and "permanent" in out.output
+    with httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
+        assert http.get("/api/surveys/one-layer/status").json()["latest_version"] == 1
+
+
+def _dump(path: Path) -> list[str]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        return list(conn.iterdump())
+
+
+@pytest.mark.slow
+def test_remind_lists_exactly_those_who_did_nothing_and_stores_nothing(panel_server, tmp_path):
+    """Five recipients: two send, one starts (the invitation spent for a credential) and
+    does not send, two do nothing. `survey remind` writes the two who did nothing; every
+    table of the database is byte-for-byte the same after it."""
+    base = panel_server.base
+    with httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
+        assert http.post("/api/surveys", json=panel("remind")).status_code == 201
+    links = tmp_path / "links.csv"
+    out = _cli(
+        "survey", "invite", "remind", "--recipients", str(_recipients(tmp_path, 5, "rm")),
+        "--output", str(links), base=base, data_home=tmp_path,
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    rows = _links(links)
+    for i in (0, 1):
+        assert _respond(rows[i]["link"], base, tmp_path / f"s{i}", "2\n").exit_code == 0
+    started = _respond(rows[2]["link"], base, tmp_path / "s2", "2\n", send=False)
+    assert started.exit_code == 1 and "Nothing was sent" in started.output
+    database = Path(panel_server.url.removeprefix("sqlite:///"))
+    before = _dump(database)
+    target = tmp_path / "remind.csv"
+    out = _cli(
+        "survey", "remind", "remind", "--links", str(links), "--output", str(target),
+        base=base, data_home=tmp_path,
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "2 of 5 invitation(s) unused" in out.output
+    assert [r["recipient"] for r in _links(target)] == [rows[3]["recipient"], rows[4]["recipient"]]
+    assert _dump(database) == before
+    # a malformed hash is refused, naming the field
+    with httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
+        r = http.post("/api/surveys/remind/invitations/unused", json={"token_hashes": ["x"]})
+        assert r.status_code == 422 and "token_hashes" in r.text
+
+
+@pytest.fixture
+def store(database_url):
+    from deniable.collection.storage import Store
+
+    s = Store(database_url)
+    yield s
+    s.close()
+
+
+def test_the_recipient_ledger_charges_a_panel_at_most_k_epsilon_inf_and_refuses_past_it(
+    store,
+):
+    """Per person across the server: a yes/no panel question over 10 waves costs
+    2 ln 9 (ln 9 in each of the first two waves, nothing after); a 3-choice question
+    with epsilon_inf 2 nats under a budget of 5 is charged 2, 2, then refused row by row
+    at the third wave (2 + 2 + 2 > 5), with the sums named."""
+    from deniable.collection.recipients import RecipientKey
+    from deniable.errors import RecipientsRefusedError
+
+    key = RecipientKey(b"p" * 32)
+    people = ["ada@example.org", "bob@example.org"]
+    for version in range(1, 11):
+        store.publish(load_survey(panel("ten", version=version)))
+        store.invite_recipients("ten", people, 10.0, key)
+    for person in people:
+        assert store.recipient_spent(person, key) == pytest.approx(2 * math.log(9))
+    three = panel("three", 3)
+    three["questions"][0] |= {
+        "choices": ["a", "b", "c"],
+        "design": {"name": "kary-rr", "params": {"epsilon": 2.0}},
+        "panel": {"permanent": {"name": "kary-rr", "params": {"epsilon": 2.0}}},
+    }
+    others = ["cy@example.org", "di@example.org"]
+    for version in (1, 2):
+        store.publish(load_survey(three | {"version": version}))
+        store.invite_recipients("three", others, 5.0, key)
+    store.publish(load_survey(three | {"version": 3}))
+    with pytest.raises(RecipientsRefusedError) as refused:
+        store.invite_recipients("three", others, 5.0, key)
+    assert "recipients.0" in str(refused.value) and "4 + 2 = 6 nats" in str(refused.value)
+    assert store.recipient_spent(others[0], key) == pytest.approx(4.0)

@@ -1445,3 +1445,80 @@ def test_an_invitation_fixes_the_arm_on_every_device(browser, site):
         assert seen[0] == expected
         arms.append(seen[0])
     assert set(arms) <= {"dq", "rr"}
+
+
+@pytest.mark.slow
+def test_a_panel_question_keeps_one_permanent_report_per_answer_in_the_browser(
+    browser, site, tmp_path
+):
+    """Six browsers (one recipient each) answer a 16-choice panel question over three
+    waves, c3, c7, c3 (half of them c7, c3, c7). After each wave the device's storage
+    holds the owner's secret and no report or answer, the same keys whatever was
+    answered; the secret stays, so waves 1 and 3 share their permanent report and wave
+    2 has another; the page's HMAC uniform equals the Python client's to the last bit;
+    each wave's report is a fresh instantaneous draw (waves 1 and 3 agree no more often
+    than the instantaneous layer predicts)."""
+    from deniable.collection.client import permanent_uniform
+
+    from .test_waves import panel
+
+    base, store, _ = site
+    data = panel("panel16", 16)
+    question = load_survey(data).questions[0]
+    two = question.two_layer
+    assert two is not None and question.permanent_key is not None
+    n = 6
+    plans = [(3, 7, 3) if i % 2 == 0 else (7, 3, 7) for i in range(n)]
+    contexts = [browser.new_context() for _ in range(n)]
+    pages = [c.new_page() for c in contexts]
+    sent: list[list[int]] = [[] for _ in range(n)]
+    secrets_seen: list[set[str]] = [set() for _ in range(n)]
+    shapes = set()
+    for wave in (1, 2, 3):
+        store.publish(load_survey(data | {"version": wave}))
+        for i, page in enumerate(pages):
+            page.goto("about:blank")
+            page.goto(_recipient_link(base, store, "panel16", f"p{i}@example.org"))
+            if wave == 1 and i == 0:
+                note = page.locator("#q-q .panel-note")
+                assert "asked again in later waves" in note.inner_text().lower()
+                assert page.locator("#q-q [data-role=physical]").is_hidden()
+                _screenshot(page, "panel-question", tmp_path)
+            page.get_by_role("radio", name=f"c{plans[i][wave - 1]}", exact=True).check()
+            page.locator("#q-q [data-role=draw]").click()
+            page.locator("#report-q").wait_for()
+            sent[i].append(int(page.locator("#report-q").get_attribute("data-report")))
+            page.get_by_role("button", name="Send my reports").click()
+            page.get_by_text("Sent and stored").wait_for()
+            stored = json.loads(page.evaluate("JSON.stringify(Object.assign({}, localStorage))"))
+            (secret_key,) = [k for k in stored if k.endswith("/panel/secret")]
+            secrets_seen[i].add(json.loads(stored[secret_key]))
+            # no report kept after sending, and the same keys whatever the answers
+            assert not any("/wave/" in k for k in stored)
+            owner = secret_key.split("/")[2]
+            shapes.add(tuple(sorted(k.replace(owner, "OWNER") for k in stored)))
+    assert len(shapes) == 3  # one shape per wave (its sent/<version> flag), not per answer
+    assert all(len(s) == 1 for s in secrets_seen)
+    agree = 0
+    key = question.permanent_key
+    for i, page in enumerate(pages):
+        secret_b64 = next(iter(secrets_seen[i]))
+        secret = base64_bytes(secret_b64)
+        for answer in (3, 7):
+            u_page = page.evaluate(
+                "([s, k, a]) => deniable.permanentUniform(s, k, a)", [secret_b64, key, answer]
+            )
+            assert u_page == permanent_uniform(secret, key, answer)
+        agree += sent[i][0] == sent[i][2]
+    M = two.instantaneous.matrix
+    p_agree = float((M[:, 0] ** 2).sum())
+    assert agree <= n * p_agree + 4 * math.sqrt(n * p_agree * (1 - p_agree))
+    for c in contexts:
+        c.close()
+    assert store.response_count("panel16") == 3 * n
+
+
+def base64_bytes(text: str) -> bytes:
+    import base64
+
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

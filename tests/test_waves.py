@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 from deniable.collection.client import permanent_uniform
@@ -309,3 +310,124 @@ def test_the_recipient_ledger_charges_a_panel_at_most_k_epsilon_inf_and_refuses_
         store.invite_recipients("three", others, 5.0, key)
     assert "recipients.0" in str(refused.value) and "4 + 2 = 6 nats" in str(refused.value)
     assert store.recipient_spent(others[0], key) == pytest.approx(4.0)
+
+
+def panel_study(version: int = 1) -> dict:
+    """A panel study: an arm randomizing a yes/no panel question, and a direct arm."""
+    data = panel("study", version=version, min_release=5, l_diversity=1, requires_invitation=False)
+    data["arms"] = {
+        "rr": {"weight": 1},
+        "dq": {"weight": 1, "designs": {"q": {"name": "direct"}}},
+    }
+    return data
+
+
+@pytest.mark.anyio
+async def test_a_panel_study_at_every_moment_of_its_life(client, tmp_path):
+    """Before its first release, between its waves, after its close: the dashboard
+    renders; once both waves are released it shows each wave's prevalence and the
+    change, per arm and pooled, equal to the library's wave_change on the exported
+    rows; the wave is a key of the release rule (a wave's responses wait for their
+    own crowd, never filling up with another wave's)."""
+    from deniable.analysis.waves import wave_change
+    from deniable.collection.export import wide_frame
+    from deniable.collection.waves import next_wave
+
+    store = client.store
+    v1 = load_survey(panel_study())
+    store.publish(v1)
+    page = await client.get("/surveys/study/results", headers=AUTH)
+    assert page.status_code == 200 and "Waves" not in page.text
+    gen = np.random.default_rng(40)
+    two = v1.questions_in("rr")[0].two_layer
+    assert two is not None
+
+    def send(survey, n, share_yes):
+        for i in range(n):
+            arm = "rr" if i % 2 == 0 else "dq"
+            truth = int(gen.random() < share_yes)
+            if arm == "rr":
+                s = two.permanent_reports([truth], [gen.random()])
+                report = int(two.instantaneous_reports(s, gen)[0])
+            else:
+                report = truth
+            store.submit(survey, {"q": report}, None, arm)
+
+    send(v1, 40, 0.3)
+    v2 = load_survey(next_wave(store.versions("study")))
+    store.publish(v2)
+    send(v2, 3, 0.5)  # fewer than min_release: wave 2 waits, whole
+    res = (await client.get("/api/surveys/study/results", headers=AUTH)).json()
+    assert [w["responses"] for w in res["waves"]] == [40, 3]
+    # the direct arm's answers are released in crowds of 5 per answer: most of wave 1
+    assert store.released_count("study", 2) == 0 and store.released_count("study", 1) >= 30
+    assert res["wave_change"] == []  # nothing of wave 2 released
+    page = await client.get("/surveys/study/results", headers=AUTH)
+    assert page.status_code == 200 and 'id="waves"' in page.text
+    send(v2, 37, 0.5)
+    res = (await client.get("/api/surveys/study/results", headers=AUTH)).json()
+    (change,) = res["wave_change"]
+    assert (change["first"], change["second"]) == (1, 2)
+    frame = wide_frame(store, "study")
+    for arm in ("rr", "dq"):
+        row = next(r for r in change["rows"] if r["arm"] == arm)
+        rows = [frame[(frame["version"] == v) & (frame["arm"] == arm)]["q"] for v in (1, 2)]
+        design = v1.questions_in(arm)[0].mechanism
+        lib = wave_change(
+            design, rows[0].to_numpy(np.int64), design, rows[1].to_numpy(np.int64), 0.95
+        )
+        assert row["difference"] == pytest.approx(lib.difference[1])
+        assert (row["low"], row["high"]) == pytest.approx((lib.low[1], lib.high[1]))
+        assert row["n"] == [len(rows[0]), len(rows[1])]
+    pooled = next(r for r in change["rows"] if r["arm"] == "pooled")
+    released = [store.released_count("study", v) for v in (1, 2)]
+    assert pooled["n"] == released and pooled["low"] < pooled["difference"] < pooled["high"]
+    page = await client.get("/surveys/study/results", headers=AUTH)
+    assert 'id="change-q-2"' in page.text and "wave 1 to wave 2" in page.text
+    # the export analysed by `deniable analyze --waves` gives the dashboard's numbers
+    exported = await client.get(
+        "/api/surveys/study/export", params={"format": "parquet"}, headers=AUTH
+    )
+    path = tmp_path / "study.parquet"
+    path.write_bytes(exported.content)
+    out = _cli("analyze", str(path), "--waves", "--json", base="http://x", data_home=tmp_path)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["changes"] == res["wave_change"]
+    text = _cli("analyze", str(path), "--waves", base="http://x", data_home=tmp_path)
+    assert "wave 1 to wave 2" in text.stdout and "pooled" in text.stdout
+    one = _cli("analyze", str(path), "--waves", "--arms", base="http://x", data_home=tmp_path)
+    assert one.exit_code == 2 and "drop --arms" in one.output
+    await client.post("/api/surveys/study/close", headers=AUTH)
+    res = (await client.get("/api/surveys/study/results", headers=AUTH)).json()
+    assert res["waves"][-1]["closed"] is not None
+    page = await client.get("/surveys/study/results", headers=AUTH)
+    assert page.status_code == 200 and "open" not in res["waves"][-1]["period"]
+
+
+def test_the_export_bundle_lists_the_waves_with_their_response_rates(tmp_path):
+    """`survey export --format bundle` of a panel writes ID.waves.csv: each wave's field
+    period, invitations, responses and RR1 (responses over invitations)."""
+    from deniable.collection.live import serve_in_thread
+    from deniable.collection.storage import Store
+
+    from .conftest import ANALYST
+
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    for version in (1, 2):
+        survey = load_survey(panel("bundle", version=version, requires_invitation=False))
+        store.publish(survey)
+        store.audit("analyst", "publish", "bundle", version)
+        store.submit_batch(survey, [{"q": i % 2} for i in range(4 + version)])
+    with serve_in_thread(store, ANALYST) as base:
+        out = _cli(
+            "survey", "export", "bundle", "--format", "bundle", "--output",
+            str(tmp_path / "b"), "--server", base, base=base, data_home=tmp_path,
+        )  # fmt: skip
+    store.close()
+    assert out.exit_code == 0, out.output
+    rows = list(csv.DictReader((tmp_path / "b" / "bundle.waves.csv").open()))
+    assert [(r["wave"], r["responses"], r["invited"], r["rr1"]) for r in rows] == [
+        ("1", "5", "0", ""),
+        ("2", "6", "0", ""),
+    ]
+    assert rows[0]["closed"] == rows[1]["opened"] != ""

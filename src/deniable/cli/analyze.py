@@ -211,6 +211,14 @@ def analyze(
             "arm, the pooled estimate and a group design's fit (as the dashboard).",
         ),
     ] = False,
+    waves: Annotated[
+        bool,
+        typer.Option(
+            "--waves",
+            help="A deniable export of a panel: each wave's prevalence and the change from "
+            "each wave to the next with its interval, per arm and pooled (as the dashboard).",
+        ),
+    ] = False,
     pooled: Annotated[
         bool,
         typer.Option(
@@ -292,6 +300,23 @@ def analyze(
         "--labels": labels,
         "--postprocess": postprocess,
     }
+    if waves:
+        given = [n for n, v in mode_options.items() if v]
+        if design or given or arms or pooled or version:
+            raise fail(
+                "--waves reads a deniable export's waves (with --question at most); drop "
+                + ", ".join(
+                    given
+                    + (["--design"] if design else [])
+                    + (["--arms"] if arms else [])
+                    + (["--pooled"] if pooled else [])
+                    + (["--version"] if version else [])
+                )
+            )
+        from .export_models import analyze_export_waves
+
+        analyze_export_waves(reports, question, confidence_level, as_json)
+        return
     if arms:
         given = [n for n, v in mode_options.items() if v]
         if design or given:

@@ -20,7 +20,12 @@ if TYPE_CHECKING:
     from ..collection.survey import Survey
     from ..mechanisms.designs import Design
 
-__all__ = ["analyze_export_arms", "analyze_export_model", "print_arm_rows"]
+__all__ = [
+    "analyze_export_arms",
+    "analyze_export_model",
+    "analyze_export_waves",
+    "print_arm_rows",
+]
 
 
 #: Names a formula may use that are not columns.
@@ -154,6 +159,55 @@ def analyze_export_arms(
         return
     for r in rows:
         print_arm_rows(r, level)
+
+
+def analyze_export_waves(path: Path, question: str | None, level: float, as_json: bool) -> None:
+    """``deniable analyze EXPORT --waves``: :func:`deniable.collection.waves.wave_analysis`
+    on the export's rows (the dashboard's numbers), as tables or JSON (``{"survey",
+    "confidence_level", "changes": [...]}``)."""
+    from ..collection.waves import wave_analysis
+
+    frame, versions = _read(path)
+    if len(versions) < 2:
+        raise fail("--waves needs an export of two or more waves (versions); this has one")
+    try:
+        changes = wave_analysis(frame, versions, level)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if question is not None:
+        changes = [c for c in changes if c["question"] == question]
+    if not changes:
+        raise fail(
+            "no question is asked unchanged in two consecutive waves with released responses"
+            + (f" (--question {question!r})" if question else "")
+        )
+    if as_json:
+        emit_json({"survey": versions[0].id, "confidence_level": level, "changes": changes})
+        return
+    for c in changes:
+        table = Table(
+            title=f"{c['question']}: {c['text']} (wave {c['first']} to wave {c['second']})",
+            title_justify="left",
+        )
+        for col in ("arm", "answer", "n", f"wave {c['first']} (SE)", f"wave {c['second']} (SE)",
+                    f"change ({level:.0%} CI)"):  # fmt: skip
+            table.add_column(col, justify="left" if col in ("arm", "answer") else "right")
+        for r in c["rows"]:
+            table.add_row(
+                r["arm"],
+                r["answer"],
+                f"{r['n'][0]:,}, {r['n'][1]:,}",
+                f"{r['first']:.4f} ({r['first_std_error']:.4f})",
+                f"{r['second']:.4f} ({r['second_std_error']:.4f})",
+                f"{r['difference']:+.4f} ({r['low']:.4f} - {r['high']:.4f})",
+            )
+        console.print(table)
+    console.print(
+        "The change is between the two waves' respondent populations (people's own change "
+        "only if those who left answer like those who stayed); the interval treats the "
+        "waves as independent, conservative unless answers are negatively correlated "
+        "across waves (docs/collection.md, Running a panel)."
+    )
 
 
 def print_arm_rows(r: dict[str, Any], level: float) -> None:

@@ -364,7 +364,7 @@ def survey_status(
         table.add_row(
             str(w["wave"]),
             w["title"],
-            _period(w["opened"], w["closed"]),
+            w["period"],
             str(w["invited"]),
             str(w["responses"]),
             "" if w["rr1"] is None else f"{w['rr1']:.1%}",
@@ -390,16 +390,6 @@ def survey_status(
             f"per person across the server (at most {person['lifetime_budget']:g} nats): "
             f"{person['note']}"
         )
-
-
-def _period(opened: int | None, closed: int | None) -> str:
-    """A wave's field period in hours (UTC): ``from .. to`` (``open`` while it runs)."""
-    import datetime as dt
-
-    def hour(t: int | None) -> str:
-        return "?" if t is None else dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:00")
-
-    return f"{hour(opened)} .. {'open' if closed is None else hour(closed)}"
 
 
 def _state(survey_id: str, action: str, server: str | None, as_json: bool) -> None:
@@ -494,6 +484,21 @@ def _bundle(survey_id: str, folder: Path, server: str | None, as_json: bool) -> 
     script = folder / f"{survey_id}.R"
     script.write_text(r_script(latest, csv_name), encoding="utf-8")
     files = [str(folder / csv_name), str(folder / f"{survey_id}.survey.json"), str(script)]
+    waves = _call(server, "GET", f"/api/surveys/{survey_id}/status").json()["waves"]
+    if len(waves) > 1:  # a panel: each wave's field period and response rate
+        path = folder / f"{survey_id}.waves.csv"
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            columns = ["wave", "period", "opened", "closed", "invited", "started", "responses"]
+            writer = csv.writer(fh)
+            writer.writerow([*columns, "rr1"])
+            writer.writerows(
+                [
+                    *("" if w[c] is None else w[c] for c in columns),
+                    "" if w["rr1"] is None else w["rr1"],
+                ]
+                for w in waves
+            )
+        files.append(str(path))
     if as_json:
         emit_json({"survey": survey_id, "format": "bundle", "folder": str(folder), "files": files})
         return

@@ -25,6 +25,7 @@ from .export import wide_frame
 from .storage import Store
 from .study import arm_analysis, design_keys, has_variants, regression, study_frame
 from .survey import Survey
+from .waves import wave_analysis
 
 __all__ = [
     "INTERVAL_NAMES",
@@ -214,6 +215,11 @@ def survey_results(
         out["questions"].append(item)
     if survey.direct_questions and not pooled and released:
         out["breakdowns"] = breakdowns(wide(), survey, level)
+    versions_all = store.versions(survey.id)
+    if len(versions_all) > 1:  # waves: their field periods, response rates and change
+        out["waves"] = store.waves(survey.id)
+        any_released = store.released_count(survey.id) > 0
+        out["wave_change"] = wave_analysis(wide(), versions_all, level) if any_released else []
     plan = disclosure_plan(survey)
     if not plan.trivial:  # released key cells only: never a count of what waits
         cells: dict[Any, int] | None = None

@@ -15,10 +15,12 @@ researcher's own invitations are still unused, for reminders that store nothing.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from sqlalchemy import Engine, func, select
 
 from ..errors import SurveyError, SurveyNotFoundError
@@ -27,7 +29,14 @@ from .schema import audit_log, invitations
 if TYPE_CHECKING:
     from .survey import Survey
 
-__all__ = ["MAX_REMIND", "WavesMixin", "check_panel", "next_wave"]
+__all__ = [
+    "MAX_REMIND",
+    "WavesMixin",
+    "check_panel",
+    "field_period",
+    "next_wave",
+    "wave_analysis",
+]
 
 #: Most invitations one reminder request may ask about.
 MAX_REMIND = 10_000
@@ -89,6 +98,18 @@ def next_wave(versions: Sequence[Survey]) -> dict[str, Any]:
     return definition
 
 
+def field_period(opened: int | None, closed: int | None) -> str:
+    """A wave's field period in hours, UTC: ``"2026-11-27 10:00 .. open"``."""
+    import datetime as dt
+
+    def hour(t: int | None) -> str:
+        if t is None:
+            return "?"
+        return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:00")
+
+    return f"{hour(opened)} .. {'open' if closed is None else hour(closed)}"
+
+
 class WavesMixin:
     """Each wave's field period and response rate, and unused invitations."""
 
@@ -106,8 +127,8 @@ class WavesMixin:
     def waves(self, survey_id: str) -> list[dict[str, Any]]:
         """One row per version (wave), oldest first: ``wave``, ``title``, ``opened`` and
         ``closed`` (epoch seconds of the hour; ``closed`` ``None`` while it is the open
-        wave), ``invited`` and ``started`` (invitations issued and spent),
-        ``responses`` (stored: released and waiting) and ``rr1`` (responses over
+        wave; ``period`` the two as text), ``invited`` and ``started`` (invitations
+        issued and spent), ``responses`` (stored: released and waiting) and ``rr1`` (responses over
         invitations issued; ``None`` without invitations).
 
         Raises
@@ -166,6 +187,7 @@ class WavesMixin:
                     "started": started,
                     "responses": responses,
                     "rr1": responses / invited if invited else None,
+                    "period": field_period(opened, ended),
                 }
             )
         return out
@@ -197,3 +219,126 @@ class WavesMixin:
                 )
                 unused.update(conn.execute(q).scalars())
         return [h for h in wanted if h in unused]
+
+
+def wave_analysis(
+    frame: Any, versions: Sequence[Survey], level: float = 0.95
+) -> list[dict[str, Any]]:
+    """Each wave's prevalence and the change from each wave to the next, per arm and
+    pooled over the arms, for every question asked unchanged in both waves
+    (:func:`deniable.analysis.waves.wave_change`: its estimand, variance and interval).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A wide export of the survey id (:func:`~deniable.collection.export.wide_frame`):
+        a ``version`` column, an ``arm`` column with arms, a column of report codes per
+        question (missing where not asked or not answered).
+    versions : sequence of Survey
+        The survey id's published versions (each a wave).
+    level : float in (0, 1)
+        Confidence level.
+
+    Returns
+    -------
+    list of dict
+        One per question and pair of consecutive waves with released responses in
+        both: ``question``, ``text``, ``first`` and ``second`` (the waves), ``rows``: per
+        arm (``"pooled"`` over the arms) and answer (a yes/no question: its second
+        answer only; a numeric question: its mean, in its units), ``n`` (the two waves'
+        respondents), ``first``, ``first_std_error``, ``second``, ``second_std_error``,
+        ``difference``, ``std_error``, ``low``, ``high``. Group designs (two
+        randomizers per arm) are left out.
+    """
+    from ..analysis.waves import wave_change
+    from .budget import variants_digest
+
+    ordered = sorted(versions, key=lambda s: s.version)
+    out: list[dict[str, Any]] = []
+    for before, after in itertools.pairwise(ordered):
+        old = frame[frame["version"] == before.version]
+        new = frame[frame["version"] == after.version]
+        for q in after.questions:
+            if q.id not in {x.id for x in before.questions} or q.id not in frame:
+                continue
+            if variants_digest(after.variants(q.id)) != variants_digest(before.variants(q.id)):
+                continue  # changed content: not a wave of the same question
+            if any(len(v.groups) > 1 for v in after.variants(q.id)):
+                continue
+            rows: list[dict[str, Any]] = []
+            arms: list[str | None] = list(after.arm_names) or [None]
+            parts = []  # per arm: (first est, se, n), (second est, se, n), labels
+            for arm, variant in zip(arms, after.variants(q.id), strict=True):
+                a = old if arm is None else old[old["arm"].astype(str) == arm]
+                b = new if arm is None else new[new["arm"].astype(str) == arm]
+                r1 = a[q.id].dropna().to_numpy(np.int64)
+                r2 = b[q.id].dropna().to_numpy(np.int64)
+                if r1.size == 0 or r2.size == 0:
+                    continue
+                change = wave_change(variant.mechanism, r1, variant.mechanism, r2, level)
+                parts.append(change)
+                rows.extend(_wave_rows(q, "pooled" if arm is None else arm, change))
+            if not parts:
+                continue
+            if len(parts) > 1:  # arms drawn at random: their estimates weighted by size
+                rows.extend(_wave_rows(q, "pooled", _pool(parts, level)))
+            out.append(
+                {
+                    "question": q.id,
+                    "text": q.text,
+                    "first": before.version,
+                    "second": after.version,
+                    "rows": rows,
+                }
+            )
+    return out
+
+
+def _pool(parts: list[Any], level: float) -> Any:
+    """The arms' estimates of each wave weighted by their respondents (each arm a random
+    part of the wave: an unbiased estimate of the whole), variances by the squares."""
+    from dataclasses import replace
+
+    from scipy import stats
+
+    n1 = np.array([p.n[0] for p in parts], dtype=np.float64)
+    n2 = np.array([p.n[1] for p in parts], dtype=np.float64)
+    w1, w2 = n1 / n1.sum(), n2 / n2.sum()
+    first = sum(w * p.first for w, p in zip(w1, parts, strict=True))
+    second = sum(w * p.second for w, p in zip(w2, parts, strict=True))
+    se1 = np.sqrt(sum((w * p.first_std_error) ** 2 for w, p in zip(w1, parts, strict=True)))
+    se2 = np.sqrt(sum((w * p.second_std_error) ** 2 for w, p in zip(w2, parts, strict=True)))
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    diff, se = second - first, np.hypot(se1, se2)
+    return replace(
+        parts[0],
+        n=(int(n1.sum()), int(n2.sum())),
+        first=first,
+        second=second,
+        first_std_error=se1,
+        second_std_error=se2,
+        difference=diff,
+        std_error=se,
+        low=diff - z * se,
+        high=diff + z * se,
+    )
+
+
+def _wave_rows(q: Any, arm: str, change: Any) -> list[dict[str, Any]]:
+    """The rows of one arm: a yes/no question's second answer, a numeric question's
+    mean (its share of ``high`` scaled to the range), every answer otherwise."""
+    labels = q.choice_labels
+    answers = [1] if len(labels) == 2 else list(range(len(labels)))
+    scale, shift, name = 1.0, 0.0, None
+    if q.numeric is not None and q.range is not None:
+        scale, shift, name = q.range.high - q.range.low, q.range.low, "mean"
+    rows = []
+    for j in answers:
+        row = {k: v for k, v in change.to_dict()["answers"][j].items()}
+        for key in ("first", "second"):
+            row[key] = shift + scale * row[key]
+        for key in ("first_std_error", "second_std_error", "difference", "std_error"):
+            row[key] = scale * row[key]
+        row["low"], row["high"] = scale * row["low"], scale * row["high"]
+        rows.append({"arm": arm, "answer": name or labels[j], "n": list(change.n)} | row)
+    return rows

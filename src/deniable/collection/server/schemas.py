@@ -23,6 +23,7 @@ __all__ = [
     "ResponseIn",
     "Stored",
     "SurveyId",
+    "UnusedIn",
 ]
 
 #: Largest number of responses in one batch request.

@@ -15,28 +15,7 @@ from __future__ import annotations
 
 import time
 
-from deniable.analysis.waves import simulate_wave_change
-from deniable.mechanisms import (
-    Crosswise,
-    Direct,
-    ForcedResponse,
-    KaryRR,
-    TwoLayerDesign,
-    UnrelatedQuestion,
-    Warner,
-)
-
-PERMANENT = Warner(p=0.85)
-DESIGNS = {
-    "Warner p=0.85": TwoLayerDesign(PERMANENT, Warner(p=0.85)),
-    "forced response 1/6, 1/6": TwoLayerDesign(PERMANENT, ForcedResponse(p_yes=1 / 6, p_no=1 / 6)),
-    "unrelated question p=0.7, 0.3": TwoLayerDesign(
-        PERMANENT, UnrelatedQuestion(p=0.7, innocuous_prevalence=0.3)
-    ),
-    "crosswise p=0.25": TwoLayerDesign(PERMANENT, Crosswise(p=0.25)),
-    "k-ary RR k=4, eps 2": TwoLayerDesign(KaryRR(k=4, epsilon=2.0), KaryRR(k=4, epsilon=2.0)),
-    "direct (one layer)": Direct(k=2),
-}
+from deniable.analysis.waves import coverage_grid
 
 
 def main() -> None:
@@ -47,17 +26,13 @@ def main() -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     worst = 1.0
-    for name, design in DESIGNS.items():
-        base = [0.4, 0.3, 0.2, 0.1] if design.n_truths == 4 else [0.7, 0.3]
-        for change in (0.0, 0.05, 0.2):
-            for again in (0.5, 1.0):
-                r = simulate_wave_change(design, base, change, again, rng=1)
-                worst = min(worst, r["coverage"])
-                print(
-                    f"| {name} | {change:g} | {again:.0%} | {r['coverage']:.3f} | "
-                    f"{r['median_width']:.3f} | {r['oracle_width']:.3f} | "
-                    f"{r['oracle_coverage']:.3f} |"
-                )
+    for r in coverage_grid():
+        worst = min(worst, r["coverage"])
+        print(
+            f"| {r['design']} | {r['change']:g} | {r['share_again']:.0%} | "
+            f"{r['coverage']:.3f} | {r['median_width']:.3f} | {r['oracle_width']:.3f} | "
+            f"{r['oracle_coverage']:.3f} |"
+        )
     print(f"\nlowest coverage {worst:.3f}; {time.perf_counter() - start:.1f} s")
 
 

@@ -65,6 +65,7 @@ from ..validation import as_codes, check_probability
 __all__ = [
     "WaveChange",
     "conditional_variance",
+    "coverage_grid",
     "simulate_wave_change",
     "wave_change",
 ]
@@ -339,3 +340,51 @@ def simulate_wave_change(
         "oracle_width": float(np.median(oracle_widths)),
         "oracle_coverage": oracle_covered / panels,
     }
+
+
+def coverage_grid(panels: int = 300, n: int = 1000, rng: int = 1) -> list[dict[str, Any]]:
+    """The simulation of docs/collection.md ("Running a panel"): Warner p = 0.85, forced
+    response (1/6, 1/6), unrelated question (p = 0.7, innocuous share 0.3), crosswise
+    p = 0.25, each on a permanent Warner p = 0.85; k-ary RR (k = 4, epsilon 2 nats) on a
+    permanent k-ary RR alike; and a direct arm. Change 0, 0.05 and 0.2; 50% and 100%
+    re-answering; first-wave shares (0.7, 0.3), k-ary (0.4, 0.3, 0.2, 0.1).
+
+    Returns
+    -------
+    list of dict
+        One per cell: ``design``, ``change``, ``share_again`` and the keys of
+        :func:`simulate_wave_change`.
+    """
+    from ..mechanisms import (
+        Crosswise,
+        Direct,
+        ForcedResponse,
+        KaryRR,
+        TwoLayerDesign,
+        UnrelatedQuestion,
+        Warner,
+    )
+
+    permanent = Warner(p=0.85)
+    designs: dict[str, Design] = {
+        "Warner p=0.85": TwoLayerDesign(permanent, Warner(p=0.85)),
+        "forced response 1/6, 1/6": TwoLayerDesign(
+            permanent, ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+        ),
+        "unrelated question p=0.7, 0.3": TwoLayerDesign(
+            permanent, UnrelatedQuestion(p=0.7, innocuous_prevalence=0.3)
+        ),
+        "crosswise p=0.25": TwoLayerDesign(permanent, Crosswise(p=0.25)),
+        "k-ary RR k=4, eps 2": TwoLayerDesign(KaryRR(k=4, epsilon=2.0), KaryRR(k=4, epsilon=2.0)),
+        "direct (one layer)": Direct(k=2),
+    }
+    rows = []
+    for name, design in designs.items():
+        base = [0.4, 0.3, 0.2, 0.1] if design.n_truths == 4 else [0.7, 0.3]
+        for change in (0.0, 0.05, 0.2):
+            for again in (0.5, 1.0):
+                result = simulate_wave_change(
+                    design, base, change, again, n=n, panels=panels, rng=rng
+                )
+                rows.append({"design": name, "change": change, "share_again": again} | result)
+    return rows

@@ -121,11 +121,17 @@ _ADDRESS_HEADERS = {"address", "addresses", "email", "e-mail", "recipient", "rec
 
 def _read_recipients(path: Path) -> list[str]:
     """The addresses of a recipients CSV: the first cell of each non-blank row, an
-    optional header row (``address``, ``email``, ``recipient``) skipped."""
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        rows = [row for row in csv.reader(fh) if row and row[0].strip()]
+    optional header row (``address``, ``email``, ``recipient``) skipped. Exits with a
+    message if the file cannot be read or lists none."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            rows = [row for row in csv.reader(fh) if row and row[0].strip()]
+    except OSError as exc:
+        raise fail(f"cannot read {path}: {exc.strerror}") from None
     if rows and rows[0][0].strip().lower() in _ADDRESS_HEADERS:
         rows = rows[1:]
+    if not rows:
+        raise fail(f"{path} lists no addresses")
     return [row[0] for row in rows]
 
 
@@ -157,13 +163,7 @@ def survey_invite(
     if (count is None) == (recipients is None):
         raise fail("give exactly one of --count N (anonymous links) and --recipients FILE")
     if recipients is not None:
-        try:
-            addresses = _read_recipients(recipients)
-        except OSError as exc:
-            raise fail(f"cannot read {recipients}: {exc.strerror}") from None
-        if not addresses:
-            raise fail(f"{recipients} lists no addresses")
-        body: dict[str, Any] = {"recipients": addresses}
+        body: dict[str, Any] = {"recipients": _read_recipients(recipients)}
     else:
         body = {"count": count}
     out = _call(server, "POST", f"/api/surveys/{survey_id}/invitations", json=body).json()
@@ -266,10 +266,7 @@ def survey_wave(
     if (recipients is None) == (links is None):
         raise fail("give exactly one of --recipients FILE and --links PREVIOUS_LINKS.csv")
     if recipients is not None:
-        try:
-            addresses = _read_recipients(recipients)
-        except OSError as exc:
-            raise fail(f"cannot read {recipients}: {exc.strerror}") from None
+        addresses = _read_recipients(recipients)
     else:
         assert links is not None
         addresses = [row["recipient"] for row in _read_links(links) if row["recipient"]]

@@ -1476,6 +1476,7 @@ def test_a_panel_question_keeps_one_permanent_report_per_answer_in_the_browser(
     shapes = set()
     for wave in (1, 2, 3):
         store.publish(load_survey(data | {"version": wave}))
+        store.audit("analyst", "publish", "panel16", wave)  # as the API records it
         for i, page in enumerate(pages):
             page.goto("about:blank")
             page.goto(_recipient_link(base, store, "panel16", f"p{i}@example.org"))
@@ -1516,6 +1517,28 @@ def test_a_panel_question_keeps_one_permanent_report_per_answer_in_the_browser(
     for c in contexts:
         c.close()
     assert store.response_count("panel16") == 3 * n
+    # the dashboard: each wave's field period and response rate, and the change
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    page.goto(f"{base}/surveys/panel16/results")
+    page.fill("#token", ANALYST)
+    page.get_by_role("button", name="Log in").click()
+    page.locator("#waves").wait_for()
+    rows = page.locator("#waves tbody tr")
+    assert rows.count() == 3
+    assert "100.0%" in rows.nth(0).inner_text()  # 6 invited, 6 responses
+    assert page.locator("#change-q-2").is_visible() and page.locator("#change-q-3").is_visible()
+    assert "No one's own change can be known" in page.inner_text("body")
+    _screenshot(page, "dashboard-waves", tmp_path)
+    phone = browser.new_context(
+        viewport={"width": 390, "height": 844}, storage_state=context.storage_state()
+    )
+    small = phone.new_page()
+    small.goto(f"{base}/surveys/panel16/results")
+    small.locator("#waves").wait_for()
+    _no_horizontal_scroll(small)
+    phone.close()
+    context.close()
 
 
 def base64_bytes(text: str) -> bytes:

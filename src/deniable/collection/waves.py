@@ -99,12 +99,14 @@ def next_wave(versions: Sequence[Survey]) -> dict[str, Any]:
 
 
 def field_period(opened: int | None, closed: int | None) -> str:
-    """A wave's field period in hours, UTC: ``"2026-11-27 10:00 .. open"``."""
+    """A wave's field period in hours, UTC: ``"2026-11-27 10:00 .. open"``; ``"not
+    recorded"`` for a version published without the audit log (the Python API)."""
     import datetime as dt
 
-    def hour(t: int | None) -> str:
-        if t is None:
-            return "?"
+    if opened is None:
+        return "not recorded (published outside the server's API)"
+
+    def hour(t: int) -> str:
         return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:00")
 
     return f"{hour(opened)} .. {'open' if closed is None else hour(closed)}"

@@ -1489,6 +1489,11 @@ def test_a_panel_question_keeps_one_permanent_report_per_answer_in_the_browser(
             page.locator("#q-q [data-role=draw]").click()
             page.locator("#report-q").wait_for()
             sent[i].append(int(page.locator("#report-q").get_attribute("data-report")))
+            if i == 0:  # a transfer link carries neither the secret nor a panel report
+                page.get_by_role("button", name="Show the link for my other device").click()
+                link = page.locator("#transfer-link").input_value()
+                moved = json.loads(base64_bytes(link.split("#transfer=")[1]))
+                assert moved["reports"] == {} and "secret" not in json.dumps(moved)
             page.get_by_role("button", name="Send my reports").click()
             page.get_by_text("Sent and stored").wait_for()
             stored = json.loads(page.evaluate("JSON.stringify(Object.assign({}, localStorage))"))

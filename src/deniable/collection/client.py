@@ -133,7 +133,6 @@ def panel_layers(question: dict[str, Any]) -> TwoLayerDesign:
     panel = question.get("panel")
     if not panel:
         raise ValueError(f"question {question['id']!r} has no panel")
-    k = len(question["choices"])
     permanent = MatrixDesign(np.asarray(panel["columns"], dtype=np.float64).T.copy())
     check_stated_epsilon(
         permanent.epsilon, panel["epsilon_inf"], f"question {question['id']!r} panel.epsilon_inf"
@@ -142,8 +141,7 @@ def panel_layers(question: dict[str, Any]) -> TwoLayerDesign:
         np.asarray(question["columns"], dtype=np.float64).T.copy(),
         report_labels=tuple(question["reports"]),
     )
-    labels = tuple(question["choices"]) if len(question["choices"]) == k else None
-    return TwoLayerDesign(permanent, instantaneous, truth_labels=labels)
+    return TwoLayerDesign(permanent, instantaneous, truth_labels=tuple(question["choices"]))
 
 
 def permanent_uniform(secret: bytes, key: str, answer: int) -> float:

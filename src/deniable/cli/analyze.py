@@ -211,6 +211,30 @@ def analyze(
             "arm, the pooled estimate and a group design's fit (as the dashboard).",
         ),
     ] = False,
+    survey_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--survey",
+            help="An export of a host (jsPsych, oTree, Qualtrics, LimeSurvey) of this survey "
+            "file: each randomized question's reports, rows with a wrong design digest "
+            "refused and counted; then as a deniable export (--question, --by, --formula, "
+            "--arms).",
+        ),
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            help="With --survey: jspsych, otree, qualtrics or limesurvey (default: "
+            "read from the file)."
+        ),
+    ] = None,
+    bundle: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --survey: write the wide CSV, the survey file and the R script "
+            "for this export to this folder."
+        ),
+    ] = None,
     waves: Annotated[
         bool,
         typer.Option(
@@ -300,6 +324,15 @@ def analyze(
         "--labels": labels,
         "--postprocess": postprocess,
     }
+    if survey_file is not None:
+        from .host_exports import host_estimates, host_wide_export
+
+        reports = host_wide_export(reports, survey_file, host, bundle, as_json)
+        if question is None and not arms:  # every randomized question
+            host_estimates(reports, confidence_level, as_json)
+            return
+    elif host is not None or bundle is not None:
+        raise fail("--host and --bundle read a host's export: give --survey SURVEY_FILE")
     if waves:
         given = [n for n, v in mode_options.items() if v]
         if design or given or arms or pooled or version:
@@ -343,7 +376,16 @@ def analyze(
         if formula or by:
             from .export_models import analyze_export_model
 
-            analyze_export_model(reports, question, version, formula, by, confidence_level, as_json)
+            analyze_export_model(
+                reports,
+                question,
+                version,
+                formula,
+                by,
+                confidence_level,
+                as_json,
+                host_columns=survey_file is not None,
+            )
             return
         d, values, missing = _export_question(reports, question, version, pooled)
         if isinstance(d, NumericQuestionMean):

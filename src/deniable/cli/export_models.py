@@ -40,11 +40,14 @@ def analyze_export_model(
     by: str | None,
     level: float,
     as_json: bool,
+    host_columns: bool = False,
 ) -> None:
     """``--question`` with ``--by`` or ``--formula`` on a deniable export: the other
     questions named (direct questions, the covariates) enter by their answer labels;
     rows where one is missing (unanswered, or recoded to missing in a small cell) are
-    left out."""
+    left out. With ``host_columns`` (a host's export, ``--survey``) the host's other
+    columns may be named too: ``--by`` takes their values as groups, ``--formula`` as
+    they are (numbers, or text as categories)."""
     from ..collection.study import answer_labels, design_keys, has_variants, study_frame
 
     frame, versions = _read(path)
@@ -73,6 +76,10 @@ def analyze_export_model(
         named = {by}
     known = {q.id: q for q in survey.questions}
     for name in sorted(named):
+        if host_columns and name not in known and name in rows.columns and name != question:
+            if by:
+                rows[name] = rows[name].astype("string").astype("category")
+            continue
         if name not in known or name == question:
             raise fail(
                 f"{'--by' if by else '--formula'}: {name!r} must be another question of "

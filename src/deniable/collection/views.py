@@ -17,7 +17,27 @@ from .recipes import physical_instructions
 if TYPE_CHECKING:
     from .survey import Survey
 
-__all__ = ["question_view", "survey_view"]
+__all__ = ["design_digest", "question_view", "survey_view"]
+
+
+def design_digest(q: Question) -> str:
+    """SHA-256 (hex) of a question's design as the reports depend on it: the design's
+    name, its matrix (a panel question's composed channel), each group's matrix, the
+    range, and the permanent layer; not the texts or labels, which a host may translate.
+    A browser component hands it back with each report, and
+    :func:`~deniable.collection.hosts.read_host_export` refuses reports whose digest is
+    not the question's."""
+    import hashlib
+    import json
+
+    content = {
+        "design": q.design.name,
+        "matrix": q.mechanism.matrix.round(15).tolist(),
+        "groups": [d.matrix.round(15).tolist() for d in q.groups] if len(q.groups) > 1 else None,
+        "range": q.range.model_dump(exclude={"unit"}) if q.range is not None else None,
+        "permanent": q.permanent_key,
+    }
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
 def question_view(
@@ -43,6 +63,7 @@ def question_view(
         "cost": q.cost,
         "sensitive": [choices[i] for i in q.sensitive_indices],
         "memo_key": q.memo_digest,
+        "design_digest": design_digest(q),
         "direct": q.is_direct,
         "allow_no_answer": q.allow_no_answer,
         "bins": q.bins,

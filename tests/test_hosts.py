@@ -1,0 +1,337 @@
+"""A host's export (jsPsych, oTree, Qualtrics, LimeSurvey) read back by `deniable analyze
+--survey` (issue 41, item 3): the estimates equal estimate() on the same reports to
+1e-12, rows with a wrong design digest are refused and counted, the host's other
+columns break estimates down."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from deniable.cli import app
+from deniable.collection.hosts import detect_host, read_host_export
+from deniable.collection.survey import load_survey
+from deniable.collection.views import design_digest
+from deniable.estimation import estimate
+
+SURVEY = {
+    "id": "hosted",
+    "title": "Hosted",
+    "version": 1,
+    "privacy_budget": 4,
+    "questions": [
+        {
+            "id": "cheat",
+            "text": "Have you cheated in an exam?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.2, "p_no": 0.1}},
+        },
+        {
+            "id": "drug",
+            "text": "Which one did you use?",
+            "choices": ["none", "cannabis", "other"],
+            "design": {"name": "kary-rr", "params": {"epsilon": 1.5}},
+        },
+    ],
+}
+N = 2000
+#: Rows whose digest is another design's (refused for `cheat`).
+WRONG = 7
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    """2,000 respondents with known truths, randomized by the questions' designs; an
+    age group and a number per respondent (the host's own columns)."""
+    tmp = tmp_path_factory.mktemp("hosts")
+    survey = load_survey(SURVEY)
+    (tmp / "hosted.yaml").write_text(json.dumps(SURVEY))
+    gen = np.random.default_rng(41)
+    truths = {
+        "cheat": (gen.random(N) < 0.3).astype(np.int64),
+        "drug": gen.choice(3, N, p=[0.6, 0.3, 0.1]),
+    }
+    reports = {
+        q.id: q.mechanism.randomize(truths[q.id], gen).astype(np.int64) for q in survey.questions
+    }
+    digests = {q.id: [design_digest(q)] * N for q in survey.questions}
+    digests["cheat"] = ["0" * 64] * WRONG + digests["cheat"][WRONG:]
+    age = gen.choice(["18-29", "30-49", "50+"], N)
+    hours = gen.integers(0, 40, N)
+    return tmp, survey, reports, digests, age, hours
+
+
+def _write(host: str, tmp: Path, reports, digests, age, hours, legacy: bool = False) -> Path:
+    ids = [f"p{i}" for i in range(N)]
+    if host in ("jspsych-json", "jspsych-csv"):
+        trials = []
+        for i, pid in enumerate(ids):
+            trials.append(
+                {
+                    "trial_type": "survey-html-form",
+                    "subject": pid,
+                    "age": age[i],
+                    "hours": int(hours[i]),
+                    "trial_index": 0,
+                    "time_elapsed": 1200,
+                }
+            )
+            for j, qid in enumerate(("cheat", "drug")):
+                trials.append(
+                    {
+                        "trial_type": "deniable-rr",
+                        "subject": pid,
+                        "question": qid,
+                        "report": int(reports[qid][i]),
+                        "digest": digests[qid][i],
+                        "component_version": "0.1.0",
+                        "rt": 3000,
+                        "trial_index": j + 1,
+                    }
+                )
+        if host == "jspsych-json":
+            path = tmp / "jspsych.json"
+            path.write_text(json.dumps(trials))
+            return path
+        path = tmp / "jspsych.csv"
+        names = sorted({k for t in trials for k in t})
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, names)
+            w.writeheader()
+            w.writerows(trials)
+        return path
+    if host == "otree":
+        path = tmp / "all_apps_wide.csv"
+        names = [
+            "participant.id_in_session",
+            "participant.code",
+            "session.code",
+            "rr.1.player.id_in_group",
+            "rr.1.player.deniable_cheat",
+            "rr.1.player.deniable_cheat_digest",
+            "rr.1.player.deniable_drug",
+            "rr.1.player.deniable_drug_digest",
+            "rr.1.player.age",
+            "rr.1.player.hours",
+        ]
+        with path.open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(names)
+            for i in range(N):
+                w.writerow(
+                    [
+                        i + 1,
+                        f"c{i}",
+                        "s1",
+                        1,
+                        reports["cheat"][i],
+                        digests["cheat"][i],
+                        reports["drug"][i],
+                        digests["drug"][i],
+                        age[i],
+                        hours[i],
+                    ]
+                )
+        return path
+    if host == "qualtrics":
+        path = tmp / ("qualtrics-legacy.csv" if legacy else "qualtrics.csv")
+        prefix = "" if legacy else "__js_"
+        names = [
+            "StartDate",
+            "EndDate",
+            "Status",
+            "IPAddress",
+            "ResponseId",
+            f"{prefix}deniable_cheat",
+            f"{prefix}deniable_cheat_digest",
+            f"{prefix}deniable_drug",
+            f"{prefix}deniable_drug_digest",
+            "Q_age",
+            "Q_hours",
+        ]
+        texts = [
+            "Start Date",
+            "End Date",
+            "Response Type",
+            "IP Address",
+            "Response ID",
+            *names[5:9],
+            "Your age",
+            "Hours",
+        ]
+        imports = [json.dumps({"ImportId": n}) for n in names]
+        with path.open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(names)
+            w.writerow(texts)
+            if not legacy:
+                w.writerow(imports)
+            for i in range(N):
+                w.writerow(
+                    [
+                        "2026-11-27 10:00:00",
+                        "2026-11-27 10:05:00",
+                        "IP Address",
+                        "192.0.2.1",
+                        f"R_{i}",
+                        reports["cheat"][i],
+                        digests["cheat"][i],
+                        reports["drug"][i],
+                        digests["drug"][i],
+                        age[i],
+                        hours[i],
+                    ]
+                )
+        return path
+    assert host == "limesurvey"
+    path = tmp / "results-survey123.csv"
+    names = [
+        "id",
+        "submitdate",
+        "lastpage",
+        "startlanguage",
+        "seed",
+        "deniablecheat",
+        "deniablecheatdigest",
+        "deniabledrug",
+        "deniabledrugdigest",
+        "age",
+        "hours",
+    ]
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        for i in range(N):
+            w.writerow(
+                [
+                    i + 1,
+                    "2026-11-27 10:05:00",
+                    2,
+                    "en",
+                    123,
+                    f"A{reports['cheat'][i]}",
+                    digests["cheat"][i],
+                    f"A{reports['drug'][i]}",
+                    digests["drug"][i],
+                    age[i],
+                    hours[i],
+                ]
+            )
+    return path
+
+
+HOSTS = [
+    ("jspsych-json", "jspsych"),
+    ("jspsych-csv", "jspsych"),
+    ("otree", "otree"),
+    ("qualtrics", "qualtrics"),
+    ("qualtrics-legacy", "qualtrics"),
+    ("limesurvey", "limesurvey"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "host"), HOSTS)
+def test_a_hosts_export_gives_the_librarys_estimates_and_refuses_wrong_digests(
+    simulated, fmt, host
+):
+    tmp, survey, reports, digests, age, hours = simulated
+    legacy = fmt == "qualtrics-legacy"
+    path = _write(fmt.removesuffix("-legacy"), tmp, reports, digests, age, hours, legacy)
+    assert detect_host(path) == host
+    out = CliRunner().invoke(
+        app, ["analyze", str(path), "--survey", str(tmp / "hosted.yaml"), "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["host"] == host and data["rows"] == N
+    by_id = {item["question"]: item for item in data["questions"]}
+    assert by_id["cheat"]["refused"] == WRONG and by_id["drug"]["refused"] == 0
+    for q in survey.questions:
+        kept = reports[q.id][WRONG:] if q.id == "cheat" else reports[q.id]
+        lib = estimate(q.mechanism, kept)
+        assert by_id[q.id]["n"] == kept.size
+        np.testing.assert_allclose(by_id[q.id]["estimate"], lib.estimate, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(by_id[q.id]["std_error"], lib.std_error, rtol=0, atol=1e-12)
+    assert f"cheat: {WRONG} row(s) refused" in out.stderr
+
+
+def test_the_hosts_own_columns_break_the_estimate_down_and_enter_a_regression(simulated):
+    tmp, _, reports, digests, age, hours = simulated
+    path = _write("qualtrics", tmp, reports, digests, age, hours)
+    by = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            str(path),
+            "--survey",
+            str(tmp / "hosted.yaml"),
+            "--question",
+            "cheat",
+            "--by",
+            "Q_age",
+            "--json",
+        ],
+    )
+    assert by.exit_code == 0, by.output
+    groups = json.loads(by.stdout)
+    text = json.dumps(groups)
+    assert all(g in text for g in ("18-29", "30-49", "50+"))
+    fit = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            str(path),
+            "--survey",
+            str(tmp / "hosted.yaml"),
+            "--question",
+            "cheat",
+            "--formula",
+            "cheat ~ Q_hours",
+            "--json",
+        ],
+    )
+    assert fit.exit_code == 0, fit.output
+    assert "Q_hours" in fit.stdout
+
+
+def test_an_export_without_reports_or_with_a_bad_code_is_refused_by_name(simulated, tmp_path):
+    _, survey, *_ = simulated
+    empty = tmp_path / "empty.csv"
+    empty.write_text("id,submitdate,lastpage,startlanguage\n1,x,1,en\n")
+    with pytest.raises(ValueError, match="no report column of cheat, drug"):
+        read_host_export(empty, survey)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,submitdate,deniablecheat\n1,x,A7\n")
+    with pytest.raises(ValueError, match=r"deniablecheat row 0: 'A7' is not a report code"):
+        read_host_export(bad, survey)
+    unknown = tmp_path / "other.csv"
+    unknown.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="name the host with --host"):
+        detect_host(unknown)
+
+
+def test_the_bundle_of_a_hosts_export_holds_the_wide_csv_the_survey_and_the_r_script(
+    simulated, tmp_path
+):
+    tmp, _, reports, digests, age, hours = simulated
+    path = _write("otree", tmp, reports, digests, age, hours)
+    out = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            str(path),
+            "--survey",
+            str(tmp / "hosted.yaml"),
+            "--bundle",
+            str(tmp_path / "b"),
+            "--json",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    names = sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert names == ["hosted.R", "hosted.survey.json", "hosted.wide.csv"]
+    assert "hosted.wide.csv" in (tmp_path / "b" / "hosted.R").read_text()

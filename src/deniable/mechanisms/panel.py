@@ -113,9 +113,10 @@ class TwoLayerDesign(Design):
         return self.permanent.epsilon
 
     def permanent_reports(self, truths: ArrayLike, u: ArrayLike) -> NDArray[np.integer]:
-        """The permanent report of each truth for the uniforms ``u`` (inverse CDF of
-        ``P[:, t]``: the first ``s`` with ``u < P[0, t] + ... + P[s, t]``): a device
-        derives ``u`` once per answer, so the same answer always finds the same
+        """The permanent report of each truth for the uniforms ``u``, drawn as
+        :meth:`~deniable.mechanisms.designs.Design.randomize` draws (two reports: 1 when
+        ``u < P[1, t]``; more: the first ``s`` with ``u < P[0, t] + ... + P[s, t]``): a
+        device derives ``u`` once per answer, so the same answer always finds the same
         permanent report.
 
         Parameters
@@ -127,12 +128,7 @@ class TwoLayerDesign(Design):
         """
         codes = as_codes("truths", truths, self.n_truths)
         grid = np.asarray(u, dtype=np.float64).reshape(codes.shape)
-        # the first report s with u < P[0, t] + ... + P[s, t], as the page's drawReport
-        cdf = np.cumsum(self.permanent.matrix, axis=0)
-        cdf[-1] = 1.0
-        found = (grid[None, :] >= cdf[:, codes]).sum(axis=0)
-        out: NDArray[np.integer] = np.minimum(found, self.n_truths - 1)
-        return out
+        return self.permanent._draw(codes, grid)  # as the page's drawReport draws it
 
     def instantaneous_reports(
         self, permanent: ArrayLike, rng: RandomSource | np.random.Generator | None = None

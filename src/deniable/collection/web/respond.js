@@ -41,79 +41,8 @@
 "use strict";
 
 const deniable = (() => {
-  /** Uniform on [0, 1) with 53 random bits, like the Python randomizer's grid. */
-  function uniform53() {
-    const words = new Uint32Array(2);
-    crypto.getRandomValues(words);
-    return ((words[0] >>> 5) * 67108864 + (words[1] >>> 6)) / 9007199254740992;
-  }
-
-  /**
-   * Report index for a uniform u, from a column of Pr(report r | truth): the first r
-   * with u < P[0] + ... + P[r] (the last report if rounding leaves a gap).
-   * Constant work: every entry is visited whatever u and the column are.
-   */
-  function drawReport(column, u) {
-    let report = column.length - 1;
-    let cumulative = 0;
-    let found = false;
-    for (let r = 0; r < column.length; r++) {
-      cumulative += column[r];
-      const hit = !found && u < cumulative;
-      report = hit ? r : report;
-      found = found || hit;
-    }
-    return report;
-  }
-
-  /** An index drawn with chances proportional to ``weights`` (one 53-bit uniform). */
-  function pickWeighted(weights, u = uniform53()) {
-    const total = weights.reduce((a, b) => a + b, 0);
-    return drawReport(weights.map((w) => w / total), u);
-  }
-
-  /**
-   * A uniform on [0, 1) that an invitation token fixes: the first 53 bits of
-   * HMAC-SHA256(key = token, "deniable arm|" + survey id), as the Python client's
-   * token_uniform. Every device that opens the link draws the same arm with it.
-   */
-  async function tokenUniform(token, surveyId) {
-    const enc = new TextEncoder();
-    const key = await crypto.subtle.importKey(
-      "raw", enc.encode(token), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-    const mac = new Uint8Array(
-      await crypto.subtle.sign("HMAC", key, enc.encode(`deniable arm|${surveyId}`)));
-    const word = (i) => ((mac[i] << 24) | (mac[i + 1] << 16) | (mac[i + 2] << 8) | mac[i + 3]) >>> 0;
-    return ((word(0) >>> 5) * 67108864 + (word(4) >>> 6)) / 9007199254740992;
-  }
-
-  /**
-   * The report distribution of a numeric question for z = (v - low) / (high - low) in
-   * [0, 1]: columns[0] and columns[1] are the distributions at low and high, and the
-   * one-bit mechanisms (Duchi et al. 2018; Ding et al. 2017) are linear in z between them.
-   */
-  function numericColumn(columns, z) {
-    return columns[0].map((p0, r) => (1 - z) * p0 + z * columns[1][r]);
-  }
-
-  /** n draws for one column (used by the statistical test of this randomizer). */
-  function sample(column, n) {
-    const out = new Array(column.length).fill(0);
-    for (let i = 0; i < n; i++) out[drawReport(column, uniform53())] += 1;
-    return out;
-  }
-
-  function b64url(bytes) {
-    let text = "";
-    bytes.forEach((b) => { text += String.fromCharCode(b); });
-    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  }
-
-  function fromB64(text) {
-    const std = text.replace(/-/g, "+").replace(/_/g, "/");
-    const raw = atob(std + "=".repeat((4 - (std.length % 4)) % 4));
-    return Uint8Array.from(raw, (c) => c.charCodeAt(0));
-  }
+  const R = globalThis.deniableRandomizer; // web/randomizer.js, loaded first
+  const { b64url, fromB64 } = R;
 
   /**
    * Exchange an invitation token for a credential (RFC 9474, RSABSSA-SHA384-PSS-Randomized).
@@ -145,42 +74,7 @@ const deniable = (() => {
     return { message: request.prepared, signature: b64url(signature) };
   }
 
-  /**
-   * The uniform that fixes a panel question's permanent report of `answer` on this
-   * device: the first 53 bits of HMAC-SHA256(key = secret, "deniable permanent|" + key +
-   * "|" + answer), as the Python client's permanent_uniform. `secret`: base64url.
-   */
-  async function permanentUniform(secret, key, answer) {
-    const enc = new TextEncoder();
-    const hmacKey = await crypto.subtle.importKey(
-      "raw", fromB64(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-    const mac = new Uint8Array(await crypto.subtle.sign(
-      "HMAC", hmacKey, enc.encode(`deniable permanent|${key}|${answer}`)));
-    const word = (i) => ((mac[i] << 24) | (mac[i + 1] << 16) | (mac[i + 2] << 8) | mac[i + 3]) >>> 0;
-    return ((word(0) >>> 5) * 67108864 + (word(4) >>> 6)) / 9007199254740992;
-  }
-
-  /**
-   * One wave's report of a panel question: the permanent report of `truth` (fixed by
-   * the owner's `secret`), randomized afresh by the instantaneous layer (q.columns).
-   */
-  async function panelReport(q, truth, secret) {
-    const u = await permanentUniform(secret, q.panel.key, truth);
-    const permanent = drawReport(q.panel.columns[truth], u);
-    return drawReport(q.columns[permanent], uniform53());
-  }
-
-  /** A new owner secret: 32 bytes from crypto.getRandomValues, base64url. */
-  function newSecret() {
-    const bytes = new Uint8Array(32);
-    crypto.getRandomValues(bytes);
-    return b64url(bytes);
-  }
-
-  return {
-    uniform53, drawReport, pickWeighted, tokenUniform, permanentUniform, panelReport, newSecret,
-    numericColumn, sample, b64url, fromB64, obtainCredential,
-  };
+  return { ...R, obtainCredential };
 })();
 
 (async function page() {

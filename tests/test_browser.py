@@ -133,6 +133,7 @@ def test_true_answer_never_leaves_the_browser(browser, site):
             f"{base}/static/vendor/blindrsa-ts-0.4.4.js",
             f"{base}/static/randomizer-global.js",
             f"{base}/static/randomizer.js",
+            f"{base}/static/explain.js",
             f"{base}/static/respond.js",
         ]
     )

@@ -696,18 +696,13 @@ const deniable = (() => {
     submit.disabled = true;
   }
 
-  /**
-   * Per answer, the largest factor by which a report can multiply anyone's odds of it
-   * (null: some report proves it); a numeric question's single factor for both bounds.
-   */
+  // the plain-words disclosure: web/explain.js, shared with the embeddable component
   function answerFactors(q) {
-    const f = q.disclosure.max_odds_factor;
-    return Array.isArray(f) ? f.map((x) => (x === null ? null : Number(x))) : [Number(f), Number(f)];
+    return globalThis.deniableExplain.answerFactors(q);
   }
 
-  /** The largest finite factor of a question (1 if every answer is provable). */
   function finiteFactor(q) {
-    return Math.max(1, ...answerFactors(q).filter((x) => x !== null));
+    return globalThis.deniableExplain.finiteFactor(q);
   }
 
   /** The worst case over the randomized questions, for the top of the page. */
@@ -721,54 +716,20 @@ const deniable = (() => {
     return t("worst_odds", { times: times(Math.max(...randomized().map(finiteFactor))) });
   }
 
-  /** The risk in plain words: how much surer anyone can become of the answer. */
   function plainRisk(q) {
-    const factors = answerFactors(q);
-    const exposed = q.choices.filter((_, a) => factors[a] === null);
-    if (exposed.length) {
-      const answers = exposed.map((a) => `"${a}"`).join(t("or"));
-      const safe = factors.some((x) => x !== null)
-        ? " " + t("plain_risk_others", { times: times(finiteFactor(q)) })
-        : "";
-      return t("plain_risk_exposed", { answers }) + safe;
-    }
-    return t("plain_risk", { times: times(finiteFactor(q)) });
+    return globalThis.deniableExplain.plainRisk(q, t, survey.lang);
   }
 
   function times(factor) {
-    const n = factor < 10 ? Number(factor.toFixed(1)) : Math.round(factor);
-    return t("times", { n: n.toLocaleString(survey.lang || "en") });
+    return globalThis.deniableExplain.times(factor, t, survey.lang);
   }
 
   function explainRisk(q) {
-    const pct = (x) => `${(100 * x).toFixed(0)}%`;
-    const factor = finiteFactor(q);
-    if (q.epsilon === "inf") {
-      const factors = answerFactors(q);
-      return q.choices.map((label, a) => `"${label}": ` + (factors[a] === null
-        ? t("answer_exposed")
-        : t("answer_odds", { times: times(factors[a]) }))).join("; ") + ".";
-    }
-    if (q.numeric) {
-      return t("risk_numeric", {
-        low: num(q.numeric.low), high: num(q.numeric.high), p_low: pct(q.columns[0][1]),
-        p_high: pct(q.columns[1][1]), factor: factor.toFixed(2), eps: Number(q.epsilon).toFixed(2),
-      });
-    }
-    let text = t("risk_odds", { factor: factor.toFixed(2), eps: Number(q.epsilon).toFixed(2) });
-    if (q.choices.length === 2) {
-      const prior = q.disclosure.prior[1];
-      const post = q.disclosure.posterior.map((row) => row[1]);
-      const parts = q.reports
-        .map((label, r) => (post[r] === null ? null : t("risk_after", { report: label, pct: pct(post[r]) })))
-        .filter(Boolean);
-      text += " " + t("risk_posterior", { prior: pct(prior), answer: q.choices[1], parts: parts.join("; ") });
-    }
-    return text;
+    return globalThis.deniableExplain.explainRisk(q, t, survey.lang);
   }
 
   function num(x) {
-    return Number(x).toLocaleString(survey.lang || "en");
+    return globalThis.deniableExplain.num(x, survey.lang);
   }
 
   function radio(name, value, label, id) {

@@ -13,11 +13,11 @@ from .._extras import require
 require("typer", "cli")
 require("pandas", "analysis")
 
-from . import analyze, collect, demo, manage, plan, simulate  # register the commands
+from . import analyze, collect, demo, embed, manage, plan, simulate  # register the commands
 from .common import app
 
 __all__ = ["app", "main"]
-_COMMANDS = (analyze, collect, demo, manage, plan, simulate)
+_COMMANDS = (analyze, collect, demo, embed, manage, plan, simulate)
 
 
 def main() -> None:  # pragma: no cover - console script entry

@@ -15,7 +15,7 @@ __all__ = ["embed"]
 
 @app.command()
 def embed(
-    host: Annotated[str, typer.Argument(help="jspsych, otree or qualtrics (LimeSurvey: to come).")],
+    host: Annotated[str, typer.Argument(help="jspsych, limesurvey, otree or qualtrics.")],
     survey_file: Annotated[Path, typer.Argument(help="Survey definition (.yaml or .json).")],
     output: Annotated[Path, typer.Option(help="Folder to write the files to.")],
     as_json: JsonOpt = False,

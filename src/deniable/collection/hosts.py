@@ -29,9 +29,9 @@ Qualtrics      embedded data: ``__js_deniable_<q>`` (``setJSEmbeddedData``, the
                ``setEmbeddedData``); a CSV with three header rows (names, question
                texts, ``{"ImportId": ...}``) or two (the legacy format)
 LimeSurvey     the response CSV with question codes as headers: the report is the
-               answer code of ``deniable<q>`` (a code's letters and digits only: a
+               answer code of ``deniable<q>`` (a "list with comment" question; a
                leading letter before the report code is dropped, ``A3`` is 3), its
-               digest ``deniable<q>digest``
+               digest the comment, ``deniable<q>[comment]`` (or ``deniable<q>digest``)
 =============  ==================================================================
 
 A row whose digest is not the question's is refused for that question (its report set
@@ -235,7 +235,11 @@ def _columns(
         return reports[0], otree_digest if otree_digest in names else None
     base = _norm(f"deniable{qid}")
     report = normalised.get(base) or normalised.get("js" + base)
-    digest = normalised.get(base + "digest") or normalised.get("js" + base + "digest")
+    digest = (
+        normalised.get(base + "digest")
+        or normalised.get("js" + base + "digest")
+        or normalised.get(base + "comment")  # LimeSurvey: the list's comment field
+    )
     return report, digest
 
 

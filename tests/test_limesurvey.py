@@ -1,0 +1,122 @@
+"""`deniable embed limesurvey` (issue 41, item 2). LimeSurvey could not be run here: its
+repository snapshot is 1.34 GB, over the 500 MB the snapshot tool brings, and Debian
+ships no LimeSurvey package (the attempt of 2026-11-27, said in docs/collection.md). So
+the theme's script runs in Debian's Chromium on a stand-in page with LimeSurvey's markup
+of a "list with comment" question (the core radio list with answer codes A0, A1, the
+comment, the survey form): the form then holds only the answer code of the report and
+the digest in the comment; no request carries the answer; a LimeSurvey CSV of the
+result reads back."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from deniable.cli import app
+from deniable.collection.survey import load_survey
+from deniable.collection.views import design_digest
+
+from .test_component import SURVEY, page_at  # noqa: F401 (the fixture)
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium (.ci/run installs it)"
+)
+
+#: LimeSurvey's markup of a "list with comment" question (SGQA 123456X1X42) with the
+#: theme's class, inside the survey's form.
+STAND_IN = """
+() => {
+  document.documentElement.lang = "en";
+  document.body.innerHTML = `<form id="limesurvey" name="limesurvey" method="post">
+  <input type="hidden" name="YII_CSRF_TOKEN" value="t0k">
+  <div id="question42" class="row question-container list-with-comment deniable-cheat mandatory">
+    <div class="question-title-container">
+      <div class="ls-label-question">Have you cheated?</div></div>
+    <div class="answer-container">
+      <ul class="answers-list radio-list list-unstyled" role="radiogroup">
+        <li class="answer-item radio-item"><input class="radio" type="radio" name="123456X1X42"
+          id="answer123456X1X42A0" value="A0"><label for="answer123456X1X42A0">no</label></li>
+        <li class="answer-item radio-item"><input class="radio" type="radio" name="123456X1X42"
+          id="answer123456X1X42A1" value="A1"><label for="answer123456X1X42A1">yes</label></li>
+      </ul>
+      <div class="answer-item text-item"><label for="answer123456X1X42comment">Comment</label>
+        <textarea name="123456X1X42comment" id="answer123456X1X42comment"></textarea></div>
+      <input type="hidden" name="java123456X1X42" id="java123456X1X42" value="">
+    </div>
+  </div>
+  <button type="submit" id="ls-button-submit">Submit</button></form>`;
+  window.__conditions = [];
+  window.checkconditions = (value, name, type) => window.__conditions.push([value, name, type]);
+}
+"""
+
+
+@pytest.fixture
+def generated(tmp_path):
+    survey_file = tmp_path / "embedded.json"
+    survey_file.write_text(json.dumps(SURVEY))
+    out = tmp_path / "limesurvey"
+    result = CliRunner().invoke(
+        app, ["embed", "limesurvey", str(survey_file), "--output", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    return out, survey_file
+
+
+def test_the_themes_are_question_themes_over_list_with_comment(generated):
+    out, _ = generated
+    for qid in ("cheat", "panel"):
+        folder = out / f"deniable-{qid}" / "survey" / "questions" / "answer" / "list_with_comment"
+        config = (folder / "config.xml").read_text()
+        assert "<questionType>O</questionType>" in config
+        assert f"<class>deniable-{qid}</class>" in config
+        script = (folder / "assets" / "scripts" / "deniable-rr.js").read_text()
+        assert "Math.random" not in script and "export " not in script
+    assert "LimeSurvey could not be run here" in (out / "README.md").read_text()
+
+
+def test_the_theme_writes_only_the_report_and_the_digest_into_limesurveys_form(
+    page_at,  # noqa: F811
+    generated,
+    tmp_path,
+):
+    _, open_page = page_at
+    out, survey_file = generated
+    page = open_page()
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url))
+    page.evaluate(STAND_IN)
+    script = out / "deniable-cheat/survey/questions/answer/list_with_comment/assets/scripts"
+    page.add_script_tag(content=(script / "deniable-rr.js").read_text())
+    assert page.locator(".answers-list").is_hidden()  # the core list gives way
+    page.get_by_role("radio", name="yes").check()
+    form = "Object.fromEntries(new FormData(document.getElementById('limesurvey')))"
+    assert page.evaluate(form) == {
+        "YII_CSRF_TOKEN": "t0k", "123456X1X42comment": "", "java123456X1X42": "",
+    }  # fmt: skip
+    page.get_by_role("button", name="Randomize my answer on this device").click()
+    page.wait_for_function("window.__conditions.length === 1")
+    fields = page.evaluate(form)
+    digest = design_digest(load_survey(SURVEY).question("cheat"))
+    assert fields["123456X1X42comment"] == digest
+    assert fields["123456X1X42"] in ("A0", "A1")
+    assert set(fields) == {"YII_CSRF_TOKEN", "123456X1X42", "123456X1X42comment",
+                           "java123456X1X42"}  # fmt: skip
+    assert not [u for u in sent if "/healthz" not in u]
+    # the response as LimeSurvey's CSV export (question codes as headings), read back
+    export = tmp_path / "results-survey123456.csv"
+    with export.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "submitdate", "lastpage", "startlanguage", "seed", "deniablecheat",
+                    "deniablecheat[comment]"])  # fmt: skip
+        w.writerow([1, "2026-11-27 11:30:00", 1, "en", 42, fields["123456X1X42"], digest])
+    args = ["analyze", str(export), "--survey", str(survey_file), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (item,) = json.loads(result.stdout)["questions"]
+    assert (item["question"], item["n"], item["refused"]) == ("cheat", 1, 0)

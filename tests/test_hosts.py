@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -39,14 +41,53 @@ SURVEY = {
     ],
 }
 N = 2000
+WEB = Path(__file__).resolve().parents[1] / "src" / "deniable" / "collection" / "web"
 #: Rows whose digest is another design's (refused for `cheat`).
 WRONG = 7
 
 
+def _through_the_component(survey, truths, tmp: Path) -> dict[str, np.ndarray]:
+    """Each respondent's report drawn by the browser's randomizer in Node (the
+    component's own draw: drawReport of the served column, a crypto.getRandomValues
+    uniform); NumPy's seeded draw by the same design where Node is absent."""
+    view = {q["id"]: q for q in survey.respondent_view()["questions"]}
+    if shutil.which("node") is None:
+        gen = np.random.default_rng(42)
+        return {
+            q.id: q.mechanism.randomize(truths[q.id], gen).astype(np.int64)
+            for q in survey.questions
+        }
+    script = tmp / "draw.mjs"
+    script.write_text(
+        f"import * as R from {json.dumps((WEB / 'randomizer.js').as_uri())};\n"
+        "import { readFileSync } from 'node:fs';\n"
+        "const job = JSON.parse(readFileSync(process.argv[2], 'utf8'));\n"
+        "const out = {};\n"
+        "for (const [id, q] of Object.entries(job)) {\n"
+        "  out[id] = q.truths.map((t) => R.drawReport(q.columns[t], R.uniform53()));\n"
+        "}\n"
+        "console.log(JSON.stringify(out));\n"
+    )
+    job = tmp / "job.json"
+    job.write_text(
+        json.dumps(
+            {
+                qid: {"columns": view[qid]["columns"], "truths": t.tolist()}
+                for qid, t in truths.items()
+            }
+        )
+    )
+    run = subprocess.run(
+        ["node", str(script), str(job)], capture_output=True, text=True, check=True
+    )
+    return {qid: np.asarray(r, dtype=np.int64) for qid, r in json.loads(run.stdout).items()}
+
+
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
-    """2,000 respondents with known truths, randomized by the questions' designs; an
-    age group and a number per respondent (the host's own columns)."""
+    """2,000 respondents with known truths, their reports drawn through the component's
+    randomizer in Node; an age group and a number per respondent (the host's own
+    columns)."""
     tmp = tmp_path_factory.mktemp("hosts")
     survey = load_survey(SURVEY)
     (tmp / "hosted.yaml").write_text(json.dumps(SURVEY))
@@ -55,13 +96,15 @@ def simulated(tmp_path_factory):
         "cheat": (gen.random(N) < 0.3).astype(np.int64),
         "drug": gen.choice(3, N, p=[0.6, 0.3, 0.1]),
     }
-    reports = {
-        q.id: q.mechanism.randomize(truths[q.id], gen).astype(np.int64) for q in survey.questions
-    }
+    reports = _through_the_component(survey, truths, tmp)
     digests = {q.id: [design_digest(q)] * N for q in survey.questions}
     digests["cheat"] = ["0" * 64] * WRONG + digests["cheat"][WRONG:]
     age = gen.choice(["18-29", "30-49", "50+"], N)
     hours = gen.integers(0, 40, N)
+    for q in survey.questions:  # the component's draws follow the design (4 sigma)
+        est = estimate(q.mechanism, reports[q.id])
+        share = np.bincount(truths[q.id], minlength=q.mechanism.n_truths) / N
+        assert np.all(np.abs(est.estimate - share) <= 4 * est.std_error), q.id
     return tmp, survey, reports, digests, age, hours
 
 

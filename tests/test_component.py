@@ -39,6 +39,15 @@ SURVEY = {
             "panel": {"permanent": {"name": "warner", "params": {"p": 0.85}}},
         },
     ],
+    "translations": {
+        "de": {
+            "title": "Eingebettet",
+            "questions": {
+                "cheat": {"text": "Haben Sie bei einer Prüfung geschummelt?"},
+                "panel": {"text": "Haben Sie diesen Monat bei der Arbeit getrunken?"},
+            },
+        }
+    },
 }
 
 #: A stand-in host: a form of its own (a field it submits and autosaves), the component

@@ -87,7 +87,7 @@ def test_no_generated_file_uses_math_random(experiment):
 def test_the_experiment_runs_in_jspsych_and_keeps_only_reports(experiment, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from .test_browser import ARGS
+    from .test_browser import ARGS, _screenshot
 
     _, base, survey_file = experiment
     survey = load_survey(SURVEY)
@@ -99,6 +99,12 @@ def test_the_experiment_runs_in_jspsych_and_keeps_only_reports(experiment, tmp_p
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(f"{base}/experiment.html?participant=P-17")
+        _screenshot(page, "host-jspsych", tmp_path)
+        phone = browser.new_page(viewport={"width": 390, "height": 844})
+        phone.goto(f"{base}/experiment.html?lang=de")
+        phone.get_by_text("Haben Sie bei einer Prüfung geschummelt?").wait_for()
+        _screenshot(phone, "host-jspsych-phone-de", tmp_path)
+        phone.close()
         shown = []
         for truth in ("yes", "no"):
             page.get_by_role("radio", name=truth).check()

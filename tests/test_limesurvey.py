@@ -30,8 +30,8 @@ pytestmark = pytest.mark.skipif(
 #: LimeSurvey's markup of a "list with comment" question (SGQA 123456X1X42) with the
 #: theme's class, inside the survey's form.
 STAND_IN = """
-() => {
-  document.documentElement.lang = "en";
+([lang]) => {
+  document.documentElement.lang = lang;
   document.body.innerHTML = `<form id="limesurvey" name="limesurvey" method="post">
   <input type="hidden" name="YII_CSRF_TOKEN" value="t0k">
   <div id="question42" class="row question-container list-with-comment deniable-cheat mandatory">
@@ -90,7 +90,7 @@ def test_the_theme_writes_only_the_report_and_the_digest_into_limesurveys_form(
     page = open_page()
     sent: list[str] = []
     page.on("request", lambda r: sent.append(r.url))
-    page.evaluate(STAND_IN)
+    page.evaluate(STAND_IN, ["en"])
     script = out / "deniable-cheat/survey/questions/answer/list_with_comment/assets/scripts"
     page.add_script_tag(content=(script / "deniable-rr.js").read_text())
     assert page.locator(".answers-list").is_hidden()  # the core list gives way
@@ -120,3 +120,17 @@ def test_the_theme_writes_only_the_report_and_the_digest_into_limesurveys_form(
     assert result.exit_code == 0, result.output
     (item,) = json.loads(result.stdout)["questions"]
     assert (item["question"], item["n"], item["refused"]) == ("cheat", 1, 0)
+
+
+def test_the_theme_in_german_at_phone_width(page_at, generated, tmp_path):  # noqa: F811
+    from .test_browser import _no_horizontal_scroll, _screenshot
+
+    _, open_page = page_at
+    out, _ = generated
+    page = open_page(width=390)
+    page.evaluate(STAND_IN, ["de"])
+    script = out / "deniable-cheat/survey/questions/answer/list_with_comment/assets/scripts"
+    page.add_script_tag(content=(script / "deniable-rr.js").read_text())
+    page.get_by_text("Haben Sie bei einer Prüfung geschummelt?").wait_for()
+    _no_horizontal_scroll(page)
+    _screenshot(page, "host-limesurvey-stand-in-phone-de", tmp_path)

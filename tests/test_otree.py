@@ -107,7 +107,7 @@ def devserver(tmp_path, otree_bin):
 def test_the_app_runs_under_otree_devserver_and_keeps_only_reports(devserver):
     from playwright.sync_api import sync_playwright
 
-    from .test_browser import ARGS
+    from .test_browser import ARGS, _screenshot
 
     base, survey_file, tmp_path = devserver
     posted: list[str] = []
@@ -125,6 +125,8 @@ def test_the_app_runs_under_otree_devserver_and_keeps_only_reports(devserver):
             "a", "els => els.map(e => e.href).filter(h => h.includes('InitializeParticipant'))"
         )[0]
         page.goto(link)
+        page.locator("fieldset.deniable-rr").wait_for()
+        _screenshot(page, "host-otree", tmp_path)
         shown = []
         for truth in ("yes", "no"):
             page.get_by_role("radio", name=truth).check()

@@ -94,6 +94,10 @@ def test_the_question_script_keeps_only_the_report_in_embedded_data(
     page.add_script_tag(content=(out / "question-cheat.js").read_text())
     page.evaluate("window.__runLoads()")
     assert page.evaluate("window.__next") == "disabled"  # no next before a report
+    if not classic:
+        from .test_browser import _screenshot
+
+        _screenshot(page, "host-qualtrics-stand-in", tmp_path)
     page.get_by_role("radio", name="yes").check()
     fields = page.evaluate("[...new FormData(document.getElementById('Page')).keys()]")
     assert fields == ["SurveyID"]  # the page's form never holds the answer

@@ -44,6 +44,7 @@ export function mount(container, question, options = {}) {
   const t = (key, vars = {}) =>
     String(messages[key] ?? key).replace(/\{(\w+)\}/g, (m, n) => (n in vars ? String(vars[n]) : m));
   if (q.direct) throw new Error(`question ${q.id} is asked directly: it needs no component`);
+  style();
   const uid = `deniable-${q.id}-${(mounted += 1)}`;
   const fs = document.createElement("fieldset");
   fs.className = "deniable-rr";
@@ -176,6 +177,24 @@ export function mount(container, question, options = {}) {
     line.hidden = false;
     line.textContent = text;
   }
+}
+
+/** A few rules of layout, scoped to the component, added once per page (hosts style
+ * the rest): one answer a line, space between the buttons. */
+function style() {
+  if (document.getElementById("deniable-rr-style")) return;
+  const css = document.createElement("style");
+  css.id = "deniable-rr-style";
+  css.textContent = [
+    ".deniable-rr{border:1px solid #bbb;border-radius:6px;padding:.75rem 1rem;margin:1rem 0;",
+    "text-align:left;max-width:40rem}",
+    ".deniable-rr legend{font-weight:600;padding:0 .25rem}",
+    ".deniable-rr label{display:block;margin:.35rem 0}",
+    ".deniable-rr button{margin:.5rem .5rem .25rem 0;padding:.45rem .9rem;font:inherit}",
+    ".deniable-rr .deniable-hint,.deniable-rr .deniable-risk{margin:.5rem 0}",
+    ".deniable-rr .deniable-report{font-weight:600}",
+  ].join("");
+  document.head.appendChild(css);
 }
 
 function para(text, className = "") {

@@ -80,6 +80,31 @@ def test_the_themes_are_question_themes_over_list_with_comment(generated):
     assert "LimeSurvey could not be run here" in (out / "README.md").read_text()
 
 
+def test_the_example_survey_sets_up_the_questions_answers_and_themes(generated):
+    import xml.etree.ElementTree as ET
+
+    out, _ = generated
+    doc = ET.parse(out / "deniable.lss").getroot()
+    assert doc.findtext("LimeSurveyDocType") == "Survey"
+    assert [x.text for x in doc.find("languages")] == ["en", "de"]
+
+    def rows(table: str) -> list[dict[str, str]]:
+        return [{c.tag: c.text or "" for c in row} for row in doc.find(table).find("rows")]
+
+    questions = rows("questions")
+    assert [(q["title"], q["type"]) for q in questions] == [
+        ("deniablecheat", "O"),
+        ("deniablepanel", "O"),
+    ]
+    assert {a["code"] for a in rows("answers")} == {"A0", "A1"}
+    themes = {
+        r["value"] for r in rows("question_attributes") if r["attribute"] == "question_template"
+    }
+    assert themes == {"deniable-cheat", "deniable-panel"}
+    texts = {(r["qid"], r["language"]): r["question"] for r in rows("question_l10ns")}
+    assert texts[("1", "de")] == "Haben Sie bei einer Prüfung geschummelt?"
+
+
 def test_the_theme_writes_only_the_report_and_the_digest_into_limesurveys_form(
     page_at,  # noqa: F811
     generated,

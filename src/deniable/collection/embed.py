@@ -167,7 +167,9 @@ def embed(host: str, survey: Survey, output: Path) -> list[Path]:
     if host == "otree":
         return host_forms.otree_files(survey, randomized, output)
     if host == "limesurvey":
-        return host_forms.limesurvey_files(survey, randomized, output)
+        from .host_limesurvey import limesurvey_files
+
+        return limesurvey_files(survey, randomized, output)
     if host == "qualtrics":
         return host_forms.qualtrics_files(survey, randomized, output)
     web = resources.files("deniable.collection") / "web"

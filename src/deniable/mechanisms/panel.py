@@ -128,7 +128,9 @@ class TwoLayerDesign(Design):
         """
         codes = as_codes("truths", truths, self.n_truths)
         grid = np.asarray(u, dtype=np.float64).reshape(codes.shape)
-        return self.permanent._draw(codes, grid)  # as the page's drawReport draws it
+        # the generic draw of the matrix (not a named design's own, k-ary RR's differs):
+        # what a device that rebuilt the layer from its served columns draws
+        return Design._draw(self.permanent, codes, grid)
 
     def instantaneous_reports(
         self, permanent: ArrayLike, rng: RandomSource | np.random.Generator | None = None

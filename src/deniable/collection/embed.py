@@ -33,7 +33,15 @@ from .i18n import catalog
 if TYPE_CHECKING:
     from .survey import Survey
 
-__all__ = ["EMBED_HOSTS", "MODULES", "classic_bundle", "embed", "questions_module"]
+__all__ = [
+    "EMBED_HOSTS",
+    "MODULES",
+    "classic_bundle",
+    "embed",
+    "question_data",
+    "questions_module",
+    "write_readme",
+]
 
 #: Hosts ``deniable embed`` writes files for.
 EMBED_HOSTS = ("jspsych", "limesurvey", "otree", "qualtrics")
@@ -134,6 +142,35 @@ lifetime privacy budget is enforced outside deniable's server: asking again spen
 """
 
 
+def question_data(survey: Survey, qid: str) -> dict[str, object]:
+    """One randomized question's views per language and the message catalogs: what a
+    host's generated script embeds (``{"questions": {lang: view}, "messages": {...}}``)."""
+    languages = ["en", *sorted(survey.translations)]
+    views = {lang: survey.respondent_view(lang) for lang in languages}
+    return {
+        "questions": {
+            lang: next(q for q in view["questions"] if q["id"] == qid)
+            for lang, view in views.items()
+        },
+        "messages": {lang: catalog(lang) for lang in languages},
+    }
+
+
+def write_readme(path: Path, template: str, survey: Survey, randomized: list[str]) -> Path:
+    """A host's README from ``template`` (fields: title, id, version, ids, languages)."""
+    path.write_text(
+        template.format(
+            title=survey.title,
+            id=survey.id,
+            version=survey.version,
+            ids=", ".join(randomized),
+            languages=", ".join(["en", *sorted(survey.translations)]),
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
 def classic_bundle() -> str:
     """The component's modules (:data:`MODULES`, dependencies first) as one classic
     script body: ``import`` lines dropped, ``export`` keywords removed; defines
@@ -183,15 +220,5 @@ def embed(host: str, survey: Survey, output: Path) -> list[Path]:
     questions.write_text(questions_module(survey), encoding="utf-8")
     page = output / "experiment.html"
     page.write_text(_EXPERIMENT.format(title=survey.title), encoding="utf-8")
-    readme = output / "README.md"
-    readme.write_text(
-        _README.format(
-            title=survey.title,
-            id=survey.id,
-            version=survey.version,
-            ids=", ".join(randomized),
-            languages=", ".join(["en", *sorted(survey.translations)]),
-        ),
-        encoding="utf-8",
-    )
+    readme = write_readme(output / "README.md", _README, survey, randomized)
     return [*written, questions, page, readme]

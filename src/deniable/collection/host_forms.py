@@ -11,8 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .embed import MODULES, classic_bundle, questions_module
-from .i18n import catalog
+from .embed import MODULES, classic_bundle, question_data, questions_module, write_readme
 
 if TYPE_CHECKING:
     from .survey import Survey
@@ -22,15 +21,7 @@ __all__ = ["otree_files", "qualtrics_files"]
 
 def _qualtrics_question(survey: Survey, qid: str) -> str:
     """The JavaScript of one Qualtrics question (its "Edit JavaScript" box)."""
-    languages = ["en", *sorted(survey.translations)]
-    views = {lang: survey.respondent_view(lang) for lang in languages}
-    data = {
-        "questions": {
-            lang: next(q for q in view["questions"] if q["id"] == qid)
-            for lang, view in views.items()
-        },
-        "messages": {lang: catalog(lang) for lang in languages},
-    }
+    data = question_data(survey, qid)
     return (
         f"/* deniable-rr for Qualtrics: question {qid!r} of survey {survey.id!r} version "
         f"{survey.version}.\n"
@@ -313,15 +304,5 @@ def qualtrics_files(survey: Survey, randomized: list[str], output: Path) -> list
         files.append(path)
     qsf = output / "deniable.qsf"
     qsf.write_text(json.dumps(_qsf(survey, scripts), ensure_ascii=False), encoding="utf-8")
-    readme = output / "README.md"
-    readme.write_text(
-        _QUALTRICS_README.format(
-            title=survey.title,
-            id=survey.id,
-            version=survey.version,
-            ids=", ".join(randomized),
-            languages=", ".join(["en", *sorted(survey.translations)]),
-        ),
-        encoding="utf-8",
-    )
+    readme = write_readme(output / "README.md", _QUALTRICS_README, survey, randomized)
     return [*files, qsf, readme]

@@ -9,8 +9,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .embed import classic_bundle
-from .i18n import catalog
+from .embed import classic_bundle, question_data
 
 if TYPE_CHECKING:
     from .survey import Survey
@@ -58,15 +57,7 @@ def _limesurvey_script(survey: Survey, qid: str) -> str:
     """The theme's script: the component bundled, and the glue that mounts it on each
     "list with comment" question of the theme and writes its result into the core
     inputs (the radio of answer code ``A<report>``, the comment with the digest)."""
-    languages = ["en", *sorted(survey.translations)]
-    views = {lang: survey.respondent_view(lang) for lang in languages}
-    data = {
-        "questions": {
-            lang: next(q for q in view["questions"] if q["id"] == qid)
-            for lang, view in views.items()
-        },
-        "messages": {lang: catalog(lang) for lang in languages},
-    }
+    data = question_data(survey, qid)
     return (
         f"/* deniable-rr for LimeSurvey: question {qid!r} of survey {survey.id!r} version "
         f"{survey.version}.\n"

@@ -378,3 +378,17 @@ def test_the_bundle_of_a_hosts_export_holds_the_wide_csv_the_survey_and_the_r_sc
     names = sorted(p.name for p in (tmp_path / "b").iterdir())
     assert names == ["hosted.R", "hosted.survey.json", "hosted.wide.csv"]
     assert "hosted.wide.csv" in (tmp_path / "b" / "hosted.R").read_text()
+
+
+def test_an_export_over_the_size_bound_is_refused_before_it_is_parsed(
+    simulated, tmp_path, monkeypatch
+):
+    """The bound is checked on the file's size before pandas reads a byte."""
+    import deniable.collection.hosts as hosts
+
+    _, survey, *_ = simulated
+    big = tmp_path / "big.csv"
+    big.write_text("id,submitdate,deniablecheat\n" + "1,x,A0\n" * 2000)
+    monkeypatch.setattr(hosts, "MAX_EXPORT_BYTES", 1000)
+    with pytest.raises(ValueError, match=r"big\.csv is over 0 MiB"):
+        read_host_export(big, survey)

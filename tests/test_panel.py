@@ -290,3 +290,23 @@ def test_a_numeric_panel_question_estimates_its_mean_through_the_composed_channe
     p1 = c[0] + (c[1] - c[0]) * z  # each person's chance of report 1 (rounding included)
     var = float((p1 * (1 - p1)).sum()) / n**2 * (10 / (c[1] - c[0])) ** 2
     assert abs(float(est.estimate) - values.mean()) <= 4 * math.sqrt(var)
+
+
+def test_a_64_choice_panel_question_at_low_epsilon_is_charged_at_most_64_epsilon_inf():
+    """The hard end of the answers (64, the most a question may have) and of epsilon
+    (0.05 nats in each layer): the composed channel is still identifiable, and 70 waves
+    cost exactly 64 epsilon_inf."""
+    data = panel_survey(k=2)
+    data["questions"][0] = {
+        "id": "q",
+        "text": "Which one?",
+        "choices": [f"c{i}" for i in range(64)],
+        "design": {"name": "kary-rr", "params": {"epsilon": 0.05}},
+        "panel": {"permanent": {"name": "kary-rr", "params": {"epsilon": 0.05}}},
+    }
+    data["lifetime_budget"] = 30
+    versions = [load_survey(data | {"version": v}) for v in range(1, 71)]
+    q = versions[0].questions[0]
+    assert q.epsilon < q.epsilon_inf == pytest.approx(0.05)
+    assert np.linalg.matrix_rank(q.mechanism.matrix) == 64
+    assert lifetime_ledger(versions).spent == pytest.approx(64 * 0.05)

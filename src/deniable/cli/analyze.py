@@ -327,9 +327,9 @@ def analyze(
     if survey_file is not None:
         from .host_exports import host_estimates, host_wide_export
 
-        reports = host_wide_export(reports, survey_file, host, bundle, as_json)
+        reports, read = host_wide_export(reports, survey_file, host, bundle, as_json)
         if question is None and not arms:  # every randomized question
-            host_estimates(reports, confidence_level, as_json)
+            host_estimates(reports, read, confidence_level, as_json)
             return
     elif host is not None or bundle is not None:
         raise fail("--host and --bundle read a host's export: give --survey SURVEY_FILE")

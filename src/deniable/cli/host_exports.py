@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.table import Table
 
 from ..estimation.estimators import estimate
+
+if TYPE_CHECKING:
+    from ..collection.hosts import HostExport
 from .common import console, emit_json, err, fail
 
 __all__ = ["host_estimates", "host_wide_export"]
@@ -18,10 +21,11 @@ __all__ = ["host_estimates", "host_wide_export"]
 
 def host_wide_export(
     path: Path, survey_file: Path, host: str | None, bundle: Path | None, as_json: bool
-) -> Path:
+) -> tuple[Path, HostExport]:
     """A host's export read as deniable's wide export (:mod:`deniable.collection.hosts`),
     written with its survey file to a temporary folder (or ``bundle``, with the R
-    script); the refused rows said on standard error. Returns the wide CSV's path."""
+    script); the refused rows said on standard error. Returns the wide CSV's path and
+    the export as read."""
     import tempfile
 
     from ..collection.export import sidecar_path
@@ -56,23 +60,17 @@ def host_wide_export(
             err.print(f"[yellow]{qid}: {n} row(s) carry no design digest (not checked)[/]")
     if not as_json:
         err.print(f"{read.host} export: {read.rows} row(s) read")
-    _HOST_READ.append(read)
-    return wide
+    return wide, read
 
 
-#: The host export read in this process (its counts go into --json).
-_HOST_READ: list[Any] = []
-
-
-def host_estimates(path: Path, level: float, as_json: bool) -> None:
+def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) -> None:
     """Every randomized question of a host's export (read to ``path``): the one JSON
     shape of an estimate per question, beside the rows refused."""
     from ..collection.export import read_export
     from ..collection.study import has_variants
 
     frame, (survey,) = read_export(path)
-    read = _HOST_READ[-1]
-    out = []
+    out: list[dict[str, Any]] = []
     for q in survey.questions:
         if q.is_direct or q.id not in frame or has_variants(survey, q.id):
             continue

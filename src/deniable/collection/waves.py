@@ -16,6 +16,7 @@ researcher's own invitations are still unused, for reminders that store nothing.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -91,8 +92,6 @@ def next_wave(versions: Sequence[Survey]) -> dict[str, Any]:
         raise ValueError("versions must hold the survey's published versions")
     latest = max(versions, key=lambda s: s.version)
     check_panel(latest)
-    import json
-
     definition: dict[str, Any] = json.loads(latest.canonical_json())
     definition["version"] = latest.version + 1
     return definition

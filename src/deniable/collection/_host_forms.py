@@ -1,5 +1,5 @@
-"""The Qualtrics and oTree files of :func:`deniable.collection.embed.embed` (LimeSurvey's
-are in :mod:`.host_limesurvey`): each writes what its host imports, and a README for the
+"""The Qualtrics and oTree files of ``deniable embed`` (LimeSurvey's
+are in :mod:`._host_limesurvey`): each writes what its host imports, and a README for the
 researcher."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .embed import MODULES, classic_bundle, question_data, questions_module, write_readme
+from ._host_common import MODULES, classic_bundle, question_data, questions_module, write_readme
 
 if TYPE_CHECKING:
     from .survey import Survey

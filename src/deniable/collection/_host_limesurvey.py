@@ -1,4 +1,4 @@
-"""The LimeSurvey files of :func:`deniable.collection.embed.embed`: a question theme per
+"""The LimeSurvey files of ``deniable embed``: a question theme per
 randomized question over the core "List with comment" type (the answer code is the
 report, the comment the design's digest), an example survey (``.lss``) and a README."""
 
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .embed import classic_bundle, question_data
+from ._host_common import classic_bundle, question_data
 
 if TYPE_CHECKING:
     from .survey import Survey

@@ -617,6 +617,25 @@ def _screenshot(page, name: str, tmp_path: Path) -> Path:
     return path
 
 
+#: The widths the docs show a page at: a desktop and a phone (CSS pixels).
+WIDTHS = {"desktop": 1000, "phone": 390}
+
+
+def _four_views(open_view, name: str, tmp_path: Path, languages=("en", "de")) -> list[Path]:
+    """Screenshot a host's question in each language at desktop and phone width, the
+    docs' images ``<name>-<desktop|phone>-<lang>.png``. ``open_view(lang, width)``
+    returns a page showing the question; at phone width it must not scroll sideways."""
+    made = []
+    for lang in languages:
+        for label, width in WIDTHS.items():
+            page = open_view(lang, width)
+            if label == "phone":
+                _no_horizontal_scroll(page)
+            made.append(_screenshot(page, f"{name}-{label}-{lang}", tmp_path))
+            page.close()
+    return made
+
+
 def _posted_responses(page) -> list[dict]:
     """The bodies of the responses the page posts (filled as it posts them)."""
     posted: list[dict] = []

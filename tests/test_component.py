@@ -50,6 +50,12 @@ SURVEY = {
     },
 }
 
+#: The first question's text in each of the survey's languages.
+TEXTS = {
+    "en": SURVEY["questions"][0]["text"],
+    "de": SURVEY["translations"]["de"]["questions"]["cheat"]["text"],
+}
+
 #: A stand-in host: a form of its own (a field it submits and autosaves), the component
 #: mounted inside it, every request recorded.
 MOUNT = """

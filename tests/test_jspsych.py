@@ -22,7 +22,7 @@ from deniable.cli import app
 from deniable.collection.hosts import read_host_export
 from deniable.collection.survey import load_survey
 
-from .test_component import SURVEY
+from .test_component import SURVEY, TEXTS
 
 CHROMIUM = Path("/usr/bin/chromium")
 JSPSYCH = "8.3.0"
@@ -87,7 +87,7 @@ def test_no_generated_file_uses_math_random(experiment):
 def test_the_experiment_runs_in_jspsych_and_keeps_only_reports(experiment, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from .test_browser import ARGS, _screenshot
+    from .test_browser import ARGS, _four_views
 
     _, base, survey_file = experiment
     survey = load_survey(SURVEY)
@@ -98,13 +98,15 @@ def test_the_experiment_runs_in_jspsych_and_keeps_only_reports(experiment, tmp_p
         page.on("request", lambda r: sent.append(f"{r.method} {r.url} {r.post_data or ''}"))
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
+
+        def open_view(lang: str, width: int):
+            view = browser.new_page(viewport={"width": width, "height": 844})
+            view.goto(f"{base}/experiment.html?lang={lang}")
+            view.get_by_text(TEXTS[lang]).wait_for()
+            return view
+
+        _four_views(open_view, "host-jspsych", tmp_path)
         page.goto(f"{base}/experiment.html?participant=P-17")
-        _screenshot(page, "host-jspsych", tmp_path)
-        phone = browser.new_page(viewport={"width": 390, "height": 844})
-        phone.goto(f"{base}/experiment.html?lang=de")
-        phone.get_by_text("Haben Sie bei einer Prüfung geschummelt?").wait_for()
-        _screenshot(phone, "host-jspsych-phone-de", tmp_path)
-        phone.close()
         shown = []
         for truth in ("yes", "no"):
             page.get_by_role("radio", name=truth).check()

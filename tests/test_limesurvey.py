@@ -20,7 +20,7 @@ from deniable.cli import app
 from deniable.collection.survey import load_survey
 from deniable.collection.views import design_digest
 
-from .test_component import SURVEY, page_at  # noqa: F401 (the fixture)
+from .test_component import SURVEY, TEXTS, page_at  # noqa: F401 (the fixture)
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(
@@ -147,15 +147,18 @@ def test_the_theme_writes_only_the_report_and_the_digest_into_limesurveys_form(
     assert (item["question"], item["n"], item["refused"]) == ("cheat", 1, 0)
 
 
-def test_the_theme_in_german_at_phone_width(page_at, generated, tmp_path):  # noqa: F811
-    from .test_browser import _no_horizontal_scroll, _screenshot
+def test_the_theme_in_each_language_at_both_widths(page_at, generated, tmp_path):  # noqa: F811
+    from .test_browser import _four_views
 
     _, open_page = page_at
     out, _ = generated
-    page = open_page(width=390)
-    page.evaluate(STAND_IN, ["de"])
     script = out / "deniable-cheat/survey/questions/answer/list_with_comment/assets/scripts"
-    page.add_script_tag(content=(script / "deniable-rr.js").read_text())
-    page.get_by_text("Haben Sie bei einer Prüfung geschummelt?").wait_for()
-    _no_horizontal_scroll(page)
-    _screenshot(page, "host-limesurvey-stand-in-phone-de", tmp_path)
+
+    def open_view(lang: str, width: int):
+        page = open_page(width=width)
+        page.evaluate(STAND_IN, [lang])
+        page.add_script_tag(content=(script / "deniable-rr.js").read_text())
+        page.get_by_text(TEXTS[lang]).wait_for()
+        return page
+
+    _four_views(open_view, "host-limesurvey-stand-in", tmp_path)

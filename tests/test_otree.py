@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from deniable.cli import app
 
-from .test_component import SURVEY
+from .test_component import SURVEY, TEXTS
 
 CHROMIUM = Path("/usr/bin/chromium")
 OTREE = "6.0.15"
@@ -33,6 +33,8 @@ SETTINGS = """
 SESSION_CONFIGS = [
     dict(name="deniable", app_sequence=["deniable_rr"], num_demo_participants=1,
          language="en"),
+    dict(name="deniable_de", app_sequence=["deniable_rr"], num_demo_participants=1,
+         language="de"),
 ]
 SESSION_CONFIG_DEFAULTS = dict(real_world_currency_per_point=1.00, participation_fee=0.00,
                                doc="")
@@ -107,7 +109,7 @@ def devserver(tmp_path, otree_bin):
 def test_the_app_runs_under_otree_devserver_and_keeps_only_reports(devserver):
     from playwright.sync_api import sync_playwright
 
-    from .test_browser import ARGS, _screenshot
+    from .test_browser import ARGS, _four_views
 
     base, survey_file, tmp_path = devserver
     posted: list[str] = []
@@ -119,14 +121,25 @@ def test_the_app_runs_under_otree_devserver_and_keeps_only_reports(devserver):
         )
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{base}/demo/deniable")
-        page.wait_for_url(lambda u: "SessionStartLinks" in u, timeout=30_000)
-        link = page.eval_on_selector_all(
-            "a", "els => els.map(e => e.href).filter(h => h.includes('InitializeParticipant'))"
-        )[0]
-        page.goto(link)
+
+        def start(view, config: str) -> None:
+            """A demo session of ``config`` and its one participant's first page."""
+            view.goto(f"{base}/demo/{config}")
+            view.wait_for_url(lambda u: "SessionStartLinks" in u, timeout=30_000)
+            link = view.eval_on_selector_all(
+                "a", "els => els.map(e => e.href).filter(h => h.includes('InitializeParticipant'))"
+            )[0]
+            view.goto(link)
+
+        def open_view(lang: str, width: int):
+            view = browser.new_page(viewport={"width": width, "height": 844})
+            start(view, "deniable" if lang == "en" else f"deniable_{lang}")
+            view.get_by_text(TEXTS[lang]).wait_for()
+            return view
+
+        _four_views(open_view, "host-otree", tmp_path)
+        start(page, "deniable")
         page.locator("fieldset.deniable-rr").wait_for()
-        _screenshot(page, "host-otree", tmp_path)
         shown = []
         for truth in ("yes", "no"):
             page.get_by_role("radio", name=truth).check()

@@ -19,7 +19,7 @@ from deniable.cli import app
 from deniable.collection.survey import load_survey
 from deniable.collection.views import design_digest
 
-from .test_component import SURVEY, page_at  # noqa: F401 (the fixture)
+from .test_component import SURVEY, TEXTS, page_at  # noqa: F401 (the fixture)
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(
@@ -31,7 +31,7 @@ STAND_IN = """
 ([classic]) => {
   document.body.innerHTML = '<form id="Page" method="post"><input type="hidden" '
     + 'name="SurveyID" value="SV_x"><div class="QuestionOuter" id="QID1"><div '
-    + 'class="QuestionText">Q</div></div><button id="NextButton" type="submit">Next'
+    + 'class="QuestionText"></div></div><button id="NextButton" type="submit">Next'
     + '</button></form>';
   const recorded = {};
   const loads = [];
@@ -94,10 +94,6 @@ def test_the_question_script_keeps_only_the_report_in_embedded_data(
     page.add_script_tag(content=(out / "question-cheat.js").read_text())
     page.evaluate("window.__runLoads()")
     assert page.evaluate("window.__next") == "disabled"  # no next before a report
-    if not classic:
-        from .test_browser import _screenshot
-
-        _screenshot(page, "host-qualtrics-stand-in", tmp_path)
     page.get_by_role("radio", name="yes").check()
     fields = page.evaluate("[...new FormData(document.getElementById('Page')).keys()]")
     assert fields == ["SurveyID"]  # the page's form never holds the answer
@@ -126,3 +122,25 @@ def test_the_question_script_keeps_only_the_report_in_embedded_data(
     assert result.exit_code == 0, result.output
     (item,) = json.loads(result.stdout)["questions"]
     assert item["question"] == "cheat" and item["n"] == 1 and item["refused"] == 0
+
+
+def test_the_question_script_in_each_language_at_both_widths(page_at, generated, tmp_path):  # noqa: F811
+    """Qualtrics pipes ``${e://Field/Q_Language}`` into the script on its server before
+    the page loads; the stand-in does the same, and the question shows in that language."""
+    from .test_browser import _four_views
+
+    _, open_page = page_at
+    out, _ = generated
+    script = (out / "question-cheat.js").read_text()
+    assert "${e://Field/Q_Language}" in script
+
+    def open_view(lang: str, width: int):
+        page = open_page(width=width)
+        page.evaluate(STAND_IN, [False])
+        piped = script.replace("${e://Field/Q_Language}", lang.upper())
+        page.add_script_tag(content=piped)
+        page.evaluate("window.__runLoads()")
+        page.get_by_text(TEXTS[lang]).wait_for()
+        return page
+
+    _four_views(open_view, "host-qualtrics-stand-in", tmp_path)

@@ -90,6 +90,18 @@ def test_a_formula_on_direct_questions_equals_rr_logit(exported):
     params = dict(zip(payload["labels"], payload["estimate"], strict=True))
     for term, value in fit.params.items():
         assert params[term] == pytest.approx(value, abs=1e-8)
+    # the formula's left side names the question: --question may be left out
+    assert run(str(path), "--formula", "cheat ~ faculty") == payload
+
+
+def test_a_formula_without_a_survey_still_needs_a_design(exported, tmp_path):
+    """On a file without its survey beside it, the formula's left side is a column,
+    not a question: --design is asked for, as before."""
+    path, _, _ = exported
+    alone = tmp_path / "alone.csv"
+    alone.write_bytes(path.read_bytes())
+    out = CliRunner().invoke(app, ["analyze", str(alone), "--formula", "cheat ~ faculty"])
+    assert out.exit_code != 0 and "--design is required" in out.output
 
 
 @pytest.mark.parametrize(

@@ -362,6 +362,10 @@ def analyze(
 
         analyze_export_arms(reports, question, version, confidence_level, as_json, pooled)
         return
+    if question is None and formula and not design:
+        from .export_models import formula_question
+
+        question = formula_question(formula, reports, survey_file is not None)
     if question is not None:
         if design:
             raise fail("--question takes the design from the export's survey file; drop --design")

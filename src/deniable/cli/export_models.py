@@ -15,6 +15,7 @@ from rich.table import Table
 from .analyze import NumericQuestionMean, _export_question
 from .common import console, emit_json, err, fail
 from .fits import _analyze_by, _analyze_formula
+from .stream import is_parquet
 
 if TYPE_CHECKING:
     from ..collection.survey import Survey
@@ -24,6 +25,7 @@ __all__ = [
     "analyze_export_arms",
     "analyze_export_model",
     "analyze_export_waves",
+    "formula_question",
     "print_arm_rows",
 ]
 
@@ -103,6 +105,17 @@ def analyze_export_model(
     else:
         assert by is not None
         _analyze_by(used, d, question, by, level, as_json, group)
+
+
+def formula_question(formula: str, reports: Path, host: bool) -> str | None:
+    """The question a formula's left side names, on a file that carries its survey (a
+    host's export read with ``--survey``, a deniable export with its survey file beside
+    it, or a Parquet export); None elsewhere (then ``--design`` is needed)."""
+    from ..collection.export import sidecar_path
+
+    lhs = formula.partition("~")[0].strip()
+    carries = host or is_parquet(reports) or sidecar_path(reports).exists()
+    return lhs if lhs.isidentifier() and carries else None
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, list[Survey]]:

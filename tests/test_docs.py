@@ -21,8 +21,6 @@ def public_modules() -> set[str]:
             continue  # packages are documented through their modules
         if any(p.startswith("_") for p in parts) or parts[1] == "cli":
             continue  # the command is documented by its --help
-        if "__moved_to__ = " in path.read_text():
-            continue  # an old path kept for one release
         names.add(".".join(parts))
     return names
 

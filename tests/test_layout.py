@@ -35,11 +35,6 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in sorted(SRC.rglob("*.py"))}
 
 
-def moved(name: str) -> bool:
-    """An old path kept for one release (``__moved_to__``): it re-exports the new one."""
-    return "__moved_to__ = " in MODULES[name].read_text()
-
-
 def is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
@@ -136,19 +131,22 @@ LAYERS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(n for n in MODULES if moved(n)))
-def test_an_old_path_warns_and_gives_the_new_module(name):
-    """``deniable.arrow`` (and ``io``, ``spark``, ``datasets``, ``demo``) moved in 0.2;
-    the old path warns once and gives the new module's names."""
-    pytest.importorskip("pyarrow")
-    pytest.importorskip("pandas")
-    sys.modules.pop(name, None)
-    with pytest.warns(DeprecationWarning, match="moved to"):
-        old = importlib.import_module(name)
-    new = importlib.import_module(old.__moved_to__)
-    assert old.__all__ == new.__all__ and old.__all__
-    for attr in new.__all__:
-        assert getattr(old, attr) is getattr(new, attr)
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("deniable.io", "deniable.tables.frames"),
+        ("deniable.arrow", "deniable.tables.arrow"),
+        ("deniable.spark", "deniable.tables.spark"),
+        ("deniable.datasets", "deniable.data"),
+        ("deniable.demo", "deniable.data.demo"),
+    ],
+)
+def test_the_old_paths_are_gone(old, new):
+    """Moved in 0.2 with a warning for one release, removed in 0.3 (issue 42)."""
+    sys.modules.pop(old, None)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
+    assert new in MODULES
 
 
 @pytest.mark.parametrize("layer", sorted(LAYERS))
@@ -207,9 +205,7 @@ def isort_key(name: str) -> tuple[int, str]:
 PUBLIC = sorted(
     name
     for name in MODULES
-    if not any(part.startswith("_") for part in name.split("."))
-    and "web" not in name
-    and not moved(name)
+    if not any(part.startswith("_") for part in name.split(".")) and "web" not in name
 )
 
 

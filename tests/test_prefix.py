@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from deniable.errors import DetectionLimitError, ReportValidationError
-from deniable.estimation.prefix import SURVIVOR_FACTOR, detection_limit, find_heavy_hitters
+from deniable.estimation import detection_limit
+from deniable.estimation.prefix import SURVIVOR_FACTOR, find_heavy_hitters
 from deniable.mechanisms.prefix import PEM_DTYPE, PrefixExtension
 
 LETTERS = string.ascii_lowercase

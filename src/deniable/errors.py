@@ -83,7 +83,7 @@ class DetectionLimitError(DeniableError, ValueError):
     ----------
     detection_limit : float
         The smallest frequency the reports find with the recall asked for
-        (:func:`deniable.estimation.prefix.detection_limit`).
+        (:func:`deniable.estimation.detection_limit`).
     """
 
     def __init__(self, message: str, detection_limit: float) -> None:

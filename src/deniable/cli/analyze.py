@@ -7,7 +7,7 @@ Finite designs, frequency oracles and RAPPOR, regression (``--formula``), subgro
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -37,13 +37,13 @@ from .common import (
     read_table,
     require_columns,
 )
+from .export_models import NumericQuestionMean, export_question, formula_question
 from .fits import _analyze_by, _analyze_formula
 from .stream import is_parquet, stream_design_tally, stream_tally
 
 __all__ = [
     "MODES",
     "POST_PROCESSINGS",
-    "NumericQuestionMean",
     "analyze",
     "choose_mode",
 ]
@@ -363,8 +363,6 @@ def analyze(
         analyze_export_arms(reports, question, version, confidence_level, as_json, pooled)
         return
     if question is None and formula and not design:
-        from .export_models import formula_question
-
         question = formula_question(formula, reports, survey_file is not None)
     if question is not None:
         if design:
@@ -391,7 +389,7 @@ def analyze(
                 host_columns=survey_file is not None,
             )
             return
-        d, values, missing = _export_question(reports, question, version, pooled)
+        d, values, missing = export_question(reports, question, version, pooled)
         if isinstance(d, NumericQuestionMean):
             _analyze_numeric(d, values, missing, confidence_level, as_json)
             return
@@ -435,55 +433,6 @@ def analyze(
         raise fail(f"column {column!r} must hold report codes 0..{d.n_reports - 1}")
     codes = kept.to_numpy(dtype=np.int64)
     _analyze_codes(d, codes, missing, method, interval, confidence_level, as_json)
-
-
-class NumericQuestionMean(NamedTuple):
-    """A numeric survey question's design (Warner over its bounds) and the question."""
-
-    design: Design
-    question: Any
-
-
-def _export_question(
-    path: Path, question: str, version: int | None, pooled: bool = False
-) -> tuple[Design | NumericQuestionMean, np.ndarray, int]:
-    """(design, report codes, missing) of one question of a deniable export: of one
-    version, or with ``pooled`` of every version that asks it unchanged (the same
-    content digest, so one design)."""
-    from ..collection.export import read_export
-
-    try:
-        frame, versions = read_export(path)
-    except FileNotFoundError as exc:
-        raise fail(str(exc)) from None
-    asked = [s for s in versions if question in [q.id for q in s.questions]]
-    if not asked:
-        raise fail(f"--question must be one of the survey's question ids, got {question!r}")
-    chosen = [s for s in asked if version is None or s.version == version]
-    if not chosen:
-        raise fail(f"--version must be one of {[s.version for s in asked]}, got {version}")
-    survey = chosen[-1]
-    from ..collection.study import has_variants
-
-    if has_variants(survey, question):
-        raise fail(
-            f"--question {question!r} is asked through several designs (arms or groups): "
-            "add --arms for its estimates, or --formula (designs by row)"
-        )
-    d = survey.question(question).mechanism
-    digest = survey.question(question).content_digest
-    numbers = (
-        [s.version for s in asked if s.question(question).content_digest == digest]
-        if pooled
-        else [survey.version]
-    )
-    raw = frame.loc[frame["version"].astype(int).isin(numbers), question]
-    values = raw.dropna().to_numpy(dtype=np.int64)
-    if not np.all((values >= 0) & (values < d.n_reports)):
-        raise fail(f"column {question!r} must hold report codes 0..{d.n_reports - 1}")
-    if survey.question(question).numeric is not None:
-        return NumericQuestionMean(d, survey.question(question)), values, int(raw.isna().sum())
-    return d, values, int(raw.isna().sum())
 
 
 def _analyze_numeric(

@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 from rich.table import Table
 
-from .analyze import NumericQuestionMean, _export_question
 from .common import console, emit_json, err, fail
 from .fits import _analyze_by, _analyze_formula
 from .stream import is_parquet
@@ -22,9 +22,11 @@ if TYPE_CHECKING:
     from ..mechanisms.designs import Design
 
 __all__ = [
+    "NumericQuestionMean",
     "analyze_export_arms",
     "analyze_export_model",
     "analyze_export_waves",
+    "export_question",
     "formula_question",
     "print_arm_rows",
 ]
@@ -64,7 +66,7 @@ def analyze_export_model(
         rows = rows[keys != ""]
         group = "design_key"
     else:
-        one, _, _ = _export_question(path, question, version)  # a clear error for a bad file
+        one, _, _ = export_question(path, question, version)  # a clear error for a bad file
         if isinstance(one, NumericQuestionMean):
             raise fail(f"--question {question!r} is numeric: --by and --formula take a choice")
         d = one
@@ -116,6 +118,46 @@ def formula_question(formula: str, reports: Path, host: bool) -> str | None:
     lhs = formula.partition("~")[0].strip()
     carries = host or is_parquet(reports) or sidecar_path(reports).exists()
     return lhs if lhs.isidentifier() and carries else None
+
+
+class NumericQuestionMean(NamedTuple):
+    """A numeric survey question's design (Warner over its bounds) and the question."""
+
+    design: Design
+    question: Any
+
+
+def export_question(
+    path: Path, question: str, version: int | None, pooled: bool = False
+) -> tuple[Design | NumericQuestionMean, np.ndarray, int]:
+    """(design, report codes, missing) of one question of a deniable export: of one
+    version, or with ``pooled`` of every version that asks it unchanged (the same
+    content digest, so one design)."""
+    from ..collection.study import has_variants
+
+    frame, versions = _read(path)
+    survey = _version(versions, question, version)
+    asked = [s for s in versions if question in [q.id for q in s.questions]]
+
+    if has_variants(survey, question):
+        raise fail(
+            f"--question {question!r} is asked through several designs (arms or groups): "
+            "add --arms for its estimates, or --formula (designs by row)"
+        )
+    d = survey.question(question).mechanism
+    digest = survey.question(question).content_digest
+    numbers = (
+        [s.version for s in asked if s.question(question).content_digest == digest]
+        if pooled
+        else [survey.version]
+    )
+    raw = frame.loc[frame["version"].astype(int).isin(numbers), question]
+    values = raw.dropna().to_numpy(dtype=np.int64)
+    if not np.all((values >= 0) & (values < d.n_reports)):
+        raise fail(f"column {question!r} must hold report codes 0..{d.n_reports - 1}")
+    if survey.question(question).numeric is not None:
+        return NumericQuestionMean(d, survey.question(question)), values, int(raw.isna().sum())
+    return d, values, int(raw.isna().sum())
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, list[Survey]]:

@@ -21,6 +21,7 @@ module                    what it holds
 ========================  ===============================================================
 """
 
+from ._arithmetic import detection_limit
 from .byte_prefix import find_string_heavy_hitters
 from .estimators import ESTIMATION_METHODS, estimate
 from .heavy_hitters import HeavyHitters, heavy_hitters
@@ -34,7 +35,7 @@ from .means import (
     estimate_mean,
 )
 from .postprocess import OracleEMResult, empirical_bayes, norm_sub, oracle_em, project_simplex
-from .prefix import PrefixHeavyHitters, detection_limit, find_heavy_hitters
+from .prefix import PrefixHeavyHitters, find_heavy_hitters
 from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
 
 __all__ = [

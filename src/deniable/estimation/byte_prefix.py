@@ -39,7 +39,9 @@ from scipy import special
 from ..errors import ReportValidationError
 from ..mechanisms._kernels import hadamard_spectrum, linear_hash_counts, walsh_hadamard_rows
 from ..mechanisms.byte_prefix import BytePrefixExtension, prefix_hashes
+from ..validation import check_integer
 from .prefix import (
+    FoundModel,
     PrefixHeavyHitters,
     _estimate_level,
     _overflow,
@@ -56,6 +58,7 @@ __all__ = [
     "extension_spectrum",
     "find_string_heavy_hitters",
     "search_string_levels",
+    "string_found_model",
     "support_counts",
     "walsh_hadamard",
 ]
@@ -344,7 +347,8 @@ def search_string_levels(
             break
         (parent_of, x, _, passing), (end_of, end_x, _, _) = found
         if passing > plan.cap and plan.top_k is None:
-            _overflow(level, passing, int(sizes.sum()), bpem, plan, warnings)
+            model = string_found_model(bpem)
+            _overflow(level, passing, int(sizes.sum()), bpem, plan, warnings, model)
         pool.admit(_extend(bpem, parents, end_of, end_x, start))
         parents = _extend(bpem, parents, parent_of, x, start)
     rows_b = _extend(bpem, parents, parent_of, x, bpem.step * (bpem.levels - 1))
@@ -500,6 +504,25 @@ def _strongest(
 def _score(keys: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
     """One sortable score: the count, then the earlier key."""
     return np.asarray((counts << 32) | ((1 << 32) - 1 - keys), dtype=np.int64)
+
+
+def string_found_model(bpem: BytePrefixExtension, length: int | None = None) -> FoundModel:
+    """Byte-PEM's model of its search for a value of ``length`` bytes (default
+    ``max_bytes``; :func:`_found_string_probability`).
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a ``length`` outside 0..max_bytes.
+    """
+    size = check_integer("length", bpem.max_bytes if length is None else length, minimum=0)
+    if size > bpem.max_bytes:
+        raise ValueError(f"length must be in 0..{bpem.max_bytes} (max_bytes), got {size}")
+
+    def model(n: float, f: float, threshold: float, fd: float, miss: float, cap: int) -> float:
+        return _found_string_probability(bpem, n, f, threshold, fd, miss, cap, size)
+
+    return model
 
 
 def _found_string_probability(

@@ -19,24 +19,22 @@ With ``n`` reports and report shares ``lam = c / n``:
     (:mod:`deniable.estimation.bayes`); covariance = posterior covariance.
 
 :func:`estimate` takes any :class:`~deniable.mechanisms.Mechanism` and dispatches on
-its channel (matrix, support or Bloom filter), never on its class.
+its channel (:mod:`deniable.mechanisms.channels`), never on its class: each channel's
+arithmetic is looked up in :mod:`deniable.estimation._arithmetic`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, get_args, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from ..errors import ReportValidationError
-from ..mechanisms.channels import CHANNELS, FiniteChannel, SupportChannel
 from ..mechanisms.protocol import CategoricalMechanism, Mechanism
-from ..tallies import SupportTally, Tally
-from .bayes import check_prior, posterior_draws
-from .common import moment_batch, moment_covariance
+from ._arithmetic import channel_estimate
+from ._finite import ESTIMATION_METHODS, EstimationMethod, as_tally
 from .pooled import boundary_std_errors, pooled_design, pooled_moment
 from .results import EstimateResult, PrevalenceEstimate
 
@@ -52,15 +50,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ESTIMATION_METHODS",
     "EstimationMethod",
-    "as_tally",
-    "em_batch",
     "estimate",
-    "estimate_matrix",
-    "estimate_support",
 ]
-
-EstimationMethod = Literal["moment", "mle", "bayes"]
-ESTIMATION_METHODS: tuple[str, ...] = get_args(EstimationMethod)
 
 
 @overload
@@ -224,150 +215,4 @@ def estimate(
         return replace(result, boundary_std_error=edge)
     if groups is not None:
         raise ValueError("groups is used only with a mapping of designs")
-    channel = getattr(mechanism, "channel", None)  # cheaper than a Protocol isinstance
-    if not isinstance(channel, CHANNELS):
-        raise TypeError(
-            "mechanism must be a deniable Mechanism (a Design, FrequencyOracle, Rappor, numeric "
-            f"mean, DBitFlip or PrefixExtension), got {type(mechanism).__name__}"
-        )
-    return channel.estimate(mechanism, reports, method, prior, rng=rng, **options)
-
-
-def estimate_matrix(
-    mechanism: Any,
-    channel: FiniteChannel,
-    reports: Any,
-    method: str,
-    prior: ArrayLike | None,
-    rng: np.random.Generator | int,
-) -> PrevalenceEstimate:
-    """Moment, maximum-likelihood or Bayes estimate through a misclassification matrix
-    (the arithmetic of :class:`~deniable.mechanisms.channels.MatrixChannel`)."""
-    if method not in ESTIMATION_METHODS:
-        raise ValueError(f"method must be one of {', '.join(ESTIMATION_METHODS)}, got {method!r}")
-    if prior is not None and method != "bayes":
-        raise ValueError("prior is used only with method='bayes'")
-    tally = as_tally(channel, reports)
-    counts = tally.counts[None, :]
-    if method == "moment":
-        est, _ = moment_batch(channel, counts)
-        cov = moment_covariance(channel.inverse, tally.shares, tally.n)
-        return PrevalenceEstimate(mechanism, tally, method, est[0], cov)
-    if method == "mle":
-        pi, iterations = em_batch(channel, counts)
-        cov = _fisher_covariance(channel.matrix, pi[0], tally.n)
-        return PrevalenceEstimate(mechanism, tally, method, pi[0], cov, iterations=iterations)
-    pseudocounts = check_prior(channel, prior)
-    draws = posterior_draws(channel, counts, pseudocounts, rng=rng)[0]
-    return PrevalenceEstimate(
-        mechanism,
-        tally,
-        method,
-        draws.mean(axis=0),
-        np.atleast_2d(np.cov(draws, rowvar=False)),
-        prior=pseudocounts,
-        posterior=draws,
-    )
-
-
-def estimate_support(
-    oracle: Any, channel: SupportChannel, reports: Any, method: str, prior: ArrayLike | None
-) -> PrevalenceEstimate:
-    """``f_v = (C_v / n - q*) / (p* - q*)`` or EM on the reports (the arithmetic of
-    :class:`~deniable.mechanisms.channels.SupportChannel`; Wang et al. 2017)."""
-    if method not in ("moment", "mle"):
-        raise ValueError(f"method must be 'moment' or 'mle' for a frequency oracle, got {method!r}")
-    if prior is not None:
-        raise ValueError("prior is used only with method='bayes' (not for frequency oracles)")
-    tally = reports if isinstance(reports, SupportTally) else oracle.tally(reports)
-    if tally.counts.size != oracle.k:
-        raise ReportValidationError(
-            f"support tally has {tally.counts.size} candidates but the oracle has k = {oracle.k}"
-        )
-    if tally.n == 0:
-        raise ReportValidationError("no reports to estimate from (n = 0)")
-    p, q = channel.p_star, channel.q_star
-    if method == "moment":
-        f = (tally.shares - q) / (p - q)
-        var = oracle.variance(np.clip(f, 0.0, 1.0), tally.n)
-        return PrevalenceEstimate(oracle, tally, method, f, None, variance=var)
-    if isinstance(reports, SupportTally):
-        raise ValueError("method='mle' needs the reports themselves, not their support tally")
-    from .postprocess import oracle_em
-
-    f, iterations = oracle_em(oracle, reports)
-    var = oracle.variance(f, tally.n)
-    return PrevalenceEstimate(oracle, tally, method, f, None, iterations=iterations, variance=var)
-
-
-def as_tally(design: FiniteChannel, reports: ArrayLike | Tally) -> Tally:
-    """The tally of ``reports`` for ``design`` (a Tally is checked and passed through).
-
-    Raises
-    ------
-    ReportValidationError
-        For report codes outside ``0..m-1``, a tally over the wrong number of report
-        symbols, or no reports at all.
-    """
-    if isinstance(reports, Tally):
-        if reports.n_reports != design.n_reports:
-            raise ReportValidationError(
-                f"tally has {reports.n_reports} report symbols "
-                f"but the design has {design.n_reports}"
-            )
-        tally = reports
-    else:
-        tally = Tally.from_reports(reports, design.n_reports)
-    if tally.n == 0:
-        raise ReportValidationError("no reports to estimate from (n = 0)")
-    return tally
-
-
-def em_batch(
-    design: FiniteChannel,
-    counts: NDArray[np.int64],
-    *,
-    tol: float = 1e-12,
-    max_iterations: int = 100_000,
-) -> tuple[NDArray[np.float64], int]:
-    """Maximum-likelihood prevalences on the simplex for tallies ``counts`` (S, m).
-
-    Square designs whose moment estimate lies inside the simplex return it directly
-    (it is then the MLE); the others run EM from the uniform distribution until no
-    entry moves by more than ``tol``. Returns estimates (S, k) and the iterations used.
-    """
-    P = design.matrix
-    counts = np.asarray(counts, dtype=np.float64)
-    n = counts.sum(axis=1, keepdims=True)
-    k = design.n_truths
-    moment, _ = moment_batch(design, counts.astype(np.int64))
-    done = np.all(moment >= 0, axis=1) if P.shape[0] == k else np.zeros(len(counts), bool)
-    pi = np.where(done[:, None], moment, 1.0 / k)
-    active = ~done
-    iterations = 0
-    while np.any(active) and iterations < max_iterations:
-        cur = pi[active]
-        lam = cur @ P.T
-        ratio = np.divide(counts[active], lam, out=np.zeros_like(lam), where=lam > 0)
-        new = cur * (ratio @ P) / n[active]
-        step = np.abs(new - cur).max(axis=1)
-        pi[active] = new
-        still = step > tol
-        idx = np.flatnonzero(active)
-        active[idx[~still]] = False
-        iterations += 1
-    return pi, iterations
-
-
-def _fisher_covariance(
-    P: NDArray[np.float64], pi: NDArray[np.float64], n: int
-) -> NDArray[np.float64]:
-    """Inverse Fisher information of the multinomial likelihood, mapped to all k categories."""
-    k = P.shape[1]
-    lam = P @ pi
-    D = P[:, :-1] - P[:, -1:]  # d lam / d theta, theta = pi[:-1]
-    w = np.divide(1.0, lam, out=np.zeros_like(lam), where=lam > 0)
-    info = n * (D.T * w) @ D
-    cov_theta = np.linalg.pinv(info)
-    A = np.vstack([np.eye(k - 1), -np.ones((1, k - 1))])
-    return np.asarray(A @ cov_theta @ A.T)
+    return channel_estimate(mechanism, reports, method, prior, rng, options)

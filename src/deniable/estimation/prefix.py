@@ -32,6 +32,7 @@ the ``k`` largest of the last level (Wang et al. 2021's original use of PEM).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,11 +50,13 @@ from .results import ConfidenceInterval, EstimateResult
 
 __all__ = [
     "SURVIVOR_FACTOR",
+    "FoundModel",
     "LevelCounter",
     "PrefixHeavyHitters",
-    "detection_limit",
     "find_heavy_hitters",
     "level_counts",
+    "limit_from_model",
+    "pem_found_model",
     "search_levels",
 ]
 
@@ -227,55 +230,36 @@ def _found_probability(
     return prob * float(special.ndtr((f - bar) / se(f)))
 
 
-def detection_limit(
-    pem: Any,
-    n: int,
-    threshold: float = 0.01,
-    recall: float = 0.9,
-    *,
-    false_discoveries: float = 0.05,
-    miss_rate: float = 0.05,
-    max_survivors: int | None = None,
-    length: int | None = None,
-) -> float:
-    """The smallest frequency that :func:`find_heavy_hitters` finds with probability
-    ``recall`` from ``n`` reports, before any are collected.
+#: A prefix search's model of itself: ``model(n, f, threshold, false_discoveries,
+#: miss_rate, cap)`` is Pr(a value of frequency ``f`` is found from ``n`` reports).
+FoundModel = Callable[[float, float, float, float, float, int], float]
 
-    From the variance of each level's estimate (``n / levels`` reports a level, local
-    hashing's ``s (1 - s) / (n_l (p* - q*)^2)``): a value must survive each level's
-    pruning (its upper bound reaches ``threshold``; where more than ``max_survivors``
-    prefixes are tested, its estimate must also beat the largest null ones kept) and
-    pass the last level's test of ``frequency <= threshold / 2`` at level
-    ``false_discoveries / m``. Normal approximation; the probability is solved for the
-    frequency by bisection.
 
-    Parameters
-    ----------
-    pem : PrefixExtension or BytePrefixExtension
-    n : int >= 1
-        Reports to be collected (all levels).
-    threshold, false_discoveries, miss_rate, max_survivors
-        As for :func:`find_heavy_hitters`.
-    recall : float in (0, 1), default 0.9
-    length : int in 0..max_bytes, optional
-        BytePrefixExtension only: the value's length in bytes of UTF-8 (default
-        ``max_bytes``). A value that ends before the last level is tested on the
-        reports of every level after the one that admitted it
-        (:func:`~deniable.estimation.byte_prefix.find_string_heavy_hitters`), so short
-        values are found at lower frequencies.
-
-    Returns
-    -------
-    float
-        A frequency in (0, 1], or ``inf`` when no frequency reaches ``recall`` (for
-        example a recall above ``(1 - miss_rate) ** (levels - 1)`` at a low threshold).
+def pem_found_model(pem: PrefixExtension, length: int | None = None) -> FoundModel:
+    """PEM's model of its search (:func:`_found_probability`).
 
     Raises
     ------
     ValueError
-        For a probability outside (0, 1), ``n < 1``, or a ``length`` outside
-        ``0..max_bytes`` (or given for PEM).
+        If ``length`` is given (it applies to byte-PEM only).
     """
+    if length is not None:
+        raise ValueError("length applies to BytePrefixExtension only")
+    return functools.partial(_found_probability, pem)
+
+
+def limit_from_model(
+    model: FoundModel,
+    n: int,
+    threshold: float,
+    recall: float,
+    false_discoveries: float,
+    miss_rate: float,
+    max_survivors: int | None,
+) -> float:
+    """The smallest frequency ``model`` finds with probability ``recall`` (bisection):
+    the arithmetic of :func:`deniable.estimation.detection_limit`, which documents the
+    parameters and errors."""
     n = check_integer("n", n, minimum=1)
     threshold, recall, false_discoveries, miss_rate = (
         check_probability(name, value, low_open=True, high_open=True)
@@ -288,10 +272,8 @@ def detection_limit(
     )
     cap = _survivor_cap(threshold, None, max_survivors)
 
-    def found(f: float) -> float:  # each prefix mechanism models its own search
-        return float(
-            pem._found_probability(n, f, threshold, false_discoveries, miss_rate, cap, length)
-        )
+    def found(f: float) -> float:
+        return float(model(n, f, threshold, false_discoveries, miss_rate, cap))
 
     if found(1.0) < recall:
         return math.inf
@@ -350,7 +332,8 @@ def find_heavy_hitters(
     DetectionLimitError
         With ``on_overflow="raise"``, when a level's survivors exceed ``max_survivors``;
         the message and the error's ``detection_limit`` name the smallest frequency the
-        reports find with recall 0.9 (:func:`detection_limit`).
+        reports find with recall 0.9
+        (:func:`deniable.estimation.detection_limit`).
     ReportValidationError
         For malformed reports.
     """
@@ -473,20 +456,24 @@ def _prune(
     )
     keep = keep[np.argsort(-estimate[keep], kind="stable")]
     if keep.size > plan.cap and plan.top_k is None:
-        _overflow(level, keep.size, n, pem, plan, warnings)
+        _overflow(level, keep.size, n, pem, plan, warnings, pem_found_model(pem))
     return np.asarray(keep[: plan.cap], dtype=np.int64)
 
 
-def _overflow(level: int, passing: int, n: int, pem: Any, plan: _Plan, warnings: list[str]) -> None:
-    """More than the cap passed a level's pruning: a warning naming the detection limit,
-    or DetectionLimitError with ``on_overflow="raise"``."""
-    limit = detection_limit(
-        pem,
-        n,
-        plan.threshold,
-        false_discoveries=plan.false_discoveries,
-        miss_rate=plan.miss_rate,
-        max_survivors=plan.cap,
+def _overflow(
+    level: int,
+    passing: int,
+    n: int,
+    pem: Any,
+    plan: _Plan,
+    warnings: list[str],
+    model: FoundModel,
+) -> None:
+    """More than the cap passed a level's pruning: a warning naming the detection limit
+    (recall 0.9 under the search's ``model``), or DetectionLimitError with
+    ``on_overflow="raise"``."""
+    limit = limit_from_model(
+        model, n, plan.threshold, 0.9, plan.false_discoveries, plan.miss_rate, plan.cap
     )
     message = (
         f"level {level}: {passing} prefixes may reach the threshold "

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import IntervalCoverageWarning
-from ..mechanisms.protocol import BloomChannel, CategoricalMechanism, MatrixChannel, SupportChannel
+from ..mechanisms.channels import BloomChannel, MatrixChannel, SupportChannel
+from ..mechanisms.protocol import CategoricalMechanism
 from ..tallies import RapporTally, SupportTally, Tally
 from ..validation import check_confidence_level, check_probability
 from ._base import ConfidenceInterval, EstimateResult, interval_dict, summary_table
@@ -36,9 +38,6 @@ from .intervals import (
     share_to_prevalence,
 )
 from .variance import affine_map
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "FLAG_Z",
@@ -186,26 +185,12 @@ class PrevalenceEstimate(EstimateResult):
         return out
 
     def _outside_z(self) -> NDArray[np.float64] | None:
-        """How many standard errors each moment estimate lies outside [0, 1] (0 inside),
-        each standard error taken at the nearest prevalence vector inside the simplex
-        (the estimate clipped to [0, 1] and renormalised); ``None`` unless a design's
-        moment estimate."""
-        from .common import moment_covariance
-
-        channel = self.mechanism.channel
-        if self.method != "moment" or not isinstance(channel, MatrixChannel):
+        """How many standard errors each moment estimate lies outside [0, 1] (0 inside);
+        ``None`` unless a design's moment estimate (:func:`_matrix_outside_z`)."""
+        if self.method != "moment":
             return None
-        estimate = np.asarray(self.estimate, dtype=np.float64)
-        inside = np.clip(estimate, 0.0, 1.0)
-        total = inside.sum()
-        inside = inside / total if total > 0 else np.full_like(inside, 1 / inside.size)
-        inverse = channel.inverse
-        cov = moment_covariance(inverse, channel.matrix @ inside, self.n)
-        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        distance = np.maximum(-estimate, estimate - 1.0).clip(min=0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(distance > 0, distance / se, 0.0)
-        return np.asarray(z, dtype=np.float64)
+        channel = self.mechanism.channel
+        return _intervals_of(channel).outside_z(self, channel)
 
     def one_sided_pvalue(self, value: float = 0.0, category: int = 1) -> float:
         """P-value of the one-sided z test of "the prevalence of ``category`` is at most
@@ -286,52 +271,18 @@ class PrevalenceEstimate(EstimateResult):
         if method not in INTERVAL_METHODS:
             raise ValueError(f"method must be one of {', '.join(INTERVAL_METHODS)}, got {method!r}")
         channel = self.mechanism.channel
-        if isinstance(channel, MatrixChannel) and self.boundary_std_error is None:
-            from .coverage import coverage_warning
-
-            message = coverage_warning(
-                channel, self.n, method, level, self.estimate, self.prior, repr(self.mechanism)
-            )
-            if message is not None:
-                warnings.warn(message, IntervalCoverageWarning, stacklevel=2)
-        if isinstance(channel, BloomChannel):
-            if method != "normal":
-                raise ValueError("RAPPOR estimates have only 'normal' (Wald) intervals")
-            low, high = wald_interval(self.estimate, self.std_error, level)
-        elif isinstance(channel, SupportChannel):
-            assert isinstance(self.tally, SupportTally)
-            low, high = _support_interval(self, channel, self.tally, method, level)
-        else:
-            assert isinstance(self.tally, Tally) and isinstance(channel, MatrixChannel)
-            low2, high2 = prevalence_intervals(
-                channel,
-                self.tally.counts[None, :],
-                method,
-                level,
-                estimate=self.estimate[None, :],
-                variance=self._variance[None, :],
-                prior=self.prior,
-                posterior=None if self.posterior is None else self.posterior[None],
-            )
-            if method == "bayes":
-                self._check_bayes_boundary(low2[0], high2[0], level)
-            if method == "normal" and self.boundary_std_error is not None:
-                # power constraint: no interval claims more precision near a boundary
-                # than an estimate at that boundary would have (Cowan et al. 2011)
-                reach = np.minimum(z_quantile(level) * self.boundary_std_error, 1.0)
-                high2[0] = np.maximum(high2[0], reach)
-                low2[0] = np.minimum(low2[0], 1.0 - reach[::-1])
-            return ConfidenceInterval(low2[0], high2[0])
-        return ConfidenceInterval(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0))
+        return _intervals_of(channel).interval(self, channel, method, level)
 
     def _check_bayes_boundary(
-        self, low: NDArray[np.float64], high: NDArray[np.float64], level: float
+        self,
+        channel: MatrixChannel,
+        low: NDArray[np.float64],
+        high: NDArray[np.float64],
+        level: float,
     ) -> None:
         """Warn when the credible interval leaves out 0 or 1 where the default
         (Feldman-Cousins, at least the level everywhere) keeps it: the case in which
         credible intervals under-cover (docs/coverage.md)."""
-        channel = self.mechanism.channel
-        assert isinstance(channel, MatrixChannel)
         if affine_map(channel) is None:
             return
         assert isinstance(self.tally, Tally)
@@ -369,7 +320,7 @@ class PrevalenceEstimate(EstimateResult):
                 "(docs/coverage.md); use feldman_cousins, which covers at least the level "
                 "at every prevalence",
                 IntervalCoverageWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     @property
@@ -378,14 +329,7 @@ class PrevalenceEstimate(EstimateResult):
         if self.method == "bayes":
             return "bayes"
         channel = self.mechanism.channel
-        if isinstance(channel, BloomChannel):
-            return "normal"
-        if isinstance(channel, SupportChannel):
-            return "wilson" if self.method == "moment" and channel.scale == 1 else "normal"
-        assert isinstance(channel, MatrixChannel)
-        if affine_map(channel) is not None:
-            return "feldman_cousins"
-        return "normal"
+        return _intervals_of(channel).default(self, channel)
 
     def to_dict(
         self,
@@ -488,3 +432,113 @@ def _support_interval(
     return share_to_prevalence(
         lo_s, hi_s, -q / (p - q), 1 / (p - q), snap=method == "feldman_cousins"
     )
+
+
+def _matrix_interval(
+    result: PrevalenceEstimate, channel: MatrixChannel, method: str, level: float
+) -> ConfidenceInterval[NDArray[np.float64]]:
+    """A design's intervals (:func:`~deniable.estimation.intervals.prevalence_intervals`),
+    power-constrained for designs varying by respondent, the credible interval checked
+    at the boundaries; a warning where the method's coverage falls short
+    (:func:`~deniable.estimation.coverage.coverage_warning`)."""
+    if result.boundary_std_error is None:
+        from .coverage import coverage_warning
+
+        message = coverage_warning(
+            channel, result.n, method, level, result.estimate, result.prior, repr(result.mechanism)
+        )
+        if message is not None:
+            warnings.warn(message, IntervalCoverageWarning, stacklevel=3)
+    assert isinstance(result.tally, Tally)
+    low, high = prevalence_intervals(
+        channel,
+        result.tally.counts[None, :],
+        method,
+        level,
+        estimate=result.estimate[None, :],
+        variance=result._variance[None, :],
+        prior=result.prior,
+        posterior=None if result.posterior is None else result.posterior[None],
+    )
+    if method == "bayes":
+        result._check_bayes_boundary(channel, low[0], high[0], level)
+    if method == "normal" and result.boundary_std_error is not None:
+        # power constraint: no interval claims more precision near a boundary
+        # than an estimate at that boundary would have (Cowan et al. 2011)
+        reach = np.minimum(z_quantile(level) * result.boundary_std_error, 1.0)
+        high[0] = np.maximum(high[0], reach)
+        low[0] = np.minimum(low[0], 1.0 - reach[::-1])
+    return ConfidenceInterval(low[0], high[0])
+
+
+def _matrix_outside_z(
+    result: PrevalenceEstimate, channel: MatrixChannel
+) -> NDArray[np.float64] | None:
+    """How many standard errors each moment estimate lies outside [0, 1] (0 inside),
+    each standard error taken at the nearest prevalence vector inside the simplex (the
+    estimate clipped to [0, 1] and renormalised)."""
+    from .common import moment_covariance
+
+    estimate = np.asarray(result.estimate, dtype=np.float64)
+    inside = np.clip(estimate, 0.0, 1.0)
+    total = inside.sum()
+    inside = inside / total if total > 0 else np.full_like(inside, 1 / inside.size)
+    cov = moment_covariance(channel.inverse, channel.matrix @ inside, result.n)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    distance = np.maximum(-estimate, estimate - 1.0).clip(min=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(distance > 0, distance / se, 0.0)
+    return np.asarray(z, dtype=np.float64)
+
+
+def _matrix_default(result: PrevalenceEstimate, channel: MatrixChannel) -> str:
+    return "feldman_cousins" if affine_map(channel) is not None else "normal"
+
+
+def _oracle_interval(
+    result: PrevalenceEstimate, channel: SupportChannel, method: str, level: float
+) -> ConfidenceInterval[NDArray[np.float64]]:
+    assert isinstance(result.tally, SupportTally)
+    low, high = _support_interval(result, channel, result.tally, method, level)
+    return ConfidenceInterval(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0))
+
+
+def _oracle_default(result: PrevalenceEstimate, channel: SupportChannel) -> str:
+    return "wilson" if result.method == "moment" and channel.scale == 1 else "normal"
+
+
+def _bloom_interval(
+    result: PrevalenceEstimate, channel: BloomChannel, method: str, level: float
+) -> ConfidenceInterval[NDArray[np.float64]]:
+    if method != "normal":
+        raise ValueError("RAPPOR estimates have only 'normal' (Wald) intervals")
+    low, high = wald_interval(result.estimate, result.std_error, level)
+    return ConfidenceInterval(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0))
+
+
+def _nowhere(result: PrevalenceEstimate, channel: Any) -> None:
+    return None
+
+
+class _Intervals(NamedTuple):
+    """A prevalence channel's intervals: ``interval(result, channel, method, level)``,
+    ``default(result, channel)`` (the method used when none is named), and
+    ``outside_z(result, channel)`` (how far a moment estimate lies outside [0, 1], in
+    standard errors; None where the channel does not say)."""
+
+    interval: Callable[[PrevalenceEstimate, Any, str, float], ConfidenceInterval[Any]]
+    default: Callable[[PrevalenceEstimate, Any], str]
+    outside_z: Callable[[PrevalenceEstimate, Any], NDArray[np.float64] | None] = _nowhere
+
+
+#: The intervals of each channel whose estimate is a :class:`PrevalenceEstimate`
+#: (looked up by the channel, never by the mechanism's class).
+_INTERVALS: dict[type, _Intervals] = {
+    MatrixChannel: _Intervals(_matrix_interval, _matrix_default, _matrix_outside_z),
+    SupportChannel: _Intervals(_oracle_interval, _oracle_default),
+    BloomChannel: _Intervals(_bloom_interval, lambda result, channel: "normal"),
+}
+
+
+def _intervals_of(channel: Any) -> _Intervals:
+    return _INTERVALS[type(channel)]

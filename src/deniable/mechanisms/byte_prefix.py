@@ -62,7 +62,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ReportValidationError
 from ..validation import check_integer
 from .columns import column, hex_rows, hex_strings, integer_array
-from .protocol import PrefixChannel, ReportField, check_epsilon, spec_string, warn_large_epsilon
+from .protocol import BytePrefixChannel, ReportField, check_epsilon, spec_string, warn_large_epsilon
 from .randomness import RandomSource, random_bytes
 
 __all__ = [
@@ -154,7 +154,7 @@ class BytePrefixExtension:
         level and 1.3% on the last of 32 (uniform: 3.1%): at n = 10^7, epsilon 1, a
         10-byte value is found (recall 0.9) from 1.60% instead of 2.11% with ``1``
         (uniform), a 32-byte one from 2.15% instead of 2.28%, a 64-byte one from 4.45%
-        instead of 3.01% (:func:`~deniable.estimation.prefix.detection_limit` with
+        instead of 3.01% (:func:`~deniable.estimation.detection_limit` with
         ``length``). Epsilon does not depend on it: the level is drawn independently of
         the value, and decoding uses each level's own report count.
 
@@ -389,46 +389,13 @@ class BytePrefixExtension:
         return arr
 
     @property
-    def channel(self) -> PrefixChannel:
-        """Local hashing on each level's prefixes, with ``levels`` levels."""
-        return PrefixChannel(self.p_star, self.q_star, self.levels)
+    def channel(self) -> BytePrefixChannel:
+        """Local hashing on each level's byte prefixes, with ``levels`` levels."""
+        return BytePrefixChannel(self.p_star, self.q_star, self.levels)
 
     def tally(self, reports: Any) -> NDArray[np.void]:
         """The validated reports (the search decides level by level what to count)."""
         return self.check_reports(reports)
-
-    def find_heavy_hitters(self, reports: Any, **options: Any) -> Any:
-        """:func:`deniable.estimation.byte_prefix.find_string_heavy_hitters`."""
-        from ..estimation.byte_prefix import find_string_heavy_hitters
-
-        return find_string_heavy_hitters(self, reports, **options)
-
-    def _found_probability(
-        self,
-        n: float,
-        f: float,
-        threshold: float,
-        false_discoveries: float,
-        miss_rate: float,
-        cap: int,
-        length: int | None = None,
-    ) -> float:
-        """Pr(the search finds a value of ``length`` bytes (default ``max_bytes``) and
-        frequency ``f``) (``detection_limit``'s model).
-
-        Raises
-        ------
-        ValueError, TypeError
-            For a ``length`` outside 0..max_bytes.
-        """
-        from ..estimation.byte_prefix import _found_string_probability
-        from ..validation import check_integer
-
-        size = check_integer("length", self.max_bytes if length is None else length, minimum=0)
-        if size > self.max_bytes:
-            raise ValueError(f"length must be in 0..{self.max_bytes} (max_bytes), got {size}")
-        args = (threshold, false_discoveries, miss_rate, cap, size)
-        return _found_string_probability(self, n, f, *args)
 
     def _search_shape(self) -> tuple[int, float, tuple[float, ...], float, float]:
         """``(levels, first level's candidates, extensions a survivor per level, p*, q*)``."""

@@ -1,47 +1,45 @@
-"""The channels from truths to reports, each carrying its own arithmetic.
+"""The channels from truths to reports: what each mechanism's randomization is.
 
 Every mechanism names its channel (:attr:`Mechanism.channel
-<deniable.mechanisms.protocol.Mechanism.channel>`), and the channel knows how to turn
-the mechanism's reports (or their tally) into an estimate:
-:func:`deniable.estimation.estimate` calls ``mechanism.channel.estimate(mechanism,
-reports, ...)`` and never asks what the mechanism is.
+<deniable.mechanisms.protocol.Mechanism.channel>`): a small frozen record of the law
+from a truth to a report (a misclassification matrix, a pair of support
+probabilities). The channel is the whole of what estimation needs to know about a
+mechanism's randomization; the arithmetic that inverts each channel lives in
+:mod:`deniable.estimation`, which :func:`deniable.estimation.estimate` looks up by the
+channel and never by the mechanism's class. So the layers import one way
+(``mechanisms`` < ``estimation``), and building or randomizing with a mechanism loads
+no estimator.
 
-==================  ==========================================  =====================
-channel             mechanisms                                  estimate
-==================  ==========================================  =====================
-``MatrixChannel``   designs, k-ary RR (a misclassification      ``PrevalenceEstimate``
-                    matrix; Chaudhuri & Mukerjee 1988)
-``SupportChannel``  unary encoding, local hashing, Hadamard     ``PrevalenceEstimate``
-                    response (Wang, Blocki, Li & Jha 2017)
-``BloomChannel``    RAPPOR (Erlingsson, Pihur & Korolova 2014)  ``RapporEstimate``
-``MeanChannel``     Duchi, piecewise, hybrid, 1BitMean          ``MeanEstimate``
-``BucketChannel``   dBitFlip (Ding, Kulkarni & Yekhanin 2017)   ``HistogramEstimate``
-``PrefixChannel``   the prefix extending method (PEM;           ``PrefixHeavyHitters``
-                    Wang, Li & Jha 2021)
-==================  ==========================================  =====================
-
-The arithmetic itself lives in :mod:`deniable.estimation` and is imported when an
-estimate is made, so building or randomizing with a mechanism loads none of it.
+=====================  ==========================================  =====================
+channel                mechanisms                                  estimate
+=====================  ==========================================  =====================
+``MatrixChannel``      designs, k-ary RR (a misclassification      ``PrevalenceEstimate``
+                       matrix; Chaudhuri & Mukerjee 1988)
+``SupportChannel``     unary encoding, local hashing, Hadamard     ``PrevalenceEstimate``
+                       response (Wang, Blocki, Li & Jha 2017)
+``BloomChannel``       RAPPOR (Erlingsson, Pihur & Korolova 2014)  ``RapporEstimate``
+``MeanChannel``        Duchi, piecewise, hybrid, 1BitMean          ``MeanEstimate``
+``BucketChannel``      dBitFlip (Ding, Kulkarni & Yekhanin 2017)   ``HistogramEstimate``
+``PrefixChannel``      the prefix extending method (PEM;           ``PrefixHeavyHitters``
+                       Wang, Li & Jha 2021) on strings
+``BytePrefixChannel``  PEM on the bytes of UTF-8 strings           ``PrefixHeavyHitters``
+=====================  ==========================================  =====================
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Protocol
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
-
-if TYPE_CHECKING:
-    from ..estimation.means import HistogramEstimate, MeanEstimate
-    from ..estimation.prefix import PrefixHeavyHitters
-    from ..estimation.results import EstimateResult, PrevalenceEstimate, RapporEstimate
+from numpy.typing import NDArray
 
 __all__ = [
     "CHANNELS",
     "BloomChannel",
     "BucketChannel",
+    "BytePrefixChannel",
     "Channel",
     "FiniteChannel",
     "MatrixChannel",
@@ -70,61 +68,8 @@ class FiniteChannel(Protocol):
     def n_reports(self) -> int: ...
 
 
-class _Estimating:
-    """What every channel shares: ``estimate`` checks the method, the prior and the
-    options against what the channel takes, then runs the channel's arithmetic."""
-
-    #: How errors name the channel's mechanisms.
-    _what: ClassVar[str] = "this mechanism"
-    #: Whether ``method`` and ``prior`` are the channel's to choose (else moment only).
-    _methods: ClassVar[bool] = False
-    #: The options (keyword arguments) the arithmetic takes.
-    _options: ClassVar[tuple[str, ...]] = ()
-
-    def estimate(
-        self,
-        mechanism: Any,
-        reports: Any,
-        method: str = "moment",
-        prior: ArrayLike | None = None,
-        *,
-        rng: np.random.Generator | int = 0,
-        **options: Any,
-    ) -> EstimateResult:
-        """The estimate from ``mechanism``'s reports or their tally (see
-        :func:`deniable.estimate`).
-
-        Raises
-        ------
-        ValueError
-            For a method or prior the channel has no estimator for.
-        TypeError
-            For an option the channel does not take.
-        """
-        if not self._methods and (method != "moment" or prior is not None):
-            raise ValueError(
-                f"{self._what} has one estimator; leave method and prior at their defaults"
-            )
-        unknown = sorted(set(options) - set(self._options))
-        if unknown:
-            takes = " and ".join(self._options) or "no options"
-            raise TypeError(f"{self._what} takes {takes}, got {', '.join(unknown)}")
-        return self._arithmetic(mechanism, reports, method, prior, rng, options)
-
-    def _arithmetic(
-        self,
-        mechanism: Any,
-        reports: Any,
-        method: str,
-        prior: ArrayLike | None,
-        rng: np.random.Generator | int,
-        options: dict[str, Any],
-    ) -> EstimateResult:
-        raise NotImplementedError
-
-
 @dataclass(frozen=True)
-class MatrixChannel(_Estimating):
+class MatrixChannel:
     """A finite channel: the misclassification matrix ``P[r, t] = Pr(report r | truth t)``.
 
     Attributes
@@ -132,9 +77,6 @@ class MatrixChannel(_Estimating):
     matrix : ndarray, shape (m, k), float64
         Column-stochastic (Chaudhuri & Mukerjee 1988).
     """
-
-    _what = "a design"
-    _methods = True
 
     matrix: NDArray[np.float64]
 
@@ -153,23 +95,9 @@ class MatrixChannel(_Estimating):
         """The left inverse ``P^+`` (Moore-Penrose), shape (k, m), float64."""
         return np.asarray(np.linalg.pinv(self.matrix), dtype=np.float64)
 
-    def _arithmetic(
-        self,
-        mechanism: Any,
-        reports: Any,
-        method: str,
-        prior: ArrayLike | None,
-        rng: np.random.Generator | int,
-        options: dict[str, Any],
-    ) -> PrevalenceEstimate:
-        """Moment, maximum-likelihood or Bayes estimate (see :func:`deniable.estimate`)."""
-        from ..estimation.estimators import estimate_matrix
-
-        return estimate_matrix(mechanism, self, reports, method, prior, rng)
-
 
 @dataclass(frozen=True)
-class SupportChannel(_Estimating):
+class SupportChannel:
     """A frequency oracle's channel (Wang, Blocki, Li & Jha 2017).
 
     Attributes
@@ -182,30 +110,13 @@ class SupportChannel(_Estimating):
         2 when reports carry half supports (Hadamard response with several blocks).
     """
 
-    _what = "an oracle"
-    _methods = True
-
     p_star: float
     q_star: float
     scale: int = 1
 
-    def _arithmetic(
-        self,
-        mechanism: Any,
-        reports: Any,
-        method: str,
-        prior: ArrayLike | None,
-        rng: np.random.Generator | int,
-        options: dict[str, Any],
-    ) -> PrevalenceEstimate:
-        """``f_v = (C_v / n - q*) / (p* - q*)`` (``moment``) or EM on the reports (``mle``)."""
-        from ..estimation.estimators import estimate_support
-
-        return estimate_support(mechanism, self, reports, method, prior)
-
 
 @dataclass(frozen=True)
-class BloomChannel(_Estimating):
+class BloomChannel:
     """RAPPOR's channel on each Bloom-filter bit (Erlingsson, Pihur & Korolova 2014).
 
     Attributes
@@ -216,31 +127,12 @@ class BloomChannel(_Estimating):
         ``Pr(report bit = 1 | Bloom bit = 0)``.
     """
 
-    _what = "RAPPOR (decoded by LASSO + NNLS)"
-    _options = ("alpha", "seed", "memory_limit")
-
     p_star: float
     q_star: float
 
-    def _arithmetic(
-        self,
-        mechanism: Any,
-        reports: Any,
-        method: str,
-        prior: ArrayLike | None,
-        rng: np.random.Generator | int,
-        options: dict[str, Any],
-    ) -> RapporEstimate:
-        """Decode the candidates' counts by LASSO + NNLS (Erlingsson et al. 2014);
-        options ``alpha``, ``seed`` and ``memory_limit`` (see
-        :func:`deniable.estimation.rappor.decode_rappor`)."""
-        from ..estimation.rappor import decode_rappor
-
-        return decode_rappor(mechanism, reports, **options)
-
 
 @dataclass(frozen=True)
-class MeanChannel(_Estimating):
+class MeanChannel:
     """A numeric mechanism's channel: reports whose debiased values are unbiased.
 
     ``E[debias(report) | x] = x`` for every value ``x`` in ``[low, high]`` (Duchi,
@@ -252,28 +144,12 @@ class MeanChannel(_Estimating):
         The range of the values, in their units.
     """
 
-    _what = "a numeric mechanism"
-
     low: float
     high: float
 
-    def _arithmetic(
-        self,
-        mechanism: Any,
-        reports: Any,
-        method: str,
-        prior: ArrayLike | None,
-        rng: np.random.Generator | int,
-        options: dict[str, Any],
-    ) -> MeanEstimate:
-        """The mean of the debiased reports and its standard error."""
-        from ..estimation.means import estimate_mean
-
-        return estimate_mean(mechanism, reports)
-
 
 @dataclass(frozen=True)
-class BucketChannel(_Estimating):
+class BucketChannel:
     """dBitFlip's channel on each sampled bucket (Ding, Kulkarni & Yekhanin 2017).
 
     Attributes
@@ -282,28 +158,12 @@ class BucketChannel(_Estimating):
         ``Pr(bit = 1 | value in the bucket)`` and ``Pr(bit = 1 | value not in it)``.
     """
 
-    _what = "dBitFlip"
-
     p_star: float
     q_star: float
 
-    def _arithmetic(
-        self,
-        mechanism: Any,
-        reports: Any,
-        method: str,
-        prior: ArrayLike | None,
-        rng: np.random.Generator | int,
-        options: dict[str, Any],
-    ) -> HistogramEstimate:
-        """The unbiased bucket histogram and its standard errors."""
-        from ..estimation.means import estimate_histogram
-
-        return estimate_histogram(mechanism, reports)
-
 
 @dataclass(frozen=True)
-class PrefixChannel(_Estimating):
+class PrefixChannel:
     """The prefix extending method's channel: local hashing on each level's prefixes.
 
     Attributes
@@ -314,40 +174,43 @@ class PrefixChannel(_Estimating):
         Number of prefix levels.
     """
 
-    _what = "PEM"
-    _options = (
-        "threshold",
-        "miss_rate",
-        "false_discoveries",
-        "top_k",
-        "max_survivors",
-        "on_overflow",
-    )
-
     p_star: float
     q_star: float
     levels: int
 
-    def _arithmetic(
-        self,
-        mechanism: Any,
-        reports: Any,
-        method: str,
-        prior: ArrayLike | None,
-        rng: np.random.Generator | int,
-        options: dict[str, Any],
-    ) -> PrefixHeavyHitters:
-        """Heavy hitters level by level (the mechanism's own ``find_heavy_hitters``);
-        options ``threshold``, ``miss_rate``, ``false_discoveries``, ``top_k``,
-        ``max_survivors`` and ``on_overflow`` (see
-        :func:`deniable.estimation.prefix.find_heavy_hitters`)."""
-        found: PrefixHeavyHitters = mechanism.find_heavy_hitters(reports, **options)
-        return found
+
+@dataclass(frozen=True)
+class BytePrefixChannel(PrefixChannel):
+    """PEM on the bytes of UTF-8 strings: local hashing on each level's byte prefixes,
+    values of any length up to the mechanism's ``max_bytes`` (its search tests a value
+    that ends early on every later level's reports).
+
+    Attributes
+    ----------
+    p_star, q_star : float in [0, 1]
+        Each level's local-hashing support probabilities.
+    levels : int
+        Number of prefix levels.
+    """
 
 
 #: Every channel the estimators invert.
 Channel = (
-    MatrixChannel | SupportChannel | BloomChannel | MeanChannel | BucketChannel | PrefixChannel
+    MatrixChannel
+    | SupportChannel
+    | BloomChannel
+    | MeanChannel
+    | BucketChannel
+    | PrefixChannel
+    | BytePrefixChannel
 )
 #: The channel classes, for a check that an object is a mechanism's channel.
-CHANNELS = (MatrixChannel, SupportChannel, BloomChannel, MeanChannel, BucketChannel, PrefixChannel)
+CHANNELS = (
+    MatrixChannel,
+    SupportChannel,
+    BloomChannel,
+    MeanChannel,
+    BucketChannel,
+    PrefixChannel,
+    BytePrefixChannel,
+)

@@ -305,35 +305,6 @@ class PrefixExtension:
         so PEM's reports are their own sufficient statistic."""
         return self.check_reports(reports)
 
-    def find_heavy_hitters(self, reports: Any, **options: Any) -> Any:
-        """:func:`deniable.estimation.prefix.find_heavy_hitters`."""
-        from ..estimation.prefix import find_heavy_hitters
-
-        return find_heavy_hitters(self, reports, **options)
-
-    def _found_probability(
-        self,
-        n: float,
-        f: float,
-        threshold: float,
-        false_discoveries: float,
-        miss_rate: float,
-        cap: int,
-        length: int | None = None,
-    ) -> float:
-        """Pr(the search finds a value of frequency ``f``) (``detection_limit``'s model).
-
-        Raises
-        ------
-        ValueError
-            If ``length`` is given (it applies to byte-PEM only).
-        """
-        if length is not None:
-            raise ValueError("length applies to BytePrefixExtension only")
-        from ..estimation.prefix import _found_probability
-
-        return _found_probability(self, n, f, threshold, false_discoveries, miss_rate, cap)
-
     def _search_shape(self) -> tuple[int, float, tuple[float, ...], float, float]:
         """``(levels, first level's candidates, extensions a survivor per level, p*, q*)``."""
         steps = zip(self.lengths, self.lengths[1:], strict=False)

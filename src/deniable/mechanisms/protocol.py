@@ -47,6 +47,7 @@ from ..validation import check_real
 from .channels import (
     BloomChannel,
     BucketChannel,
+    BytePrefixChannel,
     Channel,
     MatrixChannel,
     MeanChannel,
@@ -62,6 +63,7 @@ __all__ = [
     "MAX_EPSILON",
     "BloomChannel",
     "BucketChannel",
+    "BytePrefixChannel",
     "CategoricalMechanism",
     "Channel",
     "MatrixChannel",

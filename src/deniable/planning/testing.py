@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..estimation.estimators import as_tally
+from ..estimation._finite import as_tally
 from ..mechanisms.designs import Design
 from ..tallies import Tally
 from ..validation import check_integer, check_probability

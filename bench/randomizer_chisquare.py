@@ -29,7 +29,7 @@ from deniable.mechanisms import (
     Warner,
 )
 
-WEB = Path(__file__).resolve().parents[1] / "src" / "deniable" / "collection" / "web"
+WEB = Path(__file__).resolve().parents[1] / "src" / "deniable" / "collection" / "respondent" / "web"
 DESIGNS = {
     "warner": Warner(p=0.8),
     "forced-response": ForcedResponse(p_yes=1 / 6, p_no=1 / 6),

@@ -51,7 +51,7 @@ SURVEY: dict = {
 
 
 def reset_postgres(url: str) -> None:
-    from deniable.collection.storage import database_url
+    from deniable.collection.store.storage import database_url
 
     engine = create_engine(database_url(url))
     with engine.begin() as conn:
@@ -113,7 +113,7 @@ async def client(database_url):
 
     from deniable.collection.server.app import create_app
     from deniable.collection.server.security import RateLimiter
-    from deniable.collection.storage import Store
+    from deniable.collection.store.storage import Store
 
     store = Store(database_url)
     app = create_app(
@@ -160,7 +160,7 @@ def store_credential(store, survey_id: str, token: str):
 def http_credential(client, survey_id: str, token: str) -> dict:
     """The respondent's side of RFC 9474 over HTTP (any httpx-like client): the
     ``credential`` object of a response."""
-    from deniable.collection.client import request_credential
+    from deniable.collection.respondent.client import request_credential
 
     view = client.get(f"/api/surveys/{survey_id}").json()
 

@@ -14,7 +14,7 @@ import pytest
 
 from deniable.collection.server.app import create_app
 from deniable.collection.server.security import RateLimiter
-from deniable.collection.storage import Store
+from deniable.collection.store.storage import Store
 from deniable.estimation.estimators import estimate
 from deniable.mechanisms.binary import ForcedResponse
 

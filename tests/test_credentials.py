@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from deniable.collection import _libcrypto, credentials
+from deniable.collection import credentials
 from deniable.collection.credentials import (
     CredentialError,
     CredentialKey,
+    _libcrypto,
     blind,
     finalize,
     load_public_key,

@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 
 from deniable import estimate
 from deniable.cli import app
-from deniable.collection.budget import check_lifetime
-from deniable.collection.disclosure import cell_warning
-from deniable.collection.live import serve_in_thread
-from deniable.collection.storage import Store
-from deniable.collection.survey import load_survey
+from deniable.collection.model.budget import check_lifetime
+from deniable.collection.model.survey import load_survey
+from deniable.collection.server.live import serve_in_thread
+from deniable.collection.store.disclosure import cell_warning
+from deniable.collection.store.storage import Store
 from deniable.errors import SurveyError
 from deniable.mechanisms import Direct
 from deniable.mechanisms.registry import design_from_spec
@@ -242,7 +242,7 @@ def test_a_cell_of_direct_answers_under_min_release_waits_whole(tmp_path):
 
 
 def read_export_bytes(folder, store: Store, fmt: str):
-    from deniable.collection.export import export_bytes, read_export, survey_file
+    from deniable.collection.exports.export import export_bytes, read_export, survey_file
 
     content, _, name = export_bytes(store, "campus", fmt)
     path = folder / name
@@ -288,7 +288,7 @@ def test_spss_and_stata_labels_say_which_columns_hold_randomized_reports(tmp_pat
     a direct question's is its text."""
     import pyreadstat
 
-    from deniable.collection.export import export_bytes
+    from deniable.collection.exports.export import export_bytes
 
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1, "allow_small_release": True})

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from deniable.analysis import rr_logit, subgroup_prevalence
 from deniable.cli import app
-from deniable.collection.export import export_bytes, survey_file
-from deniable.collection.storage import Store
-from deniable.collection.survey import load_survey
+from deniable.collection.exports.export import export_bytes, survey_file
+from deniable.collection.model.survey import load_survey
+from deniable.collection.store.storage import Store
 
 from .test_direct import STUDY
 

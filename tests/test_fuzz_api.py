@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deniable.collection.server.app import create_app
-from deniable.collection.storage import Store
+from deniable.collection.store.storage import Store
 
 from .conftest import ANALYST, SURVEY, assert_error_shape
 

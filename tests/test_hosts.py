@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.hosts import detect_host, read_host_export
-from deniable.collection.survey import load_survey
-from deniable.collection.views import design_digest
+from deniable.collection.exports.hosts import detect_host, read_host_export
+from deniable.collection.model.survey import load_survey
+from deniable.collection.model.views import design_digest
 from deniable.estimation import estimate
 
 SURVEY = {
@@ -41,7 +41,7 @@ SURVEY = {
     ],
 }
 N = 2000
-WEB = Path(__file__).resolve().parents[1] / "src" / "deniable" / "collection" / "web"
+WEB = Path(__file__).resolve().parents[1] / "src" / "deniable" / "collection" / "respondent" / "web"
 #: Rows whose digest is another design's (refused for `cheat`).
 WRONG = 7
 
@@ -384,7 +384,7 @@ def test_an_export_over_the_size_bound_is_refused_before_it_is_parsed(
     simulated, tmp_path, monkeypatch
 ):
     """The bound is checked on the file's size before pandas reads a byte."""
-    import deniable.collection.hosts as hosts
+    import deniable.collection.exports.hosts as hosts
 
     _, survey, *_ = simulated
     big = tmp_path / "big.csv"

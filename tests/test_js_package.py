@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 JS = Path(__file__).resolve().parents[1] / "js"
-WEB = Path(__file__).resolve().parents[1] / "src" / "deniable" / "collection" / "web"
+WEB = Path(__file__).resolve().parents[1] / "src" / "deniable" / "collection" / "respondent" / "web"
 
 pytestmark = pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm (.ci/run: apt)")
 

@@ -209,7 +209,7 @@ def test_import_deniable_loads_numpy_and_scipy_only():
     """Not pandas, numba or the extras; of SciPy, not stats, optimize or sparse."""
     code = (
         "import sys, deniable, deniable.mechanisms, deniable.estimation, deniable.planning\n"
-        "import deniable.collection.client, deniable.tables.frames, deniable.tallies\n"
+        "import deniable.collection.respondent.client, deniable.tables.frames, deniable.tallies\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -384,3 +384,50 @@ def test_a_missing_extra_names_the_one_install_command(blocked, code, extra):
     assert f"pip install 'deniable[{extra}]'" in out.stderr
     if extra == "cli":
         assert out.stderr.count("\n") == 1 and out.stderr.startswith("deniable: ")
+
+
+def rooms_of(package: str) -> dict[str, set[str]]:
+    """Which rooms (the direct subpackages or modules) of ``package`` each room imports."""
+    depth = package.count(".") + 1
+    graph: dict[str, set[str]] = {}
+    for name, deps in GRAPH.items():
+        if not name.startswith(package + "."):
+            continue
+        room = name.split(".")[depth]
+        for dep in deps:
+            if dep.startswith(package + ".") and dep.split(".")[depth] != room:
+                graph.setdefault(room, set()).add(dep.split(".")[depth])
+    return graph
+
+
+def test_the_collection_rooms_import_one_way():
+    """No circle between the rooms of collection (model, credentials, store, respondent,
+    exports, server and the modules beside them), imports inside functions included."""
+    graph = rooms_of("deniable.collection")
+    seen: set[str] = set()
+    order: list[str] = []
+
+    def visit(room: str, path: tuple[str, ...]) -> None:
+        assert room not in path, f"rooms import in a circle: {' -> '.join((*path, room))}"
+        if room in seen:
+            return
+        for dep in sorted(graph.get(room, ())):
+            visit(dep, (*path, room))
+        seen.add(room)
+        order.append(room)
+
+    for room in sorted(graph):
+        visit(room, ())
+    assert order.index("model") < order.index("store") < order.index("server")
+
+
+def test_collection_is_rooms_and_no_folder_is_crowded():
+    """collection holds subpackages and at most 10 modules directly; no folder of the
+    package more than 25 modules."""
+    direct = [p for p in (SRC / "collection").glob("*.py") if p.name != "__init__.py"]
+    assert len(direct) <= 10, sorted(p.name for p in direct)
+    rooms = [p for p in (SRC / "collection").iterdir() if (p / "__init__.py").is_file()]
+    assert {p.name for p in rooms} >= {"model", "store", "respondent", "exports", "server"}
+    for folder in {p.parent for p in SRC.rglob("*.py")}:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= 25, (folder.relative_to(SRC), len(modules))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from deniable.collection.export import read_export, sidecar_path
+from deniable.collection.exports.export import read_export, sidecar_path
 from deniable.estimation.estimators import estimate
 
 from .conftest import AUTH, SURVEY, assert_error_shape, async_http_credential

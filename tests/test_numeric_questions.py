@@ -17,10 +17,10 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.export import export_bytes
+from deniable.collection.exports.export import export_bytes
+from deniable.collection.model.survey import load_survey
 from deniable.collection.results import survey_results
-from deniable.collection.storage import Store
-from deniable.collection.survey import load_survey
+from deniable.collection.store.storage import Store
 from deniable.errors import SurveyError
 from deniable.estimation import estimate
 from deniable.mechanisms.numeric import DuchiMean, OneBitMean

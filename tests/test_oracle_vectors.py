@@ -1,9 +1,10 @@
 """Python and JavaScript oracle encoders agree bit for bit on shared test vectors.
 
 tests/data/oracle_vectors.json holds (parameters, value, random bytes, report) for
-OUE, OLH, RAPPOR, PEM and byte-PEM. The Python encoders must reproduce it (so a change to either
-encoder shows up here), and so must src/deniable/collection/web/oracles.js, run in Node.js when
-it is installed and in Debian's chromium through Playwright (the respondent's case).
+OUE, OLH, RAPPOR, PEM and byte-PEM. The Python encoders must reproduce it (so a change
+to either encoder shows up here), and so must
+src/deniable/collection/respondent/web/oracles.js, run in Node.js when it is installed and in
+Debian's chromium through Playwright (the respondent's case).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 from .make_oracle_vectors import OUT, vectors
 
-JS = resources.files("deniable.collection") / "web" / "oracles.js"
+JS = resources.files("deniable.collection.respondent") / "web" / "oracles.js"
 CHROMIUM = Path("/usr/bin/chromium")
 
 HARNESS = r"""
@@ -75,8 +76,8 @@ def test_javascript_encoders_in_node(tmp_path):
 def test_javascript_encoders_in_chromium(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from deniable.collection.live import serve_in_thread
-    from deniable.collection.storage import Store
+    from deniable.collection.server.live import serve_in_thread
+    from deniable.collection.store.storage import Store
 
     from .test_browser import ARGS
 

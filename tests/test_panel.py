@@ -14,9 +14,9 @@ from deniable.analysis.waves import (
     coverage_grid,
     wave_change,
 )
-from deniable.collection.budget import check_lifetime, lifetime_ledger, wave_charge
-from deniable.collection.client import panel_report, permanent_uniform
-from deniable.collection.survey import load_survey
+from deniable.collection.model.budget import check_lifetime, lifetime_ledger, wave_charge
+from deniable.collection.model.survey import load_survey
+from deniable.collection.respondent.client import panel_report, permanent_uniform
 from deniable.errors import BudgetExceededError, SurveyError
 from deniable.mechanisms import (
     Crosswise,

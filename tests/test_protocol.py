@@ -23,8 +23,8 @@ from deniable import (
 )
 from deniable.analysis import rr_logit, subgroup_prevalence, survey_estimate
 from deniable.analysis.complex import kuk_revision
-from deniable.collection.client import design_from_view
-from deniable.collection.survey import load_survey
+from deniable.collection.model.survey import load_survey
+from deniable.collection.respondent.client import design_from_view
 from deniable.estimation import EstimateResult, RapporEstimate
 from deniable.mechanisms import BloomChannel, MatrixChannel, SupportChannel, check_epsilon
 from deniable.mechanisms.registry import MECHANISMS, mechanism_from_dict

@@ -53,7 +53,7 @@ def test_no_weak_randomness_in_src():
     credential exchange with Math.random replaced by a function that throws."""
     paths = [*(ROOT / "src").rglob("*.py"), *(ROOT / "src").rglob("*.js")]
     assert any(p.suffix == ".js" for p in paths)
-    vendor = ROOT / "src" / "deniable" / "collection" / "web" / "vendor"
+    vendor = ROOT / "src" / "deniable" / "collection" / "respondent" / "web" / "vendor"
     for path in paths:
         if path.is_relative_to(vendor):
             continue

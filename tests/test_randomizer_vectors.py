@@ -14,7 +14,7 @@ import pytest
 
 from .make_randomizer_vectors import OUT, vectors
 
-JS = Path(__file__).resolve().parents[1] / "src" / "deniable" / "collection" / "web"
+JS = Path(__file__).resolve().parents[1] / "src" / "deniable" / "collection" / "respondent" / "web"
 CHROMIUM = Path("/usr/bin/chromium")
 
 #: Runs every vector through the module R (the randomizer's exports); returns what differs.
@@ -64,8 +64,8 @@ def test_the_randomizer_module_in_node(tmp_path):
 def test_the_randomizer_module_in_chromium(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from deniable.collection.live import serve_in_thread
-    from deniable.collection.storage import Store
+    from deniable.collection.server.live import serve_in_thread
+    from deniable.collection.store.storage import Store
 
     from .test_browser import ARGS
 

@@ -16,14 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.client import parse_survey_url
 from deniable.collection.credentials import (
     finalize,
     new_credential_request,
 )
-from deniable.collection.recipients import RecipientKey, normalise_address
-from deniable.collection.storage import Store
-from deniable.collection.survey import load_survey
+from deniable.collection.model.survey import load_survey
+from deniable.collection.respondent.client import parse_survey_url
+from deniable.collection.store.recipients import RecipientKey, normalise_address
+from deniable.collection.store.storage import Store
 from deniable.errors import (
     CredentialRejectedError,
     InvitationUsedError,

@@ -16,11 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.devices import simulate_responses
-from deniable.collection.live import serve_in_thread
-from deniable.collection.rscript import glmmrr_row, r_script
-from deniable.collection.storage import Store
-from deniable.collection.survey import load_survey
+from deniable.collection.exports.rscript import glmmrr_row, r_script
+from deniable.collection.model.survey import load_survey
+from deniable.collection.respondent.devices import simulate_responses
+from deniable.collection.server.live import serve_in_thread
+from deniable.collection.store.storage import Store
 from deniable.estimation import estimate
 from deniable.mechanisms import Crosswise, ForcedResponse, Warner
 from deniable.mechanisms.binary import Mangat
@@ -146,7 +146,7 @@ def test_r_runs_the_script_and_agrees_with_the_library(tmp_path):
     assert float(pooled["cheat"]) == pytest.approx(ours.estimate[1], abs=1e-5)
     # GLMMRR's regression of cheat on faculty, printed to 4 decimals, against ours (with
     # GLMMRR's standard errors: the expected information)
-    from deniable.collection.export import read_export
+    from deniable.collection.exports.export import read_export
     from deniable.collection.study import regression
 
     table, versions = read_export(folder / "campus.wide.csv")

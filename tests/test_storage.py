@@ -11,14 +11,14 @@ import pytest
 from sqlalchemy import func, inspect, select
 
 from deniable.collection.credentials import Credential
-from deniable.collection.schema import invitations, reports, staging
-from deniable.collection.storage import (
+from deniable.collection.model.survey import load_survey
+from deniable.collection.store.schema import invitations, reports, staging
+from deniable.collection.store.storage import (
     MIGRATIONS,
     Store,
     database_url,
     hash_token,
 )
-from deniable.collection.survey import load_survey
 from deniable.errors import (
     BudgetExceededError,
     CredentialRejectedError,

@@ -130,7 +130,7 @@ def test_channel_estimate_summarises_and_compares_its_starts() -> None:
 
 
 def test_demo_and_live_rows_say_whether_they_cover() -> None:
-    from deniable.collection.live import LiveRow
+    from deniable.collection.server.live import LiveRow
     from deniable.collection.study_demo import StudyRow
     from deniable.data.demo import DemoRow
 
@@ -182,9 +182,9 @@ def test_error_rates_name_the_simulated_rate_by_kind() -> None:
 
 
 def test_device_files_are_found_and_forgotten(tmp_path, monkeypatch) -> None:
-    from deniable.collection.client import numeric_truth
-    from deniable.collection.memo import ReportMemo
-    from deniable.collection.recipients import RecipientKey
+    from deniable.collection.respondent.client import numeric_truth
+    from deniable.collection.respondent.memo import ReportMemo
+    from deniable.collection.store.recipients import RecipientKey
 
     memo = ReportMemo(tmp_path / "memo.json")
     memo.put("survey@1", "q", 1)

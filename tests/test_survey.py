@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.recipes import NO_RECIPE, dice_recipe
-from deniable.collection.survey import (
+from deniable.collection.model.recipes import NO_RECIPE, dice_recipe
+from deniable.collection.model.survey import (
     BUDGET_SLACK,
     load_survey,
     parse_survey,
@@ -349,7 +349,7 @@ def test_no_recipe_where_no_dice_give_the_chances():
 
 
 def test_languages_and_translations():
-    from deniable.collection.i18n import LANGUAGES, catalog, choose_language
+    from deniable.collection.model.i18n import LANGUAGES, catalog, choose_language
 
     en = catalog("en")
     for lang in LANGUAGES:  # every catalog has every message, with the same placeholders

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..collection.i18n import catalog
-from ..collection.questions import Question
-from ..collection.survey import Survey
+from ..collection.model.i18n import catalog
+from ..collection.model.questions import Question
+from ..collection.model.survey import Survey
 from ..mechanisms.designs import Design
 from ..planning.disclosure import answer_odds_factors, disclosure_risk
 

@@ -11,9 +11,9 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ..collection.disclosure import cell_warning, disclosure_report
-from ..collection.i18n import catalog
-from ..collection.survey import load_survey
+from ..collection.model.i18n import catalog
+from ..collection.model.survey import load_survey
+from ..collection.store.disclosure import cell_warning, disclosure_report
 from ..errors import DeniableError
 from .common import JsonOpt, app, console, emit_json, err, fail, short_spec
 
@@ -45,7 +45,7 @@ def survey_check(
 ) -> None:
     """Validate a survey; print each question's cost, the total, the disclosure risk, and
     the lifetime-budget ledger across the versions given."""
-    from ..collection.budget import check_lifetime
+    from ..collection.model.budget import check_lifetime
     from .check_rows import arm_rows, cost_rows
 
     try:
@@ -233,8 +233,8 @@ def serve(
 
     import uvicorn
 
-    from ..collection.storage import Store
-    from ..collection.storage import database_url as resolve
+    from ..collection.store.storage import Store
+    from ..collection.store.storage import database_url as resolve
 
     url = resolve(database_url)
     os.environ["DENIABLE_DATABASE_URL"] = url
@@ -317,13 +317,13 @@ def respond(
     is asked. Answers may be typed as numbers or as the answer's label; a numeric
     question takes a number in its range. A report drawn before on this computer for
     the same person and the same question (the memo, see
-    :mod:`deniable.collection.memo`) is sent again instead of a new draw. The end of
+    :mod:`deniable.collection.respondent.memo`) is sent again instead of a new draw. The end of
     input (Ctrl-D) stops cleanly, with nothing sent. With ``--json`` the prompts go to
     standard error and standard output gets one JSON object: what was sent.
     """
     import httpx
 
-    from ..collection.client import (
+    from ..collection.respondent.client import (
         assign,
         design_from_view,
         numeric_truth,
@@ -331,7 +331,7 @@ def respond(
         parse_survey_url,
         request_credential,
     )
-    from ..collection.memo import ReportMemo, owner_of
+    from ..collection.respondent.memo import ReportMemo, owner_of
 
     out = err if as_json else console
     memo = ReportMemo()

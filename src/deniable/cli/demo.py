@@ -62,7 +62,7 @@ def demo(
 ) -> None:
     """The main job: a private survey of UCI Adult (in-process and live over HTTP), and real
     surveys analysed."""
-    from ..collection.live import LiveDemoResult, live_demo
+    from ..collection.server.live import LiveDemoResult, live_demo
 
     rng = np.random.default_rng(seed) if seed is not None else None
     if not console.is_terminal:

@@ -1,5 +1,5 @@
 """``deniable embed HOST SURVEY_FILE --output DIR``: a survey's randomized questions for
-another survey tool (:mod:`deniable.collection.embed`)."""
+another survey tool (:mod:`deniable.collection.exports.embed`)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def embed(
     """Write the files that put a survey's randomized questions into HOST, with a README:
     the browser component (the respondent page's own randomizer), the questions and
     messages in the survey's languages, and the host's own glue."""
-    from ..collection.embed import embed as write
-    from ..collection.survey import load_survey
+    from ..collection.exports.embed import embed as write
+    from ..collection.model.survey import load_survey
     from ..errors import SurveyError
 
     try:

@@ -18,7 +18,7 @@ from .fits import _analyze_by, _analyze_formula
 from .stream import is_parquet
 
 if TYPE_CHECKING:
-    from ..collection.survey import Survey
+    from ..collection.model.survey import Survey
     from ..mechanisms.designs import Design
 
 __all__ = [
@@ -113,7 +113,7 @@ def formula_question(formula: str, reports: Path, host: bool) -> str | None:
     """The question a formula's left side names, on a file that carries its survey (a
     host's export read with ``--survey``, a deniable export with its survey file beside
     it, or a Parquet export); None elsewhere (then ``--design`` is needed)."""
-    from ..collection.export import sidecar_path
+    from ..collection.exports.export import sidecar_path
 
     lhs = formula.partition("~")[0].strip()
     carries = host or is_parquet(reports) or sidecar_path(reports).exists()
@@ -161,7 +161,7 @@ def export_question(
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
-    from ..collection.export import read_export
+    from ..collection.exports.export import read_export
 
     try:
         return read_export(path)
@@ -224,10 +224,10 @@ def analyze_export_arms(
 
 
 def analyze_export_waves(path: Path, question: str | None, level: float, as_json: bool) -> None:
-    """``deniable analyze EXPORT --waves``: :func:`deniable.collection.waves.wave_analysis`
+    """``deniable analyze EXPORT --waves``: :func:`deniable.collection.store.waves.wave_analysis`
     on the export's rows (the dashboard's numbers), as tables or JSON (``{"survey",
     "confidence_level", "changes": [...]}``)."""
-    from ..collection.waves import wave_analysis
+    from ..collection.store.waves import wave_analysis
 
     frame, versions = _read(path)
     if len(versions) < 2:

@@ -1,5 +1,5 @@
 """``deniable analyze EXPORT --survey SURVEY_FILE``: a host's export (jsPsych, oTree,
-Qualtrics, LimeSurvey; :mod:`deniable.collection.hosts`) read as deniable's own export."""
+Qualtrics, LimeSurvey; :mod:`deniable.collection.exports.hosts`) read as deniable's own export."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.table import Table
 from ..estimation.estimators import estimate
 
 if TYPE_CHECKING:
-    from ..collection.hosts import HostExport
+    from ..collection.exports.hosts import HostExport
 from .common import console, emit_json, err, fail
 
 __all__ = ["host_estimates", "host_wide_export"]
@@ -22,16 +22,16 @@ __all__ = ["host_estimates", "host_wide_export"]
 def host_wide_export(
     path: Path, survey_file: Path, host: str | None, bundle: Path | None, as_json: bool
 ) -> tuple[Path, HostExport]:
-    """A host's export read as deniable's wide export (:mod:`deniable.collection.hosts`),
+    """A host's export read as deniable's wide export (:mod:`deniable.collection.exports.hosts`),
     written with its survey file to a temporary folder (or ``bundle``, with the R
     script); the refused rows said on standard error. Returns the wide CSV's path and
     the export as read."""
     import tempfile
 
-    from ..collection.export import sidecar_path
-    from ..collection.hosts import read_host_export
-    from ..collection.rscript import r_script
-    from ..collection.survey import load_survey
+    from ..collection.exports.export import sidecar_path
+    from ..collection.exports.hosts import read_host_export
+    from ..collection.exports.rscript import r_script
+    from ..collection.model.survey import load_survey
     from ..errors import SurveyError
 
     try:
@@ -66,7 +66,7 @@ def host_wide_export(
 def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) -> None:
     """Every randomized question of a host's export (read to ``path``): the one JSON
     shape of an estimate per question, beside the rows refused."""
-    from ..collection.export import read_export
+    from ..collection.exports.export import read_export
     from ..collection.study import has_variants
 
     frame, (survey,) = read_export(path)

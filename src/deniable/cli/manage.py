@@ -215,7 +215,7 @@ def _write_links(output: Path, out: dict[str, Any]) -> None:
 def _read_links(path: Path) -> list[dict[str, str]]:
     """The rows of a links file ``survey invite`` (or ``survey wave``) wrote:
     ``{"recipient", "link", "token"}`` (``recipient`` empty for anonymous links)."""
-    from ..collection.client import parse_survey_url
+    from ..collection.respondent.client import parse_survey_url
 
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:
@@ -259,8 +259,8 @@ def survey_wave(
     """Publish the next wave (the latest version's content, one version up) and invite
     its recipients. Refused if a randomized question has no panel (two layers): its
     devices would send the first wave's reports again and hide every change."""
-    from ..collection.survey import load_survey
-    from ..collection.waves import next_wave
+    from ..collection.model.survey import load_survey
+    from ..collection.store.waves import next_wave
     from ..errors import SurveyError
 
     if (recipients is None) == (links is None):
@@ -443,8 +443,8 @@ def survey_export(
     ``deniable analyze FILE --question ID`` reads the designs from. ``--format bundle``
     writes a folder (``--output``, default ``ID-bundle``) with the wide CSV, the survey
     file and ``ID.R``, an R script that fits what RRreg and GLMMRR can
-    (:mod:`deniable.collection.rscript`)."""
-    from ..collection.export import sidecar_path
+    (:mod:`deniable.collection.exports.rscript`)."""
+    from ..collection.exports.export import sidecar_path
 
     if format not in FORMATS:
         raise fail(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -468,8 +468,8 @@ def survey_export(
 
 def _bundle(survey_id: str, folder: Path, server: str | None, as_json: bool) -> None:
     """The wide CSV, the survey file and the R script, in ``folder``."""
-    from ..collection.rscript import r_script
-    from ..collection.survey import load_survey
+    from ..collection.exports.rscript import r_script
+    from ..collection.model.survey import load_survey
 
     folder.mkdir(parents=True, exist_ok=True)
     wide = _call(server, "GET", f"/api/surveys/{survey_id}/export", params={"format": "wide"})

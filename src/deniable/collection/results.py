@@ -20,12 +20,12 @@ import pandas as pd
 from ..errors import IntervalCoverageWarning
 from ..estimation.estimators import estimate
 from ..tallies import Tally
-from .disclosure import disclosure_plan, disclosure_report
-from .export import wide_frame
-from .storage import Store
+from .exports.export import wide_frame
+from .model.survey import Survey
+from .store.disclosure import disclosure_plan, disclosure_report
+from .store.storage import Store
+from .store.waves import wave_analysis
 from .study import arm_analysis, design_keys, has_variants, regression, study_frame
-from .survey import Survey
-from .waves import wave_analysis
 
 __all__ = [
     "INTERVAL_NAMES",
@@ -110,7 +110,7 @@ def survey_results(
     """Estimate, standard error and interval of every question, from SQL tallies.
 
     Everything comes from the latest release: responses enter ``reports`` only in
-    crowds of at least ``survey.min_release`` (:mod:`deniable.collection.staging`);
+    crowds of at least ``survey.min_release`` (:mod:`deniable.collection.store.staging`);
     ``waiting`` counts those not yet released. Before a version's first release each
     question says ``released: false`` and how many more responses are ``missing``, and
     carries no counts and no estimate. A released question carries the one JSON shape
@@ -128,7 +128,7 @@ def survey_results(
     ``regression`` holds its logistic regression on them
     (:func:`deniable.collection.study.regression`). ``central`` is the central
     ``(epsilon, delta)`` of the version's releases by amplification by shuffling, only
-    where its conditions hold (:mod:`deniable.collection.central`), else ``None``
+    where its conditions hold (:mod:`deniable.collection.store.central`), else ``None``
     (always ``None`` pooled over versions).
 
     Raises
@@ -287,7 +287,7 @@ def breakdowns(frame: pd.DataFrame, survey: Survey, level: float) -> list[dict[s
     prevalence (:func:`~deniable.analysis.subgroup_prevalence`); a numeric question's
     mean per answer in its units (``mean: true``; the test of equal means). The rows are the
     version's released responses (cells of direct answers are held to
-    :mod:`deniable.collection.disclosure`'s rules when released), those missing either
+    :mod:`deniable.collection.store.disclosure`'s rules when released), those missing either
     answer (skipped) left out: the rows ``deniable analyze EXPORT --question Q --by D`` reads
     (``frame``: the wide export)."""
     from ..analysis import subgroup_prevalence

@@ -40,10 +40,10 @@ from scipy import stats
 from ..errors import IntervalCoverageWarning
 from ..estimation import estimate
 from ..mechanisms.designs import Design
-from .export import GROUP_SUFFIX
+from .exports.export import GROUP_SUFFIX
 
 if TYPE_CHECKING:
-    from .survey import Question, Survey
+    from .model.survey import Question, Survey
 
 __all__ = [
     "MAX_COVARIATES",
@@ -148,7 +148,7 @@ def pooled_rows(
     """The rows of every version that asks ``question_id`` as ``survey`` does: the same
     arms and, in every arm, the same question (text, labels, design, groups), as the
     dashboard's pooled view and ``deniable analyze --pooled`` pool them."""
-    from .budget import variants_digest
+    from .model.budget import variants_digest
 
     digest = variants_digest(survey.variants(question_id))
     same = [
@@ -175,7 +175,7 @@ def arm_analysis(
     frame : pandas.DataFrame
         A wide export (one row per response: ``version``, ``arm``, a report-code
         column per question, ``ID__group`` per group design), e.g.
-        :func:`deniable.collection.export.read_export`'s.
+        :func:`deniable.collection.exports.export.read_export`'s.
     survey : Survey
         The version analysed (its rows are selected).
     level : float in (0, 1)
@@ -265,7 +265,7 @@ def _group_fit(
 ) -> dict[str, Any] | None:
     """The group design's joint fit on the rows of the arms that ask it so."""
     from ..analysis import estimate_channel
-    from .groups import GROUP_DESIGNS
+    from .model.groups import GROUP_DESIGNS
 
     arms = [
         arm

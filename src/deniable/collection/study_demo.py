@@ -5,7 +5,7 @@ in a control arm (a third of respondents) and by forced response in the other; "
 divorced?" is asked by the extended crosswise model in two groups (Heck, Hoffmann &
 Moshagen 2018). Respondents are simulated from the real rows, so every truth is known;
 each simulated device draws its arm and group and randomizes as the page does
-(:func:`deniable.collection.devices.simulate_responses`), and the responses go to the
+(:func:`deniable.collection.respondent.devices.simulate_responses`), and the responses go to the
 server through the batch API. The estimates come back from the results API, as the
 dashboard shows them.
 """
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .devices import simulate_responses
-from .survey import load_survey
+from .model.survey import load_survey
+from .respondent.devices import simulate_responses
 
 __all__ = ["STUDY_SURVEY", "StudyRow", "run_study"]
 
@@ -90,10 +90,10 @@ class StudyRow:
 
 def _released(survey: Any, sent: list[dict[str, Any]], batch: int) -> np.ndarray:
     """Which responses of ``sent`` (posted in batches of ``batch``) the server released:
-    :func:`~deniable.collection.disclosure.select_release` applied after each batch to
+    :func:`~deniable.collection.store.disclosure.select_release` applied after each batch to
     what waits, as the server does. Boolean, shape ``(len(sent),)``."""
-    from .disclosure import disclosure_plan, released_sensitive, select_release
-    from .staging import NO_ANSWER
+    from .store.disclosure import disclosure_plan, released_sensitive, select_release
+    from .store.staging import NO_ANSWER
 
     plan = disclosure_plan(survey)
     ids, index = survey.report_plan.ids, survey.report_plan.arm_index

@@ -48,8 +48,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from ...errors import DeniableError
-from ..recipients import lifetime_budget_from_environment
-from ..storage import Store
+from ..store.recipients import lifetime_budget_from_environment
+from ..store.storage import Store
 from .errors import error_for
 from .ingestion import (
     BODY_TIMEOUT_SECONDS,
@@ -178,7 +178,7 @@ def create_app(
     app.add_middleware(ClientConcurrency, per_client=per_client)
     app.include_router(public_router)
     app.include_router(analyst_router)
-    static = resources.files("deniable.collection") / "web"
+    static = resources.files("deniable.collection.respondent") / "web"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
     return app
 

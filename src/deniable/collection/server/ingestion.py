@@ -24,8 +24,8 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from ..credentials import VARIANT, Credential, b64url, b64url_decode
-from ..invitations import PendingSpend
-from ..storage import PendingResponse, Store
+from ..store.invitations import PendingSpend
+from ..store.storage import PendingResponse, Store
 from .errors import body_validation_error, error_for, error_response
 from .schemas import CredentialOut, CredentialRequest, ResponseIn, Stored
 from .security import RateLimiter

@@ -17,11 +17,11 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ...planning.plots import headless_figure
-from ..i18n import LANGUAGES, catalog
+from ..model.i18n import LANGUAGES, catalog
+from ..model.survey import Survey
 from ..results import survey_results
-from ..storage import Store
+from ..store.storage import Store
 from ..study import covariate_ids, regressable
-from ..survey import Survey
 from .security import CSP
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The API's routes: public (respondents, telemetry clients) and analyst (bearer token).
 
-Each route is a thin adapter over :class:`~deniable.collection.storage.Store`, the survey
+Each route is a thin adapter over :class:`~deniable.collection.store.storage.Store`, the survey
 model and the estimators; the application's state holds the store, the analyst token
 and the group committer (:func:`~deniable.collection.server.app.create_app`).
 """
@@ -23,11 +23,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from ..credentials import VARIANT
-from ..export import export_bytes
-from ..i18n import choose_language
+from ..exports.export import export_bytes
+from ..model.i18n import choose_language
+from ..model.survey import parse_survey
 from ..results import survey_results
-from ..storage import Store
-from ..survey import parse_survey
+from ..store.storage import Store
 from .ingestion import (
     GroupCommitter,
     acknowledgement,
@@ -458,7 +458,7 @@ def results(
 ) -> dict[str, Any]:
     """Estimate, standard error and confidence interval per question from the latest
     release: responses enter results only in crowds of at least ``min_release``
-    (:mod:`deniable.collection.staging`; each release is in the audit log), so a read
+    (:mod:`deniable.collection.store.staging`; each release is in the audit log), so a read
     creates no release; ``waiting`` counts those not yet released. ``regress=Q&on=A&on=B``
     adds the logistic regression of Q on the direct questions A, B (``regression``)."""
     survey = store.survey(survey_id, version)
@@ -475,7 +475,7 @@ def export(
     store: _StoreDep,
     format: Literal["csv", "wide", "parquet", "sav", "dta", "survey"] = "csv",
 ) -> Response:
-    """All reports of the survey (see :mod:`deniable.collection.export` for the formats;
+    """All reports of the survey (see :mod:`deniable.collection.exports.export` for the formats;
     ``survey`` is the survey file the others are analysed with). Audited."""
     content, media, name = export_bytes(store, survey_id, format)
     store.audit(_actor(request), "export", survey_id, None, {"format": format})

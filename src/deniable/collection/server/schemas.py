@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, model_validator
 
-from ..recipients import MAX_RECIPIENTS
-from ..survey import SLUG_PATTERN
+from ..model.survey import SLUG_PATTERN
+from ..store.recipients import MAX_RECIPIENTS
 
 __all__ = [
     "MAX_BATCH",

@@ -1,0 +1,225 @@
+// deniable-rr: one randomized question inside another survey tool (jsPsych, oTree,
+// Qualtrics, LimeSurvey). An ES module; version COMPONENT_VERSION; licence: the
+// project's (see LICENSE).
+//
+// mount(container, question, options) renders one question of a deniable survey file as
+// its respondent view serves it (deniable.collection.model.views.question_view: texts, matrix
+// columns, instructions, disclosure, design_digest), draws with the respondent page's own
+// randomizer (randomizer.js, crypto.getRandomValues only) and resolves to
+// {question, report, digest, version}: the report code, the design's digest and this
+// component's version. Never the true answer, never the die or the coin.
+//
+// The true answer's inputs belong to no form (their form attribute names a form that
+// does not exist), carry no name a host would recognize and are cleared after the draw,
+// so the host never submits, autosaves or keeps them for "continue later".
+//
+// A panel question (two layers) keeps its permanent layer only where the host gives a
+// participant id and a storage (options.participant, options.storage: anything with
+// getItem/setItem, such as window.localStorage); without them it says so plainly and
+// draws each time from the composed channel, which spends the question's epsilon again.
+import { explainRisk, plainRisk } from "./explain.js";
+import { drawReport, newSecret, panelReport, uniform53 } from "./randomizer.js";
+
+export const COMPONENT_VERSION = "0.1.0";
+
+/** A form id no page has: inputs naming it are owned by no form. */
+const NO_FORM = "deniable-no-form";
+
+let mounted = 0;
+
+/**
+ * Render `question` into `container`; resolve to {question, report, digest, version}
+ * once the respondent has a report.
+ *
+ * @param {HTMLElement} container
+ * @param {object} question  A question as deniable's respondent view serves it.
+ * @param {object} options   messages (the catalog of the survey's language), lang,
+ *   participant and storage (for a panel question's permanent layer).
+ * @returns {Promise<{question: string, report: number, digest: string, version: string}>}
+ */
+export function mount(container, question, options = {}) {
+  const q = question;
+  const messages = options.messages || {};
+  const lang = options.lang || "en";
+  const t = (key, vars = {}) =>
+    String(messages[key] ?? key).replace(/\{(\w+)\}/g, (m, n) => (n in vars ? String(vars[n]) : m));
+  if (q.direct) throw new Error(`question ${q.id} is asked directly: it needs no component`);
+  style();
+  const uid = `deniable-${q.id}-${(mounted += 1)}`;
+  const fs = document.createElement("fieldset");
+  fs.className = "deniable-rr";
+  fs.id = uid;
+  const legend = document.createElement("legend");
+  legend.textContent = q.text;
+  fs.appendChild(legend);
+  if (q.innocuous_question) fs.appendChild(para(t("innocuous", { question: q.innocuous_question })));
+
+  const truthBox = document.createElement("div");
+  truthBox.setAttribute("role", "radiogroup");
+  truthBox.setAttribute("aria-label", t("true_answer_label"));
+  truthBox.appendChild(para(t("true_answer"), "deniable-hint"));
+  let numberInput = null;
+  if (q.numeric) {
+    numberInput = document.createElement("input");
+    Object.assign(numberInput, { type: "number", id: `${uid}-number`, step: "any", autocomplete: "off" });
+    numberInput.setAttribute("form", NO_FORM);
+    const label = document.createElement("label");
+    label.htmlFor = numberInput.id;
+    label.textContent = t("number_label", { low: q.numeric.low, high: q.numeric.high, unit: "" });
+    truthBox.append(label, numberInput);
+  } else {
+    q.choices.forEach((label, a) => truthBox.appendChild(radio(`${uid}-truth`, a, label)));
+  }
+  fs.appendChild(truthBox);
+
+  const draw = button(t("draw"));
+  const own = button(t("physical"), true);
+  own.hidden = q.by_hand === false || Boolean(q.panel);
+  fs.append(draw, own);
+  if (q.by_hand === false || q.panel) fs.appendChild(para(q.instructions, "deniable-hint"));
+
+  const physicalBox = document.createElement("div");
+  physicalBox.hidden = true;
+  physicalBox.appendChild(para(q.instructions));
+  const outcomes = document.createElement("div");
+  outcomes.setAttribute("role", "radiogroup");
+  outcomes.setAttribute("aria-label", t("outcome_label"));
+  q.reports.forEach((label, r) => outcomes.appendChild(radio(`${uid}-outcome`, r, label)));
+  const useOutcome = button(t("use_outcome"));
+  physicalBox.append(outcomes, useOutcome);
+  fs.appendChild(physicalBox);
+
+  const line = para("", "deniable-report");
+  line.setAttribute("aria-live", "polite");
+  line.hidden = true;
+  fs.appendChild(line);
+  if (q.panel) {
+    const keeps = Boolean(options.storage && options.participant);
+    fs.appendChild(para(keeps ? q.panel.note : t("panel_no_storage"), "deniable-hint"));
+  }
+  fs.appendChild(para(plainRisk(q, t, lang), "deniable-risk"));
+  const details = document.createElement("details");
+  const summary = document.createElement("summary");
+  summary.textContent = t("details");
+  details.append(summary, para(explainRisk(q, t, lang)));
+  fs.appendChild(details);
+  container.appendChild(fs);
+
+  return new Promise((resolve) => {
+    const finish = (report, how) => {
+      fs.querySelectorAll("input, button").forEach((el) => {
+        el.disabled = true;
+        if (el.type === "radio") el.checked = false; // the answer is not kept on the page
+      });
+      if (numberInput) numberInput.value = "";
+      line.hidden = false;
+      line.textContent = t("report_shown", { report: q.reports[report], how });
+      line.dataset.report = String(report);
+      resolve({ question: q.id, report, digest: q.design_digest, version: COMPONENT_VERSION });
+    };
+    draw.addEventListener("click", async () => {
+      const truth = readTruth();
+      if (truth === null) return;
+      finish(await randomize(truth), t("how_device"));
+    });
+    own.addEventListener("click", () => {
+      const on = physicalBox.hidden; // switching own-coin mode on
+      physicalBox.hidden = !on;
+      truthBox.hidden = on;
+      draw.hidden = on;
+      own.textContent = on ? t("physical_back") : t("physical");
+    });
+    useOutcome.addEventListener("click", () => {
+      const checked = outcomes.querySelector("input:checked");
+      if (checked) finish(Number(checked.value), t("how_physical"));
+    });
+  });
+
+  /** The true answer's code (a numeric question: its bound drawn by rounding), or null. */
+  function readTruth() {
+    if (numberInput) {
+      const value = Number(numberInput.value);
+      const { low, high } = q.numeric;
+      if (numberInput.value.trim() === "" || !(value >= low && value <= high)) {
+        say(t("number_invalid", { low, high }));
+        return null;
+      }
+      return uniform53() < (value - low) / (high - low) ? 1 : 0;
+    }
+    const checked = truthBox.querySelector("input:checked");
+    if (!checked) {
+      say(t("choose_first"));
+      return null;
+    }
+    return Number(checked.value);
+  }
+
+  /** One report of `truth`: both layers of a panel question where a secret can be kept. */
+  async function randomize(truth) {
+    if (!q.panel) return drawReport(q.columns[truth], uniform53());
+    const { storage, participant } = options;
+    if (storage && participant) {
+      const key = `deniable/panel/${participant}`;
+      let secret = storage.getItem(key);
+      if (typeof secret !== "string" || secret.length !== 43) {
+        secret = newSecret();
+        storage.setItem(key, secret);
+      }
+      return panelReport(q, truth, secret);
+    }
+    // no participant or storage: the composed channel, drawn afresh
+    const composed = q.columns[0].map((_, r) =>
+      q.panel.columns[truth].reduce((sum, ps, s) => sum + ps * q.columns[s][r], 0));
+    return drawReport(composed, uniform53());
+  }
+
+  function say(text) {
+    line.hidden = false;
+    line.textContent = text;
+  }
+}
+
+/** A few rules of layout, scoped to the component, added once per page (hosts style
+ * the rest): one answer a line, space between the buttons. */
+function style() {
+  if (document.getElementById("deniable-rr-style")) return;
+  const css = document.createElement("style");
+  css.id = "deniable-rr-style";
+  css.textContent = [
+    ".deniable-rr{border:1px solid #bbb;border-radius:6px;padding:.75rem 1rem;margin:1rem 0;",
+    "text-align:left;max-width:40rem}",
+    ".deniable-rr legend{font-weight:600;padding:0 .25rem}",
+    ".deniable-rr label{display:block;margin:.35rem 0}",
+    ".deniable-rr button{margin:.5rem .5rem .25rem 0;padding:.45rem .9rem;font:inherit}",
+    ".deniable-rr .deniable-hint,.deniable-rr .deniable-risk{margin:.5rem 0}",
+    ".deniable-rr .deniable-report{font-weight:600}",
+  ].join("");
+  document.head.appendChild(css);
+}
+
+function para(text, className = "") {
+  const p = document.createElement("p");
+  p.textContent = text;
+  if (className) p.className = className;
+  return p;
+}
+
+function button(text, secondary = false) {
+  const b = document.createElement("button");
+  b.type = "button"; // never submits the host's form
+  b.textContent = text;
+  if (secondary) b.className = "deniable-secondary";
+  return b;
+}
+
+function radio(group, value, label) {
+  const wrap = document.createElement("label");
+  const input = document.createElement("input");
+  input.type = "radio";
+  input.name = group; // unique to this component; owned by no form
+  input.value = String(value);
+  input.autocomplete = "off";
+  input.setAttribute("form", NO_FORM);
+  wrap.append(input, document.createTextNode(` ${label}`));
+  return wrap;
+}

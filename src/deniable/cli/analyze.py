@@ -6,21 +6,47 @@ Finite designs, frequency oracles and RAPPOR, regression (``--formula``), subgro
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import typer
 from rich.table import Table
 
 from ..errors import DeniableError
-from ..estimation.estimators import ESTIMATION_METHODS, estimate
+from ..estimation.estimators import estimate
 from ..estimation.heavy_hitters import heavy_hitters
-from ..estimation.intervals import INTERVAL_METHODS
 from ..mechanisms.designs import Design
 from ..tables.frames import reports_from_frame
 from ..tallies import Tally
+from .analyze_options import (
+    POST_PROCESSINGS,
+    AlphaOpt,
+    ArmsOpt,
+    BundleOpt,
+    ByOpt,
+    ClustersOpt,
+    ColumnOpt,
+    ConfidenceLevelOpt,
+    FormulaOpt,
+    HostOpt,
+    IntervalOpt,
+    LabelsOpt,
+    MethodOpt,
+    PiOpt,
+    PooledOpt,
+    PopulationOpt,
+    PostprocessOpt,
+    QuestionOpt,
+    ReportsArg,
+    StrataOpt,
+    SurveyFileOpt,
+    TopOpt,
+    VarianceOpt,
+    VersionOpt,
+    WavesOpt,
+)
 from .common import (
     DesignOpt,
     JsonOpt,
@@ -37,18 +63,23 @@ from .common import (
     read_table,
     require_columns,
 )
-from .export_models import NumericQuestionMean, export_question, formula_question
+from .export_models import (
+    NumericQuestionMean,
+    analyze_export_arms,
+    analyze_export_model,
+    analyze_export_waves,
+    export_question,
+    formula_question,
+)
 from .fits import _analyze_by, _analyze_formula
 from .stream import is_parquet, stream_design_tally, stream_tally
 
 __all__ = [
     "MODES",
-    "POST_PROCESSINGS",
+    "AnalyzeRequest",
     "analyze",
     "choose_mode",
 ]
-
-POST_PROCESSINGS = ("projection", "norm-sub", "empirical-bayes", "mle")
 
 
 def _post_processed(oracle: Any, reports: Any, result: Any, method: str) -> Any:
@@ -187,120 +218,31 @@ def choose_mode(is_oracle: bool, given: dict[str, object]) -> str:
 
 @app.command()
 def analyze(
-    reports: Annotated[
-        Path, typer.Argument(help="Reports file (.csv or .parquet; .sav, .dta with --question).")
-    ],
+    reports: ReportsArg,
     design: DesignOpt = "",
-    question: Annotated[
-        str | None,
-        typer.Option(
-            help="A deniable export: the question id to analyse; its design comes from the "
-            "export's survey file (Parquet metadata or FILE.survey.json)."
-        ),
-    ] = None,
-    version: Annotated[
-        int | None,
-        typer.Option(min=1, help="With --question: the survey version (default: the latest)."),
-    ] = None,
-    arms: Annotated[
-        bool,
-        typer.Option(
-            "--arms",
-            help="A deniable export of a study: per question asked through several designs "
-            "(arms, groups), the estimate in each arm, the differences to the reference "
-            "arm, the pooled estimate and a group design's fit (as the dashboard).",
-        ),
-    ] = False,
-    survey_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--survey",
-            help="An export of a host (jsPsych, oTree, Qualtrics, LimeSurvey) of this survey "
-            "file: each randomized question's reports, rows with a wrong design digest "
-            "refused and counted; then as a deniable export (--question, --by, --formula, "
-            "--arms).",
-        ),
-    ] = None,
-    host: Annotated[
-        str | None,
-        typer.Option(
-            help="With --survey: jspsych, otree, qualtrics or limesurvey (default: "
-            "read from the file)."
-        ),
-    ] = None,
-    bundle: Annotated[
-        Path | None,
-        typer.Option(
-            help="With --survey: write the wide CSV, the survey file and the R script "
-            "for this export to this folder."
-        ),
-    ] = None,
-    waves: Annotated[
-        bool,
-        typer.Option(
-            "--waves",
-            help="A deniable export of a panel: each wave's prevalence and the change from "
-            "each wave to the next with its interval, per arm and pooled (as the dashboard).",
-        ),
-    ] = False,
-    pooled: Annotated[
-        bool,
-        typer.Option(
-            "--pooled",
-            help="With --question: pool every version that asks the question unchanged "
-            "(as the dashboard's pooled view).",
-        ),
-    ] = False,
-    column: Annotated[str, typer.Option(help="Column of report codes.")] = "report",
-    method: Annotated[
-        str, typer.Option(help=f"Estimator: {', '.join(ESTIMATION_METHODS)}.")
-    ] = "moment",
-    interval: Annotated[
-        list[str] | None,
-        typer.Option(
-            help=f"Interval method(s), repeatable: {', '.join(INTERVAL_METHODS)} "
-            "(default: the estimate's, feldman_cousins for binary designs and k-ary RR)."
-        ),
-    ] = None,
-    confidence_level: Annotated[float, typer.Option(help="Confidence level in (0, 1).")] = 0.95,
-    labels: Annotated[
-        Path | None, typer.Option(help="Oracles: file naming the values, one per line.")
-    ] = None,
-    alpha: Annotated[
-        float, typer.Option(min=1e-12, max=0.5, help="Oracles: family-wise detection level.")
-    ] = 0.05,
-    top: Annotated[int, typer.Option(min=1, help="Oracles: rows of the heavy-hitter table.")] = 20,
-    postprocess: Annotated[
-        str | None,
-        typer.Option(
-            help="Oracles: also the frequencies as a distribution, by "
-            f"{', '.join(POST_PROCESSINGS)} (docs/oracles.md says which lowers error where)."
-        ),
-    ] = None,
-    formula: Annotated[
-        str | None,
-        typer.Option(
-            help='Logistic regression of the randomized answer, e.g. "report ~ age + female" '
-            "(formulaic syntax; powers as **)."
-        ),
-    ] = None,
-    by: Annotated[
-        str | None,
-        typer.Option(help="Clear column: prevalence per subgroup and a test of equality."),
-    ] = None,
-    pi: Annotated[
-        str | None,
-        typer.Option(help="Complex sample: column of inclusion probabilities (Horvitz-Thompson)."),
-    ] = None,
-    population: Annotated[
-        float | None, typer.Option(help="Complex sample: population size N.")
-    ] = None,
-    strata: Annotated[str | None, typer.Option(help="Complex sample: stratum column.")] = None,
-    clusters: Annotated[str | None, typer.Option(help="Complex sample: cluster column.")] = None,
-    variance: Annotated[
-        str | None,
-        typer.Option(help="Complex sample: deville, ultimate_cluster, jackknife, srswr or srswor."),
-    ] = None,
+    question: QuestionOpt = None,
+    version: VersionOpt = None,
+    arms: ArmsOpt = False,
+    survey_file: SurveyFileOpt = None,
+    host: HostOpt = None,
+    bundle: BundleOpt = None,
+    waves: WavesOpt = False,
+    pooled: PooledOpt = False,
+    column: ColumnOpt = "report",
+    method: MethodOpt = "moment",
+    interval: IntervalOpt = None,
+    confidence_level: ConfidenceLevelOpt = 0.95,
+    labels: LabelsOpt = None,
+    alpha: AlphaOpt = 0.05,
+    top: TopOpt = 20,
+    postprocess: PostprocessOpt = None,
+    formula: FormulaOpt = None,
+    by: ByOpt = None,
+    pi: PiOpt = None,
+    population: PopulationOpt = None,
+    strata: StrataOpt = None,
+    clusters: ClustersOpt = None,
+    variance: VarianceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Estimate the prevalence of each truth from a reports file.
@@ -313,126 +255,195 @@ def analyze(
     regression of the randomized answer; with ``--by`` it estimates per subgroup; with
     ``--pi`` or ``--population`` it gives design-based (Horvitz-Thompson) estimates.
     """
-    mode_options: dict[str, object] = {
-        "--formula": formula,
-        "--by": by,
-        "--pi": pi,
-        "--population": population,
-        "--strata": strata,
-        "--clusters": clusters,
-        "--variance": variance,
-        "--labels": labels,
-        "--postprocess": postprocess,
-    }
-    if survey_file is not None:
+    _run(
+        AnalyzeRequest(
+            reports=reports,
+            design=design,
+            question=question,
+            version=version,
+            arms=arms,
+            survey_file=survey_file,
+            host=host,
+            bundle=bundle,
+            waves=waves,
+            pooled=pooled,
+            column=column,
+            method=method,
+            interval=interval,
+            confidence_level=confidence_level,
+            labels=labels,
+            alpha=alpha,
+            top=top,
+            postprocess=postprocess,
+            formula=formula,
+            by=by,
+            pi=pi,
+            population=population,
+            strata=strata,
+            clusters=clusters,
+            variance=variance,
+            as_json=as_json,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class AnalyzeRequest:
+    """What ``deniable analyze`` was asked (its options, as given)."""
+
+    reports: Path
+    design: str
+    question: str | None
+    version: int | None
+    arms: bool
+    survey_file: Path | None
+    host: str | None
+    bundle: Path | None
+    waves: bool
+    pooled: bool
+    column: str
+    method: str
+    interval: list[str] | None
+    confidence_level: float
+    labels: Path | None
+    alpha: float
+    top: int
+    postprocess: str | None
+    formula: str | None
+    by: str | None
+    pi: str | None
+    population: float | None
+    strata: str | None
+    clusters: str | None
+    variance: str | None
+    as_json: bool
+
+    @property
+    def mode_options(self) -> dict[str, object]:
+        """The options that choose a mode, by their flags."""
+        return {
+            "--formula": self.formula,
+            "--by": self.by,
+            "--pi": self.pi,
+            "--population": self.population,
+            "--strata": self.strata,
+            "--clusters": self.clusters,
+            "--variance": self.variance,
+            "--labels": self.labels,
+            "--postprocess": self.postprocess,
+        }
+
+
+def _run(r: AnalyzeRequest) -> None:
+    """A host's export read first (``--survey``); then a deniable export's modes
+    (``--waves``, ``--arms``, ``--question``, a formula naming a question), else a
+    reports file through ``--design``."""
+    if r.survey_file is not None:
         from .host_exports import host_estimates, host_wide_export
 
-        reports, read = host_wide_export(reports, survey_file, host, bundle, as_json)
-        if question is None and not arms:  # every randomized question
-            host_estimates(reports, read, confidence_level, as_json)
+        reports, read = host_wide_export(r.reports, r.survey_file, r.host, r.bundle, r.as_json)
+        r = replace(r, reports=reports)
+        if r.question is None and not r.arms:  # every randomized question
+            host_estimates(reports, read, r.confidence_level, r.as_json)
             return
-    elif host is not None or bundle is not None:
+    elif r.host is not None or r.bundle is not None:
         raise fail("--host and --bundle read a host's export: give --survey SURVEY_FILE")
-    if waves:
-        given = [n for n, v in mode_options.items() if v]
-        if design or given or arms or pooled or version:
+    if r.question is None and r.formula and not r.design:
+        r = replace(r, question=formula_question(r.formula, r.reports, r.survey_file is not None))
+    if r.waves or r.arms or r.question is not None:
+        _run_export(r)
+    else:
+        _run_design(r)
+
+
+def _run_export(r: AnalyzeRequest) -> None:
+    """``--waves``, ``--arms`` or ``--question`` on a deniable export."""
+    given = [n for n, v in r.mode_options.items() if v]
+    if r.waves:
+        if r.design or given or r.arms or r.pooled or r.version:
+            flags = {"--design": r.design, "--arms": r.arms, "--pooled": r.pooled}
+            extra = [f for f, v in (flags | {"--version": r.version}).items() if v]
             raise fail(
                 "--waves reads a deniable export's waves (with --question at most); drop "
-                + ", ".join(
-                    given
-                    + (["--design"] if design else [])
-                    + (["--arms"] if arms else [])
-                    + (["--pooled"] if pooled else [])
-                    + (["--version"] if version else [])
-                )
+                + ", ".join(given + extra)
             )
-        from .export_models import analyze_export_waves
-
-        analyze_export_waves(reports, question, confidence_level, as_json)
+        analyze_export_waves(r.reports, r.question, r.confidence_level, r.as_json)
         return
-    if arms:
-        given = [n for n, v in mode_options.items() if v]
-        if design or given:
+    if r.arms:
+        if r.design or given:
             raise fail(
                 "--arms reads a deniable export's arms and groups (with --question, "
                 "--version and --pooled at most); drop "
-                + ", ".join(given + (["--design"] if design else []))
+                + ", ".join(given + (["--design"] if r.design else []))
             )
-        from .export_models import analyze_export_arms
-
-        analyze_export_arms(reports, question, version, confidence_level, as_json, pooled)
+        args = (r.reports, r.question, r.version, r.confidence_level, r.as_json, r.pooled)
+        analyze_export_arms(*args)
         return
-    if question is None and formula and not design:
-        question = formula_question(formula, reports, survey_file is not None)
-    if question is not None:
-        if design:
-            raise fail("--question takes the design from the export's survey file; drop --design")
-        given = [n for n, v in mode_options.items() if v and n not in ("--formula", "--by")]
-        if given or (formula and by):
-            raise fail(
-                f"--question takes at most one of --formula and --by; got "
-                f"{', '.join(given + (['--formula', '--by'] if formula and by else []))}"
-            )
-        if pooled and (formula or by):
-            raise fail("--pooled takes --question alone (--by and --formula read one version)")
-        if formula or by:
-            from .export_models import analyze_export_model
-
-            analyze_export_model(
-                reports,
-                question,
-                version,
-                formula,
-                by,
-                confidence_level,
-                as_json,
-                host_columns=survey_file is not None,
-            )
-            return
-        d, values, missing = export_question(reports, question, version, pooled)
-        if isinstance(d, NumericQuestionMean):
-            _analyze_numeric(d, values, missing, confidence_level, as_json)
-            return
-        _analyze_codes(d, values, missing, method, interval, confidence_level, as_json)
-        return
-    if pooled:
-        raise fail("--pooled needs --question (a file deniable exported)")
-    if not design:
-        raise fail("--design is required (or --question, for a file deniable exported)")
-    mechanism = parse_mechanism(design)
-    mode = choose_mode(is_oracle(mechanism), mode_options)
-    if is_oracle(mechanism):
-        _analyze_oracle(
-            mechanism, reports, labels, alpha, top, confidence_level, as_json, postprocess
+    assert r.question is not None
+    if r.design:
+        raise fail("--question takes the design from the export's survey file; drop --design")
+    both = ["--formula", "--by"] if r.formula and r.by else []
+    others = [n for n in given if n not in ("--formula", "--by")]
+    if others or both:
+        raise fail(
+            f"--question takes at most one of --formula and --by; got {', '.join(others + both)}"
         )
+    if r.pooled and (r.formula or r.by):
+        raise fail("--pooled takes --question alone (--by and --formula read one version)")
+    if r.formula or r.by:
+        analyze_export_model(
+            r.reports, r.question, r.version, r.formula, r.by, r.confidence_level, r.as_json,
+            host_columns=r.survey_file is not None,
+        )  # fmt: skip
+        return
+    d, values, missing = export_question(r.reports, r.question, r.version, r.pooled)
+    if isinstance(d, NumericQuestionMean):
+        _analyze_numeric(d, values, missing, r.confidence_level, r.as_json)
+        return
+    _analyze_codes(d, values, missing, r.method, r.interval, r.confidence_level, r.as_json)
+
+
+def _run_design(r: AnalyzeRequest) -> None:
+    """A reports file through ``--design``: an oracle's heavy hitters, a regression, a
+    breakdown, a complex sample, or the prevalence (Parquet streamed in batches)."""
+    if r.pooled:
+        raise fail("--pooled needs --question (a file deniable exported)")
+    if not r.design:
+        raise fail("--design is required (or --question, for a file deniable exported)")
+    mechanism = parse_mechanism(r.design)
+    mode = choose_mode(is_oracle(mechanism), r.mode_options)
+    level, as_json = r.confidence_level, r.as_json
+    if is_oracle(mechanism):
+        args = (r.labels, r.alpha, r.top, level, as_json, r.postprocess)
+        _analyze_oracle(mechanism, r.reports, *args)
         return
     d = design_of(mechanism)
     if mode == "formula":
-        assert formula is not None
-        _analyze_formula(read_table(reports), d, formula, confidence_level, as_json)
+        assert r.formula is not None
+        _analyze_formula(read_table(r.reports), d, r.formula, level, as_json)
         return
     if mode == "subgroups":
-        assert by is not None
-        _analyze_by(read_table(reports), d, column, by, confidence_level, as_json)
+        assert r.by is not None
+        _analyze_by(read_table(r.reports), d, r.column, r.by, level, as_json)
         return
     if mode == "complex":
-        options = {"strata": strata, "clusters": clusters, "variance": variance}
-        _analyze_complex(reports, d, column, pi, population, options, confidence_level, as_json)
+        options = {"strata": r.strata, "clusters": r.clusters, "variance": r.variance}
+        _analyze_complex(r.reports, d, r.column, r.pi, r.population, options, level, as_json)
         return
-    if is_parquet(reports):  # out of core: batch by batch, bounded memory
+    if is_parquet(r.reports):  # out of core: batch by batch, bounded memory
         try:
-            tally, missing = stream_design_tally(d, reports, column)
+            tally, missing = stream_design_tally(d, r.reports, r.column)
         except (ValueError, DeniableError) as exc:
             raise fail(str(exc)) from None
-        _analyze_codes(d, tally, missing, method, interval, confidence_level, as_json)
+        _analyze_codes(d, tally, missing, r.method, r.interval, level, as_json)
         return
-    raw = read_column(reports, column)
+    raw = read_column(r.reports, r.column)
     missing = int(raw.isna().sum())
     kept = raw.dropna()
     if not np.all(np.isin(kept, np.arange(d.n_reports))):
-        raise fail(f"column {column!r} must hold report codes 0..{d.n_reports - 1}")
+        raise fail(f"column {r.column!r} must hold report codes 0..{d.n_reports - 1}")
     codes = kept.to_numpy(dtype=np.int64)
-    _analyze_codes(d, codes, missing, method, interval, confidence_level, as_json)
+    _analyze_codes(d, codes, missing, r.method, r.interval, level, as_json)
 
 
 def _analyze_numeric(

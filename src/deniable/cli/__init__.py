@@ -13,11 +13,20 @@ from .._extras import require
 require("typer", "cli")
 require("pandas", "analysis")
 
-from . import analyze, collect, demo, embed, manage, plan, simulate  # register the commands
+from . import (  # register the commands
+    analyze,
+    collect,
+    demo,
+    embed,
+    manage,
+    plan,
+    respond,
+    simulate,
+)
 from .common import app
 
 __all__ = ["app", "main"]
-_COMMANDS = (analyze, collect, demo, embed, manage, plan, simulate)
+_COMMANDS = (analyze, collect, demo, embed, manage, plan, respond, simulate)
 
 
 def main() -> None:  # pragma: no cover - console script entry

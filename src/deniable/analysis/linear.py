@@ -321,34 +321,10 @@ def rr_linear(
         or a group value that is no randomization group, an unknown ``channel_fit``,
         or fewer rows than parameters.
     """
-    if isinstance(design, Mapping):
-        if rr_predictor is not None:
-            raise ValueError("rr_predictor is given by the keys of design when it is a mapping")
-        designs: dict[str, Design | GroupModel] = dict(design)
-    else:
-        if rr_predictor is None:
-            raise ValueError("rr_predictor must name the randomized column for a single design")
-        designs = {rr_predictor: design}
-    if not 1 <= len(designs) <= MAX_RR_PREDICTORS:
-        raise ValueError(
-            f"design must name 1..{MAX_RR_PREDICTORS} randomized predictors, got {len(designs)}"
-        )
-    if channel_fit not in ("joint", "plug_in"):
-        raise ValueError(f"channel_fit must be 'joint' or 'plug_in', got {channel_fit!r}")
+    designs = _named_designs(design, rr_predictor, channel_fit)
     if group is not None and group not in data.columns:
         raise ValueError(f"group {group!r} is not in data")
-    channels: dict[str, GroupModel] = {}
-    for name, d in designs.items():
-        if isinstance(d, GroupModel):
-            if d.n_reports != 2:
-                raise ValueError(f"design of {name!r} must be a yes/no group model (2 reports)")
-            channels[name] = d
-        elif not is_design(d) or d.n_truths != 2 or d.n_reports != 2:
-            raise ValueError(f"design of {name!r} must be a yes/no design (2 truths, 2 reports)")
-        else:
-            channels[name] = KnownChannel(d)
-        if name not in data.columns:
-            raise ValueError(f"rr_predictor {name!r} is not in data")
+    channels = _yes_no_channels(designs, data)
     rows = data if group is None else data[data[group].notna()]
     frame = model_frame(formula, rows)
     for name in designs:
@@ -365,57 +341,14 @@ def rr_linear(
         if not np.isin(reports[:, j], (0.0, 1.0)).all():
             raise ValueError(f"column {name!r} must hold report codes 0 and 1")
     group_values = None if group is None else rows.loc[frame.rows, group].to_numpy()
-    m = len(names)
-    cells = _cells(m)
+    cells = _cells(len(names))
     n, p = X.shape
-    K = cells.shape[0]
-    predictors: list[_Predictor] = []
-    free_names: list[str] = []
-    shares = np.empty(m)
-    slopes = np.empty(m)
-    offset = p + K
-    for j, name in enumerate(names):
-        channel = channels[name]
-        by_group = group_values if channel.n_groups > 1 else None
-        codes = channel.group_codes(by_group, n)
-        r = reports[:, j].astype(np.intp)
-        if channel.param_names:
-            first = estimate_channel(channel, r, by_group)
-            theta = np.asarray(first.params.iloc[1:], dtype=np.float64)
-            shares[j] = float(first.params["pi"])
-        else:
-            theta = np.zeros(0)
-            shares[j] = float("nan")
-        free = None
-        if channel.param_names and channel_fit == "joint":
-            free = slice(offset, offset + theta.size)
-            offset += theta.size
-            free_names += [_label(t, name, m) for t in channel.param_names]
-        pred = _Predictor(channel, codes, r, theta, free)
-        predictors.append(pred)
-        A, B, _, _ = channel.coefficients(theta)
-        slopes[j] = float(np.mean(B[codes, 1]))
-        if not channel.param_names:
-            shares[j] = (r.mean() - float(np.mean(A[codes, 1]))) / slopes[j]
-    k = offset
+    predictors, free_names, shares, slopes, k = _predictors(
+        names, channels, reports, group_values, channel_fit, offset=p + cells.shape[0]
+    )
     if n <= k:
         raise ValueError(f"need more than {k} complete rows, got {n}")
-    # start: least squares on the reports, each report share de-biased for its
-    # predictor's prevalence, the cells independent
-    b0, *_ = np.linalg.lstsq(X, y, rcond=None)
-    for j in range(m):
-        if abs(slopes[j]) > 1e-9:
-            b0[cols[j]] /= slopes[j]
-    shares = np.clip(shares, 0.05, 0.95)
-    pi0 = np.prod(np.where(cells == 1, shares, 1 - shares), axis=1)
-    sigma0 = float(np.std(y - X @ b0)) or 1.0
-    logits0 = np.log(pi0[1:] / pi0[0])
-    thetas = [pred.theta for pred in predictors if pred.free is not None]
-    x0 = np.concatenate([b0, [math.log(sigma0)], logits0, *thetas])
-    bounds: list[tuple[float | None, float | None]] = [(None, None)] * (p + K)
-    for pred in predictors:
-        if pred.free is not None:
-            bounds += list(pred.channel.bounds)
+    x0, bounds = _start(X, y, cols, cells, predictors, shares, slopes)
     model = _Model(X, cols, cells, y, predictors)
     res = optimize.minimize(
         _objective,
@@ -426,35 +359,19 @@ def rr_linear(
         bounds=bounds,
         options={"maxiter": max_iter, "ftol": 1e-15, "gtol": 1e-9},
     )
-    x = np.asarray(res.x, dtype=np.float64)
-    cov_x, at_bound = _covariance_within_bounds(x, model, bounds)
-    b, sigma = x[:p], math.exp(x[p])
-    pi = _prevalence(x[p + 1 : p + K])
-    # delta method to (b, sigma, pi): d pi_c / d theta_d = pi_c (1[c = d] - pi_d)
-    dpi = (np.diag(pi) - np.outer(pi, pi))[:, 1:]
-    if m == 1:  # report the prevalence of "yes" only
-        dpi, values, labels = dpi[1:], pi[1:], ["pi"]
-    else:
-        values = pi
-        labels = ["pi[" + ":".join(str(int(v)) for v in cell) + "]" for cell in cells]
-    q = k - (p + K)
-    J = np.zeros((p + 1 + len(values) + q, k))
-    J[:p, :p] = np.eye(p)
-    J[p, p] = sigma
-    J[p + 1 : p + 1 + len(values), p + 1 : p + K] = dpi
-    J[p + 1 + len(values) :, p + K :] = np.eye(q)
+    params, covariance, cov_x = _in_reported_terms(
+        res, model, bounds, frame.terms, names, free_names
+    )
     fixed = {
-        _label(t, name, m): float(v)
+        _label(t, name, len(names)): float(v)
         for name, pred in zip(names, predictors, strict=True)
         if pred.free is None
         for t, v in zip(pred.channel.param_names, pred.theta, strict=True)
     }
+    x = np.asarray(res.x, dtype=np.float64)
     return RRLinearResult(
-        params=pd.Series(
-            np.concatenate([b, [sigma], values, x[p + K :]]),
-            index=[*frame.terms, "sigma", *labels, *free_names],
-        ),
-        covariance=_undefined_at_bound(J @ cov_x @ J.T, at_bound - (p + K) + (p + 1 + len(values))),
+        params=params,
+        covariance=covariance,
         llf=-float(res.fun),
         nobs=n,
         # L-BFGS can stop on a line search that no longer gains in double precision:
@@ -473,6 +390,157 @@ def rr_linear(
         x_covariance=cov_x,
         channel_parameters=pd.Series(fixed, dtype=np.float64),
     )
+
+
+def _named_designs(
+    design: Design | GroupModel | Mapping[str, Design | GroupModel],
+    rr_predictor: str | None,
+    channel_fit: str,
+) -> dict[str, Design | GroupModel]:
+    """Each randomized predictor's design, by its column (checked)."""
+    if isinstance(design, Mapping):
+        if rr_predictor is not None:
+            raise ValueError("rr_predictor is given by the keys of design when it is a mapping")
+        designs: dict[str, Design | GroupModel] = dict(design)
+    else:
+        if rr_predictor is None:
+            raise ValueError("rr_predictor must name the randomized column for a single design")
+        designs = {rr_predictor: design}
+    if not 1 <= len(designs) <= MAX_RR_PREDICTORS:
+        raise ValueError(
+            f"design must name 1..{MAX_RR_PREDICTORS} randomized predictors, got {len(designs)}"
+        )
+    if channel_fit not in ("joint", "plug_in"):
+        raise ValueError(f"channel_fit must be 'joint' or 'plug_in', got {channel_fit!r}")
+    return designs
+
+
+def _yes_no_channels(
+    designs: dict[str, Design | GroupModel], data: pd.DataFrame
+) -> dict[str, GroupModel]:
+    """Each predictor's channel: its group model, or its known yes/no design's."""
+    channels: dict[str, GroupModel] = {}
+    for name, d in designs.items():
+        if isinstance(d, GroupModel):
+            if d.n_reports != 2:
+                raise ValueError(f"design of {name!r} must be a yes/no group model (2 reports)")
+            channels[name] = d
+        elif not is_design(d) or d.n_truths != 2 or d.n_reports != 2:
+            raise ValueError(f"design of {name!r} must be a yes/no design (2 truths, 2 reports)")
+        else:
+            channels[name] = KnownChannel(d)
+        if name not in data.columns:
+            raise ValueError(f"rr_predictor {name!r} is not in data")
+    return channels
+
+
+def _predictors(
+    names: list[str],
+    channels: dict[str, GroupModel],
+    reports: _Array,
+    group_values: Any,
+    channel_fit: str,
+    offset: int,
+) -> tuple[list[_Predictor], list[str], _Array, _Array, int]:
+    """Each randomized predictor with its channel parameters (a first fit by group where
+    they are unknown; free at ``x[free]`` in a joint fit), the names of the free ones,
+    each predictor's first prevalence and mean slope, and the number of parameters."""
+    m = len(names)
+    n = reports.shape[0]
+    predictors: list[_Predictor] = []
+    free_names: list[str] = []
+    shares = np.empty(m)
+    slopes = np.empty(m)
+    for j, name in enumerate(names):
+        channel = channels[name]
+        by_group = group_values if channel.n_groups > 1 else None
+        codes = channel.group_codes(by_group, n)
+        r = reports[:, j].astype(np.intp)
+        if channel.param_names:
+            first = estimate_channel(channel, r, by_group)
+            theta = np.asarray(first.params.iloc[1:], dtype=np.float64)
+            shares[j] = float(first.params["pi"])
+        else:
+            theta = np.zeros(0)
+            shares[j] = float("nan")
+        free = None
+        if channel.param_names and channel_fit == "joint":
+            free = slice(offset, offset + theta.size)
+            offset += theta.size
+            free_names += [_label(t, name, m) for t in channel.param_names]
+        predictors.append(_Predictor(channel, codes, r, theta, free))
+        A, B, _, _ = channel.coefficients(theta)
+        slopes[j] = float(np.mean(B[codes, 1]))
+        if not channel.param_names:
+            shares[j] = (r.mean() - float(np.mean(A[codes, 1]))) / slopes[j]
+    return predictors, free_names, shares, slopes, offset
+
+
+def _start(
+    X: _Array,
+    y: _Array,
+    cols: list[int],
+    cells: _Array,
+    predictors: list[_Predictor],
+    shares: _Array,
+    slopes: _Array,
+) -> tuple[_Array, list[tuple[float | None, float | None]]]:
+    """The starting point and the box: least squares on the reports, each report
+    share de-biased for its predictor's prevalence, the cells independent."""
+    p, K = X.shape[1], cells.shape[0]
+    b0, *_ = np.linalg.lstsq(X, y, rcond=None)
+    for j in range(len(cols)):
+        if abs(slopes[j]) > 1e-9:
+            b0[cols[j]] /= slopes[j]
+    shares = np.clip(shares, 0.05, 0.95)
+    pi0 = np.prod(np.where(cells == 1, shares, 1 - shares), axis=1)
+    sigma0 = float(np.std(y - X @ b0)) or 1.0
+    logits0 = np.log(pi0[1:] / pi0[0])
+    thetas = [pred.theta for pred in predictors if pred.free is not None]
+    x0 = np.concatenate([b0, [math.log(sigma0)], logits0, *thetas])
+    bounds: list[tuple[float | None, float | None]] = [(None, None)] * (p + K)
+    for pred in predictors:
+        if pred.free is not None:
+            bounds += list(pred.channel.bounds)
+    return x0, bounds
+
+
+def _in_reported_terms(
+    res: Any,
+    model: _Model,
+    bounds: list[tuple[float | None, float | None]],
+    terms: list[str],
+    names: list[str],
+    free_names: list[str],
+) -> tuple[pd.Series, _Array, _Array]:
+    """The fit in the terms reported: coefficients, sigma, the cells' prevalences (of
+    "yes" alone with one predictor) and the free channel parameters, with their
+    covariance by the delta method (undefined at a bound), and the optimiser's."""
+    x = np.asarray(res.x, dtype=np.float64)
+    p, K, m = model.X.shape[1], model.cells.shape[0], len(names)
+    k = x.size
+    cov_x, at_bound = _covariance_within_bounds(x, model, bounds)
+    b, sigma = x[:p], math.exp(x[p])
+    pi = _prevalence(x[p + 1 : p + K])
+    # delta method to (b, sigma, pi): d pi_c / d theta_d = pi_c (1[c = d] - pi_d)
+    dpi = (np.diag(pi) - np.outer(pi, pi))[:, 1:]
+    if m == 1:  # report the prevalence of "yes" only
+        dpi, values, labels = dpi[1:], pi[1:], ["pi"]
+    else:
+        values = pi
+        labels = ["pi[" + ":".join(str(int(v)) for v in cell) + "]" for cell in model.cells]
+    q = k - (p + K)
+    J = np.zeros((p + 1 + len(values) + q, k))
+    J[:p, :p] = np.eye(p)
+    J[p, p] = sigma
+    J[p + 1 : p + 1 + len(values), p + 1 : p + K] = dpi
+    J[p + 1 + len(values) :, p + K :] = np.eye(q)
+    params = pd.Series(
+        np.concatenate([b, [sigma], values, x[p + K :]]),
+        index=[*terms, "sigma", *labels, *free_names],
+    )
+    covariance = _undefined_at_bound(J @ cov_x @ J.T, at_bound - (p + K) + (p + 1 + len(values)))
+    return params, covariance, cov_x
 
 
 def _covariance_within_bounds(

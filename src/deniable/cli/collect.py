@@ -41,8 +41,22 @@ def survey_check(
 ) -> None:
     """Validate a survey; print each question's cost, the total, the disclosure risk, and
     the lifetime-budget ledger across the versions given."""
+    survey, ledger = _load_versions(files)
+    if prior is None:
+        prior = survey.disclosure_prior
+    payload = _check_payload(survey, ledger, prior)
+    if as_json:
+        emit_json(payload)
+        return
+    _print_costs(survey, payload, prior)
+    _print_notes(survey, payload)
+    _print_ledger(survey, ledger)
+
+
+def _load_versions(files: list[Path]) -> tuple[Any, Any]:
+    """The latest version and its lifetime ledger over the versions given; a bad file
+    prints every error (field and message) and exits with code 2."""
     from ..collection.model.budget import check_lifetime
-    from .check_rows import arm_rows, cost_rows
 
     try:
         versions = sorted((load_survey(f) for f in files), key=lambda s: s.version)
@@ -60,22 +74,19 @@ def survey_check(
     except DeniableError as exc:
         err.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(code=2) from None
-    survey = versions[-1]
     assert ledger is not None
-    if prior is None:
-        prior = survey.disclosure_prior
-    rows = cost_rows(survey, prior)
-    arms = arm_rows(survey)
-    total = survey.total_epsilon
-    warnings = [w for w in [cell_warning(survey)] if w]
-    untranslated = survey.untranslated()
-    disclosure = disclosure_report(survey)
-    self_selection = _self_selection(survey)
-    payload = {
+    return versions[-1], ledger
+
+
+def _check_payload(survey: Any, ledger: Any, prior: float) -> dict[str, Any]:
+    """What ``survey check --json`` prints."""
+    from .check_rows import arm_rows, cost_rows
+
+    return {
         "id": survey.id,
         "version": survey.version,
-        "questions": rows,
-        "total_epsilon": total,
+        "questions": cost_rows(survey, prior),
+        "total_epsilon": survey.total_epsilon,
         "privacy_budget": survey.privacy_budget,
         "digest": survey.digest,
         "ledger": ledger.to_dict(),
@@ -85,16 +96,19 @@ def survey_check(
         ],
         "direct_cells": survey.direct_cells(),
         # statistical disclosure control of the direct answers (planning figures only)
-        "disclosure": disclosure,
+        "disclosure": disclosure_report(survey),
         # the sample-ratio test's power against a quarter of a control arm leaving
-        "self_selection": self_selection,
-        "arms": arms,
-        "warnings": warnings,
-        "untranslated": untranslated,
+        "self_selection": _self_selection(survey),
+        "arms": arm_rows(survey),
+        "warnings": [w for w in [cell_warning(survey)] if w],
+        "untranslated": survey.untranslated(),
     }
-    if as_json:
-        emit_json(payload)
-        return
+
+
+def _print_costs(survey: Any, payload: dict[str, Any], prior: float) -> None:
+    """Each randomized question's cost and disclosure risk, a panel's two epsilons, the
+    version's total, the direct questions and each arm's cost."""
+    rows = payload["questions"]
     table = Table(title=f"{survey.title} ({survey.id} v{survey.version})", title_justify="left")
     table.add_column("question")
     if survey.arms or any(r["group"] is not None for r in rows):
@@ -125,7 +139,7 @@ def survey_check(
                 "any number of waves"
             )
     console.print(
-        f"Cost per respondent: {total:.4f} nats of the version's budget "
+        f"Cost per respondent: {payload['total_epsilon']:.4f} nats of the version's budget "
         f"{survey.privacy_budget:g}. OK."
     )
     if survey.direct_questions:
@@ -134,12 +148,17 @@ def survey_check(
             f"{survey.direct_cells()} cells together): "
             + "; ".join(f"{q.id} ({', '.join(q.choice_labels)})" for q in survey.direct_questions)
         )
-    for arm in arms:
+    for arm in payload["arms"]:
         directly = f"; asked directly: {', '.join(arm['direct'])}" if arm["direct"] else ""
         console.print(
             f"Arm {arm['id']} (drawn with chance {arm['share']:.3g}): {arm['cost']:.4f} nats"
             + directly
         )
+
+
+def _print_notes(survey: Any, payload: dict[str, Any]) -> None:
+    """The release rules, the self-selection test's power, warnings, translations."""
+    disclosure = payload["disclosure"]
     if disclosure["keys"] or disclosure["sensitive"]:
         console.print(
             f"Release rules: every release adds 0 or at least {survey.min_release} responses "
@@ -156,17 +175,21 @@ def survey_check(
             console.print(f"[yellow]note:[/] {line}")
         for line in disclosure["suggestions"]:
             console.print(f"  suggestion: {line}")
-    for row in self_selection:
+    for row in payload["self_selection"]:
         console.print(
             f"Self-selection: if {row['leave_share']:.0%} of arm {row['arm']!r} drew again, "
             f"the dashboard's sample-ratio test (p < 0.001) would flag it in "
             f"{row['power']:.0%} of studies of {row['n']:,}"
         )
-    for warning in warnings:
+    for warning in payload["warnings"]:
         err.print(f"[yellow]warning:[/] {warning}")
-    for lang, names in untranslated.items():
+    for lang, names in payload["untranslated"].items():
         if names:
             console.print(f"Translation {lang} leaves as written: {', '.join(names)}")
+
+
+def _print_ledger(survey: Any, ledger: Any) -> None:
+    """The lifetime budget's ledger across the versions given."""
     book = Table(
         title=f"Lifetime budget of {survey.id}: {ledger.spent:.4f} of "
         f"{ledger.lifetime_budget:g} nats",
@@ -229,51 +252,18 @@ def serve(
 
     import uvicorn
 
-    from ..collection.store.storage import Store
     from ..collection.store.storage import database_url as resolve
 
     url = resolve(database_url)
     os.environ["DENIABLE_DATABASE_URL"] = url
     per_client = limit_per_client or max(10, limit_concurrency // 10)
     os.environ["DENIABLE_LIMIT_PER_CLIENT"] = str(min(per_client, limit_concurrency))
-    from ..collection.server.app import MIN_TOKEN_CHARS
-
-    given = os.environ.get("DENIABLE_ANALYST_TOKEN", "")
-    if given and len(given) < MIN_TOKEN_CHARS:
-        raise fail(
-            f"DENIABLE_ANALYST_TOKEN must be at least {MIN_TOKEN_CHARS} characters; make one "
-            "with python -c 'import secrets; print(secrets.token_urlsafe(24))'"
-        )
-    if workers > 1 and not os.environ.get("DENIABLE_ANALYST_TOKEN"):
-        raise fail(
-            f"--workers {workers} needs DENIABLE_ANALYST_TOKEN: set it to a long random "
-            "secret that all worker processes share"
-        )
-    if not os.environ.get("DENIABLE_ANALYST_TOKEN"):
-        import secrets
-
-        os.environ["DENIABLE_ANALYST_TOKEN"] = secrets.token_urlsafe(24)
-        err.print(
-            "No DENIABLE_ANALYST_TOKEN set; the analyst token for this run is "
-            f"[bold]{os.environ['DENIABLE_ANALYST_TOKEN']}[/]"
-        )
+    _analyst_token(workers)
     if forwarded_allow_ips:
         os.environ["DENIABLE_FORWARDED_ALLOW_IPS"] = forwarded_allow_ips
     else:
         os.environ.pop("DENIABLE_FORWARDED_ALLOW_IPS", None)
-    store = Store(url)  # create and migrate once, before the workers start
-    invited = [
-        sid for sid, version in store.survey_ids() if store.survey(sid, version).requires_invitation
-    ]
-    store.close()
-    err.print(f"Database: {url.split('@')[-1]}")
-    if invited and not url.startswith("sqlite"):
-        err.print(
-            "[yellow]warning:[/] PostgreSQL keeps each row version's transaction id (xmin), "
-            "which increases with time: a database superuser can order invitation spends "
-            f"against waiting responses of {', '.join(sorted(set(invited)))} (see the threat "
-            "model in docs/collection.md); use SQLite where that matters"
-        )
+    _prepare_database(url)
     uvicorn.run(
         "deniable.collection.server:app_from_environment",
         factory=True,
@@ -288,6 +278,53 @@ def serve(
         proxy_headers=bool(forwarded_allow_ips),
         forwarded_allow_ips=forwarded_allow_ips or "",
     )
+
+
+def _analyst_token(workers: int) -> None:
+    """Check DENIABLE_ANALYST_TOKEN (long enough; required with several workers), or
+    make one for this run and print it."""
+    import os
+    import secrets
+
+    from ..collection.server.app import MIN_TOKEN_CHARS
+
+    given = os.environ.get("DENIABLE_ANALYST_TOKEN", "")
+    if given and len(given) < MIN_TOKEN_CHARS:
+        raise fail(
+            f"DENIABLE_ANALYST_TOKEN must be at least {MIN_TOKEN_CHARS} characters; make one "
+            "with python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
+    if workers > 1 and not given:
+        raise fail(
+            f"--workers {workers} needs DENIABLE_ANALYST_TOKEN: set it to a long random "
+            "secret that all worker processes share"
+        )
+    if not given:
+        os.environ["DENIABLE_ANALYST_TOKEN"] = secrets.token_urlsafe(24)
+        err.print(
+            "No DENIABLE_ANALYST_TOKEN set; the analyst token for this run is "
+            f"[bold]{os.environ['DENIABLE_ANALYST_TOKEN']}[/]"
+        )
+
+
+def _prepare_database(url: str) -> None:
+    """Create and migrate the database once, before the workers start; warn where
+    PostgreSQL's row versions could order invitation spends against responses."""
+    from ..collection.store.storage import Store
+
+    store = Store(url)
+    invited = [
+        sid for sid, version in store.survey_ids() if store.survey(sid, version).requires_invitation
+    ]
+    store.close()
+    err.print(f"Database: {url.split('@')[-1]}")
+    if invited and not url.startswith("sqlite"):
+        err.print(
+            "[yellow]warning:[/] PostgreSQL keeps each row version's transaction id (xmin), "
+            "which increases with time: a database superuser can order invitation spends "
+            f"against waiting responses of {', '.join(sorted(set(invited)))} (see the threat "
+            "model in docs/collection.md); use SQLite where that matters"
+        )
 
 
 def _self_selection(survey: Any) -> list[dict[str, Any]]:

@@ -14,22 +14,26 @@ from .common import JsonOpt, app, console, emit_json, err, fail
 
 __all__ = ["respond"]
 
+_UrlArg = Annotated[
+    str | None,
+    typer.Argument(help="Survey URL, e.g. http://127.0.0.1:8000/s/my-survey#token=..."),
+]
+_TokenOpt = Annotated[
+    str | None,
+    typer.Option(help="Invitation token (default: the link's #token=...; else asked)."),
+]
+_YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Send without asking.")]
+_ForgetOpt = Annotated[
+    bool, typer.Option("--forget", help="Remove this computer's memo of drawn reports, then stop.")
+]
+
 
 @app.command()
 def respond(
-    url: Annotated[
-        str | None,
-        typer.Argument(help="Survey URL, e.g. http://127.0.0.1:8000/s/my-survey#token=..."),
-    ] = None,
-    token: Annotated[
-        str | None,
-        typer.Option(help="Invitation token (default: the link's #token=...; else asked)."),
-    ] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Send without asking.")] = False,
-    forget: Annotated[
-        bool,
-        typer.Option("--forget", help="Remove this computer's memo of drawn reports, then stop."),
-    ] = False,
+    url: _UrlArg = None,
+    token: _TokenOpt = None,
+    yes: _YesOpt = False,
+    forget: _ForgetOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a survey in the terminal: randomize locally, show what is sent, submit.
@@ -38,9 +42,10 @@ def respond(
     is asked. Answers may be typed as numbers or as the answer's label; a numeric
     question takes a number in its range. A report drawn before on this computer for
     the same person and the same question (the memo, see
-    :mod:`deniable.collection.respondent.memo`) is sent again instead of a new draw. The end of
-    input (Ctrl-D) stops cleanly, with nothing sent. With ``--json`` the prompts go to
-    standard error and standard output gets one JSON object: what was sent.
+    :mod:`deniable.collection.respondent.memo`) is sent again instead of a new draw.
+    The end of input (Ctrl-D) stops cleanly, with nothing sent. With ``--json`` the
+    prompts go to standard error and standard output gets one JSON object: what was
+    sent.
     """
     import httpx
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._host_common import classic_bundle, question_data
 
@@ -139,6 +139,79 @@ is enforced in LimeSurvey: asking again spends again.
 """
 
 
+#: The columns of the .lss tables written (LimeSurvey fills the others by default).
+_QUESTION_FIELDS = [
+    "qid", "parent_qid", "sid", "gid", "type", "title", "preg", "other", "mandatory",
+    "encrypted", "question_order", "scale_id", "same_default", "relevance", "modulename",
+]  # fmt: skip
+_SURVEY_FIELDS = [
+    "sid", "gsid", "admin", "anonymized", "format", "savetimings", "template", "language",
+    "additional_languages", "datestamp", "ipaddr", "refurl",
+]  # fmt: skip
+
+
+def _table(doc: Any, name: str, fields: list[str], rows: list[dict[str, str]]) -> None:
+    """One table of the .lss document: its field names, then its rows."""
+    import xml.etree.ElementTree as ET
+
+    node = ET.SubElement(doc, name)
+    head = ET.SubElement(node, "fields")
+    for f in fields:
+        ET.SubElement(head, "fieldname").text = f
+    body = ET.SubElement(node, "rows")
+    for row in rows:
+        r = ET.SubElement(body, "row")
+        for f in fields:
+            ET.SubElement(r, f).text = row.get(f, "")
+
+
+def _question_rows(
+    randomized: list[str], views: dict[str, dict[str, Any]], sid: str, gid: str
+) -> dict[str, list[dict[str, str]]]:
+    """The rows of the tables questions, question_l10ns, answers, answer_l10ns and
+    question_attributes: a "List with comment" question (type O) per randomized
+    question, its answers ``A0``, ``A1``, ... labelled by the reports in each language,
+    its theme ``deniable-<id>``."""
+    languages = list(views)
+    out: dict[str, list[dict[str, str]]] = {
+        "questions": [], "question_l10ns": [], "answers": [], "answer_l10ns": [],
+        "question_attributes": [],
+    }  # fmt: skip
+    for n, qid in enumerate(randomized, 1):
+        out["questions"].append(
+            {"qid": str(n), "parent_qid": "0", "sid": sid, "gid": gid, "type": "O",
+             "title": re.sub(r"[^A-Za-z0-9]", "", f"deniable{qid}"), "other": "N",
+             "mandatory": "Y", "encrypted": "N", "question_order": str(n), "scale_id": "0",
+             "same_default": "0", "relevance": "1"}
+        )  # fmt: skip
+        out["question_attributes"].append(
+            {"qid": str(n), "attribute": "question_template", "value": f"deniable-{qid}"}
+        )
+        for lang in languages:
+            view = next(q for q in views[lang]["questions"] if q["id"] == qid)
+            q10n = out["question_l10ns"]
+            q10n.append(
+                {
+                    "id": str(len(q10n) + 1),
+                    "qid": str(n),
+                    "question": view["text"],
+                    "language": lang,
+                }
+            )
+            for r, label in enumerate(view["reports"]):
+                aid = f"{n}{r:02d}"
+                if lang == languages[0]:
+                    out["answers"].append(
+                        {"aid": aid, "qid": str(n), "code": f"A{r}", "sortorder": str(r),
+                         "assessment_value": "0", "scale_id": "0"}
+                    )  # fmt: skip
+                a10n = out["answer_l10ns"]
+                a10n.append(
+                    {"id": str(len(a10n) + 1), "aid": aid, "answer": label, "language": lang}
+                )
+    return out
+
+
 def limesurvey_lss(survey: Survey, randomized: list[str]) -> bytes:
     """An example LimeSurvey survey (``.lss``, its XML export format, DBVersion 4xx as
     LimeSurvey 5 and 6 write it): one group, a "List with comment" question per
@@ -154,24 +227,14 @@ def limesurvey_lss(survey: Survey, randomized: list[str]) -> bytes:
     langs = ET.SubElement(doc, "languages")
     for lang in languages:
         ET.SubElement(langs, "language").text = lang
-
-    def table(name: str, fields: list[str], rows: list[dict[str, str]]) -> None:
-        node = ET.SubElement(doc, name)
-        head = ET.SubElement(node, "fields")
-        for f in fields:
-            ET.SubElement(head, "fieldname").text = f
-        body = ET.SubElement(node, "rows")
-        for row in rows:
-            r = ET.SubElement(body, "row")
-            for f in fields:
-                ET.SubElement(r, f).text = row.get(f, "")
-
-    table(
+    _table(
+        doc,
         "groups",
         ["gid", "sid", "group_order", "randomization_group", "grelevance"],
         [{"gid": gid, "sid": sid, "group_order": "0", "grelevance": "1"}],
     )
-    table(
+    _table(
+        doc,
         "group_l10ns",
         ["id", "gid", "group_name", "description", "language"],
         [
@@ -179,118 +242,25 @@ def limesurvey_lss(survey: Survey, randomized: list[str]) -> bytes:
             for i, lang in enumerate(languages)
         ],
     )
-    questions: list[dict[str, str]] = []
-    q10n: list[dict[str, str]] = []
-    answers: list[dict[str, str]] = []
-    a10n: list[dict[str, str]] = []
-    attributes: list[dict[str, str]] = []
-    views = {lang: survey.respondent_view(lang) for lang in languages}
-    for n, qid in enumerate(randomized, 1):
-        questions.append(
-            {
-                "qid": str(n),
-                "parent_qid": "0",
-                "sid": sid,
-                "gid": gid,
-                "type": "O",
-                "title": re.sub(r"[^A-Za-z0-9]", "", f"deniable{qid}"),
-                "other": "N",
-                "mandatory": "Y",
-                "encrypted": "N",
-                "question_order": str(n),
-                "scale_id": "0",
-                "same_default": "0",
-                "relevance": "1",
-            }
-        )
-        attributes.append(
-            {"qid": str(n), "attribute": "question_template", "value": f"deniable-{qid}"}
-        )
-        for lang in languages:
-            view = next(q for q in views[lang]["questions"] if q["id"] == qid)
-            q10n.append(
-                {
-                    "id": str(len(q10n) + 1),
-                    "qid": str(n),
-                    "question": view["text"],
-                    "language": lang,
-                }
-            )
-            for r, label in enumerate(view["reports"]):
-                aid = f"{n}{r:02d}"
-                if lang == languages[0]:
-                    answers.append(
-                        {
-                            "aid": aid,
-                            "qid": str(n),
-                            "code": f"A{r}",
-                            "sortorder": str(r),
-                            "assessment_value": "0",
-                            "scale_id": "0",
-                        }
-                    )
-                a10n.append(
-                    {"id": str(len(a10n) + 1), "aid": aid, "answer": label, "language": lang}
-                )
-    table(
-        "questions",
-        [
-            "qid",
-            "parent_qid",
-            "sid",
-            "gid",
-            "type",
-            "title",
-            "preg",
-            "other",
-            "mandatory",
-            "encrypted",
-            "question_order",
-            "scale_id",
-            "same_default",
-            "relevance",
-            "modulename",
-        ],
-        questions,
-    )
-    table("question_l10ns", ["id", "qid", "question", "help", "script", "language"], q10n)
-    table("answers", ["aid", "qid", "code", "sortorder", "assessment_value", "scale_id"], answers)
-    table("answer_l10ns", ["id", "aid", "answer", "language"], a10n)
-    table("question_attributes", ["qid", "attribute", "value", "language"], attributes)
-    table(
-        "surveys",
-        [
-            "sid",
-            "gsid",
-            "admin",
-            "anonymized",
-            "format",
-            "savetimings",
-            "template",
-            "language",
-            "additional_languages",
-            "datestamp",
-            "ipaddr",
-            "refurl",
-        ],
-        [
-            {
-                "sid": sid,
-                "gsid": "1",
-                "admin": "deniable",
-                "anonymized": "Y",
-                "format": "G",
-                "savetimings": "N",
-                "template": "vanilla",
-                "language": languages[0],
-                "additional_languages": " ".join(languages[1:]),
-                "datestamp": "N",
-                "ipaddr": "N",
-                "refurl": "N",
-            }
-        ],
-    )
-    table(
+    views: dict[str, dict[str, Any]] = {lang: survey.respondent_view(lang) for lang in languages}
+    rows = _question_rows(randomized, views, sid, gid)
+    _table(doc, "questions", _QUESTION_FIELDS, rows["questions"])
+    l10n = ["id", "qid", "question", "help", "script", "language"]
+    _table(doc, "question_l10ns", l10n, rows["question_l10ns"])
+    answer = ["aid", "qid", "code", "sortorder", "assessment_value", "scale_id"]
+    _table(doc, "answers", answer, rows["answers"])
+    _table(doc, "answer_l10ns", ["id", "aid", "answer", "language"], rows["answer_l10ns"])
+    attribute = ["qid", "attribute", "value", "language"]
+    _table(doc, "question_attributes", attribute, rows["question_attributes"])
+    settings = {
+        "sid": sid, "gsid": "1", "admin": "deniable", "anonymized": "Y", "format": "G",
+        "savetimings": "N", "template": "vanilla", "language": languages[0],
+        "additional_languages": " ".join(languages[1:]), "datestamp": "N", "ipaddr": "N",
+        "refurl": "N",
+    }  # fmt: skip
+    _table(doc, "surveys", _SURVEY_FIELDS, [settings])
+    _table(
+        doc,
         "surveys_languagesettings",
         ["surveyls_survey_id", "surveyls_language", "surveyls_title"],
         [

@@ -165,54 +165,14 @@ def survey_results(
             read.append(wide_frame(store, survey.id))
         return read[0]
 
-    variants = {q.id for q in survey.questions if has_variants(survey, q.id)}
-    if variants and released:
+    if released and any(has_variants(survey, q.id) for q in survey.questions):
         versions = store.versions(survey.id) if pooled else None
         found = arm_analysis(wide(), survey, level, versions)
         study = {s["question"]: s for s in found}
-        out["study"] = list(study.values())
+        out["study"] = found
         out["arms"] = arm_counts(wide(), survey)
     for q in survey.questions:
-        tally = tallies[q.id]
-        item: dict[str, Any] = {
-            "id": q.id,
-            "text": q.text,
-            "categories": q.choice_labels,
-            "design": q.design.name,
-            "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
-            "direct": q.is_direct,
-            "n": tally.n,
-            "released": tally.n >= survey.min_release,
-        }
-        if q.numeric is not None and q.range is not None:
-            item |= {"range": [q.range.low, q.range.high], "unit": q.range.unit}
-        if not item["released"]:
-            # one total per version, never per cell: a per-cell count would tell a rare
-            # answer before any release
-            item["missing"] = max(0, survey.min_release - waiting)
-            out["questions"].append(item)
-            continue
-        if q.id in variants:  # several designs: the estimate pooled over them
-            pooled_row = study[q.id]["pooled"] if study else None
-            item["design"] = "by arm and group" if len(q.groups) > 1 else "by arm"
-            if pooled_row is not None:
-                item |= _pooled_item(q.choice_labels, pooled_row, level)
-            out["questions"].append(item)
-            continue
-        est = estimate(q.mechanism, tally)
-        item |= est.to_dict(level)  # the one shape: estimate, std_error, interval, warnings
-        item["interval"]["name"] = INTERVAL_NAMES.get(item["interval"]["method"], "")
-        item["mle"] = estimate(q.mechanism, tally, method="mle").estimate.tolist()
-        if q.numeric is not None:
-            item["mean"] = q.mean_from(est).to_dict(level) | {"mle": q.to_units(item["mle"][1])}
-        if q.control == "zero" and est.std_error[1] > 0:  # nobody carries it
-            p_zero = est.one_sided_pvalue(0.0, category=1)
-            item["control"] = {"estimate": float(est.estimate[1]), "pvalue": p_zero}
-            item["warnings"].append(
-                "a zero-prevalence control: nobody carries it, so its estimate measures "
-                f"false positives (one-sided p = {p_zero:.3g} against 0)"
-            )
-        out["questions"].append(item)
+        out["questions"].append(_question_item(q, tallies[q.id], survey, waiting, study, level))
     if survey.direct_questions and not pooled and released:
         out["breakdowns"] = breakdowns(wide(), survey, level)
     versions_all = store.versions(survey.id)
@@ -222,22 +182,75 @@ def survey_results(
         out["wave_change"] = wave_analysis(wide(), versions_all, level) if any_released else []
     plan = disclosure_plan(survey)
     if not plan.trivial:  # released key cells only: never a count of what waits
-        cells: dict[Any, int] | None = None
-        if released:
-            rows = wide()
-            rows = rows[rows["version"] == survey.version]
-            keys = [survey.questions[i].id for i in plan.keys]
-            cells = (
-                rows[keys].astype("float64").fillna(-1).value_counts().to_dict()
-                if keys
-                else {(): len(rows)}
-            )
-        out["disclosure"] = disclosure_report(survey, cells)
+        out["disclosure"] = disclosure_report(
+            survey, _key_cells(survey, plan, wide) if released else None
+        )
     if regress is not None:
         if not released:
             raise ValueError("regress: nothing is released yet")
         out["regression"] = regression(wide(), survey, regress, on or [], level)
     return out
+
+
+def _question_item(
+    q: Any,
+    tally: Any,
+    survey: Survey,
+    waiting: int,
+    study: dict[str, Any] | None,
+    level: float,
+) -> dict[str, Any]:
+    """One question's entry: before its release only how many responses are missing;
+    then the one shape of an estimate and the MLE (a numeric question's mean, a
+    zero-prevalence control's test), or the estimate pooled over arms and groups."""
+    item: dict[str, Any] = {
+        "id": q.id,
+        "text": q.text,
+        "categories": q.choice_labels,
+        "design": q.design.name,
+        "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
+        "direct": q.is_direct,
+        "n": tally.n,
+        "released": tally.n >= survey.min_release,
+    }
+    if q.numeric is not None and q.range is not None:
+        item |= {"range": [q.range.low, q.range.high], "unit": q.range.unit}
+    if not item["released"]:
+        # one total per version, never per cell: a per-cell count would tell a rare
+        # answer before any release
+        item["missing"] = max(0, survey.min_release - waiting)
+        return item
+    if has_variants(survey, q.id):  # several designs: the estimate pooled over them
+        pooled_row = study[q.id]["pooled"] if study else None
+        item["design"] = "by arm and group" if len(q.groups) > 1 else "by arm"
+        if pooled_row is not None:
+            item |= _pooled_item(q.choice_labels, pooled_row, level)
+        return item
+    est = estimate(q.mechanism, tally)
+    item |= est.to_dict(level)  # the one shape: estimate, std_error, interval, warnings
+    item["interval"]["name"] = INTERVAL_NAMES.get(item["interval"]["method"], "")
+    item["mle"] = estimate(q.mechanism, tally, method="mle").estimate.tolist()
+    if q.numeric is not None:
+        item["mean"] = q.mean_from(est).to_dict(level) | {"mle": q.to_units(item["mle"][1])}
+    if q.control == "zero" and est.std_error[1] > 0:  # nobody carries it
+        p_zero = est.one_sided_pvalue(0.0, category=1)
+        item["control"] = {"estimate": float(est.estimate[1]), "pvalue": p_zero}
+        item["warnings"].append(
+            "a zero-prevalence control: nobody carries it, so its estimate measures "
+            f"false positives (one-sided p = {p_zero:.3g} against 0)"
+        )
+    return item
+
+
+def _key_cells(survey: Survey, plan: Any, wide: Any) -> dict[Any, int]:
+    """The released responses of this version in each key cell of the release rules."""
+    rows = wide()
+    rows = rows[rows["version"] == survey.version]
+    keys = [survey.questions[i].id for i in plan.keys]
+    if not keys:
+        return {(): len(rows)}
+    counts: dict[Any, int] = rows[keys].astype("float64").fillna(-1).value_counts().to_dict()
+    return counts
 
 
 def _release_note(survey: Survey, released: int, waiting: int, closed: bool) -> str:

@@ -94,51 +94,76 @@ def results_page(
     and the downloads; it reloads itself every 30 seconds) and the results it releases
     (:func:`survey_results`)."""
     res = survey_results(store, survey, 0.95, pooled, regress, on)
-    rows: list[dict[str, Any]] = []
-    for q in res["questions"]:
-        if "range" in q:  # numeric: one row, the mean in the question's units
-            unit = f", {q['unit']}" if q["unit"] else ""
-            rows.append(
-                {
-                    "name": f"{q['text']} (mean in [{', '.join(q['categories'])}]{unit})",
-                    "id": q["id"],
-                    "n": q["n"],
-                    "design": q["design"],
-                    "epsilon": q["epsilon"],
-                    "missing": q.get("missing", 0),
-                    "method": q["interval"]["name"] if "interval" in q else "",
-                    "numeric": True,
-                    "range": q["range"],
-                    "unit": q["unit"],
-                    "estimate": None,
-                }
-                | (_flat_mean(q["mean"]) if q["released"] and "mean" in q else {})
-            )
-            continue
-        for j, cat in enumerate(q["categories"]):
-            if len(q["categories"]) == 2 and j == 0:
-                continue  # binary: show "yes" only
-            row: dict[str, Any] = {
-                "name": f"{q['text']} ({cat})",
-                "id": q["id"],
-                "category": cat,
-                "n": q["n"],
-                "design": q["design"],
-                "epsilon": "sent as given" if q.get("direct") else q["epsilon"],
-                "estimate": None,
-                "missing": q.get("missing", 0),
-                "method": q["interval"]["name"] if "interval" in q else "",
-            }
-            if q["released"] and "estimate" in q:  # a pooled question may have none yet
-                row |= {
-                    "estimate": q["estimate"][j],
-                    "mle": q["mle"][j],
-                    "std_error": q["std_error"][j],
-                    "low": q["interval"]["low"][j],
-                    "high": q["interval"]["high"][j],
-                }
-            rows.append(row)
+    rows = [row for q in res["questions"] for row in _table_rows(q)]
     warnings = [f"{q['id']}: {w}" for q in res["questions"] for w in q.get("warnings", [])]
+    images = _plots(rows, store.timeline(survey.id))
+    status = store.status(survey.id)
+    template = _TEMPLATES.get_template("results.html")
+    page = template.render(
+        survey=survey,
+        results=res,
+        rows=rows,
+        images=images,
+        warnings=warnings,
+        status=status,
+        methods=sorted({r["method"] for r in rows if r["method"]}),
+        regressable=regressable(survey),
+        covariates=covariate_ids(survey),
+        chosen=on or [],
+        refresh=dashboard_refresh(),
+    )
+    return page, res
+
+
+def _table_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
+    """A question's rows of the results table: a numeric question's mean in its units;
+    else a row per category ("yes" only for a binary question)."""
+    if "range" in q:  # numeric: one row, the mean in the question's units
+        unit = f", {q['unit']}" if q["unit"] else ""
+        row = {
+            "name": f"{q['text']} (mean in [{', '.join(q['categories'])}]{unit})",
+            "id": q["id"],
+            "n": q["n"],
+            "design": q["design"],
+            "epsilon": q["epsilon"],
+            "missing": q.get("missing", 0),
+            "method": q["interval"]["name"] if "interval" in q else "",
+            "numeric": True,
+            "range": q["range"],
+            "unit": q["unit"],
+            "estimate": None,
+        }
+        return [row | (_flat_mean(q["mean"]) if q["released"] and "mean" in q else {})]
+    rows = []
+    for j, cat in enumerate(q["categories"]):
+        if len(q["categories"]) == 2 and j == 0:
+            continue  # binary: show "yes" only
+        row = {
+            "name": f"{q['text']} ({cat})",
+            "id": q["id"],
+            "category": cat,
+            "n": q["n"],
+            "design": q["design"],
+            "epsilon": "sent as given" if q.get("direct") else q["epsilon"],
+            "estimate": None,
+            "missing": q.get("missing", 0),
+            "method": q["interval"]["name"] if "interval" in q else "",
+        }
+        if q["released"] and "estimate" in q:  # a pooled question may have none yet
+            row |= {
+                "estimate": q["estimate"][j],
+                "mle": q["mle"][j],
+                "std_error": q["std_error"][j],
+                "low": q["interval"]["low"][j],
+                "high": q["interval"]["high"][j],
+            }
+        rows.append(row)
+    return rows
+
+
+def _plots(rows: list[dict[str, Any]], timeline: list[Any]) -> list[tuple[str, str]]:
+    """The page's plots (title, PNG data URL): the estimates with their intervals, the
+    means in their ranges, and the responses released by the hour."""
     images = []
     shown = [r for r in rows if r["estimate"] is not None and not r.get("numeric")]
     if shown:
@@ -160,7 +185,6 @@ def results_page(
         images.append(
             ("Means with 95% confidence intervals, each in its range", _means_plot(means))
         )
-    timeline = store.timeline(survey.id)
     if timeline:
         fig = headless_figure(figsize=(7, 2.6))
         ax = fig.subplots()
@@ -170,22 +194,7 @@ def results_page(
         ax.set_ylabel("responses released per hour")
         fig.autofmt_xdate()
         images.append(("Responses released, by the hour of their release", _png(fig)))
-    status = store.status(survey.id)
-    template = _TEMPLATES.get_template("results.html")
-    page = template.render(
-        survey=survey,
-        results=res,
-        rows=rows,
-        images=images,
-        warnings=warnings,
-        status=status,
-        methods=sorted({r["method"] for r in rows if r["method"]}),
-        regressable=regressable(survey),
-        covariates=covariate_ids(survey),
-        chosen=on or [],
-        refresh=dashboard_refresh(),
-    )
-    return page, res
+    return images
 
 
 def dashboard_refresh() -> int:

@@ -199,72 +199,33 @@ class InvitationsMixin:
                 charges[earlier] = wave_charge(survey, before)
             return charges[earlier]
 
-        refused: list[tuple[int, str, str]] = []
-        wanted: dict[str, tuple[int, str]] = {}  # recipient hash -> (row, address)
-        for row, raw in enumerate(addresses):
-            try:
-                address = normalise_address(raw)
-            except ValueError as exc:
-                refused.append((row, str(raw)[:80], f"address {exc}"))
-                continue
-            name = key.recipient(address)
-            if name in wanted:
-                refused.append(
-                    (row, address, f"repeats row {wanted[name][0]}: one invitation per version")
-                )
-                continue
-            wanted[name] = (row, address)
+        wanted, refused = _wanted(addresses, key)
         issued = IssuedInvitations(survey_id, survey.version, [])
         with self.engine.begin() as conn:
             if not self.is_sqlite:  # one ledger writer at a time (SQLite: BEGIN IMMEDIATE)
                 conn.execute(text("SELECT pg_advisory_xact_lock(7317)"))
             _refuse_closed(conn, survey_id)  # nothing issued, nothing charged
-            spent: dict[str, float] = {}
-            here: set[str] = set()
-            waves: dict[str, set[int]] = {}  # versions of this survey each was invited to
-            names = list(wanted)
-            for start in range(0, len(names), 500):
-                chunk = names[start : start + 500]
-                q = select(
-                    recipient_ledger.c.recipient,
-                    recipient_ledger.c.survey_id,
-                    recipient_ledger.c.version,
-                    recipient_ledger.c.cost,
-                ).where(recipient_ledger.c.recipient.in_(chunk))
-                for r in conn.execute(q):
-                    spent[r.recipient] = spent.get(r.recipient, 0.0) + float(r.cost)
-                    if r.survey_id == survey_id and r.version == survey.version:
-                        here.add(r.recipient)
-                    elif r.survey_id == survey_id:
-                        waves.setdefault(r.recipient, set()).add(int(r.version))
+            spent, here, waves = _ledger_of(conn, list(wanted), survey_id, survey.version)
             ledger_rows: list[dict[str, Any]] = []
             invitation_rows: list[dict[str, Any]] = []
             for name, (row, address) in wanted.items():
                 before = spent.get(name, 0.0)
                 cost = charge(frozenset(waves.get(name, ())))
                 if name in here:
-                    refused.append(
-                        (row, address, f"already invited to {survey_id} version {survey.version}")
-                    )
+                    reason = f"already invited to {survey_id} version {survey.version}"
                 elif before + cost > budget + 1e-9:
-                    refused.append(
-                        (
-                            row,
-                            address,
-                            f"would spend {before:.4g} + {cost:.4g} = {before + cost:.4g} nats, "
-                            f"over the server's lifetime budget of {budget:g} nats per person",
-                        )
+                    reason = (
+                        f"would spend {before:.4g} + {cost:.4g} = {before + cost:.4g} nats, "
+                        f"over the server's lifetime budget of {budget:g} nats per person"
                     )
                 else:
+                    reason = ""
+                if reason:
+                    refused.append((row, address, reason))
+                else:
                     token = secrets.token_urlsafe(24)
-                    ledger_rows.append(
-                        {
-                            "recipient": name,
-                            "survey_id": survey_id,
-                            "version": survey.version,
-                            "cost": cost,
-                        }
-                    )
+                    entry = {"recipient": name, "survey_id": survey_id, "cost": cost}
+                    ledger_rows.append(entry | {"version": survey.version})
                     invitation_rows.append(_invitation_row(token, survey_id, survey.version))
                     issued.tokens.append(token)
                     issued.recipients.append(address)
@@ -481,3 +442,52 @@ def _refuse_closed(conn: Connection, survey_id: str) -> None:
         raise SurveyClosedError(
             f"survey {survey_id!r} is closed: it issues no invitations (the analyst may reopen it)"
         )
+
+
+def _wanted(
+    addresses: Sequence[object], key: RecipientKey
+) -> tuple[dict[str, tuple[int, str]], list[tuple[int, str, str]]]:
+    """Each recipient's keyed hash -> (row, address), and the rows refused (a malformed
+    address, a repeat of an earlier row)."""
+    refused: list[tuple[int, str, str]] = []
+    wanted: dict[str, tuple[int, str]] = {}
+    for row, raw in enumerate(addresses):
+        try:
+            address = normalise_address(raw)
+        except ValueError as exc:
+            refused.append((row, str(raw)[:80], f"address {exc}"))
+            continue
+        name = key.recipient(address)
+        if name in wanted:
+            refused.append(
+                (row, address, f"repeats row {wanted[name][0]}: one invitation per version")
+            )
+            continue
+        wanted[name] = (row, address)
+    return wanted, refused
+
+
+def _ledger_of(
+    conn: Any, names: list[str], survey_id: str, version: int
+) -> tuple[dict[str, float], set[str], dict[str, set[int]]]:
+    """From the recipient ledger: what each recipient has spent across the server, who
+    was already invited to this version, and the other versions of this survey each
+    was invited to (its waves)."""
+    spent: dict[str, float] = {}
+    here: set[str] = set()
+    waves: dict[str, set[int]] = {}
+    for start in range(0, len(names), 500):
+        chunk = names[start : start + 500]
+        q = select(
+            recipient_ledger.c.recipient,
+            recipient_ledger.c.survey_id,
+            recipient_ledger.c.version,
+            recipient_ledger.c.cost,
+        ).where(recipient_ledger.c.recipient.in_(chunk))
+        for r in conn.execute(q):
+            spent[r.recipient] = spent.get(r.recipient, 0.0) + float(r.cost)
+            if r.survey_id == survey_id and r.version == version:
+                here.add(r.recipient)
+            elif r.survey_id == survey_id:
+                waves.setdefault(r.recipient, set()).add(int(r.version))
+    return spent, here, waves

@@ -206,50 +206,10 @@ def live_demo(
                 progress(f"{respondents} respondents answering over HTTP")
             start = time.perf_counter()
 
-            invitations = http.post(
-                f"/api/surveys/{DEMO_SURVEY['id']}/invitations",
-                json={"count": respondents},
-                headers=auth,
-            )
-            invitations.raise_for_status()
-            tokens = invitations.json()["tokens"]
-
-            def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-                r = http.post(path, json=body)
-                r.raise_for_status()
-                answer: dict[str, Any] = r.json()
-                return answer
-
-            def send(i: int) -> None:
-                credential = request_credential(view, tokens[i], post)
-                body = {
-                    "version": 1,
-                    "credential": credential.to_json(),
-                    "reports": {k: int(v[i]) for k, v in reports.items()},
-                }
-                post(f"/api/surveys/{DEMO_SURVEY['id']}/responses", body)
-
-            with ThreadPoolExecutor(clients) as pool:
-                list(pool.map(send, range(respondents)))
+            _answer_over_http(http, auth, view, reports, respondents, clients)
             seconds = time.perf_counter() - start
             res = http.get(f"/api/surveys/{DEMO_SURVEY['id']}/results", headers=auth).json()
-            rows: list[LiveRow] = []
-            for q in res["questions"]:
-                k = len(q["categories"])
-                for j in range(1 if k == 2 else 0, k):
-                    rows.append(
-                        LiveRow(
-                            question=q["text"],
-                            category=q["categories"][j],
-                            n=q["n"],
-                            estimate=q["estimate"][j],
-                            std_error=q["std_error"][j],
-                            low=q["interval"]["low"][j],
-                            high=q["interval"]["high"][j],
-                            respondents_rate=float(np.mean(truths[q["id"]] == j)),
-                            population_rate=float(np.mean(population[q["id"]] == j)),
-                        )
-                    )
+            rows = _live_rows(res, truths, population)
             if progress:
                 progress("a study in two arms and two groups")
 
@@ -286,3 +246,65 @@ def live_demo(
         store.close()
         if tmp:
             tmp.cleanup()
+
+
+def _answer_over_http(
+    http: Any,
+    auth: dict[str, str],
+    view: dict[str, Any],
+    reports: dict[str, Any],
+    respondents: int,
+    clients: int,
+) -> None:
+    """Invite every respondent, then send each response with its own POST (after
+    spending its invitation for a blind-signed credential) from ``clients`` threads."""
+    invitations = http.post(
+        f"/api/surveys/{DEMO_SURVEY['id']}/invitations",
+        json={"count": respondents},
+        headers=auth,
+    )
+    invitations.raise_for_status()
+    tokens = invitations.json()["tokens"]
+
+    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        r = http.post(path, json=body)
+        r.raise_for_status()
+        answer: dict[str, Any] = r.json()
+        return answer
+
+    def send(i: int) -> None:
+        credential = request_credential(view, tokens[i], post)
+        body = {
+            "version": 1,
+            "credential": credential.to_json(),
+            "reports": {k: int(v[i]) for k, v in reports.items()},
+        }
+        post(f"/api/surveys/{DEMO_SURVEY['id']}/responses", body)
+
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(send, range(respondents)))
+
+
+def _live_rows(
+    res: dict[str, Any], truths: dict[str, Any], population: dict[str, Any]
+) -> list[LiveRow]:
+    """A row per category ("yes" only for a binary question): the server's estimate and
+    interval beside the respondents' and the population's true rates."""
+    rows: list[LiveRow] = []
+    for q in res["questions"]:
+        k = len(q["categories"])
+        for j in range(1 if k == 2 else 0, k):
+            rows.append(
+                LiveRow(
+                    question=q["text"],
+                    category=q["categories"][j],
+                    n=q["n"],
+                    estimate=q["estimate"][j],
+                    std_error=q["std_error"][j],
+                    low=q["interval"]["low"][j],
+                    high=q["interval"]["high"][j],
+                    respondents_rate=float(np.mean(truths[q["id"]] == j)),
+                    population_rate=float(np.mean(population[q["id"]] == j)),
+                )
+            )
+    return rows

@@ -24,6 +24,7 @@ __all__ = [
     "TestResult",
     "WaldResult",
     "coefficient_table",
+    "hessian_from_values",
     "normal_only",
     "observed_covariance",
 ]
@@ -366,3 +367,26 @@ class LikelihoodFit(CoefficientsMixin):
             "",
         ]
         return "\n".join(head) + coefficient_table(self, confidence_level)
+
+
+def hessian_from_values(
+    f: Callable[[NDArray[np.float64]], float], x: NDArray[np.float64], f0: float
+) -> NDArray[np.float64]:
+    """The Hessian of ``f`` at ``x`` by central differences of its values (steps
+    ``1e-4 max(1, |x_i|)``), shape (k, k), for a likelihood without a gradient;
+    ``f0 = f(x)``."""
+    k = x.size
+    H = np.empty((k, k))
+    steps = 1e-4 * np.maximum(1.0, np.abs(x))
+    for i in range(k):
+        for j in range(i, k):
+            ei = np.zeros(k)
+            ej = np.zeros(k)
+            ei[i], ej[j] = steps[i], steps[j]
+            if i == j:
+                H[i, i] = (f(x + ei) - 2 * f0 + f(x - ei)) / steps[i] ** 2
+            else:
+                H[i, j] = H[j, i] = (
+                    f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)
+                ) / (4 * steps[i] * steps[j])
+    return H

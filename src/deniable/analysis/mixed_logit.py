@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,13 @@ from scipy.special import expit
 from ..mechanisms.designs import Design
 from ..validation import check_integer
 from ._formula import model_frame
-from ._results import LikelihoodFit, TestResult, normal_only, observed_covariance
+from ._results import (
+    LikelihoodFit,
+    TestResult,
+    hessian_from_values,
+    normal_only,
+    observed_covariance,
+)
 from .channels import as_channel
 from .profile import Profile
 from .regression import report_codes, rr_logit
@@ -205,6 +212,33 @@ class _Model:
         return float(per.sum())
 
 
+def _report_terms(
+    channel: Any, frame: Any, data: pd.DataFrame, group: str | None
+) -> tuple[_Array, _Array]:
+    """Each row's ``Pr(report | yes) = a + b Pr(yes)`` terms, by its group's design."""
+    y = report_codes(frame.y, 2, frame.response)
+    keys = data.loc[frame.rows, group].to_numpy() if group is not None else None
+    groups = channel.group_codes(keys, len(frame.rows))
+    A, B, _, _ = channel.coefficients(np.empty(0))
+    return A[groups, y], B[groups, y]
+
+
+def _random_intercept(formula: str, data: pd.DataFrame) -> tuple[str, str]:
+    """The formula's fixed part and its one random intercept's cluster column.
+
+    Raises
+    ------
+    ValueError
+        Unless the formula holds exactly one ``+ (1 | column)`` of a column of ``data``.
+    """
+    found = _RANDOM.findall(formula)
+    if len(found) != 1:
+        raise ValueError("formula must hold exactly one random intercept '+ (1 | column)'")
+    if found[0] not in data.columns:
+        raise ValueError(f"cluster column {found[0]!r} is not in data")
+    return _RANDOM.sub("", formula).strip(), found[0]
+
+
 def rr_mixed_logit(
     formula: str,
     data: pd.DataFrame,
@@ -259,27 +293,15 @@ def rr_mixed_logit(
         raise ValueError(f"quadrature must be in 1..50, got {q}")
     if curvature not in ("observed", "expected"):
         raise ValueError(f"curvature must be 'observed' or 'expected', got {curvature!r}")
-    found = _RANDOM.findall(formula)
-    if len(found) != 1:
-        raise ValueError("formula must hold exactly one random intercept '+ (1 | column)'")
-    cluster_col = found[0]
-    if cluster_col not in data.columns:
-        raise ValueError(f"cluster column {cluster_col!r} is not in data")
-    fixed = _RANDOM.sub("", formula).strip()
+    fixed, cluster_col = _random_intercept(formula, data)
     data = data[data[cluster_col].notna()]  # a row without its cluster is not used
     channel = as_channel(design)
     if channel.n_reports != 2:
         raise ValueError("rr_mixed_logit needs yes/no designs")
     frame = model_frame(fixed, data)
     rows = frame.rows
-    y = report_codes(frame.y, 2, frame.response)
-    keys = data.loc[rows, group].to_numpy() if group is not None else None
-    groups = channel.group_codes(keys, len(rows))
-    A, B, _, _ = channel.coefficients(np.empty(0))
-    a = A[groups, y]
-    b = B[groups, y]
-    clusters = data.loc[rows, cluster_col]
-    labels, cluster = np.unique(clusters.to_numpy(), return_inverse=True)
+    a, b = _report_terms(channel, frame, data, group)
+    labels, cluster = np.unique(data.loc[rows, cluster_col].to_numpy(), return_inverse=True)
     X = np.asarray(frame.X, dtype=np.float64)
     model = _Model(X, a, b, cluster.astype(np.intp), q, curvature)
     p = X.shape[1]
@@ -295,23 +317,8 @@ def rr_mixed_logit(
     )
     x = np.asarray(res.x, dtype=np.float64)
     k = x.size
-    H = np.empty((k, k))
     f0 = negll(x)
-    steps = 1e-4 * np.maximum(1.0, np.abs(x))
-    for i in range(k):
-        for j in range(i, k):
-            ei = np.zeros(k)
-            ej = np.zeros(k)
-            ei[i], ej[j] = steps[i], steps[j]
-            if i == j:
-                H[i, i] = (negll(x + ei) - 2 * f0 + negll(x - ei)) / steps[i] ** 2
-            else:
-                H[i, j] = H[j, i] = (
-                    negll(x + ei + ej)
-                    - negll(x + ei - ej)
-                    - negll(x - ei + ej)
-                    + negll(x - ei - ej)
-                ) / (4 * steps[i] * steps[j])
+    H = hessian_from_values(negll, x, f0)
     cov_x = observed_covariance(-H)
     tau = math.exp(x[p])
     J = np.eye(k)

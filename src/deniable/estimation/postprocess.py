@@ -300,30 +300,14 @@ def empirical_bayes(
     top = min(1.0, top + 4.0 * math.sqrt(max(a0 + b0 * top, float(np.median(intercept)))))
     grid = _npmle_grid(a0, b0, top, grid_size)
 
-    # estimates of equal variance line (to 1%) and within a tenth of a standard
-    # deviation of each other share one likelihood row, weighted by how many they
-    # are: the fit costs the number of rows, not k
-    _, kind = np.unique(np.round(np.log(intercept) / 0.02), return_inverse=True)
-    kind = kind.reshape(-1)
-    width = math.sqrt(max(min(a0, a0 + b0 * top), 1e-300)) / 10.0
-    cell = np.round(f / width).astype(np.int64)
-    cell -= cell.min()
-    stride = int(cell.max()) + 1
-    keys, row, count = np.unique(
-        kind.astype(np.int64) * stride + cell, return_inverse=True, return_counts=True
-    )
-    row = row.reshape(-1)
-    kind_row = keys // stride
-    x_row = np.bincount(row, weights=f) / count
-    a_row = np.bincount(row, weights=intercept) / count
-    b_row = np.bincount(row, weights=slope) / count
-    if x_row.size <= grid_size:
+    rows = _binned(f, intercept, slope, a0, b0, top)
+    if rows.x.size <= grid_size:
         # few distinct estimates: each is a support point too, so G can sit on them
         # even where the noise is finer than the grid (the NPMLE's atoms lie near data)
-        grid = np.union1d(grid, np.clip(x_row, 0.0, 1.0))
-    log_lik = _log_normal_pdf(x_row, a_row, b_row, grid)
+        grid = np.union1d(grid, np.clip(rows.x, 0.0, 1.0))
+    log_lik = _log_normal_pdf(rows.x, rows.a, rows.b, grid)
     lik = np.exp(log_lik - log_lik.max(axis=1, keepdims=True))
-    share = count / f.size
+    share = rows.size / f.size
     weights = np.full(grid.size, 1.0 / grid.size)
     for _ in range(max_iterations):
         # gradient of the mean log-likelihood: D_j <= 1 for all j at the maximum, and
@@ -339,8 +323,51 @@ def empirical_bayes(
     post = lik * weights
     mean_row = (post @ grid) / post.sum(axis=1)
     posterior_mean = np.empty(f.size)
-    for k_id in range(int(kind.max()) + 1):
-        mine = kind == k_id
-        rows = kind_row == k_id
-        posterior_mean[mine] = np.interp(f[mine], x_row[rows], mean_row[rows])
+    for k_id in range(int(rows.kind.max()) + 1):
+        mine = rows.kind == k_id
+        line = rows.kind_row == k_id
+        posterior_mean[mine] = np.interp(f[mine], rows.x[line], mean_row[line])
     return project_simplex(posterior_mean)
+
+
+class _Rows(NamedTuple):
+    """The estimates binned into likelihood rows: each estimate's variance line
+    ``kind``, each row's line, mean estimate ``x``, variance line ``a + b f`` and size."""
+
+    kind: NDArray[np.int64]
+    kind_row: NDArray[np.int64]
+    x: NDArray[np.float64]
+    a: NDArray[np.float64]
+    b: NDArray[np.float64]
+    size: NDArray[np.int64]
+
+
+def _binned(
+    f: NDArray[np.float64],
+    intercept: NDArray[np.float64],
+    slope: NDArray[np.float64],
+    a0: float,
+    b0: float,
+    top: float,
+) -> _Rows:
+    """Estimates of equal variance line (to 1%) and within a tenth of a standard
+    deviation of each other share one likelihood row, weighted by how many they are:
+    the fit costs the number of rows, not k."""
+    _, kind = np.unique(np.round(np.log(intercept) / 0.02), return_inverse=True)
+    kind = kind.reshape(-1)
+    width = math.sqrt(max(min(a0, a0 + b0 * top), 1e-300)) / 10.0
+    cell = np.round(f / width).astype(np.int64)
+    cell -= cell.min()
+    stride = int(cell.max()) + 1
+    keys, row, count = np.unique(
+        kind.astype(np.int64) * stride + cell, return_inverse=True, return_counts=True
+    )
+    row = row.reshape(-1)
+    return _Rows(
+        kind=kind,
+        kind_row=keys // stride,
+        x=np.bincount(row, weights=f) / count,
+        a=np.bincount(row, weights=intercept) / count,
+        b=np.bincount(row, weights=slope) / count,
+        size=count,
+    )

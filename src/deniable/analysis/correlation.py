@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -245,26 +246,8 @@ def rr_correlation(
         reports other than 0/1, a missing ``group`` or a value in it that is no
         randomization group, fewer than 3 rows, or more than 100000 replicates.
     """
-    if len(columns) < 2:
-        raise ValueError("columns must name at least 2 variables")
-    unknown = [c for c in [*columns, *designs, *([group] if group else [])] if c not in data]
-    if unknown:
-        raise ValueError(f"columns {unknown} are not in data")
-    extra = [name for name in designs if name not in columns]
-    if extra:
-        raise ValueError(f"designs name {extra}, which are not among columns {columns}")
-    B = check_integer("bootstrap", bootstrap, minimum=2)
-    if B > 100_000:
-        raise ValueError(f"bootstrap must be at most 100000, got {B}")
+    B = _check_correlation(data, columns, designs, group, bootstrap)
     channels = {k: v for k, v in designs.items() if isinstance(v, GroupModel)}
-    for name, channel in channels.items():
-        if channel.n_reports != 2:
-            raise ValueError(f"designs[{name!r}] must be a yes/no group model (2 reports)")
-        if channel.n_groups > 1 and group is None:
-            raise ValueError(
-                f"group is required: designs[{name!r}] has randomization groups "
-                f"{list(channel.group_labels)}"
-            )
     used = list(dict.fromkeys([*columns, *([group] if group else [])]))
     frame = data[used].dropna()
     values = frame[columns].to_numpy(dtype=np.float64)
@@ -285,9 +268,64 @@ def rr_correlation(
     point = _correlations(values, ones, c, d, randomized)[0]
     if grouped is not None:
         point = grouped.correct(point[None], values, ones, c, d, randomized, refit=False)[0]
-    generator = np.random.default_rng(rng)
-    reps = np.empty((B, len(columns) * (len(columns) - 1) // 2))
     upper = np.triu_indices(len(columns), k=1)
+    corrections = (c, d, randomized, grouped)
+    reps = _bootstrap(values, corrections, upper, B, np.random.default_rng(rng))
+    if clip:
+        point, reps = np.clip(point, -1.0, 1.0), np.clip(reps, -1.0, 1.0)
+    names = [f"{columns[i]} ~ {columns[j]}" for i, j in zip(*upper, strict=True)]
+    estimate = pd.Series(point[upper], index=names)
+    std_error = pd.Series(np.nanstd(reps, axis=0, ddof=1), index=names)
+    matrix = pd.DataFrame(point, index=columns, columns=columns)
+    if not math.isfinite(float(np.nanmax(np.abs(point)))):  # pragma: no cover - degenerate
+        raise ValueError("a variable has no variance: its correlations are undefined")
+    return CorrelationResult(estimate, std_error, matrix, reps, n)
+
+
+def _check_correlation(
+    data: pd.DataFrame,
+    columns: list[str],
+    designs: Mapping[str, Any],
+    group: str | None,
+    bootstrap: int,
+) -> int:
+    """Check the columns, designs, group and bootstrap size; the replicates to draw."""
+    if len(columns) < 2:
+        raise ValueError("columns must name at least 2 variables")
+    unknown = [c for c in [*columns, *designs, *([group] if group else [])] if c not in data]
+    if unknown:
+        raise ValueError(f"columns {unknown} are not in data")
+    extra = [name for name in designs if name not in columns]
+    if extra:
+        raise ValueError(f"designs name {extra}, which are not among columns {columns}")
+    B = check_integer("bootstrap", bootstrap, minimum=2)
+    if B > 100_000:
+        raise ValueError(f"bootstrap must be at most 100000, got {B}")
+    for name, channel in designs.items():
+        if not isinstance(channel, GroupModel):
+            continue
+        if channel.n_reports != 2:
+            raise ValueError(f"designs[{name!r}] must be a yes/no group model (2 reports)")
+        if channel.n_groups > 1 and group is None:
+            raise ValueError(
+                f"group is required: designs[{name!r}] has randomization groups "
+                f"{list(channel.group_labels)}"
+            )
+    return B
+
+
+def _bootstrap(
+    values: NDArray[np.float64],
+    corrections: tuple[Any, Any, Any, Any],
+    upper: tuple[NDArray[np.intp], NDArray[np.intp]],
+    B: int,
+    generator: np.random.Generator,
+) -> NDArray[np.float64]:
+    """``B`` bootstrap replicates of the upper triangle of the corrected correlations,
+    drawn as resampling weights in chunks of bounded memory."""
+    c, d, randomized, grouped = corrections
+    n = values.shape[0]
+    reps = np.empty((B, upper[0].size))
     chunk = max(1, MAX_BOOTSTRAP_CELLS // (10 * n))
     for start in range(0, B, chunk):
         size = min(chunk, B - start)
@@ -299,15 +337,7 @@ def rr_correlation(
         if grouped is not None:
             r = grouped.correct(r, values, weights, c, d, randomized, refit=True)
         reps[start : start + size] = r[:, upper[0], upper[1]]
-    if clip:
-        point, reps = np.clip(point, -1.0, 1.0), np.clip(reps, -1.0, 1.0)
-    names = [f"{columns[i]} ~ {columns[j]}" for i, j in zip(*upper, strict=True)]
-    estimate = pd.Series(point[upper], index=names)
-    std_error = pd.Series(np.nanstd(reps, axis=0, ddof=1), index=names)
-    matrix = pd.DataFrame(point, index=columns, columns=columns)
-    if not math.isfinite(float(np.nanmax(np.abs(point)))):  # pragma: no cover - degenerate
-        raise ValueError("a variable has no variance: its correlations are undefined")
-    return CorrelationResult(estimate, std_error, matrix, reps, n)
+    return reps
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -162,6 +163,48 @@ def rank_items(
         raise ValueError(
             f"items and reports must be 1-D of one shape, got {labels.shape}, {raw.shape}"
         )
+    codes, size, m, u, a = _ratings_input(raw, design, k, utility, prior)
+    values, inverse = np.unique(labels, return_inverse=True)
+    counts = np.bincount(inverse * m + codes, minlength=values.size * m).reshape(values.size, m)
+    if design is None:  # the exact Dirichlet posterior's draws
+        rng_ = np.random.default_rng(rng)
+        alpha = counts + a
+        sample = rng_.standard_gamma(alpha[:, None, :], size=(values.size, draws, size))
+        posterior, util = None, (sample / sample.sum(axis=2, keepdims=True)) @ u
+        score = alpha @ u / alpha.sum(axis=1)
+    else:
+        posterior = posterior_draws(design, counts, a, draws=draws, rng=rng)
+        util = posterior @ u  # (items, draws)
+        score = util.mean(axis=1)
+    low, high = np.quantile(util, [(1 - level) / 2, (1 + level) / 2], axis=1)
+    # the chance of being the best item: only where the draws are of the prevalences
+    best = np.argmax(util, axis=0)
+    prob_best = (
+        np.full(values.size, np.nan)
+        if design is None
+        else np.bincount(best, minlength=values.size) / util.shape[1]
+    )
+    columns = {"n": counts.sum(axis=1), "score": score, "low": low, "high": high}
+    table = pd.DataFrame(
+        columns | {"prob_best": prob_best},
+        index=pd.Index([v.item() if hasattr(v, "item") else v for v in values], name="item"),
+    )
+    key = "score" if rank_by == "score" else "low"
+    order = np.argsort(-table[key].to_numpy(), kind="stable")
+    table = table.iloc[order]
+    table["rank"] = np.arange(1, len(table) + 1)
+    return RankingResult(
+        table,
+        np.asarray(util[order], dtype=np.float64),
+        None if posterior is None else posterior[order],
+    )
+
+
+def _ratings_input(
+    raw: Any, design: Any, k: int | None, utility: Any, prior: Any
+) -> tuple[NDArray[np.int64], int, int, NDArray[np.float64], NDArray[np.float64]]:
+    """The report codes, the rating levels and report symbols, the utility of each
+    level (default 1..size) and the prior pseudocounts (default all ones), checked."""
     if design is not None:
         size, m = design.n_truths, design.n_reports
     else:
@@ -174,46 +217,7 @@ def rank_items(
         raise ValueError(f"utility must hold {size} values (one per rating level), got {u.shape}")
     if a.shape != (size,) or np.any(~np.isfinite(a)) or np.any(a <= 0):
         raise ValueError(f"prior must hold {size} pseudocounts > 0, got {a.tolist()}")
-    values, inverse = np.unique(labels, return_inverse=True)
-    counts = np.bincount(inverse * m + codes, minlength=values.size * m).reshape(values.size, m)
-    lo_q, hi_q = (1 - level) / 2, (1 + level) / 2
-    posterior = None
-    if design is None:
-        alpha = counts + a  # exact Dirichlet posterior
-        total = alpha.sum(axis=1)
-        score = alpha @ u / total
-        # credible interval from exact Dirichlet draws (gamma variates normalised)
-        rng_ = np.random.default_rng(rng)
-        sample = rng_.standard_gamma(alpha[:, None, :], size=(values.size, draws, size))
-        util = (sample / sample.sum(axis=2, keepdims=True)) @ u
-        low, high = np.quantile(util, [lo_q, hi_q], axis=1)
-        prob_best = np.full(values.size, np.nan)
-    else:
-        posterior = posterior_draws(design, counts, a, draws=draws, rng=rng)
-        util = posterior @ u  # (items, draws)
-        score = util.mean(axis=1)
-        low, high = np.quantile(util, [lo_q, hi_q], axis=1)
-        best = np.argmax(util, axis=0)
-        prob_best = np.bincount(best, minlength=values.size) / util.shape[1]
-    table = pd.DataFrame(
-        {
-            "n": counts.sum(axis=1),
-            "score": score,
-            "low": low,
-            "high": high,
-            "prob_best": prob_best,
-        },
-        index=pd.Index([v.item() if hasattr(v, "item") else v for v in values], name="item"),
-    )
-    key = "score" if rank_by == "score" else "low"
-    order = np.argsort(-table[key].to_numpy(), kind="stable")
-    table = table.iloc[order]
-    table["rank"] = np.arange(1, len(table) + 1)
-    return RankingResult(
-        table,
-        np.asarray(util[order], dtype=np.float64),
-        None if posterior is None else posterior[order],
-    )
+    return codes, size, m, u, a
 
 
 def plain_score(counts: ArrayLike, prior: ArrayLike, utility: ArrayLike) -> float:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -300,29 +301,8 @@ def rr_logit_bayes(
     except np.linalg.LinAlgError:
         spread = np.diag(np.minimum(sd0, 1.0))
     beta = beta_hat + 2.0 * (gen.standard_normal((chains, p)) @ spread.T)  # overdispersed
-    kept = np.empty((chains, draws, p))
-    accepted = 0
-
-    def complete(beta: _Array, z: _Array) -> _Array:  # log p(Z | beta) + log prior, (C,)
-        eta = X @ beta.T  # (n, C)
-        ll = (z * eta - np.logaddexp(0.0, eta)).sum(axis=0)
-        return np.asarray(ll - 0.5 * (((beta - mean0) / sd0) ** 2).sum(axis=1))
-
-    for it in range(burn_in + draws):
-        s = expit(X @ beta.T)  # (n, C)
-        post = (a + b)[:, None] * s / (a[:, None] + b[:, None] * s)
-        z = (gen.random(post.shape) < post).astype(np.float64)
-        current = complete(beta, z)
-        for _ in range(METROPOLIS_STEPS):
-            candidate = beta + gen.standard_normal((chains, p)) @ proposal.T
-            proposed = complete(candidate, z)
-            accept = np.log(gen.random(chains)) < proposed - current
-            beta = np.where(accept[:, None], candidate, beta)
-            current = np.where(accept, proposed, current)
-            if it >= burn_in:
-                accepted += int(accept.sum())
-        if it >= burn_in:
-            kept[:, it - burn_in] = beta
+    model = _Augmented(X, a, b, mean0, sd0, proposal)
+    kept, accepted = _sample(model, beta, burn_in, draws, gen)
     return RRLogitBayesResult(
         draws=kept,
         terms=[str(t) for t in frame.terms],
@@ -333,3 +313,49 @@ def rr_logit_bayes(
         prior_mean=mean0,
         prior_sd=sd0,
     )
+
+
+class _Augmented(NamedTuple):
+    """The data-augmented model: the design matrix, each row's report terms ``a``,
+    ``b`` (``Pr(report | yes) = a + b``, ``Pr(report | no) = a``), the normal prior and
+    the random-walk proposal's Cholesky factor."""
+
+    X: _Array
+    a: _Array
+    b: _Array
+    mean0: _Array
+    sd0: _Array
+    proposal: _Array
+
+    def complete(self, beta: _Array, z: _Array) -> _Array:
+        """log p(Z | beta) + log prior, one value per chain, shape (C,)."""
+        eta = self.X @ beta.T  # (n, C)
+        ll = (z * eta - np.logaddexp(0.0, eta)).sum(axis=0)
+        return np.asarray(ll - 0.5 * (((beta - self.mean0) / self.sd0) ** 2).sum(axis=1))
+
+
+def _sample(
+    model: _Augmented, beta: _Array, burn_in: int, draws: int, gen: np.random.Generator
+) -> tuple[_Array, int]:
+    """Gibbs over the true answers, Metropolis within for the coefficients, every chain
+    at once: the kept draws (chains, draws, p) and the proposals accepted."""
+    chains, p = beta.shape
+    X, a, b = model.X, model.a, model.b
+    kept = np.empty((chains, draws, p))
+    accepted = 0
+    for it in range(burn_in + draws):
+        s = expit(X @ beta.T)  # (n, C)
+        post = (a + b)[:, None] * s / (a[:, None] + b[:, None] * s)
+        z = (gen.random(post.shape) < post).astype(np.float64)
+        current = model.complete(beta, z)
+        for _ in range(METROPOLIS_STEPS):
+            candidate = beta + gen.standard_normal((chains, p)) @ model.proposal.T
+            proposed = model.complete(candidate, z)
+            accept = np.log(gen.random(chains)) < proposed - current
+            beta = np.where(accept[:, None], candidate, beta)
+            current = np.where(accept, proposed, current)
+            if it >= burn_in:
+                accepted += int(accept.sum())
+        if it >= burn_in:
+            kept[:, it - burn_in] = beta
+    return kept, accepted

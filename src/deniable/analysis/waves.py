@@ -299,7 +299,6 @@ def simulate_wave_change(
         raise ValueError(f"share_again must be in (0, 1], got {share_again}")
     z = float(stats.norm.ppf(0.5 + confidence_level / 2))
     move = change / base[0] if base[0] > 0 else 0.0
-    two = design.two_layer
     covered = covered_sample = oracle_covered = 0
     widths, oracle_widths = [], []
     n_2 = max(1, round(share_again * n))
@@ -309,16 +308,7 @@ def simulate_wave_change(
         t2_all = np.where(moved, answer, t1)
         again = np.sort(gen.permutation(n)[:n_2])
         t2 = t2_all[again]
-        if two is not None:
-            u = gen.random((n, k))  # one permanent uniform per person and answer
-            people = np.arange(n)
-            s1 = two.permanent_reports(t1, u[people, t1])
-            s2 = two.permanent_reports(t2, u[again, t2])
-            r1 = two.instantaneous_reports(s1, gen)
-            r2 = two.instantaneous_reports(s2, gen)
-        else:
-            r1 = design.randomize(t1, gen)
-            r2 = design.randomize(t2, gen)
+        r1, r2 = _two_waves(design, t1, t2, again, gen)
         result = wave_change(design, r1, design, r2, confidence_level)
         d, lo, hi = result.difference[answer], result.low[answer], result.high[answer]
         sample_change = float(np.mean(t2 == answer) - np.mean(t1 == answer))
@@ -340,6 +330,22 @@ def simulate_wave_change(
         "oracle_width": float(np.median(oracle_widths)),
         "oracle_coverage": oracle_covered / panels,
     }
+
+
+def _two_waves(
+    design: Design, t1: Any, t2: Any, again: Any, gen: np.random.Generator
+) -> tuple[Any, Any]:
+    """The reports of both waves: a panel design's from one permanent report per person
+    and answer (kept between the waves), each wave's instantaneous layer drawn afresh;
+    else each wave drawn through the design."""
+    two = design.two_layer
+    if two is None:
+        return design.randomize(t1, gen), design.randomize(t2, gen)
+    n, k = t1.size, design.n_truths
+    u = gen.random((n, k))  # one permanent uniform per person and answer
+    s1 = two.permanent_reports(t1, u[np.arange(n), t1])
+    s2 = two.permanent_reports(t2, u[again, t2])
+    return two.instantaneous_reports(s1, gen), two.instantaneous_reports(s2, gen)
 
 
 def coverage_grid(panels: int = 300, n: int = 1000, rng: int = 1) -> list[dict[str, Any]]:

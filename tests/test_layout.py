@@ -431,3 +431,15 @@ def test_collection_is_rooms_and_no_folder_is_crowded():
     for folder in {p.parent for p in SRC.rglob("*.py")}:
         modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
         assert len(modules) <= 25, (folder.relative_to(SRC), len(modules))
+
+
+def test_no_function_is_over_100_lines():
+    """Every function and method in src/ (its docstring included) is at most 100 lines."""
+    long = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > 100:
+                    long.append((name, node.name, lines))
+    assert long == []

@@ -112,16 +112,16 @@ class CoefficientsMixin(WaldResult):
     Series), ``summary()`` and ``to_frame()``.
     """
 
-    params: pd.Series
+    params: pd.Series[float]
     covariance: NDArray[np.float64]
 
     @property
-    def estimate(self) -> pd.Series:
+    def estimate(self) -> pd.Series[float]:
         """The coefficients, indexed by term (statsmodels' :attr:`params`)."""
         return self.params
 
     @property
-    def std_error(self) -> pd.Series:
+    def std_error(self) -> pd.Series[float]:
         """Standard errors indexed by term (statsmodels' :attr:`bse`)."""
         return self.bse
 
@@ -134,7 +134,7 @@ class CoefficientsMixin(WaldResult):
         return self.params - z * self.bse, self.params + z * self.bse
 
     @property
-    def bse(self) -> pd.Series:
+    def bse(self) -> pd.Series[float]:
         """Standard errors (square roots of the inverse observed information's diagonal)."""
         return pd.Series(np.sqrt(np.maximum(np.diag(self.covariance), 0.0)), self.params.index)
 
@@ -349,7 +349,7 @@ class LikelihoodFit(CoefficientsMixin):
     formula : str
     """
 
-    params: pd.Series
+    params: pd.Series[float]
     covariance: NDArray[np.float64]
     llf: float
     nobs: int

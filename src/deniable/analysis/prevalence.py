@@ -57,7 +57,7 @@ class ChannelEstimate(CoefficientsMixin):
         ``pi`` and each channel parameter); :attr:`llf` is their maximum.
     """
 
-    params: pd.Series
+    params: pd.Series[float]
     covariance: _Array
     llf: float
     counts: pd.DataFrame

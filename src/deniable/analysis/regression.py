@@ -113,7 +113,7 @@ class RRLogitResult(CoefficientsMixin):
         :attr:`llf` is their maximum; see :attr:`starts_disagree`).
     """
 
-    params: pd.Series
+    params: pd.Series[float]
     covariance: _Array
     llf: float
     nobs: int
@@ -134,7 +134,7 @@ class RRLogitResult(CoefficientsMixin):
         p = self.X.shape[1]
         bounds = [(None, None)] * p + [(lo + 1e-9, hi - 1e-9) for lo, hi in self.channel.bounds]
         data = (self.X, self.groups, self.reports, self.channel, self.weights)
-        x_hat = self.params.to_numpy(dtype=np.float64)
+        x_hat = np.asarray(self.params.to_numpy(), dtype=np.float64)
         profile = Profile(
             functools.partial(negative_loglik, p=p, data=data), x_hat, -self.llf, bounds
         )
@@ -225,7 +225,7 @@ class RRLogitResult(CoefficientsMixin):
         """Fitted chance of each report for each row of the fit, shape (n, m), float64:
         ``A[g_i, r] + B[g_i, r] sigmoid(x_i beta)`` at the estimated channel parameters."""
         p = self.n_coefficients
-        theta = self.params.to_numpy()[p:]
+        theta = np.asarray(self.params.to_numpy()[p:], dtype=np.float64)
         A, B, _, _ = self.channel.coefficients(theta)
         s = expit(self.X @ self.params.to_numpy()[:p])
         return np.asarray(A[self.groups] + B[self.groups] * s[:, None])
@@ -336,7 +336,7 @@ class RRLogitResult(CoefficientsMixin):
     def _posterior_and_gradient(self) -> tuple[_Array, _Array]:
         """Each row's posterior and its gradient in ``(beta, theta)``, (n,) and (n, p + q)."""
         p = self.n_coefficients
-        values = self.params.to_numpy(dtype=np.float64)
+        values = np.asarray(self.params.to_numpy(), dtype=np.float64)
         return row_posteriors(
             values[:p], values[p:], self.X, self.groups, self.reports, self.channel
         )

@@ -39,6 +39,7 @@ from .pooled import boundary_std_errors, pooled_design, pooled_moment
 from .results import EstimateResult, PrevalenceEstimate
 
 if TYPE_CHECKING:
+    from ..mechanisms.byte_prefix import BytePrefixExtension
     from ..mechanisms.dbitflip import DBitFlip
     from ..mechanisms.numeric import NumericMechanism
     from ..mechanisms.prefix import PrefixExtension
@@ -80,7 +81,7 @@ def estimate(
 
 @overload
 def estimate(
-    mechanism: PrefixExtension,
+    mechanism: PrefixExtension | BytePrefixExtension,
     reports: Any,
     method: str = ...,
     prior: None = ...,

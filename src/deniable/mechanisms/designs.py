@@ -52,12 +52,16 @@ __all__ = [
     "Design",
     "KaryRR",
     "MatrixDesign",
+    "ReportCodes",
     "binary_matrix",
     "is_design",
     "ldp_epsilon",
     "protected_epsilon",
 ]
 
+#: A design's reports: codes ``0..m-1``, uint8 when ``m <= 256`` (one byte a report),
+#: else int64.
+ReportCodes = NDArray[np.uint8] | NDArray[np.int64]
 #: Grid of the uniforms every source draws (53 random bits).
 _GRID = 2.0**-53
 
@@ -358,7 +362,7 @@ class Design:
         self,
         truths: ArrayLike,
         rng: RandomSource | np.random.Generator | None = None,
-    ) -> NDArray[np.integer]:
+    ) -> ReportCodes:
         """Randomize true answers into reports, vectorised.
 
         Exactly one uniform is drawn per respondent, whatever the truth, and the same
@@ -388,7 +392,10 @@ class Design:
         """
         codes = as_codes("truths", truths, self.n_truths)
         u = uniforms(rng, codes.size)
-        return self._draw(codes, u)
+        drawn = self._draw(codes, u)
+        if self.n_reports <= 256:
+            return np.asarray(drawn, dtype=np.uint8)
+        return np.asarray(drawn, dtype=np.int64)
 
     def _draw(self, truths: NDArray[np.integer], u: NDArray[np.float64]) -> NDArray[np.integer]:
         if self.n_reports == 2:  # one fused pass: report = u < Pr(report 1 | truth)

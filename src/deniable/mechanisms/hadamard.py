@@ -16,6 +16,7 @@ from .oracle import (
     FrequencyOracle,
     RandomBytes,
 )
+from .randomness import RandomSource
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -186,6 +187,14 @@ class HadamardResponse(FrequencyOracle):
     ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Block ``v // (b - 1)`` and Hadamard row ``v % (b - 1) + 1`` of each value."""
         return codes // (self.b - 1), codes % (self.b - 1) + 1
+
+    def randomize(
+        self, values: ArrayLike, rng: RandomSource | np.random.Generator | None = None
+    ) -> NDArray[np.uint32]:
+        """Reports: each value's index in ``0..K-1`` (uint32), shape (n,) (see
+        :meth:`deniable.mechanisms.oracle.FrequencyOracle.randomize`)."""
+        reports: NDArray[np.uint32] = super().randomize(values, rng)  # type: ignore[assignment]
+        return reports
 
     def encode(self, values: ArrayLike, randomness: RandomBytes) -> NDArray[np.uint32]:
         codes = self._values(values)

@@ -21,6 +21,7 @@ from .oracle import (
     threshold_probability,
 )
 from .protocol import ReportField
+from .randomness import RandomSource
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -145,7 +146,15 @@ class LocalHashing(FrequencyOracle):
             x = (a * values.astype(np.uint64) + b) >> np.uint64(32)
             return ((x * np.uint64(self.g)) >> np.uint64(32)).astype(np.int64)
 
-    def encode(self, values: ArrayLike, randomness: RandomBytes) -> NDArray[Any]:
+    def randomize(
+        self, values: ArrayLike, rng: RandomSource | np.random.Generator | None = None
+    ) -> NDArray[np.void]:
+        """Reports of ``OLH_DTYPE`` (seed ``a``, ``b`` and bucket ``y``), shape (n,) (see
+        :meth:`deniable.mechanisms.oracle.FrequencyOracle.randomize`)."""
+        reports: NDArray[np.void] = super().randomize(values, rng)  # type: ignore[assignment]
+        return reports
+
+    def encode(self, values: ArrayLike, randomness: RandomBytes) -> NDArray[np.void]:
         from ._kernels import olh_encode
 
         codes = self._values(values)

@@ -186,8 +186,9 @@ class NumericMechanism:
 
     def randomize(
         self, values: ArrayLike, rng: RandomSource | np.random.Generator | None = None
-    ) -> NDArray[Any]:  # pragma: no cover - abstract
-        """Reports for ``values`` (float, shape (n,), inside ``[low, high]``)."""
+    ) -> NDArray[np.float64] | NDArray[np.uint8]:  # pragma: no cover - abstract
+        """Reports for ``values`` (float, shape (n,), inside ``[low, high]``): real
+        numbers (float64) or, for the one-bit mechanisms, bits (uint8)."""
         raise NotImplementedError
 
     def debias(self, reports: ArrayLike) -> NDArray[np.float64]:  # pragma: no cover

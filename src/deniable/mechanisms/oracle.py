@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TWO32",
     "FrequencyOracle",
+    "OracleReports",
     "RandomBytes",
     "kary_rr_variance_at_zero",
     "largest_threshold",
@@ -82,6 +83,10 @@ __all__ = [
 ]
 
 TWO32 = 1 << 32
+#: An oracle's reports: unary encoding's packed bits (uint8, shape (n, bytes)), local
+#: hashing's records (``OLH_DTYPE``: seed ``a``, ``b`` and bucket ``y``), Hadamard
+#: response's indices (uint32).
+OracleReports = NDArray[np.uint8] | NDArray[np.void] | NDArray[np.uint32]
 #: What an encoder reads its random bytes from.
 RandomBytes = bytes | bytearray | NDArray[np.uint8]
 #: Largest number of random bytes drawn at once while randomizing (memory bound).
@@ -266,7 +271,7 @@ class FrequencyOracle(ABC):
     # -- shared -------------------------------------------------------------------
     def randomize(
         self, values: ArrayLike, rng: RandomSource | np.random.Generator | None = None
-    ) -> NDArray[Any]:
+    ) -> OracleReports:
         """Randomize each value into a report (vectorised).
 
         Parameters
@@ -294,7 +299,8 @@ class FrequencyOracle(ABC):
             self.encode(codes[i : i + rows], random_bytes(rng, per * codes[i : i + rows].size))
             for i in range(0, max(codes.size, 1), rows)
         ]
-        return self._concat(parts) if len(parts) > 1 else parts[0]
+        reports: OracleReports = self._concat(parts) if len(parts) > 1 else parts[0]
+        return reports
 
     def _values(self, values: ArrayLike) -> NDArray[np.int64]:
         return as_codes("values", values, self.k).astype(np.int64)

@@ -29,7 +29,8 @@ from .designs import Design, KaryRR
 from .direct import Direct
 from .hadamard import HadamardResponse
 from .local_hashing import LocalHashing
-from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
+from .numeric import DuchiMean, HybridMean, NumericMechanism, OneBitMean, Piecewise
+from .oracle import FrequencyOracle
 from .prefix import PrefixExtension
 from .protocol import Mechanism
 from .rappor import Rappor
@@ -40,6 +41,7 @@ __all__ = [
     "MECHANISMS",
     "NUMERIC",
     "ORACLES",
+    "AnyMechanism",
     "as_design",
     "check_parameters",
     "design_from_spec",
@@ -164,6 +166,20 @@ def check_parameters(kind: str, name: str, builder: Callable[..., Any], given: A
         raise ValueError(f"{kind} {name!r} needs {', '.join(missing)} (it takes {takes})")
 
 
+#: What :func:`mechanism_from_spec` builds: every kind of mechanism, as a union that
+#: :func:`deniable.estimate`'s overloads resolve member by member (a checked user's
+#: builder and estimator compose).
+AnyMechanism = (
+    Design
+    | FrequencyOracle
+    | Rappor
+    | NumericMechanism
+    | DBitFlip
+    | PrefixExtension
+    | BytePrefixExtension
+)
+
+
 def _build(kind: str, table: Mapping[str, Callable[..., Any]], name: str, kwargs: Any) -> Any:
     if name not in table:
         raise ValueError(f"unknown {kind} {name!r}; allowed: {', '.join(sorted(table))}")
@@ -174,7 +190,7 @@ def _build(kind: str, table: Mapping[str, Callable[..., Any]], name: str, kwargs
         raise ValueError(f"bad parameters for {kind} {name!r}: {exc}") from None
 
 
-def mechanism_from_spec(spec: str) -> Mechanism[Any, Any]:
+def mechanism_from_spec(spec: str) -> AnyMechanism:
     """Build any named mechanism from ``"name:param=value,..."``: the one builder
     (designs, oracles, RAPPOR, numeric means, dBitFlip, PEM); the others narrow it.
 
@@ -190,7 +206,8 @@ def mechanism_from_spec(spec: str) -> Mechanism[Any, Any]:
     LocalHashing(k=1000, epsilon=2.0, g=8)
     """
     name, kwargs = parse_spec(spec)
-    return _build("mechanism", MECHANISMS, name, kwargs)  # type: ignore[no-any-return]
+    built: AnyMechanism = _build("mechanism", MECHANISMS, name, kwargs)
+    return built
 
 
 def as_design(mechanism: Mechanism[Any, Any]) -> Design:

@@ -431,3 +431,26 @@ def test_the_export_bundle_lists_the_waves_with_their_response_rates(tmp_path):
         ("2", "6", "0", ""),
     ]
     assert rows[0]["closed"] == rows[1]["opened"] != ""
+
+
+def test_a_change_between_waves_is_an_estimate_on_the_common_base():
+    """WaveChange has the vocabulary of every estimate: ``estimate`` is the change, its
+    Wald interval at the level it was made at is the one it carries, ``summary`` and
+    ``to_dict`` (the one shape, with the dashboard's rows) follow."""
+    from deniable import Warner
+    from deniable.analysis.waves import wave_change
+    from deniable.estimation import EstimateResult
+
+    rng = np.random.default_rng(3)
+    design = Warner(p=0.8)
+    first = design.randomize(rng.random(600) < 0.2, rng)
+    second = design.randomize(rng.random(500) < 0.3, rng)
+    change = wave_change(design, first, design, second, 0.9)
+    assert isinstance(change, EstimateResult)
+    ci = change.confidence_interval(0.9)
+    np.testing.assert_allclose(ci.low, change.low, atol=1e-12)
+    np.testing.assert_allclose(ci.high, change.high, atol=1e-12)
+    payload = change.to_dict()
+    assert payload["result"] == "WaveChange" and payload["estimate"] == change.difference.tolist()
+    assert [a["low"] for a in payload["answers"]] == pytest.approx(ci.low.tolist(), abs=1e-12)
+    assert "Change between waves" in change.summary(0.9)

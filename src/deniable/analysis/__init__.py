@@ -22,6 +22,7 @@ from .channels import (
     UnknownInnocuous,
     WithDirectQuestioning,
 )
+from .comparison import ArmDifferences, arm_differences
 from .complex import Revision, SurveyEstimate, survey_estimate
 from .correlation import CorrelationResult, rr_correlation
 from .devices import (
@@ -51,6 +52,7 @@ from .regression import PredictedPrevalence, RRLogitResult, rr_logit
 from .subgroups import Contrast, SubgroupResult, subgroup_prevalence
 
 __all__ = [
+    "ArmDifferences",
     "ChannelEstimate",
     "CheatingDetection",
     "Contrast",
@@ -73,6 +75,7 @@ __all__ = [
     "UnknownInnocuous",
     "WithDirectQuestioning",
     "adult_parity_audit",
+    "arm_differences",
     "closed_form",
     "designs_by_row",
     "devore",

@@ -58,9 +58,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ..estimation.common import moment_covariance
+from ..estimation import EstimateResult
+from ..estimation.common import moment_covariance, wald_interval
+from ..estimation.results import ConfidenceInterval, interval_dict
 from ..mechanisms.designs import Design
-from ..validation import as_codes, check_probability
+from ..validation import as_codes, check_confidence_level, check_probability
 
 __all__ = [
     "WaveChange",
@@ -72,8 +74,9 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class WaveChange:
-    """Two waves' prevalences and their difference.
+class WaveChange(EstimateResult):
+    """Two waves' prevalences and their difference: an estimate of the change, on the
+    common base (``estimate`` is the difference; Wald intervals at any level).
 
     Attributes
     ----------
@@ -105,11 +108,47 @@ class WaveChange:
     high: NDArray[np.float64]
     confidence_level: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, one row per answer."""
+    @property
+    def estimate(self) -> NDArray[np.float64]:
+        """The change ``second - first`` of each answer's share, shape (k,)."""
+        return self.difference
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[NDArray[np.float64]]:
+        """Wald intervals of the change, ``d -/+ z sqrt(V_1 + V_2)``, shape (k,) each.
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1) or a method other than ``normal``.
+        """
+        if method not in (None, "normal"):
+            raise ValueError(f"a change between waves has Wald intervals only, got {method!r}")
+        level = check_confidence_level(confidence_level)
+        low, high = wald_interval(self.difference, self.std_error, level)
+        return ConfidenceInterval(low, high)
+
+    def _title(self) -> str:
+        return "Change between waves"
+
+    def to_dict(
+        self, confidence_level: float | None = None, method: str | None = None
+    ) -> dict[str, Any]:
+        """The one JSON shape of an estimate (the change), with each wave's ``n`` and
+        one row per answer (each wave's estimate, the change and its interval) as the
+        dashboard shows them; the level defaults to the one the change was made at."""
+        level = self.confidence_level if confidence_level is None else confidence_level
+        ci = self.confidence_interval(level, method)
         return {
+            "result": type(self).__name__,
+            "labels": list(self.labels),
+            "estimate": self.difference.tolist(),
+            "std_error": self.std_error.tolist(),
+            "interval": interval_dict(ci, "normal", level),
+            "warnings": [],
             "n": list(self.n),
-            "confidence_level": self.confidence_level,
+            "confidence_level": level,
             "answers": [
                 {
                     "answer": label,
@@ -119,8 +158,8 @@ class WaveChange:
                     "second_std_error": float(self.second_std_error[j]),
                     "difference": float(self.difference[j]),
                     "std_error": float(self.std_error[j]),
-                    "low": float(self.low[j]),
-                    "high": float(self.high[j]),
+                    "low": float(ci.low[j]),
+                    "high": float(ci.high[j]),
                 }
                 for j, label in enumerate(self.labels)
             ],

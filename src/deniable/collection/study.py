@@ -28,14 +28,12 @@ A question declared ``control: zero`` is flagged: its estimate measures false po
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import IntervalCoverageWarning
 from ..estimation import estimate
@@ -131,15 +129,20 @@ def _summary(est: Any, level: float) -> dict[str, Any]:
     }
 
 
-def _pooled(codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], level: float) -> Any:
+def _pooled(
+    codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], level: float
+) -> tuple[Any, dict[str, Any]]:
+    """The estimate pooled over the designs the rows used, and its summary row."""
     used = {k: d for k, d in designs.items() if k in set(keys.tolist())}
     if len(used) == 1:
-        return _summary(estimate(next(iter(used.values())), codes), level)
+        est = estimate(next(iter(used.values())), codes)
+        return est, _summary(est, level)
     with warnings.catch_warnings():
         # the stacked design's only interval is the (power-constrained) Wald interval:
         # the grid warning of single designs' Wald intervals does not apply to it
         warnings.simplefilter("ignore", IntervalCoverageWarning)
-        return _summary(estimate(used, codes, groups=keys), level)
+        est = estimate(used, codes, groups=keys)
+        return est, _summary(est, level)
 
 
 def pooled_rows(
@@ -195,7 +198,6 @@ def arm_analysis(
         ``low``, ``high``, ``parameter``, ``fit``), each ``None`` where it does not apply.
     """
     one = study_frame(frame, survey)
-    z = float(stats.norm.ppf(0.5 + level / 2))
     out: list[dict[str, Any]] = []
     for q in survey.questions:
         if q.range is not None or q.mechanism.n_truths != 2 or not has_variants(survey, q.id):
@@ -221,33 +223,22 @@ def arm_analysis(
             out.append(item)
             continue
         if survey.arms and len({v.content_digest for v in survey.variants(q.id)}) > 1:
+            by_arm = {}
             for arm, v in zip(survey.arm_names, survey.variants(q.id), strict=True):
                 mine = arm_array == arm
                 if not mine.any():
                     continue
-                row = _pooled(codes[mine], key_array[mine], designs, level)
+                by_arm[arm], row = _pooled(codes[mine], key_array[mine], designs, level)
                 item["arms"].append({"arm": arm, "design": _design_name(v)} | row)
             reference = (survey.control_arms or survey.arm_names)[0]
-            ref = next((a for a in item["arms"] if a["arm"] == reference), None)
-            item["reference"] = reference if ref is not None else None
-            for a in item["arms"]:
-                if ref is None or a is ref:
-                    continue
-                diff = a["estimate"] - ref["estimate"]
-                se = math.hypot(a["std_error"], ref["std_error"])
-                item["differences"].append(
-                    {
-                        "arm": a["arm"],
-                        "difference": diff,
-                        "std_error": se,
-                        "low": diff - z * se,
-                        "high": diff + z * se,
-                        "pvalue": float(stats.norm.sf(diff / se)) if se > 0 else math.nan,
-                    }
-                )
-        item["pooled"] = _pooled(codes, key_array, designs, level)
+            if reference in by_arm:
+                from ..analysis.comparison import arm_differences
+
+                item["reference"] = reference
+                item["differences"] = arm_differences(by_arm, reference).rows(level)
+        item["pooled"] = _pooled(codes, key_array, designs, level)[1]
         if len(q.groups) > 1:
-            item["groups"] = _group_fit(q, survey, rows, level, z)
+            item["groups"] = _group_fit(q, survey, rows, level)
         out.append(item)
     return out
 
@@ -261,7 +252,7 @@ def _design_name(q: Question) -> str:
 
 
 def _group_fit(
-    q: Question, survey: Survey, rows: pd.DataFrame, level: float, z: float
+    q: Question, survey: Survey, rows: pd.DataFrame, level: float
 ) -> dict[str, Any] | None:
     """The group design's joint fit on the rows of the arms that ask it so."""
     from ..analysis import estimate_channel
@@ -281,7 +272,8 @@ def _group_fit(
         rows.loc[mine, q.id].to_numpy(np.int64),
         rows.loc[mine, column].to_numpy(np.int64),
     )
-    se = np.sqrt(np.maximum(np.diag(np.asarray(fit.covariance)), 0.0))
+    se = fit.std_error
+    ci = fit.confidence_interval(level)
     pi = float(fit.params["pi"])
     spec = GROUP_DESIGNS[q.design.name]
     out: dict[str, Any] = {
@@ -290,9 +282,9 @@ def _group_fit(
         "n": fit.nobs,
         "counts": fit.counts.to_numpy().tolist(),
         "estimate": pi,
-        "std_error": float(se[0]),
-        "low": max(0.0, pi - z * float(se[0])),
-        "high": min(1.0, pi + z * float(se[0])),
+        "std_error": float(se["pi"]),
+        "low": max(0.0, float(ci.low["pi"])),
+        "high": min(1.0, float(ci.high["pi"])),
         "parameter": None,
         "fit": None,
     }
@@ -301,7 +293,7 @@ def _group_fit(
         out["parameter"] = {
             "name": name,
             "estimate": float(fit.params[name]),
-            "std_error": float(se[1]),
+            "std_error": float(se[name]),
         }
     else:
         test = fit.goodness_of_fit()

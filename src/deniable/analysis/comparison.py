@@ -1,0 +1,134 @@
+"""Differences between the arms of a study: each arm's prevalence against the
+reference arm's, with Wald intervals and one-sided tests.
+
+Arms are independent samples (each respondent's device draws one arm), so the
+difference of two arms' unbiased estimates has variance ``V_a + V_ref`` and the Wald
+interval ``d -/+ z sqrt(V_a + V_ref)`` (Höglinger, Jann & Diekmann 2016 compare arms so,
+"more is better"); the one-sided p-value tests "the arm's prevalence is at most the
+reference's" against "above it" (Wald 1943).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special
+
+from ..estimation import EstimateResult
+from ..estimation.common import wald_interval
+from ..estimation.results import ConfidenceInterval
+from ..validation import check_confidence_level
+from ._results import normal_only
+
+__all__ = ["ArmDifferences", "arm_differences"]
+
+
+@dataclass(frozen=True)
+class ArmDifferences(EstimateResult):
+    """Each arm's prevalence minus the reference arm's.
+
+    Attributes
+    ----------
+    labels : list of str
+        The arms compared with the reference, in the study's order.
+    reference : str
+        The reference arm (a control arm, or the first).
+    estimate : ndarray, shape (a,), float64
+        ``pi_arm - pi_reference`` of the category compared.
+    std_error : ndarray, shape (a,), float64
+        ``sqrt(V_arm + V_reference)``.
+    """
+
+    labels: list[str]
+    reference: str
+    estimate: NDArray[np.float64]
+    std_error: NDArray[np.float64]
+
+    @property
+    def pvalue(self) -> NDArray[np.float64]:
+        """One-sided p-values of "the arm is at most the reference" against "above it",
+        shape (a,); NaN where the standard error is 0."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(self.std_error > 0, self.estimate / self.std_error, np.nan)
+        return np.asarray(special.ndtr(-z), dtype=np.float64)
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[NDArray[np.float64]]:
+        """Wald intervals ``d -/+ z se`` (not clipped: a difference lies in [-1, 1]).
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1) or a method other than ``normal``.
+        """
+        normal_only(method)
+        low, high = wald_interval(
+            self.estimate, self.std_error, check_confidence_level(confidence_level)
+        )
+        return ConfidenceInterval(low, high)
+
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape of an estimate, with ``reference`` and ``pvalue``."""
+        out = super().to_dict(confidence_level, method)
+        return out | {"reference": self.reference, "pvalue": self.pvalue.tolist()}
+
+    def rows(self, confidence_level: float = 0.95) -> list[dict[str, Any]]:
+        """One row per arm (``arm``, ``difference``, ``std_error``, ``low``, ``high``,
+        ``pvalue``), as the dashboard and ``deniable analyze --arms`` print them."""
+        ci = self.confidence_interval(confidence_level)
+        return [
+            {
+                "arm": arm,
+                "difference": float(self.estimate[j]),
+                "std_error": float(self.std_error[j]),
+                "low": float(ci.low[j]),
+                "high": float(ci.high[j]),
+                "pvalue": float(self.pvalue[j]),
+            }
+            for j, arm in enumerate(self.labels)
+        ]
+
+    def _title(self) -> str:
+        return f"Differences to arm {self.reference!r}"
+
+
+def arm_differences(
+    arms: Mapping[str, EstimateResult], reference: str, category: int = 1
+) -> ArmDifferences:
+    """Each arm's estimate of ``category`` minus the reference arm's.
+
+    Parameters
+    ----------
+    arms : mapping of arm name to estimate
+        Each arm's prevalence estimate (``estimate`` and ``std_error`` of shape (k,)),
+        in the study's order; the reference among them.
+    reference : str
+        The arm the others are compared with.
+    category : int, default 1
+        The category compared ("yes" of a yes/no question).
+
+    Returns
+    -------
+    ArmDifferences
+        One entry per arm other than the reference.
+
+    Raises
+    ------
+    KeyError
+        If ``reference`` is not one of ``arms``.
+    """
+    ref = arms[reference]
+    others = [arm for arm in arms if arm != reference]
+    pick = [(float(arms[a].estimate[category]), float(arms[a].std_error[category])) for a in others]
+    ref_estimate, ref_se = float(ref.estimate[category]), float(ref.std_error[category])
+    return ArmDifferences(
+        labels=others,
+        reference=reference,
+        estimate=np.array([e - ref_estimate for e, _ in pick], dtype=np.float64),
+        std_error=np.array([np.hypot(s, ref_se) for _, s in pick], dtype=np.float64),
+    )

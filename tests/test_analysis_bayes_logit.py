@@ -83,6 +83,14 @@ def test_a_weak_prior_on_a_large_sample_gives_the_maximum_likelihood_fit():
     assert np.all(np.abs(gap) < 4), gap
     assert np.all(np.abs(fit.std_error / mle.bse - 1) < 0.1)
     assert "R-hat" in fit.summary()
+    # an estimate on the common base: the credible interval, the one JSON shape
+    ci, equal_tailed = fit.confidence_interval(0.9), fit.credible_interval(0.9)
+    assert ci.low.equals(equal_tailed["low"]) and ci.high.equals(equal_tailed["high"])
+    payload = fit.to_dict(0.9)
+    assert payload["result"] == "RRLogitBayesResult" and payload["labels"] == ["Intercept", "x"]
+    assert payload["interval"]["method"] == "bayes"
+    assert payload["interval"]["low"] == equal_tailed["low"].tolist()
+    assert payload["rhat"] == fit.rhat.tolist() and payload["chains"] == fit.draws.shape[0]
 
 
 @pytest.mark.slow

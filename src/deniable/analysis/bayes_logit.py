@@ -30,13 +30,15 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
+from ..estimation import EstimateResult
+from ..estimation.results import ConfidenceInterval
 from ..mechanisms.designs import Design
 from ..validation import check_integer
 from ._formula import model_frame
@@ -119,8 +121,11 @@ def effective_sample_size(draws: ArrayLike) -> _Array:
 
 
 @dataclass(frozen=True)
-class RRLogitBayesResult:
-    """Posterior draws of a Bayesian randomized-response logistic regression.
+class RRLogitBayesResult(EstimateResult):
+    """Posterior draws of a Bayesian randomized-response logistic regression: an
+    estimate on the common base (``estimate`` the posterior means, ``std_error`` the
+    posterior standard deviations, ``confidence_interval`` the equal-tailed credible
+    interval, ``to_dict`` the one JSON shape with R-hat and ESS).
 
     Attributes
     ----------
@@ -148,6 +153,46 @@ class RRLogitBayesResult:
     prior_sd: _Array = field(repr=False)
 
     @property
+    def labels(self) -> list[str]:
+        """The terms, as every estimate names its entries."""
+        return list(self.terms)
+
+    @property
+    def default_interval_method(self) -> str:
+        """``bayes``: the equal-tailed credible interval of the draws."""
+        return "bayes"
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[pd.Series[float]]:
+        """The equal-tailed credible interval of each term (``bayes``, the only method),
+        Series by term.
+
+        Raises
+        ------
+        NotConvergedError, ValueError
+            Unconverged chains; a level outside (0, 1) or another method.
+        """
+        if method not in (None, "bayes"):
+            got = repr(method)
+            raise ValueError(f"a Bayesian fit has credible intervals (bayes) only, got {got}")
+        ci = self.credible_interval(confidence_level)
+        return ConfidenceInterval(ci["low"], ci["high"])
+
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape, with each term's ``rhat`` and ``ess``, the ``acceptance``
+        and the chains' shape (raises as :attr:`estimate`)."""
+        out = super().to_dict(confidence_level, method)
+        chains, draws, _ = self.draws.shape
+        return out | {
+            "rhat": self.rhat.tolist(),
+            "ess": self.ess.tolist(),
+            "acceptance": self.acceptance,
+            "chains": chains,
+            "draws": draws,
+        }
+
+    @property
     def converged(self) -> bool:
         """Whether every split R-hat is at most :attr:`max_rhat`."""
         return bool(np.all(self.rhat <= self.max_rhat))
@@ -162,7 +207,7 @@ class RRLogitBayesResult:
             )
 
     @property
-    def estimate(self) -> pd.Series:
+    def estimate(self) -> pd.Series[float]:
         """Posterior means by term.
 
         Raises
@@ -173,7 +218,7 @@ class RRLogitBayesResult:
         return pd.Series(self.draws.mean(axis=(0, 1)), index=self.terms)
 
     @property
-    def std_error(self) -> pd.Series:
+    def std_error(self) -> pd.Series[float]:
         """Posterior standard deviations by term (raises as :attr:`estimate`)."""
         self._check()
         flat = self.draws.reshape(-1, self.draws.shape[2])
@@ -199,9 +244,10 @@ class RRLogitBayesResult:
         low, high = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=0)
         return pd.DataFrame({"low": low, "high": high}, index=self.terms)
 
-    def summary(self, level: float = 0.95) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
         """Posterior mean, sd, credible interval, R-hat and ESS by term (raises as
-        :attr:`estimate`)."""
+        :attr:`estimate`; ``method`` is ``bayes`` or None)."""
+        level = confidence_level
         ci = self.credible_interval(level)
         mean, sd = self.estimate, self.std_error
         head = (

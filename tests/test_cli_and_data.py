@@ -245,6 +245,9 @@ def test_oracles_simulate_analyze_and_find_the_heavy_hitters(tmp_path, spec):
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
     hitters = {row["value"]: row for row in payload["heavy_hitters"]}
+    # the one shape of an estimate: the values detected, their estimates and intervals
+    assert payload["result"] == "HeavyHitters" and payload["labels"] == list(hitters)
+    assert payload["estimate"] == [hitters[v]["estimate"] for v in payload["labels"]]
     # the respondents' true share of the United States (UCI Adult, known truth) lies in
     # its interval at level 1 - alpha = 0.95
     countries = load_adult()["native-country"].dropna().astype(str).str.strip()

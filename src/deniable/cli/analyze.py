@@ -142,7 +142,8 @@ def _analyze_oracle(
         index = {name: i for i, name in enumerate(names or result.labels)}
         frame[postprocess] = [float(distribution[index[v]]) for v in hitters.values]
     if as_json:
-        payload = {
+        # the one shape of an estimate (the values detected), and the table's rows
+        payload = hitters.to_dict(1 - alpha) | {
             "design": oracle.to_dict(),
             "n": result.n,
             "alpha": alpha,

@@ -50,6 +50,8 @@ def test_by_prints_subgroups_and_test(nigeria_csv: Path) -> None:
     )
     assert payload["test_equal"]["statistic"] == pytest.approx(res.test_equal().statistic)
     assert [g["n"] for g in payload["groups"]] == list(res.table()["n"])
+    # the one shape of an estimate, as the library's to_dict gives it
+    assert {k: payload[k] for k in res.to_dict()} == json.loads(json.dumps(res.to_dict()))
     table = runner.invoke(app, args)
     assert table.exit_code == 0 and "equal prevalence" in table.output
 

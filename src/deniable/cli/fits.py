@@ -80,12 +80,14 @@ def _analyze_by(
                 design_keys=rows[design_key].to_numpy(dtype=str) if design_key else None,
             )
             table_df = res.table(confidence_level)
+            shape = res.to_dict(confidence_level)  # the one shape of an estimate
         test = res.test_equal() if len(table_df) > 1 else None  # one group: no test
     except (ValueError, TypeError, DeniableError) as exc:
         raise fail(str(exc)) from None
     if as_json:
         emit_json(
-            {
+            shape
+            | {
                 "groups": table_df.reset_index().to_dict(orient="records"),
                 "test_equal": None if test is None else asdict(test),
             }

@@ -131,7 +131,7 @@ def estimate(
     groups: ArrayLike | None = None,
     **options: Any,
 ) -> EstimateResult:
-    """Estimate from any mechanism's reports: the channel carries the arithmetic.
+    """Estimate from any mechanism's reports, by its channel's arithmetic.
 
     A design, an oracle or RAPPOR gives the prevalence of each truth category
     (:class:`PrevalenceEstimate`); a numeric mean mechanism the mean

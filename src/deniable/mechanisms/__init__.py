@@ -3,8 +3,8 @@
 Every mechanism, numeric ones included, satisfies the generic :class:`Mechanism`
 (:mod:`deniable.mechanisms.protocol`): exact epsilon through one privacy guard,
 ``randomize(truths, rng=None)``, the tally its reports reduce to, its reports as text
-and binary columns, a channel that carries the arithmetic of its estimate
-(:mod:`deniable.mechanisms.channels`), and a spec through one registry
+and binary columns, a channel by which estimation looks up the arithmetic of its
+estimate (:mod:`deniable.mechanisms.channels`), and a spec through one registry
 (:mod:`deniable.mechanisms.registry`).
 
 ========================  ===============================================================

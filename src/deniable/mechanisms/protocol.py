@@ -9,10 +9,11 @@ seed and bucket), every mechanism here gives
 * a vectorised, secure-by-default randomizer ``randomize(truths, rng=None)``;
 * the tally its reports reduce to (:meth:`Mechanism.tally`), a mergeable sufficient
   statistic (:mod:`deniable.tallies`);
-* its channel (:attr:`Mechanism.channel`, :mod:`deniable.mechanisms.channels`), which
-  carries the arithmetic that turns reports into an estimate: a misclassification
-  matrix, a support channel (Wang et al. 2017), RAPPOR's Bloom filter, a numeric
-  mean's, dBitFlip's buckets or PEM's prefix levels;
+* its channel (:attr:`Mechanism.channel`, :mod:`deniable.mechanisms.channels`), a
+  record of the law from a truth to a report, by which estimation looks up the
+  arithmetic that turns reports into an estimate: a misclassification matrix, a support
+  channel (Wang et al. 2017), RAPPOR's Bloom filter, a numeric mean's, dBitFlip's
+  buckets or PEM's prefix levels;
 * its reports as columns, in text (:meth:`Mechanism.report_columns`) and in binary
   form (:attr:`Mechanism.report_fields`, :meth:`Mechanism.report_arrays`);
 * a name and parameters (:attr:`Mechanism.params`, :meth:`Mechanism.to_dict`,
@@ -200,8 +201,9 @@ class Mechanism(Protocol[ReportT, TallyT]):
 
     Generic in its reports and its tally: ``Mechanism[NDArray[np.int64], Tally]`` for a
     design, ``Mechanism[RapporReports, RapporTally]`` for RAPPOR, ``Mechanism[
-    NDArray[np.float64], MeanTally]`` for a numeric mean. Its :attr:`channel` carries
-    the arithmetic of estimation (:mod:`deniable.mechanisms.channels`).
+    NDArray[np.float64], MeanTally]`` for a numeric mean. Its :attr:`channel` names the
+    arithmetic of estimation (:mod:`deniable.mechanisms.channels`; the arithmetic is
+    :mod:`deniable.estimation`'s).
     """
 
     @property
@@ -221,7 +223,8 @@ class Mechanism(Protocol[ReportT, TallyT]):
 
     @property
     def channel(self) -> Channel:
-        """The channel from truths to reports, which knows how to estimate from them."""
+        """The channel from truths to reports (a record; estimation looks its arithmetic
+        up by it)."""
         ...
 
     @property

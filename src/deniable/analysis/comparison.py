@@ -19,16 +19,13 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ..estimation import EstimateResult
-from ..estimation.common import wald_interval
-from ..estimation.results import ConfidenceInterval
-from ..validation import check_confidence_level
-from ._results import normal_only
+from ._results import WaldResult
 
 __all__ = ["ArmDifferences", "arm_differences"]
 
 
 @dataclass(frozen=True)
-class ArmDifferences(EstimateResult):
+class ArmDifferences(WaldResult):
     """Each arm's prevalence minus the reference arm's.
 
     Attributes
@@ -56,21 +53,9 @@ class ArmDifferences(EstimateResult):
             z = np.where(self.std_error > 0, self.estimate / self.std_error, np.nan)
         return np.asarray(special.ndtr(-z), dtype=np.float64)
 
-    def confidence_interval(
-        self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval[NDArray[np.float64]]:
-        """Wald intervals ``d -/+ z se`` (not clipped: a difference lies in [-1, 1]).
-
-        Raises
-        ------
-        ValueError
-            For a level outside (0, 1) or a method other than ``normal``.
-        """
-        normal_only(method)
-        low, high = wald_interval(
-            self.estimate, self.std_error, check_confidence_level(confidence_level)
-        )
-        return ConfidenceInterval(low, high)
+    def _wald(self, z: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``d -/+ z se`` (not clipped: a difference lies in [-1, 1])."""
+        return self.estimate - z * self.std_error, self.estimate + z * self.std_error
 
     def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
         """The one JSON shape of an estimate, with ``reference`` and ``pvalue``."""

@@ -58,11 +58,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ..estimation import EstimateResult
-from ..estimation.common import moment_covariance, wald_interval
-from ..estimation.results import ConfidenceInterval, interval_dict
+from ..estimation.common import moment_covariance
+from ..estimation.results import interval_dict
 from ..mechanisms.designs import Design
-from ..validation import as_codes, check_confidence_level, check_probability
+from ..validation import as_codes, check_probability
+from ._results import WaldResult
 
 __all__ = [
     "WaveChange",
@@ -74,7 +74,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class WaveChange(EstimateResult):
+class WaveChange(WaldResult):
     """Two waves' prevalences and their difference: an estimate of the change, on the
     common base (``estimate`` is the difference; Wald intervals at any level).
 
@@ -113,21 +113,9 @@ class WaveChange(EstimateResult):
         """The change ``second - first`` of each answer's share, shape (k,)."""
         return self.difference
 
-    def confidence_interval(
-        self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval[NDArray[np.float64]]:
-        """Wald intervals of the change, ``d -/+ z sqrt(V_1 + V_2)``, shape (k,) each.
-
-        Raises
-        ------
-        ValueError
-            For a level outside (0, 1) or a method other than ``normal``.
-        """
-        if method not in (None, "normal"):
-            raise ValueError(f"a change between waves has Wald intervals only, got {method!r}")
-        level = check_confidence_level(confidence_level)
-        low, high = wald_interval(self.difference, self.std_error, level)
-        return ConfidenceInterval(low, high)
+    def _wald(self, z: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Wald intervals of the change, ``d -/+ z sqrt(V_1 + V_2)``, shape (k,) each."""
+        return self.difference - z * self.std_error, self.difference + z * self.std_error
 
     def _title(self) -> str:
         return "Change between waves"

@@ -382,6 +382,21 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
     by_question = {q["id"]: q for q in res["questions"]}
     assert by_question["cheat"]["design"] == "by arm"
     assert by_question["cheat"]["estimate"][1] == res["study"][0]["pooled"]["estimate"]
+    # the pooled question is the library's estimate through each row's design (the one
+    # shape of a PrevalenceEstimate), and its MLE the pooled MLE, inside [0, 1]
+    from deniable.collection.study import pooled_estimate
+
+    wide_rows, _ = read_export_bytes(
+        (await client.get("/api/surveys/campus/export?format=wide", headers=AUTH)).content,
+        (await client.get("/api/surveys/campus/export?format=survey", headers=AUTH)).content,
+        tmp_path,
+    )
+    lib = pooled_estimate(wide_rows, survey, "cheat")
+    assert by_question["cheat"]["result"] == "PrevalenceEstimate"
+    assert by_question["cheat"]["std_error"] == pytest.approx(lib.std_error.tolist(), abs=1e-12)
+    mle = pooled_estimate(wide_rows, survey, "cheat", method="mle").estimate
+    assert by_question["cheat"]["mle"] == pytest.approx(mle.tolist(), abs=1e-12)
+    assert min(by_question["cheat"]["mle"]) >= 0 and max(by_question["cheat"]["mle"]) <= 1
     (tmp_path / "campus.survey.json").write_bytes(
         (await client.get("/api/surveys/campus/export?format=survey", headers=AUTH)).content
     )
@@ -779,3 +794,10 @@ def test_an_arm_names_its_own_innocuous_question():
     # an arm without innocuous fields keeps the digest it had (canonical JSON)
     arms = json.loads(load_survey(CAMPUS).canonical_json())["arms"]
     assert arms["dq"]["designs"]["cheat"] == {"name": "direct", "params": {}}
+
+
+def read_export_bytes(wide: bytes, survey_file: bytes, folder):
+    """A wide export and its survey file, written beside each other and read back."""
+    (folder / "pooled.wide.csv").write_bytes(wide)
+    (folder / "pooled.survey.json").write_bytes(survey_file)
+    return read_export(folder / "pooled.wide.csv")

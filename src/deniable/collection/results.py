@@ -25,7 +25,14 @@ from .model.survey import Survey
 from .store.disclosure import disclosure_plan, disclosure_report
 from .store.storage import Store
 from .store.waves import wave_analysis
-from .study import arm_analysis, design_keys, has_variants, regression, study_frame
+from .study import (
+    arm_analysis,
+    design_keys,
+    has_variants,
+    pooled_estimate,
+    regression,
+    study_frame,
+)
 
 __all__ = [
     "INTERVAL_NAMES",
@@ -157,7 +164,7 @@ def survey_results(
         "central": None if pooled else store.central_privacy(survey),
         "questions": [],
     }
-    study = None
+    pooled_estimates: dict[str, tuple[Any, Any]] = {}  # question -> (moment, mle)
     read: list[pd.DataFrame] = []  # the wide export, read once if anything needs it
 
     def wide() -> pd.DataFrame:
@@ -167,12 +174,18 @@ def survey_results(
 
     if released and any(has_variants(survey, q.id) for q in survey.questions):
         versions = store.versions(survey.id) if pooled else None
-        found = arm_analysis(wide(), survey, level, versions)
-        study = {s["question"]: s for s in found}
-        out["study"] = found
+        out["study"] = arm_analysis(wide(), survey, level, versions)
         out["arms"] = arm_counts(wide(), survey)
+        for q in survey.questions:
+            if has_variants(survey, q.id) and q.range is None and q.mechanism.n_truths == 2:
+                both = [
+                    pooled_estimate(wide(), survey, q.id, versions, m) for m in ("moment", "mle")
+                ]
+                if both[0] is not None:
+                    pooled_estimates[q.id] = (both[0], both[1])
     for q in survey.questions:
-        out["questions"].append(_question_item(q, tallies[q.id], survey, waiting, study, level))
+        item = _question_item(q, tallies[q.id], survey, waiting, pooled_estimates.get(q.id), level)
+        out["questions"].append(item)
     if survey.direct_questions and not pooled and released:
         out["breakdowns"] = breakdowns(wide(), survey, level)
     versions_all = store.versions(survey.id)
@@ -197,7 +210,7 @@ def _question_item(
     tally: Any,
     survey: Survey,
     waiting: int,
-    study: dict[str, Any] | None,
+    pooled: tuple[Any, Any] | None,
     level: float,
 ) -> dict[str, Any]:
     """One question's entry: before its release only how many responses are missing;
@@ -221,10 +234,16 @@ def _question_item(
         item["missing"] = max(0, survey.min_release - waiting)
         return item
     if has_variants(survey, q.id):  # several designs: the estimate pooled over them
-        pooled_row = study[q.id]["pooled"] if study else None
         item["design"] = "by arm and group" if len(q.groups) > 1 else "by arm"
-        if pooled_row is not None:
-            item |= _pooled_item(q.choice_labels, pooled_row, level)
+        if pooled is not None:
+            moment, mle = pooled
+            with warnings.catch_warnings():  # the stacked design's interval is Wald's
+                warnings.simplefilter("ignore", IntervalCoverageWarning)
+                item |= moment.to_dict(level)
+            item["labels"] = q.choice_labels
+            chosen = item["interval"]["method"]  # Wald's unless one design was used
+            item["interval"]["name"] = POOLED_NAME if chosen == "normal" else INTERVAL_NAMES[chosen]
+            item["mle"] = mle.estimate.tolist()
         return item
     est = estimate(q.mechanism, tally)
     item |= est.to_dict(level)  # the one shape: estimate, std_error, interval, warnings
@@ -271,27 +290,6 @@ def _release_note(survey: Survey, released: int, waiting: int, closed: bool) -> 
             "responses to every cell of direct answers it touches"
         )
     return ""
-
-
-def _pooled_item(labels: list[str], row: dict[str, Any], level: float) -> dict[str, Any]:
-    """The one JSON shape for a yes/no question pooled over its arms' and groups'
-    designs (:func:`~deniable.collection.study.arm_analysis`'s ``pooled`` row)."""
-    p, low, high, se = row["estimate"], row["low"], row["high"], row["std_error"]
-    return {
-        "result": "PooledEstimate",
-        "labels": labels,
-        "estimate": [1 - p, p],
-        "std_error": [se, se],
-        "interval": {
-            "method": "normal",
-            "confidence_level": level,
-            "low": [1 - high, low],
-            "high": [1 - low, high],
-            "name": POOLED_NAME,
-        },
-        "warnings": [],
-        "mle": [1 - p, p],
-    }
 
 
 def breakdowns(frame: pd.DataFrame, survey: Survey, level: float) -> list[dict[str, Any]]:

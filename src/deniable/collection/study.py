@@ -50,6 +50,7 @@ __all__ = [
     "covariate_ids",
     "design_keys",
     "has_variants",
+    "pooled_estimate",
     "pooled_rows",
     "regressable",
     "regression",
@@ -129,20 +130,53 @@ def _summary(est: Any, level: float) -> dict[str, Any]:
     }
 
 
+def _pooled_estimate(
+    codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], method: str = "moment"
+) -> Any:
+    """The estimate pooled over the designs the rows used (one design: its own)."""
+    used = {k: d for k, d in designs.items() if k in set(keys.tolist())}
+    if len(used) == 1:
+        return estimate(next(iter(used.values())), codes, method)
+    return estimate(used, codes, method, groups=keys)
+
+
 def _pooled(
     codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], level: float
 ) -> tuple[Any, dict[str, Any]]:
     """The estimate pooled over the designs the rows used, and its summary row."""
-    used = {k: d for k, d in designs.items() if k in set(keys.tolist())}
-    if len(used) == 1:
-        est = estimate(next(iter(used.values())), codes)
-        return est, _summary(est, level)
     with warnings.catch_warnings():
         # the stacked design's only interval is the (power-constrained) Wald interval:
         # the grid warning of single designs' Wald intervals does not apply to it
-        warnings.simplefilter("ignore", IntervalCoverageWarning)
-        est = estimate(used, codes, groups=keys)
+        if len(set(keys.tolist())) > 1:
+            warnings.simplefilter("ignore", IntervalCoverageWarning)
+        est = _pooled_estimate(codes, keys, designs)
         return est, _summary(est, level)
+
+
+def pooled_estimate(
+    frame: pd.DataFrame,
+    survey: Survey,
+    question_id: str,
+    versions: Sequence[Survey] | None = None,
+    method: str = "moment",
+) -> Any:
+    """A question asked through several designs (arms, groups), estimated from every
+    row through its own design (:func:`deniable.estimate` with a mapping of designs:
+    moment on the stacked design, or ``mle``); rows of ``versions`` that ask it
+    unchanged with ``versions`` (:func:`pooled_rows`). ``None`` without a row.
+
+    Returns
+    -------
+    PrevalenceEstimate or None
+    """
+    one = study_frame(frame, survey)
+    rows = one if versions is None else pooled_rows(frame, survey, versions, question_id)
+    keys, designs = design_keys(rows, survey, question_id)
+    used = rows[question_id].notna() & (keys != "")
+    if not used.any():
+        return None
+    codes = rows.loc[used, question_id].to_numpy(np.int64)
+    return _pooled_estimate(codes, keys[used].to_numpy(dtype=str), designs, method)
 
 
 def pooled_rows(

@@ -61,3 +61,46 @@ def test_the_design_page_names_every_module():
         if "__pycache__" not in rel and not any(f"`{n}`" in text or f"{n} " in text for n in names):
             missing.append(rel)
     assert missing == []
+
+
+def _face_docstrings() -> dict[str, tuple[object, str]]:
+    import inspect
+
+    import deniable
+
+    return {name: (getattr(deniable, name), inspect.getdoc(getattr(deniable, name)) or "")
+            for name in deniable.__all__}  # fmt: skip
+
+
+def test_every_name_of_the_package_face_has_numpydoc_sections():
+    """Each of ``deniable.__all__`` has an Examples section; each function also has
+    Parameters, Returns and Raises (numpydoc's sections)."""
+    import inspect
+
+    missing: dict[str, list[str]] = {}
+    for name, (obj, doc) in _face_docstrings().items():
+        needed = ["Examples"]
+        if inspect.isfunction(obj):
+            needed += ["Parameters", "Returns", "Raises"]
+        lacking = [s for s in needed if f"\n{s}\n" + "-" * len(s) not in doc]
+        if lacking:
+            missing[name] = lacking
+    assert missing == {}
+
+
+@pytest.mark.slow  # over 5 s on 2 cores
+def test_the_examples_of_the_package_face_run():
+    """Every example in the docstrings of ``deniable.__all__`` runs as a doctest, with
+    its module's names (as ``--doctest-modules`` runs them)."""
+    import doctest
+
+    failed: list[str] = []
+    for name, (obj, doc) in _face_docstrings().items():
+        globs = dict(vars(sys.modules[getattr(obj, "__module__", "deniable")]))
+        test = doctest.DocTestParser().get_doctest(doc, globs, name, None, 0)
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        out: list[str] = []
+        runner.run(test, out=out.append)
+        if runner.failures or not test.examples:
+            failed.append(name + "".join(out))
+    assert failed == []

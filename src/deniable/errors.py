@@ -46,11 +46,33 @@ __all__ = [
 
 
 class DeniableError(Exception):
-    """Base class of the errors raised by deniable itself."""
+    """Base class of the errors raised by deniable itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import DeniableError, Warner, estimate
+    >>> try:
+    ...     estimate(Warner(p=0.7), np.array([0, 2]))
+    ... except DeniableError as exc:
+    ...     print(type(exc).__name__)
+    ReportValidationError
+    """
 
 
 class ReportValidationError(DeniableError, ValueError):
-    """A report (or a tally) does not fit the design it is analysed with."""
+    """A report (or a tally) does not fit the design it is analysed with.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import ReportValidationError, Warner, estimate
+    >>> try:
+    ...     estimate(Warner(p=0.7), np.array([0, 1, 2]))
+    ... except ReportValidationError as exc:
+    ...     print("refused")
+    refused
+    """
 
 
 class SurveyError(DeniableError, ValueError):
@@ -73,6 +95,12 @@ class BudgetExceededError(SurveyError):
 
     Raised by :func:`deniable.collection.model.survey.load_survey` (sequential composition:
     the finite epsilons of all questions must sum to at most ``privacy_budget``).
+
+    Examples
+    --------
+    >>> from deniable import BudgetExceededError, DeniableError
+    >>> issubclass(BudgetExceededError, DeniableError), issubclass(BudgetExceededError, ValueError)
+    (True, True)
     """
 
 
@@ -165,4 +193,15 @@ class IntervalCoverageWarning(UserWarning):
 
 
 class PrivacyWarning(UserWarning):
-    """A legal setting that protects respondents poorly (for example epsilon > 5 nats)."""
+    """A legal setting that protects respondents poorly (for example epsilon > 5 nats).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from deniable import KaryRR, PrivacyWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = KaryRR(k=2, epsilon=6.0)
+    >>> any(issubclass(w.category, PrivacyWarning) for w in caught)
+    True
+    """

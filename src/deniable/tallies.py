@@ -134,6 +134,15 @@ class SupportTally:
     ReportValidationError
         If counts are negative, exceed ``scale * n``, ``n`` is negative or ``scale`` is
         not 1 or 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import LocalHashing, SupportTally
+    >>> oracle = LocalHashing(k=5, epsilon=1.0)
+    >>> tally = oracle.tally(oracle.randomize(np.arange(5), np.random.default_rng(0)))
+    >>> isinstance(tally, SupportTally), tally.n, tally.counts.shape
+    (True, 5, (5,))
     """
 
     counts: NDArray[np.int64] = field()
@@ -190,6 +199,15 @@ class RapporTally:
 
     ``counts``: int64 (n_cohorts, n_bloom_bits), number of reports of cohort j with bit i set;
     ``n_per_cohort``: int64 (n_cohorts,), reports per cohort.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Rappor, RapporTally
+    >>> rappor = Rappor(n_bloom_bits=16, h=2, n_cohorts=2)
+    >>> tally = rappor.tally(rappor.randomize(["x", "y", "x"], rng=np.random.default_rng(0)))
+    >>> isinstance(tally, RapporTally), tally.n
+    (True, 3)
     """
 
     counts: NDArray[np.int64]

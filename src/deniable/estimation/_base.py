@@ -22,7 +22,16 @@ BoundT = TypeVar("BoundT")
 class ConfidenceInterval(NamedTuple, Generic[BoundT]):
     """Lower and upper bounds: ndarrays the shape of the estimate
     (``ConfidenceInterval[NDArray[np.float64]]``), floats for a scalar estimate
-    (``ConfidenceInterval[float]``), or pandas Series for a labelled one."""
+    (``ConfidenceInterval[float]``), or pandas Series for a labelled one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> ci = estimate(Warner(p=0.8), np.array([1] * 70 + [0] * 30)).confidence_interval(0.95)
+    >>> round(float(ci.low[1]), 3), round(float(ci.high[1]), 3)
+    (0.669, 0.959)
+    """
 
     low: BoundT
     high: BoundT

@@ -42,6 +42,16 @@ class HeavyHitters(EstimateResult):
         ``z_{1 - alpha / k}``, the detection threshold.
     alpha : float in (0, 1)
         Family-wise significance level of the detection.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import LocalHashing, estimate, heavy_hitters
+    >>> oracle = LocalHashing(k=20, epsilon=2.0)
+    >>> values = np.where(np.arange(5000) % 2 == 0, 3, np.arange(5000) % 20)
+    >>> found = heavy_hitters(estimate(oracle, oracle.randomize(values, np.random.default_rng(1))))
+    >>> print(found.values[0])
+    3
     """
 
     values: list[str]
@@ -137,6 +147,16 @@ def heavy_hitters(
     ------
     ValueError
         For ``alpha`` outside (0, 1) or ``labels`` of the wrong length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import LocalHashing, estimate, heavy_hitters
+    >>> oracle = LocalHashing(k=20, epsilon=2.0)
+    >>> values = np.where(np.arange(5000) % 2 == 0, 3, np.arange(5000) % 20)
+    >>> reports = oracle.randomize(values, np.random.default_rng(1))
+    >>> heavy_hitters(estimate(oracle, reports)).values[:1]
+    ['3']
     """
     est = result.estimate
     se = result.std_error

@@ -65,8 +65,17 @@ def _as_vector(estimates: ArrayLike) -> NDArray[np.float64]:
 def project_simplex(estimates: ArrayLike) -> NDArray[np.float64]:
     """Euclidean projection of ``estimates`` (shape (k,)) onto the probability simplex.
 
-    Duchi et al. (2008), ``O(k log k)``. Returns float64 shape (k,), non-negative,
-    summing to 1.
+    Duchi et al. (2008), ``O(k log k)``.
+
+    Parameters
+    ----------
+    estimates : array_like of float, shape (k,)
+        Frequency estimates, finite.
+
+    Returns
+    -------
+    ndarray, shape (k,), float64
+        The nearest distribution: non-negative, summing to 1.
 
     Raises
     ------
@@ -90,8 +99,16 @@ def project_simplex(estimates: ArrayLike) -> NDArray[np.float64]:
 def norm_sub(estimates: ArrayLike) -> NDArray[np.float64]:
     """Norm-Sub (Wang et al. 2020): zero negatives, shift positives to sum to 1, repeat.
 
-    Returns float64 shape (k,), non-negative, summing to 1 (the uniform distribution
-    if no estimate is positive).
+    Parameters
+    ----------
+    estimates : array_like of float, shape (k,)
+        Unbiased frequency estimates (they may be negative or sum past 1).
+
+    Returns
+    -------
+    ndarray, shape (k,), float64
+        Non-negative, summing to 1 (the uniform distribution if no estimate is
+        positive).
 
     Raises
     ------
@@ -149,6 +166,18 @@ def oracle_em(
     estimate mixed 9:1 with the uniform; stops when an EM step moves no frequency by
     more than ``tol``. ``iterations`` counts EM steps.
 
+    Parameters
+    ----------
+    oracle : FrequencyOracle
+        The oracle that drew the reports.
+    reports : the oracle's reports
+        As its ``randomize`` returns them (not a tally: EM needs the reports).
+    tol : float > 0, default 1e-7
+        Stop when no frequency moves by more than this in an EM step.
+    max_iterations : int >= 1, default 3000
+    memory_limit : int, default ``MEMORY_LIMIT``
+        Bytes the support matrix may take.
+
     Returns
     -------
     OracleEMResult
@@ -160,6 +189,16 @@ def oracle_em(
         (a ValueError) If the support matrix of the distinct reports would take more
         than ``memory_limit`` bytes (default 2 GiB): use the moment estimate with
         :func:`project_simplex` or :func:`norm_sub` instead.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import LocalHashing, oracle_em
+    >>> oracle = LocalHashing(k=10, epsilon=2.0)
+    >>> reports = oracle.randomize(np.arange(2000) % 2, np.random.default_rng(0))
+    >>> freq, iterations = oracle_em(oracle, reports)
+    >>> round(float(freq.sum()), 6), bool(freq[:2].sum() > 0.9)
+    (1.0, True)
     """
     uniq, weights = oracle.unique_reports(reports)
     support = oracle.support_matrix(uniq, memory_limit=memory_limit).astype(np.float64).tocsr()
@@ -285,6 +324,16 @@ def empirical_bayes(
     ValueError
         For estimates that are not a finite array of shape (k,), ``n < 1``, or a
         ``grid_size`` below 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import LocalHashing, empirical_bayes, estimate
+    >>> oracle = LocalHashing(k=50, epsilon=1.0)
+    >>> reports = oracle.randomize(np.arange(5000) % 5, np.random.default_rng(0))
+    >>> smoothed = empirical_bayes(oracle, estimate(oracle, reports).estimate, 5000)
+    >>> round(float(smoothed.sum()), 6), bool(smoothed.min() >= 0)
+    (1.0, True)
     """
     f = _as_vector(estimates)
     if f.size != oracle.k:
@@ -307,17 +356,7 @@ def empirical_bayes(
         grid = np.union1d(grid, np.clip(rows.x, 0.0, 1.0))
     log_lik = _log_normal_pdf(rows.x, rows.a, rows.b, grid)
     lik = np.exp(log_lik - log_lik.max(axis=1, keepdims=True))
-    share = rows.size / f.size
-    weights = np.full(grid.size, 1.0 / grid.size)
-    for _ in range(max_iterations):
-        # gradient of the mean log-likelihood: D_j <= 1 for all j at the maximum, and
-        # the mean log-likelihood is within max_j D_j - 1 of it (Lindsay 1983)
-        gradient = lik.T @ (share / (lik @ weights))
-        if gradient.max() - 1.0 < tol:
-            break
-        weights = weights * gradient
-        weights /= weights.sum()
-
+    weights = _npmle_weights(lik, rows.size / f.size, tol, max_iterations)
     # E[f | x] at each row's mean estimate, and linear in x between the rows of the
     # same variance line (they are sorted by x within it)
     post = lik * weights
@@ -371,3 +410,20 @@ def _binned(
         b=np.bincount(row, weights=slope) / count,
         size=count,
     )
+
+
+def _npmle_weights(
+    lik: NDArray[np.float64], share: NDArray[np.float64], tol: float, max_iterations: int
+) -> NDArray[np.float64]:
+    """The prior's weights on the grid by EM, from uniform, until the gradient of the
+    mean log-likelihood is within ``tol`` of its maximum (``D_j <= 1`` for all ``j``
+    at the maximum, and the mean log-likelihood is within ``max_j D_j - 1`` of it;
+    Lindsay 1983)."""
+    weights = np.full(lik.shape[1], 1.0 / lik.shape[1])
+    for _ in range(max_iterations):
+        gradient = lik.T @ (share / (lik @ weights))
+        if gradient.max() - 1.0 < tol:
+            break
+        weights = weights * gradient
+        weights /= weights.sum()
+    return weights

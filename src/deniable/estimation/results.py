@@ -96,6 +96,14 @@ class PrevalenceEstimate(EstimateResult):
         Posterior draws (``bayes`` only).
     iterations : int
         EM iterations used (``mle``), 0 otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import ForcedResponse, estimate
+    >>> result = estimate(ForcedResponse(p_yes=0.25, p_no=0.25), np.array([0, 1, 1, 0, 1, 1]))
+    >>> result.estimate.round(4).tolist(), result.n
+    ([0.1667, 0.8333], 6)
     """
 
     mechanism: CategoricalMechanism[Any, Any]
@@ -372,6 +380,16 @@ class RapporEstimate(PrevalenceEstimate):
         ``M`` candidates).
     alpha : float in (0, 1)
         The family-wise significance level of ``detected``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Rappor, estimate
+    >>> rappor = Rappor(n_bloom_bits=32, h=2, n_cohorts=4).with_candidates(["a", "b", "c"])
+    >>> reports = rappor.randomize(["a"] * 3000 + ["b"] * 1000, rng=np.random.default_rng(0))
+    >>> result = estimate(rappor, reports)
+    >>> type(result).__name__, result.labels
+    ('RapporEstimate', ['a', 'b', 'c'])
     """
 
     detected: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))

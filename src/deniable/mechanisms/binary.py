@@ -83,6 +83,17 @@ class Warner(Design):
     Privacy
     -------
     ``epsilon = |ln(p / (1 - p))|``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> design = Warner(p=0.75)
+    >>> round(design.epsilon, 4)
+    1.0986
+    >>> reports = design.randomize(np.ones(10_000, dtype=bool), np.random.default_rng(0))
+    >>> round(float(estimate(design, reports).estimate[1]), 2)
+    1.0
     """
 
     spec_name = "warner"
@@ -114,6 +125,13 @@ class UnrelatedQuestion(Design):
     -------
     ``epsilon = max(ln(Pr(yes|yes)/Pr(yes|no)), ln(Pr(no|no)/Pr(no|yes)))``; infinite when
     ``pi_u`` is 0 or 1 (one answer then reveals the truth).
+
+    Examples
+    --------
+    >>> from deniable import UnrelatedQuestion
+    >>> design = UnrelatedQuestion(p=0.7, innocuous_prevalence=0.5)
+    >>> design.matrix.round(2).tolist()
+    [[0.85, 0.15], [0.15, 0.85]]
     """
 
     spec_name = "unrelated-question"
@@ -140,6 +158,15 @@ class Crosswise(Design):
     ----------
     p : float in [0, 1], p != 0.5
         Known prevalence of "yes" to the innocuous question.
+
+    Examples
+    --------
+    >>> from deniable import Crosswise
+    >>> design = Crosswise(p=0.25)
+    >>> design.matrix.tolist()
+    [[0.25, 0.75], [0.75, 0.25]]
+    >>> round(design.epsilon, 4)
+    1.0986
     """
 
     spec_name = "crosswise"
@@ -166,6 +193,12 @@ class Kuk(Design):
         Red-card shares of the two decks.
     draws : int >= 1, default 1
         Cards drawn.
+
+    Examples
+    --------
+    >>> from deniable import Kuk
+    >>> Kuk(p_carrier=0.8, p_noncarrier=0.2, draws=1).matrix.round(2).tolist()
+    [[0.8, 0.2], [0.2, 0.8]]
     """
 
     spec_name = "kuk"
@@ -231,6 +264,13 @@ class Mangat(_OneSided):
     One-sided: a "no" report reveals a "no" truth, so ``epsilon = inf`` and a survey must
     opt in. A "yes" report multiplies the odds of "yes" by at most ``1 / (1 - p)``
     (:attr:`protected_likelihood_ratio`).
+
+    Examples
+    --------
+    >>> from deniable import Mangat
+    >>> design = Mangat(p=0.7)
+    >>> design.matrix.round(2).tolist(), design.epsilon
+    ([[0.7, 0.0], [0.3, 1.0]], inf)
     """
 
     spec_name = "mangat"
@@ -260,6 +300,12 @@ class Triangular(_OneSided):
     -------
     One-sided: a circle reveals a "no" truth, so ``epsilon = inf``. A triangle multiplies
     the odds of "yes" by at most ``1 / p``.
+
+    Examples
+    --------
+    >>> from deniable import Triangular
+    >>> Triangular(p=0.25).matrix.tolist()
+    [[0.75, 0.0], [0.25, 1.0]]
     """
 
     spec_name = "triangular"

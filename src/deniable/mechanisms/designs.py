@@ -144,6 +144,13 @@ class Design:
         sums to 1 and the columns are linearly independent (the truths are identifiable).
     truth_labels, report_labels : tuple of str
         Names of the ``k`` truth categories and ``m`` report symbols.
+
+    Examples
+    --------
+    >>> from deniable import Design, Warner
+    >>> design = Warner(p=0.7)
+    >>> isinstance(design, Design), design.n_truths, design.n_reports
+    (True, 2, 2)
     """
 
     #: Registry name used by :func:`design_from_spec` and the command line.

@@ -108,6 +108,15 @@ class HadamardResponse(FrequencyOracle):
     ValueError, TypeError
         For ``k`` out of range, epsilon outside (0, 30] or ``blocks`` not a power of
         two in ``1..2^20``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import HadamardResponse, estimate
+    >>> oracle = HadamardResponse(k=8, epsilon=2.0)
+    >>> reports = oracle.randomize(np.zeros(2000, dtype=np.int64), np.random.default_rng(0))
+    >>> int(np.argmax(estimate(oracle, reports).estimate))
+    0
     """
 
     spec_name = "hadamard"

@@ -71,6 +71,13 @@ class LocalHashing(FrequencyOracle):
     ------
     ValueError, TypeError
         For ``k`` out of range, epsilon outside (0, 30], ``g < 2`` or ``g >= 2^21``.
+
+    Examples
+    --------
+    >>> from deniable import LocalHashing
+    >>> oracle = LocalHashing(k=1000, epsilon=2.0)
+    >>> oracle.g, round(oracle.epsilon, 4)
+    (8, 2.0)
     """
 
     spec_name = "olh"

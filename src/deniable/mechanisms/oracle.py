@@ -124,6 +124,13 @@ class FrequencyOracle(ABC):
         respondent's value.
     bytes_per_report : int
         Random bytes the encoder consumes per report, whatever the value.
+
+    Examples
+    --------
+    >>> from deniable import FrequencyOracle, LocalHashing
+    >>> oracle = LocalHashing(k=10, epsilon=1.0)
+    >>> isinstance(oracle, FrequencyOracle), oracle.k
+    (True, 10)
     """
 
     #: Registry name (``oue``, ``sue``, ``olh``, ``hadamard``).

@@ -204,6 +204,12 @@ class Mechanism(Protocol[ReportT, TallyT]):
     NDArray[np.float64], MeanTally]`` for a numeric mean. Its :attr:`channel` names the
     arithmetic of estimation (:mod:`deniable.mechanisms.channels`; the arithmetic is
     :mod:`deniable.estimation`'s).
+
+    Examples
+    --------
+    >>> from deniable import LocalHashing, Mechanism, Warner
+    >>> all(isinstance(m, Mechanism) for m in (Warner(p=0.7), LocalHashing(k=10, epsilon=1.0)))
+    True
     """
 
     @property

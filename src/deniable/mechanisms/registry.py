@@ -194,6 +194,18 @@ def mechanism_from_spec(spec: str) -> AnyMechanism:
     """Build any named mechanism from ``"name:param=value,..."``: the one builder
     (designs, oracles, RAPPOR, numeric means, dBitFlip, PEM); the others narrow it.
 
+    Parameters
+    ----------
+    spec : str
+        A mechanism's registry name and its parameters (epsilon in nats, probabilities
+        in [0, 1]), as :attr:`Mechanism.spec` writes it.
+
+    Returns
+    -------
+    AnyMechanism
+        The mechanism: a union of every kind, which :func:`deniable.estimate`'s
+        overloads resolve member by member.
+
     Raises
     ------
     ValueError
@@ -225,6 +237,17 @@ def as_design(mechanism: Mechanism[Any, Any]) -> Design:
 
 def design_from_spec(spec: str) -> Design:
     """Build a finite design from ``"name:param=value,param=value"``.
+
+    Parameters
+    ----------
+    spec : str
+        A design's registry name and its parameters (probabilities in [0, 1],
+        fractions such as ``1/6`` allowed), as :attr:`Design.spec` writes it.
+
+    Returns
+    -------
+    Design
+        The design, equal to the one the spec was written from.
 
     Raises
     ------

@@ -86,6 +86,12 @@ def disclosure_risk(design: Design, prior: float | ArrayLike) -> DisclosureRisk:
     -------
     DisclosureRisk
 
+    Raises
+    ------
+    ValueError
+        For a prior outside [0, 1], or a distribution of the wrong length, with a
+        negative entry or not summing to 1.
+
     Examples
     --------
     >>> from deniable.mechanisms import ForcedResponse

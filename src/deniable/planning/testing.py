@@ -99,6 +99,15 @@ def prevalence_test(
     ------
     ValueError
         For a non-binary design, an unknown alternative, or a null outside [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, prevalence_test
+    >>> design = Warner(p=0.8)
+    >>> reports = design.randomize(np.arange(1000) % 10 < 7, np.random.default_rng(0))
+    >>> prevalence_test(design, reports, null=0.5).pvalue < 0.001
+    True
     """
     from scipy import stats
 
@@ -201,6 +210,20 @@ def prevalence_test_error_rates(
     Returns
     -------
     PrevalenceTestErrorRates
+
+    Raises
+    ------
+    ValueError
+        For a design that is not yes/no, ``n < 1``, a prevalence, null or significance
+        level outside its range, or an unknown ``alternative``.
+
+    Examples
+    --------
+    >>> from deniable import Warner, prevalence_test_error_rates
+    >>> design = Warner(p=0.8)
+    >>> rates = prevalence_test_error_rates(design, n=1000, prevalence=0.6, n_simulations=200)
+    >>> rates.kind, round(rates.rejection_rate_exact, 3)
+    ('false negative', 0.983)
     """
     from scipy import stats
 

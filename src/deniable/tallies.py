@@ -242,6 +242,13 @@ class MeanTally:
         Sum of the debiased reports (units of the value).
     total_sq : float
         Sum of their squares.
+
+    Examples
+    --------
+    >>> from deniable.estimation import MeanTally
+    >>> tally = MeanTally(n=2, total=3.0, total_sq=5.0) + MeanTally(n=1, total=1.0, total_sq=1.0)
+    >>> tally.n, tally.total
+    (3, 4.0)
     """
 
     n: int

@@ -208,6 +208,13 @@ def detection_limit(
         ``0..max_bytes`` (or given for PEM).
     TypeError
         For a mechanism that is not PEM or byte-PEM.
+
+    Examples
+    --------
+    >>> from deniable.estimation import detection_limit
+    >>> from deniable.mechanisms import PrefixExtension
+    >>> round(detection_limit(PrefixExtension(4.0, max_length=3), 100_000, threshold=0.01), 4)
+    0.0107
     """
     _, rule = _arithmetic_of(pem)
     if rule.found_model is None:

@@ -75,6 +75,15 @@ class EstimateResult(ABC):
 
     Subclasses give ``estimate``, ``std_error``, ``labels`` and ``confidence_interval``;
     ``summary`` and ``to_frame`` follow.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> from deniable.estimation import EstimateResult
+    >>> result = estimate(Warner(p=0.8), np.array([1] * 70 + [0] * 30))
+    >>> isinstance(result, EstimateResult), sorted(result.to_dict())[:4]
+    (True, ['counts', 'estimate', 'estimator', 'interval'])
     """
 
     if TYPE_CHECKING:  # given by every subclass, as a field or a property

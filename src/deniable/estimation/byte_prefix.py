@@ -235,14 +235,23 @@ def find_string_heavy_hitters(
 ) -> PrefixHeavyHitters:
     """Strings (up to ``bpem.max_bytes`` of UTF-8) whose frequency reaches ``threshold``.
 
-    Parameters and guarantees as :func:`deniable.estimation.prefix.find_heavy_hitters`:
-    the expected number of values returned below ``threshold / 2`` is at most
-    ``false_discoveries``; the survivors are capped at ``SURVIVOR_FACTOR / threshold``.
-    A value that ends before the last level is estimated and tested on the reports of
-    every level after the one that admitted it (see the module's text), so its
-    ``std_error`` is about ``sqrt(levels after)`` times smaller than one level's.
-    ``candidates_per_level`` counts the valid extensions tested and the ended values
-    counted at each level.
+    Guarantees as :func:`~deniable.estimation.prefix.find_heavy_hitters`'s: at most
+    ``false_discoveries`` values expected below ``threshold / 2``, survivors capped at
+    ``SURVIVOR_FACTOR / threshold``. A value that ends before the last level is tested
+    on the reports of every level after the one that admitted it (the module's text),
+    its ``std_error`` about ``sqrt(levels after)`` times one level's.
+    ``candidates_per_level`` counts the extensions tested and the ended values counted.
+
+    Parameters
+    ----------
+    bpem : BytePrefixExtension
+    reports : ndarray of the mechanism's report dtype, shape (n,)
+    threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow
+        As :func:`~deniable.estimation.prefix.find_heavy_hitters`.
+
+    Returns
+    -------
+    PrefixHeavyHitters
 
     Raises
     ------
@@ -250,6 +259,16 @@ def find_string_heavy_hitters(
         As :func:`~deniable.estimation.prefix.find_heavy_hitters`.
     ReportValidationError
         For malformed reports or none.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.estimation import find_string_heavy_hitters
+    >>> from deniable.mechanisms import BytePrefixExtension
+    >>> bpem = BytePrefixExtension(4.0, max_bytes=8)
+    >>> reports = bpem.randomize(["tea"] * 6000 + ["café"] * 4000, np.random.default_rng(0))
+    >>> find_string_heavy_hitters(bpem, reports, threshold=0.1).values
+    ['tea', 'café']
     """
     arr = bpem.check_reports(reports)
     if arr.size == 0:
@@ -519,10 +538,9 @@ def string_found_model(bpem: BytePrefixExtension, length: int | None = None) -> 
     if size > bpem.max_bytes:
         raise ValueError(f"length must be in 0..{bpem.max_bytes} (max_bytes), got {size}")
 
-    def model(n: float, f: float, threshold: float, fd: float, miss: float, cap: int) -> float:
-        return _found_string_probability(bpem, n, f, threshold, fd, miss, cap, size)
-
-    return model
+    return lambda n, f, threshold, fd, miss, cap: _found_string_probability(
+        bpem, n, f, threshold, fd, miss, cap, size
+    )
 
 
 def _found_string_probability(

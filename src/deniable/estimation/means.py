@@ -54,6 +54,17 @@ class MeanEstimate(EstimateResult):
         Unbiased estimate of the mean (never clipped to ``[low, high]``).
     std_error : float
         ``sqrt(s^2 / n)``, with ``s^2`` the sample variance of the debiased reports.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.estimation import MeanEstimate, estimate_mean
+    >>> from deniable.mechanisms import DuchiMean
+    >>> duchi = DuchiMean(1.0, low=0.0, high=10.0)
+    >>> reports = duchi.randomize(np.full(20_000, 4.0), np.random.default_rng(0))
+    >>> result = estimate_mean(duchi, reports)
+    >>> isinstance(result, MeanEstimate), bool(abs(result.estimate - 4.0) < 4 * result.std_error)
+    (True, True)
     """
 
     mechanism: NumericMechanism
@@ -116,10 +127,25 @@ def estimate_mean(mechanism: NumericMechanism, reports: Any) -> MeanEstimate:
     reports : array, shape (n,), or MeanTally
         The mechanism's reports (bits or floats), or their tally.
 
+    Returns
+    -------
+    MeanEstimate
+        The mean in the values' units and its standard error (floats).
+
     Raises
     ------
     ReportValidationError
         For malformed reports or an empty tally.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.estimation import estimate_mean
+    >>> from deniable.mechanisms import DuchiMean
+    >>> duchi = DuchiMean(1.0, low=0.0, high=10.0)
+    >>> reports = duchi.randomize(np.full(20_000, 4.0), np.random.default_rng(0))
+    >>> round(estimate_mean(duchi, reports).estimate, 1)
+    3.9
     """
     tally = (
         reports
@@ -155,6 +181,16 @@ class RangeMean(EstimateResult):
         The value range, in the question's units (``low < high``).
     unit : str
         The unit's name ("" when none).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> from deniable.estimation import RangeMean
+    >>> share = estimate(Warner(p=0.8), np.array([1] * 70 + [0] * 30))
+    >>> mean = RangeMean(share, low=0.0, high=40.0, unit="hours")
+    >>> round(mean.estimate, 2), mean.unit
+    (33.33, 'hours')
     """
 
     share: PrevalenceEstimate
@@ -227,6 +263,17 @@ class HistogramEstimate(EstimateResult):
     estimate : ndarray, shape (k,), float64
         Unbiased share of each bucket (never clipped).
     std_error : ndarray, shape (k,), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.estimation import HistogramEstimate, estimate_histogram
+    >>> from deniable.mechanisms import DBitFlip
+    >>> oracle = DBitFlip(k=10, epsilon=1.0)
+    >>> reports = oracle.randomize(np.arange(5000) % 10, np.random.default_rng(0))
+    >>> result = estimate_histogram(oracle, reports)
+    >>> isinstance(result, HistogramEstimate), result.estimate.shape
+    (True, (10,))
     """
 
     mechanism: DBitFlip
@@ -270,10 +317,32 @@ def estimate_histogram(
     variance is estimated by the sample variance of the per-report terms (0 for reports
     that did not sample ``t``).
 
+    Parameters
+    ----------
+    oracle : DBitFlip
+        The mechanism that drew the reports.
+    reports : DBitFlipReports or DBitFlipTally
+        Its reports (each respondent's sampled buckets and bits), or their tally.
+
+    Returns
+    -------
+    HistogramEstimate
+        The ``k`` bucket shares (float64, shape (k,)) and their standard errors.
+
     Raises
     ------
     ReportValidationError
         For malformed reports or fewer than two reports.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.estimation import estimate_histogram
+    >>> from deniable.mechanisms import DBitFlip
+    >>> oracle = DBitFlip(k=10, epsilon=1.0)
+    >>> reports = oracle.randomize(np.arange(5000) % 10, np.random.default_rng(0))
+    >>> estimate_histogram(oracle, reports).estimate.shape
+    (10,)
     """
     tally = (
         reports

@@ -47,7 +47,17 @@ __all__ = ["OracleEMResult", "empirical_bayes", "norm_sub", "oracle_em", "projec
 class OracleEMResult(NamedTuple):
     """What :func:`oracle_em` found: a point estimate with no standard error (the
     maximum-likelihood frequencies) and the EM steps it took; unpacks as the
-    ``(frequencies, iterations)`` pair it was before 0.2."""
+    ``(frequencies, iterations)`` pair it was before 0.2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import LocalHashing, oracle_em
+    >>> oracle = LocalHashing(k=10, epsilon=2.0)
+    >>> result = oracle_em(oracle, oracle.randomize(np.arange(2000) % 2, np.random.default_rng(0)))
+    >>> result.frequencies.shape, result.iterations > 0
+    ((10,), True)
+    """
 
     frequencies: NDArray[np.float64]
     """Maximum-likelihood frequencies, float64, shape (k,), on the simplex."""

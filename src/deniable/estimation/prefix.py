@@ -92,6 +92,17 @@ class PrefixHeavyHitters(EstimateResult):
     warnings : list of str
         Levels whose survivors were cut to the largest estimates, with the detection
         limit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.estimation import find_heavy_hitters
+    >>> from deniable.mechanisms import PrefixExtension
+    >>> pem = PrefixExtension(4.0, max_length=3)
+    >>> words = np.array(["abc"] * 3000 + ["xyz"] * 2000 + ["q"] * 5000)
+    >>> reports = pem.randomize(words, np.random.default_rng(0))
+    >>> find_heavy_hitters(pem, reports, threshold=0.1).values
+    ['q', 'abc', 'xyz']
     """
 
     values: list[str]
@@ -336,6 +347,17 @@ def find_heavy_hitters(
         (:func:`deniable.estimation.detection_limit`).
     ReportValidationError
         For malformed reports.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.estimation import find_heavy_hitters
+    >>> from deniable.mechanisms import PrefixExtension
+    >>> pem = PrefixExtension(4.0, max_length=3)
+    >>> words = np.array(["abc"] * 3000 + ["xyz"] * 2000 + ["q"] * 5000)
+    >>> reports = pem.randomize(words, np.random.default_rng(0))
+    >>> find_heavy_hitters(pem, reports, threshold=0.1).values
+    ['q', 'abc', 'xyz']
     """
     arr = pem.check_reports(reports)
     if arr.size == 0:

@@ -39,7 +39,16 @@ __all__ = [
 @dataclass(frozen=True)
 class ArmSizes:
     """Respondents per arm: ``rr`` (the randomized design) and ``direct``; ``power`` is
-    the power these sizes reach (at least the one asked for)."""
+    the power these sizes reach (at least the one asked for).
+
+    Examples
+    --------
+    >>> from deniable import ForcedResponse
+    >>> from deniable.planning import arm_comparison_size
+    >>> sizes = arm_comparison_size(ForcedResponse(p_yes=1 / 6, p_no=1 / 6), p_direct=0.1, p_rr=0.2)
+    >>> sizes.rr, sizes.direct
+    (348, 348)
+    """
 
     rr: int
     direct: int
@@ -91,11 +100,24 @@ def arm_comparison_power(
     alpha : float in (0, 0.5)
         Level of the one-sided test.
 
+    Returns
+    -------
+    float in [0, 1]
+        The chance that the test rejects at these sizes and prevalences.
+
     Raises
     ------
     ValueError
         For a design that is not binary, a probability outside [0, 1], ``p_rr <=
         p_direct`` or sizes below 1.
+
+    Examples
+    --------
+    >>> from deniable import ForcedResponse
+    >>> from deniable.planning import arm_comparison_power
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> round(arm_comparison_power(design, n_rr=1000, n_direct=1000, p_direct=0.1, p_rr=0.2), 3)
+    0.995
     """
     from scipy import stats
 
@@ -127,10 +149,22 @@ def arm_comparison_size(
         ``n_direct / n_rr`` (1: equal arms; an RR arm needs more respondents for the
         same precision, so studies often make it the larger one).
 
+    Returns
+    -------
+    ArmSizes
+        ``rr`` and ``direct`` respondents, and the power they reach.
+
     Raises
     ------
     ValueError
         As :func:`arm_comparison_power`, or for ``power`` or ``ratio`` out of range.
+
+    Examples
+    --------
+    >>> from deniable import ForcedResponse
+    >>> from deniable.planning import arm_comparison_size
+    >>> arm_comparison_size(ForcedResponse(p_yes=1 / 6, p_no=1 / 6), p_direct=0.1, p_rr=0.2).rr
+    348
     """
     from scipy import stats
 
@@ -160,10 +194,31 @@ def ecwm_size(
     :func:`~deniable.planning.sample_size` of ``Crosswise(p)`` (normal approximation),
     rounded up to an even number.
 
+    Parameters
+    ----------
+    p : float in (0, 1), not 0.5
+        The first group's randomization probability (the second's is ``1 - p``).
+    margin : float in (0, 1)
+        Half-width of the interval asked for.
+    confidence_level : float in (0, 1), default 0.95
+    prevalence : float or (low, high) in [0, 1], optional
+        The prevalence (or range) planned for; default the worst case.
+
+    Returns
+    -------
+    int
+        Total respondents, even (half in each group).
+
     Raises
     ------
     ValueError
         For ``p`` outside (0, 1) or equal to 0.5, or a margin or level out of range.
+
+    Examples
+    --------
+    >>> from deniable.planning import ecwm_size
+    >>> ecwm_size(0.25, margin=0.05)
+    1538
     """
     from ..mechanisms.binary import Crosswise
 
@@ -213,6 +268,12 @@ def sample_ratio_power(
     ValueError
         For fewer than two weights, a weight <= 0, ``arm`` out of range, or a
         parameter outside its range.
+
+    Examples
+    --------
+    >>> from deniable.planning import sample_ratio_power
+    >>> round(sample_ratio_power([0.5, 0.5], n=1000), 3)
+    0.738
     """
     from scipy import stats
 

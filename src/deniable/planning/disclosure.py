@@ -28,6 +28,13 @@ class DisclosureRisk:
     posterior : ndarray, shape (m, k)
         ``posterior[r, t] = Pr(truth t | report r) = P[r, t] prior[t] / (P prior)[r]``;
         rows of reports impossible under the prior are NaN.
+
+    Examples
+    --------
+    >>> from deniable import Warner, disclosure_risk
+    >>> risk = disclosure_risk(Warner(p=0.75), prior=0.5)
+    >>> risk.posterior_yes.round(2).tolist()
+    [0.25, 0.75]
     """
 
     design: Design

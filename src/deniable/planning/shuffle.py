@@ -63,6 +63,13 @@ class ShuffleAmplification:
     randomizer : {"general", "randomized_response"}
     clone_probability : float in (0, 1]
         ``2p``: the chance that another report is a clone of the target's.
+
+    Examples
+    --------
+    >>> from deniable.planning import shuffle_amplification
+    >>> central = shuffle_amplification(10_000, 1.0, 1e-6)
+    >>> round(central.epsilon, 4), bool(central.epsilon < central.closed_form)
+    (0.053, True)
     """
 
     epsilon: float

@@ -42,6 +42,16 @@ class PrevalenceTestResult:
         Reports of symbol 1 and all reports.
     null_report_share : float
         Share of reports equal to 1 expected at the null prevalence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, prevalence_test
+    >>> design = Warner(p=0.8)
+    >>> reports = design.randomize(np.arange(1000) % 10 < 7, np.random.default_rng(0))
+    >>> result = prevalence_test(design, reports)
+    >>> result.alternative, result.n
+    ('greater', 1000)
     """
 
     statistic: float
@@ -130,6 +140,14 @@ class PrevalenceTestErrorRates:
     ``kind`` is "false positive" when the true prevalence satisfies the null
     hypothesis, else "false negative"; ``error_rate_*`` is then the rejection rate, or
     one minus it. ``simulated_std_error`` is the binomial SE of the simulated rate.
+
+    Examples
+    --------
+    >>> from deniable import Warner, prevalence_test_error_rates
+    >>> design = Warner(p=0.8)
+    >>> rates = prevalence_test_error_rates(design, n=1000, prevalence=0.5, n_simulations=200)
+    >>> rates.kind, bool(rates.rejection_rate_exact <= 0.05)
+    ('false positive', True)
     """
 
     prevalence: float

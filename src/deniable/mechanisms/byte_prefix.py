@@ -490,6 +490,14 @@ class MemoizedBytePrefixClient:
     mechanism : BytePrefixExtension
     key : bytes, optional
         The device's 32-byte memo key (default: fresh from ``secrets``).
+
+    Examples
+    --------
+    >>> import os
+    >>> from deniable.mechanisms import BytePrefixExtension, MemoizedBytePrefixClient
+    >>> client = MemoizedBytePrefixClient(BytePrefixExtension(2.0, max_bytes=8), key=os.urandom(32))
+    >>> bool((client.report("tea") == client.report("tea")).all())
+    True
     """
 
     def __init__(self, mechanism: BytePrefixExtension, key: bytes | None = None) -> None:

@@ -76,6 +76,12 @@ class MatrixChannel:
     ----------
     matrix : ndarray, shape (m, k), float64
         Column-stochastic (Chaudhuri & Mukerjee 1988).
+
+    Examples
+    --------
+    >>> from deniable import Warner
+    >>> Warner(p=0.75).channel.matrix.tolist()
+    [[0.75, 0.25], [0.25, 0.75]]
     """
 
     matrix: NDArray[np.float64]
@@ -108,6 +114,13 @@ class SupportChannel:
         ``Pr(a report supports v | truth != v)``; ``p_star > q_star``.
     scale : {1, 2}
         2 when reports carry half supports (Hadamard response with several blocks).
+
+    Examples
+    --------
+    >>> from deniable import LocalHashing
+    >>> channel = LocalHashing(k=10, epsilon=1.0).channel
+    >>> round(channel.p_star, 4), channel.q_star
+    (0.4754, 0.25)
     """
 
     p_star: float
@@ -125,6 +138,12 @@ class BloomChannel:
         ``Pr(report bit = 1 | Bloom bit = 1)``.
     q_star : float in [0, 1]
         ``Pr(report bit = 1 | Bloom bit = 0)``.
+
+    Examples
+    --------
+    >>> from deniable import Rappor
+    >>> Rappor(n_bloom_bits=16, h=2, n_cohorts=2).channel
+    BloomChannel(p_star=0.6875, q_star=0.5625)
     """
 
     p_star: float
@@ -142,6 +161,12 @@ class MeanChannel:
     ----------
     low, high : float
         The range of the values, in their units.
+
+    Examples
+    --------
+    >>> from deniable.mechanisms import DuchiMean
+    >>> DuchiMean(1.0, low=0.0, high=10.0).channel
+    MeanChannel(low=0.0, high=10.0)
     """
 
     low: float
@@ -156,6 +181,12 @@ class BucketChannel:
     ----------
     p_star, q_star : float in [0, 1]
         ``Pr(bit = 1 | value in the bucket)`` and ``Pr(bit = 1 | value not in it)``.
+
+    Examples
+    --------
+    >>> from deniable.mechanisms import BucketChannel, DBitFlip
+    >>> isinstance(DBitFlip(k=10, epsilon=1.0).channel, BucketChannel)
+    True
     """
 
     p_star: float
@@ -172,6 +203,12 @@ class PrefixChannel:
         Each level's local-hashing support probabilities.
     levels : int
         Number of prefix levels.
+
+    Examples
+    --------
+    >>> from deniable.mechanisms import PrefixExtension
+    >>> PrefixExtension(4.0, max_length=3).channel.levels
+    1
     """
 
     p_star: float
@@ -191,6 +228,12 @@ class BytePrefixChannel(PrefixChannel):
         Each level's local-hashing support probabilities.
     levels : int
         Number of prefix levels.
+
+    Examples
+    --------
+    >>> from deniable.mechanisms import BytePrefixExtension
+    >>> BytePrefixExtension(4.0, max_bytes=8).channel.levels
+    4
     """
 
 

@@ -81,6 +81,16 @@ class DBitFlip:
     ------
     ValueError
         For ``k`` or ``d`` out of range, or ``epsilon`` outside ``(0, 30]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import estimate
+    >>> from deniable.mechanisms import DBitFlip
+    >>> dbf = DBitFlip(k=10, epsilon=1.0)
+    >>> reports = dbf.randomize(np.arange(5000) % 10, np.random.default_rng(0))
+    >>> estimate(dbf, reports).estimate.shape
+    (10,)
     """
 
     spec_name = "dbitflip"

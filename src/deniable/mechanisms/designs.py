@@ -59,8 +59,7 @@ __all__ = [
     "protected_epsilon",
 ]
 
-#: A design's reports: codes ``0..m-1``, uint8 when ``m <= 256`` (one byte a report),
-#: else int64.
+#: A design's reports: codes ``0..m-1``, uint8 when ``m <= 256``, else int64.
 ReportCodes = NDArray[np.uint8] | NDArray[np.int64]
 #: Grid of the uniforms every source draws (53 random bits).
 _GRID = 2.0**-53
@@ -80,6 +79,13 @@ def ldp_epsilon(matrix: NDArray[np.float64]) -> float:
         ``max_r ln((max_t P[r,t] + 2^-53) / (min_t P[r,t] - 2^-53))`` rounded up; ``inf``
         when a report has probability 0 under one truth and not under another. Reports
         impossible under every truth are ignored.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import ldp_epsilon
+    >>> round(ldp_epsilon(np.array([[0.75, 0.25], [0.25, 0.75]])), 4)
+    1.0986
     """
     hi = matrix.max(axis=1)
     lo = matrix.min(axis=1)
@@ -400,9 +406,8 @@ class Design:
         codes = as_codes("truths", truths, self.n_truths)
         u = uniforms(rng, codes.size)
         drawn = self._draw(codes, u)
-        if self.n_reports <= 256:
-            return np.asarray(drawn, dtype=np.uint8)
-        return np.asarray(drawn, dtype=np.int64)
+        wide = self.n_reports > 256
+        return np.asarray(drawn, np.int64) if wide else np.asarray(drawn, np.uint8)
 
     def _draw(self, truths: NDArray[np.integer], u: NDArray[np.float64]) -> NDArray[np.integer]:
         if self.n_reports == 2:  # one fused pass: report = u < Pr(report 1 | truth)

@@ -283,6 +283,14 @@ class Piecewise(NumericMechanism):
 
     Reports: float64 in ``[-C, C]``, shape (n,) (``[-1, 1]`` units; ``debias`` maps
     them to the units of ``v``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Piecewise
+    >>> reports = Piecewise(1.0).randomize(np.full(20_000, 0.3), np.random.default_rng(0))
+    >>> round(float(reports.mean()), 1)
+    0.3
     """
 
     spec_name = "piecewise"
@@ -348,6 +356,16 @@ class HybridMean(NumericMechanism):
     variance is ``a Var_PM + (1 - a) Var_Duchi``. A report is a float: ``+-C``
     of Duchi's mechanism or a piecewise report (the two never coincide with
     probability > 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import estimate
+    >>> from deniable.mechanisms import HybridMean
+    >>> hybrid = HybridMean(1.0)
+    >>> result = estimate(hybrid, hybrid.randomize(np.full(20_000, 0.3), np.random.default_rng(0)))
+    >>> bool(abs(result.estimate - 0.3) < 4 * result.std_error)
+    True
     """
 
     spec_name = "hybrid"
@@ -448,6 +466,14 @@ class OneBitMean(NumericMechanism):
         As for :class:`NumericMechanism`.
     grid : int, default 1
         Number of rounding intervals for memoization (``grid + 1`` points, >= 1, <= 64).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import OneBitMean
+    >>> one_bit = OneBitMean(1.0, low=0.0, high=10.0)
+    >>> one_bit.randomize(np.array([1.0, 9.0]), np.random.default_rng(0))
+    array([0, 1], dtype=uint8)
     """
 
     spec_name = "1bitmean"

@@ -66,6 +66,14 @@ class TwoLayerDesign(Design):
     ValueError
         If ``P`` is not square or its size differs from ``M``'s number of truths, or
         the composed matrix is not identifiable (rank deficient).
+
+    Examples
+    --------
+    >>> from deniable import Warner
+    >>> from deniable.mechanisms import TwoLayerDesign
+    >>> panel = TwoLayerDesign(Warner(p=0.9), Warner(p=0.75))
+    >>> panel.matrix.round(3).tolist(), round(panel.epsilon, 4)
+    ([[0.7, 0.3], [0.3, 0.7]], 0.8473)
     """
 
     spec_name = "matrix"  # its spec rebuilds the composed channel as a MatrixDesign

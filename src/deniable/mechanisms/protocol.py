@@ -91,12 +91,30 @@ MAX_EPSILON = 30.0
 def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     """Validate a requested epsilon: a real number in ``(0, 30]`` nats.
 
+    Parameters
+    ----------
+    epsilon : float
+        The epsilon asked for, in nats.
+    name : str, default "epsilon"
+        The field errors name.
+
+    Returns
+    -------
+    float
+        ``epsilon`` as a float.
+
     Raises
     ------
     TypeError
         For a non-numeric value.
     ValueError
         For a value outside ``(0, 30]``, naming ``name`` and the allowed range.
+
+    Examples
+    --------
+    >>> from deniable.mechanisms import check_epsilon
+    >>> check_epsilon(1.5)
+    1.5
     """
     eps = check_real(name, epsilon)
     if not 0.0 < eps <= MAX_EPSILON:
@@ -181,6 +199,12 @@ class ReportField:
         1-D integers, 1-D float64, or rows of ``width`` bytes (uint8, shape (n, width)).
     width : int
         Bytes per report for ``bytes`` (0 otherwise).
+
+    Examples
+    --------
+    >>> from deniable import Warner
+    >>> Warner(p=0.7).report_fields
+    (ReportField(name='report', kind='int', width=0),)
     """
 
     name: str
@@ -277,7 +301,16 @@ class Mechanism(Protocol[ReportT, TallyT]):
 @runtime_checkable
 class CategoricalMechanism(Mechanism[ReportT, TallyT], Protocol[ReportT, TallyT]):
     """A mechanism over a finite set of truths, whose estimate is a distribution over
-    them: designs, frequency oracles and RAPPOR."""
+    them: designs, frequency oracles and RAPPOR.
+
+    Examples
+    --------
+    >>> from deniable import LocalHashing, Warner
+    >>> from deniable.mechanisms import CategoricalMechanism
+    >>> mechanisms = (Warner(p=0.7), LocalHashing(k=10, epsilon=1.0))
+    >>> [isinstance(m, CategoricalMechanism) for m in mechanisms]
+    [True, True]
+    """
 
     @property
     def n_truths(self) -> int:

@@ -71,6 +71,15 @@ class RapporReports:
     cohort : ndarray of uint32, shape (n,)
     bits : ndarray of uint8, shape (n, ceil(k / 8))
         The IRR bits, packed little-endian (bit ``i`` = bit ``i % 8`` of byte ``i // 8``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Rappor
+    >>> rappor = Rappor(n_bloom_bits=16, h=2, n_cohorts=2)
+    >>> reports = rappor.randomize(["x", "y"], rng=np.random.default_rng(0))
+    >>> reports.cohort.shape, reports.bits.shape
+    ((2,), (2, 2))
     """
 
     cohort: NDArray[np.uint32]

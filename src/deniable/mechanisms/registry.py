@@ -266,6 +266,15 @@ def design_from_spec(spec: str) -> Design:
 def oracle_from_spec(spec: str) -> Mechanism[Any, Any]:
     """Build a frequency oracle (``oue``, ``sue``, ``olh``, ``hadamard``, ``rappor``).
 
+    Parameters
+    ----------
+    spec : str
+        ``"name:k=...,epsilon=..."`` (epsilon in nats; RAPPOR: its Bloom-filter sizes).
+
+    Returns
+    -------
+    FrequencyOracle or Rappor
+
     Raises
     ------
     ValueError
@@ -283,10 +292,28 @@ def oracle_from_spec(spec: str) -> Mechanism[Any, Any]:
 def mechanism_from_dict(data: Mapping[str, Any]) -> Mechanism[Any, Any]:
     """Inverse of ``mechanism.to_dict()``: ``{"mechanism": name, "params": {...}}``.
 
+    Parameters
+    ----------
+    data : mapping
+        ``{"mechanism": registry name, "params": {constructor parameters}}`` (other
+        keys, such as the stated ``epsilon``, are ignored).
+
+    Returns
+    -------
+    Mechanism
+        The mechanism ``to_dict`` was called on, rebuilt.
+
     Raises
     ------
     ValueError
         For a missing or unknown name, or bad parameters.
+
+    Examples
+    --------
+    >>> from deniable import Warner
+    >>> from deniable.mechanisms import mechanism_from_dict
+    >>> mechanism_from_dict(Warner(p=0.7).to_dict())
+    Warner(p=0.7)
     """
     name = data.get("mechanism")
     if not isinstance(name, str):
@@ -304,6 +331,15 @@ def mechanism_from_dict(data: Mapping[str, Any]) -> Mechanism[Any, Any]:
 
 def numeric_from_spec(spec: str) -> DuchiMean | Piecewise | HybridMean | OneBitMean | DBitFlip:
     """Build a numeric mechanism (``duchi``, ``piecewise``, ``hybrid``, ``1bitmean``, ``dbitflip``).
+
+    Parameters
+    ----------
+    spec : str
+        ``"name:epsilon=...,low=...,high=..."`` (epsilon in nats; dBitFlip: ``k``, ``d``).
+
+    Returns
+    -------
+    DuchiMean, Piecewise, HybridMean, OneBitMean or DBitFlip
 
     Raises
     ------

@@ -220,14 +220,8 @@ class PrefixChannel:
 class BytePrefixChannel(PrefixChannel):
     """PEM on the bytes of UTF-8 strings: local hashing on each level's byte prefixes,
     values of any length up to the mechanism's ``max_bytes`` (its search tests a value
-    that ends early on every later level's reports).
-
-    Attributes
-    ----------
-    p_star, q_star : float in [0, 1]
-        Each level's local-hashing support probabilities.
-    levels : int
-        Number of prefix levels.
+    that ends early on every later level's reports). Its attributes are
+    :class:`PrefixChannel`'s.
 
     Examples
     --------

@@ -85,7 +85,9 @@ def _face_docstrings() -> dict[str, tuple[object, str]]:
 def test_every_name_of_the_package_face_has_numpydoc_sections():
     """Each function and class of the documented faces (``deniable``, its mechanisms,
     estimation and planning) has an Examples section; each function also has Parameters
-    and Returns, and Raises where it refuses input (numpydoc's sections)."""
+    and Returns, and Raises where it refuses input (numpydoc's sections). The examples
+    run as doctests in every run of the suite (``--doctest-modules`` over ``src``,
+    pyproject's pytest options)."""
     import inspect
 
     missing: dict[str, list[str]] = {}
@@ -100,21 +102,3 @@ def test_every_name_of_the_package_face_has_numpydoc_sections():
         if lacking:
             missing[name] = lacking
     assert missing == {}
-
-
-@pytest.mark.slow  # over 5 s on 2 cores
-def test_the_examples_of_the_package_face_run():
-    """Every example in the docstrings of the documented faces runs as a doctest, with
-    its module's names (as ``--doctest-modules`` runs them)."""
-    import doctest
-
-    failed: list[str] = []
-    for name, (obj, doc) in _face_docstrings().items():
-        globs = dict(vars(sys.modules[getattr(obj, "__module__", "deniable")]))
-        test = doctest.DocTestParser().get_doctest(doc, globs, name, None, 0)
-        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-        out: list[str] = []
-        runner.run(test, out=out.append)
-        if runner.failures or not test.examples:
-            failed.append(name + "".join(out))
-    assert failed == []

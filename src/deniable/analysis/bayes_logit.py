@@ -141,6 +141,21 @@ class RRLogitBayesResult(EstimateResult):
     max_rhat : float
         The limit above which the result refuses to be summarised.
     prior_mean, prior_sd : ndarray, shape (p,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from deniable import ForcedResponse
+    >>> rng = np.random.default_rng(0)
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.analysis import rr_logit_bayes
+    >>> fit = rr_logit_bayes("r ~ x", data, design, draws=500, burn_in=200, max_rhat=1.1)
+    >>> fit.labels, fit.converged
+    (['Intercept', 'x'], True)
     """
 
     draws: _Array = field(repr=False)

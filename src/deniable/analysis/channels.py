@@ -67,6 +67,12 @@ class GroupModel(ABC):
         Names of the unknown design parameters ``theta`` (may be empty).
     bounds : list of (float, float)
         Allowed range of each parameter.
+
+    Examples
+    --------
+    >>> from deniable.analysis import CheatingDetection, GroupModel
+    >>> isinstance(CheatingDetection([0.3, 0.7]), GroupModel)
+    True
     """
 
     group_labels: tuple[Hashable, ...]
@@ -168,6 +174,13 @@ class KnownChannel(GroupModel):
     ------
     ValueError
         If a design does not have exactly two truths, or the report sets differ.
+
+    Examples
+    --------
+    >>> from deniable import Warner
+    >>> from deniable.analysis import KnownChannel
+    >>> KnownChannel(Warner(p=0.8)).n_groups, KnownChannel(Warner(p=0.8)).param_names
+    (1, ())
     """
 
     def __init__(self, designs: Design | Mapping[Hashable, Design]) -> None:
@@ -233,6 +246,12 @@ class UnknownInnocuous(_GroupsWithOneParameter):
         Probability of the sensitive question in each group.
     group_labels : sequence, optional
         Values of the grouping column (default 1, 2, ...).
+
+    Examples
+    --------
+    >>> from deniable.analysis import UnknownInnocuous
+    >>> UnknownInnocuous([0.3, 0.7]).n_groups
+    2
     """
 
     param_names = ("innocuous_prevalence",)
@@ -261,6 +280,19 @@ class CheatingDetection(_GroupsWithOneParameter):
         Probability of a forced "yes" in each group (two different values).
     group_labels : sequence, optional
         Values of the grouping column (default 1, 2, ...).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.analysis import CheatingDetection, estimate_channel
+    >>> rng = np.random.default_rng(0)
+    >>> channel = CheatingDetection([0.3, 0.7])
+    >>> groups = np.arange(4000) % 2 + 1
+    >>> truth = rng.random(4000) < 0.2
+    >>> reports = np.where(rng.random(4000) < np.where(groups == 1, 0.3, 0.7), 1, truth).astype(int)
+    >>> fit = estimate_channel(channel, reports, groups)
+    >>> fit.params.round(1).tolist()
+    [0.2, 0.0]
     """
 
     param_names = ("gamma",)
@@ -293,6 +325,12 @@ class StochasticLieDetector(_GroupsWithOneParameter):
         Moshagen (2018) used ``(2/12, 10/12)``.
     group_labels : sequence, optional
         Values of the grouping column (default 1, 2, ...).
+
+    Examples
+    --------
+    >>> from deniable.analysis import StochasticLieDetector
+    >>> StochasticLieDetector([0.3, 0.7]).param_names
+    ('t',)
     """
 
     param_names = ("t",)
@@ -322,6 +360,12 @@ class WithDirectQuestioning(GroupModel):
         The randomized groups (two report symbols).
     label : hashable, default 0
         The value of the grouping column for the directly asked group.
+
+    Examples
+    --------
+    >>> from deniable.analysis import CheatingDetection, WithDirectQuestioning
+    >>> WithDirectQuestioning(CheatingDetection([0.3, 0.7])).n_groups
+    3
     """
 
     def __init__(self, channel: GroupModel, label: Hashable = 0) -> None:

@@ -38,6 +38,17 @@ class ArmDifferences(WaldResult):
         ``pi_arm - pi_reference`` of the category compared.
     std_error : ndarray, shape (a,), float64
         ``sqrt(V_arm + V_reference)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> from deniable.analysis import arm_differences
+    >>> arms = {"control": estimate(Warner(p=0.8), np.array([1] * 30 + [0] * 70)),
+    ...         "treated": estimate(Warner(p=0.8), np.array([1] * 50 + [0] * 50))}
+    >>> diff = arm_differences(arms, "control")
+    >>> diff.labels, diff.estimate.round(3).tolist()
+    (['treated'], [0.333])
     """
 
     labels: list[str]
@@ -106,6 +117,16 @@ def arm_differences(
     ------
     KeyError
         If ``reference`` is not one of ``arms``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> from deniable.analysis import arm_differences
+    >>> arms = {"control": estimate(Warner(p=0.8), np.array([1] * 30 + [0] * 70)),
+    ...         "treated": estimate(Warner(p=0.8), np.array([1] * 50 + [0] * 50))}
+    >>> round(float(arm_differences(arms, "control").pvalue[0]), 4)
+    0.0016
     """
     ref = arms[reference]
     others = [arm for arm in arms if arm != reference]

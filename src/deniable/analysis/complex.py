@@ -111,6 +111,14 @@ class Revision:
         ``z`` (ndarray (n,)) -> ``(r, v)``; ``v`` is None when the model has no
         per-person variance (use ``variance="srswr"`` or ``"srswor"``).
     params : dict
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.analysis.complex import linear_binary
+    >>> revision = linear_binary(0.25, 0.5)
+    >>> revision.revise(np.array([0.0, 1.0]))[0].tolist()
+    [-0.5, 1.5]
     """
 
     name: str
@@ -340,6 +348,15 @@ class SurveyEstimate(WaldResult):
     revised : ndarray, shape (n,)
         The revised values ``r``.
     revised_variance : ndarray, shape (n,), or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner
+    >>> from deniable.analysis import survey_estimate
+    >>> result = survey_estimate(Warner(p=0.8), np.array([1] * 70 + [0] * 30), pi=np.full(100, 0.1))
+    >>> round(result.estimate, 3), result.method
+    (0.833, 'deville')
     """
 
     estimate: float
@@ -416,6 +433,12 @@ def survey_estimate(
         finite-population correction ``1 - mean(pi_h)`` (the whole sample's without
         strata), as RRTCS's ``ResamplingVariance`` does.
 
+    Returns
+    -------
+    SurveyEstimate
+        The estimate of the total or mean, its variance by the method used, and each
+        person's revised value.
+
     Raises
     ------
     ValueError
@@ -458,17 +481,24 @@ def survey_estimate(
         P = np.asarray(pij, dtype=np.float64)
         if P.shape != (n, n) or np.any(~(P > 0)) or np.any(P > 1):
             raise ValueError(f"pij must be an ({n}, {n}) matrix of probabilities in (0, 1]")
-    if variance is None:
-        if P is not None:
-            variance = "pij"
-        elif clusters is not None:
-            variance = "ultimate_cluster"
-        else:
-            variance = "deville" if v is not None else "srswr"
-    if variance not in VARIANCE_METHODS:
-        raise ValueError(f"variance must be one of {', '.join(VARIANCE_METHODS)}, got {variance!r}")
+    variance = _variance_method(variance, P is not None, clusters is not None, v is not None)
     w = 1 / p
     est, scale, centre = _point(r, w, kind, N)
     design = _Sample(r, v, p, w, P, strata, clusters, kind, N, fpc)
     var = _variance(design, variance, scale, centre, rev.name)
     return SurveyEstimate(est, var, kind, variance, n, r, v)
+
+
+def _variance_method(variance: str | None, pij: bool, clusters: bool, per_person: bool) -> str:
+    """The variance asked for (checked), or the default: with joint inclusion
+    probabilities ``pij``, with clusters ``ultimate_cluster``, else Deville's where the
+    device gives a per-person variance and ``srswr`` where it does not."""
+    if variance is None:
+        if pij:
+            return "pij"
+        if clusters:
+            return "ultimate_cluster"
+        return "deville" if per_person else "srswr"
+    if variance not in VARIANCE_METHODS:
+        raise ValueError(f"variance must be one of {', '.join(VARIANCE_METHODS)}, got {variance!r}")
+    return variance

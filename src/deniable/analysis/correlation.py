@@ -76,6 +76,21 @@ class CorrelationResult(EstimateResult):
         The bootstrap correlations (percentile intervals).
     n : int
         Respondents used (rows with a missing value are dropped).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from deniable import ForcedResponse
+    >>> rng = np.random.default_rng(0)
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.analysis import rr_correlation
+    >>> result = rr_correlation(data, ["r", "x"], {"r": design}, bootstrap=50)
+    >>> list(result.estimate.index)
+    ['r ~ x']
     """
 
     estimate: pd.Series
@@ -245,6 +260,20 @@ def rr_correlation(
         For unknown columns, a design naming no column, a design that is not yes/no,
         reports other than 0/1, a missing ``group`` or a value in it that is no
         randomization group, fewer than 3 rows, or more than 100000 replicates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from deniable import ForcedResponse
+    >>> rng = np.random.default_rng(0)
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> result = rr_correlation(data, ["r", "x"], {"r": design}, bootstrap=50)
+    >>> list(result.estimate.index), bool(result.estimate.iloc[0] > 0.2)
+    (['r ~ x'], True)
     """
     B = _check_correlation(data, columns, designs, group, bootstrap)
     channels = {k: v for k, v in designs.items() if isinstance(v, GroupModel)}

@@ -51,21 +51,93 @@ _Array = NDArray[np.float64]
 
 
 def devore(p: float) -> Revision:
-    """Devore (1977): answer truthfully with chance ``p``, else "yes" (RRTCS ``Devore``)."""
+    """Devore (1977): answer truthfully with chance ``p``, else "yes" (RRTCS ``Devore``).
+
+    Parameters
+    ----------
+    p : float in [0, 1]
+        The chance of answering truthfully.
+
+    Returns
+    -------
+    Revision
+        The device's revision ``r = (z - a) / b`` of each reply (Horvitz-Thompson on it
+        estimates the prevalence) and its variance.
+
+    Raises
+    ------
+    ValueError
+        For a probability outside [0, 1].
+
+    Examples
+    --------
+    >>> from deniable.analysis import devore
+    >>> import numpy as np
+    >>> devore(0.7).revise(np.array([0.0, 1.0]))[0].round(3).tolist()
+    [-0.429, 1.0]
+    """
     p = check_probability("p", p)
     return linear_binary(1 - p, p, f"Devore(p={p:g})")
 
 
 def singh_joarder(p: float) -> Revision:
     """Singh & Joarder (1997): ``Pr(yes) = (1 - p) + ((2p - 1) + p (1 - p)) y``
-    (RRTCS ``SinghJoarder``)."""
+    (RRTCS ``SinghJoarder``).
+
+    Parameters
+    ----------
+    p : float in [0, 1]
+        The device's probability.
+
+    Returns
+    -------
+    Revision
+        The device's revision ``r = (z - a) / b`` of each reply (Horvitz-Thompson on it
+        estimates the prevalence) and its variance.
+
+    Raises
+    ------
+    ValueError
+        For a probability outside [0, 1].
+
+    Examples
+    --------
+    >>> from deniable.analysis import singh_joarder
+    >>> singh_joarder(0.7).name
+    'SinghJoarder(p=0.7)'
+    """
     p = check_probability("p", p)
     return linear_binary(1 - p, (2 * p - 1) + p * (1 - p), f"SinghJoarder(p={p:g})")
 
 
 def mangat_singh(p: float, t: float) -> Revision:
     """Mangat & Singh (1990): truthful with chance ``t``, else Warner's device with
-    ``p`` (RRTCS ``MangatSingh``)."""
+    ``p`` (RRTCS ``MangatSingh``).
+
+    Parameters
+    ----------
+    p : float in [0, 1]
+        Warner's device's probability.
+    t : float in [0, 1]
+        The chance of answering truthfully without the device.
+
+    Returns
+    -------
+    Revision
+        The device's revision ``r = (z - a) / b`` of each reply (Horvitz-Thompson on it
+        estimates the prevalence) and its variance.
+
+    Raises
+    ------
+    ValueError
+        For a probability outside [0, 1].
+
+    Examples
+    --------
+    >>> from deniable.analysis import mangat_singh
+    >>> mangat_singh(0.7, 0.5).name
+    'MangatSingh(p=0.7, t=0.5)'
+    """
     p, t = check_probability("p", p), check_probability("t", t)
     return linear_binary(
         (1 - t) * (1 - p), t + (1 - t) * (2 * p - 1), f"MangatSingh(p={p:g}, t={t:g})"
@@ -91,7 +163,32 @@ def mangat_singh_singh(
     p: float, innocuous_prevalence: float | None = None, *, alpha: float | None = None
 ) -> Revision:
     """Mangat, Singh & Singh (1992): ``Pr(yes) = (1 - p) a + (1 - (1 - p) a) y`` with
-    ``a`` the innocuous prevalence (RRTCS ``MangatSinghSingh``, whose ``alpha`` it is)."""
+    ``a`` the innocuous prevalence (RRTCS ``MangatSinghSingh``, whose ``alpha`` it is).
+
+    Parameters
+    ----------
+    p : float in [0, 1]
+        The chance of the sensitive question.
+    innocuous_prevalence : float in [0, 1]
+        The known prevalence of the innocuous trait (``alpha`` is RRTCS's name for it).
+
+    Returns
+    -------
+    Revision
+        The device's revision ``r = (z - a) / b`` of each reply (Horvitz-Thompson on it
+        estimates the prevalence) and its variance.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a probability outside [0, 1], or no innocuous prevalence.
+
+    Examples
+    --------
+    >>> from deniable.analysis import mangat_singh_singh
+    >>> mangat_singh_singh(0.7, 0.3).name
+    'MangatSinghSingh(p=0.7, innocuous_prevalence=0.3)'
+    """
     p, a = check_probability("p", p), _innocuous(innocuous_prevalence, alpha)
     return linear_binary(
         (1 - p) * a, 1 - (1 - p) * a, f"MangatSinghSingh(p={p:g}, innocuous_prevalence={a:g})"
@@ -102,7 +199,32 @@ def soberanis_cruz(
     p: float, innocuous_prevalence: float | None = None, *, alpha: float | None = None
 ) -> Revision:
     """Soberanis Cruz et al. (2008): ``Pr(yes) = (1 - p) a + p y`` with ``a`` the
-    innocuous prevalence (RRTCS ``SoberanisCruz``, whose ``alpha`` it is)."""
+    innocuous prevalence (RRTCS ``SoberanisCruz``, whose ``alpha`` it is).
+
+    Parameters
+    ----------
+    p : float in [0, 1]
+        The chance of the sensitive question.
+    innocuous_prevalence : float in [0, 1]
+        The known prevalence of the innocuous trait (``alpha`` is RRTCS's name for it).
+
+    Returns
+    -------
+    Revision
+        The device's revision ``r = (z - a) / b`` of each reply (Horvitz-Thompson on it
+        estimates the prevalence) and its variance.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a probability outside [0, 1], or no innocuous prevalence.
+
+    Examples
+    --------
+    >>> from deniable.analysis import soberanis_cruz
+    >>> soberanis_cruz(0.7, 0.3).name
+    'SoberanisCruz(p=0.7, innocuous_prevalence=0.3)'
+    """
     p, a = check_probability("p", p), _innocuous(innocuous_prevalence, alpha)
     return linear_binary((1 - p) * a, p, f"SoberanisCruz(p={p:g}, innocuous_prevalence={a:g})")
 
@@ -110,10 +232,26 @@ def soberanis_cruz(
 def two_reply_codes(first: ArrayLike, second: ArrayLike) -> NDArray[np.int64]:
     """``2 I + J`` for the two yes/no replies of a UB design, shape (n,).
 
+    Parameters
+    ----------
+    first, second : array_like of int in {0, 1}, shape (n,)
+        Each respondent's first and second reply.
+
+    Returns
+    -------
+    ndarray, shape (n,), int64
+        Codes 0..3.
+
     Raises
     ------
     ValueError
         If the replies differ in length or are not 0/1.
+
+    Examples
+    --------
+    >>> from deniable.analysis import two_reply_codes
+    >>> two_reply_codes([0, 1, 1], [0, 0, 1]).tolist()
+    [0, 2, 3]
     """
     i = np.asarray(first)
     j = np.asarray(second)
@@ -129,10 +267,27 @@ def unknown_innocuous_two_replies(p1: float, p2: float) -> Revision:
     ``MangatUB``, ``MangatSinghSinghUB``): ``z = 2 I + J`` (:func:`two_reply_codes`),
     ``r = ((1 - p2) I - (1 - p1) J) / (p1 - p2)``, ``v = r (r - 1)``.
 
+    Parameters
+    ----------
+    p1, p2 : float in [0, 1], different
+        The chance of the sensitive question in the first and the second reply.
+
+    Returns
+    -------
+    Revision
+        The device's revision ``r = (z - a) / b`` of each reply (Horvitz-Thompson on it
+        estimates the prevalence) and its variance.
+
     Raises
     ------
     ValueError
         If ``p1 == p2`` (the two replies cannot separate the traits).
+
+    Examples
+    --------
+    >>> from deniable.analysis import unknown_innocuous_two_replies
+    >>> unknown_innocuous_two_replies(0.7, 0.3).name
+    'UnknownInnocuousTwoReplies(p1=0.7, p2=0.3)'
     """
     p1, p2 = check_probability("p1", p1), check_probability("p2", p2)
     if p1 == p2:

@@ -68,6 +68,18 @@ class ParityResult(WaldResult):
         Number of respondents.
     counts : ndarray of int, shape (k_r m_r,)
         Joint report counts (the bootstrap resamples these).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.analysis import statistical_parity
+    >>> from deniable import Warner
+    >>> rng = np.random.default_rng(0)
+    >>> design = Warner(p=0.8)
+    >>> outcome = design.randomize(rng.random(4000) < 0.3, rng)
+    >>> result = statistical_parity(outcome, np.repeat([0, 1], 2000), outcome_design=design)
+    >>> type(result).__name__
+    'ParityResult'
     """
 
     joint: _Array
@@ -276,6 +288,20 @@ def adult_parity_audit(
         One row per attribute: members, clear difference and interval, private
         difference, standard error and interval, and whether the private interval
         covers the clear value.
+
+    Raises
+    ------
+    ValueError
+        For an epsilon that is not a finite number of nats > 0, or a confidence level
+        outside (0, 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.analysis import adult_parity_audit
+    >>> audit = adult_parity_audit(1.0, rng=np.random.default_rng(0))
+    >>> "private_difference" in audit.columns
+    True
     """
     from ..data import load_adult
 

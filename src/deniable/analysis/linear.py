@@ -84,6 +84,21 @@ class RRLinearResult(LikelihoodFit):
     channel_parameters : pandas.Series
         With ``channel_fit="plug_in"``, the group models' parameters estimated first
         and held fixed (empty otherwise).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from deniable import ForcedResponse
+    >>> from deniable.analysis import rr_linear
+    >>> rng = np.random.default_rng(0)
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> truth = rng.random(2000) < 0.3
+    >>> data = pd.DataFrame({"y": 1.0 + 2.0 * truth + rng.normal(size=2000),
+    ...                      "r": design.randomize(truth, rng)})
+    >>> fit = rr_linear("y ~ r", data, design, "r")
+    >>> fit.params[["Intercept", "r"]].round(0).tolist()
+    [1.0, 2.0]
     """
 
     design: Design | GroupModel | dict[str, Design | GroupModel] = field(repr=False)

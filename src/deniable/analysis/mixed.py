@@ -44,10 +44,21 @@ def glmmrr_design(model: str, p1: float, p2: float = 0.0, *, forced: str = "shar
         forced answers, or the unconditional chance of a forced "yes" (how the ETHBE
         file stores it; see the data README).
 
+    Returns
+    -------
+    Design
+        The yes/no design GLMMRR's ``RRmodel`` names with these parameters.
+
     Raises
     ------
     ValueError
         For an unknown model or ``forced``, or parameters outside [0, 1].
+
+    Examples
+    --------
+    >>> from deniable.analysis import glmmrr_design
+    >>> glmmrr_design("Warner", 0.8)
+    Warner(p=0.8)
     """
     p1 = check_probability("p1", p1)
     p2 = check_probability("p2", p2)
@@ -101,6 +112,15 @@ def designs_by_row(
     ------
     ValueError
         For a missing column or any row :func:`glmmrr_design` refuses (named by key).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from deniable.analysis import designs_by_row
+    >>> frame = pd.DataFrame({"RRmodel": ["Warner", "Warner"], "p1": [0.8, 0.7], "p2": [0.0, 0.0]})
+    >>> keys, designs = designs_by_row(frame)
+    >>> len(designs)
+    2
     """
     missing = [c for c in (model, p1) if c not in frame.columns]
     if missing:

@@ -68,6 +68,22 @@ class RRMixedLogitResult(LikelihoodFit):
         Gauss-Hermite nodes per cluster (1 = Laplace).
     llf_without_random : float
         The maximised log-likelihood with tau = 0 (:func:`rr_logit` on the fixed part).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from deniable import ForcedResponse
+    >>> rng = np.random.default_rng(0)
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.analysis import rr_mixed_logit
+    >>> data["school"] = np.arange(2000) % 20
+    >>> fit = rr_mixed_logit("r ~ x + (1 | school)", data, design)
+    >>> list(fit.params.index)
+    ['Intercept', 'x', 'tau']
     """
 
     random_effects: pd.Series = field(repr=False, default_factory=pd.Series)

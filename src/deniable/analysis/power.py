@@ -44,7 +44,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PowerResult:
-    """Power of a test, with its Monte Carlo standard error when simulated."""
+    """Power of a test, with its Monte Carlo standard error when simulated.
+
+    Examples
+    --------
+    >>> from deniable import Warner
+    >>> from deniable.analysis import power_difference
+    >>> round(power_difference(Warner(p=0.8), 1000, 1000, 0.1, 0.2).power, 3)
+    0.842
+    """
 
     power: float
     method: str
@@ -78,6 +86,11 @@ def power_difference(
         The prevalences under the alternative.
     confidence_level : float in (0, 1)
         ``1 - alpha`` of the test.
+
+    Returns
+    -------
+    PowerResult
+        The power, how it was found (``formula``) and its standard error (0).
 
     Raises
     ------
@@ -117,10 +130,32 @@ def sample_size_difference(
 ) -> int:
     """Smallest equal group size giving at least ``power`` (see :func:`power_difference`).
 
+    Parameters
+    ----------
+    design : Design
+        The yes/no design both groups answer through.
+    prevalence_a, prevalence_b : float in [0, 1], different
+        The prevalences the study expects in the two groups.
+    power : float in (0, 1), default 0.8
+    confidence_level : float in (0, 1), default 0.95
+        Of the two-sided test of equal prevalence.
+
+    Returns
+    -------
+    int
+        Respondents in each group.
+
     Raises
     ------
     ValueError
         If the prevalences are equal (no size has power above the level).
+
+    Examples
+    --------
+    >>> from deniable import Warner
+    >>> from deniable.analysis import sample_size_difference
+    >>> sample_size_difference(Warner(p=0.8), 0.1, 0.2)
+    894
     """
     target = check_probability("power", power, low_open=True, high_open=True)
     if prevalence_a == prevalence_b:
@@ -192,11 +227,30 @@ def sample_size_coefficient(
         As for :func:`power_coefficient`.
     power : float in (0, 1), default 0.8
 
+    Returns
+    -------
+    int
+        Respondents needed for ``power`` at the confidence level.
+
     Raises
     ------
     ValueError
         For a power outside (0, 1), a zero coefficient (no n has power), or the errors
         of :func:`power_coefficient`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from deniable import ForcedResponse
+    >>> rng = np.random.default_rng(0)
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.analysis import sample_size_coefficient
+    >>> sample_size_coefficient("r ~ x", data, design, [-1.0, 1.0], "x") < 500
+    True
     """
     target = check_probability("power", power)
     if not 0 < target < 1:
@@ -259,10 +313,31 @@ def power_coefficient(
         Expected-information normal approximation, or refits of ``reps`` simulated
         surveys (``rng`` default seeded with 0).
 
+    Returns
+    -------
+    PowerResult
+        The power, how it was found (``formula`` or ``simulation``) and the simulation's
+        standard error (0 for the formula).
+
     Raises
     ------
     ValueError
         For an unknown term or method, or coefficients of the wrong length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from deniable import ForcedResponse
+    >>> rng = np.random.default_rng(0)
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.analysis import power_coefficient
+    >>> result = power_coefficient("r ~ x", data, design, [-1.0, 1.0], "x", n=500)
+    >>> bool(result.power > 0.9), result.method
+    (True, 'formula')
     """
     level = check_confidence_level(confidence_level)
     size = check_integer("n", n, minimum=2)

@@ -52,6 +52,22 @@ class RRPredictorResult(LikelihoodFit):
     nobs : int
     converged : bool
     formula : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from deniable import ForcedResponse
+    >>> rng = np.random.default_rng(0)
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.analysis import rr_predictor
+    >>> data["y"] = (rng.random(2000) < np.where(truth, 0.7, 0.3)).astype(int)
+    >>> fit = rr_predictor("y ~ r", data, design, rr_item="r")
+    >>> "r" in fit.params.index
+    True
     """
 
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
@@ -123,6 +139,21 @@ def rr_predictor(
     ValueError
         If ``rr_item`` is not a term of the formula, the outcome is not 0/1, or the
         item's reports are not codes of the design.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from deniable import ForcedResponse
+    >>> rng = np.random.default_rng(0)
+    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.analysis import rr_predictor
+    >>> data["y"] = (rng.random(2000) < np.where(truth, 0.7, 0.3)).astype(int)
+    >>> list(rr_predictor("y ~ r", data, design, rr_item="r").params.index)[:2]
+    ['Intercept', 'r']
     """
     if not is_design(design) or design.n_truths != 2:
         raise ValueError("design must be a Design with two truths (no, yes)")

@@ -55,6 +55,19 @@ class ChannelEstimate(CoefficientsMixin):
     start_llf : ndarray of float64
         Log-likelihood reached from each start (the default, then a 3-point grid over
         ``pi`` and each channel parameter); :attr:`llf` is their maximum.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.analysis import CheatingDetection, estimate_channel
+    >>> rng = np.random.default_rng(0)
+    >>> channel = CheatingDetection([0.3, 0.7])
+    >>> groups = np.arange(4000) % 2 + 1
+    >>> truth = rng.random(4000) < 0.2
+    >>> reports = np.where(rng.random(4000) < np.where(groups == 1, 0.3, 0.7), 1, truth).astype(int)
+    >>> fit = estimate_channel(channel, reports, groups)
+    >>> list(fit.params.index)
+    ['pi', 'gamma']
     """
 
     params: pd.Series[float]
@@ -243,10 +256,36 @@ def closed_form(channel: GroupModel, shares: ArrayLike) -> _Array:
     For the saturated models (two groups, yes/no reports, one unknown parameter) the
     maximum-likelihood estimate inside the parameter space equals this solution.
 
+    Parameters
+    ----------
+    channel : GroupModel
+        Two groups, yes/no reports, one unknown parameter.
+    shares : array_like, shape (2,)
+        Each group's share of "yes" reports, in [0, 1].
+
+    Returns
+    -------
+    ndarray, shape (2,), float64
+        ``(pi, theta)``: the prevalence and the channel's parameter.
+
     Raises
     ------
     ValueError
         If the channel does not have two groups, two reports and one parameter.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.analysis import CheatingDetection, estimate_channel
+    >>> rng = np.random.default_rng(0)
+    >>> channel = CheatingDetection([0.3, 0.7])
+    >>> groups = np.arange(4000) % 2 + 1
+    >>> truth = rng.random(4000) < 0.2
+    >>> reports = np.where(rng.random(4000) < np.where(groups == 1, 0.3, 0.7), 1, truth).astype(int)
+    >>> from deniable.analysis import closed_form
+    >>> shares = [reports[groups == g].mean() for g in (1, 2)]
+    >>> closed_form(channel, shares).round(1).tolist()
+    [0.2, 0.0]
     """
     lam = np.asarray(shares, dtype=np.float64)
     if channel.n_groups != 2 or channel.n_reports != 2 or len(channel.param_names) != 1:

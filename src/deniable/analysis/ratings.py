@@ -57,6 +57,13 @@ class RankingResult(EstimateResult):
         :meth:`confidence_interval` takes its equal-tailed quantiles at any level.
     posterior : ndarray, shape (items, draws, k), or None
         Posterior draws of the rating shares (None for the closed form).
+
+    Examples
+    --------
+    >>> from deniable.analysis import rank_items
+    >>> result = rank_items(["a", "a", "b"], [4, 3, 0], k=5)
+    >>> list(result.table.index)
+    ['a', 'b']
     """
 
     table: pd.DataFrame

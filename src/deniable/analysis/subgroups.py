@@ -40,6 +40,17 @@ class Contrast(WaldResult):
     std_error : float
         Delta-method standard error (for a ratio: of the estimate itself).
     kind : {"difference", "ratio"}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner
+    >>> from deniable.analysis import subgroup_prevalence
+    >>> design = Warner(p=0.8)
+    >>> reports = np.array([1] * 40 + [0] * 60 + [1] * 60 + [0] * 40)
+    >>> result = subgroup_prevalence(design, reports, np.repeat(["a", "b"], 100))
+    >>> round(result.difference("b", "a").estimate, 3)
+    0.333
     """
 
     estimate: float
@@ -76,6 +87,16 @@ class SubgroupResult(EstimateResult):
     category : int
         The truth category estimated per group and compared by :meth:`difference`,
         :meth:`ratio` (1 = "yes").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner
+    >>> from deniable.analysis import subgroup_prevalence
+    >>> reports = np.array([1] * 40 + [0] * 60 + [1] * 60 + [0] * 40)
+    >>> result = subgroup_prevalence(Warner(p=0.8), reports, np.repeat(["a", "b"], 100))
+    >>> result.labels, result.estimate.round(3).tolist()
+    (['a', 'b'], [0.333, 0.667])
     """
 
     estimates: dict[Hashable, PrevalenceEstimate]
@@ -222,6 +243,12 @@ def subgroup_prevalence(
         Each respondent's design key, with a mapping of designs (and only then).
     category : int, default 1
         The truth category that :meth:`SubgroupResult.difference` and ``ratio`` compare.
+
+    Returns
+    -------
+    SubgroupResult
+        Each group's estimate (an estimate on the common base, entries by group), the
+        test of equal prevalence and contrasts between groups.
 
     Raises
     ------

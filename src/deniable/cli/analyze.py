@@ -20,7 +20,7 @@ from ..estimation.heavy_hitters import heavy_hitters
 from ..mechanisms.designs import Design
 from ..tables.frames import reports_from_frame
 from ..tallies import Tally
-from .analyze_options import (
+from ._analyze_options import (
     POST_PROCESSINGS,
     AlphaOpt,
     ArmsOpt,

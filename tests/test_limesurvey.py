@@ -32,11 +32,12 @@ pytestmark = pytest.mark.skipif(
 STAND_IN = """
 ([lang]) => {
   document.documentElement.lang = lang;
+  const de = lang === "de";
   document.body.innerHTML = `<form id="limesurvey" name="limesurvey" method="post">
   <input type="hidden" name="YII_CSRF_TOKEN" value="t0k">
   <div id="question42" class="row question-container list-with-comment deniable-cheat mandatory">
     <div class="question-title-container">
-      <div class="ls-label-question">Have you cheated?</div></div>
+      <div class="ls-label-question">${de ? "Geschummelt?" : "Have you cheated?"}</div></div>
     <div class="answer-container">
       <ul class="answers-list radio-list list-unstyled" role="radiogroup">
         <li class="answer-item radio-item"><input class="radio" type="radio" name="123456X1X42"
@@ -49,7 +50,7 @@ STAND_IN = """
       <input type="hidden" name="java123456X1X42" id="java123456X1X42" value="">
     </div>
   </div>
-  <button type="submit" id="ls-button-submit">Submit</button></form>`;
+  <button type="submit" id="ls-button-submit">${de ? "Absenden" : "Submit"}</button></form>`;
   window.__conditions = [];
   window.checkconditions = (value, name, type) => window.__conditions.push([value, name, type]);
 }
@@ -119,6 +120,7 @@ def test_the_theme_writes_only_the_report_and_the_digest_into_limesurveys_form(
     script = out / "deniable-cheat/survey/questions/answer/list_with_comment/assets/scripts"
     page.add_script_tag(content=(script / "deniable-rr.js").read_text())
     assert page.locator(".answers-list").is_hidden()  # the core list gives way
+    assert page.locator(".question-title-container").is_hidden()  # the text shown once
     page.get_by_role("radio", name="yes").check()
     form = "Object.fromEntries(new FormData(document.getElementById('limesurvey')))"
     assert page.evaluate(form) == {

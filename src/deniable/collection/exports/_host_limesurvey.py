@@ -76,6 +76,9 @@ def _limesurvey_script(survey: Survey, qid: str) -> str:
         '      var comment = box.querySelector("textarea, input[type=text]");\n'
         "      list.hidden = true; // the core inputs stay: LimeSurvey submits the report\n"
         '      if (comment) comment.closest(".answer-item, div").hidden = true;\n'
+        "      // the component shows the question's text in the page's language: not twice\n"
+        '      var title = box.querySelector(".question-title-container");\n'
+        "      if (title) title.hidden = true;\n"
         '      var lang = (document.documentElement.lang || "en").slice(0, 2).toLowerCase();\n'
         '      if (!data.questions[lang]) lang = "en";\n'
         '      var slot = document.createElement("div");\n'
@@ -115,8 +118,9 @@ Zip each `deniable-<id>` folder and import it in the theme manager (or copy it t
 questions set up), or, for each randomized question, create a "List with comment"
 question with the code `deniable<id>` (letters and digits only), the answer codes
 `A0`, `A1`, ... one per report ({reports}), and set its question theme to
-`deniable-<id>`. The theme hides the core list and the comment, mounts deniable's
-component (the respondent page's own randomizer, `crypto.getRandomValues`), then checks
+`deniable-<id>`. The theme hides the core list, the comment and the question title
+(the component shows the text), mounts deniable's component (the respondent page's own
+randomizer, `crypto.getRandomValues`), then checks
 the answer of the report and writes the design's digest into the comment: the response
 holds only those. The true answer's inputs belong to no form: LimeSurvey neither
 submits nor autosaves them.

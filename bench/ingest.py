@@ -344,7 +344,7 @@ def main() -> None:
     if args.postgres:
         from sqlalchemy import create_engine, text
 
-        from deniable.collection.store.storage import database_url
+        from deniable.collection.store._storage import database_url
 
         eng = create_engine(database_url(args.postgres))
         with eng.begin() as conn:

@@ -7,7 +7,7 @@ pi in {0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.3, 0.5, 0.95, 0.99, 1} and n in {100
 - every method but ``bayes``, and ``bayes`` on binary designs (its interval comes from
   the exact one-dimensional posterior): **exact** coverage and expected width by
   enumerating the counts of the report share the category's estimate depends on
-  (:func:`deniable.estimation.coverage.interval_coverage`; no simulation error);
+  (:func:`deniable.estimation._coverage_warning.interval_coverage`; no simulation error);
 - ``bayes`` on k-ary RR: simulated, ``--bayes-surveys`` seeded surveys per cell
   (posterior by data augmentation, 1,000 draws after 300 burn-in sweeps); Monte-Carlo
   standard error ``sqrt(0.95 * 0.05 / surveys)``.
@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from deniable import ForcedResponse, Warner
-from deniable.estimation.bayes import posterior_draws
-from deniable.estimation.coverage import interval_coverage
-from deniable.estimation.intervals import INTERVAL_METHODS, prevalence_intervals
-from deniable.mechanisms.binary import Crosswise
-from deniable.mechanisms.designs import KaryRR
-from deniable.planning.simulation import simulate_tallies
+from deniable.estimation._bayes import posterior_draws
+from deniable.estimation._coverage_warning import interval_coverage
+from deniable.estimation._intervals import INTERVAL_METHODS, prevalence_intervals
+from deniable.mechanisms._binary import Crosswise
+from deniable.mechanisms._designs import KaryRR
+from deniable.planning._simulation import simulate_tallies
 
 PREVALENCES = (0.0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.3, 0.5, 0.95, 0.99, 1.0)
 SIZES = (100, 300, 1_000, 3_000, 10_000)
@@ -129,7 +129,7 @@ Printed by `python -m uv run python bench/interval_coverage.py --output docs/cov
 {{{ns}}}, for each design below. Every method is evaluated **exactly** but `bayes` on
 k-ary RR: the interval of a category depends only on the count of one report, which is
 binomial, so coverage is a finite sum over the counts
-(`deniable.estimation.coverage.interval_coverage`; no simulation error). On a binary
+(`deniable.estimation._coverage_warning.interval_coverage`; no simulation error). On a binary
 design `bayes` is the highest-density set of the exact one-dimensional posterior, so it
 is enumerated too; on k-ary RR it is simulated ({bayes} surveys per cell, Monte-Carlo
 standard error {mcse:.4f}). Width is the expected `high - low`.
@@ -154,7 +154,7 @@ lowest cell; now every frequentist method covers at least 0.9466 there
 **Where a method still falls short, it warns.** `confidence_interval` computes the
 exact coverage of the asked method for the estimate's design and n at
 pi in {{0, 0.001, 0.005, 0.01, 0.05, 0.3, 0.5}} and their mirror images (cached;
-`deniable.estimation.coverage.coverage_warning`). When it is below 0.94 at a prevalence
+`deniable.estimation._coverage_warning.coverage_warning`). When it is below 0.94 at a prevalence
 within four of the largest standard errors of the estimate, `IntervalCoverageWarning`
 names the lowest coverage and where, and recommends `feldman_cousins`. On k-ary RR
 `bayes` is checked through its binary approximation (the category's report count under

@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from deniable import HadamardResponse, LocalHashing, UnaryEncoding, estimate
-from deniable.estimation.postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
+from deniable.estimation._postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
 
 HERE = Path(__file__).resolve().parent
 PEERS_ENV = HERE / ".peers"

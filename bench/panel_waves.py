@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from deniable.analysis.waves import coverage_grid
+from deniable.analysis._waves import coverage_grid
 
 
 def main() -> None:

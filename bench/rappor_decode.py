@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from deniable import estimate
-from deniable.mechanisms.rappor import Rappor
+from deniable.mechanisms._rappor import Rappor
 
 
 def peak_mb() -> int:

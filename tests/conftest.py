@@ -51,7 +51,7 @@ SURVEY: dict = {
 
 
 def reset_postgres(url: str) -> None:
-    from deniable.collection.store.storage import database_url
+    from deniable.collection.store._storage import database_url
 
     engine = create_engine(database_url(url))
     with engine.begin() as conn:
@@ -111,9 +111,9 @@ async def client(database_url):
     is its store. Rate limits off; bodies up to 256 KiB."""
     import httpx
 
-    from deniable.collection.server.app import create_app
-    from deniable.collection.server.security import RateLimiter
-    from deniable.collection.store.storage import Store
+    from deniable.collection.server._app import create_app
+    from deniable.collection.server._security import RateLimiter
+    from deniable.collection.store._storage import Store
 
     store = Store(database_url)
     app = create_app(
@@ -160,7 +160,7 @@ def store_credential(store, survey_id: str, token: str):
 def http_credential(client, survey_id: str, token: str) -> dict:
     """The respondent's side of RFC 9474 over HTTP (any httpx-like client): the
     ``credential`` object of a response."""
-    from deniable.collection.respondent.client import request_credential
+    from deniable.collection.respondent._client import request_credential
 
     view = client.get(f"/api/surveys/{survey_id}").json()
 

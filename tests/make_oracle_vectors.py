@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from deniable import LocalHashing, UnaryEncoding
-from deniable.mechanisms.byte_prefix import BytePrefixExtension
-from deniable.mechanisms.prefix import PrefixExtension
-from deniable.mechanisms.rappor import Rappor
+from deniable.mechanisms._byte_prefix import BytePrefixExtension
+from deniable.mechanisms._prefix import PrefixExtension
+from deniable.mechanisms._rappor import Rappor
 
 OUT = Path(__file__).resolve().parent / "data" / "oracle_vectors.json"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from deniable.collection.respondent.client import permanent_uniform, token_uniform
+from deniable.collection.respondent._client import permanent_uniform, token_uniform
 from deniable.mechanisms import (
     Crosswise,
     ForcedResponse,

@@ -15,7 +15,7 @@ from scipy.special import expit
 
 from deniable import ForcedResponse
 from deniable.analysis import rr_logit
-from deniable.analysis.bayes_logit import (
+from deniable.analysis._bayes_logit import (
     NotConvergedError,
     effective_sample_size,
     rr_logit_bayes,

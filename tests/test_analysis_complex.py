@@ -18,7 +18,7 @@ import pytest
 
 from deniable import ForcedResponse, UnrelatedQuestion, Warner
 from deniable.analysis import survey_estimate
-from deniable.analysis.complex import (
+from deniable.analysis._complex import (
     bar_lev,
     chaudhuri_christofides,
     christofides,
@@ -264,9 +264,9 @@ RRTCS_RESAMPLING = {
 
 
 def test_rrtcs_resampling_variance_options_2_and_3() -> None:
-    from deniable.analysis.complex import chaudhuri_christofides
-    from deniable.analysis.devices import soberanis_cruz
-    from deniable.analysis.resampling import hajek_pij
+    from deniable.analysis._complex import chaudhuri_christofides
+    from deniable.analysis._resampling import hajek_pij
+    from deniable.analysis._rrtcs_devices import soberanis_cruz
 
     pij = chaudhuri_christofides_pij()
     cc = load_rr_survey("RRTCS/ChaudhuriChristofidesData")

@@ -150,7 +150,7 @@ def sld_sample(rng, n, t=0.7):
 def test_joint_channel_gradient_is_the_numerical_one():
     """The exact gradient of the joint likelihood, the SLD's honesty t included, agrees
     with central differences (step 1e-6: error O(h^2) on a smooth function)."""
-    from deniable.analysis.linear import _objective
+    from deniable.analysis._linear import _objective
 
     frame = sld_sample(np.random.default_rng(3), 400)
     fit = rr_linear("y ~ r + z", frame, {"r": SLD}, group="g")

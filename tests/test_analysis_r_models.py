@@ -220,7 +220,7 @@ RRTCS_DEVICES = {
 
 @pytest.mark.parametrize("name", sorted(RRTCS_DEVICES))
 def test_rrtcs_named_devices_run_in_r(name: str) -> None:
-    from deniable.analysis import devices as d
+    from deniable.analysis import _rrtcs_devices as d
     from deniable.analysis import survey_estimate
 
     cases = {
@@ -262,7 +262,7 @@ def test_rrtcs_jackknife_with_fpc(case: str) -> None:
     """With strata the correction is each stratum's own (a correction by the whole
     sample's mean(pi) gives 2189482.03 on the first case, 1.8e-5 off)."""
     from deniable.analysis import soberanis_cruz, survey_estimate
-    from deniable.analysis.complex import eichhorn_hayre
+    from deniable.analysis._complex import eichhorn_hayre
 
     file, design, variance = RRTCS_JACKKNIFE[case]
     data = load_rr_survey(f"RRTCS/{file}")

@@ -34,7 +34,7 @@ from deniable.analysis import (
     rr_logit,
     survey_estimate,
 )
-from deniable.analysis.complex import (
+from deniable.analysis._complex import (
     bar_lev,
     chaudhuri_christofides,
     christofides,
@@ -353,7 +353,7 @@ RRTCS_CASES = {
 
 def _plug_in(revision: object) -> object:
     """RRTCS's plug-in variance for the quantitative models (unbiased=False)."""
-    from deniable.analysis.complex import quantitative
+    from deniable.analysis._complex import quantitative
 
     params = getattr(revision, "params", {})
     if "sigma" not in params or len(params.get("mu", [])) != 3:
@@ -435,7 +435,7 @@ def test_rrreg_predictor_em_stops_short_of_the_maximum() -> None:
     likelihood, R's estimates give R's own log-likelihood, and our maximum is higher."""
     from deniable.analysis import rr_predictor
     from deniable.analysis._formula import model_frame
-    from deniable.analysis.predictor import _negll
+    from deniable.analysis._predictor import _negll
 
     nigeria = load_rr_survey("rr/nigeria")
     formula = (

@@ -21,7 +21,7 @@ from deniable.analysis import (
     sample_size_difference,
     subgroup_prevalence,
 )
-from deniable.analysis.ratings import plain_score
+from deniable.analysis._ratings import plain_score
 from deniable.data import load_rr_survey
 from deniable.estimation import EstimateResult
 

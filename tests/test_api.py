@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deniable.collection.server.app import create_app
-from deniable.collection.server.security import RateLimiter
-from deniable.collection.store.storage import Store
-from deniable.estimation.estimators import estimate
-from deniable.mechanisms.binary import ForcedResponse
+from deniable.collection.server._app import create_app
+from deniable.collection.server._security import RateLimiter
+from deniable.collection.store._storage import Store
+from deniable.estimation._estimators import estimate
+from deniable.mechanisms._binary import ForcedResponse
 
 from .conftest import ANALYST, AUTH, SURVEY, Z4, assert_error_shape, async_http_credential
 
@@ -478,7 +478,7 @@ def test_short_analyst_tokens_and_worker_processes_without_a_token_are_refused(
     monkeypatch.delenv("DENIABLE_ANALYST_TOKEN")
     out = CliRunner().invoke(cli, ["serve", "--port", "0", "--workers", "2"])
     assert out.exit_code == 2 and "needs DENIABLE_ANALYST_TOKEN" in out.output
-    from deniable.collection.server.app import app_from_environment
+    from deniable.collection.server._app import app_from_environment
 
     with pytest.raises(RuntimeError, match="DENIABLE_ANALYST_TOKEN is not set"):
         app_from_environment()

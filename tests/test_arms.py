@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.exports.export import export_bytes, read_export
-from deniable.collection.model.budget import check_lifetime, lifetime_ledger
-from deniable.collection.model.survey import load_survey
-from deniable.collection.store.staging import StagedResponse, pack, unpack
-from deniable.collection.store.storage import Store
+from deniable.collection.exports._export import export_bytes, read_export
+from deniable.collection.model._budget import check_lifetime, lifetime_ledger
+from deniable.collection.model._survey import load_survey
+from deniable.collection.store._staging import StagedResponse, pack, unpack
+from deniable.collection.store._storage import Store
 from deniable.errors import BudgetExceededError, ReportValidationError, SurveyError
 
 from .conftest import AUTH, assert_error_shape
@@ -356,8 +356,8 @@ def campus_truths(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, tmp_path):
-    from deniable.collection.respondent.devices import simulate_responses
-    from deniable.collection.study import arm_analysis
+    from deniable.collection.respondent._devices import simulate_responses
+    from deniable.collection.study._by_arm import arm_analysis
 
     # everything released at once: this test is about the dashboard against analyze, and
     # at min_release 30 the release rules keep the control arm's rare "yes" cells waiting
@@ -384,7 +384,7 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
     assert by_question["cheat"]["estimate"][1] == res["study"][0]["pooled"]["estimate"]
     # the pooled question is the library's estimate through each row's design (the one
     # shape of a PrevalenceEstimate), and its MLE the pooled MLE, inside [0, 1]
-    from deniable.collection.study import pooled_estimate
+    from deniable.collection.study._by_arm import pooled_estimate
 
     wide_rows, _ = read_export_bytes(
         (await client.get("/api/surveys/campus/export?format=wide", headers=AUTH)).content,
@@ -456,7 +456,7 @@ def test_the_terminal_client_draws_arm_and_group_once_and_sends_them(tmp_path):
     """Twenty respondents on one computer-owner pair draw the arm once (the memo), a
     group for the ECWM question once, and send both; a respondent with another memo
     may draw another arm."""
-    from deniable.collection.server.live import serve_in_thread
+    from deniable.collection.server._live import serve_in_thread
 
     from .conftest import ANALYST
 
@@ -504,8 +504,8 @@ def test_the_terminal_client_draws_arm_and_group_once_and_sends_them(tmp_path):
 def test_a_zero_prevalence_control_is_shown_as_a_check_of_false_positives(tmp_path):
     """Nobody carries the control item: its crosswise reports give an estimate near 0,
     and the results say it measures false positives, with a one-sided test against 0."""
-    from deniable.collection.respondent.devices import simulate_responses
-    from deniable.collection.results import survey_results
+    from deniable.collection.respondent._devices import simulate_responses
+    from deniable.collection.study._survey_results import survey_results
 
     data = {
         "id": "control",
@@ -571,7 +571,7 @@ def test_a_database_from_before_arms_is_migrated_and_its_waiting_responses_relea
 
     from sqlalchemy import text
 
-    from deniable.collection.store.schema import staging
+    from deniable.collection.store._schema import staging
 
     url = f"sqlite:///{tmp_path / 'old.sqlite'}"
     store = Store(url)
@@ -621,8 +621,8 @@ def test_a_numeric_question_is_broken_down_as_its_mean_per_direct_answer(tmp_pat
     hours is the library's subgroup estimate mapped to [0, 12], within 4 standard errors
     of the faculty's true mean."""
     from deniable.analysis import subgroup_prevalence
-    from deniable.collection.respondent.devices import simulate_responses
-    from deniable.collection.results import survey_results
+    from deniable.collection.respondent._devices import simulate_responses
+    from deniable.collection.study._survey_results import survey_results
 
     data = {
         "id": "sleep",
@@ -670,8 +670,8 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
     2 and plagiarism all three (every version that asks it unchanged, later ones too, as
     the pooled tallies); pooled at version 3, cheat counts version 3 only. ``analyze
     --arms --pooled`` prints the same numbers."""
-    from deniable.collection.respondent.devices import simulate_responses
-    from deniable.collection.results import survey_results
+    from deniable.collection.respondent._devices import simulate_responses
+    from deniable.collection.study._survey_results import survey_results
 
     store = Store(f"sqlite:///{tmp_path / 'p.sqlite'}")
     rng = np.random.default_rng(4)

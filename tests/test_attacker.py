@@ -37,10 +37,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from deniable.collection.model.survey import load_survey
-from deniable.collection.store import staging as staging_module
-from deniable.collection.store.staging import unpack
-from deniable.collection.store.storage import Store
+from deniable.collection.model._survey import load_survey
+from deniable.collection.store import _staging as staging_module
+from deniable.collection.store._staging import unpack
+from deniable.collection.store._storage import Store
 
 from .conftest import AUTH, http_credential, store_credential
 from .test_server_process import Server
@@ -230,7 +230,7 @@ def run(survey: dict, tmp: Path, crash: bool) -> dict:
     for token in tokens:  # no token anywhere, in any form the server saw it
         assert token not in logs and all(token.encode() not in b for b in files.values())
     # spends overwrite invitation cells in place: each token's hash stays where it was
-    from deniable.collection.store.schema import hash_token
+    from deniable.collection.store._schema import hash_token
 
     after = files["db.sqlite"]
     for token in tokens:
@@ -310,7 +310,7 @@ def test_postgresql_xmin_orders_spends_against_responses() -> None:
             ).all()
     finally:
         store.close()
-    from deniable.collection.store.storage import hash_token
+    from deniable.collection.store._storage import hash_token
 
     invitee = {hash_token(t): i for i, t in enumerate(tokens)}
     spend_order = [invitee[h] for _, h in spends]

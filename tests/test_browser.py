@@ -19,11 +19,11 @@ import pytest
 import yaml
 from scipy import stats
 
-from deniable.collection.model.survey import load_survey
-from deniable.collection.server.live import serve_in_thread
-from deniable.collection.store.storage import Store
-from deniable.mechanisms.binary import ForcedResponse, Kuk
-from deniable.mechanisms.designs import KaryRR
+from deniable.collection.model._survey import load_survey
+from deniable.collection.server._live import serve_in_thread
+from deniable.collection.store._storage import Store
+from deniable.mechanisms._binary import ForcedResponse, Kuk
+from deniable.mechanisms._designs import KaryRR
 
 from .conftest import ANALYST, SURVEY
 
@@ -1090,7 +1090,7 @@ def test_the_study_pages_pass_axe_core(browser, site):
     regression, at a phone's width."""
     from axe_playwright_python.sync_playwright import Axe
 
-    from deniable.collection.respondent.devices import simulate_responses
+    from deniable.collection.respondent._devices import simulate_responses
 
     from .test_arms import CAMPUS, campus_truths
 
@@ -1240,9 +1240,9 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     import httpx
 
     from deniable.analysis import estimate_channel, rr_logit, subgroup_prevalence
-    from deniable.collection.exports.export import read_export
-    from deniable.collection.respondent.client import request_credential
-    from deniable.collection.respondent.devices import simulate_responses
+    from deniable.collection.exports._export import read_export
+    from deniable.collection.respondent._client import request_credential
+    from deniable.collection.respondent._devices import simulate_responses
     from deniable.estimation import estimate
     from deniable.mechanisms import Crosswise
 
@@ -1436,9 +1436,9 @@ def test_a_studys_arm_and_group_move_with_the_transfer_link(browser, site):
 def test_an_invitation_fixes_the_arm_on_every_device(browser, site):
     """Eight invitations to a study with a direct arm: each link opened in two fresh
     browsers (no shared storage) draws the same arm, the one the terminal client
-    derives from the token (deniable.collection.respondent.client.token_uniform, equal to the
+    derives from the token (deniable.collection.respondent._client.token_uniform, equal to the
     page's to the last bit); so re-opening a link elsewhere cannot leave the direct arm."""
-    from deniable.collection.respondent.client import token_uniform
+    from deniable.collection.respondent._client import token_uniform
 
     from .test_arms import CAMPUS
 
@@ -1480,7 +1480,7 @@ def test_a_panel_question_keeps_one_permanent_report_per_answer_in_the_browser(
     2 has another; the page's HMAC uniform equals the Python client's to the last bit;
     each wave's report is a fresh instantaneous draw (waves 1 and 3 agree no more often
     than the instantaneous layer predicts)."""
-    from deniable.collection.respondent.client import permanent_uniform
+    from deniable.collection.respondent._client import permanent_uniform
 
     from .test_waves import panel
 

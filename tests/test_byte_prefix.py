@@ -14,13 +14,13 @@ import pytest
 from deniable import estimate
 from deniable.errors import PrivacyWarning, ReportValidationError
 from deniable.estimation import detection_limit
-from deniable.estimation.byte_prefix import (
+from deniable.estimation._byte_prefix_search import (
     extension_counts,
     find_string_heavy_hitters,
     support_counts,
     walsh_hadamard,
 )
-from deniable.mechanisms.byte_prefix import (
+from deniable.mechanisms._byte_prefix import (
     BytePrefixExtension,
     MemoizedBytePrefixClient,
     prefix_hashes,

@@ -9,11 +9,11 @@ import math
 
 import pytest
 
-from deniable.collection.model.survey import load_survey
-from deniable.collection.store.central import DELTA, release_statement, version_statement
-from deniable.collection.store.recipients import RecipientKey
-from deniable.collection.store.staging import StagedResponse
-from deniable.collection.store.storage import Store
+from deniable.collection.model._survey import load_survey
+from deniable.collection.store._central import DELTA, release_statement, version_statement
+from deniable.collection.store._recipients import RecipientKey
+from deniable.collection.store._staging import StagedResponse
+from deniable.collection.store._storage import Store
 from deniable.planning import shuffle_amplification
 
 from .conftest import AUTH
@@ -84,7 +84,7 @@ def test_the_smallest_group_splits_by_arm_group_hour_and_direct_answers():
     group design. The group is the fewest sharing arm, groups, bucket and the direct
     answers; the general bound (several questions) is used, with epsilon_0 the whole
     response's cost."""
-    from deniable.collection.store.central import smallest_group
+    from deniable.collection.store._central import smallest_group
 
     survey = load_survey(with_(CAMPUS, arms=None, min_release=2, allow_small_release=True))
     assert survey.total_epsilon == pytest.approx(2 * LN3)

@@ -19,10 +19,10 @@ import pytest
 import deniable.mechanisms as mechanisms_package
 from deniable import estimate, mechanism_from_spec
 from deniable.estimation import EstimateResult, PrevalenceEstimate
-from deniable.estimation.means import HistogramEstimate, MeanEstimate
-from deniable.estimation.prefix import PrefixHeavyHitters
+from deniable.estimation._means import HistogramEstimate, MeanEstimate
+from deniable.estimation._prefix_search import PrefixHeavyHitters
 from deniable.mechanisms import CHANNELS, Mechanism
-from deniable.mechanisms.protocol import CategoricalMechanism
+from deniable.mechanisms._protocol import CategoricalMechanism
 
 from .test_protocol import OTHER_SPECS, SPECS
 

@@ -1,4 +1,4 @@
-"""Differences between arms (deniable.analysis.comparison): the arithmetic, the one JSON
+"""Differences between arms (deniable.analysis._comparison): the arithmetic, the one JSON
 shape, and the coverage of the Wald interval of a difference over simulated studies."""
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from deniable.collection.model.i18n import catalog
-from deniable.collection.model.survey import load_survey
-from deniable.collection.model.views import design_digest
+from deniable.collection.model._i18n import catalog
+from deniable.collection.model._survey import load_survey
+from deniable.collection.model._views import design_digest
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(
@@ -81,8 +81,8 @@ async ([url, question, messages, options]) => {
 def page_at(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from deniable.collection.server.live import serve_in_thread
-    from deniable.collection.store.storage import Store
+    from deniable.collection.server._live import serve_in_thread
+    from deniable.collection.store._storage import Store
 
     from .test_browser import ARGS
 

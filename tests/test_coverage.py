@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from deniable import ForcedResponse, KaryRR, Tally, Warner, estimate
-from deniable.estimation.common import moment_batch
-from deniable.estimation.intervals import prevalence_intervals
-from deniable.mechanisms.binary import Crosswise
-from deniable.planning.coverage import exact_coverage
-from deniable.planning.simulation import simulate_tallies
+from deniable.estimation._intervals import prevalence_intervals
+from deniable.estimation._normal_theory import moment_batch
+from deniable.mechanisms._binary import Crosswise
+from deniable.planning._coverage import exact_coverage
+from deniable.planning._simulation import simulate_tallies
 
 from .conftest import Z4
 
@@ -72,7 +72,7 @@ def test_bayes_credible_interval_covers_for_moderate_n(rng):
 def test_binary_share_intervals_match_scipy():
     from scipy import stats
 
-    from deniable.estimation.intervals import share_interval
+    from deniable.estimation._intervals import share_interval
 
     for y, n in [(0, 20), (7, 20), (20, 20), (333, 1000)]:
         ref = stats.binomtest(y, n).proportion_ci(0.95, method="wilson")
@@ -217,7 +217,7 @@ def test_bayes_on_a_binary_design_is_the_exact_posterior_interval(rng):
 
     from deniable import Tally, estimate
     from deniable.errors import IntervalCoverageWarning
-    from deniable.estimation.coverage import interval_coverage
+    from deniable.estimation._coverage_warning import interval_coverage
 
     design = ForcedResponse(p_yes=0.25, p_no=0.25)
     surveys = 600
@@ -253,7 +253,7 @@ def test_every_frequentist_method_covers_94_percent_on_the_boundary_grid(design)
     import warnings
 
     from deniable.errors import IntervalCoverageWarning
-    from deniable.estimation.variance import affine_map
+    from deniable.estimation._variance import affine_map
 
     j = 0 if isinstance(design, KaryRR) else 1
     for n in (300, 3000):
@@ -306,7 +306,7 @@ def test_a_method_below_94_percent_on_the_grid_warns_there(design, methods):
 
     from deniable import Tally, estimate
     from deniable.errors import IntervalCoverageWarning
-    from deniable.estimation.coverage import FLOOR, GRID, grid_coverage
+    from deniable.estimation._coverage_warning import FLOOR, GRID, grid_coverage
 
     j = 0 if isinstance(design, KaryRR) else 1
     k = design.n_truths

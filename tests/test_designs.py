@@ -22,7 +22,7 @@ from deniable import (
     Warner,
     design_from_spec,
 )
-from deniable.mechanisms.designs import ldp_epsilon
+from deniable.mechanisms._designs import ldp_epsilon
 
 # Each design with its exact epsilon (nats), computed by hand from the published formulas.
 DESIGNS = [
@@ -223,7 +223,7 @@ def test_design_from_spec_round_trip():
     ],
 )
 def test_a_wrong_parameter_names_the_allowed_ones(spec, message):
-    from deniable.mechanisms.registry import design_from_spec, mechanism_from_spec
+    from deniable.mechanisms._registry import design_from_spec, mechanism_from_spec
 
     with pytest.raises(ValueError, match=re.escape(message)):
         design_from_spec(spec)

@@ -14,14 +14,14 @@ from typer.testing import CliRunner
 
 from deniable import estimate
 from deniable.cli import app
-from deniable.collection.model.budget import check_lifetime
-from deniable.collection.model.survey import load_survey
-from deniable.collection.server.live import serve_in_thread
-from deniable.collection.store.disclosure import cell_warning
-from deniable.collection.store.storage import Store
+from deniable.collection.model._budget import check_lifetime
+from deniable.collection.model._survey import load_survey
+from deniable.collection.server._live import serve_in_thread
+from deniable.collection.store._release_control import cell_warning
+from deniable.collection.store._storage import Store
 from deniable.errors import SurveyError
 from deniable.mechanisms import Direct
-from deniable.mechanisms.registry import design_from_spec
+from deniable.mechanisms._registry import design_from_spec
 
 from .conftest import ANALYST, AUTH
 
@@ -242,7 +242,7 @@ def test_a_cell_of_direct_answers_under_min_release_waits_whole(tmp_path):
 
 
 def read_export_bytes(folder, store: Store, fmt: str):
-    from deniable.collection.exports.export import export_bytes, read_export, survey_file
+    from deniable.collection.exports._export import export_bytes, read_export, survey_file
 
     content, _, name = export_bytes(store, "campus", fmt)
     path = folder / name
@@ -288,7 +288,7 @@ def test_spss_and_stata_labels_say_which_columns_hold_randomized_reports(tmp_pat
     a direct question's is its text."""
     import pyreadstat
 
-    from deniable.collection.exports.export import export_bytes
+    from deniable.collection.exports._export import export_bytes
 
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1, "allow_small_release": True})
@@ -308,7 +308,7 @@ def test_spss_and_stata_labels_say_which_columns_hold_randomized_reports(tmp_pat
 def test_the_forest_plot_labels_each_category(tmp_path, monkeypatch):
     """A long question with four answers: each row of the forest plot is labelled by the
     question id and its own category, not by the question's first words."""
-    from deniable.collection.server import pages
+    from deniable.collection.server import _pages as pages
 
     drawn: list[list[str]] = []
     real = pages.forest_labels

@@ -18,8 +18,8 @@ from deniable import (
     Warner,
     estimate,
 )
-from deniable.estimation.variance import per_respondent_variance
-from deniable.planning.simulation import simulate_tallies
+from deniable.estimation._variance import per_respondent_variance
+from deniable.planning._simulation import simulate_tallies
 
 from .conftest import Z4
 
@@ -192,7 +192,7 @@ def test_implausible_estimates_are_judged_at_the_nearest_possible_prevalence():
     0.4^2)) is 0.081, so it is 9 standard errors out (implausible); 150 of 200 give
     1.125, 1.5 standard errors out (plausible). The plug-in standard error at 1.75 is 0."""
     from deniable import Warner, estimate
-    from deniable.estimation.results import FLAG_Z
+    from deniable.estimation._estimates import FLAG_Z
 
     design = Warner(p=0.7)
     far = estimate(design, np.ones(200, dtype=np.int64))

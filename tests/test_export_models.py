@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from deniable.analysis import rr_logit, subgroup_prevalence
 from deniable.cli import app
-from deniable.collection.exports.export import export_bytes, survey_file
-from deniable.collection.model.survey import load_survey
-from deniable.collection.store.storage import Store
+from deniable.collection.exports._export import export_bytes, survey_file
+from deniable.collection.model._survey import load_survey
+from deniable.collection.store._storage import Store
 
 from .test_direct import STUDY
 
@@ -123,7 +123,7 @@ def test_what_an_export_analysis_cannot_honour_is_an_error(exported, args, messa
 def test_the_dashboard_breakdown_equals_analyze_by(exported, tmp_path):
     """The results' breakdown of cheat by faculty (and by year) is what `deniable
     analyze EXPORT --question cheat --by ...` prints, to 1e-10, and the page shows it."""
-    from deniable.collection.results import survey_results
+    from deniable.collection.study._survey_results import survey_results
 
     path, survey, _ = exported
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
@@ -169,7 +169,7 @@ def test_pooled_over_versions_equals_the_dashboards_pooled_view(tmp_path):
     """Version 2 changes only the title: cheat is asked unchanged in both, so `analyze
     --question cheat --pooled` reads both versions' reports and equals the dashboard's
     pooled estimate to 1e-10; without --pooled it reads version 2 alone."""
-    from deniable.collection.results import survey_results
+    from deniable.collection.study._survey_results import survey_results
 
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     rng = np.random.default_rng(20261125)

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deniable.collection.server.app import create_app
-from deniable.collection.store.storage import Store
+from deniable.collection.server._app import create_app
+from deniable.collection.store._storage import Store
 
 from .conftest import ANALYST, SURVEY, assert_error_shape
 

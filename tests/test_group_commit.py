@@ -12,9 +12,9 @@ import itertools
 
 import pytest
 
-from deniable.collection.model.survey import load_survey
-from deniable.collection.server.ingestion import GroupCommitter
-from deniable.collection.store.storage import Store
+from deniable.collection.model._survey import load_survey
+from deniable.collection.server._ingestion import GroupCommitter
+from deniable.collection.store._storage import Store
 
 from .conftest import SURVEY
 

@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.exports.hosts import detect_host, read_host_export
-from deniable.collection.model.survey import load_survey
-from deniable.collection.model.views import design_digest
+from deniable.collection.exports._hosts import detect_host, read_host_export
+from deniable.collection.model._survey import load_survey
+from deniable.collection.model._views import design_digest
 from deniable.estimation import estimate
 
 SURVEY = {
@@ -384,7 +384,7 @@ def test_an_export_over_the_size_bound_is_refused_before_it_is_parsed(
     simulated, tmp_path, monkeypatch
 ):
     """The bound is checked on the file's size before pandas reads a byte."""
-    import deniable.collection.exports.hosts as hosts
+    import deniable.collection.exports._hosts as hosts
 
     _, survey, *_ = simulated
     big = tmp_path / "big.csv"

@@ -122,7 +122,7 @@ def test_no_import_circle_among_the_package_modules():
 def test_the_circle_detector_finds_a_circle():
     saved = dict(GRAPH)
     try:
-        GRAPH["deniable.tallies"] = GRAPH["deniable.tallies"] | {"deniable.mechanisms.designs"}
+        GRAPH["deniable.tallies"] = GRAPH["deniable.tallies"] | {"deniable.mechanisms._designs"}
         with pytest.raises(AssertionError):
             test_no_import_circle_among_the_package_modules()
     finally:
@@ -175,10 +175,12 @@ def test_the_layers_import_one_way_counting_every_import():
 
 
 def test_the_import_reader_sees_lazy_imports():
-    source = "def f():\n    from ..estimation.results import EstimateResult\n"
-    assert imports(source, "deniable.mechanisms.designs", False) == {"deniable.estimation.results"}
+    source = "def f():\n    from ..estimation._estimates import EstimateResult\n"
+    assert imports(source, "deniable.mechanisms._designs", False) == {
+        "deniable.estimation._estimates"
+    }
     guarded = "if TYPE_CHECKING:\n    from ..estimation import results\n"
-    assert imports(guarded, "deniable.mechanisms.designs", False) == set()
+    assert imports(guarded, "deniable.mechanisms._designs", False) == set()
 
 
 @pytest.mark.parametrize(
@@ -188,7 +190,7 @@ def test_the_import_reader_sees_lazy_imports():
         ("deniable.arrow", "deniable.tables.arrow"),
         ("deniable.spark", "deniable.tables.spark"),
         ("deniable.datasets", "deniable.data"),
-        ("deniable.demo", "deniable.data.demo"),
+        ("deniable.demo", "deniable.data._demo"),
     ],
 )
 def test_the_old_paths_are_gone(old, new):
@@ -209,7 +211,7 @@ def test_import_deniable_loads_numpy_and_scipy_only():
     """Not pandas, numba or the extras; of SciPy, not stats, optimize or sparse."""
     code = (
         "import sys, deniable, deniable.mechanisms, deniable.estimation, deniable.planning\n"
-        "import deniable.collection.respondent.client, deniable.tables.frames, deniable.tallies\n"
+        "import deniable.collection.respondent._client, deniable.tables.frames, deniable.tallies\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -443,3 +445,41 @@ def test_no_function_is_over_100_lines():
                 if lines > 100:
                     long.append((name, node.name, lines))
     assert long == []
+
+
+def test_the_public_face_is_narrow():
+    """At most 25 public modules (the package face, one face per subpackage and per
+    optional dependency); every other module is private (a leading underscore), and no
+    two modules share a name (issue 42)."""
+    assert len(PUBLIC) <= 25, PUBLIC
+    assert set(PUBLIC) >= {
+        "deniable",
+        "deniable.mechanisms",
+        "deniable.estimation",
+        "deniable.planning",
+        "deniable.analysis",
+        "deniable.collection.model",
+        "deniable.collection.store",
+        "deniable.collection.server",
+    }
+    leaves: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if path.name != "__init__.py":
+            leaves.setdefault(name.rsplit(".", 1)[1].lstrip("_"), []).append(name)
+    assert {leaf: names for leaf, names in leaves.items() if len(names) > 1} == {}
+
+
+def test_each_room_of_collection_is_one_face():
+    """The names other code takes from a room's private modules are in the room's face,
+    so a user imports from ``deniable.collection.store``, never ``store._storage``."""
+    for room in ("model", "store", "respondent", "exports", "study", "server"):
+        face = importlib.import_module(f"deniable.collection.{room}")
+        for name, path in MODULES.items():
+            if name.startswith(f"deniable.collection.{room}._") and path.stem != "_libcrypto":
+                module = importlib.import_module(name)
+                own = {
+                    n
+                    for n in getattr(module, "__all__", ())
+                    if getattr(getattr(module, n), "__module__", name) == name
+                }
+                assert own <= set(face.__all__), (name, sorted(own - set(face.__all__)))

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
-from deniable.collection.exports.export import read_export, sidecar_path
-from deniable.estimation.estimators import estimate
+from deniable.collection.exports._export import read_export, sidecar_path
+from deniable.estimation._estimators import estimate
 
 from .conftest import AUTH, SURVEY, assert_error_shape, async_http_credential
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from deniable.errors import MemoryLimitError
-from deniable.estimation.postprocess import oracle_em
-from deniable.estimation.rappor import decode_rappor
+from deniable.estimation._postprocess import oracle_em
+from deniable.estimation._rappor_decoding import decode_rappor
 from deniable.mechanisms import HadamardResponse, LocalHashing, Rappor, UnaryEncoding
 from deniable.validation import MEMORY_LIMIT, check_memory
 

@@ -12,16 +12,16 @@ import pytest
 from scipy import integrate, stats
 
 from deniable.errors import ReportValidationError
-from deniable.estimation.means import (
+from deniable.estimation._means import (
     DBitFlipTally,
     MeanTally,
     estimate_histogram,
     estimate_mean,
     histogram_variance,
 )
-from deniable.mechanisms.dbitflip import DBitFlip
-from deniable.mechanisms.numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
-from deniable.mechanisms.registry import numeric_from_spec
+from deniable.mechanisms._dbitflip import DBitFlip
+from deniable.mechanisms._numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
+from deniable.mechanisms._registry import numeric_from_spec
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 LOW, HIGH = 10.0, 50.0

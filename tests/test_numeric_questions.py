@@ -17,13 +17,13 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.exports.export import export_bytes
-from deniable.collection.model.survey import load_survey
-from deniable.collection.results import survey_results
-from deniable.collection.store.storage import Store
+from deniable.collection.exports._export import export_bytes
+from deniable.collection.model._survey import load_survey
+from deniable.collection.store._storage import Store
+from deniable.collection.study._survey_results import survey_results
 from deniable.errors import SurveyError
 from deniable.estimation import estimate
-from deniable.mechanisms.numeric import DuchiMean, OneBitMean
+from deniable.mechanisms._numeric import DuchiMean, OneBitMean
 from deniable.tallies import Tally
 
 from .conftest import SURVEY

@@ -36,9 +36,9 @@ from deniable import (
     project_simplex,
 )
 from deniable.errors import MemoryLimitError, ReportValidationError
-from deniable.mechanisms.hadamard import fwht
-from deniable.mechanisms.oracle import TWO32
-from deniable.mechanisms.unary import packed_bit_counts
+from deniable.mechanisms._hadamard import fwht
+from deniable.mechanisms._oracle import TWO32
+from deniable.mechanisms._unary import packed_bit_counts
 
 R = 400
 N = 2000
@@ -312,7 +312,7 @@ def test_bad_input_is_rejected_with_the_field_named():
 
 
 def test_randomize_uses_the_secure_source_by_default(monkeypatch):
-    from deniable.mechanisms.randomness import SecureRandom
+    from deniable.mechanisms._randomness import SecureRandom
 
     calls = []
     real = SecureRandom.bytes
@@ -439,7 +439,7 @@ def test_feldman_cousins_for_support_counts(oracle):
         ref = estimate(binary, deniable.Tally(counts)).confidence_interval(method="feldman_cousins")
         assert ci.low[v] == pytest.approx(ref.low[1], abs=1e-9)
         assert ci.high[v] == pytest.approx(ref.high[1], abs=1e-9)
-    from deniable.estimation.results import MAX_UNIFIED_SUPPORT_CELLS
+    from deniable.estimation._estimates import MAX_UNIFIED_SUPPORT_CELLS
 
     n_huge = MAX_UNIFIED_SUPPORT_CELLS // oracle.k + 1
     huge = SupportTally(np.zeros(oracle.k, dtype=np.int64), n_huge, scale=1)
@@ -453,7 +453,7 @@ def test_unary_encoding_refuses_reports_too_large_before_allocating():
     tracemalloc sees no large allocation."""
     import tracemalloc
 
-    from deniable.mechanisms.unary import MAX_REPORT_BYTES
+    from deniable.mechanisms._unary import MAX_REPORT_BYTES
 
     oue = UnaryEncoding(100_000, 1.0)
     values = np.zeros(10**6, dtype=np.int64)

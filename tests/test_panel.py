@@ -9,14 +9,14 @@ import math
 import numpy as np
 import pytest
 
-from deniable.analysis.waves import (
+from deniable.analysis._waves import (
     conditional_variance,
     coverage_grid,
     wave_change,
 )
-from deniable.collection.model.budget import check_lifetime, lifetime_ledger, wave_charge
-from deniable.collection.model.survey import load_survey
-from deniable.collection.respondent.client import panel_report, permanent_uniform
+from deniable.collection.model._budget import check_lifetime, lifetime_ledger, wave_charge
+from deniable.collection.model._survey import load_survey
+from deniable.collection.respondent._client import panel_report, permanent_uniform
 from deniable.errors import BudgetExceededError, SurveyError
 from deniable.mechanisms import (
     Crosswise,

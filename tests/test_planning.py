@@ -130,7 +130,7 @@ def test_error_rates_simulated_agree_with_exact(prevalence, alternative, kind, r
 
 
 def test_two_sided_pvalues_match_scipy():
-    from deniable.planning.testing import _pvalues
+    from deniable.planning._testing import _pvalues
 
     counts = np.arange(0, 41)
     ours = _pvalues(counts, 40, 0.3, "two-sided")

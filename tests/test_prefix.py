@@ -11,8 +11,8 @@ import pytest
 
 from deniable.errors import DetectionLimitError, ReportValidationError
 from deniable.estimation import detection_limit
-from deniable.estimation.prefix import SURVIVOR_FACTOR, find_heavy_hitters
-from deniable.mechanisms.prefix import PEM_DTYPE, PrefixExtension
+from deniable.estimation._prefix_search import SURVIVOR_FACTOR, find_heavy_hitters
+from deniable.mechanisms._prefix import PEM_DTYPE, PrefixExtension
 
 LETTERS = string.ascii_lowercase
 

@@ -22,12 +22,12 @@ from deniable import (
     mechanism_from_spec,
 )
 from deniable.analysis import rr_logit, subgroup_prevalence, survey_estimate
-from deniable.analysis.complex import kuk_revision
-from deniable.collection.model.survey import load_survey
-from deniable.collection.respondent.client import design_from_view
+from deniable.analysis._complex import kuk_revision
+from deniable.collection.model._survey import load_survey
+from deniable.collection.respondent._client import design_from_view
 from deniable.estimation import EstimateResult, RapporEstimate
 from deniable.mechanisms import BloomChannel, MatrixChannel, SupportChannel, check_epsilon
-from deniable.mechanisms.registry import MECHANISMS, mechanism_from_dict
+from deniable.mechanisms._registry import MECHANISMS, mechanism_from_dict
 
 SPECS = [
     "forced-response:p_yes=0.25,p_no=0.25",

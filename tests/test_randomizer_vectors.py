@@ -64,8 +64,8 @@ def test_the_randomizer_module_in_node(tmp_path):
 def test_the_randomizer_module_in_chromium(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from deniable.collection.server.live import serve_in_thread
-    from deniable.collection.store.storage import Store
+    from deniable.collection.server._live import serve_in_thread
+    from deniable.collection.store._storage import Store
 
     from .test_browser import ARGS
 

@@ -10,8 +10,8 @@ import pytest
 
 from deniable import estimate
 from deniable.errors import ReportValidationError
-from deniable.estimation.rappor import decode_rappor
-from deniable.mechanisms.rappor import Rappor, RapporReports
+from deniable.estimation._rappor_decoding import decode_rappor
+from deniable.mechanisms._rappor import Rappor, RapporReports
 
 
 def _two_values_with_disjoint_bits(r: Rappor, cohort: int = 0) -> tuple[str, str]:
@@ -137,7 +137,7 @@ def test_tallies_merge_and_bad_reports_are_rejected():
 def test_the_old_names_of_bloom_bits_and_cohorts_warn_and_still_work():
     """``k`` and ``m`` (Bloom bits, cohorts) were renamed so that ``k`` is a domain size
     everywhere; the old keywords, attributes and spec strings work until 0.3."""
-    from deniable.mechanisms.registry import mechanism_from_spec
+    from deniable.mechanisms._registry import mechanism_from_spec
 
     new = Rappor(n_bloom_bits=16, h=2, n_cohorts=4)
     with pytest.warns(DeprecationWarning) as said:

@@ -20,10 +20,10 @@ from deniable.collection.credentials import (
     finalize,
     new_credential_request,
 )
-from deniable.collection.model.survey import load_survey
-from deniable.collection.respondent.client import parse_survey_url
-from deniable.collection.store.recipients import RecipientKey, normalise_address
-from deniable.collection.store.storage import Store
+from deniable.collection.model._survey import load_survey
+from deniable.collection.respondent._client import parse_survey_url
+from deniable.collection.store._recipients import RecipientKey, normalise_address
+from deniable.collection.store._storage import Store
 from deniable.errors import (
     CredentialRejectedError,
     InvitationUsedError,

@@ -24,9 +24,9 @@ import yaml
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.exports.export import read_export
-from deniable.collection.model.survey import load_survey
-from deniable.collection.store.disclosure import disclosure_plan, select_release
+from deniable.collection.exports._export import read_export
+from deniable.collection.model._survey import load_survey
+from deniable.collection.store._release_control import disclosure_plan, select_release
 
 from .conftest import AUTH
 

@@ -16,16 +16,16 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.exports.rscript import glmmrr_row, r_script
-from deniable.collection.model.survey import load_survey
-from deniable.collection.respondent.devices import simulate_responses
-from deniable.collection.server.live import serve_in_thread
-from deniable.collection.store.storage import Store
+from deniable.collection.exports._rscript import glmmrr_row, r_script
+from deniable.collection.model._survey import load_survey
+from deniable.collection.respondent._devices import simulate_responses
+from deniable.collection.server._live import serve_in_thread
+from deniable.collection.store._storage import Store
 from deniable.estimation import estimate
 from deniable.mechanisms import Crosswise, ForcedResponse, Warner
-from deniable.mechanisms.binary import Mangat
-from deniable.mechanisms.designs import KaryRR
-from deniable.mechanisms.direct import Direct
+from deniable.mechanisms._binary import Mangat
+from deniable.mechanisms._designs import KaryRR
+from deniable.mechanisms._direct import Direct
 
 from .conftest import ANALYST
 from .test_arms import CAMPUS, campus_truths, with_
@@ -146,8 +146,8 @@ def test_r_runs_the_script_and_agrees_with_the_library(tmp_path):
     assert float(pooled["cheat"]) == pytest.approx(ours.estimate[1], abs=1e-5)
     # GLMMRR's regression of cheat on faculty, printed to 4 decimals, against ours (with
     # GLMMRR's standard errors: the expected information)
-    from deniable.collection.exports.export import read_export
-    from deniable.collection.study import regression
+    from deniable.collection.exports._export import read_export
+    from deniable.collection.study._by_arm import regression
 
     table, versions = read_export(folder / "campus.wide.csv")
     fit = regression(table, versions[-1], "cheat", ["faculty"], information="expected")

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from deniable.collection.server.live import free_port
+from deniable.collection.server._live import free_port
 
 from .conftest import ANALYST, AUTH, SURVEY, http_credential
 
@@ -135,9 +135,9 @@ def waiting_numbers(server: Server) -> list[int]:
     """The numbers of the responses waiting in their slots for a crowd, sorted."""
     from sqlalchemy import select
 
-    from deniable.collection.store.schema import staging
-    from deniable.collection.store.staging import unpack
-    from deniable.collection.store.storage import Store
+    from deniable.collection.store._schema import staging
+    from deniable.collection.store._staging import unpack
+    from deniable.collection.store._storage import Store
 
     store = Store(server.url)
     try:

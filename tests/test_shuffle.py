@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from deniable.planning import shuffle_amplification
-from deniable.planning.shuffle import _clone_counts, _pair_delta
+from deniable.planning._shuffle import _clone_counts, _pair_delta
 
 
 def test_the_reference_figures():

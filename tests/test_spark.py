@@ -150,7 +150,7 @@ def test_string_heavy_hitters_on_spark_equal_the_in_process_search(spark, tmp_pa
     row groups: one Spark job a block of parents returns, value for value, what the
     in-process search returns (integer spectra added over tasks), in threshold and in
     top-k mode."""
-    from deniable.estimation.byte_prefix import find_string_heavy_hitters
+    from deniable.estimation._byte_prefix_search import find_string_heavy_hitters
     from deniable.mechanisms import BytePrefixExtension
     from deniable.tables import spark as on_spark
 

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import func, inspect, select
 
 from deniable.collection.credentials import Credential
-from deniable.collection.model.survey import load_survey
-from deniable.collection.store.schema import invitations, reports, staging
-from deniable.collection.store.storage import (
+from deniable.collection.model._survey import load_survey
+from deniable.collection.store._schema import invitations, reports, staging
+from deniable.collection.store._storage import (
     MIGRATIONS,
     Store,
     database_url,

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from deniable import ForcedResponse, HadamardResponse, KaryRR, Tally, estimate
-from deniable.mechanisms.channels import MatrixChannel
-from deniable.mechanisms.dbitflip import DBitFlip
-from deniable.mechanisms.numeric import DuchiMean, OneBitMean
-from deniable.mechanisms.prefix import PrefixExtension
-from deniable.mechanisms.randomness import BlumBlumShub
-from deniable.mechanisms.rappor import Rappor
+from deniable.mechanisms._channels import MatrixChannel
+from deniable.mechanisms._dbitflip import DBitFlip
+from deniable.mechanisms._numeric import DuchiMean, OneBitMean
+from deniable.mechanisms._prefix import PrefixExtension
+from deniable.mechanisms._randomness import BlumBlumShub
+from deniable.mechanisms._rappor import Rappor
 from deniable.tallies import RapporTally
 
 COINS = ForcedResponse(p_yes=0.25, p_no=0.25)
@@ -130,9 +130,9 @@ def test_channel_estimate_summarises_and_compares_its_starts() -> None:
 
 
 def test_demo_and_live_rows_say_whether_they_cover() -> None:
-    from deniable.collection.server.live import LiveRow
-    from deniable.collection.study_demo import StudyRow
-    from deniable.data.demo import DemoRow
+    from deniable.collection.server._live import LiveRow
+    from deniable.collection.study._demo_study import StudyRow
+    from deniable.data._demo import DemoRow
 
     live = LiveRow("q", "yes", 100, 0.3, 0.05, 0.2, 0.4, 0.31, 0.3)
     assert live.covered and not LiveRow("q", "yes", 100, 0.3, 0.05, 0.2, 0.4, 0.5, 0.3).covered
@@ -146,8 +146,8 @@ def test_demo_and_live_rows_say_whether_they_cover() -> None:
 
 def test_the_last_estimate_like_results_label_their_entries(tmp_path, monkeypatch) -> None:
     from deniable.analysis import rr_correlation, statistical_parity
-    from deniable.estimation.means import estimate_histogram
-    from deniable.estimation.prefix import find_heavy_hitters
+    from deniable.estimation._means import estimate_histogram
+    from deniable.estimation._prefix_search import find_heavy_hitters
 
     rng = np.random.default_rng(6)
     n = 4000
@@ -169,7 +169,7 @@ def test_the_last_estimate_like_results_label_their_entries(tmp_path, monkeypatc
 
 
 def test_error_rates_name_the_simulated_rate_by_kind() -> None:
-    from deniable.planning.testing import prevalence_test_error_rates
+    from deniable.planning._testing import prevalence_test_error_rates
 
     rates = prevalence_test_error_rates(
         COINS, 400, 0.5, null=0.5, n_simulations=2000, rng=np.random.default_rng(7)
@@ -182,9 +182,9 @@ def test_error_rates_name_the_simulated_rate_by_kind() -> None:
 
 
 def test_device_files_are_found_and_forgotten(tmp_path, monkeypatch) -> None:
-    from deniable.collection.respondent.client import numeric_truth
-    from deniable.collection.respondent.memo import ReportMemo
-    from deniable.collection.store.recipients import RecipientKey
+    from deniable.collection.respondent._client import numeric_truth
+    from deniable.collection.respondent._memo import ReportMemo
+    from deniable.collection.store._recipients import RecipientKey
 
     memo = ReportMemo(tmp_path / "memo.json")
     memo.put("survey@1", "q", 1)

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.model.recipes import NO_RECIPE, dice_recipe
-from deniable.collection.model.survey import (
+from deniable.collection.model._recipes import NO_RECIPE, dice_recipe
+from deniable.collection.model._survey import (
     BUDGET_SLACK,
     load_survey,
     parse_survey,
@@ -268,7 +268,7 @@ def test_the_largest_survey_gives_a_bounded_page():
     """The respondent page of a survey at every limit (4 questions of 64 categories with
     200-character labels, 96 binary questions, 2,000-character texts, a 10,000-character
     description) stays under 2 MiB; matrices past 20,000 cells are refused."""
-    from deniable.collection.server.pages import respondent_page
+    from deniable.collection.server._pages import respondent_page
 
     wide = [
         {
@@ -349,7 +349,7 @@ def test_no_recipe_where_no_dice_give_the_chances():
 
 
 def test_languages_and_translations():
-    from deniable.collection.model.i18n import LANGUAGES, catalog, choose_language
+    from deniable.collection.model._i18n import LANGUAGES, catalog, choose_language
 
     en = catalog("en")
     for lang in LANGUAGES:  # every catalog has every message, with the same placeholders

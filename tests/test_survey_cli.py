@@ -19,7 +19,7 @@ from typer.testing import CliRunner, Result
 
 from deniable.cli import app
 from deniable.collection.credentials import b64url, load_public_key, new_credential_request
-from deniable.collection.respondent.client import parse_survey_url
+from deniable.collection.respondent._client import parse_survey_url
 
 from .conftest import ANALYST, AUTH, SURVEY, http_credential
 from .test_server_process import DEANIABLE, Server

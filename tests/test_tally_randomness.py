@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from deniable import BlumBlumShub, ForcedResponse, ReportValidationError, SecureRandom, Tally
-from deniable.mechanisms.randomness import BUFFER_BYTES, resolve_rng
+from deniable.mechanisms._randomness import BUFFER_BYTES, resolve_rng
 
 
 def test_tally_counts_and_merges():

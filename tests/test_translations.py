@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.model.i18n import default_label
-from deniable.collection.model.survey import load_survey
+from deniable.collection.model._i18n import default_label
+from deniable.collection.model._survey import load_survey
 from deniable.errors import SurveyError
 
 SLEEP = {

@@ -16,7 +16,7 @@ import pytest
 
 from deniable import UnaryEncoding
 from deniable.mechanisms import _kernels
-from deniable.mechanisms import unary as unary_module
+from deniable.mechanisms import _unary as unary_module
 
 
 @pytest.fixture(autouse=True)

@@ -14,8 +14,8 @@ import httpx
 import numpy as np
 import pytest
 
-from deniable.collection.model.survey import load_survey
-from deniable.collection.respondent.client import permanent_uniform
+from deniable.collection.model._survey import load_survey
+from deniable.collection.respondent._client import permanent_uniform
 
 from .conftest import AUTH
 from .test_recipients import _cli
@@ -271,7 +271,7 @@ def test_remind_lists_exactly_those_who_did_nothing_and_stores_nothing(panel_ser
 
 @pytest.fixture
 def store(database_url):
-    from deniable.collection.store.storage import Store
+    from deniable.collection.store._storage import Store
 
     s = Store(database_url)
     yield s
@@ -285,7 +285,7 @@ def test_the_recipient_ledger_charges_a_panel_at_most_k_epsilon_inf_and_refuses_
     2 ln 9 (ln 9 in each of the first two waves, nothing after); a 3-choice question
     with epsilon_inf 2 nats under a budget of 5 is charged 2, 2, then refused row by row
     at the third wave (2 + 2 + 2 > 5), with the sums named."""
-    from deniable.collection.store.recipients import RecipientKey
+    from deniable.collection.store._recipients import RecipientKey
     from deniable.errors import RecipientsRefusedError
 
     key = RecipientKey(b"p" * 32)
@@ -329,9 +329,9 @@ async def test_a_panel_study_at_every_moment_of_its_life(client, tmp_path):
     change, per arm and pooled, equal to the library's wave_change on the exported
     rows; the wave is a key of the release rule (a wave's responses wait for their
     own crowd, never filling up with another wave's)."""
-    from deniable.analysis.waves import wave_change
-    from deniable.collection.exports.export import wide_frame
-    from deniable.collection.store.waves import next_wave
+    from deniable.analysis._waves import wave_change
+    from deniable.collection.exports._export import wide_frame
+    from deniable.collection.store._wave_store import next_wave
 
     store = client.store
     v1 = load_survey(panel_study())
@@ -407,8 +407,8 @@ async def test_a_panel_study_at_every_moment_of_its_life(client, tmp_path):
 def test_the_export_bundle_lists_the_waves_with_their_response_rates(tmp_path):
     """`survey export --format bundle` of a panel writes ID.waves.csv: each wave's field
     period, invitations, responses and RR1 (responses over invitations)."""
-    from deniable.collection.server.live import serve_in_thread
-    from deniable.collection.store.storage import Store
+    from deniable.collection.server._live import serve_in_thread
+    from deniable.collection.store._storage import Store
 
     from .conftest import ANALYST
 
@@ -438,7 +438,7 @@ def test_a_change_between_waves_is_an_estimate_on_the_common_base():
     Wald interval at the level it was made at is the one it carries, ``summary`` and
     ``to_dict`` (the one shape, with the dashboard's rows) follow."""
     from deniable import Warner
-    from deniable.analysis.waves import wave_change
+    from deniable.analysis._waves import wave_change
     from deniable.estimation import EstimateResult
 
     rng = np.random.default_rng(3)

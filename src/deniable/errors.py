@@ -93,7 +93,7 @@ class SurveyError(DeniableError, ValueError):
 class BudgetExceededError(SurveyError):
     """The questions of a survey spend more epsilon than its per-respondent budget.
 
-    Raised by :func:`deniable.collection.model.survey.load_survey` (sequential composition:
+    Raised by :func:`deniable.collection.model.load_survey` (sequential composition:
     the finite epsilons of all questions must sum to at most ``privacy_budget``).
 
     Examples

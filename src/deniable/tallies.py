@@ -18,7 +18,7 @@ from .errors import ReportValidationError
 from .validation import as_codes
 
 if TYPE_CHECKING:
-    from .mechanisms.dbitflip import DBitFlip, DBitFlipReports
+    from .mechanisms._dbitflip import DBitFlip, DBitFlipReports
 
 __all__ = ["DBitFlipTally", "MeanTally", "RapporTally", "SupportTally", "Tally"]
 

@@ -27,23 +27,21 @@ from deniable import (
     prevalence_test,
     sample_size,
 )
-from deniable.analysis import rr_logit
-from deniable.analysis.bayes_logit import rr_logit_bayes
-from deniable.collection.exports.export import read_export
-from deniable.collection.respondent.client import parse_survey_url, permanent_uniform
+from deniable.analysis import rr_logit, rr_logit_bayes
+from deniable.collection.exports import read_export
+from deniable.collection.respondent import parse_survey_url, permanent_uniform
 from deniable.estimation import (
     HeavyHitters,
+    HistogramEstimate,
     MeanEstimate,
     PrefixHeavyHitters,
     PrevalenceEstimate,
     RapporEstimate,
+    estimate_mean,
     find_heavy_hitters,
 )
-from deniable.estimation.means import HistogramEstimate, estimate_mean
-from deniable.mechanisms import DuchiMean, PrefixExtension
-from deniable.mechanisms.designs import ReportCodes
-from deniable.mechanisms.oracle import OracleReports
-from deniable.planning.shuffle import shuffle_amplification
+from deniable.mechanisms import DuchiMean, OracleReports, PrefixExtension, ReportCodes
+from deniable.planning import shuffle_amplification
 
 rng = np.random.default_rng(0)
 

@@ -13,8 +13,12 @@ from .._extras import require
 require("pandas", "analysis")
 require("formulaic", "analysis")
 
-from .bayes_logit import RRLogitBayesResult, rr_logit_bayes
-from .channels import (
+from ._bayes_logit import RRLogitBayesResult, rr_logit_bayes
+from ._comparison import ArmDifferences, arm_differences
+from ._complex import Revision, SurveyEstimate, survey_estimate
+from ._correlation import CorrelationResult, rr_correlation
+from ._fairness import ParityResult, adult_parity_audit, statistical_parity
+from ._group_channels import (
     CheatingDetection,
     GroupModel,
     KnownChannel,
@@ -22,10 +26,21 @@ from .channels import (
     UnknownInnocuous,
     WithDirectQuestioning,
 )
-from .comparison import ArmDifferences, arm_differences
-from .complex import Revision, SurveyEstimate, survey_estimate
-from .correlation import CorrelationResult, rr_correlation
-from .devices import (
+from ._linear import RRLinearResult, rr_linear
+from ._mixed import designs_by_row, glmmrr_design
+from ._mixed_logit import RRMixedLogitResult, rr_mixed_logit
+from ._power import (
+    PowerResult,
+    power_coefficient,
+    power_difference,
+    sample_size_coefficient,
+    sample_size_difference,
+)
+from ._predictor import RRPredictorResult, rr_predictor
+from ._prevalence import ChannelEstimate, closed_form, estimate_channel
+from ._ratings import RankingResult, rank_items
+from ._regression import PredictedPrevalence, RRLogitResult, rr_logit
+from ._rrtcs_devices import (
     devore,
     mangat_singh,
     mangat_singh_singh,
@@ -34,22 +49,7 @@ from .devices import (
     two_reply_codes,
     unknown_innocuous_two_replies,
 )
-from .fairness import ParityResult, adult_parity_audit, statistical_parity
-from .linear import RRLinearResult, rr_linear
-from .mixed import designs_by_row, glmmrr_design
-from .mixed_logit import RRMixedLogitResult, rr_mixed_logit
-from .power import (
-    PowerResult,
-    power_coefficient,
-    power_difference,
-    sample_size_coefficient,
-    sample_size_difference,
-)
-from .predictor import RRPredictorResult, rr_predictor
-from .prevalence import ChannelEstimate, closed_form, estimate_channel
-from .ratings import RankingResult, rank_items
-from .regression import PredictedPrevalence, RRLogitResult, rr_logit
-from .subgroups import Contrast, SubgroupResult, subgroup_prevalence
+from ._subgroups import Contrast, SubgroupResult, subgroup_prevalence
 
 __all__ = [
     "ArmDifferences",
@@ -104,4 +104,4 @@ __all__ = [
 ]
 
 #: Old names, with a DeprecationWarning for one release (``Channel`` is ``GroupModel``).
-from .channels import __getattr__ as __getattr__
+from ._group_channels import __getattr__ as __getattr__

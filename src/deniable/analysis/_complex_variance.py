@@ -1,5 +1,5 @@
 """The variances of a complex sample's Horvitz-Thompson estimate (private to
-:mod:`deniable.analysis.complex`, which documents each method and its source): Deville's
+:mod:`deniable.analysis`, which documents each method and its source): Deville's
 (1999) approximation, the Horvitz-Thompson form with joint inclusion probabilities,
 ultimate clusters, the stratified jackknife, and simple random sampling."""
 
@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .resampling import campbell_berger_skinner, escobar_berger
+from ._resampling import campbell_berger_skinner, escobar_berger
 
 _Array = NDArray[np.float64]
 

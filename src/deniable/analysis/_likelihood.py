@@ -2,7 +2,7 @@
 
 Row ``i`` (group ``g_i``, report ``r_i``, covariates ``x_i``) has likelihood
 ``L_i = A[g_i, r_i](theta) + B[g_i, r_i](theta) sigmoid(x_i beta)`` (see
-:mod:`deniable.analysis.channels`). Gradient and Hessian are exact: with
+:mod:`deniable.analysis`). Gradient and Hessian are exact: with
 ``s = sigmoid(x beta)``, ``s' = s (1 - s)``, ``u_j = dA_j + dB_j s``,
 
 * ``dl/dbeta = sum w B s' / L x``
@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit, logit
 
-from .channels import GroupModel
+from ._group_channels import GroupModel
 
 Array = NDArray[np.float64]
 

@@ -1,4 +1,4 @@
-"""The likelihood of RRlin's model (private to :mod:`deniable.analysis.linear`): the
+"""The likelihood of RRlin's model (private to :mod:`deniable.analysis`): the
 cells of the randomized predictors, each row's mixture over them, its exact gradient,
 the covariance within the optimiser's box, and the projected gradient."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._group_channels import GroupModel
 from ._results import hessian_from_gradient, observed_covariance
-from .channels import GroupModel
 
 _Array = NDArray[np.float64]
 _LOG_2PI = math.log(2 * math.pi)

@@ -12,11 +12,11 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from ..estimation.common import z_quantile
-from ..estimation.results import ConfidenceInterval, EstimateResult
+from ..estimation._estimates import ConfidenceInterval, EstimateResult
+from ..estimation._normal_theory import z_quantile
 
 if TYPE_CHECKING:
-    from .profile import Profile
+    from ._profile import Profile
 
 __all__ = [
     "CoefficientsMixin",
@@ -159,7 +159,7 @@ class CoefficientsMixin(WaldResult):
     def profile_interval(
         self, term: str, confidence_level: float = 0.95, adjusted: bool = False
     ) -> tuple[float, float]:
-        """The profile-likelihood interval of one term (:mod:`deniable.analysis.profile`):
+        """The profile-likelihood interval of one term (:mod:`deniable.analysis`):
         ``{b: 2 (llf - max l | term = b) <= chi2_1(level)}``, on the term's scale, or
         with ``adjusted`` that of the modified signed root, ``{b: |r*(b)| <=
         z_(1 - alpha/2)}`` (Skovgaard 1996; Severini 1999). A term without a coordinate

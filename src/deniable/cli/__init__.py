@@ -2,7 +2,7 @@
 
 A thin adapter over the library, one module per command group: every number it prints
 comes from :mod:`deniable.estimation`, :mod:`deniable.planning`, :mod:`deniable.analysis`
-or :mod:`deniable.data.demo`. Needs the ``cli`` extra (typer, rich) and, for most commands,
+or :mod:`deniable.data`. Needs the ``cli`` extra (typer, rich) and, for most commands,
 ``analysis`` (pandas): ``pip install 'deniable[all]'``.
 """
 
@@ -14,19 +14,19 @@ require("typer", "cli")
 require("pandas", "analysis")
 
 from . import (  # register the commands
-    analyze,
-    collect,
-    demo,
-    embed,
-    manage,
-    plan,
-    respond,
-    simulate,
+    _analyze,
+    _collect,
+    _demo_command,
+    _embed_command,
+    _manage,
+    _plan,
+    _respond,
+    _simulate,
 )
-from .common import app
+from ._common import app
 
 __all__ = ["app", "main"]
-_COMMANDS = (analyze, collect, demo, embed, manage, plan, respond, simulate)
+_COMMANDS = (_analyze, _collect, _demo_command, _embed_command, _manage, _plan, _respond, _simulate)
 
 
 def main() -> None:  # pragma: no cover - console script entry

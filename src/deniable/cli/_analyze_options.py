@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ..estimation.estimators import ESTIMATION_METHODS
-from ..estimation.intervals import INTERVAL_METHODS
+from ..estimation._estimators import ESTIMATION_METHODS
+from ..estimation._intervals import INTERVAL_METHODS
 
 __all__ = [
     "POST_PROCESSINGS",

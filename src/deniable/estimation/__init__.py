@@ -22,11 +22,12 @@ module                    what it holds
 """
 
 from ._arithmetic import detection_limit
-from .byte_prefix import find_string_heavy_hitters
-from .estimators import ESTIMATION_METHODS, estimate
-from .heavy_hitters import HeavyHitters, heavy_hitters
-from .intervals import INTERVAL_METHODS
-from .means import (
+from ._byte_prefix_search import find_string_heavy_hitters
+from ._estimates import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
+from ._estimators import ESTIMATION_METHODS, estimate
+from ._heavy_hitters import HeavyHitters, heavy_hitters
+from ._intervals import INTERVAL_METHODS
+from ._means import (
     HistogramEstimate,
     MeanEstimate,
     MeanTally,
@@ -34,9 +35,8 @@ from .means import (
     estimate_histogram,
     estimate_mean,
 )
-from .postprocess import OracleEMResult, empirical_bayes, norm_sub, oracle_em, project_simplex
-from .prefix import PrefixHeavyHitters, find_heavy_hitters
-from .results import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
+from ._postprocess import OracleEMResult, empirical_bayes, norm_sub, oracle_em, project_simplex
+from ._prefix_search import PrefixHeavyHitters, find_heavy_hitters
 
 __all__ = [
     "ESTIMATION_METHODS",

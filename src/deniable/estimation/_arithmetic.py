@@ -1,8 +1,8 @@
 """Each channel's arithmetic, looked up by the channel: how :func:`estimate
-<deniable.estimation.estimators.estimate>` inverts a mechanism's randomization and
+<deniable.estimation._estimators.estimate>` inverts a mechanism's randomization and
 how a prefix search models itself, never asking what class the mechanism is.
 
-A mechanism names its channel (:mod:`deniable.mechanisms.channels`: the law from a truth
+A mechanism names its channel (:mod:`deniable.mechanisms`: the law from a truth
 to a report, as data); this module holds, for each channel class, the estimator that
 inverts it (what it is called in errors, whether it takes ``method`` and ``prior``,
 which options it takes) and, for the prefix channels, the search's model of its own
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..mechanisms.channels import (
+from ..mechanisms._channels import (
     BloomChannel,
     BucketChannel,
     BytePrefixChannel,
@@ -28,11 +28,11 @@ from ..mechanisms.channels import (
     SupportChannel,
 )
 from ._base import EstimateResult
+from ._byte_prefix_search import find_string_heavy_hitters, string_found_model
 from ._finite import estimate_matrix, estimate_support
-from .byte_prefix import find_string_heavy_hitters, string_found_model
-from .means import estimate_histogram, estimate_mean
-from .prefix import FoundModel, find_heavy_hitters, limit_from_model, pem_found_model
-from .rappor import decode_rappor
+from ._means import estimate_histogram, estimate_mean
+from ._prefix_search import FoundModel, find_heavy_hitters, limit_from_model, pem_found_model
+from ._rappor_decoding import decode_rappor
 
 __all__ = ["ARITHMETIC", "Arithmetic", "channel_estimate", "detection_limit"]
 
@@ -42,7 +42,7 @@ Run = Callable[
     EstimateResult,
 ]
 
-#: The options of a prefix search (:func:`~deniable.estimation.prefix.find_heavy_hitters`).
+#: The options of a prefix search (:func:`~deniable.estimation.find_heavy_hitters`).
 _SEARCH = ("threshold", "miss_rate", "false_discoveries", "top_k", "max_survivors", "on_overflow")
 
 
@@ -63,7 +63,7 @@ class Arithmetic:
         The keyword options the estimator takes.
     found_model : callable, optional
         A prefix channel's model of its search, ``found_model(mechanism, length)``
-        (:data:`~deniable.estimation.prefix.FoundModel`).
+        (:data:`~deniable.estimation._prefix_search.FoundModel`).
     """
 
     what: str
@@ -168,8 +168,8 @@ def detection_limit(
     max_survivors: int | None = None,
     length: int | None = None,
 ) -> float:
-    """The smallest frequency that :func:`~deniable.estimation.prefix.find_heavy_hitters`
-    (or byte-PEM's :func:`~deniable.estimation.byte_prefix.find_string_heavy_hitters`)
+    """The smallest frequency that :func:`~deniable.estimation.find_heavy_hitters`
+    (or byte-PEM's :func:`~deniable.estimation.find_string_heavy_hitters`)
     finds with probability ``recall`` from ``n`` reports, before any are collected.
 
     From the variance of each level's estimate (``n / levels`` reports a level, local
@@ -186,13 +186,13 @@ def detection_limit(
     n : int >= 1
         Reports to be collected (all levels).
     threshold, false_discoveries, miss_rate, max_survivors
-        As for :func:`~deniable.estimation.prefix.find_heavy_hitters`.
+        As for :func:`~deniable.estimation.find_heavy_hitters`.
     recall : float in (0, 1), default 0.9
     length : int in 0..max_bytes, optional
         BytePrefixExtension only: the value's length in bytes of UTF-8 (default
         ``max_bytes``). A value that ends before the last level is tested on the
         reports of every level after the one that admitted it
-        (:func:`~deniable.estimation.byte_prefix.find_string_heavy_hitters`), so short
+        (:func:`~deniable.estimation.find_string_heavy_hitters`), so short
         values are found at lower frequencies.
 
     Returns

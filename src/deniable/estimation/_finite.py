@@ -1,7 +1,7 @@
 """The arithmetic of the finite channels: a misclassification matrix
-(:class:`~deniable.mechanisms.channels.MatrixChannel`, any design) and a frequency
-oracle's support probabilities (:class:`~deniable.mechanisms.channels.SupportChannel`).
-The estimators themselves are described in :mod:`deniable.estimation.estimators`."""
+(:class:`~deniable.mechanisms.MatrixChannel`, any design) and a frequency
+oracle's support probabilities (:class:`~deniable.mechanisms.SupportChannel`).
+The estimators themselves are described in :mod:`deniable.estimation`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
-from ..mechanisms.channels import FiniteChannel, SupportChannel
+from ..mechanisms._channels import FiniteChannel, SupportChannel
 from ..tallies import SupportTally, Tally
-from .bayes import check_prior, posterior_draws
-from .common import moment_batch, moment_covariance
-from .results import PrevalenceEstimate
+from ._bayes import check_prior, posterior_draws
+from ._estimates import PrevalenceEstimate
+from ._normal_theory import moment_batch, moment_covariance
 
 __all__ = [
     "ESTIMATION_METHODS",
@@ -39,7 +39,7 @@ def estimate_matrix(
     rng: np.random.Generator | int,
 ) -> PrevalenceEstimate:
     """Moment, maximum-likelihood or Bayes estimate through a misclassification matrix
-    (the arithmetic of :class:`~deniable.mechanisms.channels.MatrixChannel`)."""
+    (the arithmetic of :class:`~deniable.mechanisms.MatrixChannel`)."""
     if method not in ESTIMATION_METHODS:
         raise ValueError(f"method must be one of {', '.join(ESTIMATION_METHODS)}, got {method!r}")
     if prior is not None and method != "bayes":
@@ -71,7 +71,7 @@ def estimate_support(
     oracle: Any, channel: SupportChannel, reports: Any, method: str, prior: ArrayLike | None
 ) -> PrevalenceEstimate:
     """``f_v = (C_v / n - q*) / (p* - q*)`` or EM on the reports (the arithmetic of
-    :class:`~deniable.mechanisms.channels.SupportChannel`; Wang et al. 2017)."""
+    :class:`~deniable.mechanisms.SupportChannel`; Wang et al. 2017)."""
     if method not in ("moment", "mle"):
         raise ValueError(f"method must be 'moment' or 'mle' for a frequency oracle, got {method!r}")
     if prior is not None:
@@ -90,7 +90,7 @@ def estimate_support(
         return PrevalenceEstimate(oracle, tally, method, f, None, variance=var)
     if isinstance(reports, SupportTally):
         raise ValueError("method='mle' needs the reports themselves, not their support tally")
-    from .postprocess import oracle_em
+    from ._postprocess import oracle_em
 
     f, iterations = oracle_em(oracle, reports)
     var = oracle.variance(f, tally.n)

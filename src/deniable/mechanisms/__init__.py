@@ -1,11 +1,11 @@
 """Mechanisms: known channels from truths to reports, and the randomness they draw.
 
 Every mechanism, numeric ones included, satisfies the generic :class:`Mechanism`
-(:mod:`deniable.mechanisms.protocol`): exact epsilon through one privacy guard,
+(:mod:`deniable.mechanisms`): exact epsilon through one privacy guard,
 ``randomize(truths, rng=None)``, the tally its reports reduce to, its reports as text
 and binary columns, a channel by which estimation looks up the arithmetic of its
-estimate (:mod:`deniable.mechanisms.channels`), and a spec through one registry
-(:mod:`deniable.mechanisms.registry`).
+estimate (:mod:`deniable.mechanisms`), and a spec through one registry
+(:mod:`deniable.mechanisms`).
 
 ========================  ===============================================================
 module                    what it holds
@@ -29,9 +29,9 @@ module                    what it holds
 ========================  ===============================================================
 """
 
-from .binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
-from .byte_prefix import BytePrefixExtension, MemoizedBytePrefixClient
-from .channels import (
+from ._binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
+from ._byte_prefix import BytePrefixExtension, MemoizedBytePrefixClient
+from ._channels import (
     CHANNELS,
     BloomChannel,
     BucketChannel,
@@ -42,27 +42,27 @@ from .channels import (
     PrefixChannel,
     SupportChannel,
 )
-from .dbitflip import DBitFlip
-from .designs import Design, KaryRR, MatrixDesign, ldp_epsilon
-from .direct import Direct
-from .hadamard import HadamardResponse
-from .local_hashing import LocalHashing
-from .numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
-from .oracle import FrequencyOracle
-from .panel import TwoLayerDesign
-from .prefix import PrefixExtension
-from .protocol import CategoricalMechanism, Mechanism, ReportField, check_epsilon
-from .randomness import BlumBlumShub, SecureRandom
-from .rappor import Rappor, RapporReports
-from .registry import (
+from ._dbitflip import DBitFlip
+from ._designs import Design, KaryRR, MatrixDesign, ReportCodes, ldp_epsilon
+from ._direct import Direct
+from ._hadamard import HadamardResponse
+from ._local_hashing import LocalHashing
+from ._numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
+from ._oracle import FrequencyOracle, OracleReports
+from ._panel import TwoLayerDesign
+from ._prefix import PrefixExtension
+from ._protocol import CategoricalMechanism, Mechanism, ReportField, check_epsilon
+from ._randomness import BlumBlumShub, SecureRandom
+from ._rappor import Rappor, RapporReports
+from ._registry import (
     design_from_spec,
     mechanism_from_dict,
     mechanism_from_spec,
     numeric_from_spec,
     oracle_from_spec,
 )
-from .selection import frequency_oracle
-from .unary import UnaryEncoding
+from ._selection import frequency_oracle
+from ._unary import UnaryEncoding
 
 __all__ = [
     "CHANNELS",
@@ -92,11 +92,13 @@ __all__ = [
     "Mechanism",
     "MemoizedBytePrefixClient",
     "OneBitMean",
+    "OracleReports",
     "Piecewise",
     "PrefixChannel",
     "PrefixExtension",
     "Rappor",
     "RapporReports",
+    "ReportCodes",
     "ReportField",
     "SecureRandom",
     "SupportChannel",

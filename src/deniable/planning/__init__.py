@@ -7,21 +7,21 @@ reveals), ``testing`` (the exact threshold test on the reports and its error rat
 2021), ``simulation`` (seeded simulated tallies) and ``plots`` (matplotlib, loaded only there).
 """
 
-from .arms import (
+from ._disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
+from ._sample_size import sample_size
+from ._shuffle import ShuffleAmplification, shuffle_amplification
+from ._testing import (
+    PrevalenceTestErrorRates,
+    PrevalenceTestResult,
+    prevalence_test,
+    prevalence_test_error_rates,
+)
+from ._validation_arms import (
     ArmSizes,
     arm_comparison_power,
     arm_comparison_size,
     ecwm_size,
     sample_ratio_power,
-)
-from .disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
-from .sample_size import sample_size
-from .shuffle import ShuffleAmplification, shuffle_amplification
-from .testing import (
-    PrevalenceTestErrorRates,
-    PrevalenceTestResult,
-    prevalence_test,
-    prevalence_test_error_rates,
 )
 
 __all__ = [

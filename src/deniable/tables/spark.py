@@ -29,9 +29,9 @@ import numpy as np
 
 from .._extras import require
 from ..errors import ReportValidationError
-from ..estimation.estimators import estimate as _estimate
-from ..estimation.results import PrevalenceEstimate
-from ..mechanisms.protocol import CategoricalMechanism
+from ..estimation._estimates import PrevalenceEstimate
+from ..estimation._estimators import estimate as _estimate
+from ..mechanisms._protocol import CategoricalMechanism
 from .arrow import (
     AnyTally,
     report_columns,
@@ -46,9 +46,9 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..estimation.prefix import PrefixHeavyHitters
-    from ..mechanisms.byte_prefix import BytePrefixExtension
-    from ..mechanisms.prefix import PrefixExtension
+    from ..estimation._prefix_search import PrefixHeavyHitters
+    from ..mechanisms._byte_prefix import BytePrefixExtension
+    from ..mechanisms._prefix import PrefixExtension
 
 __all__ = [
     "estimate",
@@ -321,16 +321,16 @@ def heavy_hitters_parquet(
     driver broadcasts the candidate prefixes; every task reads its row groups batch by
     batch, counts the candidates' support among that level's reports with the compiled
     kernel and sends back one count vector; the driver adds them and prunes
-    (:func:`deniable.estimation.prefix.search_levels`). Byte-PEM: a first job counts
+    (:func:`deniable.estimation._prefix_search.search_levels`). Byte-PEM: a first job counts
     the reports of each level; then for each block of 64 surviving parents, one job in
     which every task sends back the parents' partial spectra (64 x 2^(8 step) int64,
-    :func:`deniable.estimation.byte_prefix.extension_spectrum`), added up by Spark and
+    :func:`deniable.estimation._byte_prefix_search.extension_spectrum`), added up by Spark and
     transformed into counts on the driver, and one job counts the support of the values
     that ended before
-    (:func:`deniable.estimation.byte_prefix.search_string_levels`). The counts are
+    (:func:`deniable.estimation._byte_prefix_search.search_string_levels`). The counts are
     integers, so the result equals the in-process search
     (:func:`~deniable.estimation.find_heavy_hitters`,
-    :func:`~deniable.estimation.byte_prefix.find_string_heavy_hitters`) on the same
+    :func:`~deniable.estimation.find_string_heavy_hitters`) on the same
     reports.
 
     Parameters
@@ -353,8 +353,8 @@ def heavy_hitters_parquet(
     ValueError, DetectionLimitError
         As :func:`~deniable.estimation.find_heavy_hitters`.
     """
-    from ..estimation.prefix import level_counts, search_levels
-    from ..mechanisms.byte_prefix import BytePrefixExtension
+    from ..estimation._prefix_search import level_counts, search_levels
+    from ..mechanisms._byte_prefix import BytePrefixExtension
 
     columns = report_columns(pem)
     dataset = _parquet_dataset(source, columns)
@@ -408,7 +408,11 @@ def _string_heavy_hitters(
     """Byte-PEM's level search over the row groups ``groups`` (an RDD of (file, row
     group)): one job counts each level's reports, then at each level one job a block
     of parents (their spectra) and one for the values that ended (their support)."""
-    from ..estimation.byte_prefix import extension_spectrum, search_string_levels, support_counts
+    from ..estimation._byte_prefix_search import (
+        extension_spectrum,
+        search_string_levels,
+        support_counts,
+    )
 
     columns = report_columns(bpem)
     context = groups.context
@@ -523,7 +527,7 @@ def randomize(
     require("pyspark", "spark")
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from ..mechanisms.channels import BloomChannel
+    from ..mechanisms._channels import BloomChannel
 
     # a truth to draw one sample report from: RAPPOR's truths are strings
     sample_truth = np.array(["x"]) if isinstance(mechanism.channel, BloomChannel) else np.array([0])

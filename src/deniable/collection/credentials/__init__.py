@@ -20,7 +20,7 @@ invitee" hold without the server being able to tell which invitee sent which res
 What is ours and what is borrowed: keys, their serialization, SHA-384 and the RSASSA-PSS
 verification come from ``cryptography``; the secret-exponent modular exponentiation of
 the signer is OpenSSL's RSA private-key operation without padding (through
-:mod:`~deniable.collection.credentials._libcrypto`), or where OpenSSL 3 is not at hand GMP's
+:mod:`~deniable.collection.credentials`), or where OpenSSL 3 is not at hand GMP's
 constant-time ``mpz_powm_sec`` (through ``gmpy2``) with the Chinese remainder theorem.
 What this module writes itself are RFC 9474's protocol steps (Sections 4.1-4.5) and the
 PSS encoding they need (EMSA-PSS-ENCODE with MGF1, RFC 8017 Sections 9.1.1 and B.2.1),
@@ -331,7 +331,7 @@ class CredentialKey:
         """RFC 9474 ``BlindSign`` (Section 4.3): sign a blinded message.
 
         The exponentiation is OpenSSL's (``EVP_PKEY_decrypt`` without padding: CRT,
-        blinding, constant-time; :mod:`deniable.collection.credentials._libcrypto`) where OpenSSL 3
+        blinding, constant-time; :mod:`deniable.collection.credentials`) where OpenSSL 3
         is available, and otherwise GMP's constant-time ``mpz_powm_sec`` with CRT. Either
         way the result is checked against the public key before it is returned (the
         RFC's guard against a faulty signature leaking the key).

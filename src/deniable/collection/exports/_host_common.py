@@ -1,5 +1,5 @@
 """What every survey tool's generated files share (private to
-:mod:`deniable.collection.exports.embed` and its host modules): the browser modules copied
+:mod:`deniable.collection.exports` and its host modules): the browser modules copied
 unchanged, the questions and messages per language, the classic-script bundle of the
 component, and the README writer."""
 
@@ -11,10 +11,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..model.i18n import catalog
+from ..model._i18n import catalog
 
 if TYPE_CHECKING:
-    from ..model.survey import Survey
+    from ..model._survey import Survey
 
 __all__ = ["MODULES", "classic_bundle", "question_data", "questions_module", "write_readme"]
 

@@ -3,7 +3,7 @@
 // project's (see LICENSE).
 //
 // mount(container, question, options) renders one question of a deniable survey file as
-// its respondent view serves it (deniable.collection.model.views.question_view: texts, matrix
+// its respondent view serves it (deniable.collection.model._views.question_view: texts, matrix
 // columns, instructions, disclosure, design_digest), draws with the respondent page's own
 // randomizer (randomizer.js, crypto.getRandomValues only) and resolves to
 // {question, report, digest, version}: the report code, the design's digest and this

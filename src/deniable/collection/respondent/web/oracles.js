@@ -19,7 +19,7 @@
  *
  * - encodeBytePEM / randomizeBytePEM: PEM over the NFC UTF-8 bytes of a string of any
  *   length up to max_bytes, with a binary linear local hash (y = A id over GF(2)):
- *   13 + 8 r random bytes (deniable.mechanisms.byte_prefix).
+ *   13 + 8 r random bytes (deniable.mechanisms._byte_prefix).
  *
  * Every encoder does the same work whatever the value.
  */

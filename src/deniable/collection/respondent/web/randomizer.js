@@ -3,7 +3,7 @@
 // make. Randomness comes from crypto.getRandomValues only; each draw takes exactly one
 // 53-bit uniform whatever the answer, and the inverse-CDF walk visits every entry of the
 // column, so neither the random bytes nor the work depend on the true answer. Given the
-// same uniform, drawReport returns Python's report (deniable.mechanisms.designs.Design):
+// same uniform, drawReport returns Python's report (deniable.mechanisms._designs.Design):
 // for two reports, report 1 when u < Pr(report 1 | truth), else the first r with
 // u < Pr(0) + ... + Pr(r) (tests/data/randomizer_vectors.json, checked in Node and Chromium).
 // Licence: the project's (see LICENSE); version: the package's.

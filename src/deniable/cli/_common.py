@@ -1,0 +1,162 @@
+"""Shared pieces of the ``deniable`` command: the app, consoles, options, file helpers."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.console import Console
+
+from ..data import RR_SURVEYS, load_adult, load_rr_survey
+from ..mechanisms._channels import BloomChannel, SupportChannel
+from ..mechanisms._designs import Design
+from ..mechanisms._protocol import Mechanism
+from ..mechanisms._registry import as_design, design_from_spec, mechanism_from_spec
+
+app = typer.Typer(
+    help="Randomized response: simulate private surveys, analyze reports, plan sample sizes.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+__all__ = [
+    "CHUNK",
+    "SECURE_LABEL",
+    "DesignOpt",
+    "JsonOpt",
+    "SeedOpt",
+    "app",
+    "console",
+    "design_of",
+    "emit_json",
+    "err",
+    "fail",
+    "is_oracle",
+    "labels_path",
+    "needs_candidates",
+    "parse_design",
+    "parse_mechanism",
+    "read_column",
+    "read_table",
+    "require_columns",
+    "short_spec",
+]
+console = Console()
+err = Console(stderr=True)
+
+DesignOpt = Annotated[
+    str,
+    typer.Option(
+        "--design",
+        "-d",
+        help='Design spec "name:param=value,...", e.g. "forced-response:p_yes=0.25,p_no=0.25", '
+        '"warner:p=0.7", "kary-rr:k=5,epsilon=1"; or a frequency oracle: "oue:k=1000,epsilon=1", '
+        '"sue:...", "olh:k=10000,epsilon=2", "hadamard:k=1000000,epsilon=1", '
+        '"rappor:n_bloom_bits=128,h=2,n_cohorts=64,f=0.5,p=0.5,q=0.75".',
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(help="Seed a simulation generator (reproducible; never for real respondents)."),
+]
+CHUNK = 1_000_000
+
+SECURE_LABEL = "secure (AES-256-CTR DRBG keyed from os.urandom)"
+
+
+def fail(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code=2)
+
+
+def parse_design(spec: str) -> Design:
+    try:
+        return design_from_spec(spec)
+    except ValueError as exc:
+        raise fail(f"--design: {exc}") from None
+
+
+def emit_json(payload: Any) -> None:
+    typer.echo(json.dumps(payload, indent=2, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    if str(path) == "adult":
+        return load_adult()
+    if str(path) in RR_SURVEYS:  # a shipped survey by name, e.g. rr/nigeria
+        return load_rr_survey(str(path))
+    if not path.exists():
+        raise fail(f"file not found: {path}")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return pd.read_parquet(path)
+    return pd.read_csv(path)
+
+
+def parse_mechanism(spec: str) -> Mechanism[Any, Any]:
+    """The mechanism named by ``--design`` (parsed once; exit 2 naming what is wrong)."""
+    try:
+        return mechanism_from_spec(spec)
+    except ValueError as exc:
+        raise fail(f"--design: {exc}") from None
+
+
+def is_oracle(mechanism: Mechanism[Any, Any]) -> bool:
+    """True for a frequency oracle or RAPPOR (a support or Bloom-filter channel)."""
+    return isinstance(mechanism.channel, SupportChannel | BloomChannel)
+
+
+def needs_candidates(mechanism: Mechanism[Any, Any]) -> bool:
+    """True for RAPPOR, whose truths are strings decoded against candidate strings."""
+    return isinstance(mechanism.channel, BloomChannel)
+
+
+def design_of(mechanism: Mechanism[Any, Any]) -> Design:
+    """The finite design behind ``--design`` (exit 2 for numeric mechanisms and PEM)."""
+    try:
+        return as_design(mechanism)
+    except ValueError:
+        raise fail(
+            f"--design: {mechanism.spec_name!r} is a numeric or heavy-hitter mechanism; "
+            "this command takes finite designs and frequency oracles"
+        ) from None
+
+
+def labels_path(reports: Path) -> Path:
+    return reports.with_name(reports.name + ".labels.txt")
+
+
+def require_columns(frame: pd.DataFrame, options: dict[str, str | None]) -> None:
+    """Exit 2 naming the option whose column (None: not given) the file lacks."""
+    for option, name in options.items():
+        if name is not None and name not in frame.columns:
+            names = ", ".join(map(str, frame.columns))
+            raise fail(f"{option} {name!r} not in the file; columns: {names}")
+
+
+def read_column(path: Path, column: str) -> pd.Series:
+    frame = read_table(path)
+    require_columns(frame, {"--column": column})
+    return frame[column]
+
+
+def short_spec(design: str) -> str:
+    """Compact design text for tables: 0.16666666666666666 -> 0.1667."""
+    import re
+
+    return re.sub(r"(\d\.\d{4})\d+", r"\1", design)

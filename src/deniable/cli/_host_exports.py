@@ -1,0 +1,108 @@
+"""``deniable analyze EXPORT --survey SURVEY_FILE``: a host's export (jsPsych, oTree,
+Qualtrics, LimeSurvey; :mod:`deniable.collection.exports`) read as deniable's own export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from rich.table import Table
+
+from ..estimation._estimators import estimate
+
+if TYPE_CHECKING:
+    from ..collection.exports._hosts import HostExport
+from ._common import console, emit_json, err, fail
+
+__all__ = ["host_estimates", "host_wide_export"]
+
+
+def host_wide_export(
+    path: Path, survey_file: Path, host: str | None, bundle: Path | None, as_json: bool
+) -> tuple[Path, HostExport]:
+    """A host's export read as deniable's wide export (:mod:`deniable.collection.exports`),
+    written with its survey file to a temporary folder (or ``bundle``, with the R
+    script); the refused rows said on standard error. Returns the wide CSV's path and
+    the export as read."""
+    import tempfile
+
+    from ..collection.exports._export import sidecar_path
+    from ..collection.exports._hosts import read_host_export
+    from ..collection.exports._rscript import r_script
+    from ..collection.model._survey import load_survey
+    from ..errors import SurveyError
+
+    try:
+        survey = load_survey(survey_file)
+    except (OSError, SurveyError) as exc:
+        raise fail(f"--survey {survey_file}: {exc}") from None
+    try:
+        read = read_host_export(path, survey, host)
+    except (OSError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    folder = bundle or Path(tempfile.mkdtemp(prefix="deniable-host-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    wide = folder / f"{survey.id}.wide.csv"
+    read.frame.to_csv(wide, index=False)
+    sidecar_path(wide).write_text(
+        json.dumps({"survey": survey.id, "versions": [json.loads(survey.canonical_json())]}),
+        encoding="utf-8",
+    )
+    if bundle is not None:
+        (folder / f"{survey.id}.R").write_text(r_script(survey, wide.name), encoding="utf-8")
+    for qid, n in read.refused.items():
+        if n:
+            err.print(f"{qid}: {n} row(s) refused: their design digest is not this survey file's")
+    for qid, n in read.missing_digest.items():
+        if n:
+            err.print(f"[yellow]{qid}: {n} row(s) carry no design digest (not checked)[/]")
+    if not as_json:
+        err.print(f"{read.host} export: {read.rows} row(s) read")
+    return wide, read
+
+
+def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) -> None:
+    """Every randomized question of a host's export (read to ``path``): the one JSON
+    shape of an estimate per question, beside the rows refused."""
+    from ..collection.exports._export import read_export
+    from ..collection.study._by_arm import has_variants
+
+    frame, (survey,) = read_export(path)
+    out: list[dict[str, Any]] = []
+    for q in survey.questions:
+        if q.is_direct or q.id not in frame or has_variants(survey, q.id):
+            continue
+        codes = frame[q.id].dropna().to_numpy(np.int64)
+        if codes.size == 0:
+            continue
+        est = estimate(q.mechanism, codes)
+        out.append(
+            {
+                "question": q.id,
+                "refused": read.refused.get(q.id, 0),
+                "missing_digest": read.missing_digest.get(q.id, 0),
+            }
+            | est.to_dict(level)
+        )
+    if not out:
+        raise fail("no randomized question of the survey file has reports in this export")
+    if as_json:
+        emit_json({"host": read.host, "rows": read.rows, "questions": out})
+        return
+    table = Table(title=f"{survey.title} ({read.host} export)", title_justify="left")
+    for col in ("question", "answer", "n", "estimate", "SE", f"{level:.0%} CI", "refused"):
+        table.add_column(col, justify="left" if col in ("question", "answer") else "right")
+    for item in out:
+        for j, label in enumerate(item["labels"]):
+            table.add_row(
+                item["question"] if j == 0 else "",
+                label,
+                f"{item['n']:,}",
+                f"{item['estimate'][j]:.4f}",
+                f"{item['std_error'][j]:.4f}",
+                f"{item['interval']['low'][j]:.4f} - {item['interval']['high'][j]:.4f}",
+                str(item["refused"]) if j == 0 else "",
+            )
+    console.print(table)

@@ -1,0 +1,155 @@
+"""``deniable plan`` and ``deniable audit``: sample size, disclosure risk, fairness audit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ..planning._disclosure import disclosure_risk
+from ..planning._sample_size import sample_size
+from ._common import DesignOpt, JsonOpt, SeedOpt, app, console, emit_json, fail, parse_design
+
+__all__ = ["audit", "plan"]
+
+
+@app.command()
+def audit(
+    epsilon: Annotated[
+        float, typer.Option(min=1e-6, max=20.0, help="Epsilon (nats) of the private attribute.")
+    ] = 1.0,
+    confidence_level: Annotated[float, typer.Option(help="Confidence level in (0, 1).")] = 0.95,
+    seed: SeedOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fairness audit on UCI Adult: parity of income >50K, clear and with private groups."""
+    from ..analysis import adult_parity_audit
+
+    rng = np.random.default_rng(seed)
+    table_df = adult_parity_audit(epsilon, confidence_level=confidence_level, rng=rng)
+    if as_json:
+        emit_json(table_df.reset_index().to_dict(orient="records"))
+        return
+    table = Table(
+        title=f"Statistical parity of income >50K (not in group - in group); group collected "
+        f"by Warner at epsilon = {epsilon:g}"
+    )
+    for c in ("group", "members", "clear", "private", "SE", f"{confidence_level:.0%} CI", "covers"):
+        table.add_column(c, justify="left" if c == "group" else "right")
+    for g, row in table_df.iterrows():
+        table.add_row(
+            str(g),
+            f"{int(row['members']):,}",
+            f"{row['clear_difference']:+.4f}",
+            f"{row['private_difference']:+.4f}",
+            f"{row['private_std_error']:.4f}",
+            f"{row['private_low']:+.4f} - {row['private_high']:+.4f}",
+            "yes" if row["covers_clear"] else "no",
+        )
+    console.print(table)
+
+
+@app.command()
+def plan(
+    design: DesignOpt,
+    margin: Annotated[float, typer.Option(help="Largest acceptable error, in (0, 1).")] = 0.05,
+    confidence_level: Annotated[float, typer.Option(help="Confidence level in (0, 1).")] = 0.95,
+    prior: Annotated[
+        float, typer.Option(help='Prior prevalence of "yes" for the disclosure risk.')
+    ] = 0.1,
+    plot: Annotated[
+        Path | None, typer.Option(help="Save a plot of margin against n to this PNG.")
+    ] = None,
+    direct_prevalence: Annotated[
+        float | None,
+        typer.Option(
+            help="A validation study: the prevalence expected in a direct-questioning arm "
+            "(with --rr-prevalence: the arm sizes for the one-sided test)."
+        ),
+    ] = None,
+    rr_prevalence: Annotated[
+        float | None, typer.Option(help="The prevalence expected in the design's arm.")
+    ] = None,
+    power: Annotated[float, typer.Option(help="Power of the arms' test, in (0.5, 1).")] = 0.8,
+    alpha: Annotated[float, typer.Option(help="Level of the arms' test, in (0, 0.5).")] = 0.05,
+    ratio: Annotated[float, typer.Option(help="Direct arm size / design arm size.")] = 1.0,
+    ecwm: Annotated[
+        bool,
+        typer.Option(
+            "--ecwm", help="A crosswise design: also the extended crosswise study's size."
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Sample size, epsilon and disclosure risk of a design; with --direct-prevalence
+    and --rr-prevalence the arm sizes of a validation study (Lensvelt-Mulders et al.
+    2005); with --ecwm the size of an extended crosswise study (Heck et al. 2018)."""
+    from ..planning._validation_arms import arm_comparison_size, ecwm_size
+
+    d = parse_design(design)
+    if (direct_prevalence is None) != (rr_prevalence is None):
+        raise fail("--direct-prevalence and --rr-prevalence go together")
+    if ecwm and type(d).__name__ != "Crosswise":
+        raise fail(f"--ecwm needs a crosswise design (crosswise:p=...), got {d!r}")
+    try:
+        sizes = {m: sample_size(d, margin, confidence_level, m) for m in ("normal", "chebyshev")}
+        if d.n_reports == d.n_truths:
+            sizes["exact"] = sample_size(d, margin, confidence_level, "exact")
+        prior_vec = prior if d.n_truths == 2 else np.full(d.n_truths, 1.0 / d.n_truths)
+        risk = disclosure_risk(d, prior_vec)
+        arms = (
+            arm_comparison_size(d, direct_prevalence, rr_prevalence, alpha, power, ratio)
+            if direct_prevalence is not None and rr_prevalence is not None
+            else None
+        )
+        ecwm_n = ecwm_size(d.params["p"], margin, confidence_level) if ecwm else None
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    payload = {
+        "design": d.to_dict(),
+        "margin": margin,
+        "confidence_level": confidence_level,
+        "sample_size": sizes,
+        "disclosure_risk": risk.to_dict(),
+    }
+    if arms is not None:
+        payload["arms"] = {
+            "direct_prevalence": direct_prevalence,
+            "rr_prevalence": rr_prevalence,
+            "alpha": alpha,
+            "power": arms.power,
+            "rr": arms.rr,
+            "direct": arms.direct,
+            "total": arms.total,
+        }
+    if ecwm_n is not None:
+        payload["ecwm"] = {"total": ecwm_n, "per_group": ecwm_n // 2}
+    if plot is not None:
+        from ..planning.plots import plot_margin
+
+        plot_margin(d, confidence_level, plot)
+        payload["plot"] = str(plot)
+    if as_json:
+        emit_json(payload)
+        return
+    console.print(f"[bold]{d!r}[/]  epsilon = {d.epsilon:.6g} nats")
+    for m, n in sizes.items():
+        console.print(f"  n for margin {margin} at {confidence_level:.0%} ({m}): {n:,}")
+    for line in risk.describe():
+        console.print(f"  {line}")
+    if arms is not None:
+        console.print(
+            f"  validation study: {arms.rr:,} in the design's arm and {arms.direct:,} asked "
+            f"directly ({arms.total:,} in all) detect {rr_prevalence:g} against "
+            f"{direct_prevalence:g} with power {arms.power:.3f} (one-sided, level {alpha:g})"
+        )
+    if ecwm_n is not None:
+        console.print(
+            f"  extended crosswise: {ecwm_n:,} in all ({ecwm_n // 2:,} per group, p and "
+            f"1 - p) for margin {margin} at {confidence_level:.0%}"
+        )
+    if plot is not None:
+        console.print(f"  plot saved to {plot}")

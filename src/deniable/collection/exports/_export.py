@@ -1,0 +1,236 @@
+"""Exports of a survey's reports that go back into ``deniable analyze``.
+
+Formats (:data:`EXPORT_FORMATS`):
+
+- ``csv``: one row per (response, question): ``response_id, version, question_id,
+  report, report_label, release, arm, group`` (:meth:`Store.export`).
+- ``wide``: CSV, one row per response: ``response_id, version, release``,
+  ``arm`` (the arm's name, for a survey with arms), one column per question id holding
+  its report code (empty where that response's version does not ask it) and
+  ``ID__group`` (0 or 1) for each group-design question ``ID``.
+- ``parquet``: the wide table; the survey file rides in the Parquet metadata
+  (key ``deniable.survey``).
+- ``sav`` (SPSS) and ``dta`` (Stata): the wide table through ``pyreadstat``, the
+  question text as each variable's label (a randomized question's begins "Randomized
+  report, not the answer:"; Stata keeps 80 characters) and the report labels as value labels.
+- ``survey``: the survey file (JSON, every published version).
+
+Every report export is read back by ``deniable analyze FILE --question ID``, which
+takes each question's design from the survey file: from the Parquet metadata, or
+from the sidecar ``FILE.survey.json`` that ``deniable survey export`` writes beside
+the file (the ``survey`` download). No estimate is in any export: estimates are
+released only through the results (see ``min_release``). No export carries a time:
+``release`` numbers the version's releases; the response ids are drawn afresh and the
+rows shuffled in every export (:meth:`Store.export`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..model._survey import Survey, load_survey
+
+if TYPE_CHECKING:
+    from ..store._storage import Store
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "GROUP_SUFFIX",
+    "MEDIA_TYPES",
+    "PARQUET_KEY",
+    "export_bytes",
+    "read_export",
+    "sidecar_path",
+    "survey_file",
+    "wide_frame",
+]
+
+#: The export formats, by file suffix.
+EXPORT_FORMATS = ("csv", "wide", "parquet", "sav", "dta", "survey")
+#: Media type of each format.
+MEDIA_TYPES = {
+    "csv": "text/csv",
+    "wide": "text/csv",
+    "parquet": "application/vnd.apache.parquet",
+    "sav": "application/x-spss-sav",
+    "dta": "application/x-stata-dta",
+    "survey": "application/json",
+}
+#: Suffix of a group-design question's group column in the wide exports.
+GROUP_SUFFIX = "__group"
+#: Parquet metadata key holding the survey file.
+PARQUET_KEY = b"deniable.survey"
+_SUFFIX = {"csv": ".csv", "wide": ".wide.csv", "parquet": ".parquet", "sav": ".sav"}
+_SUFFIX |= {"dta": ".dta", "survey": ".survey.json"}
+
+
+def survey_file(store: Store, survey_id: str) -> dict[str, Any]:
+    """``{"survey": id, "versions": [definition, ...]}``: every published version."""
+    versions = store.versions(survey_id)
+    return {"survey": survey_id, "versions": [json.loads(s.canonical_json()) for s in versions]}
+
+
+def wide_frame(store: Store, survey_id: str) -> pd.DataFrame:
+    """One row per response (see the module docstring); codes as nullable ``Int64``."""
+    return _widen(store.export(survey_id), store.versions(survey_id))
+
+
+def _widen(long: pd.DataFrame, versions: list[Survey]) -> pd.DataFrame:
+    """The wide table of a long export (one row per response, ordered by its id)."""
+    wide = long.pivot(index="response_id", columns="question_id", values="report")
+    with_arms = any(v.arms for v in versions)
+    meta = long.groupby("response_id")[
+        ["version", *(["release"] if "release" in long else [])] + (["arm"] if with_arms else [])
+    ].first()
+    questions: list[str] = []
+    grouped: list[str] = []
+    for version in versions:
+        for q in version.questions:
+            if q.id not in questions:
+                questions.append(q.id)
+            if len(q.groups) > 1 and q.id not in grouped:
+                grouped.append(q.id)
+    frame = meta.join(wide.reindex(columns=questions))
+    if grouped and "group" in long:
+        rows = long[long["question_id"].isin(grouped)]
+        groups = rows.pivot(index="response_id", columns="question_id", values="group")
+        groups = groups.reindex(columns=grouped)
+        groups.columns = [q + GROUP_SUFFIX for q in grouped]
+        frame = frame.join(groups)
+    frame = frame.reset_index()
+    for column in [*questions, *(q + GROUP_SUFFIX for q in grouped)]:
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")
+    frame.columns.name = None
+    return frame.sort_values("response_id", kind="stable").reset_index(drop=True)
+
+
+def export_bytes(store: Store, survey_id: str, fmt: str) -> tuple[bytes, str, str]:
+    """``(content, media type, file name)`` of one export.
+
+    Raises
+    ------
+    ValueError
+        For a format not in :data:`EXPORT_FORMATS`.
+    SurveyNotFoundError
+        For an unknown survey.
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
+    store.survey(survey_id)
+    name = survey_id + _SUFFIX[fmt]
+    if fmt == "survey":
+        return json.dumps(survey_file(store, survey_id), indent=1).encode(), MEDIA_TYPES[fmt], name
+    if fmt == "csv":
+        return store.export(survey_id).to_csv(index=False).encode(), MEDIA_TYPES[fmt], name
+    frame = wide_frame(store, survey_id)
+    if fmt == "wide":
+        return frame.to_csv(index=False).encode(), MEDIA_TYPES[fmt], name
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        meta = dict(table.schema.metadata or {})
+        meta[PARQUET_KEY] = json.dumps(survey_file(store, survey_id)).encode()
+        buf = io.BytesIO()
+        pq.write_table(table.replace_schema_metadata(meta), buf)
+        return buf.getvalue(), MEDIA_TYPES[fmt], name
+    return _readstat(store, survey_id, frame, fmt), MEDIA_TYPES[fmt], name
+
+
+def _readstat(store: Store, survey_id: str, frame: pd.DataFrame, fmt: str) -> bytes:
+    import pyreadstat
+
+    latest = store.survey(survey_id)
+    labels: dict[str, str] = {
+        "response_id": "random response id",
+        "version": "survey version",
+        "release": "number of the version's release that brought the response",
+        "arm": "arm drawn at random on the device",
+    }
+    values: dict[str, dict[int | float, str]] = {}
+    for version in store.versions(survey_id):
+        for q in version.questions:
+            if len(q.groups) > 1:
+                labels[q.id + GROUP_SUFFIX] = f"group drawn at random on the device for {q.id}"
+                values[q.id + GROUP_SUFFIX] = {0: "group 0", 1: "group 1"}
+            # a randomized question's codes are reports, not answers: the label says so
+            kind = "" if q.is_direct else "Randomized report, not the answer: "
+            labels[q.id] = (kind + q.text)[: 80 if fmt == "dta" else 250]  # Stata: 80
+            values[q.id] = dict(enumerate(q.report_labels))
+    out = frame.copy()
+    for qid in values:
+        out[qid] = out[qid].astype("float64")  # missing as system-missing
+    column_labels: dict[str, str | None] = {c: labels.get(c, c) for c in out.columns}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"export.{fmt}"
+        writer = pyreadstat.write_sav if fmt == "sav" else pyreadstat.write_dta
+        writer(
+            out,
+            str(path),
+            file_label=latest.title[:80],
+            column_labels=column_labels,
+            variable_value_labels=values,
+        )
+        return path.read_bytes()
+
+
+def sidecar_path(path: Path) -> Path:
+    """The survey file beside an export: ``FILE.survey.json`` (the export's name with
+    its format suffix removed)."""
+    stem = path.name
+    for suffix in sorted(_SUFFIX.values(), key=len, reverse=True):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return path.with_name(stem + ".survey.json")
+
+
+def read_export(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
+    """A report export (any format) and the survey versions that describe it.
+
+    Returns the wide table (one row per response, a column per question; a ``csv``
+    export is pivoted to it) and the versions, oldest first.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file, or the sidecar survey file it needs, is missing.
+    """
+    suffix = path.suffix.lower()
+    definition: dict[str, Any] | None = None
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        raw = (table.schema.metadata or {}).get(PARQUET_KEY)
+        definition = json.loads(raw) if raw else None
+        frame = table.to_pandas()
+    elif suffix in (".sav", ".dta"):
+        import pyreadstat
+
+        reader = pyreadstat.read_sav if suffix == ".sav" else pyreadstat.read_dta
+        frame, _ = reader(str(path))
+    else:
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        if "arm" in frame and frame["arm"].isna().all():
+            frame = frame.drop(columns="arm")  # a survey without arms
+    if definition is None:
+        side = sidecar_path(path)
+        if not side.exists():
+            raise FileNotFoundError(
+                f"{side} not found: the survey file that describes {path.name} (download "
+                "it with the export, or use 'deniable survey export', which writes it)"
+            )
+        definition = json.loads(side.read_text(encoding="utf-8"))
+    versions = sorted((load_survey(d) for d in definition["versions"]), key=lambda s: s.version)
+    if "question_id" in frame.columns:  # the long export
+        frame = _widen(frame, versions)
+    return frame, versions

@@ -1,0 +1,297 @@
+"""Exports of the survey tools that host a randomized question (jsPsych, oTree,
+Qualtrics, LimeSurvey), read back as deniable's own wide export.
+
+The contract with the host
+--------------------------
+A host stores, for every randomized question ``q`` of the survey file, two fields the
+browser component hands back (never the true answer, the die or the coin):
+
+* ``deniable_<q>``: the report code (``0..m-1``);
+* ``deniable_<q>_digest``: the question's :func:`~deniable.collection.model.design_digest`
+  (SHA-256 of its design: name, matrix, groups, range, permanent layer), so analysis
+  can check that the reports came through the design it is given;
+
+and, optionally, ``deniable_version`` (the component's version). Each host names them
+its own way, and :func:`read_host_export` finds them:
+
+=============  ==================================================================
+host           where the fields are
+=============  ==================================================================
+jsPsych        one trial per question (``trial_type`` ``deniable-rr``) with
+               ``question``, ``report``, ``digest``; JSON (``jsPsych.data.get().json()``)
+               or CSV; pivoted to one row per participant (a column ``subject``,
+               ``subject_id``, ``participant``, ``participant_id`` or ``PROLIFIC_PID``,
+               else one row per trial)
+oTree          the "All apps - wide" CSV: ``<app>.<round>.player.deniable_<q>``, one
+               row per participant and round
+Qualtrics      embedded data: ``__js_deniable_<q>`` (``setJSEmbeddedData``, the
+               simplified engine prefixes ``__js_``) or ``deniable_<q>`` (the classic
+               ``setEmbeddedData``); a CSV with three header rows (names, question
+               texts, ``{"ImportId": ...}``) or two (the legacy format)
+LimeSurvey     the response CSV with question codes as headers: the report is the
+               answer code of ``deniable<q>`` (a "list with comment" question; a
+               leading letter before the report code is dropped, ``A3`` is 3), its
+               digest the comment, ``deniable<q>[comment]`` (or ``deniable<q>digest``)
+=============  ==================================================================
+
+A row whose digest is not the question's is refused for that question (its report set
+to missing), counted and reported. Every other column of the host (ids, timestamps, the
+host's own questions) is kept, to break estimates down by and to regress on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..model._survey import Survey
+
+__all__ = [
+    "HOSTS",
+    "MAX_EXPORT_BYTES",
+    "TRIAL_TYPE",
+    "HostExport",
+    "detect_host",
+    "read_host_export",
+]
+
+#: The hosts whose exports :func:`read_host_export` reads.
+HOSTS = ("jspsych", "otree", "qualtrics", "limesurvey")
+
+#: jsPsych columns that identify a participant across trials, in order of preference.
+_PARTICIPANT = ("subject", "subject_id", "participant", "participant_id", "PROLIFIC_PID")
+#: The jsPsych plugin's trial type.
+TRIAL_TYPE = "deniable-rr"
+#: Largest export read (bytes): bounded before anything is parsed.
+MAX_EXPORT_BYTES = 512 * 2**20
+
+
+@dataclass
+class HostExport:
+    """A host's export as deniable's wide export of one survey version.
+
+    Attributes
+    ----------
+    host : str
+        One of :data:`HOSTS`.
+    frame : pandas.DataFrame
+        One row per respondent: ``version``, a column per randomized question (report
+        codes, missing where refused or not asked), and the host's other columns.
+    rows : int
+        Respondent rows read.
+    refused : dict of str to int
+        Per question, rows whose digest was not the question's (their report dropped).
+    missing_digest : dict of str to int
+        Per question, rows with a report but no digest (kept: a host that did not store
+        it; said, so the analyst knows the design was not checked there).
+    """
+
+    host: str
+    frame: pd.DataFrame
+    rows: int
+    refused: dict[str, int] = field(default_factory=dict)
+    missing_digest: dict[str, int] = field(default_factory=dict)
+
+
+def _norm(name: str) -> str:
+    """A column name compared loosely: lower case, letters and digits only."""
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def detect_host(path: Path) -> str:
+    """The host whose export ``path`` is, from its first lines.
+
+    Raises
+    ------
+    ValueError
+        If the file matches none of :data:`HOSTS`.
+    """
+    if path.suffix.lower() == ".json":
+        return "jspsych"
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        head = [fh.readline() for _ in range(3)]
+    import csv
+
+    rows = list(csv.reader(head))
+    names = rows[0] if rows else []
+    if "trial_type" in names:
+        return "jspsych"
+    if any(n.startswith("participant.") for n in names) or any(".player." in n for n in names):
+        return "otree"
+    if (
+        "ResponseId" in names
+        or "ResponseID" in names
+        or (len(rows) > 2 and rows[2] and rows[2][0].startswith('{"ImportId"'))
+    ):
+        return "qualtrics"
+    if "submitdate" in names or "lastpage" in names or "startlanguage" in names:
+        return "limesurvey"
+    raise ValueError(
+        f"{path.name}: not an export of {', '.join(HOSTS)} that deniable knows; "
+        "name the host with --host"
+    )
+
+
+def read_host_export(path: Path, survey: Survey, host: str | None = None) -> HostExport:
+    """Read a host's export of ``survey``'s randomized questions (the module docstring
+    says where each host keeps them).
+
+    Parameters
+    ----------
+    path : Path
+        The export file (CSV; jsPsych also JSON), at most 512 MiB.
+    survey : Survey
+        The survey file the host was generated from (one version).
+    host : str, optional
+        One of :data:`HOSTS`; default :func:`detect_host`.
+
+    Returns
+    -------
+    HostExport
+
+    Raises
+    ------
+    ValueError
+        For an unknown host, a file over the size bound, no report column of any
+        randomized question, or a report that is not a code of its question.
+    """
+    import pandas as pd
+
+    from ..model._views import design_digest
+
+    if path.stat().st_size > MAX_EXPORT_BYTES:
+        raise ValueError(f"{path.name} is over {MAX_EXPORT_BYTES // 2**20} MiB")
+    host = host or detect_host(path)
+    if host not in HOSTS:
+        raise ValueError(f"host must be one of {', '.join(HOSTS)}, got {host!r}")
+    if host == "jspsych":
+        frame = _jspsych(path, survey)
+    elif host == "qualtrics":
+        frame = _qualtrics(path)
+    else:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    randomized = [q for q in survey.questions if not q.is_direct]
+    out = HostExport(host, frame, len(frame))
+    columns = {_norm(c): c for c in frame.columns}
+    found = 0
+    result = frame.copy()
+    for q in randomized:
+        report_col, digest_col = _columns(host, q.id, frame.columns, columns)
+        if report_col is None:
+            result[q.id] = np.nan
+            continue
+        found += 1
+        codes = pd.to_numeric(
+            frame[report_col].astype(str).str.replace(r"^[A-Za-z]+", "", regex=True),
+            errors="coerce",
+        ).where(frame[report_col].notna())
+        bad = codes.notna() & ~codes.isin(range(q.mechanism.n_reports))
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(
+                f"{report_col} row {row}: {frame[report_col].iloc[row]!r} is not a report "
+                f"code of {q.id!r} (0..{q.mechanism.n_reports - 1})"
+            )
+        if digest_col is not None:
+            digests = frame[digest_col].astype("string").str.strip()
+            wrong = codes.notna() & digests.notna() & (digests != design_digest(q))
+            absent = codes.notna() & digests.isna()
+            out.refused[q.id] = int(wrong.sum())
+            out.missing_digest[q.id] = int(absent.sum())
+            codes = codes.where(~wrong)
+        else:
+            out.missing_digest[q.id] = int(codes.notna().sum())
+        result[q.id] = codes.astype("Float64").astype("float64")
+    if not found:
+        raise ValueError(
+            f"{path.name} ({host}) has no report column of {', '.join(q.id for q in randomized)}"
+            " (see deniable.collection.exports._hosts for where each host keeps them)"
+        )
+    result["version"] = survey.version
+    out.frame = result
+    return out
+
+
+def _columns(
+    host: str, qid: str, names: Any, normalised: dict[str, str]
+) -> tuple[str | None, str | None]:
+    """The report and digest columns of question ``qid`` in a host's export."""
+    if host == "jspsych":
+        return (qid, f"{qid}__digest") if qid in names else (None, None)
+    if host == "otree":
+        reports = [c for c in names if str(c).endswith(f".player.deniable_{qid}")]
+        if not reports:
+            return None, None
+        prefix = reports[0][: -len(f"deniable_{qid}")]
+        otree_digest = f"{prefix}deniable_{qid}_digest"
+        return reports[0], otree_digest if otree_digest in names else None
+    base = _norm(f"deniable{qid}")
+    report = normalised.get(base) or normalised.get("js" + base)
+    digest = (
+        normalised.get(base + "digest")
+        or normalised.get("js" + base + "digest")
+        or normalised.get(base + "comment")  # LimeSurvey: the list's comment field
+    )
+    return report, digest
+
+
+def _qualtrics(path: Path) -> pd.DataFrame:
+    """A Qualtrics CSV: its names row, then the question-text row and (current format)
+    the ImportId row, both dropped; ``__js_`` prefixes kept (matched loosely)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    skip = 0
+    for i in range(min(2, len(frame))):
+        first = str(frame.iloc[i, 0]) if frame.shape[1] else ""
+        if first.startswith('{"ImportId"') or first in ("Start Date", "StartDate"):
+            skip = i + 1
+    return frame.iloc[skip:].reset_index(drop=True)
+
+
+def _jspsych(path: Path, survey: Survey) -> pd.DataFrame:
+    """jsPsych's trials, the plugin's pivoted to one row per participant: ``<q>`` (the
+    report) and ``<q>__digest`` per question; the participant's other data (from its
+    first trial) kept."""
+    import pandas as pd
+
+    if path.suffix.lower() == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise ValueError(f"{path.name}: a jsPsych JSON export is a list of trials")
+        trials = pd.DataFrame.from_records([t for t in data if isinstance(t, dict)])
+    else:
+        trials = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    if "trial_type" not in trials:
+        raise ValueError(f"{path.name}: no trial_type column (not a jsPsych export)")
+    ours = trials[trials["trial_type"] == TRIAL_TYPE].copy()
+    for name in ("question", "report", "digest"):
+        if name not in ours:
+            raise ValueError(f"{path.name}: the {TRIAL_TYPE} trials have no {name!r} field")
+    who = next((c for c in _PARTICIPANT if c in trials), None)
+    if who is None:  # one respondent per trial
+        ours["_respondent"] = np.arange(len(ours))
+        who = "_respondent"
+    ours["digest"] = ours["digest"].astype("string")
+    wide = ours.pivot_table(
+        index=who, columns="question", values=["report", "digest"], aggfunc="first"
+    )
+    frame = pd.DataFrame(index=wide.index)
+    ids = {q.id for q in survey.questions}
+    for qid in sorted(set(ours["question"].astype(str)) & ids):
+        frame[qid] = wide[("report", qid)]
+        frame[f"{qid}__digest"] = wide.get(("digest", qid), None)
+    others = trials[trials["trial_type"] != TRIAL_TYPE]
+    if who in others and len(others):
+        extra = others.groupby(who).first()
+        extra = extra.drop(columns=[c for c in extra if c in ("trial_type", "trial_index")])
+        frame = frame.join(extra, how="left")
+    return frame.reset_index()

@@ -1,0 +1,251 @@
+"""The lifetime privacy budget of a survey id across its versions.
+
+A respondent may answer every version of a survey. Their device memoizes each report
+under the survey id and the question's
+:attr:`~deniable.collection.model.Question.content_digest` (web/respond.js),
+so a question that is unchanged across versions (same id, text, answer and report
+labels, design and matrix) is answered once and costs once, and a
+changed or new question draws again and is charged again. By sequential composition
+(Dwork & Roth 2014, Thm 3.16) a respondent of every version spends at most the sum of
+the costs of the *distinct* questions of all versions; that sum must stay within the
+lifetime budget, which the first version fixes.
+
+A panel question (``panel``: two layers, :mod:`deniable.mechanisms`) is drawn
+afresh in every wave, so that a changed answer is seen; what it can cost a person is
+bounded by its permanent layer instead: epsilon_inf for each distinct answer they give.
+The ledger charges it epsilon_inf in each version that asks it until it has been
+charged once per possible answer (``k`` epsilon_inf for ``k`` answers), then nothing:
+a yes/no question costs epsilon_inf at the first wave, epsilon_inf once more at the
+second, and nothing after, however many waves follow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...errors import BudgetExceededError, SurveyConflictError
+from ._survey import BUDGET_SLACK, Question, Survey
+
+__all__ = [
+    "Ledger",
+    "LedgerEntry",
+    "check_lifetime",
+    "lifetime_ledger",
+    "panel_answers",
+    "variants_digest",
+    "wave_charge",
+]
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One distinct question content: its cost (nats) and the versions that ask it."""
+
+    question_id: str
+    digest: str
+    cost: float
+    versions: tuple[int, ...]
+    #: For a panel question, its number of answers ``k`` (the cost grows by
+    #: epsilon_inf per version up to ``k`` epsilon_inf); ``None`` otherwise.
+    panel_answers: int | None = None
+    #: Nats charged per version that asks it (a panel question's epsilon_inf).
+    per_wave: float = 0.0
+
+    def in_words(self) -> str:
+        """How the entry is charged, in words."""
+        if self.panel_answers is None:
+            return (
+                f"{self.question_id}: {self.cost:.4g} nats once (its report is kept on the "
+                "device and sent again in later versions)"
+            )
+        k = self.panel_answers
+        return (
+            f"{self.question_id} (panel): epsilon_inf {self.per_wave:.4g} nats per distinct "
+            f"answer, at most {k} x {self.per_wave:.4g} = {k * self.per_wave:.4g} nats over "
+            f"any number of waves; {self.cost:.4g} charged over {len(self.versions)} "
+            f"version(s)"
+        )
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The lifetime ledger of a survey id.
+
+    Attributes
+    ----------
+    survey_id : str
+    lifetime_budget : float
+        Nats, fixed by the first version; ``inf`` for a survey without one
+        (``no_lifetime_budget``: a design that can prove an answer).
+    entries : list of LedgerEntry
+        Distinct question contents in order of first appearance.
+    cumulative : list of (int, float, float)
+        ``(version, nats that version adds, nats spent through it)``.
+    """
+
+    survey_id: str
+    lifetime_budget: float
+    entries: list[LedgerEntry]
+    cumulative: list[tuple[int, float, float]]
+
+    @property
+    def spent(self) -> float:
+        """Nats a respondent of every version spends at most."""
+        return math.fsum(e.cost for e in self.entries)
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready form."""
+        return {
+            "survey": self.survey_id,
+            # None: no lifetime budget (JSON has no infinity)
+            "lifetime_budget": (
+                self.lifetime_budget if math.isfinite(self.lifetime_budget) else None
+            ),
+            "spent": self.spent,
+            "versions": [{"version": v, "added": a, "spent": c} for v, a, c in self.cumulative],
+            "questions": [
+                {
+                    "id": e.question_id,
+                    "digest": e.digest,
+                    "cost": e.cost,
+                    "versions": list(e.versions),
+                    "panel_answers": e.panel_answers,
+                    "charged": e.in_words(),
+                }
+                for e in self.entries
+            ],
+        }
+
+
+def variants_digest(variants: Sequence[Question]) -> str:
+    """What identifies a question across versions: its content digest, or with arms
+    that ask it in several ways, SHA-256 of the arms' digests (a change in any arm is a
+    changed question, charged again)."""
+    digests = sorted({v.content_digest for v in variants})
+    if len(digests) == 1:
+        return digests[0]
+    return hashlib.sha256(" ".join(digests).encode()).hexdigest()
+
+
+def panel_answers(variants: Sequence[Question]) -> int | None:
+    """A question's number of answers if any of its variants is a panel question (drawn
+    afresh each wave, charged per distinct answer), else ``None``."""
+    if any(v.two_layer is not None for v in variants):
+        return max(v.mechanism.n_truths for v in variants)
+    return None
+
+
+def wave_charge(survey: Survey, earlier: Sequence[Survey]) -> float:
+    """Nats one more invitation to ``survey`` can cost a person already invited to the
+    ``earlier`` versions of its id: every randomized question's full cost (a device can
+    lose its memo), except a panel question asked in ``k`` or more of those versions
+    (``k`` its answers), which has reached its bound of ``k`` epsilon_inf and adds nothing.
+    """
+    total = 0.0
+    for q in survey.questions:
+        variants = survey.variants(q.id)
+        if all(v.is_direct for v in variants):
+            continue
+        panel = panel_answers(variants)
+        if panel is not None:
+            digest = variants_digest(variants)
+            asked = sum(
+                1
+                for e in earlier
+                if any(
+                    variants_digest(e.variants(x.id)) == digest for x in e.questions if x.id == q.id
+                )
+            )
+            if asked >= panel:
+                continue
+        total += survey.question_cost(q.id)
+    return total
+
+
+def lifetime_ledger(versions: Sequence[Survey]) -> Ledger:
+    """The ledger of the given versions of one survey id (any order; sorted here).
+
+    Raises
+    ------
+    ValueError
+        If the versions are empty, of several survey ids, or repeat a version number.
+    """
+    if not versions:
+        raise ValueError("versions must hold at least one survey version")
+    ordered = sorted(versions, key=lambda s: s.version)
+    if len({s.id for s in ordered}) != 1 or len({s.version for s in ordered}) != len(ordered):
+        raise ValueError("versions must be distinct versions of one survey id")
+    entries: dict[str, LedgerEntry] = {}
+    cumulative: list[tuple[int, float, float]] = []
+    spent = 0.0
+    for survey in ordered:
+        added = 0.0
+        for q in survey.questions:
+            variants = survey.variants(q.id)
+            if all(v.is_direct for v in variants):  # sent as given: charges nothing
+                continue
+            digest = variants_digest(variants)
+            seen = entries.get(digest)
+            panel = panel_answers(variants)
+            cost = survey.question_cost(q.id)  # the largest over arms and groups
+            if seen is None:
+                entries[digest] = LedgerEntry(
+                    q.id, digest, cost, (survey.version,), panel, cost if panel else 0.0
+                )
+                added += cost
+            else:
+                more = cost if panel is not None and len(seen.versions) < panel else 0.0
+                entries[digest] = LedgerEntry(
+                    seen.question_id,
+                    seen.digest,
+                    seen.cost + more,
+                    (*seen.versions, survey.version),
+                    seen.panel_answers,
+                    seen.per_wave,
+                )
+                added += more
+        spent += added
+        cumulative.append((survey.version, added, spent))
+    return Ledger(ordered[0].id, ordered[0].lifetime, list(entries.values()), cumulative)
+
+
+def check_lifetime(published: Sequence[Survey], new: Survey) -> Ledger:
+    """Refuse a new version that changes the lifetime budget or would take a respondent
+    of the earlier versions past it; return the ledger with it.
+
+    Raises
+    ------
+    SurveyConflictError
+        If ``new`` states another lifetime budget than the first version.
+    BudgetExceededError
+        Naming the charged questions and the sums.
+    """
+    if published:
+        first = min(published, key=lambda s: s.version)
+        if not math.isclose(new.lifetime, first.lifetime, rel_tol=0, abs_tol=BUDGET_SLACK):
+            raise SurveyConflictError(
+                f"lifetime_budget of survey {new.id!r} is fixed by version {first.version} at "
+                f"{first.lifetime:g} nats; version {new.version} states {new.lifetime:g} "
+                f"(set lifetime_budget: {first.lifetime:g})"
+            )
+    ledger = lifetime_ledger([*published, new])
+    if ledger.spent > ledger.lifetime_budget + BUDGET_SLACK:
+        charged = ", ".join(
+            f"{e.question_id} (v{e.versions[0]})={e.cost:.4g}" for e in ledger.entries
+        )
+        version, added, _ = ledger.cumulative[-1]
+        raise BudgetExceededError(
+            [
+                (
+                    "lifetime_budget",
+                    f"a respondent of every version would spend {ledger.spent:.4g} nats "
+                    f"against the survey's lifetime budget of {ledger.lifetime_budget:g}: "
+                    f"version {version} adds {added:.4g} nats of changed or new questions; "
+                    f"charged: {charged}. Keep questions unchanged to reuse their reports",
+                )
+            ]
+        )
+    return ledger

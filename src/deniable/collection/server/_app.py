@@ -1,0 +1,201 @@
+"""The collection server (FastAPI): publish surveys, collect randomized reports, analyse.
+
+Run it with ``deniable serve``; the OpenAPI document is at ``/openapi.json``.
+
+Public endpoints
+    ``GET /api/surveys/{id}``            the survey as the respondent's device needs it
+    ``GET /s/{id}``                      the respondent page (token in the fragment)
+    ``POST /api/surveys/{id}/credentials``  spend an invitation for a blind signature
+    ``POST /api/surveys/{id}/responses`` one response: a report code per question
+    ``POST /api/surveys/{id}/batch``     many responses (``Bearer <ingestion key>``)
+    ``GET|POST /login``                  the analyst's login form (session cookie)
+Analyst endpoints (``Authorization: Bearer <DENIABLE_ANALYST_TOKEN>``, never a query)
+    ``POST /api/surveys``                publish a survey version
+    ``GET /api/surveys``                 list published surveys
+    ``POST /api/surveys/{id}/invitations``  issue one-time invitations (links)
+    ``POST /api/surveys/{id}/ingestion-keys``  issue a telemetry ingestion key
+    ``GET /api/surveys/{id}/results``    estimate, SE and CI per question (SQL GROUP BY tallies)
+    ``GET /api/surveys/{id}/export``     reports as CSV or Parquet
+    ``GET /surveys/{id}/results``        results page with plots (session cookie)
+
+Every error has one JSON shape::
+
+    {"error": {"status": 422, "code": "validation_error", "message": "...",
+               "field": "body.reports.q1", "fields": [{"field": ..., "message": ...}]}}
+
+A rejected request stores nothing: all validation happens before the one transaction
+that stores a response, and the transaction is rolled back on any failure. A response is
+acknowledged (201) only after that transaction has committed. Request bodies larger
+than ``max_body_bytes`` are refused with 413 while they are read, and a body whose next
+is not complete ``body_timeout`` seconds after the request started with 408 and a
+closed connection. A client that disconnects before its body is complete is logged in
+one line, without a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+from importlib import resources
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+
+from ...errors import DeniableError
+from ..store._recipients import lifetime_budget_from_environment
+from ..store._storage import Store
+from ._http_errors import error_for
+from ._ingestion import (
+    BODY_TIMEOUT_SECONDS,
+    MAX_BODY_BYTES,
+    BodyLimit,
+    FastSubmit,
+    GroupCommitter,
+)
+from ._pages import error_page
+from ._routes import analyst_router, public_router
+from ._schemas import MAX_BATCH
+from ._security import DEFAULT_PER_CLIENT, ClientConcurrency, RateLimiter, SecurityHeaders
+
+__all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "app_from_environment", "create_app"]
+
+log = logging.getLogger("deniable.server")
+
+#: Shortest analyst token accepted (characters).
+MIN_TOKEN_CHARS = 16
+
+
+async def _handle(request: Request, exc: Exception) -> Response:
+    """The JSON error shape for the API; an HTML page for a browser asking for a page."""
+    response = error_for(exc)
+    if not request.url.path.startswith("/api/") and "text/html" in request.headers.get(
+        "accept", ""
+    ):
+        message = json.loads(bytes(response.body))["error"]["message"]
+        return HTMLResponse(error_page(response.status_code, message), response.status_code)
+    return response
+
+
+async def _disconnected(request: Request, exc: Exception) -> Response:
+    """A client that went away mid-body: one log line (no one receives the answer)."""
+    log.warning("client disconnected before its request body was complete: %s", request.url.path)
+    return Response(status_code=400)
+
+
+def create_app(
+    store: Store | None = None,
+    *,
+    analyst_token: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    body_timeout: float | None = None,
+    limiter: RateLimiter | None = None,
+    fast_path: bool | None = None,
+) -> FastAPI:
+    """Build the ASGI application.
+
+    Raises
+    ------
+    ValueError
+        For an analyst token shorter than :data:`MIN_TOKEN_CHARS` or a body timeout <= 0.
+
+    Parameters
+    ----------
+    store : Store, optional
+        Storage (default ``Store()``: ``DENIABLE_DATABASE_URL`` or a SQLite file).
+    analyst_token : str, optional
+        Bearer token of the analyst endpoints (default ``DENIABLE_ANALYST_TOKEN``; if
+        neither is set a random one is generated for this application object, readable
+        as ``app.state.analyst_token`` and never logged); at least 16 characters.
+    max_body_bytes : int
+        Largest accepted request body in bytes.
+    body_timeout : float, optional
+        Seconds a client has to send a whole request body, counted from the request's
+        start (> 0; default ``DENIABLE_BODY_TIMEOUT``, else 10).
+    limiter : RateLimiter, optional
+        Limits on responses to surveys without invitations (default:
+        ``DENIABLE_RATE_PER_MINUTE`` per client, default 30, and
+        ``DENIABLE_CAP_PER_BUCKET`` per survey and time bucket, default 100,000).
+    fast_path : bool, optional
+        Serve the respondents' two hot routes through :class:`FastSubmit` (default
+        ``DENIABLE_FAST_PATH``, else on; ``0`` turns it off). Either way a response is
+        parsed, stored and acknowledged by the same code; ``bench/ingest.py`` measures
+        both.
+    """
+    store = store or Store()
+    lifetime_budget_from_environment()  # a bad DENIABLE_LIFETIME_BUDGET fails at start
+    if body_timeout is None:
+        body_timeout = float(os.environ.get("DENIABLE_BODY_TIMEOUT", BODY_TIMEOUT_SECONDS))
+    if not body_timeout > 0:
+        raise ValueError(f"body_timeout must be > 0 seconds, got {body_timeout}")
+    token = analyst_token or os.environ.get("DENIABLE_ANALYST_TOKEN") or ""
+    if not token:
+        token = secrets.token_urlsafe(24)
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ValueError(
+            f"DENIABLE_ANALYST_TOKEN must be at least {MIN_TOKEN_CHARS} characters (the "
+            "login form and the API would otherwise be open to guessing); make one with "
+            "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
+    if limiter is None:
+        limiter = RateLimiter(
+            float(os.environ.get("DENIABLE_RATE_PER_MINUTE", "30")),
+            int(os.environ.get("DENIABLE_CAP_PER_BUCKET", "100000")),
+            store.bucket_seconds,
+        )
+    app = FastAPI(
+        title="deniable collection server",
+        version="1",
+        description="Collects randomized-response reports; never receives a true answer.",
+        docs_url=None,  # Swagger UI loads scripts from a CDN, which the CSP forbids
+        redoc_url=None,
+    )
+    committer = GroupCommitter(store)
+    app.state.store = store
+    app.state.analyst_token = token
+    app.state.committer = committer
+    app.state.limiter = limiter
+    for exc_type in (RequestValidationError, HTTPException, DeniableError, Exception):
+        app.add_exception_handler(exc_type, _handle)
+    app.add_exception_handler(ClientDisconnect, _disconnected)
+    # the last added is the outermost: security headers, then body limits, then the
+    # respondents' fast path, then the application
+    if fast_path is None:
+        fast_path = os.environ.get("DENIABLE_FAST_PATH", "1") != "0"
+    if fast_path:
+        app.add_middleware(
+            FastSubmit, store=store, committer=committer, max_bytes=max_body_bytes, limiter=limiter
+        )
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
+    app.add_middleware(SecurityHeaders)
+    # outermost: a client past its share is answered before anything else runs
+    per_client = int(os.environ.get("DENIABLE_LIMIT_PER_CLIENT", DEFAULT_PER_CLIENT))
+    app.add_middleware(ClientConcurrency, per_client=per_client)
+    app.include_router(public_router)
+    app.include_router(analyst_router)
+    static = resources.files("deniable.collection.respondent") / "web"
+    app.mount("/static", StaticFiles(directory=str(static)), name="static")
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """App factory for ``uvicorn --factory`` (``deniable serve``): the database URL from
+    ``DENIABLE_DATABASE_URL``, the analyst token from ``DENIABLE_ANALYST_TOKEN``.
+
+    Raises
+    ------
+    RuntimeError
+        Without ``DENIABLE_ANALYST_TOKEN``: each worker process would otherwise invent
+        a token of its own (``deniable serve`` makes one for all its workers).
+    """
+    if not os.environ.get("DENIABLE_ANALYST_TOKEN"):
+        raise RuntimeError(
+            "DENIABLE_ANALYST_TOKEN is not set: set it to a long random secret shared by "
+            "all worker processes (or start the server with 'deniable serve')"
+        )
+    return create_app(Store())

@@ -1,0 +1,258 @@
+"""HTML pages (Jinja2 templates in ``templates/``): views that only render.
+
+The respondent page randomizes in the browser (``web/respond.js``); the results page
+renders the survey's results (:func:`deniable.collection.study.survey_results`,
+numbers and warnings from the library) as a table and plots.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+from typing import Any
+
+import numpy as np
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ...planning.plots import headless_figure
+from ..model._i18n import LANGUAGES, catalog
+from ..model._survey import Survey
+from ..store._storage import Store
+from ..study._by_arm import covariate_ids, regressable
+from ..study._survey_results import survey_results
+from ._security import CSP
+
+__all__ = [
+    "PAGE_HEADERS",
+    "dashboard_refresh",
+    "error_page",
+    "forest_labels",
+    "home_page",
+    "login_page",
+    "respondent_page",
+    "results_page",
+]
+
+#: Headers of the respondent page: no caching, no referrer, a strict CSP with no forms.
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": CSP.replace("form-action 'self'", "form-action 'none'"),
+}
+
+_TEMPLATES = Environment(
+    loader=PackageLoader("deniable.collection.server", "templates"),
+    autoescape=select_autoescape(["html"]),
+    keep_trailing_newline=True,
+)
+
+
+def respondent_page(survey: Survey, view: dict[str, Any] | None = None, lang: str = "en") -> str:
+    """The respondent page of ``survey`` in ``lang``: its JSON view (default
+    :meth:`Survey.respondent_view`) and the message catalog embedded with ``<`` escaped."""
+    view = view or survey.respondent_view(lang)
+    data = json.dumps(view).replace("<", "\\u003c")
+    messages = catalog(lang)
+    return _TEMPLATES.get_template("respond.html").render(
+        title=view["title"],
+        description=view["description"],
+        consent=view["consent"],
+        control_arm=view.get("control_arm", False),
+        small_release=survey.min_release if survey.allow_small_release else None,
+        no_lifetime_budget=survey.no_lifetime_budget,
+        survey_json=data,
+        messages_json=json.dumps(messages).replace("<", "\\u003c"),
+        t=messages,
+        lang=lang,
+        languages=[(code, catalog(code)["lang_name"]) for code in LANGUAGES],
+    )
+
+
+def login_page(target: str, failed: bool = False) -> str:
+    """The analyst's login form; it posts the token to ``/login`` (never in a URL)."""
+    return _TEMPLATES.get_template("login.html").render(target=target, failed=failed)
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def results_page(
+    store: Store,
+    survey: Survey,
+    pooled: bool = False,
+    regress: str | None = None,
+    on: list[str] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """The analyst's results page (status, a table, the breakdowns by direct questions,
+    plots by matplotlib of the estimates, the means and the timeline, the version picker
+    and the downloads; it reloads itself every 30 seconds) and the results it releases
+    (:func:`survey_results`)."""
+    res = survey_results(store, survey, 0.95, pooled, regress, on)
+    rows = [row for q in res["questions"] for row in _table_rows(q)]
+    warnings = [f"{q['id']}: {w}" for q in res["questions"] for w in q.get("warnings", [])]
+    images = _plots(rows, store.timeline(survey.id))
+    status = store.status(survey.id)
+    template = _TEMPLATES.get_template("results.html")
+    page = template.render(
+        survey=survey,
+        results=res,
+        rows=rows,
+        images=images,
+        warnings=warnings,
+        status=status,
+        methods=sorted({r["method"] for r in rows if r["method"]}),
+        regressable=regressable(survey),
+        covariates=covariate_ids(survey),
+        chosen=on or [],
+        refresh=dashboard_refresh(),
+    )
+    return page, res
+
+
+def _table_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
+    """A question's rows of the results table: a numeric question's mean in its units;
+    else a row per category ("yes" only for a binary question)."""
+    if "range" in q:  # numeric: one row, the mean in the question's units
+        unit = f", {q['unit']}" if q["unit"] else ""
+        row = {
+            "name": f"{q['text']} (mean in [{', '.join(q['categories'])}]{unit})",
+            "id": q["id"],
+            "n": q["n"],
+            "design": q["design"],
+            "epsilon": q["epsilon"],
+            "missing": q.get("missing", 0),
+            "method": q["interval"]["name"] if "interval" in q else "",
+            "numeric": True,
+            "range": q["range"],
+            "unit": q["unit"],
+            "estimate": None,
+        }
+        return [row | (_flat_mean(q["mean"]) if q["released"] and "mean" in q else {})]
+    rows = []
+    for j, cat in enumerate(q["categories"]):
+        if len(q["categories"]) == 2 and j == 0:
+            continue  # binary: show "yes" only
+        row = {
+            "name": f"{q['text']} ({cat})",
+            "id": q["id"],
+            "category": cat,
+            "n": q["n"],
+            "design": q["design"],
+            "epsilon": "sent as given" if q.get("direct") else q["epsilon"],
+            "estimate": None,
+            "missing": q.get("missing", 0),
+            "method": q["interval"]["name"] if "interval" in q else "",
+        }
+        if q["released"] and "estimate" in q:  # a pooled question may have none yet
+            row |= {
+                "estimate": q["estimate"][j],
+                "mle": q["mle"][j],
+                "std_error": q["std_error"][j],
+                "low": q["interval"]["low"][j],
+                "high": q["interval"]["high"][j],
+            }
+        rows.append(row)
+    return rows
+
+
+def _plots(rows: list[dict[str, Any]], timeline: list[Any]) -> list[tuple[str, str]]:
+    """The page's plots (title, PNG data URL): the estimates with their intervals, the
+    means in their ranges, and the responses released by the hour."""
+    images = []
+    shown = [r for r in rows if r["estimate"] is not None and not r.get("numeric")]
+    if shown:
+        fig = headless_figure(figsize=(7, 0.45 * len(shown) + 1.2))
+        ax = fig.subplots()
+        y = np.arange(len(shown))[::-1]
+        e = np.array([r["estimate"] for r in shown])
+        # the unbiased estimate may fall outside [0, 1] while its interval is clipped to
+        # it: draw the interval and the estimate separately (no negative error bars)
+        ax.hlines(y, [r["low"] for r in shown], [r["high"] for r in shown], color="C0", lw=2)
+        ax.plot(e, y, "o", color="C0")
+        ax.set_yticks(y, forest_labels(shown))
+        ax.set_xlim(min(-0.05, float(e.min()) - 0.05), max(1.05, float(e.max()) + 0.05))
+        ax.axvline(0, color="0.8", lw=0.8)
+        ax.set_xlabel("estimated prevalence with 95% confidence interval")
+        images.append(("Estimates with 95% confidence intervals", _png(fig)))
+    means = [r for r in rows if r.get("numeric") and r["estimate"] is not None]
+    if means:
+        images.append(
+            ("Means with 95% confidence intervals, each in its range", _means_plot(means))
+        )
+    if timeline:
+        fig = headless_figure(figsize=(7, 2.6))
+        ax = fig.subplots()
+        xs = np.array([b for b, _ in timeline], dtype="datetime64[s]")
+        width = np.timedelta64(3600, "s")
+        ax.bar(xs, [n for _, n in timeline], width=width * 0.9, align="edge", color="C1")
+        ax.set_ylabel("responses released per hour")
+        fig.autofmt_xdate()
+        images.append(("Responses released, by the hour of their release", _png(fig)))
+    return images
+
+
+def dashboard_refresh() -> int:
+    """Seconds between the results page's reloads: ``DENIABLE_DASHBOARD_REFRESH`` or 30.
+
+    Raises
+    ------
+    ValueError
+        If the variable is not an integer in 1..3600.
+    """
+    raw = os.environ.get("DENIABLE_DASHBOARD_REFRESH", "30")
+    if not raw.isdigit() or not 1 <= int(raw) <= 3600:
+        raise ValueError(f"DENIABLE_DASHBOARD_REFRESH must be 1..3600 seconds, got {raw!r}")
+    return int(raw)
+
+
+def _flat_mean(mean: dict[str, Any]) -> dict[str, Any]:
+    """A released mean (``RangeMean.to_dict`` and ``mle``) as a table row's cells."""
+    return {
+        "estimate": mean["estimate"],
+        "std_error": mean["std_error"],
+        "low": mean["interval"]["low"],
+        "high": mean["interval"]["high"],
+        "mle": mean["mle"],
+    }
+
+
+def _means_plot(rows: list[dict[str, Any]]) -> str:
+    """A panel per numeric question: its mean and interval on the axis of its own range
+    and unit (the ``range``/``unit`` of the results), as a data URL."""
+    fig = headless_figure(figsize=(7, 1.1 * len(rows) + 0.6))
+    axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
+    for ax, r in zip(axes, rows, strict=True):
+        low, high = r["range"]
+        ax.hlines([0], [r["low"]], [r["high"]], color="C2", lw=2)
+        ax.plot([r["estimate"]], [0], "o", color="C2")
+        ax.set_xlim(low - 0.02 * (high - low), high + 0.02 * (high - low))
+        ax.set_yticks([0], [_short(r["id"])])
+        ax.set_xlabel(r["unit"] or "value", labelpad=1)
+    return _png(fig)
+
+
+def forest_labels(rows: list[dict[str, Any]]) -> list[str]:
+    """The forest plot's label of each row: its question's id and its category (a long
+    question's first words, cut, would read the same for every category), at most 40
+    characters."""
+    return [_short(f"{r['id']}: {r['category']}") for r in rows]
+
+
+def _short(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def error_page(status: int, message: str) -> str:
+    """An HTML error page for browsers (the API answers the JSON error shape)."""
+    return _TEMPLATES.get_template("error.html").render(status=status, message=message)
+
+
+def home_page(surveys: list[dict[str, Any]] | None) -> str:
+    """The landing page; with ``surveys`` (signed in) the survey list."""
+    return _TEMPLATES.get_template("home.html").render(surveys=surveys)

@@ -1,0 +1,493 @@
+"""Invitations, blind-signature credentials and ingestion keys of the collection store.
+
+:class:`InvitationsMixin` is part of :class:`~deniable.collection.store.Store`: it
+issues invitation tokens (anonymous, or to named recipients within the server's
+lifetime budget per person, :mod:`~deniable.collection.store`), spends one for a
+blind signature (RFC 9474, see :mod:`~deniable.collection.credentials`), and issues and
+checks the ingestion keys of telemetry batches. Only SHA-256 hashes of tokens and keys
+are stored.
+
+Every invitation is bound to the survey version current when it was issued, and each
+version has its own signing key, so the credential it buys verifies for that version
+only: "charged" (the recipient ledger) and "answered" mean the same version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, bindparam, func, insert, select, text, update
+
+from ...errors import (
+    DeniableError,
+    InvitationError,
+    InvitationUsedError,
+    InvitationVersionError,
+    RecipientsRefusedError,
+    SurveyClosedError,
+    SurveyNotFoundError,
+)
+from ..credentials import CredentialKey
+from ..model._budget import wave_charge
+from ._recipients import (
+    MAX_RECIPIENTS,
+    RecipientKey,
+    lifetime_budget_from_environment,
+    normalise_address,
+)
+from ._schema import (
+    hash_token,
+    ingestion_keys,
+    invitations,
+    recipient_ledger,
+    survey_state,
+    version_keys,
+)
+
+if TYPE_CHECKING:
+    from ..model._survey import Survey
+    from ._storage import PendingResponse
+
+__all__ = ["INVITATION_MESSAGES", "InvitationsMixin", "IssuedInvitations", "PendingSpend"]
+
+INVITATION_MESSAGES = {
+    "unknown": "the invitation is not valid for this survey",
+    "used": "this invitation has already been used",
+}
+
+
+@dataclass(frozen=True)
+class PendingSpend:
+    """An invitation to spend for a credential (see :meth:`Store.commit_group`).
+
+    ``version`` is the survey version the device asks a credential for (the invitation
+    must be bound to it); ``blinded_hash`` the SHA-256 of the blinded message, kept so
+    that the same request after a dropped connection gets the same signature back.
+    """
+
+    survey_id: str
+    token_hash: str
+    version: int = 0
+    blinded_hash: str = ""
+
+
+@dataclass(frozen=True)
+class IssuedInvitations:
+    """Invitations just issued: the version they are bound to and the tokens (shown
+    once). For named recipients, ``recipients[i]`` and ``owners[i]`` belong to
+    ``tokens[i]`` and ``refused`` lists the rows not issued as ``(row, address,
+    message)``."""
+
+    survey_id: str
+    version: int
+    tokens: list[str]
+    recipients: list[str] = field(default_factory=list)
+    owners: list[str] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    refused: list[tuple[int, str, str]] = field(default_factory=list)
+
+
+class InvitationsMixin:
+    """Invitation, credential and ingestion-key methods of the store."""
+
+    engine: Engine
+    reader: Engine
+    url: str
+    is_sqlite: bool
+    _keys: dict[tuple[str, int], CredentialKey]
+
+    def survey(self, survey_id: str, version: int | None = None) -> Survey:
+        raise NotImplementedError
+
+    def forget_history(self) -> None:
+        raise NotImplementedError
+
+    def commit_group(
+        self,
+        pending: Sequence[PendingResponse | PendingSpend],
+        forget: bool = True,
+        release: bool = True,
+    ) -> list[DeniableError | None]:
+        raise NotImplementedError
+
+    # -- invitations and credentials ---------------------------------------------
+    def issue_tokens(self, survey_id: str, count: int) -> list[str]:
+        """Create ``count`` one-time invitation tokens (1..100,000) for the latest version
+        of a published survey (:meth:`issue_invitations`); return the tokens."""
+        return self.issue_invitations(survey_id, count).tokens
+
+    def issue_invitations(self, survey_id: str, count: int) -> IssuedInvitations:
+        """Create ``count`` anonymous one-time invitations (1..100,000), bound to the
+        survey's latest version.
+
+        Returns the plaintext tokens (URL-safe, 192 random bits from ``secrets``); only
+        their SHA-256 hashes are stored. Across anonymous invitations the server's
+        lifetime budget per person cannot be enforced: nothing says who got which.
+
+        Raises
+        ------
+        ValueError
+            If ``count`` is outside 1..100,000.
+        SurveyNotFoundError
+            If the survey is not published.
+        SurveyClosedError
+            If the survey is closed (checked in the transaction that would store them).
+        """
+        if not 1 <= count <= 100_000:
+            raise ValueError(f"count must be in 1..100000, got {count}")
+        version = self.survey(survey_id).version
+        tokens = [secrets.token_urlsafe(24) for _ in range(count)]
+        rows = [_invitation_row(t, survey_id, version) for t in tokens]
+        with self.engine.begin() as conn:
+            _refuse_closed(conn, survey_id)
+            conn.execute(insert(invitations), rows)
+        self.forget_history()
+        return IssuedInvitations(survey_id, version, tokens)
+
+    def invite_recipients(
+        self,
+        survey_id: str,
+        addresses: Sequence[object],
+        lifetime_budget: float | None = None,
+        key: RecipientKey | None = None,
+    ) -> IssuedInvitations:
+        """Invite named recipients to the survey's latest version, within the server's
+        lifetime budget per person (:mod:`~deniable.collection.store`).
+
+        Each row is charged the version's full cost (``Survey.total_epsilon``: a memo
+        can be lost), except that a panel question (two layers) adds nothing once the
+        person has been invited to ``k`` versions asking it (``k`` its answers: its bound
+        of ``k`` epsilon_inf is reached; :func:`~deniable.collection.model.wave_charge`).
+        A row is refused, with the row and the sums named, when the
+        recipient was already invited to this version, or when the charge would take
+        them past ``lifetime_budget``; the other rows are issued.
+
+        Parameters
+        ----------
+        addresses : sequence of str
+            1 to :data:`~deniable.collection.store.MAX_RECIPIENTS` addresses.
+        lifetime_budget : float, optional
+            Nats per person across the server (default ``DENIABLE_LIFETIME_BUDGET``, 10).
+        key : RecipientKey, optional
+            Default :meth:`RecipientKey.load` for this database.
+
+        Raises
+        ------
+        RecipientsRefusedError
+            If every row is refused (malformed, repeated, or over a budget); nothing is
+            stored.
+        ValueError
+            For no rows or more than the maximum.
+        SurveyNotFoundError
+        SurveyClosedError
+            If the survey is closed: nothing is issued and no ledger is charged.
+        """
+        if not 1 <= len(addresses) <= MAX_RECIPIENTS:
+            raise ValueError(f"recipients must list 1..{MAX_RECIPIENTS} addresses")
+        budget = lifetime_budget_from_environment() if lifetime_budget is None else lifetime_budget
+        key = key or self.recipient_key()
+        survey = self.survey(survey_id)
+        charges: dict[frozenset[int], float] = {}  # earlier versions -> this one's charge
+
+        def charge(earlier: frozenset[int]) -> float:
+            if earlier not in charges:
+                before = [self.survey(survey_id, v) for v in sorted(earlier)]
+                charges[earlier] = wave_charge(survey, before)
+            return charges[earlier]
+
+        wanted, refused = _wanted(addresses, key)
+        issued = IssuedInvitations(survey_id, survey.version, [])
+        with self.engine.begin() as conn:
+            if not self.is_sqlite:  # one ledger writer at a time (SQLite: BEGIN IMMEDIATE)
+                conn.execute(text("SELECT pg_advisory_xact_lock(7317)"))
+            _refuse_closed(conn, survey_id)  # nothing issued, nothing charged
+            spent, here, waves = _ledger_of(conn, list(wanted), survey_id, survey.version)
+            ledger_rows: list[dict[str, Any]] = []
+            invitation_rows: list[dict[str, Any]] = []
+            for name, (row, address) in wanted.items():
+                before = spent.get(name, 0.0)
+                cost = charge(frozenset(waves.get(name, ())))
+                if name in here:
+                    reason = f"already invited to {survey_id} version {survey.version}"
+                elif before + cost > budget + 1e-9:
+                    reason = (
+                        f"would spend {before:.4g} + {cost:.4g} = {before + cost:.4g} nats, "
+                        f"over the server's lifetime budget of {budget:g} nats per person"
+                    )
+                else:
+                    reason = ""
+                if reason:
+                    refused.append((row, address, reason))
+                else:
+                    token = secrets.token_urlsafe(24)
+                    entry = {"recipient": name, "survey_id": survey_id, "cost": cost}
+                    ledger_rows.append(entry | {"version": survey.version})
+                    invitation_rows.append(_invitation_row(token, survey_id, survey.version))
+                    issued.tokens.append(token)
+                    issued.recipients.append(address)
+                    issued.owners.append(key.owner_tag(address))
+                    issued.rows.append(row)
+            refused.sort()
+            issued.refused.extend(refused)
+            if not invitation_rows:
+                raise RecipientsRefusedError(
+                    [(f"recipients.{r}", f"{a}: {m}") for r, a, m in refused]
+                )
+            # stored in random order: neither table's layout follows the request's rows
+            order = secrets.SystemRandom()
+            order.shuffle(ledger_rows)
+            order.shuffle(invitation_rows)
+            conn.execute(insert(recipient_ledger), ledger_rows)
+            conn.execute(insert(invitations), invitation_rows)
+        self.forget_history()
+        return issued
+
+    def recipient_key(self) -> RecipientKey:
+        """The key of recipient hashes and owner tags (:meth:`RecipientKey.load`)."""
+        return RecipientKey.load(self.url)
+
+    def recipient_spent(self, address: str, key: RecipientKey | None = None) -> float:
+        """Nats charged to a recipient across the server (0 if never invited)."""
+        name = (key or self.recipient_key()).recipient(normalise_address(address))
+        q = select(func.sum(recipient_ledger.c.cost)).where(recipient_ledger.c.recipient == name)
+        with self.reader.connect() as conn:
+            return float(conn.execute(q).scalar() or 0.0)
+
+    @staticmethod
+    def _ensure_key(conn: Connection, survey_id: str, version: int) -> None:
+        exists = conn.execute(
+            select(version_keys.c.version).where(
+                version_keys.c.survey_id == survey_id, version_keys.c.version == version
+            )
+        ).first()
+        if exists is None:
+            pem = CredentialKey.generate().to_pem().decode()
+            conn.execute(
+                insert(version_keys).values(survey_id=survey_id, version=version, private_key=pem)
+            )
+
+    def cached_credential_key(self, survey_id: str, version: int) -> CredentialKey | None:
+        """The version's key if this process has already loaded it."""
+        return self._keys.get((survey_id, version))
+
+    def credential_key(self, survey_id: str, version: int | None = None) -> CredentialKey:
+        """The blind-signature key of a survey version (default the latest): created
+        when the version is published, if it needs invitations. A credential signed
+        under it verifies for that version only.
+
+        Raises
+        ------
+        SurveyNotFoundError
+            If that version takes no invitations (or does not exist).
+        """
+        if version is None:
+            version = self.survey(survey_id).version
+        key = self._keys.get((survey_id, version))
+        if key is None:
+            q = select(version_keys.c.private_key).where(
+                version_keys.c.survey_id == survey_id, version_keys.c.version == version
+            )
+            with self.reader.connect() as conn:
+                pem = conn.execute(q).scalar()
+            if pem is None:
+                raise SurveyNotFoundError(
+                    f"survey {survey_id!r} version {version} takes no invitations"
+                )
+            key = self._keys[survey_id, version] = CredentialKey.from_pem(pem.encode())
+        return key
+
+    def issue_credential(
+        self, survey_id: str, token: str, blinded: bytes, version: int | None = None
+    ) -> bytes:
+        """Spend an invitation and return the blind signature of ``blinded`` (RFC 9474).
+
+        The spend is committed before the signature is made and returned. Use
+        :meth:`prepare_spend`, :meth:`commit_group` and :meth:`CredentialKey.blind_sign`
+        to share the commit with others, as the server does.
+
+        Raises
+        ------
+        InvitationError
+            If the token is unknown, for another survey, or already spent (for another
+            blinded message: the same one gets the same signature again).
+        InvitationVersionError
+            If the invitation is bound to another version than ``version`` (default:
+            the latest).
+        CredentialError
+            If ``blinded`` is malformed; the invitation is then not spent.
+        SurveyNotFoundError
+            If the survey takes no invitations.
+        """
+        spend = self.prepare_spend(survey_id, token, blinded, version)
+        (outcome,) = self.commit_group([spend])
+        if outcome is not None:
+            raise outcome
+        return self.credential_key(survey_id, spend.version).blind_sign(blinded)
+
+    def prepare_spend(
+        self, survey_id: str, token: str, blinded: bytes, version: int | None = None
+    ) -> PendingSpend:
+        """Check ``blinded`` against the version's key (no database write); the spend is
+        then to commit, and the signature to make after it.
+
+        Raises
+        ------
+        CredentialError, SurveyNotFoundError
+            As :meth:`issue_credential`.
+        """
+        if version is None:
+            version = self.survey(survey_id).version
+        self.credential_key(survey_id, version).check_blinded(blinded)
+        return PendingSpend(
+            survey_id, hash_token(token), version, hashlib.sha256(blinded).hexdigest()
+        )
+
+    def add_ingestion_key(self, survey_id: str) -> str:
+        """A new ingestion key for telemetry batches to a published survey (shown once;
+        only its SHA-256 is stored)."""
+        self.survey(survey_id)
+        key = secrets.token_urlsafe(32)
+        with self.engine.begin() as conn:
+            conn.execute(
+                insert(ingestion_keys).values(key_hash=hash_token(key), survey_id=survey_id)
+            )
+        self.forget_history()
+        return key
+
+    def ingestion_key_valid(self, survey_id: str, key: str) -> bool:
+        """Whether ``key`` is an ingestion key of ``survey_id``."""
+        q = select(ingestion_keys.c.survey_id).where(
+            ingestion_keys.c.key_hash == hash_token(key), ingestion_keys.c.survey_id == survey_id
+        )
+        with self.reader.connect() as conn:
+            return conn.execute(q).first() is not None
+
+    @staticmethod
+    def _spend_all(
+        conn: Connection, spends: Sequence[PendingSpend]
+    ) -> dict[int, InvitationError | None]:
+        """Spend invitations (one read and one batched UPDATE, in this transaction);
+        the outcome of each position. A spent invitation asked again with the same
+        blinded message succeeds again (the signature is the same), so a dropped
+        connection does not burn it. Each spend overwrites its row's ``used`` flag and
+        ``blinded_hash`` (a placeholder of the same size until then) in place."""
+        outcomes: dict[int, InvitationError | None] = {}
+        first: dict[str, int] = {}
+        for i, item in enumerate(spends):
+            first.setdefault(item.token_hash, i)
+        q = select(
+            invitations.c.survey_id,
+            invitations.c.token_hash,
+            invitations.c.version,
+            invitations.c.used,
+            invitations.c.blinded_hash,
+        ).where(invitations.c.token_hash.in_(list(first)))
+        if conn.dialect.name == "postgresql":
+            q = q.with_for_update()  # SQLite: the transaction already holds the write lock
+        known = {r.token_hash: r for r in conn.execute(q)}
+        spend: list[dict[str, str]] = []
+        for token_hash, i in first.items():
+            item = spends[i]
+            row = known.get(token_hash)
+            if row is None or row.survey_id != item.survey_id:
+                outcomes[i] = InvitationError(INVITATION_MESSAGES["unknown"])
+            elif row.version != item.version:
+                outcomes[i] = InvitationVersionError(
+                    f"this invitation is for version {row.version} of the survey, not "
+                    f"{item.version}; open its link again",
+                    int(row.version),
+                )
+            elif not row.used:
+                outcomes[i] = None
+                spend.append({"h": token_hash, "b": item.blinded_hash})
+            elif row.blinded_hash == item.blinded_hash and item.blinded_hash:
+                outcomes[i] = None  # the same request again: the same signature
+            else:
+                outcomes[i] = InvitationUsedError(INVITATION_MESSAGES["used"])
+        if spend:
+            conn.execute(
+                update(invitations)
+                .where(invitations.c.token_hash == bindparam("h"))
+                .values(used=True, blinded_hash=bindparam("b")),
+                spend,
+            )
+        for i, item in enumerate(spends):
+            if first[item.token_hash] != i:
+                outcomes[i] = InvitationUsedError(INVITATION_MESSAGES["used"])
+        return outcomes
+
+
+def _invitation_row(token: str, survey_id: str, version: int) -> dict[str, Any]:
+    return {
+        "token_hash": hash_token(token),
+        "survey_id": survey_id,
+        "version": version,
+        "used": False,
+        # a placeholder of the same size: the spend overwrites the cell in place
+        "blinded_hash": secrets.token_hex(32),
+    }
+
+
+def _refuse_closed(conn: Connection, survey_id: str) -> None:
+    """Raise :class:`SurveyClosedError` if the survey is closed (read in ``conn``'s
+    transaction, so nothing is issued after a close has committed)."""
+    closed = conn.execute(
+        select(survey_state.c.closed).where(survey_state.c.survey_id == survey_id)
+    ).scalar()
+    if closed:
+        raise SurveyClosedError(
+            f"survey {survey_id!r} is closed: it issues no invitations (the analyst may reopen it)"
+        )
+
+
+def _wanted(
+    addresses: Sequence[object], key: RecipientKey
+) -> tuple[dict[str, tuple[int, str]], list[tuple[int, str, str]]]:
+    """Each recipient's keyed hash -> (row, address), and the rows refused (a malformed
+    address, a repeat of an earlier row)."""
+    refused: list[tuple[int, str, str]] = []
+    wanted: dict[str, tuple[int, str]] = {}
+    for row, raw in enumerate(addresses):
+        try:
+            address = normalise_address(raw)
+        except ValueError as exc:
+            refused.append((row, str(raw)[:80], f"address {exc}"))
+            continue
+        name = key.recipient(address)
+        if name in wanted:
+            refused.append(
+                (row, address, f"repeats row {wanted[name][0]}: one invitation per version")
+            )
+            continue
+        wanted[name] = (row, address)
+    return wanted, refused
+
+
+def _ledger_of(
+    conn: Any, names: list[str], survey_id: str, version: int
+) -> tuple[dict[str, float], set[str], dict[str, set[int]]]:
+    """From the recipient ledger: what each recipient has spent across the server, who
+    was already invited to this version, and the other versions of this survey each
+    was invited to (its waves)."""
+    spent: dict[str, float] = {}
+    here: set[str] = set()
+    waves: dict[str, set[int]] = {}
+    for start in range(0, len(names), 500):
+        chunk = names[start : start + 500]
+        q = select(
+            recipient_ledger.c.recipient,
+            recipient_ledger.c.survey_id,
+            recipient_ledger.c.version,
+            recipient_ledger.c.cost,
+        ).where(recipient_ledger.c.recipient.in_(chunk))
+        for r in conn.execute(q):
+            spent[r.recipient] = spent.get(r.recipient, 0.0) + float(r.cost)
+            if r.survey_id == survey_id and r.version == version:
+                here.add(r.recipient)
+            elif r.survey_id == survey_id:
+                waves.setdefault(r.recipient, set()).add(int(r.version))
+    return spent, here, waves

@@ -1,0 +1,153 @@
+"""Reading what a survey has collected: tallies, counts, the timeline and the export.
+
+:class:`ReadingMixin` is part of :class:`~deniable.collection.store.Store`. Every
+read but :meth:`ReadingMixin.response_count` sees released responses only (crowds of at
+least ``min_release``, :mod:`.staging`); rows come ordered by their random ids, never
+by arrival.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Engine, func, select
+
+from ...tallies import Tally
+from ._schema import reports
+
+if TYPE_CHECKING:
+    from ..model._survey import Survey
+
+__all__ = ["ReadingMixin"]
+
+#: The columns of the released report rows the reads work on (``_long``): all but the
+#: row's own id and the survey (one survey is read at a time).
+_LONG_COLUMNS = tuple(c.name for c in reports.columns if c.name not in ("report_id", "survey_id"))
+
+
+class ReadingMixin:
+    """Tallies, counts, timeline and export methods of the store."""
+
+    reader: Engine
+
+    def survey(self, survey_id: str, version: int | None = None) -> Survey:
+        raise NotImplementedError
+
+    def waiting(self, survey_id: str) -> dict[int, int]:
+        raise NotImplementedError
+
+    if TYPE_CHECKING:  # LifecycleMixin's (a stub here would shadow it)
+
+        def versions(self, survey_id: str) -> list[Survey]: ...
+
+        def audit_log(self, survey_id: str | None = None, limit: int = 1000) -> list[Any]: ...
+
+    def tallies(self, survey: Survey) -> dict[str, Tally]:
+        """Report counts per question (SQL ``GROUP BY``) of the released responses, as
+        mergeable tallies (nothing is recoded: what would single someone out waits,
+        :mod:`.disclosure`)."""
+        counts = {q.id: np.zeros(q.mechanism.n_reports, dtype=np.int64) for q in survey.questions}
+        q = (
+            select(reports.c.question_id, reports.c.report, func.count())
+            .where(reports.c.survey_id == survey.id, reports.c.version == survey.version)
+            .group_by(reports.c.question_id, reports.c.report)
+        )
+        with self.reader.connect() as conn:
+            for qid, code, n in conn.execute(q):
+                if qid in counts and 0 <= code < counts[qid].size:
+                    counts[qid][code] = n
+        return {qid: Tally(c) for qid, c in counts.items()}
+
+    def _long(self, survey_id: str, version: int | None = None) -> pd.DataFrame:
+        """Released report rows of a survey (one version, or all), ordered by the random
+        report id: ``response_id, version, question_id, report, release_number, arm,
+        grp`` (the arm's index and the question's group, integers)."""
+        q = (
+            select(*(reports.c[name] for name in _LONG_COLUMNS))
+            .where(reports.c.survey_id == survey_id)
+            .order_by(reports.c.report_id)
+        )
+        if version is not None:
+            q = q.where(reports.c.version == version)
+        with self.reader.connect() as conn:
+            rows = conn.execute(q).all()
+        return pd.DataFrame(rows, columns=list(_LONG_COLUMNS))
+
+    def response_count(self, survey_id: str, version: int | None = None) -> int:
+        """Number of stored responses of a survey (all versions unless given): those
+        released and those waiting for their crowd."""
+        waiting = self.waiting(survey_id)
+        extra = sum(waiting.values()) if version is None else waiting.get(version, 0)
+        return self.released_count(survey_id, version) + extra
+
+    def released_count(self, survey_id: str, version: int | None = None) -> int:
+        """Number of released responses (in results and exports), all versions unless
+        given: a sum of crowds of at least ``min_release`` each."""
+        q = select(func.count(func.distinct(reports.c.response_id))).where(
+            reports.c.survey_id == survey_id
+        )
+        if version is not None:
+            q = q.where(reports.c.version == version)
+        with self.reader.connect() as conn:
+            return int(conn.execute(q).scalar() or 0)
+
+    def report_count(self) -> int:
+        """Number of stored report rows, all surveys."""
+        with self.reader.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(reports)).scalar() or 0)
+
+    def timeline(self, survey_id: str) -> list[tuple[int, int]]:
+        """``(hour, epoch seconds; responses released in it)`` per hour with a release,
+        in time order, from the audit log (no report row carries a time)."""
+        hours: dict[int, int] = {}
+        for entry in self.audit_log(survey_id, limit=10_000):
+            if entry["action"] == "release":
+                hour = int(entry["at"]) - int(entry["at"]) % 3600
+                hours[hour] = hours.get(hour, 0) + int(entry["detail"].get("responses", 0))
+        return sorted(hours.items())
+
+    def export(self, survey_id: str) -> pd.DataFrame:
+        """All released reports of a survey, one row per (response, question).
+
+        Every call gives the responses fresh random ids and a fresh random order (rows
+        of one response together), so two exports of one release cannot be lined up
+        by id or by position; what lines releases up, the key cells, is held to
+        :mod:`.disclosure`'s rules when released.
+
+        Columns: ``response_id`` (str, random, new in every export), ``version`` (int),
+        ``question_id`` (str), ``report`` (int code), ``report_label`` (str),
+        ``release`` (int, the number of the version's release that brought the
+        response: 1, 2, ...; 0 for responses released before release numbers were
+        kept), ``arm`` (str, the arm's name; empty without arms) and ``group`` (int, 0
+        or 1, the group of a group design; 0 otherwise).
+        """
+        versions = {s.version: s for s in self.versions(survey_id)}
+        frame = self._long(survey_id)
+        fresh = {rid: secrets.token_hex(16) for rid in frame["response_id"].unique()}
+        frame["response_id"] = frame["response_id"].map(fresh)
+        frame = frame.sort_values(["response_id", "question_id"], kind="stable")
+        frame = frame.reset_index(drop=True)
+        labels: dict[tuple[int, int, str], list[str]] = {}
+        arm_names: dict[tuple[int, int], str] = {}
+        for number, version in versions.items():
+            for a, arm in enumerate(version.arm_names or [None]):
+                arm_names[number, a] = arm or ""
+                for question in version.questions_in(arm):
+                    labels[number, a, question.id] = question.report_labels
+        frame.insert(
+            4,
+            "report_label",
+            [
+                labels[int(v), int(a), qid][r]
+                for v, a, qid, r in frame[["version", "arm", "question_id", "report"]].itertuples(
+                    index=False
+                )
+            ],
+        )
+        frame["arm"] = [
+            arm_names[int(v), int(a)] for v, a in zip(frame["version"], frame["arm"], strict=False)
+        ]
+        return frame.rename(columns={"grp": "group", "release_number": "release"})

@@ -1,0 +1,345 @@
+"""Waves of a panel: a wave is a new version of a survey with unchanged content, sent
+to the same people (a baseline and a follow-up, a yearly panel).
+
+Each response carries its version, which is its wave. What a wave costs a person is
+bounded by the panel questions' permanent layer (:mod:`deniable.collection.model`);
+:func:`check_panel` refuses a wave of a survey whose randomized questions are one-layer
+(their devices would re-send the first wave's reports, hiding every change).
+
+The store's side (:class:`WavesMixin`): each wave's field period (from the audit log's
+hours: its publication to the next wave's, or to the close), invitations and responses,
+and the AAPOR response rate RR1 (complete responses over invitations issued, every
+invited person counted eligible; AAPOR Standard Definitions 2023); and which of a
+researcher's own invitations are still unused, for reminders that store nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy import Engine, func, select
+
+from ...errors import SurveyError, SurveyNotFoundError
+from ._schema import audit_log, invitations
+
+if TYPE_CHECKING:
+    from ..model._survey import Survey
+
+__all__ = [
+    "MAX_REMIND",
+    "WavesMixin",
+    "check_panel",
+    "field_period",
+    "next_wave",
+    "wave_analysis",
+]
+
+#: Most invitations one reminder request may ask about.
+MAX_REMIND = 10_000
+
+_HASH = re.compile(r"^[0-9a-f]{64}$")
+
+
+def check_panel(survey: Survey) -> None:
+    """Refuse a wave of ``survey`` if a randomized question (in any arm) has one layer.
+
+    Raises
+    ------
+    SurveyError
+        Naming each such question and how to declare its permanent layer.
+    """
+    arms: list[str | None] = list(survey.arm_names) or [None]
+    one_layer = sorted(
+        {
+            q.id
+            for name in arms
+            for q in survey.questions_in(name)
+            if not q.is_direct and q.two_layer is None
+        }
+    )
+    if one_layer:
+        raise SurveyError(
+            [
+                (
+                    f"questions.{qid}.panel",
+                    "a wave re-asks this question, but it has one layer: every device "
+                    "would send its first report again and hide any change. Declare its "
+                    "permanent layer (panel: {permanent: {name: warner, params: {p: 0.9}}} "
+                    "for a yes/no question, kary-rr with epsilon for more answers) in a "
+                    "new survey id",
+                )
+                for qid in one_layer
+            ]
+        )
+
+
+def next_wave(versions: Sequence[Survey]) -> dict[str, Any]:
+    """The definition of the next wave: the latest version's, one version up.
+
+    Raises
+    ------
+    ValueError
+        If ``versions`` is empty.
+    SurveyError
+        From :func:`check_panel`.
+    """
+    if not versions:
+        raise ValueError("versions must hold the survey's published versions")
+    latest = max(versions, key=lambda s: s.version)
+    check_panel(latest)
+    definition: dict[str, Any] = json.loads(latest.canonical_json())
+    definition["version"] = latest.version + 1
+    return definition
+
+
+def field_period(opened: int | None, closed: int | None) -> str:
+    """A wave's field period in hours, UTC: ``"2026-11-27 10:00 .. open"``; ``"not
+    recorded"`` for a version published without the audit log (the Python API)."""
+    import datetime as dt
+
+    if opened is None:
+        return "not recorded (published outside the server's API)"
+
+    def hour(t: int) -> str:
+        return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:00")
+
+    return f"{hour(opened)} .. {'open' if closed is None else hour(closed)}"
+
+
+class WavesMixin:
+    """Each wave's field period and response rate, and unused invitations."""
+
+    reader: Engine
+
+    def versions(self, survey_id: str) -> list[Survey]:
+        raise NotImplementedError
+
+    def response_count(self, survey_id: str, version: int | None = None) -> int:
+        raise NotImplementedError
+
+    def is_closed(self, survey_id: str) -> bool:
+        raise NotImplementedError
+
+    def waves(self, survey_id: str) -> list[dict[str, Any]]:
+        """One row per version (wave), oldest first: ``wave``, ``title``, ``opened`` and
+        ``closed`` (epoch seconds of the hour; ``closed`` ``None`` while it is the open
+        wave; ``period`` the two as text), ``invited`` and ``started`` (invitations
+        issued and spent), ``responses`` (stored: released and waiting) and ``rr1`` (responses over
+        invitations issued; ``None`` without invitations).
+
+        Raises
+        ------
+        SurveyNotFoundError
+        """
+        versions = self.versions(survey_id)
+        if not versions:
+            raise SurveyNotFoundError(f"no published survey {survey_id!r}")
+        with self.reader.connect() as conn:
+            published: dict[int, int] = {}
+            q = (
+                select(audit_log.c.version, func.min(audit_log.c.at))
+                .where(audit_log.c.survey_id == survey_id, audit_log.c.action == "publish")
+                .group_by(audit_log.c.version)
+            )
+            for version, at in conn.execute(q):
+                if version is not None:
+                    published[int(version)] = int(at)
+            closes = sorted(
+                int(at)
+                for at in conn.execute(
+                    select(audit_log.c.at).where(
+                        audit_log.c.survey_id == survey_id, audit_log.c.action == "close"
+                    )
+                ).scalars()
+            )
+            issued: dict[int, list[int]] = {}
+            q2 = (
+                select(invitations.c.version, invitations.c.used, func.count())
+                .where(invitations.c.survey_id == survey_id)
+                .group_by(invitations.c.version, invitations.c.used)
+            )
+            for version, used, n in conn.execute(q2):
+                row = issued.setdefault(int(version or 0), [0, 0])
+                row[0] += int(n)
+                row[1] += int(n) if used else 0
+        closed_now = self.is_closed(survey_id)
+        out: list[dict[str, Any]] = []
+        for i, s in enumerate(versions):
+            opened = published.get(s.version)
+            if i + 1 < len(versions):
+                ended = published.get(versions[i + 1].version)
+            else:
+                after = [c for c in closes if opened is None or c >= opened]
+                ended = after[-1] if closed_now and after else None
+            invited, started = issued.get(s.version, [0, 0])
+            responses = self.response_count(survey_id, s.version)
+            out.append(
+                {
+                    "wave": s.version,
+                    "title": s.title,
+                    "opened": opened,
+                    "closed": ended,
+                    "invited": invited,
+                    "started": started,
+                    "responses": responses,
+                    "rr1": responses / invited if invited else None,
+                    "period": field_period(opened, ended),
+                }
+            )
+        return out
+
+    def unused_invitations(self, survey_id: str, token_hashes: Sequence[str]) -> list[str]:
+        """Which of these invitation hashes (SHA-256 hex of the token, as the links file
+        lets the researcher compute) are issued and not yet spent: "not started on any
+        device". Reads only; stores nothing.
+
+        Raises
+        ------
+        ValueError
+            For more than :data:`MAX_REMIND` hashes or one that is not 64 hex digits.
+        """
+        if len(token_hashes) > MAX_REMIND:
+            raise ValueError(f"token_hashes must list at most {MAX_REMIND} hashes")
+        bad = [i for i, h in enumerate(token_hashes) if not _HASH.match(h)]
+        if bad:
+            raise ValueError(f"token_hashes.{bad[0]} must be 64 lower-case hex digits")
+        wanted = list(dict.fromkeys(token_hashes))
+        unused: set[str] = set()
+        with self.reader.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                q = select(invitations.c.token_hash).where(
+                    invitations.c.survey_id == survey_id,
+                    invitations.c.token_hash.in_(chunk),
+                    invitations.c.used.is_(False),
+                )
+                unused.update(conn.execute(q).scalars())
+        return [h for h in wanted if h in unused]
+
+
+def wave_analysis(
+    frame: Any, versions: Sequence[Survey], level: float = 0.95
+) -> list[dict[str, Any]]:
+    """Each wave's prevalence and the change from each wave to the next, per arm and
+    pooled over the arms, for every question asked unchanged in both waves
+    (:func:`deniable.analysis._waves.wave_change`: its estimand, variance and interval).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A wide export of the survey id (:func:`~deniable.collection.exports.wide_frame`):
+        a ``version`` column, an ``arm`` column with arms, a column of report codes per
+        question (missing where not asked or not answered).
+    versions : sequence of Survey
+        The survey id's published versions (each a wave).
+    level : float in (0, 1)
+        Confidence level.
+
+    Returns
+    -------
+    list of dict
+        One per question and pair of consecutive waves with released responses in
+        both: ``question``, ``text``, ``first`` and ``second`` (the waves), ``rows``: per
+        arm (``"pooled"`` over the arms) and answer (a yes/no question: its second
+        answer only; a numeric question: its mean, in its units), ``n`` (the two waves'
+        respondents), ``first``, ``first_std_error``, ``second``, ``second_std_error``,
+        ``difference``, ``std_error``, ``low``, ``high``. Group designs (two
+        randomizers per arm) are left out.
+    """
+    from ...analysis._waves import wave_change
+    from ..model._budget import variants_digest
+
+    ordered = sorted(versions, key=lambda s: s.version)
+    out: list[dict[str, Any]] = []
+    for before, after in itertools.pairwise(ordered):
+        old = frame[frame["version"] == before.version]
+        new = frame[frame["version"] == after.version]
+        for q in after.questions:
+            if q.id not in {x.id for x in before.questions} or q.id not in frame:
+                continue
+            if variants_digest(after.variants(q.id)) != variants_digest(before.variants(q.id)):
+                continue  # changed content: not a wave of the same question
+            if any(len(v.groups) > 1 for v in after.variants(q.id)):
+                continue
+            rows: list[dict[str, Any]] = []
+            arms: list[str | None] = list(after.arm_names) or [None]
+            parts = []  # per arm: (first est, se, n), (second est, se, n), labels
+            for arm, variant in zip(arms, after.variants(q.id), strict=True):
+                a = old if arm is None else old[old["arm"].astype(str) == arm]
+                b = new if arm is None else new[new["arm"].astype(str) == arm]
+                r1 = a[q.id].dropna().to_numpy(np.int64)
+                r2 = b[q.id].dropna().to_numpy(np.int64)
+                if r1.size == 0 or r2.size == 0:
+                    continue
+                change = wave_change(variant.mechanism, r1, variant.mechanism, r2, level)
+                parts.append(change)
+                rows.extend(_wave_rows(q, "pooled" if arm is None else arm, change))
+            if not parts:
+                continue
+            if len(parts) > 1:  # arms drawn at random: their estimates weighted by size
+                rows.extend(_wave_rows(q, "pooled", _pool(parts, level)))
+            out.append(
+                {
+                    "question": q.id,
+                    "text": q.text,
+                    "first": before.version,
+                    "second": after.version,
+                    "rows": rows,
+                }
+            )
+    return out
+
+
+def _pool(parts: list[Any], level: float) -> Any:
+    """The arms' estimates of each wave weighted by their respondents (each arm a random
+    part of the wave: an unbiased estimate of the whole), variances by the squares."""
+    from dataclasses import replace
+
+    from scipy import stats
+
+    n1 = np.array([p.n[0] for p in parts], dtype=np.float64)
+    n2 = np.array([p.n[1] for p in parts], dtype=np.float64)
+    w1, w2 = n1 / n1.sum(), n2 / n2.sum()
+    first = sum(w * p.first for w, p in zip(w1, parts, strict=True))
+    second = sum(w * p.second for w, p in zip(w2, parts, strict=True))
+    se1 = np.sqrt(sum((w * p.first_std_error) ** 2 for w, p in zip(w1, parts, strict=True)))
+    se2 = np.sqrt(sum((w * p.second_std_error) ** 2 for w, p in zip(w2, parts, strict=True)))
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    diff, se = second - first, np.hypot(se1, se2)
+    return replace(
+        parts[0],
+        n=(int(n1.sum()), int(n2.sum())),
+        first=first,
+        second=second,
+        first_std_error=se1,
+        second_std_error=se2,
+        difference=diff,
+        std_error=se,
+        low=diff - z * se,
+        high=diff + z * se,
+    )
+
+
+def _wave_rows(q: Any, arm: str, change: Any) -> list[dict[str, Any]]:
+    """The rows of one arm: a yes/no question's second answer, a numeric question's
+    mean (its share of ``high`` scaled to the range), every answer otherwise."""
+    labels = q.choice_labels
+    answers = [1] if len(labels) == 2 else list(range(len(labels)))
+    scale, shift, name = 1.0, 0.0, None
+    if q.numeric is not None and q.range is not None:
+        scale, shift, name = q.range.high - q.range.low, q.range.low, "mean"
+    rows = []
+    for j in answers:
+        row = {k: v for k, v in change.to_dict()["answers"][j].items()}
+        for key in ("first", "second"):
+            row[key] = shift + scale * row[key]
+        for key in ("first_std_error", "second_std_error", "difference", "std_error"):
+            row[key] = scale * row[key]
+        row["low"], row["high"] = scale * row["low"], scale * row["high"]
+        rows.append({"arm": arm, "answer": name or labels[j], "n": list(change.n)} | row)
+    return rows

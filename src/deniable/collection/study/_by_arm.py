@@ -1,0 +1,467 @@
+"""Analysis of a study's collected responses by arm and by group.
+
+One function serves the dashboard and ``deniable analyze EXPORT --arms``: both read the
+same rows (the wide export of a version, small cells recoded to missing), so both give
+the same numbers.
+
+For each randomized yes/no question that arms ask in different ways or that uses a
+group design (:mod:`.groups`):
+
+- per arm: the estimate of the arm's design from its own rows (a group design's two
+  groups pooled through their stacked design, :func:`deniable.estimation.estimate` with
+  ``groups``), with its standard error and default interval;
+- each arm against the reference arm (the first arm that asks a question directly
+  which another randomizes, else the first arm): the difference of the two estimates,
+  its Wald interval and the one-sided test of "the arm's estimate is larger" (the
+  "more is better" criterion of Lensvelt-Mulders et al. 2005 and Höglinger, Jann &
+  Diekmann 2016: a design that protects better elicits more admissions);
+- pooled over the arms: the least-squares moment estimate through every arm's and
+  group's design (Chaudhuri & Mukerjee 1988, stratified);
+- for a group design: the joint maximum-likelihood fit of the prevalence and the
+  design's non-adherence parameter (cheaters ``gamma``, Clark & Desharnais 1998;
+  honesty ``t``, Moshagen, Musch & Erdfelder 2012), and for the extended crosswise
+  model its likelihood-ratio test of fit, chi-square with 1 degree of freedom (Heck,
+  Hoffmann & Moshagen 2018), from :func:`deniable.analysis.estimate_channel`.
+
+A question declared ``control: zero`` is flagged: its estimate measures false positives.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ...errors import IntervalCoverageWarning
+from ...estimation import estimate
+from ...mechanisms._designs import Design
+from ..exports._export import GROUP_SUFFIX
+
+if TYPE_CHECKING:
+    from ..model._survey import Question, Survey
+
+__all__ = [
+    "MAX_COVARIATES",
+    "answer_labels",
+    "arm_analysis",
+    "covariate_ids",
+    "design_keys",
+    "has_variants",
+    "pooled_estimate",
+    "pooled_rows",
+    "regressable",
+    "regression",
+    "study_frame",
+]
+
+
+def has_variants(survey: Survey, question_id: str) -> bool:
+    """Whether a question's reports come through more than one design: arms that ask it
+    differently, or a group design."""
+    variants = survey.variants(question_id)
+    return len({v.content_digest for v in variants}) > 1 or len(variants[0].groups) > 1
+
+
+def study_frame(frame: pd.DataFrame, survey: Survey) -> pd.DataFrame:
+    """The rows of one version of a wide export (``arm`` as text, empty without arms)."""
+    return _arms_as_text(frame.loc[frame["version"].astype(int) == survey.version].copy())
+
+
+def _arms_as_text(rows: pd.DataFrame) -> pd.DataFrame:
+    if "arm" not in rows:
+        rows["arm"] = ""
+    rows["arm"] = rows["arm"].fillna("").astype(str)
+    return rows
+
+
+def design_keys(
+    rows: pd.DataFrame, survey: Survey, question_id: str
+) -> tuple[pd.Series, dict[str, Design]]:
+    """Each row's design key and the design of each key, for
+    :func:`~deniable.estimation.estimate` with ``groups`` or ``rr_logit`` with ``group``:
+    arms that ask the question alike share a key (``"0"``, ``"1"``, ... in arm order,
+    ``"0:g"`` for group ``g`` of a group design), so the stacked design has one block
+    per distinct design and group, whatever the arms; ``""`` for a row without a
+    group.
+
+    Raises
+    ------
+    ValueError
+        For an arm the survey does not have, or a group column missing.
+    """
+    designs: dict[str, Design] = {}
+    arms = survey.arm_names or [""]
+    keys = pd.Series("", index=rows.index, dtype=object)
+    digests: list[str] = []  # arms that ask the question alike share their key
+    for arm, q in zip(arms, survey.variants(question_id), strict=True):
+        if q.content_digest not in digests:
+            digests.append(q.content_digest)
+        label = str(digests.index(q.content_digest))
+        mine = rows["arm"] == arm
+        if len(q.groups) > 1:
+            column = question_id + GROUP_SUFFIX
+            if column not in rows:
+                raise ValueError(f"the export has no column {column!r} (the group drawn)")
+            group = rows.loc[mine, column]
+            labels = (label + ":") + group.fillna(0).astype(int).astype(str)
+            keys.loc[mine] = labels.where(group.notna(), "")
+            for g, d in enumerate(q.groups):
+                designs[f"{label}:{g}"] = d
+        else:
+            keys.loc[mine] = label
+            designs[label] = q.mechanism
+    unknown = sorted(set(rows["arm"]) - set(arms))
+    if unknown:
+        raise ValueError(f"arm must be one of {arms}, the export has {unknown}")
+    return keys, designs
+
+
+def _summary(est: Any, level: float) -> dict[str, Any]:
+    ci = est.confidence_interval(level)
+    return {
+        "n": int(est.n),
+        "estimate": float(est.estimate[1]),
+        "std_error": float(est.std_error[1]),
+        "low": float(ci.low[1]),
+        "high": float(ci.high[1]),
+    }
+
+
+def _pooled_estimate(
+    codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], method: str = "moment"
+) -> Any:
+    """The estimate pooled over the designs the rows used (one design: its own)."""
+    used = {k: d for k, d in designs.items() if k in set(keys.tolist())}
+    if len(used) == 1:
+        return estimate(next(iter(used.values())), codes, method)
+    return estimate(used, codes, method, groups=keys)
+
+
+def _pooled(
+    codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], level: float
+) -> tuple[Any, dict[str, Any]]:
+    """The estimate pooled over the designs the rows used, and its summary row."""
+    with warnings.catch_warnings():
+        # the stacked design's only interval is the (power-constrained) Wald interval:
+        # the grid warning of single designs' Wald intervals does not apply to it
+        if len(set(keys.tolist())) > 1:
+            warnings.simplefilter("ignore", IntervalCoverageWarning)
+        est = _pooled_estimate(codes, keys, designs)
+        return est, _summary(est, level)
+
+
+def pooled_estimate(
+    frame: pd.DataFrame,
+    survey: Survey,
+    question_id: str,
+    versions: Sequence[Survey] | None = None,
+    method: str = "moment",
+) -> Any:
+    """A question asked through several designs (arms, groups), estimated from every
+    row through its own design (:func:`deniable.estimate` with a mapping of designs:
+    moment on the stacked design, or ``mle``); rows of ``versions`` that ask it
+    unchanged with ``versions`` (:func:`pooled_rows`). ``None`` without a row.
+
+    Returns
+    -------
+    PrevalenceEstimate or None
+    """
+    one = study_frame(frame, survey)
+    rows = one if versions is None else pooled_rows(frame, survey, versions, question_id)
+    keys, designs = design_keys(rows, survey, question_id)
+    used = rows[question_id].notna() & (keys != "")
+    if not used.any():
+        return None
+    codes = rows.loc[used, question_id].to_numpy(np.int64)
+    return _pooled_estimate(codes, keys[used].to_numpy(dtype=str), designs, method)
+
+
+def pooled_rows(
+    frame: pd.DataFrame, survey: Survey, versions: Sequence[Survey], question_id: str
+) -> pd.DataFrame:
+    """The rows of every version that asks ``question_id`` as ``survey`` does: the same
+    arms and, in every arm, the same question (text, labels, design, groups), as the
+    dashboard's pooled view and ``deniable analyze --pooled`` pool them."""
+    from ..model._budget import variants_digest
+
+    digest = variants_digest(survey.variants(question_id))
+    same = [
+        s.version
+        for s in versions
+        if question_id in [q.id for q in s.questions]
+        and s.arm_names == survey.arm_names
+        and variants_digest(s.variants(question_id)) == digest
+    ]
+    return _arms_as_text(frame.loc[frame["version"].astype(int).isin(same)].copy())
+
+
+def arm_analysis(
+    frame: pd.DataFrame,
+    survey: Survey,
+    level: float = 0.95,
+    versions: Sequence[Survey] | None = None,
+) -> list[dict[str, Any]]:
+    """Per question with several designs (:func:`has_variants`): estimates by arm, the
+    differences to the reference arm, the pooled estimate and a group design's fit.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A wide export (one row per response: ``version``, ``arm``, a report-code
+        column per question, ``ID__group`` per group design), e.g.
+        :func:`deniable.collection.exports.read_export`'s.
+    survey : Survey
+        The version analysed (its rows are selected).
+    level : float in (0, 1)
+        Confidence level of every interval.
+    versions : sequence of Survey, optional
+        Pool the rows of every one of these versions that asks a question unchanged
+        (:func:`pooled_rows`); default ``survey``'s rows only.
+
+    Returns
+    -------
+    list of dict
+        JSON-ready: ``question``, ``text``, ``answer``, ``control``, ``arms`` (``arm``,
+        ``design``, ``n``, ``estimate``, ``std_error``, ``low``, ``high``),
+        ``reference``, ``differences`` (``arm``, ``difference``, ``std_error``, ``low``,
+        ``high``, ``pvalue``: one-sided, the arm larger), ``pooled`` and ``groups``
+        (a group design's fit: ``design``, ``source``, ``estimate``, ``std_error``,
+        ``low``, ``high``, ``parameter``, ``fit``), each ``None`` where it does not apply.
+    """
+    one = study_frame(frame, survey)
+    out: list[dict[str, Any]] = []
+    for q in survey.questions:
+        if q.range is not None or q.mechanism.n_truths != 2 or not has_variants(survey, q.id):
+            continue
+        rows = one if versions is None else pooled_rows(frame, survey, versions, q.id)
+        keys, designs = design_keys(rows, survey, q.id)
+        used = rows[q.id].notna() & (keys != "")
+        codes = rows.loc[used, q.id].to_numpy(np.int64)
+        key_array = keys[used].to_numpy(dtype=str)
+        arm_array = rows.loc[used, "arm"].to_numpy(dtype=str)
+        item: dict[str, Any] = {
+            "question": q.id,
+            "text": q.text,
+            "answer": q.choice_labels[1],
+            "control": q.control == "zero",
+            "arms": [],
+            "reference": None,
+            "differences": [],
+            "pooled": None,
+            "groups": None,
+        }
+        if codes.size == 0:
+            out.append(item)
+            continue
+        if survey.arms and len({v.content_digest for v in survey.variants(q.id)}) > 1:
+            by_arm = {}
+            for arm, v in zip(survey.arm_names, survey.variants(q.id), strict=True):
+                mine = arm_array == arm
+                if not mine.any():
+                    continue
+                by_arm[arm], row = _pooled(codes[mine], key_array[mine], designs, level)
+                item["arms"].append({"arm": arm, "design": _design_name(v)} | row)
+            reference = (survey.control_arms or survey.arm_names)[0]
+            if reference in by_arm:
+                from ...analysis._comparison import arm_differences
+
+                item["reference"] = reference
+                item["differences"] = arm_differences(by_arm, reference).rows(level)
+        item["pooled"] = _pooled(codes, key_array, designs, level)[1]
+        if len(q.groups) > 1:
+            item["groups"] = _group_fit(q, survey, rows, level)
+        out.append(item)
+    return out
+
+
+def _design_name(q: Question) -> str:
+    return q.design.name + (
+        "(" + ", ".join(f"{k}={v:g}" for k, v in q.design.params.items()) + ")"
+        if q.design.params
+        else ""
+    )
+
+
+def _group_fit(
+    q: Question, survey: Survey, rows: pd.DataFrame, level: float
+) -> dict[str, Any] | None:
+    """The group design's joint fit on the rows of the arms that ask it so."""
+    from ...analysis import estimate_channel
+    from ..model._groups import GROUP_DESIGNS
+
+    arms = [
+        arm
+        for arm, v in zip(survey.arm_names or [""], survey.variants(q.id), strict=True)
+        if v.content_digest == q.content_digest
+    ]
+    column = q.id + GROUP_SUFFIX
+    mine = rows["arm"].isin(arms) & rows[q.id].notna() & rows[column].notna()
+    if not mine.any():
+        return None
+    fit = estimate_channel(
+        q.group_channel,
+        rows.loc[mine, q.id].to_numpy(np.int64),
+        rows.loc[mine, column].to_numpy(np.int64),
+    )
+    se = fit.std_error
+    ci = fit.confidence_interval(level)
+    pi = float(fit.params["pi"])
+    spec = GROUP_DESIGNS[q.design.name]
+    out: dict[str, Any] = {
+        "design": _design_name(q),
+        "source": spec.source,
+        "n": fit.nobs,
+        "counts": fit.counts.to_numpy().tolist(),
+        "estimate": pi,
+        "std_error": float(se["pi"]),
+        "low": max(0.0, float(ci.low["pi"])),
+        "high": min(1.0, float(ci.high["pi"])),
+        "parameter": None,
+        "fit": None,
+    }
+    if spec.non_adherence is not None:
+        name = spec.non_adherence
+        out["parameter"] = {
+            "name": name,
+            "estimate": float(fit.params[name]),
+            "std_error": float(se[name]),
+        }
+    else:
+        test = fit.goodness_of_fit()
+        out["fit"] = {
+            "statistic": float(test.statistic),
+            "df": int(test.df),
+            "pvalue": float(test.pvalue),
+        }
+    return out
+
+
+def answer_labels(codes: pd.Series, labels: list[str]) -> pd.Series:
+    """A direct question's codes as its answer labels, categorical in the question's
+    order (so a regression's reference is its first answer, as R's factors have it);
+    missing stays missing."""
+    values = pd.Categorical.from_codes(codes.fillna(-1).astype(int), categories=pd.Index(labels))
+    return pd.Series(values, index=codes.index)
+
+
+def regressable(survey: Survey) -> list[str]:
+    """The questions :func:`regression` takes: yes/no, randomized in some arm."""
+    return [
+        q.id
+        for q in survey.questions
+        if not all(v.is_direct for v in survey.variants(q.id))
+        and q.range is None
+        and q.mechanism.n_truths == 2
+    ]
+
+
+def covariate_ids(survey: Survey) -> list[str]:
+    """The questions :func:`regression` takes as covariates: asked directly in every
+    arm, with choices or bins."""
+    return [q.id for q in survey.direct_questions if q.range is None or q.bins]
+
+
+#: Most direct questions a dashboard regression takes.
+MAX_COVARIATES = 5
+
+
+def regression(
+    frame: pd.DataFrame,
+    survey: Survey,
+    question_id: str,
+    covariates: list[str],
+    level: float = 0.95,
+    information: str = "observed",
+) -> dict[str, Any]:
+    """Logistic regression of a randomized yes/no question on direct questions
+    (:func:`deniable.analysis.rr_logit`, each row through its own arm's and group's
+    design), as ``deniable analyze EXPORT --question Q --formula 'Q ~ A + B'`` fits it:
+    the covariates enter by their answer labels (categorical, first label the
+    reference); rows missing any of them are left out.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A wide export (see :func:`arm_analysis`).
+    survey : Survey
+    question_id : str
+        A randomized question with two answers.
+    covariates : list of str
+        1 to :data:`MAX_COVARIATES` ids of questions asked directly in every arm.
+    level : float in (0, 1)
+    information : {"observed", "opg", "expected"}
+        The standard errors' information (``rr_logit``'s; GLMMRR uses ``expected``).
+
+    Returns
+    -------
+    dict
+        ``question``, ``covariates``, ``formula``, ``n``, ``llf``, ``notes`` (each
+        answer of a covariate that no released response gave, left out) and
+        ``coefficients`` (``term``, ``coef``, ``std_error``, ``z``, ``pvalue``,
+        ``low``, ``high``).
+
+    Raises
+    ------
+    ValueError
+        Naming the allowed questions, for a question or covariate that does not fit.
+    """
+    from ...analysis import rr_logit
+
+    randomized = regressable(survey)
+    if question_id not in randomized:
+        raise ValueError(f"regress must be one of {randomized}, got {question_id!r}")
+    direct = covariate_ids(survey)
+    if not 1 <= len(covariates) <= MAX_COVARIATES or len(set(covariates)) != len(covariates):
+        raise ValueError(f"on must name 1 to {MAX_COVARIATES} different questions of {direct}")
+    unknown = [c for c in covariates if c not in direct]
+    if unknown:
+        raise ValueError(f"on must name questions asked directly: {direct}; got {unknown}")
+    rows = study_frame(frame, survey)
+    data = pd.DataFrame({question_id: rows[question_id]})
+    for c in covariates:
+        data[c] = answer_labels(rows[c], survey.question(c).report_labels)
+    design: Any = survey.question(question_id).mechanism
+    group = None
+    if has_variants(survey, question_id):
+        keys, design = design_keys(rows, survey, question_id)
+        data["design_key"] = keys.where(keys != "")
+        group = "design_key"
+    data = data.dropna().astype({question_id: "int64"})
+    notes = []
+    for c in covariates:  # a level no released row has: no coefficient, a note
+        empty = [str(v) for v, n in data[c].value_counts(sort=False).items() if n == 0]
+        if empty:
+            data[c] = data[c].cat.remove_unused_categories()
+            notes.append(
+                f"{c}: no released response answered {', '.join(map(repr, empty))}; "
+                "left out of the regression (no coefficient)"
+            )
+    if len(data) == 0:
+        raise ValueError(f"regress: no released response answers {question_id} and {covariates}")
+    names = [f"`{c}`" if "-" in c else c for c in covariates]
+    formula = f"{question_id} ~ {' + '.join(names)}"
+    fit = rr_logit(formula, data, design, group=group, information=information)
+    ci = fit.conf_int(level)
+    return {
+        "question": question_id,
+        "covariates": covariates,
+        "formula": formula,
+        "n": int(fit.nobs),
+        "llf": float(fit.llf),
+        "notes": notes,
+        "coefficients": [
+            {
+                "term": str(t),
+                "coef": float(fit.params[t]),
+                "std_error": float(fit.bse[t]),
+                "z": float(fit.tvalues[t]),
+                "pvalue": float(fit.pvalues[t]),
+                "low": float(ci.loc[t, "low"]),
+                "high": float(ci.loc[t, "high"]),
+            }
+            for t in fit.params.index
+        ],
+    }

@@ -1,0 +1,226 @@
+"""The study in ``deniable demo``: UCI Adult respondents in two arms and two groups.
+
+Covariates (sex, age in bins) are asked directly; "income over $50K" is asked directly
+in a control arm (a third of respondents) and by forced response in the other; "are you
+divorced?" is asked by the extended crosswise model in two groups (Heck, Hoffmann &
+Moshagen 2018). Respondents are simulated from the real rows, so every truth is known;
+each simulated device draws its arm and group and randomizes as the page does
+(:func:`deniable.collection.respondent.simulate_responses`), and the responses go to the
+server through the batch API. The estimates come back from the results API, as the
+dashboard shows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model._survey import load_survey
+from ..respondent._devices import simulate_responses
+
+__all__ = ["STUDY_SURVEY", "StudyRow", "run_study"]
+
+#: The study the demo publishes.
+STUDY_SURVEY: dict[str, Any] = {
+    "format": 1,
+    "id": "adult-study",
+    "version": 1,
+    "title": "A study of the UCI Adult population: direct questions against randomization",
+    "description": "Simulated respondents from the 1994 US census extract.",
+    "privacy_budget": 3.0,
+    "min_release": 30,
+    "arms": {
+        "direct": {"weight": 1, "designs": {"income": {"name": "direct"}}},
+        "forced": {"weight": 2},
+    },
+    "questions": [
+        {
+            "id": "sex",
+            "text": "What is your sex?",
+            "choices": ["Female", "Male"],
+            "design": {"name": "direct"},
+        },
+        {
+            "id": "age",
+            "text": "How old are you?",
+            "range": {"low": 17, "high": 90, "unit": "years"},
+            "bins": [17, 30, 45, 60, 90],
+            "design": {"name": "direct"},
+        },
+        {
+            "id": "income",
+            "text": "Is your income over $50K a year?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.25, "p_no": 0.25}},
+        },
+        {
+            "id": "divorced",
+            "text": "Are you divorced?",
+            "innocuous_question": "Is your mother's birthday in January, February or March?",
+            "innocuous_complement": "Is your mother's birthday in April to December?",
+            "design": {"name": "extended-crosswise", "params": {"p": 0.25}},
+        },
+    ],
+}
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    """One estimate of the study beside the truth of the respondents it covers (those
+    released: a response whose cell of direct answers would single someone out waits,
+    and its truth is not in the estimate's)."""
+
+    question: str
+    what: str
+    n: int
+    estimate: float
+    std_error: float
+    low: float
+    high: float
+    truth: float
+    note: str = ""
+
+    @property
+    def covered(self) -> bool:
+        """Whether the interval contains the truth."""
+        return self.low <= self.truth <= self.high
+
+
+def _released(survey: Any, sent: list[dict[str, Any]], batch: int) -> np.ndarray:
+    """Which responses of ``sent`` (posted in batches of ``batch``) the server released:
+    :func:`~deniable.collection.store.select_release` applied after each batch to
+    what waits, as the server does. Boolean, shape ``(len(sent),)``."""
+    from ..store._release_control import disclosure_plan, released_sensitive, select_release
+    from ..store._staging import NO_ANSWER
+
+    plan = disclosure_plan(survey)
+    ids, index = survey.report_plan.ids, survey.report_plan.arm_index
+    codes = [
+        (
+            tuple(NO_ANSWER if r["reports"][q] is None else r["reports"][q] for q in ids),
+            index[r["arm"]],
+        )
+        for r in sent
+    ]
+    kept = np.zeros(len(sent), dtype=bool)
+    waiting: list[int] = []
+    for start in range(0, len(sent), batch):
+        waiting += range(start, min(start + batch, len(sent)))
+        if len(waiting) < survey.min_release:
+            continue
+        before = released_sensitive(plan, [codes[i] for i in np.flatnonzero(kept)])
+        take = select_release(
+            plan, [codes[i] for i in waiting], before, survey.min_release, survey.l_diversity
+        )
+        kept[[i for i, t in zip(waiting, take, strict=True) if t]] = True
+        waiting = [i for i, t in zip(waiting, take, strict=True) if not t]
+    return kept
+
+
+def _truths(people: pd.DataFrame) -> dict[str, np.ndarray]:
+    return {
+        "sex": (people["sex"] == "Male").to_numpy(dtype=np.int64),
+        "age": people["age"].to_numpy(dtype=np.int64),
+        "income": (people["income"] == ">50K").to_numpy(dtype=np.int64),
+        "divorced": (people["marital-status"] == "Divorced").to_numpy(dtype=np.int64),
+    }
+
+
+def run_study(
+    post: Any, get: Any, people: pd.DataFrame, rng: np.random.Generator
+) -> list[StudyRow]:
+    """Publish :data:`STUDY_SURVEY`, send the simulated responses of ``people`` and read
+    the study's estimates back.
+
+    Parameters
+    ----------
+    post, get : callable
+        ``post(path, json) -> dict`` and ``get(path) -> dict`` as the analyst (the
+        batch is posted with an ingestion key the analyst issues).
+    people : pandas.DataFrame
+        UCI Adult rows (``sex``, ``age``, ``income``, ``marital-status``).
+    rng : numpy.random.Generator
+        The simulated devices' randomness.
+    """
+    survey = load_survey(STUDY_SURVEY)
+    post("/api/surveys", STUDY_SURVEY, None)
+    key = post(f"/api/surveys/{survey.id}/ingestion-keys", {}, None)["key"]
+    truths = _truths(people)
+    sent = simulate_responses(survey, truths, rng)
+    for start in range(0, len(sent), 5000):
+        chunk = [
+            {k: r[k] for k in ("reports", "arm", "groups") if r[k] is not None}
+            for r in sent[start : start + 5000]
+        ]
+        post(f"/api/surveys/{survey.id}/batch", {"version": 1, "responses": chunk}, key)
+    results = get(f"/api/surveys/{survey.id}/results")
+    # the respondents each estimate covers: those the server released (the release
+    # rules, applied to what was sent as the server applied them, batch by batch)
+    kept = _released(survey, sent, 5000)
+    arms = np.array([r["arm"] if k else "" for r, k in zip(sent, kept, strict=True)])
+    rows: list[StudyRow] = []
+    for item in results.get("study", []):
+        qid = item["question"]
+        truth = truths[qid]
+        for a in item["arms"]:
+            rows.append(
+                StudyRow(
+                    qid,
+                    f"arm {a['arm']} ({a['design']})",
+                    a["n"],
+                    a["estimate"],
+                    a["std_error"],
+                    a["low"],
+                    a["high"],
+                    float(truth[arms == a["arm"]].mean()),
+                )
+            )
+        for d in item["differences"]:
+            rows.append(
+                StudyRow(
+                    qid,
+                    f"{d['arm']} minus {item['reference']}",
+                    0,
+                    d["difference"],
+                    d["std_error"],
+                    d["low"],
+                    d["high"],
+                    float(truth[arms == d["arm"]].mean() - truth[arms == item["reference"]].mean()),
+                    f"one-sided p = {d['pvalue']:.3g}",
+                )
+            )
+        if item["groups"] is not None:
+            g = item["groups"]
+            note = ""
+            if g["fit"] is not None:
+                note = f"fit G2 = {g['fit']['statistic']:.2f}, p = {g['fit']['pvalue']:.3g}"
+            rows.append(
+                StudyRow(
+                    qid,
+                    g["design"],
+                    g["n"],
+                    g["estimate"],
+                    g["std_error"],
+                    g["low"],
+                    g["high"],
+                    float(truth[kept].mean()),
+                    note,
+                )
+            )
+        elif item["pooled"] is not None:
+            p = item["pooled"]
+            rows.append(
+                StudyRow(
+                    qid,
+                    "pooled over the arms",
+                    p["n"],
+                    p["estimate"],
+                    p["std_error"],
+                    p["low"],
+                    p["high"],
+                    float(truth[kept].mean()),
+                )
+            )
+    return rows

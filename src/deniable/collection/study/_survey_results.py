@@ -1,0 +1,370 @@
+"""A survey's results, from the library's results: what the API's ``results`` and the
+dashboard show.
+
+Every number here comes from :mod:`deniable.estimation` and :mod:`deniable.analysis`
+(estimates, intervals, warnings, subgroup tables, regressions); each released
+question carries the one JSON shape of an estimate
+(:meth:`~deniable.estimation.EstimateResult.to_dict`). The HTML pages
+(:mod:`deniable.collection.server`) only render it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...errors import IntervalCoverageWarning
+from ...estimation._estimators import estimate
+from ...tallies import Tally
+from ..exports._export import wide_frame
+from ..model._survey import Survey
+from ..store._release_control import disclosure_plan, disclosure_report
+from ..store._storage import Store
+from ..store._wave_store import wave_analysis
+from ._by_arm import (
+    arm_analysis,
+    design_keys,
+    has_variants,
+    pooled_estimate,
+    regression,
+    study_frame,
+)
+
+__all__ = [
+    "INTERVAL_NAMES",
+    "POOLED_NAME",
+    "arm_counts",
+    "breakdowns",
+    "pooled_tallies",
+    "survey_results",
+]
+
+#: How each interval method is named to readers of the results.
+INTERVAL_NAMES = {
+    "feldman_cousins": (
+        "Feldman-Cousins unified interval for the report share, mapped through the design "
+        "(Feldman & Cousins 1998; never narrower at 0 or 1 than for the count that "
+        "prevalence predicts): covers at least 95% at every prevalence"
+    ),
+    "wilson": "Wilson score interval for the report share, mapped through the design (Wilson 1927)",
+    "normal": "Wald interval from the exact variance of the unbiased estimator",
+    "agresti_coull": "Agresti-Coull interval for the report share, mapped through the design",
+    "beta": "Clopper-Pearson interval for the report share, mapped through the design",
+    "jeffreys": "Jeffreys interval for the report share, mapped through the design",
+    "bayes": "Bayesian highest-posterior-density credible interval",
+}
+
+
+#: The interval of a question asked through several designs (arms, groups).
+POOLED_NAME = (
+    "Wald interval of the moment estimate pooled over the arms' and groups' designs "
+    "(power-constrained at the boundary)"
+)
+
+
+def arm_counts(frame: pd.DataFrame, survey: Survey) -> dict[str, Any] | None:
+    """The released responses per arm against the arms' weights: the counts, the
+    expected counts and Pearson's chi-square test of the weights (a sample-ratio test:
+    a respondent who re-draws an arm, by clearing storage or on another device, to
+    avoid a direct question makes the counts depart from the weights), from the wide
+    export ``frame``; ``None`` without arms."""
+    from scipy import stats
+
+    if not survey.arms:
+        return None
+    arms = study_frame(frame, survey)["arm"]
+    counts = np.array([int((arms == a).sum()) for a in survey.arm_names])
+    weights = np.array([a.weight for a in survey.arms.values()])
+    expected = counts.sum() * weights / weights.sum()
+    test = stats.chisquare(counts, expected) if counts.sum() else None
+    return {
+        "arms": survey.arm_names,
+        "counts": counts.tolist(),
+        "expected": expected.tolist(),
+        "statistic": None if test is None else float(test.statistic),
+        "df": len(counts) - 1,
+        "pvalue": None if test is None else float(test.pvalue),
+    }
+
+
+def pooled_tallies(store: Store, survey: Survey) -> dict[str, Tally]:
+    """Each question's tally summed over every version that asks it unchanged (the same
+    content digest: text, labels and design), so the reports share one design."""
+    pooled = store.tallies(survey)
+    digests = {q.id: q.content_digest for q in survey.questions}
+    for other in store.versions(survey.id):
+        if other.version == survey.version:
+            continue
+        tallies = store.tallies(other)
+        for q in other.questions:
+            if digests.get(q.id) == q.content_digest:
+                pooled[q.id] = pooled[q.id] + tallies[q.id]
+    return pooled
+
+
+def survey_results(
+    store: Store,
+    survey: Survey,
+    level: float,
+    pooled: bool = False,
+    regress: str | None = None,
+    on: list[str] | None = None,
+) -> dict[str, Any]:
+    """Estimate, standard error and interval of every question, from SQL tallies.
+
+    Everything comes from the latest release: responses enter ``reports`` only in
+    crowds of at least ``survey.min_release`` (:mod:`deniable.collection.store`);
+    ``waiting`` counts those not yet released. Before a version's first release each
+    question says ``released: false`` and how many more responses are ``missing``, and
+    carries no counts and no estimate. A released question carries the one JSON shape
+    of an estimate (:meth:`~deniable.estimation.PrevalenceEstimate.to_dict`: ``result``,
+    ``labels``, ``estimate`` (unbiased, moment), ``std_error``, ``interval``
+    (``method``, ``confidence_level``, ``low``, ``high``, and its ``name`` for
+    readers), ``warnings``, ``mechanism``, ``estimator`` and ``counts``) and beside it
+    the constrained maximum-likelihood estimate (``mle``, inside the simplex); the
+    warnings (the library's) say what an estimate outside [0, 1] or a standard error of 0
+    means. With ``pooled`` each question counts the responses of every version that asks
+    it unchanged (:func:`pooled_tallies`). A numeric question also carries its ``range``
+    and ``unit`` and, once released, its ``mean`` (the ``to_dict`` of a
+    :class:`~deniable.estimation.RangeMean`, and the MLE, in the question's units). With
+    ``regress`` (a randomized yes/no question) and ``on`` (direct questions),
+    ``regression`` holds its logistic regression on them
+    (:func:`deniable.collection.study.regression`). ``central`` is the central
+    ``(epsilon, delta)`` of the version's releases by amplification by shuffling, only
+    where its conditions hold (:mod:`deniable.collection.store`), else ``None``
+    (always ``None`` pooled over versions).
+
+    Raises
+    ------
+    ValueError
+        For a ``regress`` or ``on`` that does not fit the survey.
+    """
+    tallies = pooled_tallies(store, survey) if pooled else store.tallies(survey)
+    waiting = store.waiting(survey.id).get(survey.version, 0)
+    released = store.released_count(survey.id, survey.version)
+    closed = store.is_closed(survey.id)
+    out: dict[str, Any] = {
+        "survey": survey.id,
+        "version": survey.version,
+        "pooled": pooled,
+        "title": survey.title,
+        "responses": released + waiting,
+        "released": released,
+        "waiting": waiting,
+        "confidence_level": level,
+        "min_release": survey.min_release,
+        "l_diversity": survey.l_diversity,
+        "withheld": waiting if closed else 0,
+        "note": _release_note(survey, released, waiting, closed),
+        # what the released reports say of one person to their readers, where it holds
+        "central": None if pooled else store.central_privacy(survey),
+        "questions": [],
+    }
+    pooled_estimates: dict[str, tuple[Any, Any]] = {}  # question -> (moment, mle)
+    read: list[pd.DataFrame] = []  # the wide export, read once if anything needs it
+
+    def wide() -> pd.DataFrame:
+        if not read:
+            read.append(wide_frame(store, survey.id))
+        return read[0]
+
+    if released and any(has_variants(survey, q.id) for q in survey.questions):
+        versions = store.versions(survey.id) if pooled else None
+        out["study"] = arm_analysis(wide(), survey, level, versions)
+        out["arms"] = arm_counts(wide(), survey)
+        for q in survey.questions:
+            if has_variants(survey, q.id) and q.range is None and q.mechanism.n_truths == 2:
+                both = [
+                    pooled_estimate(wide(), survey, q.id, versions, m) for m in ("moment", "mle")
+                ]
+                if both[0] is not None:
+                    pooled_estimates[q.id] = (both[0], both[1])
+    for q in survey.questions:
+        item = _question_item(q, tallies[q.id], survey, waiting, pooled_estimates.get(q.id), level)
+        out["questions"].append(item)
+    if survey.direct_questions and not pooled and released:
+        out["breakdowns"] = breakdowns(wide(), survey, level)
+    versions_all = store.versions(survey.id)
+    if len(versions_all) > 1:  # waves: their field periods, response rates and change
+        out["waves"] = store.waves(survey.id)
+        any_released = store.released_count(survey.id) > 0
+        out["wave_change"] = wave_analysis(wide(), versions_all, level) if any_released else []
+    plan = disclosure_plan(survey)
+    if not plan.trivial:  # released key cells only: never a count of what waits
+        out["disclosure"] = disclosure_report(
+            survey, _key_cells(survey, plan, wide) if released else None
+        )
+    if regress is not None:
+        if not released:
+            raise ValueError("regress: nothing is released yet")
+        out["regression"] = regression(wide(), survey, regress, on or [], level)
+    return out
+
+
+def _question_item(
+    q: Any,
+    tally: Any,
+    survey: Survey,
+    waiting: int,
+    pooled: tuple[Any, Any] | None,
+    level: float,
+) -> dict[str, Any]:
+    """One question's entry: before its release only how many responses are missing;
+    then the one shape of an estimate and the MLE (a numeric question's mean, a
+    zero-prevalence control's test), or the estimate pooled over arms and groups."""
+    item: dict[str, Any] = {
+        "id": q.id,
+        "text": q.text,
+        "categories": q.choice_labels,
+        "design": q.design.name,
+        "epsilon": q.epsilon if math.isfinite(q.epsilon) else "inf",
+        "direct": q.is_direct,
+        "n": tally.n,
+        "released": tally.n >= survey.min_release,
+    }
+    if q.numeric is not None and q.range is not None:
+        item |= {"range": [q.range.low, q.range.high], "unit": q.range.unit}
+    if not item["released"]:
+        # one total per version, never per cell: a per-cell count would tell a rare
+        # answer before any release
+        item["missing"] = max(0, survey.min_release - waiting)
+        return item
+    if has_variants(survey, q.id):  # several designs: the estimate pooled over them
+        item["design"] = "by arm and group" if len(q.groups) > 1 else "by arm"
+        if pooled is not None:
+            moment, mle = pooled
+            with warnings.catch_warnings():  # the stacked design's interval is Wald's
+                warnings.simplefilter("ignore", IntervalCoverageWarning)
+                item |= moment.to_dict(level)
+            item["labels"] = q.choice_labels
+            chosen = item["interval"]["method"]  # Wald's unless one design was used
+            item["interval"]["name"] = POOLED_NAME if chosen == "normal" else INTERVAL_NAMES[chosen]
+            item["mle"] = mle.estimate.tolist()
+        return item
+    est = estimate(q.mechanism, tally)
+    item |= est.to_dict(level)  # the one shape: estimate, std_error, interval, warnings
+    item["interval"]["name"] = INTERVAL_NAMES.get(item["interval"]["method"], "")
+    item["mle"] = estimate(q.mechanism, tally, method="mle").estimate.tolist()
+    if q.numeric is not None:
+        item["mean"] = q.mean_from(est).to_dict(level) | {"mle": q.to_units(item["mle"][1])}
+    if q.control == "zero" and est.std_error[1] > 0:  # nobody carries it
+        p_zero = est.one_sided_pvalue(0.0, category=1)
+        item["control"] = {"estimate": float(est.estimate[1]), "pvalue": p_zero}
+        item["warnings"].append(
+            "a zero-prevalence control: nobody carries it, so its estimate measures "
+            f"false positives (one-sided p = {p_zero:.3g} against 0)"
+        )
+    return item
+
+
+def _key_cells(survey: Survey, plan: Any, wide: Any) -> dict[Any, int]:
+    """The released responses of this version in each key cell of the release rules."""
+    rows = wide()
+    rows = rows[rows["version"] == survey.version]
+    keys = [survey.questions[i].id for i in plan.keys]
+    if not keys:
+        return {(): len(rows)}
+    counts: dict[Any, int] = rows[keys].astype("float64").fillna(-1).value_counts().to_dict()
+    return counts
+
+
+def _release_note(survey: Survey, released: int, waiting: int, closed: bool) -> str:
+    """What the results say of the responses not (yet) released: one total per
+    version, never per cell."""
+    m = survey.min_release
+    if closed and waiting:
+        return (
+            f"{waiting} response(s) of this version are withheld: the survey is closed and "
+            "releasing them would single someone out (their cells of direct answers "
+            f"never reached {m}); they are counted here and nowhere else"
+        )
+    if not released and waiting < m:
+        return f"results come once {m} responses can be released; {waiting} wait"
+    if waiting:
+        return (
+            f"{waiting} response(s) wait for a later release: a release adds at least {m} "
+            "responses to every cell of direct answers it touches"
+        )
+    return ""
+
+
+def breakdowns(frame: pd.DataFrame, survey: Survey, level: float) -> list[dict[str, Any]]:
+    """Each randomized yes/no question by each direct question: the prevalence of its
+    second answer per answer of the direct one, with its interval and a test of equal
+    prevalence (:func:`~deniable.analysis.subgroup_prevalence`); a numeric question's
+    mean per answer in its units (``mean: true``; the test of equal means). The rows are the
+    version's released responses (cells of direct answers are held to
+    :mod:`deniable.collection.store`'s rules when released), those missing either
+    answer (skipped) left out: the rows ``deniable analyze EXPORT --question Q --by D`` reads
+    (``frame``: the wide export)."""
+    from ...analysis import subgroup_prevalence
+
+    rows = study_frame(frame, survey)
+    out: list[dict[str, Any]] = []
+    for q in survey.questions:
+        if q.is_direct or q.mechanism.n_truths != 2:
+            continue
+        design: Any = q.mechanism
+        keys = None
+        if has_variants(survey, q.id):  # each row's design: its arm's (and group's)
+            keys, design = design_keys(rows, survey, q.id)
+        for by in survey.direct_questions:
+            if q.id not in rows or by.id not in rows:
+                continue
+            used = rows[q.id].notna() & rows[by.id].notna()
+            if keys is not None:
+                used &= keys != ""
+            if not used.any():
+                continue
+            labels = np.array(by.report_labels, dtype=object)[rows.loc[used, by.id].astype(int)]
+            with warnings.catch_warnings():  # a pooled estimate's only interval is Wald's
+                warnings.simplefilter("ignore", IntervalCoverageWarning)
+                res = subgroup_prevalence(
+                    design,
+                    rows.loc[used, q.id].to_numpy(np.int64),
+                    labels,
+                    design_keys=None if keys is None else keys[used].to_numpy(dtype=str),
+                )
+                table = res.table(level)
+            test = res.test_equal() if len(res.estimates) > 1 else None
+            values = {label: row for label, row in zip(table.index, table.to_numpy(), strict=True)}
+            columns = list(table.columns)  # n, estimate, std_error, low, high
+            groups: list[dict[str, Any]] = [
+                {"group": label}
+                | {
+                    c: (int(v) if c == "n" else float(v))
+                    for c, v in zip(columns, values[label], strict=True)
+                }
+                for label in by.report_labels
+                if label in values
+            ]
+            if q.range is not None:  # a number: its mean per answer, in its units
+                width = q.range.high - q.range.low
+                for g in groups:
+                    g |= {c: q.to_units(g[c]) for c in ("estimate", "low", "high")}
+                    g["std_error"] *= width
+            out.append(
+                {
+                    "question": q.id,
+                    "text": q.text,
+                    "answer": q.choice_labels[1],
+                    "by": by.id,
+                    "by_text": by.text,
+                    "pooled_designs": keys is not None,
+                    "mean": q.range is not None,
+                    "unit": q.range.unit if q.range is not None else "",
+                    "groups": groups,
+                    "test_equal": None  # one group: nothing to compare
+                    if test is None
+                    else {
+                        "statistic": float(test.statistic),
+                        "df": int(test.df),
+                        "pvalue": float(test.pvalue),
+                    },
+                }
+            )
+    return out

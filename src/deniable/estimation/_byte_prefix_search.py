@@ -1,0 +1,600 @@
+"""Finding heavy hitters among strings of any length from byte-PEM reports.
+
+The search is :mod:`deniable.estimation`'s (generous pruning capped at
+``SURVIVOR_FACTOR / threshold``, the exact binomial test of ``frequency <= threshold /
+2`` on the last level, top-k mode), with the counting of
+:class:`~deniable.mechanisms.BytePrefixExtension`: the candidates of a
+level are every ``step``-byte extension ``x`` of each surviving parent ``P``, and their
+support counts come from one fast Walsh-Hadamard transform a parent.
+
+A value shorter than ``max_bytes`` is padded with zeros, so every level after the one
+where it ends asks about the value itself. Extensions that end a value are admitted
+(at most ``cap`` a level) and tested on the reports of all the levels after their
+admission, pooled (independent of the data that admitted them); the last level's
+candidates are tested on that level. Each family gets half of ``false_discoveries``,
+Bonferroni over ``(levels - 1) cap`` admitted values and over the last level's
+candidates: E[values returned below ``threshold / 2``] <= ``false_discoveries``.
+
+Why: a report ``(A, y)`` supports ``id = G(P) XOR x`` when ``A id = y`` over GF(2), and
+``[A id = y] = 2^-r sum_u (-1)^(u.y + u.(A id))`` over the ``g = 2^r`` vectors ``u``.
+With ``v = A^T u`` (64 bits) and ``w`` its low ``8 step`` bits, ``u.(A id) = v.G(P) +
+w.x``, so the counts of all ``x`` are ``C_P(x) = 2^-r sum_w S_P(w) (-1)^(w.x)``: the
+Walsh-Hadamard transform of ``S_P(w) = sum over reports and u with low bits w of
+(-1)^(u.y + v.G(P))``. A parent costs ``n g`` additions and a transform of
+``2^(8 step)`` points (``8 step 2^(8 step)`` additions), against ``n 2^(8 step)`` hash
+tests, and the counts are exact integers.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special
+
+from ..errors import ReportValidationError
+from ..mechanisms._byte_prefix import BytePrefixExtension, prefix_hashes
+from ..mechanisms._kernels import hadamard_spectrum, linear_hash_counts, walsh_hadamard_rows
+from ..validation import check_integer
+from ._prefix_search import (
+    FoundModel,
+    PrefixHeavyHitters,
+    _estimate_level,
+    _overflow,
+    _Plan,
+    _plan,
+    _result,
+)
+
+__all__ = [
+    "SpectrumCounter",
+    "SupportCounter",
+    "counts_from_spectrum",
+    "extension_counts",
+    "extension_spectrum",
+    "find_string_heavy_hitters",
+    "search_string_levels",
+    "string_found_model",
+    "support_counts",
+    "walsh_hadamard",
+]
+
+#: Report-by-``u`` entries handled at once (bounds the temporaries to about 100 MB).
+_CHUNK = 1 << 22
+
+
+def walsh_hadamard(values: NDArray[np.int64], bound: int | None = None) -> NDArray[np.int64]:
+    """The unnormalised Walsh-Hadamard transform along the last axis (length a power of
+    two): ``out[..., x] = sum_w values[..., w] (-1)^popcount(w & x)``; int64, exact.
+
+    Every partial sum is at most ``bound`` (default: the largest ``sum |values|`` of a
+    row) in magnitude; the compiled path runs int64 butterflies, one row a thread, the
+    NumPy path a product with the 256 x 256 Hadamard matrix and butterflies in the
+    narrowest exact type.
+
+    Raises
+    ------
+    ValueError
+        If the last axis is not a power of two long.
+    """
+    out = np.array(values, dtype=np.int64, order="C")
+    size = out.shape[-1]
+    if size < 1 or size & (size - 1):
+        raise ValueError(f"the last axis must have a power-of-two length, got {size}")
+    if bound is None:
+        bound = int(np.abs(out).sum(axis=-1).max()) if out.size else 0
+    walsh_hadamard_rows(out.reshape(-1, size), bound)
+    return out
+
+
+def _report_terms(
+    bpem: BytePrefixExtension, reports: NDArray[np.void]
+) -> tuple[NDArray[np.uint64], NDArray[np.uint8], NDArray[np.int64]]:
+    """``(A, y, w)`` of the reports: the hash rows (n, r) uint64, the buckets (n,) uint8
+    and ``w`` (n, g) int64, the low ``8 step`` bits of ``v = A^T u`` for every ``u``."""
+    n, g = reports.size, bpem.g
+    a = np.ascontiguousarray(reports["a"].reshape(n, bpem.r))
+    low_bits = (a & np.uint64((1 << (8 * bpem.step)) - 1)).astype(np.int64)
+    w = np.zeros((n, g), dtype=np.int64)
+    for u in range(1, g):  # w(u) = w(u without its lowest bit) XOR the row of that bit
+        low = (u & -u).bit_length() - 1
+        w[:, u] = w[:, u & (u - 1)] ^ low_bits[:, low]
+    return a, np.ascontiguousarray(reports["y"], dtype=np.uint8), w
+
+
+def extension_spectrum(
+    bpem: BytePrefixExtension, reports: NDArray[np.void], parent_hashes: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """The spectrum ``S_P(w)`` of each parent among ``reports`` (one level's): the sum
+    over reports and ``u`` with ``A^T u`` low bits ``w`` of ``(-1)^(u.y + v.G(P))``.
+
+    Integers, so spectra of any split of the reports (files, Spark tasks) add up to
+    the whole's; :func:`counts_from_spectrum` turns the sum into support counts.
+
+    Parameters
+    ----------
+    bpem : BytePrefixExtension
+    reports : ndarray of ``bpem.dtype``, shape (n,)
+        The reports of one level.
+    parent_hashes : ndarray of uint64, shape (P,)
+        ``G`` of each parent (:func:`~deniable.mechanisms._byte_prefix.prefix_hashes`).
+
+    Returns
+    -------
+    ndarray of int64, shape (P, 2^(8 step)), each entry at most ``n g`` in magnitude
+    """
+    width = 1 << (8 * bpem.step)
+    if reports.size == 0 or parent_hashes.size == 0:
+        return np.zeros((parent_hashes.size, width), dtype=np.int64)
+    rows = max(1, _CHUNK // bpem.g)
+    spectrum: NDArray[np.int64] | None = None
+    for r0 in range(0, reports.size, rows):
+        a, y, w = _report_terms(bpem, reports[r0 : r0 + rows])
+        part = hadamard_spectrum(a, y, w, parent_hashes, width)
+        spectrum = part if spectrum is None else spectrum + part
+    assert spectrum is not None
+    return spectrum
+
+
+def counts_from_spectrum(
+    bpem: BytePrefixExtension, spectrum: NDArray[np.int64], reports: int
+) -> NDArray[np.int64]:
+    """Support counts (P, 2^(8 step)) int64 from the summed spectrum of ``reports``
+    reports (:func:`extension_spectrum`): its Walsh-Hadamard transform over ``g``,
+    computed in ``spectrum``'s own memory when it is a C-contiguous int64 array (it is
+    overwritten)."""
+    out = np.ascontiguousarray(spectrum, dtype=np.int64)
+    if out.ndim != 2 or out.shape[1] != 1 << (8 * bpem.step):
+        raise ValueError(f"spectrum must have shape (P, {1 << (8 * bpem.step)}), got {out.shape}")
+    # |S(w)| summed over w is at most (reports x g): the transform's every partial sum
+    walsh_hadamard_rows(out, max(reports, 1) * bpem.g)
+    out //= bpem.g
+    return out
+
+
+def extension_counts(
+    bpem: BytePrefixExtension, reports: NDArray[np.void], parent_hashes: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """Support counts of every extension of each parent among ``reports`` (one level's).
+
+    Parameters
+    ----------
+    bpem : BytePrefixExtension
+    reports : ndarray of ``bpem.dtype``, shape (n,)
+        The reports of one level.
+    parent_hashes : ndarray of uint64, shape (P,)
+        ``G`` of each parent (:func:`~deniable.mechanisms._byte_prefix.prefix_hashes`).
+
+    Returns
+    -------
+    ndarray of int64, shape (P, 2^(8 step))
+        Entry ``(p, x)``: the reports that support the prefix ``parent p + x`` (``x``
+        little-endian).
+    """
+    spectrum = extension_spectrum(bpem, reports, parent_hashes)
+    return counts_from_spectrum(bpem, spectrum, reports.size)
+
+
+#: ``spectrum(level, parent hashes (P,) uint64) -> summed spectrum (P, 2^(8 step))``.
+SpectrumCounter = Callable[[int, NDArray[np.uint64]], NDArray[np.int64]]
+
+
+#: ``support(level, ids (E,) uint64) -> support counts (E,) int64`` of arbitrary ids
+#: among that level's reports (:func:`support_counts`).
+SupportCounter = Callable[[int, NDArray[np.uint64]], NDArray[np.int64]]
+
+
+def support_counts(
+    bpem: BytePrefixExtension, reports: NDArray[np.void], ids: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """How many of ``reports`` (shape (n,), one level's) support each id (E,) uint64
+    (``BytePrefixExtension.prefix_ids``): ``#{i : A_i id = y_i}``, int64 (E,)."""
+    a = np.ascontiguousarray(reports["a"].reshape(reports.size, bpem.r))
+    return linear_hash_counts(a, np.ascontiguousarray(reports["y"], dtype=np.uint8), ids)
+
+
+def _extension_kinds(bpem: BytePrefixExtension) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """``(goes on, ends)``, each (2^(8 step),) bool: the extensions ``x`` of a prefix
+    with no padding yet that hold no padding, and those that end it (padding at the
+    end; never a NUL inside a value, so padding is followed by padding only)."""
+    x = np.arange(1 << (8 * bpem.step))
+    if bpem.step == 1:
+        return x != 0, x == 0
+    return ((x & 0xFF) != 0) & (x >> 8 != 0), x >> 8 == 0
+
+
+def _extend(
+    bpem: BytePrefixExtension,
+    parents: NDArray[np.uint8],
+    parent_of: NDArray[np.int64],
+    x: NDArray[np.int64],
+    start: int,
+) -> NDArray[np.uint8]:
+    """The prefixes ``parents[parent_of] + x`` (``x`` little-endian at byte ``start``)."""
+    out = parents[parent_of].copy()
+    out[:, start] = x & 0xFF
+    if bpem.step == 2:
+        out[:, start + 1] = x >> 8
+    return out
+
+
+def find_string_heavy_hitters(
+    bpem: BytePrefixExtension,
+    reports: Any,
+    threshold: float = 0.01,
+    miss_rate: float = 0.05,
+    *,
+    false_discoveries: float = 0.05,
+    top_k: int | None = None,
+    max_survivors: int | None = None,
+    on_overflow: Literal["keep", "raise"] = "keep",
+) -> PrefixHeavyHitters:
+    """Strings (up to ``bpem.max_bytes`` of UTF-8) whose frequency reaches ``threshold``.
+
+    Guarantees as :func:`~deniable.estimation.find_heavy_hitters`'s: at most
+    ``false_discoveries`` values expected below ``threshold / 2``, survivors capped at
+    ``SURVIVOR_FACTOR / threshold``. A value that ends before the last level is tested
+    on the reports of every level after the one that admitted it (the module's text),
+    its ``std_error`` about ``sqrt(levels after)`` times one level's.
+    ``candidates_per_level`` counts the extensions tested and the ended values counted.
+
+    Parameters
+    ----------
+    bpem : BytePrefixExtension
+    reports : ndarray of the mechanism's report dtype, shape (n,)
+    threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow
+        As :func:`~deniable.estimation.find_heavy_hitters`.
+
+    Returns
+    -------
+    PrefixHeavyHitters
+
+    Raises
+    ------
+    ValueError, DetectionLimitError
+        As :func:`~deniable.estimation.find_heavy_hitters`.
+    ReportValidationError
+        For malformed reports or none.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.estimation import find_string_heavy_hitters
+    >>> from deniable.mechanisms import BytePrefixExtension
+    >>> bpem = BytePrefixExtension(4.0, max_bytes=8)
+    >>> reports = bpem.randomize(["tea"] * 6000 + ["café"] * 4000, np.random.default_rng(0))
+    >>> find_string_heavy_hitters(bpem, reports, threshold=0.1).values
+    ['tea', 'café']
+    """
+    arr = bpem.check_reports(reports)
+    if arr.size == 0:
+        raise ReportValidationError("no reports")
+    levels = arr["level"]
+    mine: dict[int, NDArray[np.void]] = {}  # the reports of the current level
+
+    def of_level(level: int) -> NDArray[np.void]:
+        if level not in mine:
+            mine.clear()
+            mine[level] = arr[levels == level]
+        return mine[level]
+
+    return search_string_levels(
+        bpem,
+        lambda level, hashes: extension_spectrum(bpem, of_level(level), hashes),
+        lambda level, ids: support_counts(bpem, of_level(level), ids),
+        np.bincount(levels, minlength=bpem.levels),
+        threshold,
+        miss_rate,
+        false_discoveries=false_discoveries,
+        top_k=top_k,
+        max_survivors=max_survivors,
+        on_overflow=on_overflow,
+    )
+
+
+def search_string_levels(
+    bpem: BytePrefixExtension,
+    spectrum: SpectrumCounter,
+    support: SupportCounter,
+    reports_per_level: NDArray[np.int64],
+    threshold: float = 0.01,
+    miss_rate: float = 0.05,
+    *,
+    false_discoveries: float = 0.05,
+    top_k: int | None = None,
+    max_survivors: int | None = None,
+    on_overflow: Literal["keep", "raise"] = "keep",
+) -> PrefixHeavyHitters:
+    """The search of :func:`find_string_heavy_hitters`, with the reports wherever they
+    are: ``spectrum(level, parent_hashes)`` returns the summed
+    :func:`extension_spectrum` of that level's reports and ``support(level, ids)`` their
+    :func:`support_counts` (in one process, or added up over Spark tasks);
+    ``reports_per_level`` (levels,) int64 counts them.
+
+    Raises
+    ------
+    ValueError, DetectionLimitError
+        As :func:`~deniable.estimation.find_heavy_hitters`.
+    ReportValidationError
+        If ``reports_per_level`` has the wrong shape or sums to 0.
+    """
+    plan = _plan(threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow)
+    sizes = np.asarray(reports_per_level, dtype=np.int64)
+    if sizes.shape != (bpem.levels,) or sizes.min() < 0 or sizes.sum() == 0:
+        raise ReportValidationError(
+            f"reports_per_level must hold {bpem.levels} non-negative counts, not all 0"
+        )
+    goes_on, ends = _extension_kinds(bpem)
+    z_pool = float(special.ndtri(1 - plan.miss_rate / bpem.levels))
+    parents = np.zeros((1, bpem.max_bytes), dtype=np.uint8)
+    pool = _Pool(np.zeros((0, bpem.max_bytes), dtype=np.uint8))
+    n_level: list[int] = []
+    n_candidates: list[int] = []
+    warnings: list[str] = []
+    for level in range(bpem.levels):
+        n_l, last, start = int(sizes[level]), level == bpem.levels - 1, bpem.step * level
+        tested = parents.shape[0] * int((goes_on | ends).sum())
+        n_level.append(n_l)
+        n_candidates.append(tested + pool.size)
+        if pool.size and n_l:  # the ended values gather this level's evidence
+            pool.add(support(level, bpem.prefix_ids(pool.rows, level)), n_l)
+            if not last:
+                pool.prune(bpem, plan, z_pool)
+        c = np.arange(n_l + 1)
+        if last:  # the exact test, over this level's candidates (family b)
+            null = _null(bpem, plan)
+            pvalue_b = np.where(c > 0, special.bdtrc(c - 1, max(n_l, 1), null), 1.0)
+            cut = plan.false_discoveries / 2 / max(tested, 1)
+            wanted = np.ones(c.size, dtype=bool) if plan.top_k else pvalue_b <= cut
+            kinds: tuple[tuple[NDArray[np.bool_], int | None], ...] = (
+                (goes_on | ends, plan.top_k),
+            )
+        else:  # generous: the upper bound reaches the threshold (all in top-k mode)
+            est, se = _estimate_level(bpem, c, n_l)
+            wanted = (
+                np.ones(c.size, dtype=bool) if plan.top_k else est + plan.z * se >= plan.threshold
+            )
+            kinds = ((goes_on, plan.cap), (ends, plan.cap))
+        hashes = prefix_hashes(parents, start)
+        found = _strongest(bpem, functools.partial(spectrum, level), n_l, hashes, wanted, kinds)
+        if last:
+            parent_of, x, counts_b, _ = found[0]
+            break
+        (parent_of, x, _, passing), (end_of, end_x, _, _) = found
+        if passing > plan.cap and plan.top_k is None:
+            model = string_found_model(bpem)
+            _overflow(level, passing, int(sizes.sum()), bpem, plan, warnings, model)
+        pool.admit(_extend(bpem, parents, end_of, end_x, start))
+        parents = _extend(bpem, parents, parent_of, x, start)
+    rows_b = _extend(bpem, parents, parent_of, x, bpem.step * (bpem.levels - 1))
+    return _final_strings(bpem, plan, pool, rows_b, counts_b, n_level, n_candidates, warnings)
+
+
+def _null(bpem: BytePrefixExtension, plan: _Plan) -> float:
+    """The chance that a report supports a value of frequency ``threshold / 2`` (0 in
+    top-k mode): the null of the last test."""
+    _, _, _, p_star, q_star = bpem._search_shape()
+    return float(q_star + (p_star - q_star) * (0 if plan.top_k else plan.threshold / 2))
+
+
+class _Pool:
+    """Values that ended (padding reached) before the last level, with the support
+    counts and reports of every level after the one that admitted them."""
+
+    def __init__(self, rows: NDArray[np.uint8]) -> None:
+        self.rows = rows
+        self.counts = np.zeros(rows.shape[0], dtype=np.int64)
+        self.reports = np.zeros(rows.shape[0], dtype=np.int64)
+
+    @property
+    def size(self) -> int:
+        return int(self.rows.shape[0])
+
+    def admit(self, rows: NDArray[np.uint8]) -> None:
+        self.rows = np.concatenate([self.rows, rows])
+        self.counts = np.concatenate([self.counts, np.zeros(rows.shape[0], dtype=np.int64)])
+        self.reports = np.concatenate([self.reports, np.zeros(rows.shape[0], dtype=np.int64)])
+
+    def add(self, counts: NDArray[np.int64], reports: int) -> None:
+        self.counts += counts
+        self.reports += reports
+
+    def estimates(self, bpem: BytePrefixExtension) -> tuple[NDArray[np.float64], ...]:
+        """Pooled ``(estimate, std_error)`` of each value (std_error inf without reports)."""
+        _, _, _, p_star, q_star = bpem._search_shape()
+        n = np.maximum(self.reports, 1)
+        share = self.counts / n
+        est = (share - q_star) / (p_star - q_star)
+        se = np.sqrt(np.maximum(share * (1 - share), 1e-300) / n) / (p_star - q_star)
+        return est, np.where(self.reports > 0, se, np.inf)
+
+    def keep(self, which: NDArray[Any]) -> None:
+        self.rows, self.counts, self.reports = (
+            self.rows[which],
+            self.counts[which],
+            self.reports[which],
+        )
+
+    def prune(self, bpem: BytePrefixExtension, plan: _Plan, z: float) -> None:
+        """Keep the values whose pooled upper bound (``z``: ``miss_rate`` split over the
+        levels) reaches the threshold; in top-k mode the ``cap`` largest estimates."""
+        est, se = self.estimates(bpem)
+        if plan.top_k is None:
+            self.keep(est + z * se >= plan.threshold)
+        elif self.size > plan.cap:
+            self.keep(np.argsort(-est, kind="stable")[: plan.cap])
+
+
+def _final_strings(
+    bpem: BytePrefixExtension,
+    plan: _Plan,
+    pool: _Pool,
+    rows_b: NDArray[np.uint8],
+    counts_b: NDArray[np.int64],
+    n_level: list[int],
+    n_candidates: list[int],
+    warnings: list[str],
+) -> PrefixHeavyHitters:
+    """The values returned: the pool's (family a: tested on the levels after their
+    admission, at ``false_discoveries / 2`` over the at most ``(levels - 1) cap``
+    admitted) and the last level's (family b: already tested on that level, at
+    ``false_discoveries / 2`` over its candidates); decoded, largest estimate first."""
+    null = _null(bpem, plan)
+    pool.keep(pool.reports > 0)
+    c = pool.counts
+    pvalue_a = np.where(c > 0, special.bdtrc(c - 1, np.maximum(pool.reports, 1), null), 1.0)
+    if plan.top_k is None:
+        admitted = (bpem.levels - 1) * plan.cap
+        pool.keep(pvalue_a <= plan.false_discoveries / 2 / admitted)
+        pvalue_a = pvalue_a[pvalue_a <= plan.false_discoveries / 2 / admitted]
+    est_a, se_a = pool.estimates(bpem)
+    n_last = n_level[-1]
+    est_b, se_b = _estimate_level(bpem, counts_b, n_last)
+    pvalue_b = np.where(counts_b > 0, special.bdtrc(counts_b - 1, max(n_last, 1), null), 1.0)
+    rows = np.concatenate([pool.rows, rows_b])
+    est, se = np.concatenate([est_a, est_b]), np.concatenate([se_a, se_b])
+    pvalue = np.concatenate([pvalue_a, pvalue_b])
+    order = np.argsort(-est, kind="stable")
+    decoded = [bpem.decode(bytes(row)) for row in rows[order]]
+    utf8 = np.array([d is not None for d in decoded], dtype=bool)
+    order = order[utf8][: plan.top_k] if plan.top_k else order[utf8]
+    return _result(
+        [d for d in decoded if d is not None][: len(order)],
+        est[order],
+        se[order],
+        pvalue[order],
+        n_level,
+        n_candidates,
+        plan,
+        warnings,
+    )
+
+
+#: Parents whose extensions are counted at once (bounds the counts to 32 MB).
+_PARENTS_AT_ONCE = 64
+
+
+def _strongest(
+    bpem: BytePrefixExtension,
+    spectrum: Callable[[NDArray[np.uint64]], NDArray[np.int64]],
+    reports: int,
+    hashes: NDArray[np.uint64],
+    wanted: NDArray[np.bool_],
+    kinds: tuple[tuple[NDArray[np.bool_], int | None], ...],
+) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]]:
+    """For each kind ``(allowed x (2^(8 step),) bool, cap)``: ``(parent index, x, count,
+    passing)`` of the allowed extensions whose support count ``c`` has ``wanted[c]``,
+    at most ``cap`` of them with the largest counts (ties: the first in parent and ``x``
+    order), largest first; ``passing`` counts every one that qualified. Parents (their
+    ``hashes``, (P,) uint64) are counted a few at a time: memory stays bounded."""
+    width = 1 << (8 * bpem.step)
+    # the counts wanted are usually all those from a least one: compares, no lookup
+    least = int(np.argmax(wanted)) if wanted.any() else wanted.size
+    upward = bool(wanted[least:].all())
+    none = np.zeros(0, dtype=np.int64)
+    kept = [(none, none, 0) for _ in kinds]
+    for p0 in range(0, hashes.size, _PARENTS_AT_ONCE):
+        block = counts_from_spectrum(bpem, spectrum(hashes[p0 : p0 + _PARENTS_AT_ONCE]), reports)
+        qualified = block >= least if upward else wanted[block]
+        for k, (allowed, cap) in enumerate(kinds):
+            keys, counts, passing = kept[k]
+            mask = qualified & allowed[None, :]
+            passing += int(np.count_nonzero(mask))
+            if cap is not None and counts.size >= cap:  # below the cap-th best: never kept
+                mask &= block >= counts.min()
+            rows, xs = np.nonzero(mask)
+            keys = np.concatenate([keys, (rows + p0).astype(np.int64) * width + xs])
+            counts = np.concatenate([counts, block[rows, xs]])
+            if cap is not None and counts.size > cap:
+                top = np.argpartition(-_score(keys, counts), cap - 1)[:cap]
+                keys, counts = keys[top], counts[top]
+            kept[k] = (keys, counts, passing)
+    out = []
+    for keys, counts, passing in kept:
+        order = np.argsort(-_score(keys, counts), kind="stable")
+        out.append((keys[order] // width, keys[order] % width, counts[order], passing))
+    return out
+
+
+def _score(keys: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """One sortable score: the count, then the earlier key."""
+    return np.asarray((counts << 32) | ((1 << 32) - 1 - keys), dtype=np.int64)
+
+
+def string_found_model(bpem: BytePrefixExtension, length: int | None = None) -> FoundModel:
+    """Byte-PEM's model of its search for a value of ``length`` bytes (default
+    ``max_bytes``; :func:`_found_string_probability`).
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a ``length`` outside 0..max_bytes.
+    """
+    size = check_integer("length", bpem.max_bytes if length is None else length, minimum=0)
+    if size > bpem.max_bytes:
+        raise ValueError(f"length must be in 0..{bpem.max_bytes} (max_bytes), got {size}")
+
+    return lambda n, f, threshold, fd, miss, cap: _found_string_probability(
+        bpem, n, f, threshold, fd, miss, cap, size
+    )
+
+
+def _found_string_probability(
+    bpem: BytePrefixExtension,
+    n: float,
+    f: float,
+    threshold: float,
+    false_discoveries: float,
+    miss_rate: float,
+    cap: int,
+    length: int,
+) -> float:
+    """Normal approximation of Pr(a value of ``length`` bytes and frequency ``f`` is
+    returned by :func:`find_string_heavy_hitters`): it survives the pruning of every
+    level before the one where it ends (the upper bound reaches the threshold, and its
+    estimate beats the cap-th largest of the null ones), then either the last level's
+    test (a value that ends in the last step) or its admission and the pooled test of
+    the levels after (``false_discoveries / 2`` over ``(levels - 1) cap`` admitted),
+    after the last pooled pruning."""
+    levels, width, _, p_star, q_star = bpem._search_shape()
+    n_level = n * bpem.level_probabilities  # the expected reports of each level
+    gap, q = float(p_star - q_star), float(q_star)
+    ending = 256.0 if bpem.step == 2 else 1.0  # the extensions that end a value
+
+    def se(freq: float, reports: float) -> float:
+        s = q + gap * freq
+        return math.sqrt(max(s * (1 - s), 1e-300) / max(reports, 1e-300)) / gap
+
+    def passes(bar: float, reports: float) -> float:
+        return float(special.ndtr((f - bar) / se(f, reports)))
+
+    def pruned(level: int, per_parent: float) -> float:  # survives one level's pruning
+        tested = per_parent * (1 if level == 0 else cap)
+        reports = float(n_level[level])
+        bar = threshold - z_miss * se(threshold, reports)
+        if tested > cap:  # the cap-th largest of the null estimates
+            bar = max(bar, se(0.0, reports) * float(special.ndtri(1 - cap / tested)))
+        return passes(bar, reports)
+
+    z_miss = float(special.ndtri(1 - miss_rate))
+    end = min(length // bpem.step, levels - 1)
+    prob = math.prod(pruned(level, width) for level in range(end))
+    s0 = q + gap * threshold / 2
+    if end == levels - 1:  # tested on the last level, over its candidates
+        tested = width * (1 if end == 0 else cap)
+        z_test = float(special.ndtri(1 - false_discoveries / 2 / tested))
+        last = float(n_level[end])
+        return prob * passes(threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / last) / gap, last)
+    prob *= pruned(end, ending)
+    pooled = float(n_level[end + 1 :].sum())
+    z_test = float(special.ndtri(1 - false_discoveries / 2 / ((levels - 1) * cap)))
+    prob *= passes(threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / pooled) / gap, pooled)
+    if end < levels - 2:  # the pooled pruning before the last level
+        z_pool = float(special.ndtri(1 - miss_rate / levels))
+        before = pooled - float(n_level[-1])
+        prob *= passes(threshold - z_pool * se(threshold, before), before)
+    return float(prob)

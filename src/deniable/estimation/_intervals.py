@@ -1,0 +1,342 @@
+"""Confidence intervals for prevalences, vectorised over many tallies.
+
+Methods (the names of ``statsmodels.stats.proportion.proportion_confint``):
+
+``normal``
+    Wald: ``pi_hat +/- z SE`` (SE of the estimate the interval is asked of).
+``wilson``, ``agresti_coull``, ``beta``, ``jeffreys``
+    A binomial interval for the report share ``lam_r`` (Wilson 1927; Agresti & Coull
+    1998; Clopper & Pearson 1934; the Jeffreys interval of Brown, Cai & DasGupta
+    2001), mapped through the affine inverse ``pi = c + s lam_r`` of the design.
+    Defined for designs whose estimate of each category is affine in one report
+    share: every binary design and k-ary randomized response.
+``feldman_cousins``
+    The unified interval of Feldman & Cousins (1998) for the report share ``lam_r``,
+    whose range ``[a, b]`` is the image of prevalences in [0, 1]: a Neyman construction
+    ordered by the likelihood ratio against the best share *inside* ``[a, b]``, so its
+    coverage is at least the confidence level for every prevalence and every n
+    (discreteness makes it conservative). With the power constraint of Cowan,
+    Cranmer, Gross & Vitells (2011): where the data fall below what any prevalence would
+    give (an unbiased estimate below 0) the interval is that of the count expected at
+    prevalence 0, ``[0, u]`` with ``u`` about two standard errors, instead of collapsing
+    onto 0 (and symmetrically at 1). Defined where the binomial methods are; the
+    default there.
+``chebyshev``
+    Distribution free: ``pi_hat +/- sqrt(V_max / (n (1 - confidence_level)))`` with
+    ``V_max`` the exact worst-case per-respondent variance of the moment estimator over
+    all prevalences, so coverage is at least the confidence level for every
+    prevalence and every n (Chebyshev's inequality; the seed's rule, with the correct
+    variance).
+``bayes``
+    Highest-posterior-density (shortest) credible interval under a Dirichlet (Beta)
+    prior. On a binary design it is the highest-density set of the exact
+    one-dimensional posterior (:func:`binary_hpd`: no sampling error; it holds 0 or 1
+    where the density is highest there); on k-ary RR it is computed from the
+    data-augmentation draws (Chen & Shao 1999) and extended to 0 (or 1) when the
+    shortest window starts at the smallest (ends at the largest) draw. A credible
+    interval is not power-constrained, and it under-covers in places (exact coverage on
+    a binary design, docs/coverage.md: 0.931-0.942 at some cells, such as
+    ForcedResponse(0.25, 0.25), n = 3,000, pi = 0.05: 0.932; on k-ary RR near 1 it
+    can miss entirely, the prior pulling a category of 7 towards 0);
+    :meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval` warns where it
+    does (:mod:`deniable.estimation`).
+
+The binomial methods and ``normal`` are power-constrained like ``feldman_cousins``
+(Cowan et al. 2011): never narrower than the interval of the count a boundary predicts,
+so where the data fall below what prevalence 0 gives the interval is ``[0, u]`` with
+``u`` about two standard errors, not a collapse onto 0.
+
+Every interval is clipped to [0, 1], the range of a prevalence; estimates are never
+clipped.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..mechanisms._channels import FiniteChannel
+from ._bayes import posterior_draws
+from ._normal_theory import moment_batch, z_quantile
+from ._variance import AffineMap, affine_map, worst_case_variance
+
+__all__ = [
+    "INTERVAL_METHODS",
+    "IntervalMethod",
+    "binary_hpd",
+    "hpd_interval",
+    "prevalence_intervals",
+    "share_interval",
+    "share_to_prevalence",
+]
+
+IntervalMethod = Literal[
+    "feldman_cousins", "normal", "wilson", "agresti_coull", "beta", "jeffreys", "chebyshev", "bayes"
+]
+INTERVAL_METHODS: tuple[str, ...] = get_args(IntervalMethod)
+_SHARE_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
+#: Points of the exact posterior's grid (``binary_hpd``), and rows handled at once.
+_POINTS = 1601
+_CHUNK = 2048
+#: Rounding of the affine map near 0 and 1 (an end at the share's range is 0 or 1).
+_SNAP = 1e-12
+
+_Array = NDArray[np.float64]
+
+
+def hpd_interval(posterior: NDArray[np.float64], confidence_level: float) -> tuple[_Array, _Array]:
+    """Shortest intervals holding ``confidence_level`` of the draws, extended to the
+    boundary when they start at the smallest or end at the largest draw.
+
+    Parameters
+    ----------
+    posterior : ndarray, shape (S, draws, k)
+    confidence_level : float in (0, 1)
+
+    Returns
+    -------
+    low, high : ndarray, shape (S, k)
+    """
+    ordered = np.sort(posterior, axis=1)
+    draws = ordered.shape[1]
+    window = min(draws, max(1, int(np.ceil(confidence_level * draws))))
+    widths = ordered[:, window - 1 :, :] - ordered[:, : draws - window + 1, :]
+    start = np.argmin(widths, axis=1)  # (S, k)
+    low = np.take_along_axis(ordered, start[:, None, :], axis=1)[:, 0, :]
+    high = np.take_along_axis(ordered, start[:, None, :] + window - 1, axis=1)[:, 0, :]
+    low = np.where(start == 0, 0.0, low)
+    high = np.where(start == draws - window, 1.0, high)
+    return low, high
+
+
+def share_interval(
+    method: str, y: NDArray[np.int64], n: NDArray[np.int64], confidence_level: float
+) -> tuple[_Array, _Array]:
+    """Binomial confidence interval for a proportion ``y / n`` (arrays broadcast together)."""
+    from scipy import stats
+
+    y = np.asarray(y, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    alpha = 1.0 - confidence_level
+    z = z_quantile(confidence_level)
+    if method == "wilson":
+        z2 = z * z
+        center = (y + z2 / 2.0) / (n + z2)
+        half = z / (n + z2) * np.sqrt(y * (n - y) / n + z2 / 4.0)
+        return center - half, center + half
+    if method == "agresti_coull":
+        n_t = n + z * z
+        p_t = (y + z * z / 2.0) / n_t
+        half = z * np.sqrt(p_t * (1.0 - p_t) / n_t)
+        return p_t - half, p_t + half
+    if method == "beta":
+        with np.errstate(invalid="ignore"):
+            low = np.where(y > 0, stats.beta.ppf(alpha / 2.0, np.maximum(y, 1), n - y + 1), 0.0)
+            high = np.where(
+                y < n, stats.beta.ppf(1 - alpha / 2.0, y + 1, np.maximum(n - y, 1)), 1.0
+            )
+        return low, high
+    if method == "jeffreys":
+        low = np.where(y > 0, stats.beta.ppf(alpha / 2.0, y + 0.5, n - y + 0.5), 0.0)
+        high = np.where(y < n, stats.beta.ppf(1 - alpha / 2.0, y + 0.5, n - y + 0.5), 1.0)
+        return low, high
+    raise ValueError(f"method must be one of {', '.join(_SHARE_METHODS)}, got {method!r}")
+
+
+def prevalence_intervals(
+    design: FiniteChannel,
+    counts: NDArray[np.int64],
+    method: str,
+    confidence_level: float,
+    *,
+    estimate: _Array | None = None,
+    variance: _Array | None = None,
+    prior: _Array | None = None,
+    posterior: NDArray[np.float64] | None = None,
+    rng: np.random.Generator | int = 0,
+) -> tuple[_Array, _Array]:
+    """Intervals for every category of a batch of tallies.
+
+    Parameters
+    ----------
+    design : Design
+    counts : ndarray of int, shape (S, m)
+    method : str
+        One of :data:`INTERVAL_METHODS`.
+    confidence_level : float in (0, 1)
+    estimate, variance : ndarray, shape (S, k), optional
+        Point estimate and its variance for ``normal`` (default: moment estimator).
+    prior : ndarray, shape (k,), optional
+        Dirichlet pseudocounts for ``bayes`` (default uniform).
+    posterior : ndarray, shape (S, draws, k), optional
+        Posterior draws for ``bayes`` (drawn here when omitted).
+
+    Returns
+    -------
+    low, high : ndarray, shape (S, k), clipped to [0, 1]
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, or a binomial method on a design without a per-category
+        affine inverse.
+    """
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"method must be one of {', '.join(INTERVAL_METHODS)}, got {method!r}")
+    counts = np.asarray(counts, dtype=np.int64)
+    n = counts.sum(axis=1, keepdims=True)
+    alpha = 1.0 - confidence_level
+    if method == "normal":
+        if estimate is None or variance is None:
+            estimate, variance = moment_batch(design, counts)
+        z = z_quantile(confidence_level)
+        half = z * np.sqrt(variance)
+        low, high = estimate - half, estimate + half
+        amap = affine_map(design)
+        if amap is not None:  # the power constraint (see the module's text)
+            reach0, reach1 = _boundary_reach(design, amap, n, z)
+            high, low = np.maximum(high, reach0), np.minimum(low, 1.0 - reach1)
+    elif method == "chebyshev":
+        center, _ = moment_batch(design, counts)
+        half = np.sqrt(worst_case_variance(design)[None, :] / (n * alpha))
+        low, high = center - half, center + half
+    elif method == "bayes":
+        prior = np.ones(design.n_truths) if prior is None else np.asarray(prior, dtype=float)
+        amap = affine_map(design)
+        if design.n_truths == 2 and amap is not None:  # one-dimensional: exact
+            r = int(amap.report[1])
+            shape = (float(prior[1]), float(prior[0]))
+            low1, high1 = binary_hpd(amap, 1, counts[:, r], n[:, 0], confidence_level, shape)
+            low = np.stack([1.0 - high1, low1], axis=1)
+            high = np.stack([1.0 - low1, high1], axis=1)
+        else:
+            if posterior is None:
+                posterior = posterior_draws(design, counts, prior, rng=rng)
+            low, high = hpd_interval(posterior, confidence_level)
+    else:
+        amap = affine_map(design)
+        if amap is None:
+            raise ValueError(
+                f"interval method {method!r} needs a design whose estimate of each category is "
+                "affine in one report share (binary designs, k-ary RR); use 'normal', "
+                "'chebyshev' or 'bayes' for this design"
+            )
+        if method == "feldman_cousins":
+            lo_s, hi_s = _unified(design, amap, counts, n[:, 0], confidence_level)
+        else:
+            y = counts[:, amap.report]
+            lo_s, hi_s = share_interval(method, y, n, confidence_level)
+            # the power constraint: never narrower than at the count a boundary predicts
+            a, b = amap.share_range(design)
+            lo_c, hi_c = share_interval(method, np.clip(y, n * a, n * b), n, confidence_level)
+            lo_s, hi_s = np.minimum(lo_s, lo_c), np.maximum(hi_s, hi_c)
+        return share_to_prevalence(
+            lo_s, hi_s, amap.intercept, amap.slope, snap=method == "feldman_cousins"
+        )
+    return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+
+
+def share_to_prevalence(
+    low_share: ArrayLike,
+    high_share: ArrayLike,
+    intercept: ArrayLike,
+    slope: ArrayLike,
+    *,
+    snap: bool = False,
+) -> tuple[_Array, _Array]:
+    """An interval of a report share mapped to prevalence ``intercept + slope * share``,
+    ordered and clipped to [0, 1]; with ``snap`` (a Feldman-Cousins interval, whose ends
+    at the share's range are exactly 0 and 1) ends within 1e-12 of 0 or 1 become them.
+    Arrays broadcast; returns ``low, high`` of their shape."""
+    a = np.asarray(intercept) + np.asarray(slope) * np.asarray(low_share)
+    b = np.asarray(intercept) + np.asarray(slope) * np.asarray(high_share)
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    if snap:
+        low = np.where(low < _SNAP, 0.0, low)
+        high = np.where(high > 1.0 - _SNAP, 1.0, high)
+    return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+
+
+def binary_hpd(
+    amap: AffineMap,
+    j: int,
+    y: ArrayLike,
+    n: ArrayLike,
+    level: float,
+    prior: tuple[float, float],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The highest-posterior-density interval of category ``j`` for each count ``y``
+    (int, shape (S,)) of its report among ``n``, from the exact one-dimensional
+    posterior under the prior ``Beta(prior[0], prior[1])`` on the category: the density
+    ``Beta(pi) lam(pi)^y (1 - lam(pi))^(n - y)`` (``lam`` the report's share at ``pi``)
+    on 1,601 points spanning 12 of the largest standard errors either side of the
+    estimate, and the densest of them holding ``level`` of the mass (a log-concave
+    density: one interval, holding 0 or 1 where the density is highest there).
+    Returns ``low, high``, shapes (S,)."""
+    from scipy import special
+
+    c, s = float(amap.intercept[j]), float(amap.slope[j])
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    nn = np.broadcast_to(np.asarray(n, dtype=np.float64), y.shape)
+    est = np.clip(c + s * y / nn, 0.0, 1.0)
+    half = 12 * abs(s) * 0.5 / np.sqrt(nn)
+    low = np.empty(y.size)
+    high = np.empty(y.size)
+    steps = np.linspace(0.0, 1.0, _POINTS)
+    for start in range(0, y.size, _CHUNK):
+        part = slice(start, start + _CHUNK)
+        lo = np.maximum(est[part] - half[part], 0.0)
+        hi = np.minimum(est[part] + half[part], 1.0)
+        grid = lo[:, None] + (hi - lo)[:, None] * steps[None, :]
+        lam = np.clip((grid - c) / s, 1e-300, 1 - 1e-16)  # the report's share at pi
+        yy, rest = y[part, None], (nn[part] - y[part])[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logf = special.xlogy(yy, lam) + special.xlog1py(rest, -lam)
+            logf += special.xlogy(prior[0] - 1, grid) + special.xlog1py(prior[1] - 1, -grid)
+        logf = np.where(np.isnan(logf), -np.inf, logf)
+        dens = np.exp(logf - logf.max(axis=1, keepdims=True))
+        order = np.argsort(-dens, axis=1)
+        ranked = np.take_along_axis(dens, order, axis=1)
+        mass = np.cumsum(ranked, axis=1)
+        inside = mass - ranked < level * mass[:, -1:]  # the densest points up to the level
+        chosen = np.zeros_like(inside)
+        np.put_along_axis(chosen, order, inside, axis=1)
+        low[part] = np.where(chosen, grid, np.inf).min(axis=1)
+        high[part] = np.where(chosen, grid, -np.inf).max(axis=1)
+    return low, high
+
+
+def _boundary_reach(
+    design: FiniteChannel, amap: AffineMap, n: NDArray[np.int64], z: float
+) -> tuple[_Array, _Array]:
+    """``z`` standard errors of each category's estimate at prevalence 0 and at 1 (the
+    report share each boundary predicts), shapes (S, k)."""
+    a, b = amap.share_range(design)
+    at_zero = np.where(amap.slope > 0, a, b)  # the share that maps to prevalence 0
+    at_one = np.where(amap.slope > 0, b, a)
+    scale = np.abs(amap.slope) / np.sqrt(np.asarray(n, dtype=np.float64))
+    reach0 = z * scale * np.sqrt(at_zero * (1.0 - at_zero))
+    reach1 = z * scale * np.sqrt(at_one * (1.0 - at_one))
+    return reach0, reach1
+
+
+def _unified(
+    design: FiniteChannel,
+    amap: AffineMap,
+    counts: NDArray[np.int64],
+    n: NDArray[np.int64],
+    confidence_level: float,
+) -> tuple[_Array, _Array]:
+    """Feldman-Cousins intervals of each category's report share, shape (S, k)."""
+    from ._unified import unified_share_interval
+
+    a, b = amap.share_range(design)
+    low = np.empty(counts.shape[:1] + amap.report.shape)
+    high = np.empty_like(low)
+    for j, r in enumerate(amap.report):
+        low[:, j], high[:, j] = unified_share_interval(
+            counts[:, r], n, a[j], b[j], confidence_level
+        )
+    return low, high

@@ -13,7 +13,7 @@ import pytest
 
 from deniable import estimate
 from deniable.errors import PrivacyWarning, ReportValidationError
-from deniable.estimation import detection_limit
+from deniable.estimation import detection_limit, find_heavy_hitters
 from deniable.estimation._byte_prefix_search import (
     extension_counts,
     find_string_heavy_hitters,
@@ -322,3 +322,27 @@ def test_a_device_memoizes_its_report_per_value():
     assert other.dtype == bpem.dtype
     # the memo is keyed by a keyed hash, not by the value
     assert all(b"caf" not in slot for slot in device._memo)
+
+
+def test_string_and_byte_searches_are_one_search(monkeypatch):
+    """PEM and byte-PEM differ only in their frontier (how a level's candidates are
+    counted and extended); the level loop, pruning, cap and tests are one function."""
+    from deniable.estimation import _byte_prefix_search, _level_search, _prefix_search
+    from deniable.mechanisms import PrefixExtension
+
+    calls = []
+    real = _level_search.run_search
+
+    def spy(frontier, plan):
+        calls.append(type(frontier).__name__)
+        return real(frontier, plan)
+
+    monkeypatch.setattr(_prefix_search, "run_search", spy)
+    monkeypatch.setattr(_byte_prefix_search, "run_search", spy)
+    rng = np.random.default_rng(3)
+    pem = PrefixExtension(4.0, max_length=2, alphabet="ab")
+    found = find_heavy_hitters(pem, pem.randomize(np.array(["ab"] * 3000), rng), threshold=0.2)
+    bpem = BytePrefixExtension(4.0, max_bytes=8)
+    strings = find_string_heavy_hitters(bpem, bpem.randomize(["ab"] * 3000, rng), threshold=0.2)
+    assert calls == ["_CodeFrontier", "_ByteFrontier"]
+    assert found.values == strings.values == ["ab"]

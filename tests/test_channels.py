@@ -19,8 +19,8 @@ import pytest
 import deniable.mechanisms as mechanisms_package
 from deniable import estimate, mechanism_from_spec
 from deniable.estimation import EstimateResult, PrevalenceEstimate
+from deniable.estimation._level_search import PrefixHeavyHitters
 from deniable.estimation._means import HistogramEstimate, MeanEstimate
-from deniable.estimation._prefix_search import PrefixHeavyHitters
 from deniable.mechanisms import CHANNELS, Mechanism
 from deniable.mechanisms._protocol import CategoricalMechanism
 

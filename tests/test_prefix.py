@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from deniable.errors import DetectionLimitError, ReportValidationError
-from deniable.estimation import detection_limit
-from deniable.estimation._prefix_search import SURVIVOR_FACTOR, find_heavy_hitters
+from deniable.estimation import detection_limit, find_heavy_hitters
+from deniable.estimation._level_search import SURVIVOR_FACTOR
 from deniable.mechanisms._prefix import PEM_DTYPE, PrefixExtension
 
 LETTERS = string.ascii_lowercase

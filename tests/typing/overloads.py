@@ -39,8 +39,8 @@ assert_type(estimate(design, frame, group_by="country"), dict[str | None, Preval
 # one estimate for every mechanism, each result typed by the overloads
 from deniable import Rappor  # noqa: E402
 from deniable.estimation import RapporEstimate  # noqa: E402
+from deniable.estimation._level_search import PrefixHeavyHitters  # noqa: E402
 from deniable.estimation._means import HistogramEstimate, MeanEstimate  # noqa: E402
-from deniable.estimation._prefix_search import PrefixHeavyHitters  # noqa: E402
 from deniable.mechanisms import DBitFlip, PrefixExtension  # noqa: E402
 
 assert_type(deniable_estimate(duchi, duchi.randomize(np.ones(4))), MeanEstimate)

@@ -27,6 +27,7 @@ from ._estimates import ConfidenceInterval, EstimateResult, PrevalenceEstimate, 
 from ._estimators import ESTIMATION_METHODS, estimate
 from ._heavy_hitters import HeavyHitters, heavy_hitters
 from ._intervals import INTERVAL_METHODS
+from ._level_search import PrefixHeavyHitters
 from ._means import (
     HistogramEstimate,
     MeanEstimate,
@@ -36,7 +37,7 @@ from ._means import (
     estimate_mean,
 )
 from ._postprocess import OracleEMResult, empirical_bayes, norm_sub, oracle_em, project_simplex
-from ._prefix_search import PrefixHeavyHitters, find_heavy_hitters
+from ._prefix_search import find_heavy_hitters
 
 __all__ = [
     "ESTIMATION_METHODS",

@@ -30,8 +30,9 @@ from ..mechanisms._channels import (
 from ._base import EstimateResult
 from ._byte_prefix_search import find_string_heavy_hitters, string_found_model
 from ._finite import estimate_matrix, estimate_support
+from ._level_search import FoundModel, limit_from_model
 from ._means import estimate_histogram, estimate_mean
-from ._prefix_search import FoundModel, find_heavy_hitters, limit_from_model, pem_found_model
+from ._prefix_search import find_heavy_hitters, pem_found_model
 from ._rappor_decoding import decode_rappor
 
 __all__ = ["ARITHMETIC", "Arithmetic", "channel_estimate", "detection_limit"]

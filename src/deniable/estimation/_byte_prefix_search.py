@@ -1,8 +1,8 @@
 """Finding heavy hitters among strings of any length from byte-PEM reports.
 
-The search is :mod:`deniable.estimation`'s (generous pruning capped at
-``SURVIVOR_FACTOR / threshold``, the exact binomial test of ``frequency <= threshold /
-2`` on the last level, top-k mode), with the counting of
+Byte-PEM's frontier for the one search of :mod:`._level_search` (generous pruning
+capped at ``SURVIVOR_FACTOR / threshold``, the exact binomial test of ``frequency <=
+threshold / 2`` on the last level, top-k mode), with the counting of
 :class:`~deniable.mechanisms.BytePrefixExtension`: the candidates of a
 level are every ``step``-byte extension ``x`` of each surviving parent ``P``, and their
 support counts come from one fast Walsh-Hadamard transform a parent.
@@ -40,14 +40,15 @@ from ..errors import ReportValidationError
 from ..mechanisms._byte_prefix import BytePrefixExtension, prefix_hashes
 from ..mechanisms._kernels import hadamard_spectrum, linear_hash_counts, walsh_hadamard_rows
 from ..validation import check_integer
-from ._prefix_search import (
+from ._level_search import (
     FoundModel,
+    Plan,
     PrefixHeavyHitters,
-    _estimate_level,
-    _overflow,
-    _Plan,
-    _plan,
-    _result,
+    Rule,
+    Selection,
+    plan_search,
+    run_search,
+    support_pvalues,
 )
 
 __all__ = [
@@ -322,63 +323,89 @@ def search_string_levels(
     ReportValidationError
         If ``reports_per_level`` has the wrong shape or sums to 0.
     """
-    plan = _plan(threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow)
+    plan = plan_search(threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow)
     sizes = np.asarray(reports_per_level, dtype=np.int64)
     if sizes.shape != (bpem.levels,) or sizes.min() < 0 or sizes.sum() == 0:
         raise ReportValidationError(
             f"reports_per_level must hold {bpem.levels} non-negative counts, not all 0"
         )
-    goes_on, ends = _extension_kinds(bpem)
-    z_pool = float(special.ndtri(1 - plan.miss_rate / bpem.levels))
-    parents = np.zeros((1, bpem.max_bytes), dtype=np.uint8)
-    pool = _Pool(np.zeros((0, bpem.max_bytes), dtype=np.uint8))
-    n_level: list[int] = []
-    n_candidates: list[int] = []
-    warnings: list[str] = []
-    for level in range(bpem.levels):
-        n_l, last, start = int(sizes[level]), level == bpem.levels - 1, bpem.step * level
-        tested = parents.shape[0] * int((goes_on | ends).sum())
-        n_level.append(n_l)
-        n_candidates.append(tested + pool.size)
-        if pool.size and n_l:  # the ended values gather this level's evidence
-            pool.add(support(level, bpem.prefix_ids(pool.rows, level)), n_l)
+    return run_search(_ByteFrontier(bpem, spectrum, support, sizes, plan), plan)
+
+
+class _ByteFrontier:
+    """Byte-PEM's candidates (see :class:`Frontier <._level_search.Frontier>`): every
+    ``step``-byte extension of the surviving parents (rows of ``max_bytes`` uint8),
+    counted from spectra a few parents at a time, and the pool of values that ended
+    before the last level, tested on the levels after (the module's text)."""
+
+    final_share = 0.5
+
+    def __init__(
+        self,
+        bpem: BytePrefixExtension,
+        spectrum: SpectrumCounter,
+        support: SupportCounter,
+        sizes: NDArray[np.int64],
+        plan: Plan,
+    ) -> None:
+        self.mechanism, self.spectrum, self.support = bpem, spectrum, support
+        self.sizes, self.plan = sizes, plan
+        self.levels, self.total = bpem.levels, int(sizes.sum())
+        self.goes_on, self.ends = _extension_kinds(bpem)
+        self.z_pool = float(special.ndtri(1 - plan.miss_rate / bpem.levels))
+        self.parents = np.zeros((1, bpem.max_bytes), dtype=np.uint8)
+        self.pool = _Pool(np.zeros((0, bpem.max_bytes), dtype=np.uint8))
+        self.ended = self.pool.rows
+
+    def tested(self, level: int) -> tuple[int, int]:
+        tested = self.parents.shape[0] * int((self.goes_on | self.ends).sum())
+        return tested, tested + self.pool.size
+
+    def select(self, level: int, rule: Rule, cap: int | None) -> Selection:
+        bpem, n_l = self.mechanism, int(self.sizes[level])
+        last, start = level == self.levels - 1, bpem.step * level
+        if self.pool.size and n_l:  # the ended values gather this level's evidence
+            self.pool.add(self.support(level, bpem.prefix_ids(self.pool.rows, level)), n_l)
             if not last:
-                pool.prune(bpem, plan, z_pool)
-        c = np.arange(n_l + 1)
-        if last:  # the exact test, over this level's candidates (family b)
-            null = _null(bpem, plan)
-            pvalue_b = np.where(c > 0, special.bdtrc(c - 1, max(n_l, 1), null), 1.0)
-            cut = plan.false_discoveries / 2 / max(tested, 1)
-            wanted = np.ones(c.size, dtype=bool) if plan.top_k else pvalue_b <= cut
-            kinds: tuple[tuple[NDArray[np.bool_], int | None], ...] = (
-                (goes_on | ends, plan.top_k),
-            )
-        else:  # generous: the upper bound reaches the threshold (all in top-k mode)
-            est, se = _estimate_level(bpem, c, n_l)
-            wanted = (
-                np.ones(c.size, dtype=bool) if plan.top_k else est + plan.z * se >= plan.threshold
-            )
-            kinds = ((goes_on, plan.cap), (ends, plan.cap))
-        hashes = prefix_hashes(parents, start)
-        found = _strongest(bpem, functools.partial(spectrum, level), n_l, hashes, wanted, kinds)
-        if last:
-            parent_of, x, counts_b, _ = found[0]
-            break
-        (parent_of, x, _, passing), (end_of, end_x, _, _) = found
-        if passing > plan.cap and plan.top_k is None:
-            model = string_found_model(bpem)
-            _overflow(level, passing, int(sizes.sum()), bpem, plan, warnings, model)
-        pool.admit(_extend(bpem, parents, end_of, end_x, start))
-        parents = _extend(bpem, parents, parent_of, x, start)
-    rows_b = _extend(bpem, parents, parent_of, x, bpem.step * (bpem.levels - 1))
-    return _final_strings(bpem, plan, pool, rows_b, counts_b, n_level, n_candidates, warnings)
+                self.pool.prune(bpem, self.plan, self.z_pool)
+        kinds = (
+            ((self.goes_on | self.ends, cap),) if last else ((self.goes_on, cap), (self.ends, cap))
+        )
+        hashes = prefix_hashes(self.parents, start)
+        found = _strongest(
+            bpem, functools.partial(self.spectrum, level), n_l, hashes, rule(n_l), kinds
+        )
+        parent_of, x, counts, passing = found[0]
+        if not last:
+            end_of, end_x, _, _ = found[1]
+            self.ended = _extend(bpem, self.parents, end_of, end_x, start)
+        rows = _extend(bpem, self.parents, parent_of, x, start)
+        return Selection(rows, counts, n_l, passing)
 
+    def advance(self, level: int, kept: Selection) -> None:
+        self.pool.admit(self.ended)
+        self.parents = kept.ids
 
-def _null(bpem: BytePrefixExtension, plan: _Plan) -> float:
-    """The chance that a report supports a value of frequency ``threshold / 2`` (0 in
-    top-k mode): the null of the last test."""
-    _, _, _, p_star, q_star = bpem._search_shape()
-    return float(q_star + (p_star - q_star) * (0 if plan.top_k else plan.threshold / 2))
+    def decode(self, ids: NDArray[Any]) -> list[str | None]:
+        return [self.mechanism.decode(bytes(row)) for row in ids]
+
+    def found_model(self) -> FoundModel:
+        return string_found_model(self.mechanism)
+
+    def earlier(
+        self, plan: Plan
+    ) -> tuple[NDArray[Any], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The pool's values (family a: tested on the levels after their admission, at
+        ``false_discoveries / 2`` over the at most ``(levels - 1) cap`` admitted)."""
+        pool = self.pool
+        pool.keep(pool.reports > 0)
+        pvalue = support_pvalues(self.mechanism, plan, pool.counts, pool.reports)
+        if plan.top_k is None:
+            passed = pvalue <= plan.false_discoveries / 2 / ((self.levels - 1) * plan.cap)
+            pool.keep(passed)
+            pvalue = pvalue[passed]
+        estimate, std_error = pool.estimates(self.mechanism)
+        return pool.rows, estimate, std_error, pvalue
 
 
 class _Pool:
@@ -419,7 +446,7 @@ class _Pool:
             self.reports[which],
         )
 
-    def prune(self, bpem: BytePrefixExtension, plan: _Plan, z: float) -> None:
+    def prune(self, bpem: BytePrefixExtension, plan: Plan, z: float) -> None:
         """Keep the values whose pooled upper bound (``z``: ``miss_rate`` split over the
         levels) reaches the threshold; in top-k mode the ``cap`` largest estimates."""
         est, se = self.estimates(bpem)
@@ -427,51 +454,6 @@ class _Pool:
             self.keep(est + z * se >= plan.threshold)
         elif self.size > plan.cap:
             self.keep(np.argsort(-est, kind="stable")[: plan.cap])
-
-
-def _final_strings(
-    bpem: BytePrefixExtension,
-    plan: _Plan,
-    pool: _Pool,
-    rows_b: NDArray[np.uint8],
-    counts_b: NDArray[np.int64],
-    n_level: list[int],
-    n_candidates: list[int],
-    warnings: list[str],
-) -> PrefixHeavyHitters:
-    """The values returned: the pool's (family a: tested on the levels after their
-    admission, at ``false_discoveries / 2`` over the at most ``(levels - 1) cap``
-    admitted) and the last level's (family b: already tested on that level, at
-    ``false_discoveries / 2`` over its candidates); decoded, largest estimate first."""
-    null = _null(bpem, plan)
-    pool.keep(pool.reports > 0)
-    c = pool.counts
-    pvalue_a = np.where(c > 0, special.bdtrc(c - 1, np.maximum(pool.reports, 1), null), 1.0)
-    if plan.top_k is None:
-        admitted = (bpem.levels - 1) * plan.cap
-        pool.keep(pvalue_a <= plan.false_discoveries / 2 / admitted)
-        pvalue_a = pvalue_a[pvalue_a <= plan.false_discoveries / 2 / admitted]
-    est_a, se_a = pool.estimates(bpem)
-    n_last = n_level[-1]
-    est_b, se_b = _estimate_level(bpem, counts_b, n_last)
-    pvalue_b = np.where(counts_b > 0, special.bdtrc(counts_b - 1, max(n_last, 1), null), 1.0)
-    rows = np.concatenate([pool.rows, rows_b])
-    est, se = np.concatenate([est_a, est_b]), np.concatenate([se_a, se_b])
-    pvalue = np.concatenate([pvalue_a, pvalue_b])
-    order = np.argsort(-est, kind="stable")
-    decoded = [bpem.decode(bytes(row)) for row in rows[order]]
-    utf8 = np.array([d is not None for d in decoded], dtype=bool)
-    order = order[utf8][: plan.top_k] if plan.top_k else order[utf8]
-    return _result(
-        [d for d in decoded if d is not None][: len(order)],
-        est[order],
-        se[order],
-        pvalue[order],
-        n_level,
-        n_candidates,
-        plan,
-        warnings,
-    )
 
 
 #: Parents whose extensions are counted at once (bounds the counts to 32 MB).

@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from ..mechanisms._prefix import PrefixExtension
     from ..mechanisms._rappor import Rappor
     from ._estimates import RapporEstimate
+    from ._level_search import PrefixHeavyHitters
     from ._means import HistogramEstimate, MeanEstimate
-    from ._prefix_search import PrefixHeavyHitters
 
 __all__ = [
     "ESTIMATION_METHODS",

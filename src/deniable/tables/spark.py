@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..estimation._prefix_search import PrefixHeavyHitters
+    from ..estimation._level_search import PrefixHeavyHitters
     from ..mechanisms._byte_prefix import BytePrefixExtension
     from ..mechanisms._prefix import PrefixExtension
 

@@ -39,7 +39,8 @@ from ._power import (
 from ._predictor import RRPredictorResult, rr_predictor
 from ._prevalence import ChannelEstimate, closed_form, estimate_channel
 from ._ratings import RankingResult, rank_items
-from ._regression import PredictedPrevalence, RRLogitResult, rr_logit
+from ._regression import RRLogitResult, rr_logit
+from ._results import PredictedPrevalence
 from ._rrtcs_devices import (
     devore,
     mangat_singh,

@@ -324,14 +324,21 @@ def rr_logit_bayes(
     ValueError
         For a design with unknown parameters, a non-positive or non-finite prior sd,
         bad counts, or what :func:`rr_logit` refuses.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from deniable import Warner
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=1000)
+    >>> truth = rng.random(1000) < 1 / (1 + np.exp(1 - x))
+    >>> design = Warner(p=0.85)
+    >>> df = pd.DataFrame({"y": design.randomize(truth.astype(int), rng), "x": x})
+    >>> fit = rr_logit_bayes("y ~ x", df, design, chains=2, draws=500, rng=0)
+    >>> fit.estimate.round(1).to_dict()
+    {'Intercept': -0.8, 'x': 0.8}
     """
-    chains = check_integer("chains", chains, minimum=2)
-    draws = check_integer("draws", draws, minimum=4)
-    burn_in = check_integer("burn_in", burn_in, minimum=0)
-    if chains > 64 or chains * (draws + burn_in) > 10**6:
-        raise ValueError("chains must be at most 64 and chains x (draws + burn_in) at most 10^6")
-    if not max_rhat > 1:
-        raise ValueError(f"max_rhat must be above 1, got {max_rhat!r}")
+    chains, draws, burn_in = _check_sampler(chains, draws, burn_in, max_rhat)
     channel = as_channel(design)
     if channel.param_names:
         raise ValueError("rr_logit_bayes needs a known design (no unknown parameters)")
@@ -355,13 +362,7 @@ def rr_logit_bayes(
     s = expit(X @ beta_hat)
     info = (X * (s * (1 - s))[:, None]).T @ X + np.diag(1 / sd0**2)
     proposal = np.linalg.cholesky(np.linalg.inv(info) * 2.38**2 / p)
-    try:  # the starts: overdispersed around the fit, or the prior where it has none
-        spread = np.linalg.cholesky(mle.covariance[:p, :p] + 1e-12 * np.eye(p))
-        if not np.all(np.isfinite(spread)):
-            raise np.linalg.LinAlgError
-    except np.linalg.LinAlgError:
-        spread = np.diag(np.minimum(sd0, 1.0))
-    beta = beta_hat + 2.0 * (gen.standard_normal((chains, p)) @ spread.T)  # overdispersed
+    beta = beta_hat + 2.0 * (gen.standard_normal((chains, p)) @ _spread(mle, sd0, p).T)
     model = _Augmented(X, a, b, mean0, sd0, proposal)
     kept, accepted = _sample(model, beta, burn_in, draws, gen)
     return RRLogitBayesResult(
@@ -374,6 +375,29 @@ def rr_logit_bayes(
         prior_mean=mean0,
         prior_sd=sd0,
     )
+
+
+def _check_sampler(chains: int, draws: int, burn_in: int, max_rhat: float) -> tuple[int, int, int]:
+    """The sampler's sizes, checked: at most 64 chains and 10^6 draws in all."""
+    chains = check_integer("chains", chains, minimum=2)
+    draws = check_integer("draws", draws, minimum=4)
+    burn_in = check_integer("burn_in", burn_in, minimum=0)
+    if chains > 64 or chains * (draws + burn_in) > 10**6:
+        raise ValueError("chains must be at most 64 and chains x (draws + burn_in) at most 10^6")
+    if not max_rhat > 1:
+        raise ValueError(f"max_rhat must be above 1, got {max_rhat!r}")
+    return chains, draws, burn_in
+
+
+def _spread(mle: Any, sd0: NDArray[np.float64], p: int) -> NDArray[np.float64]:
+    """The starts' spread: the fit's covariance factor, or the prior's where it has none."""
+    try:
+        spread = np.linalg.cholesky(mle.covariance[:p, :p] + 1e-12 * np.eye(p))
+        if not np.all(np.isfinite(spread)):
+            raise np.linalg.LinAlgError
+    except np.linalg.LinAlgError:
+        spread = np.diag(np.minimum(sd0, 1.0))
+    return np.asarray(spread, dtype=np.float64)
 
 
 class _Augmented(NamedTuple):

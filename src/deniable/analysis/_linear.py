@@ -206,6 +206,18 @@ def rr_linear(
         than ``MAX_RR_PREDICTORS`` randomized predictors, a missing ``group`` column
         or a group value that is no randomization group, an unknown ``channel_fit``,
         or fewer rows than parameters.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from deniable import Warner
+    >>> rng = np.random.default_rng(0)
+    >>> truth = rng.random(2000) < 0.3
+    >>> design = Warner(p=0.8)
+    >>> y = 1.0 + 2.0 * truth + rng.normal(0, 1, 2000)
+    >>> df = pd.DataFrame({"r": design.randomize(truth.astype(int), rng), "y": y})
+    >>> rr_linear("y ~ r", df, design, "r").params.round(1).to_dict()
+    {'Intercept': 1.0, 'r': 2.0, 'sigma': 1.0, 'pi': 0.3}
     """
     designs = _named_designs(design, rr_predictor, channel_fit)
     if group is not None and group not in data.columns:
@@ -225,16 +237,9 @@ def rr_linear(
         raise ValueError(f"need more than {k} complete rows, got {n}")
     x0, bounds = _start(X, y, cols, cells, predictors, shares, slopes)
     model = _Model(X, cols, cells, y, predictors)
-    res = optimize.minimize(
-        _objective,
-        x0,
-        args=(model,),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": max_iter, "ftol": 1e-15, "gtol": 1e-9},
+    fitted = _Fitted(
+        _minimize(model, x0, bounds, max_iter), model, bounds, names, free_names, predictors
     )
-    fitted = _Fitted(res, model, bounds, names, free_names, predictors)
     kept = design if is_design(design) or isinstance(design, GroupModel) else designs
     return _linear_result(fitted, frame.terms, formula, kept)
 
@@ -248,6 +253,19 @@ class _Fitted(NamedTuple):
     names: list[str]
     free_names: list[str]
     predictors: list[_Predictor]
+
+
+def _minimize(model: _Model, x0: NDArray[np.float64], bounds: Any, max_iter: int) -> Any:
+    """L-BFGS-B on the negative log-likelihood and its gradient, tight tolerances."""
+    return optimize.minimize(
+        _objective,
+        x0,
+        args=(model,),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": max_iter, "ftol": 1e-15, "gtol": 1e-9},
+    )
 
 
 def _linear_result(fitted: _Fitted, terms: list[str], formula: str, design: Any) -> RRLinearResult:

@@ -303,12 +303,22 @@ def rr_mixed_logit(
     ValueError
         For a formula without exactly one ``(1 | column)`` term, unknown columns,
         responses other than 0/1, or designs that are not yes/no.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from deniable import Warner
+    >>> rng = np.random.default_rng(0)
+    >>> x, school = rng.normal(size=1000), rng.integers(0, 20, 1000)
+    >>> truth = rng.random(1000) < 1 / (1 + np.exp(1 - x - rng.normal(0, 0.5, 20)[school]))
+    >>> design = Warner(p=0.85)
+    >>> y = design.randomize(truth.astype(int), rng)
+    >>> df = pd.DataFrame({"y": y, "x": x, "school": school})
+    >>> fit = rr_mixed_logit("y ~ x + (1 | school)", df, design)
+    >>> fit.params.round(1).to_dict()
+    {'Intercept': -0.9, 'x': 0.9, 'tau': 0.4}
     """
-    q = check_integer("quadrature", quadrature, minimum=1)
-    if q > 50:
-        raise ValueError(f"quadrature must be in 1..50, got {q}")
-    if curvature not in ("observed", "expected"):
-        raise ValueError(f"curvature must be 'observed' or 'expected', got {curvature!r}")
+    q = _check_options(quadrature, curvature)
     fixed, cluster_col = _random_intercept(formula, data)
     data = data[data[cluster_col].notna()]  # a row without its cluster is not used
     channel = as_channel(design)
@@ -328,24 +338,15 @@ def rr_mixed_logit(
 
     start_fit = rr_logit(fixed, data.loc[rows], design, group=group)
     x0 = np.concatenate([start_fit.params.to_numpy()[:p], [math.log(0.5)]])
-    res = optimize.minimize(
-        negll, x0, method="L-BFGS-B", options={"maxiter": 500, "ftol": 1e-14, "gtol": 1e-7}
-    )
-    x = np.asarray(res.x, dtype=np.float64)
-    k = x.size
-    f0 = negll(x)
-    H = hessian_from_values(negll, x, f0)
-    cov_x = observed_covariance(-H)
+    converged, x, f0, cov_x, covariance = _optimum(negll, x0, p)
     tau = math.exp(x[p])
-    J = np.eye(k)
-    J[p, p] = tau
     model.loglik(x[:p], tau)  # the modes at the optimum
     return RRMixedLogitResult(
         params=pd.Series(np.concatenate([x[:p], [tau]]), index=[*frame.terms, "tau"]),
-        covariance=J @ cov_x @ J.T,
+        covariance=covariance,
         llf=-f0,
         nobs=len(rows),
-        converged=bool(res.success),
+        converged=converged,
         formula=formula,
         random_effects=pd.Series(model.mode, index=pd.Index(labels, name=cluster_col)),
         quadrature=q,
@@ -353,3 +354,30 @@ def rr_mixed_logit(
         profile=Profile(negll, x, f0, [(None, None)] * p + [(_LOG_TAU_MIN, 10.0)], gradient=False),
         x_covariance=cov_x,
     )
+
+
+def _optimum(
+    negll: Callable[[_Array], float], x0: _Array, p: int
+) -> tuple[bool, _Array, float, _Array, _Array]:
+    """``(converged, x, negll(x), covariance of x, covariance with tau for log tau)``:
+    L-BFGS-B, then the observed information by finite differences and the delta method
+    for ``tau = exp(x[p])``."""
+    res = optimize.minimize(
+        negll, x0, method="L-BFGS-B", options={"maxiter": 500, "ftol": 1e-14, "gtol": 1e-7}
+    )
+    x = np.asarray(res.x, dtype=np.float64)
+    f0 = negll(x)
+    cov_x = observed_covariance(-hessian_from_values(negll, x, f0))
+    J = np.eye(x.size)
+    J[p, p] = math.exp(x[p])
+    return bool(res.success), x, f0, cov_x, J @ cov_x @ J.T
+
+
+def _check_options(quadrature: int, curvature: str) -> int:
+    """The quadrature's nodes (1..50), and a known curvature."""
+    q = check_integer("quadrature", quadrature, minimum=1)
+    if q > 50:
+        raise ValueError(f"quadrature must be in 1..50, got {q}")
+    if curvature not in ("observed", "expected"):
+        raise ValueError(f"curvature must be 'observed' or 'expected', got {curvature!r}")
+    return q

@@ -149,6 +149,12 @@ def rank_items(
     rng : numpy.random.Generator or int, default 0
         Sampler randomness (a generator, or the seed of one; default 0: reproducible).
 
+    Returns
+    -------
+    RankingResult
+        The items ranked (``table``: ``n``, ``score``, ``low``, ``high``, ``prob_best``,
+        ``rank``), with the utility draws.
+
     Raises
     ------
     ValueError
@@ -173,23 +179,8 @@ def rank_items(
     codes, size, m, u, a = _ratings_input(raw, design, k, utility, prior)
     values, inverse = np.unique(labels, return_inverse=True)
     counts = np.bincount(inverse * m + codes, minlength=values.size * m).reshape(values.size, m)
-    if design is None:  # the exact Dirichlet posterior's draws
-        rng_ = np.random.default_rng(rng)
-        alpha = counts + a
-        sample = rng_.standard_gamma(alpha[:, None, :], size=(values.size, draws, size))
-        posterior, util = None, (sample / sample.sum(axis=2, keepdims=True)) @ u
-        score = alpha @ u / alpha.sum(axis=1)
-    else:
-        posterior = posterior_draws(design, counts, a, draws=draws, rng=rng)
-        util = posterior @ u  # (items, draws)
-        score = util.mean(axis=1)
-    low, high = np.quantile(util, [(1 - level) / 2, (1 + level) / 2], axis=1)
-    # the chance of being the best item: only where the draws are of the prevalences
-    best = np.argmax(util, axis=0)
-    prob_best = (
-        np.full(values.size, np.nan)
-        if design is None
-        else np.bincount(best, minlength=values.size) / util.shape[1]
+    util, score, low, high, prob_best, posterior = _utilities(
+        counts, a, u, size, design, level, draws, rng
     )
     columns = {"n": counts.sum(axis=1), "score": score, "low": low, "high": high}
     table = pd.DataFrame(
@@ -205,6 +196,43 @@ def rank_items(
         np.asarray(util[order], dtype=np.float64),
         None if posterior is None else posterior[order],
     )
+
+
+def _utilities(
+    counts: NDArray[np.int64],
+    a: NDArray[np.float64],
+    u: NDArray[np.float64],
+    size: int,
+    design: Design | None,
+    level: float,
+    draws: int,
+    rng: np.random.Generator | int,
+) -> tuple[
+    NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
+    NDArray[np.float64], NDArray[np.float64] | None,
+]:  # fmt: skip
+    """Each item's posterior utility draws (items, draws), score, credible bounds, the
+    chance of being the best (NaN in the clear) and the prevalence draws (None in the
+    clear: the exact Dirichlet posterior)."""
+    if design is None:  # the exact Dirichlet posterior's draws
+        rng_ = np.random.default_rng(rng)
+        alpha = counts + a
+        sample = rng_.standard_gamma(alpha[:, None, :], size=(counts.shape[0], draws, size))
+        posterior, util = None, (sample / sample.sum(axis=2, keepdims=True)) @ u
+        score = alpha @ u / alpha.sum(axis=1)
+    else:
+        posterior = posterior_draws(design, counts, a, draws=draws, rng=rng)
+        util = posterior @ u  # (items, draws)
+        score = util.mean(axis=1)
+    low, high = np.quantile(util, [(1 - level) / 2, (1 + level) / 2], axis=1)
+    # the chance of being the best item: only where the draws are of the prevalences
+    best = np.argmax(util, axis=0)
+    prob_best = (
+        np.full(counts.shape[0], np.nan)
+        if design is None
+        else np.bincount(best, minlength=counts.shape[0]) / util.shape[1]
+    )
+    return util, score, low, high, prob_best, posterior
 
 
 def _ratings_input(

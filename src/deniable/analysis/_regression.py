@@ -38,8 +38,8 @@ from ._likelihood import (
 from ._profile import Profile
 from ._results import (
     CoefficientsMixin,
+    PredictedPrevalence,
     TestResult,
-    WaldResult,
     coefficient_table,
     normal_only,
     observed_covariance,
@@ -49,7 +49,6 @@ __all__ = [
     "GRID_FRACTIONS",
     "INFORMATION",
     "RANDOM_STARTS",
-    "PredictedPrevalence",
     "RRLogitResult",
     "fit_result",
     "report_codes",
@@ -57,34 +56,6 @@ __all__ = [
 ]
 
 _Array = NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class PredictedPrevalence(WaldResult):
-    """Average predicted prevalence over a set of rows, with a delta-method interval.
-
-    Attributes
-    ----------
-    estimate : float
-        ``mean_i sigmoid(x_i beta)``, in [0, 1].
-    std_error : float
-        Delta-method standard error from the covariance of ``beta``.
-    """
-
-    estimate: float
-    std_error: float
-
-    @property
-    def labels(self) -> list[str]:
-        """One label: ``"prevalence"``."""
-        return ["prevalence"]
-
-    def _wald(self, z: float) -> tuple[float, float]:
-        """On the logit scale, mapped back (stays inside (0, 1))."""
-        p = min(max(self.estimate, 1e-12), 1 - 1e-12)
-        se_logit = self.std_error / (p * (1 - p))
-        centre = math.log(p / (1 - p))
-        return float(expit(centre - z * se_logit)), float(expit(centre + z * se_logit))
 
 
 @dataclass(frozen=True)
@@ -111,6 +82,20 @@ class RRLogitResult(CoefficientsMixin):
         The log-likelihood each start ended at (one start for a known channel; for
         unknown channel parameters the default, a grid and seeded random starts:
         :attr:`llf` is their maximum; see :attr:`starts_disagree`).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from deniable import Warner
+    >>> from deniable.analysis import rr_logit
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> design = Warner(p=0.85)
+    >>> df = pd.DataFrame({"y": design.randomize(truth.astype(int), rng), "x": x})
+    >>> fit = rr_logit("y ~ x", df, design)
+    >>> fit.params.round(1).to_dict(), fit.converged
+    ({'Intercept': -0.9, 'x': 0.9}, True)
     """
 
     params: pd.Series[float]

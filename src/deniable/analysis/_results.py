@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
+from scipy.special import expit
 
 from ..estimation._estimates import ConfidenceInterval, EstimateResult
 from ..estimation._normal_theory import z_quantile
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CoefficientsMixin",
     "LikelihoodFit",
+    "PredictedPrevalence",
     "TestResult",
     "WaldResult",
     "coefficient_table",
@@ -390,3 +392,45 @@ def hessian_from_values(
                     f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)
                 ) / (4 * steps[i] * steps[j])
     return H
+
+
+@dataclass(frozen=True)
+class PredictedPrevalence(WaldResult):
+    """Average predicted prevalence over a set of rows, with a delta-method interval.
+
+    Attributes
+    ----------
+    estimate : float
+        ``mean_i sigmoid(x_i beta)``, in [0, 1].
+    std_error : float
+        Delta-method standard error from the covariance of ``beta``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from deniable import Warner
+    >>> from deniable.analysis import rr_logit
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=2000)
+    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
+    >>> design = Warner(p=0.85)
+    >>> df = pd.DataFrame({"y": design.randomize(truth.astype(int), rng), "x": x})
+    >>> prevalence = rr_logit("y ~ x", df, design).predicted_prevalence()
+    >>> round(prevalence.estimate, 3), round(prevalence.std_error, 3)
+    (0.317, 0.015)
+    """
+
+    estimate: float
+    std_error: float
+
+    @property
+    def labels(self) -> list[str]:
+        """One label: ``"prevalence"``."""
+        return ["prevalence"]
+
+    def _wald(self, z: float) -> tuple[float, float]:
+        """On the logit scale, mapped back (stays inside (0, 1))."""
+        p = min(max(self.estimate, 1e-12), 1 - 1e-12)
+        se_logit = self.std_error / (p * (1 - p))
+        centre = math.log(p / (1 - p))
+        return float(expit(centre - z * se_logit)), float(expit(centre + z * se_logit))

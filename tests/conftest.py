@@ -16,6 +16,7 @@ def rng() -> np.random.Generator:
 
 # -- collection service --------------------------------------------------------------
 import os  # noqa: E402
+import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
 # `deniable respond` keeps its memo of reports in the user's data directory: the tests
@@ -81,6 +82,10 @@ SERVICE_SUITES = {
 }
 
 
+#: Modules whose docstring examples run Spark (their doctests are service cases).
+SPARK_EXAMPLES = {"spark.py", "_spark_search.py"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every case of :data:`SERVICE_SUITES` and every PostgreSQL case but
     those marked ``smoke``, a service suite's smoke case on SQLite only: the fast loop
@@ -92,6 +97,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         service = item.path.name in SERVICE_SUITES
         if (service and (not smoke or postgres)) or (postgres and not smoke):
             item.add_marker(pytest.mark.slow)
+        if item.path.name in SPARK_EXAMPLES and item.path.parent.name == "tables":
+            # the Spark faces' examples start a JVM: the whole suite runs them
+            item.add_marker(pytest.mark.slow)
+            if shutil.which("java") is None:
+                item.add_marker(pytest.mark.skip(reason="Spark needs a Java runtime"))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

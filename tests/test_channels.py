@@ -143,9 +143,11 @@ def _mechanism_classes() -> set[str]:
 
 
 def test_no_module_outside_the_mechanisms_asks_a_mechanism_its_class() -> None:
-    """No ``isinstance(x, C)`` (nor ``type(x) is C``) with C a mechanism class, outside
-    ``deniable.mechanisms``: what a caller needs comes from the protocol."""
-    classes = _mechanism_classes()
+    """No ``isinstance(x, C)`` (nor ``type(x) is C``) with C a mechanism class or a
+    channel class, outside ``deniable.mechanisms``: what a caller needs comes from the
+    protocol, or from the channel's record (``frequency_oracle``, ``string_truths``)."""
+    classes = _mechanism_classes() | {c.__name__ for c in mechanisms_package.CHANNELS}
+    assert {"BloomChannel", "SupportChannel", "PrefixChannel"} <= classes
     assert {"Warner", "Rappor", "LocalHashing", "Piecewise", "DBitFlip", "Design"} <= classes
     found = []
     for path in SRC.rglob("*.py"):

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from deniable._validation import MEMORY_LIMIT, check_memory
 from deniable.errors import MemoryLimitError
 from deniable.estimation._postprocess import oracle_em
 from deniable.estimation._rappor_decoding import decode_rappor
 from deniable.mechanisms import HadamardResponse, LocalHashing, Rappor, UnaryEncoding
-from deniable.validation import MEMORY_LIMIT, check_memory
 
 
 def _refused(call: Callable[[], Any], limit: int) -> MemoryLimitError:

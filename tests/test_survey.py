@@ -11,13 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
-from deniable.collection.model._recipes import NO_RECIPE, dice_recipe
-from deniable.collection.model._survey import (
-    BUDGET_SLACK,
-    load_survey,
-    parse_survey,
-    physical_instructions,
-)
+from deniable.collection.model._recipes import NO_RECIPE, dice_recipe, physical_instructions
+from deniable.collection.model._survey import BUDGET_SLACK, load_survey, parse_survey
 from deniable.errors import PrivacyWarning, SurveyError
 
 from .conftest import SURVEY

@@ -83,6 +83,20 @@ class SurveyError(DeniableError, ValueError):
     errors : list of (str, str)
         ``(field, message)`` pairs; ``field`` is a dotted path such as
         ``questions.0.design.params``.
+
+    Examples
+    --------
+    >>> from deniable.collection.model import parse_survey
+    >>> from deniable.errors import SurveyError
+    >>> try:
+    ...     parse_survey("id: x")
+    ... except SurveyError as err:
+    ...     for line in str(err).split("; "):  # every invalid field, named
+    ...         print(line)
+    version: Field required
+    title: Field required
+    privacy_budget: Field required
+    questions: Field required
     """
 
     def __init__(self, errors: list[tuple[str, str]]) -> None:
@@ -112,6 +126,19 @@ class DetectionLimitError(DeniableError, ValueError):
     detection_limit : float
         The smallest frequency the reports find with the recall asked for
         (:func:`deniable.estimation.detection_limit`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.estimation import find_heavy_hitters
+    >>> from deniable.mechanisms import PrefixExtension
+    >>> pem = PrefixExtension(1.0, max_length=4)
+    >>> reports = pem.randomize(np.array(["abcd", "efgh"] * 500), np.random.default_rng(0))
+    >>> try:
+    ...     find_heavy_hitters(pem, reports, threshold=0.05, on_overflow="raise")
+    ... except ValueError as err:  # a DetectionLimitError
+    ...     print(type(err).__name__, round(err.detection_limit, 2))
+    DetectionLimitError 0.51
     """
 
     def __init__(self, message: str, detection_limit: float) -> None:
@@ -130,6 +157,12 @@ class MemoryLimitError(DeniableError, ValueError):
         Bytes the allocation would take.
     limit : int
         The ``memory_limit`` in force, in bytes.
+
+    Examples
+    --------
+    >>> from deniable.errors import MemoryLimitError
+    >>> issubclass(MemoryLimitError, ValueError)
+    True
     """
 
     def __init__(self, message: str, asked: int, limit: int) -> None:
@@ -138,23 +171,75 @@ class MemoryLimitError(DeniableError, ValueError):
 
 
 class SurveyNotFoundError(DeniableError, LookupError):
-    """No published survey has the requested id (and version)."""
+    """No published survey has the requested id (and version).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deniable.collection.store import Store
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> from deniable.errors import SurveyNotFoundError
+    >>> try:
+    ...     store.survey("nope")
+    ... except SurveyNotFoundError as err:
+    ...     print(err)
+    no published survey 'nope'
+    """
 
 
 class SurveyConflictError(DeniableError):
-    """An (id, version) is already published with different content: publish a new version."""
+    """An (id, version) is already published with different content: publish a new version.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deniable.collection.store import Store
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.errors import SurveyConflictError
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> store.publish(survey)
+    True
+    >>> changed = survey.model_copy(update={"title": "Another title"})
+    >>> try:
+    ...     store.publish(load_survey(changed.model_dump(exclude_none=True)))
+    ... except SurveyConflictError as err:
+    ...     print(str(err).split("; ")[0])
+    survey 'campus' version 1 is already published with different content
+    """
 
 
 class InvitationError(DeniableError):
-    """The invitation token is missing, unknown, or already used."""
+    """The invitation token is missing, unknown, or already used.
+
+    Examples
+    --------
+    >>> from deniable.errors import DeniableError, InvitationError
+    >>> issubclass(InvitationError, DeniableError)
+    True
+    """
 
 
 class InvitationUsedError(InvitationError):
-    """The invitation was valid and has already been used (said so, for the respondent)."""
+    """The invitation was valid and has already been used (said so, for the respondent).
+
+    Examples
+    --------
+    >>> from deniable.errors import InvitationError, InvitationUsedError
+    >>> issubclass(InvitationUsedError, InvitationError)
+    True
+    """
 
 
 class InvitationVersionError(InvitationError):
-    """The invitation is bound to another version of the survey than the one asked for."""
+    """The invitation is bound to another version of the survey than the one asked for.
+
+    Examples
+    --------
+    >>> from deniable.errors import InvitationError, InvitationVersionError
+    >>> issubclass(InvitationVersionError, InvitationError)
+    True
+    """
 
     def __init__(self, message: str, version: int) -> None:
         super().__init__(message)
@@ -168,6 +253,12 @@ class RecipientsRefusedError(DeniableError):
     ----------
     errors : list of (str, str)
         ``(field, message)`` per refused row, ``field`` as ``recipients.3``.
+
+    Examples
+    --------
+    >>> from deniable.errors import DeniableError, RecipientsRefusedError
+    >>> issubclass(RecipientsRefusedError, DeniableError)
+    True
     """
 
     def __init__(self, errors: list[tuple[str, str]]) -> None:
@@ -176,20 +267,58 @@ class RecipientsRefusedError(DeniableError):
 
 
 class SurveyClosedError(DeniableError):
-    """The survey is closed: it takes no responses and issues no credentials."""
+    """The survey is closed: it takes no responses and issues no credentials.
+
+    Examples
+    --------
+    >>> from deniable.errors import DeniableError, SurveyClosedError
+    >>> issubclass(SurveyClosedError, DeniableError)
+    True
+    """
 
 
 class CredentialRejectedError(InvitationError):
-    """A response's credential does not verify under the survey's key, or was spent."""
+    """A response's credential does not verify under the survey's key, or was spent.
+
+    Examples
+    --------
+    >>> from deniable.errors import InvitationError, CredentialRejectedError
+    >>> issubclass(CredentialRejectedError, InvitationError)
+    True
+    """
 
 
 class CredentialError(DeniableError, ValueError):
-    """A blinded message, blind signature or credential is malformed (RFC 9474 sizes)."""
+    """A blinded message, blind signature or credential is malformed (RFC 9474 sizes).
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import b64url_decode
+    >>> from deniable.errors import CredentialError
+    >>> try:
+    ...     b64url_decode("a" * 40, "signature", 8)
+    ... except CredentialError as err:
+    ...     print(err)
+    signature must be at most 8 bytes
+    """
 
 
 class IntervalCoverageWarning(UserWarning):
     """An interval method asked for where its exact coverage was measured below 94%
-    (docs/coverage.md): small samples near the boundary."""
+    (docs/coverage.md): small samples near the boundary.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import deniable
+    >>> result = deniable.estimate(deniable.Warner(p=0.7), np.array([0] * 100 + [1] * 2))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = result.confidence_interval(0.95, "bayes")
+    >>> sorted({w.category.__name__ for w in caught})
+    ['IntervalCoverageWarning']
+    """
 
 
 class PrivacyWarning(UserWarning):

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._validation import as_codes
 from .errors import ReportValidationError
-from .validation import as_codes
 
 if TYPE_CHECKING:
     from .mechanisms._dbitflip import DBitFlip, DBitFlipReports
@@ -277,6 +277,16 @@ class DBitFlipTally:
         Number of reports.
     sampled : ndarray, shape (k,), int64
     ones : ndarray, shape (k,), int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import DBitFlip
+    >>> mechanism = DBitFlip(k=8, d=2, epsilon=1.0)
+    >>> reports = mechanism.randomize(np.array([0, 3, 5, 7, 1]), np.random.default_rng(0))
+    >>> tally = mechanism.tally(reports)
+    >>> tally.n, int(tally.sampled.sum())
+    (5, 10)
     """
 
     n: int

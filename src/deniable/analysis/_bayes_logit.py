@@ -37,10 +37,10 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
+from .._validation import check_integer
 from ..estimation import EstimateResult
 from ..estimation._estimates import ConfidenceInterval
 from ..mechanisms._designs import Design
-from ..validation import check_integer
 from ._formula import model_frame
 from ._group_channels import GroupModel, as_channel
 from ._regression import report_codes, rr_logit

@@ -62,8 +62,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import check_probability
 from ..mechanisms._designs import Design, is_design
-from ..validation import check_probability
 from ._complex_variance import _point, _Sample, _variance
 from ._results import WaldResult
 

@@ -42,9 +42,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from .._validation import check_confidence_level, check_integer
 from ..estimation._estimates import ConfidenceInterval, EstimateResult
 from ..mechanisms._designs import Design, is_design
-from ..validation import check_confidence_level, check_integer
 from ._group_channels import GroupModel
 from ._prevalence import _maximise, estimate_channel
 

@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import as_codes, check_confidence_level
 from ..mechanisms._binary import Warner
 from ..mechanisms._designs import Design
-from ..validation import as_codes, check_confidence_level
 from ._results import WaldResult
 
 __all__ = [

@@ -26,9 +26,9 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 from scipy.special import expit
 
+from .._validation import check_confidence_level, check_integer, check_probability
 from ..estimation._normal_theory import z_quantile
 from ..mechanisms._designs import Design
-from ..validation import check_confidence_level, check_integer, check_probability
 from ._formula import model_frame
 from ._group_channels import KnownChannel
 from ._regression import fit_result

@@ -21,8 +21,8 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
+from .._validation import as_codes
 from ..mechanisms._designs import Design
-from ..validation import as_codes
 from ._group_channels import GroupModel, as_channel
 from ._results import (
     CoefficientsMixin,

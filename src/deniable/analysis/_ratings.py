@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import as_codes, check_confidence_level
 from ..estimation._bayes import posterior_draws
 from ..estimation._estimates import ConfidenceInterval, EstimateResult
 from ..mechanisms._designs import Design
-from ..validation import as_codes, check_confidence_level
 
 __all__ = [
     "RankingResult",

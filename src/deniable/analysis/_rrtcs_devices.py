@@ -34,7 +34,7 @@ import warnings
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..validation import check_probability
+from .._validation import check_probability
 from ._complex import Revision, linear_binary
 
 __all__ = [

@@ -20,11 +20,11 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from .._validation import as_codes
 from ..estimation._estimates import ConfidenceInterval, EstimateResult, PrevalenceEstimate
 from ..estimation._estimators import estimate
 from ..mechanisms._designs import Design
 from ..tallies import Tally
-from ..validation import as_codes
 from ._results import TestResult, WaldResult
 
 __all__ = ["Contrast", "SubgroupResult", "subgroup_prevalence"]

@@ -58,10 +58,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from .._validation import as_codes, check_probability
 from ..estimation._estimates import interval_dict
 from ..estimation._normal_theory import moment_covariance
 from ..mechanisms._designs import Design
-from ..validation import as_codes, check_probability
 from ._results import WaldResult
 
 __all__ = [

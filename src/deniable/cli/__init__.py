@@ -30,5 +30,19 @@ _COMMANDS = (_analyze, _collect, _demo_command, _embed_command, _manage, _plan, 
 
 
 def main() -> None:  # pragma: no cover - console script entry
-    """Run the ``deniable`` command."""
+    """Run the ``deniable`` command (the console script; ``app`` is its typer
+    application, for tests and for embedding).
+
+    Returns
+    -------
+    None
+        It exits the process with the command's status.
+
+    Examples
+    --------
+    >>> from typer.testing import CliRunner
+    >>> from deniable.cli import app
+    >>> CliRunner().invoke(app, ["--help"]).exit_code
+    0
+    """
     app()

@@ -13,7 +13,6 @@ import typer
 from rich.console import Console
 
 from ..data import RR_SURVEYS, load_adult, load_rr_survey
-from ..mechanisms._channels import BloomChannel, SupportChannel
 from ..mechanisms._designs import Design
 from ..mechanisms._protocol import Mechanism
 from ..mechanisms._registry import as_design, design_from_spec, mechanism_from_spec
@@ -118,12 +117,13 @@ def parse_mechanism(spec: str) -> Mechanism[Any, Any]:
 
 def is_oracle(mechanism: Mechanism[Any, Any]) -> bool:
     """True for a frequency oracle or RAPPOR (a support or Bloom-filter channel)."""
-    return isinstance(mechanism.channel, SupportChannel | BloomChannel)
+    return mechanism.channel.frequency_oracle
 
 
 def needs_candidates(mechanism: Mechanism[Any, Any]) -> bool:
     """True for RAPPOR, whose truths are strings decoded against candidate strings."""
-    return isinstance(mechanism.channel, BloomChannel)
+    channel = mechanism.channel
+    return channel.frequency_oracle and channel.string_truths
 
 
 def design_of(mechanism: Mechanism[Any, Any]) -> Design:

@@ -25,7 +25,15 @@ __all__ = ["DemoRow", "adult_survey", "real_surveys"]
 
 @dataclass(frozen=True)
 class DemoRow:
-    """One estimated prevalence, ready to print."""
+    """One estimated prevalence, ready to print.
+
+    Examples
+    --------
+    >>> from deniable.data import real_surveys
+    >>> row = real_surveys()[0]
+    >>> row.survey, row.interval_method, row.low <= row.estimate <= row.high
+    ('rr/nigeria', 'feldman_cousins', True)
+    """
 
     survey: str
     question: str
@@ -105,6 +113,19 @@ def adult_survey(
         respondent's device uses the secure source, as a real one would.
     progress : callable, optional
         Called with a short message before each question.
+
+    Returns
+    -------
+    list of DemoRow
+        Each question's estimate beside the population's truth.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.data import adult_survey
+    >>> rows = adult_survey(np.random.default_rng(0))
+    >>> rows[0].question, rows[0].n
+    ('Is your income over $50K?', 48842)
     """
     people = load_adult()
     coins = ForcedResponse(p_yes=0.25, p_no=0.25)
@@ -133,7 +154,24 @@ def adult_survey(
 
 
 def real_surveys(progress: Callable[[str], None] | None = None) -> list[DemoRow]:
-    """Prevalence estimates for the shipped real randomized-response surveys."""
+    """Prevalence estimates for the shipped real randomized-response surveys.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        Called with a line of text per survey.
+
+    Returns
+    -------
+    list of DemoRow
+        One per item of :func:`real_survey_items` (no truth: these are real surveys).
+
+    Examples
+    --------
+    >>> from deniable.data import real_surveys
+    >>> len(real_surveys())
+    16
+    """
     rows: list[DemoRow] = []
     for item in real_survey_items():
         if progress:

@@ -80,7 +80,23 @@ RR_SURVEYS = {
 
 
 def data_file(*parts: str) -> Traversable:
-    """A shipped data file, e.g. ``data_file("adult", "README.md")``."""
+    """A shipped data file, e.g. ``data_file("adult", "README.md")``.
+
+    Parameters
+    ----------
+    *parts : str
+        The path inside ``deniable/data``.
+
+    Returns
+    -------
+    importlib.resources.abc.Traversable
+
+    Examples
+    --------
+    >>> from deniable.data import data_file
+    >>> data_file("adult", "README.md").name
+    'README.md'
+    """
     node = resources.files("deniable").joinpath("data")
     for part in parts:
         node = node.joinpath(part)
@@ -97,10 +113,21 @@ def load_adult(split: str = "all") -> pd.DataFrame:
         ``all`` = both (48,842). Surrounding spaces are stripped, ``?`` becomes missing,
         and the test split's trailing period on ``income`` is removed.
 
+    Returns
+    -------
+    pandas.DataFrame
+        One row per person, the columns of :data:`ADULT_COLUMNS`.
+
     Raises
     ------
     ValueError
         For an unknown split.
+
+    Examples
+    --------
+    >>> from deniable.data import load_adult
+    >>> load_adult().shape
+    (48842, 15)
     """
     files = {"train": ["adult.data.gz"], "test": ["adult.test.gz"]}
     files["all"] = files["train"] + files["test"]
@@ -128,10 +155,26 @@ def load_adult(split: str = "all") -> pd.DataFrame:
 def load_rr_survey(name: str) -> pd.DataFrame:
     """One of the shipped randomized-response surveys (:data:`RR_SURVEYS`).
 
+    Parameters
+    ----------
+    name : str
+        One of :data:`RR_SURVEYS` (``"rr/nigeria"``, ``"RRreg/minarets"``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The survey's rows as its R package ships them.
+
     Raises
     ------
     ValueError
         For an unknown name (the message lists the allowed names).
+
+    Examples
+    --------
+    >>> from deniable.data import load_rr_survey
+    >>> load_rr_survey("rr/nigeria").shape
+    (2457, 8)
     """
     if name not in RR_SURVEYS:
         raise ValueError(f"unknown survey {name!r}; allowed: {', '.join(sorted(RR_SURVEYS))}")
@@ -156,6 +199,13 @@ class RealSurveyItem:
         Known truth, where the study observed it.
     source : str
         The R package that ships it, for cross-checking.
+
+    Examples
+    --------
+    >>> from deniable.data import real_survey_items
+    >>> item = real_survey_items()[0]
+    >>> item.survey, item.design
+    ('rr/nigeria', ForcedResponse(p_yes=0.16666666666666666, p_no=0.16666666666666666))
     """
 
     survey: str
@@ -191,6 +241,16 @@ def real_survey_items() -> list[RealSurveyItem]:
       (Jann, Jerke & Krumpal 2012).
     * ``GLMMRR/MTURK``: "cheated in the dice game" in the roll-a-six variant, where the
       truth is observed (Hoeglinger & Jann 2018), one item per design group.
+
+    Returns
+    -------
+    list of RealSurveyItem
+
+    Examples
+    --------
+    >>> from deniable.data import real_survey_items
+    >>> len(real_survey_items()), real_survey_items()[0].survey
+    (16, 'rr/nigeria')
     """
     items: list[RealSurveyItem] = []
     nigeria = load_rr_survey("rr/nigeria")

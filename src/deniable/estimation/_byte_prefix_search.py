@@ -36,10 +36,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from .._validation import check_integer
 from ..errors import ReportValidationError
 from ..mechanisms._byte_prefix import BytePrefixExtension, prefix_hashes
 from ..mechanisms._kernels import hadamard_spectrum, linear_hash_counts, walsh_hadamard_rows
-from ..validation import check_integer
 from ._level_search import (
     FoundModel,
     Plan,

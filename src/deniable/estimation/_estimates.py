@@ -23,11 +23,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validation import check_confidence_level, check_probability
 from ..errors import IntervalCoverageWarning
 from ..mechanisms._channels import BloomChannel, MatrixChannel, SupportChannel
 from ..mechanisms._protocol import CategoricalMechanism
 from ..tallies import RapporTally, SupportTally, Tally
-from ..validation import check_confidence_level, check_probability
 from ._base import ConfidenceInterval, EstimateResult, interval_dict, summary_table
 from ._intervals import (
     INTERVAL_METHODS,

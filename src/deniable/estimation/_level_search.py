@@ -52,8 +52,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from .._validation import check_integer, check_probability
 from ..errors import DetectionLimitError
-from ..validation import check_integer, check_probability
 from ._estimates import ConfidenceInterval, EstimateResult
 from ._normal_theory import normal_only_interval
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validation import check_confidence_level
 from ..errors import ReportValidationError
 from ..mechanisms._dbitflip import DBitFlip, DBitFlipReports
 from ..mechanisms._numeric import NumericMechanism
 from ..tallies import DBitFlipTally, MeanTally
-from ..validation import check_confidence_level
 from ._estimates import ConfidenceInterval, EstimateResult
 from ._normal_theory import normal_only_interval
 

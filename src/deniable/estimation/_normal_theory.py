@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from .._validation import check_confidence_level, check_probability
 from ..mechanisms._channels import FiniteChannel
-from ..validation import check_confidence_level, check_probability
 
 __all__ = [
     "bonferroni_z",

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..validation import MEMORY_LIMIT
+from .._validation import MEMORY_LIMIT
 
 if TYPE_CHECKING:
     from ..mechanisms._oracle import FrequencyOracle

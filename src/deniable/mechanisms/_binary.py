@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..validation import check_integer, check_probability
+from .._validation import check_integer, check_probability
 from ._designs import Design, binary_matrix
 
 __all__ = [

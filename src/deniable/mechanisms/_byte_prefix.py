@@ -59,8 +59,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import check_integer
 from ..errors import ReportValidationError
-from ..validation import check_integer
 from ._columns import column, hex_rows, hex_strings, integer_array
 from ._protocol import (
     BytePrefixChannel,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,8 +68,18 @@ class FiniteChannel(Protocol):
     def n_reports(self) -> int: ...
 
 
+class _Truths:
+    """What a channel's truths are, so that callers ask the channel rather than test its
+    class: ``frequency_oracle`` (values of a large domain, each report supporting some)
+    and ``string_truths`` (strings: RAPPOR decodes them against candidates, PEM finds
+    them)."""
+
+    frequency_oracle: ClassVar[bool] = False
+    string_truths: ClassVar[bool] = False
+
+
 @dataclass(frozen=True)
-class MatrixChannel:
+class MatrixChannel(_Truths):
     """A finite channel: the misclassification matrix ``P[r, t] = Pr(report r | truth t)``.
 
     Attributes
@@ -103,7 +113,7 @@ class MatrixChannel:
 
 
 @dataclass(frozen=True)
-class SupportChannel:
+class SupportChannel(_Truths):
     """A frequency oracle's channel (Wang, Blocki, Li & Jha 2017).
 
     Attributes
@@ -123,13 +133,15 @@ class SupportChannel:
     (0.4754, 0.25)
     """
 
+    frequency_oracle: ClassVar[bool] = True
+
     p_star: float
     q_star: float
     scale: int = 1
 
 
 @dataclass(frozen=True)
-class BloomChannel:
+class BloomChannel(_Truths):
     """RAPPOR's channel on each Bloom-filter bit (Erlingsson, Pihur & Korolova 2014).
 
     Attributes
@@ -146,12 +158,15 @@ class BloomChannel:
     BloomChannel(p_star=0.6875, q_star=0.5625)
     """
 
+    frequency_oracle: ClassVar[bool] = True
+    string_truths: ClassVar[bool] = True
+
     p_star: float
     q_star: float
 
 
 @dataclass(frozen=True)
-class MeanChannel:
+class MeanChannel(_Truths):
     """A numeric mechanism's channel: reports whose debiased values are unbiased.
 
     ``E[debias(report) | x] = x`` for every value ``x`` in ``[low, high]`` (Duchi,
@@ -174,7 +189,7 @@ class MeanChannel:
 
 
 @dataclass(frozen=True)
-class BucketChannel:
+class BucketChannel(_Truths):
     """dBitFlip's channel on each sampled bucket (Ding, Kulkarni & Yekhanin 2017).
 
     Attributes
@@ -194,7 +209,7 @@ class BucketChannel:
 
 
 @dataclass(frozen=True)
-class PrefixChannel:
+class PrefixChannel(_Truths):
     """The prefix extending method's channel: local hashing on each level's prefixes.
 
     Attributes
@@ -210,6 +225,8 @@ class PrefixChannel:
     >>> PrefixExtension(4.0, max_length=3).channel.levels
     1
     """
+
+    string_truths: ClassVar[bool] = True
 
     p_star: float
     q_star: float

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import check_integer
 from ..errors import ReportValidationError
 from ..tallies import DBitFlipTally
-from ..validation import check_integer
 from ._columns import column, hex_rows, hex_strings, packed_rows
 from ._numeric import MAX_VALUES
 from ._protocol import BucketChannel, ReportField, check_epsilon, spec_string, warn_large_epsilon

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import as_codes, check_integer, check_probability, check_real
 from ..errors import ReportValidationError
 from ..tallies import Tally
-from ..validation import as_codes, check_integer, check_probability, check_real
 from ._columns import column, integer_array
 from ._protocol import (
     MatrixChannel,

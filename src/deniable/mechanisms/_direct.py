@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..validation import check_integer
+from .._validation import check_integer
 from ._designs import Design
 
 __all__ = ["Direct"]

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import MEMORY_LIMIT, check_integer
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
-from ..validation import MEMORY_LIMIT, check_integer
 from ._oracle import (
     TWO32,
     FrequencyOracle,

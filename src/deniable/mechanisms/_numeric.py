@@ -38,9 +38,9 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import check_integer, check_real
 from ..errors import ReportValidationError
 from ..tallies import MeanTally
-from ..validation import check_integer, check_real
 from ._columns import column, integer_array
 from ._protocol import MeanChannel, ReportField, check_epsilon, spec_string, warn_large_epsilon
 from ._randomness import RandomSource, uniforms

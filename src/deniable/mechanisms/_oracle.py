@@ -57,8 +57,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import MEMORY_LIMIT, as_codes, check_integer, check_memory
 from ..tallies import SupportTally
-from ..validation import MEMORY_LIMIT, as_codes, check_integer, check_memory
 from ._columns import column, integer_array
 from ._protocol import (
     ReportField,

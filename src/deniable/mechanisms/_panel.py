@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..validation import as_codes
+from .._validation import as_codes
 from ._designs import Design
 from ._randomness import RandomSource
 

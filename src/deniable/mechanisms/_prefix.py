@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import check_integer
 from ..errors import ReportValidationError
-from ..validation import check_integer
 from ._columns import column, integer_array
 from ._local_hashing import _OLH_RANDOM, LocalHashing
 from ._protocol import PrefixChannel, ReportField, check_epsilon, spec_string, warn_large_epsilon

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_check
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validation import check_real
 from ..errors import PrivacyWarning
-from ..validation import check_real
 from ._channels import (
     BloomChannel,
     BucketChannel,

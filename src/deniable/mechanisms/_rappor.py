@@ -50,9 +50,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import MEMORY_LIMIT, check_integer, check_memory, check_probability
 from ..errors import ReportValidationError
 from ..tallies import RapporTally
-from ..validation import MEMORY_LIMIT, check_integer, check_memory, check_probability
 from ._columns import column, hex_rows, hex_strings, integer_array, packed_rows
 from ._oracle import TWO32
 from ._protocol import BloomChannel, ReportField, spec_string, warn_large_epsilon

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..validation import check_integer
+from .._validation import check_integer
 from ._designs import KaryRR
 from ._hadamard import HadamardResponse
 from ._local_hashing import LocalHashing

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import MEMORY_LIMIT, check_memory
 from ..errors import ReportValidationError
 from ..tallies import SupportTally
-from ..validation import MEMORY_LIMIT, check_memory
 from ._columns import column, hex_rows, hex_strings, packed_rows
 from ._oracle import (
     TWO32,

@@ -33,7 +33,7 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
-from ..validation import check_integer, check_probability
+from .._validation import check_integer, check_probability
 
 __all__ = ["MAX_REPORTS", "ShuffleAmplification", "shuffle_amplification"]
 

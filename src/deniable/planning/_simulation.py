@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import check_integer
 from ..mechanisms._designs import Design
-from ..validation import check_integer
 
 __all__ = ["simulate_tallies"]
 

@@ -9,10 +9,10 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import check_integer, check_probability
 from ..estimation._finite import as_tally
 from ..mechanisms._designs import Design
 from ..tallies import Tally
-from ..validation import check_integer, check_probability
 
 __all__ = [
     "Alternative",

@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .._validation import check_probability, check_real
 from ..mechanisms._designs import Design
-from ..validation import check_probability, check_real
 from ._sample_size import sample_size
 
 __all__ = [

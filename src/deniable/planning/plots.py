@@ -24,6 +24,27 @@ def plot_margin(design: Design, confidence_level: float, path: Path) -> Path:
     Two curves: the normal-approximation margin ``z sqrt(V / n)`` and the
     distribution-free Chebyshev margin ``sqrt(V / ((1 - confidence_level) n))``, with
     ``V`` the exact worst-case per-respondent variance of the moment estimator.
+
+    Parameters
+    ----------
+    design : Design
+    confidence_level : float in (0, 1)
+    path : pathlib.Path
+        The image file (PNG, SVG, PDF by its suffix).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``, written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deniable.mechanisms import Warner
+    >>> from deniable.planning.plots import plot_margin
+    >>> out = plot_margin(Warner(p=0.75), 0.95, pathlib.Path(tempfile.mkdtemp()) / "m.png")
+    >>> out.stat().st_size > 0
+    True
     """
     matplotlib = require("matplotlib", "plot")
 
@@ -55,10 +76,25 @@ def plot_margin(design: Design, confidence_level: float, path: Path) -> Path:
 def headless_figure(**kwargs: Any) -> Figure:
     """A matplotlib ``Figure`` drawn without a display (the Agg backend).
 
+    Parameters
+    ----------
+    **kwargs
+        Passed to ``matplotlib.figure.Figure`` (``figsize``, ``dpi``, ...).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
     Raises
     ------
     ModuleNotFoundError
         Without matplotlib (``pip install 'deniable[plot]'``).
+
+    Examples
+    --------
+    >>> from deniable.planning.plots import headless_figure
+    >>> headless_figure(figsize=(4, 3)).get_size_inches().tolist()
+    [4.0, 3.0]
     """
     figure = require("matplotlib.figure", "plot")
     fig: Figure = figure.Figure(**kwargs)

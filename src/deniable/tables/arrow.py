@@ -62,7 +62,23 @@ READ_BUFFER_BYTES = 1 << 20
 
 
 def report_columns(mechanism: Mechanism[Any, Any]) -> list[str]:
-    """Names of the columns holding ``mechanism``'s reports (its ``report_fields``)."""
+    """Names of the columns holding ``mechanism``'s reports (its ``report_fields``).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> from deniable.mechanisms import Rappor, Warner
+    >>> from deniable.tables.arrow import report_columns
+    >>> report_columns(Warner(p=0.75))
+    ['report']
+    """
     return [field.name for field in mechanism.report_fields]
 
 
@@ -81,7 +97,29 @@ def _int32(values: Any) -> pa.Array:
 
 
 def report_table(mechanism: Mechanism[Any, Any], reports: Any) -> pa.Table:
-    """``reports`` (validated) as an Arrow table in the mechanism's binary column form."""
+    """``reports`` (validated) as an Arrow table in the mechanism's binary column form.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    reports : ndarray
+        The mechanism's reports, shape (n,) or (n, width).
+
+    Returns
+    -------
+    pyarrow.Table
+        One row per report, the columns of :func:`report_columns`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
+    >>> from deniable.tables.arrow import report_table
+    >>> report_table(design, reports).num_rows
+    5
+    """
     pa = require("pyarrow", "analysis")
     arrays = mechanism.report_arrays(reports)
     columns = {
@@ -157,10 +195,31 @@ def reports_from_batch(mechanism: Mechanism[Any, Any], batch: Any) -> Any:
     Each of the mechanism's ``report_fields`` is read by its kind (integers, floats or
     rows of bytes) and the mechanism validates the whole (``reports_from_arrays``).
 
+    Parameters
+    ----------
+    mechanism : Mechanism
+    batch : pyarrow.RecordBatch or pyarrow.Table
+        With the columns of :func:`report_columns`.
+
+    Returns
+    -------
+    ndarray
+        The reports, as the mechanism's ``randomize`` returns them.
+
     Raises
     ------
     ReportValidationError
         For a missing column, missing values or malformed reports, naming the column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
+    >>> from deniable.tables.arrow import report_table, reports_from_batch
+    >>> reports_from_batch(design, report_table(design, reports)).tolist() == reports.tolist()
+    True
     """
     arrays: dict[str, NDArray[Any]] = {}
     for field in mechanism.report_fields:
@@ -185,10 +244,32 @@ def tally_batches(
 ) -> AnyTally:
     """Merge the tallies of record batches; ``progress(rows)`` is called after each.
 
+    Parameters
+    ----------
+    mechanism : Mechanism
+    batches : iterable of pyarrow.RecordBatch
+    progress : callable, optional
+        Called with the rows read so far.
+
+    Returns
+    -------
+    Tally, SupportTally, RapporTally or MeanTally
+        The mechanism's tally of every batch (one pass, memory of one batch).
+
     Raises
     ------
     ReportValidationError
         For malformed reports in any batch, or no reports at all.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
+    >>> from deniable.tables.arrow import report_table, tally_batches
+    >>> tally_batches(design, report_table(design, reports).to_batches())
+    Tally(counts=array([2, 3]))
     """
     total: AnyTally | None = None
     for batch in batches:
@@ -210,7 +291,36 @@ def _group_keys(col: Any) -> tuple[list[Any], NDArray[np.int64]]:
 def tally_by_group(
     mechanism: Mechanism[Any, Any], batch: Any, group_by: str
 ) -> dict[Hashable, AnyTally]:
-    """One tally per value of column ``group_by`` in one record batch (missing: ``None``)."""
+    """One tally per value of column ``group_by`` in one record batch (missing: ``None``).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    batch : pyarrow.RecordBatch or pyarrow.Table
+    group_by : str
+        A column of ``batch``.
+
+    Returns
+    -------
+    dict of value -> tally
+
+    Raises
+    ------
+    ReportValidationError
+        If ``group_by`` is not a column, or the reports are malformed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
+    >>> import pyarrow as pa
+    >>> from deniable.tables.arrow import report_table, tally_by_group
+    >>> table = report_table(design, reports).append_column("g", pa.array(list("ababa")))
+    >>> tally_by_group(design, table, "g")
+    {'a': Tally(counts=array([2, 1])), 'b': Tally(counts=array([0, 2]))}
+    """
     pa = require("pyarrow", "analysis")
     if group_by not in batch.schema.names:
         raise ReportValidationError(f"group column {group_by!r} is missing")
@@ -242,10 +352,36 @@ def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> 
     file written as one row group would be read whole). The dataset scanner's
     asynchronous read-ahead keeps more as the consumer falls behind.
 
+    Parameters
+    ----------
+    source : path, list of paths or pyarrow.dataset.Dataset
+    columns : list of str
+    batch_size : int, default 2^20
+        Rows a batch at most.
+
+    Returns
+    -------
+    iterator of pyarrow.RecordBatch
+
     Raises
     ------
     ReportValidationError
         For a column missing from the dataset.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
+    >>> import tempfile, pathlib
+    >>> import pyarrow.parquet as pq
+    >>> from deniable.tables.arrow import report_table
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "reports.parquet"
+    >>> pq.write_table(report_table(design, reports), path)
+    >>> from deniable.tables.arrow import report_columns, scan_parquet
+    >>> [batch.num_rows for batch in scan_parquet(path, report_columns(design))]
+    [5]
     """
     ds = require("pyarrow.dataset", "analysis")
     pq = require("pyarrow.parquet", "analysis")
@@ -307,12 +443,31 @@ def tally_parquet(
     progress : callable, optional
         Called with the number of rows after each batch.
 
+    Returns
+    -------
+    tally, or dict of group value -> tally with ``group_by``
+
     Raises
     ------
     ValueError
         For a batch size out of range.
     ReportValidationError
         For a missing column or malformed reports.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
+    >>> import tempfile, pathlib
+    >>> import pyarrow.parquet as pq
+    >>> from deniable.tables.arrow import report_table
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "reports.parquet"
+    >>> pq.write_table(report_table(design, reports), path)
+    >>> from deniable.tables.arrow import tally_parquet
+    >>> tally_parquet(design, path)
+    Tally(counts=array([2, 3]))
     """
     if not 1 <= batch_size <= MAX_BATCH_ROWS:
         raise ValueError(f"batch_size must be in 1..{MAX_BATCH_ROWS}, got {batch_size}")
@@ -330,14 +485,57 @@ def tally_parquet(
 
 
 def parquet_rows(source: Any) -> int:
-    """Number of rows in Parquet files (from their footers; nothing else is read)."""
+    """Number of rows in Parquet files (from their footers; nothing else is read).
+
+    Parameters
+    ----------
+    source : path, list of paths or pyarrow.dataset.Dataset
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
+    >>> import tempfile, pathlib
+    >>> import pyarrow.parquet as pq
+    >>> from deniable.tables.arrow import report_table
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "reports.parquet"
+    >>> pq.write_table(report_table(design, reports), path)
+    >>> from deniable.tables.arrow import parquet_rows
+    >>> parquet_rows(path)
+    5
+    """
     ds = require("pyarrow.dataset", "analysis")
     dataset = source if isinstance(source, ds.Dataset) else ds.dataset(source, format="parquet")
     return int(sum(f.metadata.num_rows for f in dataset.get_fragments()))
 
 
 def tally_parts(tally: AnyTally) -> dict[str, Any]:
-    """A tally as plain fields (``kind``, ``n``, ``scale``, ``counts``, ``cohort_n``: bytes)."""
+    """A tally as plain fields (``kind``, ``n``, ``scale``, ``counts``, ``cohort_n``: bytes).
+
+    Parameters
+    ----------
+    tally : Tally, SupportTally, RapporTally or MeanTally
+
+    Returns
+    -------
+    dict
+        ``kind``, ``n``, ``scale``, ``counts`` (little-endian int64 bytes), ``cohort_n``:
+        the row a Spark job or a file keeps of a tally.
+
+    Examples
+    --------
+    >>> from deniable.tables.arrow import tally_parts
+    >>> from deniable.tallies import Tally
+    >>> parts = tally_parts(Tally([2, 3]))
+    >>> parts["kind"], parts["n"]
+    ('counts', 5)
+    """
     if isinstance(tally, RapporTally):
         return {
             "kind": "rappor",
@@ -353,7 +551,26 @@ def tally_parts(tally: AnyTally) -> dict[str, Any]:
 
 
 def tally_from_parts(mechanism: Mechanism[Any, Any], parts: dict[str, Any]) -> AnyTally:
-    """Inverse of :func:`tally_parts` (the mechanism gives RAPPOR's shape)."""
+    """Inverse of :func:`tally_parts` (the mechanism gives RAPPOR's shape).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    parts : dict
+        From :func:`tally_parts`.
+
+    Returns
+    -------
+    tally
+
+    Examples
+    --------
+    >>> from deniable.mechanisms import Warner
+    >>> from deniable.tables.arrow import tally_from_parts, tally_parts
+    >>> from deniable.tallies import Tally
+    >>> tally_from_parts(Warner(p=0.75), tally_parts(Tally([2, 3])))
+    Tally(counts=array([2, 3]))
+    """
     counts = np.frombuffer(parts["counts"], dtype="<i8").astype(np.int64)
     if parts["kind"] == "rappor":
         cohort_n = np.frombuffer(parts["cohort_n"], dtype="<i8").astype(np.int64)

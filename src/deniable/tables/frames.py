@@ -27,12 +27,33 @@ _R = TypeVar("_R")
 def reports_to_frame(mechanism: Mechanism[Any, Any], reports: Any) -> pd.DataFrame:
     """Reports as a pandas DataFrame for CSV/Parquet files (columns as above).
 
+    Parameters
+    ----------
+    mechanism : Mechanism
+    reports : ndarray
+        The mechanism's reports.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of the mechanism's ``report_columns`` (text forms for CSV).
+
     Raises
     ------
     ReportValidationError
         For malformed reports.
     ModuleNotFoundError
         Without pandas (``pip install 'deniable[analysis]'``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
+    >>> from deniable.tables.frames import reports_to_frame
+    >>> reports_to_frame(design, reports)["report"].tolist()
+    [0, 1, 1, 1, 0]
     """
     pandas = require("pandas", "analysis")
     frame: pd.DataFrame = pandas.DataFrame(mechanism.report_columns(reports))
@@ -42,10 +63,31 @@ def reports_to_frame(mechanism: Mechanism[Any, Any], reports: Any) -> pd.DataFra
 def reports_from_frame(mechanism: Mechanism[_R, Any], frame: pd.DataFrame) -> _R:
     """Inverse of :func:`reports_to_frame`, validating every report.
 
+    Parameters
+    ----------
+    mechanism : Mechanism
+    frame : pandas.DataFrame
+        As :func:`reports_to_frame` writes it (or a CSV read back).
+
+    Returns
+    -------
+    ndarray
+        The reports, validated.
+
     Raises
     ------
     ReportValidationError
         For a missing column or a malformed report, naming the column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
+    >>> from deniable.tables.frames import reports_from_frame, reports_to_frame
+    >>> reports_from_frame(design, reports_to_frame(design, reports)).tolist()
+    [0, 1, 1, 1, 0]
     """
     columns: dict[str, Any] = {str(name): frame[name] for name in frame.columns}
     try:

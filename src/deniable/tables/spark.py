@@ -23,7 +23,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -32,6 +32,8 @@ from ..errors import ReportValidationError
 from ..estimation._estimates import PrevalenceEstimate
 from ..estimation._estimators import estimate as _estimate
 from ..mechanisms._protocol import CategoricalMechanism
+from ._spark_rows import _parquet_dataset, _row_group_batches, _row_groups
+from ._spark_search import heavy_hitters_parquet
 from .arrow import (
     AnyTally,
     report_columns,
@@ -43,12 +45,8 @@ from .arrow import (
 from .arrow import tally_parts as _parts
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..estimation._level_search import PrefixHeavyHitters
-    from ..mechanisms._byte_prefix import BytePrefixExtension
-    from ..mechanisms._prefix import PrefixExtension
 
 __all__ = [
     "estimate",
@@ -68,10 +66,26 @@ def local_session(cores: int = 2, memory: str = "4g") -> SparkSession:
 
     For tests, benchmarks and one machine; on a cluster build the session as usual.
 
+    Parameters
+    ----------
+    cores : int, default 2
+    memory : str, default "4g"
+        The driver's memory (Spark's notation).
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+
     Raises
     ------
     ModuleNotFoundError
         Without PySpark (``pip install 'deniable[spark]'``).
+
+    Examples
+    --------
+    >>> from deniable.tables.spark import local_session
+    >>> local_session(cores=2).sparkContext.master
+    'local[2]'
     """
     require("pyspark", "spark")
     from pyspark.sql import SparkSession
@@ -123,11 +137,32 @@ def tally(
     group_by : str, optional
         A column to tally separately by; returns ``{str(value) or None: tally}``.
 
+    Returns
+    -------
+    tally, or dict of group -> tally with ``group_by``
+
     Raises
     ------
     ReportValidationError
         For a missing column or a malformed report in any partition (the task's error
         names the column).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> from deniable.tables.spark import local_session, randomize
+    >>> spark = local_session(cores=2)
+    >>> design = Warner(p=0.75)
+    >>> people = spark.createDataFrame([(i % 3 == 0, "ab"[i % 2]) for i in range(3000)],
+    ...                                ["truth", "country"])
+    >>> people = people.selectExpr("cast(truth as int) as truth", "country")
+    >>> reports = randomize(design, people, "truth", keep=("country",), seed=1)
+    >>> from deniable.tables.spark import tally
+    >>> int(tally(design, reports).n)
+    3000
+    >>> sorted(tally(design, reports, group_by="country"))
+    ['a', 'b']
     """
     columns = report_columns(mechanism) + ([group_by] if group_by else [])
     missing = [c for c in columns if c not in frame.columns]
@@ -228,10 +263,30 @@ def tally_parquet(
     tasks_per_core : int, default 4
         Tasks per core of ``spark.sparkContext.defaultParallelism``.
 
+    Returns
+    -------
+    tally, or dict of group -> tally with ``group_by``
+
     Raises
     ------
     ReportValidationError
         For a missing column, malformed reports, or no row groups.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> import pyarrow.parquet as pq
+    >>> from deniable.mechanisms import Warner
+    >>> from deniable.tables.arrow import report_table
+    >>> from deniable.tables.spark import local_session, tally_parquet
+    >>> design = Warner(p=0.75)
+    >>> reports = design.randomize(np.arange(1000) % 2, np.random.default_rng(0))
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "reports.parquet"
+    >>> pq.write_table(report_table(design, reports), path)
+    >>> tally_parquet(design, local_session(), str(path)).counts.tolist() == (
+    ...     design.tally(reports).counts.tolist())
+    True
     """
     columns = report_columns(mechanism) + ([group_by] if group_by else [])
     dataset = _parquet_dataset(source, columns)
@@ -266,201 +321,6 @@ def tally_parquet(
     return merged
 
 
-def _parquet_dataset(source: Any, columns: list[str]) -> Any:
-    """``source`` as a pyarrow Dataset holding ``columns`` (ReportValidationError if not)."""
-    ds = require("pyarrow.dataset", "analysis")
-    dataset = source if isinstance(source, ds.Dataset) else ds.dataset(source, format="parquet")
-    missing = [c for c in columns if c not in dataset.schema.names]
-    if missing:
-        raise ReportValidationError(f"columns {missing!r} are missing from the dataset")
-    return dataset
-
-
-def _row_groups(dataset: Any) -> tuple[list[tuple[str, int]], int]:
-    """Every ``(file, row group)`` of the dataset (read from the footers) and the rows."""
-    pq = require("pyarrow.parquet", "analysis")
-    pieces: list[tuple[str, int]] = []
-    rows = 0
-    for path in dataset.files:
-        with dataset.filesystem.open_input_file(path) as handle:
-            meta = pq.ParquetFile(handle).metadata
-        pieces += [(path, g) for g in range(meta.num_row_groups)]
-        rows += meta.num_rows
-    if not pieces:
-        raise ReportValidationError("no reports: the dataset has no row groups")
-    return pieces, rows
-
-
-def _row_group_batches(filesystem: Any, path: str, group: int, columns: list[str]) -> Iterator[Any]:
-    """One row group's record batches, read batch by batch through a buffer of
-    :data:`~deniable.tables.arrow.READ_BUFFER_BYTES` (no pre-buffering): memory holds
-    one batch, whatever the size of the row group."""
-    import pyarrow.parquet as pq
-
-    from .arrow import READ_BUFFER_BYTES
-
-    with filesystem.open_input_file(path) as handle:
-        reader = pq.ParquetFile(handle, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
-        yield from reader.iter_batches(batch_size=1 << 20, row_groups=[group], columns=columns)
-
-
-def heavy_hitters_parquet(
-    pem: PrefixExtension | BytePrefixExtension,
-    spark: SparkSession,
-    source: Any,
-    threshold: float = 0.01,
-    miss_rate: float = 0.05,
-    *,
-    tasks_per_core: int = 4,
-    **options: Any,
-) -> PrefixHeavyHitters:
-    """Heavy hitters (PEM or byte-PEM) from Parquet report files, one Spark job a level.
-
-    Each report row carries what decoding needs, its level included (PEM: ``level``,
-    ``a``, ``b``, ``y``; byte-PEM: ``level``, ``a``, ``y``). PEM: at each level the
-    driver broadcasts the candidate prefixes; every task reads its row groups batch by
-    batch, counts the candidates' support among that level's reports with the compiled
-    kernel and sends back one count vector; the driver adds them and prunes
-    (:func:`deniable.estimation._prefix_search.search_levels`). Byte-PEM: a first job counts
-    the reports of each level; then for each block of 64 surviving parents, one job in
-    which every task sends back the parents' partial spectra (64 x 2^(8 step) int64,
-    :func:`deniable.estimation._byte_prefix_search.extension_spectrum`), added up by Spark and
-    transformed into counts on the driver, and one job counts the support of the values
-    that ended before
-    (:func:`deniable.estimation._byte_prefix_search.search_string_levels`). The counts are
-    integers, so the result equals the in-process search
-    (:func:`~deniable.estimation.find_heavy_hitters`,
-    :func:`~deniable.estimation.find_string_heavy_hitters`) on the same
-    reports.
-
-    Parameters
-    ----------
-    pem : PrefixExtension or BytePrefixExtension
-    spark : SparkSession
-    source : str, list of str or pyarrow.dataset.Dataset
-        Parquet files or a directory of reports (the columns of
-        :func:`deniable.tables.arrow.report_columns`).
-    threshold, miss_rate, **options
-        As for :func:`~deniable.estimation.find_heavy_hitters` (``false_discoveries``,
-        ``top_k``, ``max_survivors``, ``on_overflow``).
-    tasks_per_core : int, default 4
-        Tasks per core of ``spark.sparkContext.defaultParallelism``.
-
-    Raises
-    ------
-    ReportValidationError
-        For a missing column, malformed reports (in any task), or no row groups.
-    ValueError, DetectionLimitError
-        As :func:`~deniable.estimation.find_heavy_hitters`.
-    """
-    from ..estimation._prefix_search import level_counts, search_levels
-    from ..mechanisms._byte_prefix import BytePrefixExtension
-
-    columns = report_columns(pem)
-    dataset = _parquet_dataset(source, columns)
-    filesystem = dataset.filesystem
-    pieces, rows = _row_groups(dataset)
-    context = spark.sparkContext
-    slices = min(len(pieces), tasks_per_core * context.defaultParallelism)
-    groups = context.parallelize(pieces, slices).cache()
-    if pem.spec_name == BytePrefixExtension.spec_name:  # reports (level, a, y)
-        bpem = cast("BytePrefixExtension", pem)
-        try:
-            return _string_heavy_hitters(bpem, groups, filesystem, threshold, miss_rate, options)
-        finally:
-            groups.unpersist()
-    pem = cast("PrefixExtension", pem)
-
-    def count(level: int, candidates: NDArray[np.uint64]) -> tuple[NDArray[np.int64], int]:
-        shared = context.broadcast(candidates)
-
-        def partials(items: Iterable[tuple[str, int]]) -> Iterator[tuple[bytes, int]]:
-            cands = shared.value
-            total, reported = np.zeros(cands.size, dtype=np.int64), 0
-            for path, group in items:
-                for batch in _row_group_batches(filesystem, path, group, columns):
-                    part, n = level_counts(pem, reports_from_batch(pem, batch), level, cands)
-                    total += part
-                    reported += n
-            yield total.tobytes(), reported
-
-        parts = groups.mapPartitions(partials).collect()
-        shared.unpersist()
-        counts = np.zeros(candidates.size, dtype=np.int64)
-        for raw, _ in parts:
-            counts += np.frombuffer(raw, dtype=np.int64)
-        return counts, sum(n for _, n in parts)
-
-    try:
-        return search_levels(pem, count, rows, threshold, miss_rate, **options)
-    finally:
-        groups.unpersist()
-
-
-def _string_heavy_hitters(
-    bpem: BytePrefixExtension,
-    groups: Any,
-    filesystem: Any,
-    threshold: float,
-    miss_rate: float,
-    options: dict[str, Any],
-) -> PrefixHeavyHitters:
-    """Byte-PEM's level search over the row groups ``groups`` (an RDD of (file, row
-    group)): one job counts each level's reports, then at each level one job a block
-    of parents (their spectra) and one for the values that ended (their support)."""
-    from ..estimation._byte_prefix_search import (
-        extension_spectrum,
-        search_string_levels,
-        support_counts,
-    )
-
-    columns = report_columns(bpem)
-    context = groups.context
-
-    def reports_of(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.void]]:
-        for path, group in items:
-            for batch in _row_group_batches(filesystem, path, group, columns):
-                yield reports_from_batch(bpem, batch)
-
-    def level_sizes(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.int64]]:
-        total = np.zeros(bpem.levels, dtype=np.int64)
-        for arr in reports_of(items):
-            total += np.bincount(arr["level"], minlength=bpem.levels)
-        yield total
-
-    sizes = groups.mapPartitions(level_sizes).reduce(np.add)
-
-    def spectrum(level: int, hashes: NDArray[np.uint64]) -> NDArray[np.int64]:
-        shared = context.broadcast(hashes)
-
-        def partials(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.int64]]:
-            cands = shared.value
-            total = np.zeros((cands.size, 1 << (8 * bpem.step)), dtype=np.int64)
-            for arr in reports_of(items):
-                total += extension_spectrum(bpem, arr[arr["level"] == level], cands)
-            yield total
-
-        # added up on the executors first: the driver receives a few spectra, not one a task
-        out = groups.mapPartitions(partials).treeReduce(np.add)
-        shared.unpersist()
-        return np.asarray(out, dtype=np.int64)
-
-    def support(level: int, ids: NDArray[np.uint64]) -> NDArray[np.int64]:
-        shared = context.broadcast(ids)
-
-        def partials(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.int64]]:
-            total = np.zeros(shared.value.size, dtype=np.int64)
-            for arr in reports_of(items):
-                total += support_counts(bpem, arr[arr["level"] == level], shared.value)
-            yield total
-
-        out = groups.mapPartitions(partials).treeReduce(np.add)
-        shared.unpersist()
-        return np.asarray(out, dtype=np.int64)
-
-    return search_string_levels(bpem, spectrum, support, sizes, threshold, miss_rate, **options)
-
-
 @overload
 def estimate(
     mechanism: CategoricalMechanism[Any, Any],
@@ -489,7 +349,36 @@ def estimate(
     method: str = "moment",
 ) -> PrevalenceEstimate | dict[str | None, PrevalenceEstimate]:
     """Estimate from reports in ``frame``: :func:`tally` on the cluster, then
-    :func:`deniable.estimate` on the driver (per group with ``group_by``)."""
+    :func:`deniable.estimate` on the driver (per group with ``group_by``).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    frame : pyspark.sql.DataFrame
+    group_by : str, optional
+    method : str, default "moment"
+        As :func:`deniable.estimate`.
+
+    Returns
+    -------
+    PrevalenceEstimate, or dict of group -> PrevalenceEstimate with ``group_by``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> from deniable.tables.spark import local_session, randomize
+    >>> spark = local_session(cores=2)
+    >>> design = Warner(p=0.75)
+    >>> people = spark.createDataFrame([(i % 3 == 0, "ab"[i % 2]) for i in range(3000)],
+    ...                                ["truth", "country"])
+    >>> people = people.selectExpr("cast(truth as int) as truth", "country")
+    >>> reports = randomize(design, people, "truth", keep=("country",), seed=1)
+    >>> from deniable.tables.spark import estimate
+    >>> result = estimate(design, reports)
+    >>> bool(abs(result.estimate[1] - 1 / 3) < 4 * result.std_error[1])
+    True
+    """
     result = tally(mechanism, frame, group_by=group_by)
     if isinstance(result, dict):
         return {key: _estimate(mechanism, t, method) for key, t in result.items()}
@@ -523,14 +412,26 @@ def randomize(
     -------
     pyspark.sql.DataFrame
         The report columns (binary form) and ``keep``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.mechanisms import Warner
+    >>> from deniable.tables.spark import local_session, randomize
+    >>> spark = local_session(cores=2)
+    >>> design = Warner(p=0.75)
+    >>> people = spark.createDataFrame([(i % 3 == 0, "ab"[i % 2]) for i in range(3000)],
+    ...                                ["truth", "country"])
+    >>> people = people.selectExpr("cast(truth as int) as truth", "country")
+    >>> reports = randomize(design, people, "truth", keep=("country",), seed=1)
+    >>> reports.columns
+    ['report', 'country']
     """
     require("pyspark", "spark")
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from ..mechanisms._channels import BloomChannel
-
     # a truth to draw one sample report from: RAPPOR's truths are strings
-    sample_truth = np.array(["x"]) if isinstance(mechanism.channel, BloomChannel) else np.array([0])
+    sample_truth = np.array(["x"]) if mechanism.channel.string_truths else np.array([0])
     sample = report_table(mechanism, mechanism.randomize(sample_truth, np.random.default_rng(0)))
     kept = frame.select(*keep).schema.fields if keep else []
     schema_arrow = sample.schema

@@ -112,7 +112,28 @@ def _pss() -> padding.PSS:
 def prepare(message: bytes, prefix: bytes | None = None) -> bytes:
     """RFC 9474 ``Prepare`` (randomized): a random 32-byte prefix followed by ``message``.
 
-    ``prefix`` is for test vectors only; by default it comes from ``secrets``.
+    Parameters
+    ----------
+    message : bytes
+        The message to be signed (a device draws 32 random bytes).
+    prefix : bytes of length 32, optional
+        For test vectors only; by default it comes from ``secrets``.
+
+    Returns
+    -------
+    bytes
+        ``prefix + message``.
+
+    Raises
+    ------
+    CredentialError
+        If ``prefix`` is not 32 bytes.
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import prepare
+    >>> len(prepare(b"m" * 32))
+    64
     """
     prefix = secrets.token_bytes(PREFIX_BYTES) if prefix is None else prefix
     if len(prefix) != PREFIX_BYTES:
@@ -130,6 +151,14 @@ class BlindingState:
         The prepared message (prefix and message).
     inverse : bytes
         The inverse of the blinding factor modulo n, big-endian, modulus length.
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import CredentialKey, new_credential_request
+    >>> key = CredentialKey.generate()
+    >>> blinded, state = new_credential_request(key.public_key)
+    >>> len(state.prepared), len(state.inverse)
+    (64, 256)
     """
 
     prepared: bytes
@@ -145,13 +174,35 @@ def blind(
 ) -> tuple[bytes, BlindingState]:
     """RFC 9474 ``Blind`` (Section 4.2): the blinded message and the state to finalize.
 
-    ``salt`` (48 bytes) and ``r`` (the blinding factor, 1 <= r < n) are for test vectors
-    only; by default both come from ``secrets``.
+    Parameters
+    ----------
+    public_key : cryptography RSAPublicKey
+        The survey's key (:func:`load_public_key`).
+    prepared : bytes
+        The prepared message (:func:`prepare`).
+    salt : bytes of length 48, optional
+        The PSS salt; for test vectors only (default: from ``secrets``).
+    r : int in [1, n), optional
+        The blinding factor; for test vectors only (default: from ``secrets``).
+
+    Returns
+    -------
+    (bytes, BlindingState)
+        The blinded message (modulus length, the only thing sent) and what
+        :func:`finalize` needs.
 
     Raises
     ------
     CredentialError
         If the encoded message is not invertible modulo n (probability ~2^-1000).
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import CredentialKey, blind, prepare
+    >>> key = CredentialKey.generate()
+    >>> blinded, state = blind(key.public_key, prepare(b"m" * 32))
+    >>> len(blinded)
+    256
     """
     numbers = public_key.public_numbers()
     n, e = numbers.n, numbers.e
@@ -172,6 +223,29 @@ def blind(
 def finalize(public_key: rsa.RSAPublicKey, state: BlindingState, blind_signature: bytes) -> bytes:
     """RFC 9474 ``Finalize`` (Section 4.4): unblind and verify; return the signature.
 
+    Parameters
+    ----------
+    public_key : cryptography RSAPublicKey
+    state : BlindingState
+        From :func:`blind`.
+    blind_signature : bytes
+        The server's :meth:`CredentialKey.blind_sign` of the blinded message.
+
+    Returns
+    -------
+    bytes
+        The RSASSA-PSS signature of ``state.prepared`` (modulus length).
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import (
+    ...     CredentialKey, finalize, new_credential_request, verify)
+    >>> key = CredentialKey.generate()
+    >>> blinded, state = new_credential_request(key.public_key)
+    >>> signature = finalize(key.public_key, state, key.blind_sign(blinded))
+    >>> verify(key.public_key, state.prepared, signature)
+    True
+
     Raises
     ------
     CredentialError
@@ -190,7 +264,28 @@ def finalize(public_key: rsa.RSAPublicKey, state: BlindingState, blind_signature
 
 
 def verify(public_key: rsa.RSAPublicKey, prepared: bytes, signature: bytes) -> bool:
-    """RSASSA-PSS verification of a credential (``cryptography``), RFC 9474 Section 4.5."""
+    """RSASSA-PSS verification of a credential (``cryptography``), RFC 9474 Section 4.5.
+
+    Parameters
+    ----------
+    public_key : cryptography RSAPublicKey
+    prepared : bytes
+        The credential's message.
+    signature : bytes
+        Its signature.
+
+    Returns
+    -------
+    bool
+        Whether the signature is valid (SHA-384, MGF1-SHA-384, 48-byte salt).
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import CredentialKey, prepare, verify
+    >>> key = CredentialKey.generate()
+    >>> verify(key.public_key, prepare(b"m" * 32), bytes(256))
+    False
+    """
     try:
         public_key.verify(signature, prepared, _pss(), hashes.SHA384())
     except InvalidSignature:
@@ -199,12 +294,45 @@ def verify(public_key: rsa.RSAPublicKey, prepared: bytes, signature: bytes) -> b
 
 
 def nullifier(prepared: bytes) -> str:
-    """The spent-credential record: SHA-256 (hex) of the prepared message."""
+    """The spent-credential record: SHA-256 (hex) of the prepared message.
+
+    Parameters
+    ----------
+    prepared : bytes
+
+    Returns
+    -------
+    str
+        64 hex digits; the store keeps it so that a credential is spent once.
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import nullifier
+    >>> nullifier(b"")[:16]
+    'e3b0c44298fc1c14'
+    """
     return hashlib.sha256(prepared).hexdigest()
 
 
 def load_public_key(spki_b64: str) -> rsa.RSAPublicKey:
     """The public key from base64 DER SubjectPublicKeyInfo (as the survey view gives it).
+
+    Parameters
+    ----------
+    spki_b64 : str
+        Standard base64 of the DER SubjectPublicKeyInfo
+        (:meth:`CredentialKey.public_spki_b64`).
+
+    Returns
+    -------
+    cryptography RSAPublicKey
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import CredentialKey, load_public_key
+    >>> key = CredentialKey.generate()
+    >>> load_public_key(key.public_spki_b64()).key_size
+    2048
 
     Raises
     ------
@@ -225,6 +353,12 @@ class Credential:
     """A finalized credential: the prepared message and its RSASSA-PSS signature.
 
     ``to_json()`` gives the ``credential`` object of a response (base64url, no padding).
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import Credential
+    >>> Credential(bytes([0, 1]), bytes([255])).to_json()
+    {'message': 'AAE', 'signature': '_w'}
     """
 
     message: bytes
@@ -236,12 +370,46 @@ class Credential:
 
 
 def b64url(data: bytes) -> str:
-    """Base64url without padding."""
+    """Base64url without padding.
+
+    Parameters
+    ----------
+    data : bytes
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import b64url
+    >>> b64url(bytes([255, 254]))
+    '__4'
+    """
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
 def b64url_decode(text: str, field: str, max_bytes: int) -> bytes:
     """Decode base64url (padding optional), refusing more than ``max_bytes`` bytes.
+
+    Parameters
+    ----------
+    text : str
+        What the client sent.
+    field : str
+        Its name, for the error.
+    max_bytes : int
+        The most bytes it may decode to (checked on the text's length first).
+
+    Returns
+    -------
+    bytes
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import b64url_decode
+    >>> list(b64url_decode("__4", "signature", 8))
+    [255, 254]
 
     Raises
     ------
@@ -257,7 +425,25 @@ def b64url_decode(text: str, field: str, max_bytes: int) -> bytes:
 
 
 def new_credential_request(public_key: rsa.RSAPublicKey) -> tuple[bytes, BlindingState]:
-    """A fresh random message, prepared and blinded: ``(blinded message, state)``."""
+    """A fresh random message, prepared and blinded: ``(blinded message, state)``.
+
+    Parameters
+    ----------
+    public_key : cryptography RSAPublicKey
+
+    Returns
+    -------
+    (bytes, BlindingState)
+        As :func:`blind`; the 32-byte message and prefix come from ``secrets``.
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import CredentialKey, new_credential_request
+    >>> key = CredentialKey.generate()
+    >>> blinded, state = new_credential_request(key.public_key)
+    >>> len(blinded), len(state.prepared)
+    (256, 64)
+    """
     return blind(public_key, prepare(secrets.token_bytes(MESSAGE_BYTES)))
 
 
@@ -267,6 +453,15 @@ class CredentialKey:
     Parameters
     ----------
     private_key : rsa.RSAPrivateKey
+
+    Examples
+    --------
+    >>> from deniable.collection.credentials import CredentialKey
+    >>> key = CredentialKey.generate()
+    >>> CredentialKey.from_pem(key.to_pem()).public_spki_b64() == key.public_spki_b64()
+    True
+    >>> key.modulus_bytes
+    256
     """
 
     def __init__(self, private_key: rsa.RSAPrivateKey) -> None:

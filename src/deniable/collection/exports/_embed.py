@@ -109,10 +109,33 @@ lifetime privacy budget is enforced outside deniable's server: asking again spen
 def embed(host: str, survey: Survey, output: Path) -> list[Path]:
     """Write ``host``'s files for ``survey`` into ``output`` (created); return them.
 
+    Parameters
+    ----------
+    host : str
+        One of :data:`EMBED_HOSTS` (``jspsych``, ``otree``, ``qualtrics``, ``limesurvey``).
+    survey : Survey
+    output : pathlib.Path
+        A folder (created if missing).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
     Raises
     ------
     ValueError
         For a host not in :data:`EMBED_HOSTS`, or a survey without a randomized question.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.exports import embed
+    >>> files = embed("jspsych", load_survey("examples/campus.yaml"),
+    ...               pathlib.Path(tempfile.mkdtemp()))
+    >>> any(f.name == "plugin-deniable-rr.js" for f in files)
+    True
     """
     if host not in EMBED_HOSTS:
         raise ValueError(f"host must be one of {', '.join(EMBED_HOSTS)}, got {host!r}")

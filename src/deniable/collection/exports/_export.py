@@ -71,7 +71,39 @@ _SUFFIX |= {"dta": ".dta", "survey": ".survey.json"}
 
 
 def survey_file(store: Store, survey_id: str) -> dict[str, Any]:
-    """``{"survey": id, "versions": [definition, ...]}``: every published version."""
+    """``{"survey": id, "versions": [definition, ...]}``: every published version.
+
+    Parameters
+    ----------
+    store : Store
+    survey_id : str
+
+    Returns
+    -------
+    dict
+        JSON-ready: what ``deniable survey export`` writes beside an export.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.respondent import simulate_responses
+    >>> from deniable.collection.store import Store
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> store = Store(f"sqlite:///{folder / 'rr.sqlite'}")
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> store.publish(survey)
+    True
+    >>> rng = np.random.default_rng(0)
+    >>> bodies = simulate_responses(
+    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
+    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
+    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    600
+    >>> sorted(survey_file(store, "campus"))
+    ['survey', 'versions']
+    """
     versions = store.versions(survey_id)
     return {"survey": survey_id, "versions": [json.loads(s.canonical_json()) for s in versions]}
 
@@ -114,12 +146,47 @@ def _widen(long: pd.DataFrame, versions: list[Survey]) -> pd.DataFrame:
 def export_bytes(store: Store, survey_id: str, fmt: str) -> tuple[bytes, str, str]:
     """``(content, media type, file name)`` of one export.
 
+    Parameters
+    ----------
+    store : Store
+    survey_id : str
+    fmt : str
+        One of :data:`EXPORT_FORMATS` (``csv``, ``wide``, ``parquet``, ``sav``, ``dta``,
+        ``dta``, ...).
+
+    Returns
+    -------
+    (bytes, str, str)
+        The file's content, its media type and its name (``ID.FORMAT``).
+
     Raises
     ------
     ValueError
         For a format not in :data:`EXPORT_FORMATS`.
     SurveyNotFoundError
         For an unknown survey.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.respondent import simulate_responses
+    >>> from deniable.collection.store import Store
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> store = Store(f"sqlite:///{folder / 'rr.sqlite'}")
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> store.publish(survey)
+    True
+    >>> rng = np.random.default_rng(0)
+    >>> bodies = simulate_responses(
+    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
+    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
+    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    600
+    >>> content, media_type, name = export_bytes(store, "campus", "wide")
+    >>> media_type, name
+    ('text/csv', 'campus.wide.csv')
     """
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
@@ -184,7 +251,24 @@ def _readstat(store: Store, survey_id: str, frame: pd.DataFrame, fmt: str) -> by
 
 def sidecar_path(path: Path) -> Path:
     """The survey file beside an export: ``FILE.survey.json`` (the export's name with
-    its format suffix removed)."""
+    its format suffix removed).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        An export file.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from deniable.collection.exports import sidecar_path
+    >>> sidecar_path(Path("out/campus.wide.csv")).as_posix()
+    'out/campus.survey.json'
+    """
     stem = path.name
     for suffix in sorted(_SUFFIX.values(), key=len, reverse=True):
         if stem.endswith(suffix):
@@ -199,10 +283,46 @@ def read_export(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
     Returns the wide table (one row per response, a column per question; a ``csv``
     export is pivoted to it) and the versions, oldest first.
 
+    Parameters
+    ----------
+    path : pathlib.Path
+        An export of any format, with its survey file beside it (:func:`sidecar_path`).
+
+    Returns
+    -------
+    (pandas.DataFrame, list of Survey)
+        The wide table and the versions.
+
     Raises
     ------
     FileNotFoundError
         If the file, or the sidecar survey file it needs, is missing.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.respondent import simulate_responses
+    >>> from deniable.collection.store import Store
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> store = Store(f"sqlite:///{folder / 'rr.sqlite'}")
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> store.publish(survey)
+    True
+    >>> rng = np.random.default_rng(0)
+    >>> bodies = simulate_responses(
+    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
+    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
+    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    600
+    >>> import json
+    >>> content, _, name = export_bytes(store, "campus", "wide")
+    >>> _ = (folder / name).write_bytes(content)
+    >>> _ = sidecar_path(folder / name).write_text(json.dumps(survey_file(store, "campus")))
+    >>> table, versions = read_export(folder / name)
+    >>> len(versions), {"faculty", "cheat"} <= set(table.columns)
+    (1, True)
     """
     suffix = path.suffix.lower()
     definition: dict[str, Any] | None = None

@@ -92,6 +92,10 @@ class HostExport:
     missing_digest : dict of str to int
         Per question, rows with a report but no digest (kept: a host that did not store
         it; said, so the analyst knows the design was not checked there).
+
+    Examples
+    --------
+    See :func:`read_host_export`.
     """
 
     host: str
@@ -162,6 +166,26 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
     ValueError
         For an unknown host, a file over the size bound, no report column of any
         randomized question, or a report that is not a code of its question.
+
+    Examples
+    --------
+    An oTree "All apps - wide" export of the campus survey's ``cheat`` question:
+
+    >>> import csv, tempfile, pathlib
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.model._views import design_digest
+    >>> from deniable.collection.exports import read_host_export
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> digest = design_digest(next(q for q in survey.questions if q.id == "cheat"))
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "all_apps_wide.csv"
+    >>> with path.open("w", newline="") as fh:
+    ...     w = csv.writer(fh)
+    ...     _ = w.writerow(["participant.code", "rr.1.player.deniable_cheat",
+    ...                 "rr.1.player.deniable_cheat_digest"])
+    ...     w.writerows([["a", 1, digest], ["b", 0, digest], ["c", 1, "0" * 64]])
+    >>> back = read_host_export(path, survey)
+    >>> back.host, back.rows, back.refused
+    ('otree', 3, {'cheat': 1})
     """
     import pandas as pd
 

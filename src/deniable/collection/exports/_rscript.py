@@ -94,10 +94,25 @@ def _str(text: str) -> str:
 def r_script(survey: Survey, csv_name: str) -> str:
     """The R script for one version of a survey, reading ``csv_name`` (the wide export).
 
+    Parameters
+    ----------
+    survey : Survey
+        One version.
+    csv_name : str
+        The wide CSV export the script reads (beside it).
+
     Returns
     -------
     str
         R code (UTF-8) that needs the CRAN packages RRreg and GLMMRR.
+
+    Examples
+    --------
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.exports import r_script
+    >>> code = r_script(load_survey("examples/campus.yaml"), "campus.wide.csv")
+    >>> "library(RRreg)" in code and "campus.wide.csv" in code
+    True
     """
     sid, v = survey.id, survey.version
     out = [

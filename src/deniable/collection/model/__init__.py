@@ -2,130 +2,18 @@
 translations, its privacy budget, and the respondent's view of it (what the page and
 the clients draw from). Pure Python over the library's mechanisms; no database."""
 
-from ._arms import (
-    MAX_ARMS,
-    Arm,
-    ArmDesign,
-    arm_questions,
-)
-from ._budget import (
-    Ledger,
-    LedgerEntry,
-    check_lifetime,
-    lifetime_ledger,
-    panel_answers,
-    variants_digest,
-    wave_charge,
-)
-from ._fields import (
-    MAX_CATEGORIES,
-    MAX_RANGE_BOUND,
-    NUMERIC_DESIGNS,
-    SLUG_PATTERN,
-    DesignChoice,
-    Label,
-    NumericRange,
-    Panel,
-    Slug,
-    Text,
-    two_layers,
-)
-from ._groups import (
-    GROUP_DESIGNS,
-    INNOCUOUS_DESIGNS,
-    GroupDesign,
-    check_innocuous,
-    group_design,
-)
-from ._i18n import (
-    LANGUAGES,
-    QuestionTranslation,
-    SurveyTranslation,
-    catalog,
-    check_translations,
-    choose_language,
-    default_label,
-    untranslated,
-)
-from ._questions import (
-    Question,
-)
-from ._recipes import (
-    DEVICES,
-    NO_RECIPE,
-    dice_recipe,
-    physical_instructions,
-)
-from ._survey import (
-    BUDGET_SLACK,
-    L_DIVERSITY,
-    MAX_SURVEY_CELLS,
-    MIN_RELEASE,
-    SMALL_RELEASE,
-    ReportPlan,
-    Survey,
-    load_survey,
-    parse_survey,
-    survey_error,
-)
-from ._views import (
-    design_digest,
-    question_view,
-    survey_view,
-)
+from ._arms import Arm
+from ._fields import Panel
+from ._i18n import LANGUAGES
+from ._questions import Question
+from ._survey import Survey, load_survey, parse_survey
 
 __all__ = [
-    "BUDGET_SLACK",
-    "DEVICES",
-    "GROUP_DESIGNS",
-    "INNOCUOUS_DESIGNS",
     "LANGUAGES",
-    "L_DIVERSITY",
-    "MAX_ARMS",
-    "MAX_CATEGORIES",
-    "MAX_RANGE_BOUND",
-    "MAX_SURVEY_CELLS",
-    "MIN_RELEASE",
-    "NO_RECIPE",
-    "NUMERIC_DESIGNS",
-    "SLUG_PATTERN",
-    "SMALL_RELEASE",
     "Arm",
-    "ArmDesign",
-    "DesignChoice",
-    "GroupDesign",
-    "Label",
-    "Ledger",
-    "LedgerEntry",
-    "NumericRange",
     "Panel",
     "Question",
-    "QuestionTranslation",
-    "ReportPlan",
-    "Slug",
     "Survey",
-    "SurveyTranslation",
-    "Text",
-    "arm_questions",
-    "catalog",
-    "check_innocuous",
-    "check_lifetime",
-    "check_translations",
-    "choose_language",
-    "default_label",
-    "design_digest",
-    "dice_recipe",
-    "group_design",
-    "lifetime_ledger",
     "load_survey",
-    "panel_answers",
     "parse_survey",
-    "physical_instructions",
-    "question_view",
-    "survey_error",
-    "survey_view",
-    "two_layers",
-    "untranslated",
-    "variants_digest",
-    "wave_charge",
 ]

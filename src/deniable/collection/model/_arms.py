@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ._fields import DesignChoice, Slug, Text
 from ._groups import GROUP_DESIGNS, INNOCUOUS_DESIGNS
-from ._questions import DesignChoice, Question, Slug, Text
+from ._questions import Question
 
 __all__ = ["MAX_ARMS", "Arm", "ArmDesign", "arm_questions"]
 
@@ -53,6 +54,13 @@ class Arm(BaseModel):
     designs : dict of question id -> DesignChoice
         The designs this arm uses instead of the questions' own (``{name: direct}`` asks
         the question directly in this arm: a control arm).
+
+    Examples
+    --------
+    >>> from deniable.collection.model import load_survey
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> {name: arm.weight for name, arm in survey.arms.items()}
+    {'dq': 1.0, 'rr': 2.0}
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -93,7 +93,14 @@ class Panel(BaseModel):
     a design over the question's answers with one report per answer (``warner`` or
     ``kary-rr`` for instance), drawn once per distinct answer on the device; the
     question's ``design`` is the instantaneous layer applied afresh to it in every wave
-    (Erlingsson, Pihur & Korolova 2014; :mod:`deniable.mechanisms`)."""
+    (Erlingsson, Pihur & Korolova 2014; :mod:`deniable.mechanisms`).
+
+    Examples
+    --------
+    >>> from deniable.collection.model import Panel
+    >>> Panel(permanent={"name": "warner", "params": {"p": 0.75}}).permanent.name
+    'warner'
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     permanent: DesignChoice

@@ -44,11 +44,9 @@ from ...mechanisms._panel import TwoLayerDesign
 from ...mechanisms._protocol import check_question_epsilon
 from ...mechanisms._registry import DESIGNS, check_parameters
 from ...planning._disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
-from ._fields import (  # re-exported: the survey file's building blocks
+from ._fields import (
     MAX_CATEGORIES,
-    MAX_RANGE_BOUND,
     NUMERIC_DESIGNS,
-    SLUG_PATTERN,
     DesignChoice,
     Label,
     NumericRange,
@@ -59,19 +57,7 @@ from ._fields import (  # re-exported: the survey file's building blocks
 )
 from ._groups import GROUP_DESIGNS, check_innocuous, group_design
 
-__all__ = [
-    "MAX_CATEGORIES",
-    "MAX_RANGE_BOUND",
-    "NUMERIC_DESIGNS",
-    "SLUG_PATTERN",
-    "DesignChoice",
-    "Label",
-    "NumericRange",
-    "Panel",
-    "Question",
-    "Slug",
-    "Text",
-]
+__all__ = ["Question"]
 
 
 class Question(BaseModel):
@@ -124,6 +110,13 @@ class Question(BaseModel):
         Makes the question numeric: the respondent enters a number in ``[low, high]``,
         randomized by ``duchi`` or ``1bitmean`` (``params: {epsilon}``, in nats); no
         ``choices``, ``reports``, ``sensitive`` or ``innocuous_question``.
+
+    Examples
+    --------
+    >>> from deniable.collection.model import load_survey
+    >>> cheat = load_survey("examples/campus.yaml").questions[2]
+    >>> cheat.id, cheat.mechanism, cheat.report_labels
+    ('cheat', ForcedResponse(p_yes=0.25, p_no=0.25), ['no', 'yes'])
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -1,25 +1,9 @@
 """Survey definitions: questions, their designs, and a per-respondent privacy budget.
 
-A survey file (YAML or JSON) is validated by pydantic. Example::
-
-    format: 1
-    id: workplace-2026
-    version: 1
-    title: Workplace survey
-    privacy_budget: 3.0          # nats, per respondent, all questions together
-    requires_invitation: true
-    questions:
-      - id: drugs
-        text: Have you used an illegal drug in the last 12 months?
-        design: {name: forced-response, params: {p_yes: 0.25, p_no: 0.25}}
-      - id: status
-        text: What is your marital status?
-        choices: [single, married, divorced]
-        design: {name: kary-rr, params: {epsilon: 1.0}}
-      - id: drinks
-        text: How many alcoholic drinks did you have last week?
-        range: {low: 0, high: 40}
-        design: {name: duchi, params: {epsilon: 1.0}}
+A survey file (YAML or JSON) is validated by pydantic: ``examples/campus.yaml`` and
+``examples/workplace.yaml`` are commented ones, and :class:`Survey` shows the least
+one (an id, a version, a title, a privacy budget in nats and its questions, each with
+its design).
 
 Numeric questions
 -----------------
@@ -82,46 +66,28 @@ from pydantic import (
 
 from ...errors import BudgetExceededError, SurveyError
 from ...mechanisms._protocol import MAX_EPSILON
-from ._arms import MAX_ARMS, Arm, ArmDesign, arm_questions
+from ._arms import MAX_ARMS, Arm, arm_questions
+from ._fields import SLUG_PATTERN, Slug, Text
 from ._i18n import (
     SurveyTranslation,
     check_translations,
     untranslated,
 )
-from ._questions import (
-    MAX_CATEGORIES,
-    NUMERIC_DESIGNS,
-    SLUG_PATTERN,
-    DesignChoice,
-    NumericRange,
-    Question,
-    Slug,
-    Text,
-)
-from ._recipes import physical_instructions
+from ._questions import Question
 from ._views import survey_view
 
 __all__ = [
     "BUDGET_SLACK",
     "L_DIVERSITY",
-    "MAX_ARMS",
-    "MAX_CATEGORIES",
     "MAX_SURVEY_CELLS",
     "MIN_RELEASE",
-    "NUMERIC_DESIGNS",
     "SLUG_PATTERN",
     "SMALL_RELEASE",
-    "Arm",
-    "ArmDesign",
-    "DesignChoice",
-    "NumericRange",
     "Question",
     "ReportPlan",
     "Survey",
-    "SurveyError",
     "load_survey",
     "parse_survey",
-    "physical_instructions",
     "survey_error",
 ]
 
@@ -224,6 +190,23 @@ class Survey(BaseModel):
     ------
     pydantic.ValidationError
         On any malformed field; use :func:`load_survey` for a :class:`SurveyError`.
+
+    Examples
+    --------
+    >>> from deniable.collection.model import parse_survey
+    >>> survey = parse_survey('''
+    ... format: 1
+    ... id: health
+    ... version: 1
+    ... title: Campus health
+    ... privacy_budget: 2.0
+    ... questions:
+    ...   - id: cannabis
+    ...     text: Have you used cannabis in the last 12 months?
+    ...     design: {name: forced-response, params: {p_yes: 0.2, p_no: 0.2}}
+    ... ''')
+    >>> survey.id, survey.version, [q.id for q in survey.questions]
+    ('health', 1, ['cannabis'])
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -536,12 +519,28 @@ _LATER_QUESTION_FIELDS: dict[str, Any] = {
 def load_survey(source: str | Path | Mapping[str, Any]) -> Survey:
     """Load and validate a survey from a YAML/JSON file path or an already parsed mapping.
 
+    Parameters
+    ----------
+    source : str, pathlib.Path or mapping
+        A YAML or JSON file (UTF-8), or its content already parsed.
+
+    Returns
+    -------
+    Survey
+        The validated survey (frozen).
+
     Raises
     ------
     SurveyError
         Naming every invalid field (dotted path) and why; also for unreadable YAML.
     FileNotFoundError
         If the file does not exist.
+
+    Examples
+    --------
+    >>> from deniable.collection.model import load_survey
+    >>> [q.id for q in load_survey("examples/campus.yaml").questions]
+    ['faculty', 'year', 'cheat', 'plagiarism', 'transplant']
     """
     if isinstance(source, Mapping):
         return _validate(source)
@@ -551,10 +550,27 @@ def load_survey(source: str | Path | Mapping[str, Any]) -> Survey:
 def parse_survey(text: str) -> Survey:
     """Validate a survey given as YAML or JSON text (JSON is a subset of YAML 1.2).
 
+    Parameters
+    ----------
+    text : str
+        The survey file's text.
+
+    Returns
+    -------
+    Survey
+
     Raises
     ------
     SurveyError
         As :func:`load_survey`.
+
+    Examples
+    --------
+    >>> from deniable.collection.model import parse_survey
+    >>> parse_survey('''{"format": 1, "id": "s", "version": 1, "title": "S",
+    ...   "privacy_budget": 1.5, "questions": [{"id": "q", "text": "Q?",
+    ...   "design": {"name": "warner", "params": {"p": 0.75}}}]}''').questions[0].mechanism
+    Warner(p=0.75)
     """
     try:
         data = yaml.safe_load(text)

@@ -54,7 +54,15 @@ __all__ = [
 class SurveyLink:
     """Where a survey lives: server base URL, survey id, and from the link's fragment an
     invitation token, the version it is bound to (``v``) and the owner tag of a named
-    recipient (``owner``), each ``None`` if absent."""
+    recipient (``owner``), each ``None`` if absent.
+
+    Examples
+    --------
+    >>> from deniable.collection.respondent import parse_survey_url
+    >>> link = parse_survey_url("https://rr.example.org/s/campus#token=abc&v=2")
+    >>> link.base_url, link.owner
+    ('https://rr.example.org', None)
+    """
 
     base_url: str
     survey_id: str
@@ -69,10 +77,26 @@ def parse_survey_url(url: str) -> SurveyLink:
 
     The invitation token travels in the fragment, which is never sent to a server.
 
+    Parameters
+    ----------
+    url : str
+        The link a respondent was given.
+
+    Returns
+    -------
+    SurveyLink
+
     Raises
     ------
     ValueError
         If the URL is not http(s), names no survey, or its ``v`` is not a version number.
+
+    Examples
+    --------
+    >>> from deniable.collection.respondent import parse_survey_url
+    >>> link = parse_survey_url("https://rr.example.org/s/campus#token=abc&v=2")
+    >>> link.survey_id, link.token, link.version
+    ('campus', 'abc', 2)
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -158,6 +182,17 @@ def permanent_uniform(secret: bytes, key: str, answer: int) -> float:
         The question's ``panel.key`` (its permanent layer's content digest).
     answer : int
         Answer code ``0..k-1``.
+
+    Returns
+    -------
+    float in [0, 1)
+        The same for the same secret, key and answer, on every device and in the page.
+
+    Examples
+    --------
+    >>> from deniable.collection.respondent import permanent_uniform
+    >>> round(permanent_uniform(bytes(32), "key", 1), 6)
+    0.877786
     """
     import hashlib
     import hmac
@@ -230,6 +265,21 @@ def respond_reports(
         True answer code (``0..k-1``) per question id; never leaves this function.
     rng : optional
         Default: the secure source (:class:`~deniable.mechanisms.SecureRandom`).
+
+    Returns
+    -------
+    dict of str to int
+        The report code per question id: what is sent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.respondent import respond_reports
+    >>> view = load_survey("examples/campus.yaml").respondent_view()
+    >>> answers = {"faculty": 0, "year": 1, "cheat": 1, "plagiarism": 0, "transplant": 0}
+    >>> sorted(respond_reports(view, answers, np.random.default_rng(0)))
+    ['cheat', 'faculty', 'plagiarism', 'transplant', 'year']
     """
     out: dict[str, int] = {}
     for q in view["questions"]:
@@ -248,10 +298,42 @@ def request_credential(
     ``post(path, body)`` (which returns the JSON answer or raises), and finalizes the
     blind signature, checking it against the key.
 
+    Parameters
+    ----------
+    view : dict
+        The survey as served (``id``, ``version``, ``credential_key``,
+        ``credential_variant``).
+    token : str
+        The invitation token from the link's fragment.
+    post : callable ``(path, body) -> dict``
+        Sends a JSON body to the server and returns its JSON answer.
+
+    Returns
+    -------
+    Credential
+        To send with the response (:meth:`Credential.to_json`).
+
     Raises
     ------
     CredentialError
         If the survey names another variant, or the server's signature is not valid.
+
+    Examples
+    --------
+    A stand-in server that signs what it is sent:
+
+    >>> from deniable.collection.credentials import (
+    ...     VARIANT, CredentialKey, b64url, b64url_decode, verify)
+    >>> from deniable.collection.respondent import request_credential
+    >>> key = CredentialKey.generate()
+    >>> view = {"id": "s", "version": 1, "credential_key": key.public_spki_b64(),
+    ...         "credential_variant": VARIANT}
+    >>> def post(path, body):
+    ...     blinded = b64url_decode(body["blinded_msg"], "blinded_msg", 512)
+    ...     return {"blind_sig": b64url(key.blind_sign(blinded))}
+    >>> credential = request_credential(view, "invitation-token", post)
+    >>> verify(key.public_key, credential.message, credential.signature)
+    True
     """
     if view.get("credential_variant") != VARIANT:
         raise CredentialError(

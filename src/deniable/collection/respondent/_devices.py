@@ -48,6 +48,17 @@ def simulate_responses(
     ------
     ValueError
         If a question's truths are missing or of another length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.respondent import simulate_responses
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> truths = {q.id: np.zeros(3, dtype=np.int64) for q in survey.questions}
+    >>> bodies = simulate_responses(survey, truths, np.random.default_rng(0))
+    >>> len(bodies), sorted(bodies[0])
+    (3, ['arm', 'groups', 'reports'])
     """
     ids = [q.id for q in survey.questions]
     missing = sorted(set(ids) - set(truths))

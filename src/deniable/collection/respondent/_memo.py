@@ -55,6 +55,14 @@ class ReportMemo:
     ----------
     path : Path, optional
         Default ``memo.json`` in ``platformdirs.user_data_dir("deniable")``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deniable.collection.respondent import ReportMemo
+    >>> memo = ReportMemo(pathlib.Path(tempfile.mkdtemp()) / "memo.json")
+    >>> len(memo.panel_secret("owner-1"))
+    32
     """
 
     def __init__(self, path: Path | None = None) -> None:

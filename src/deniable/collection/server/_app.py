@@ -99,11 +99,6 @@ def create_app(
 ) -> FastAPI:
     """Build the ASGI application.
 
-    Raises
-    ------
-    ValueError
-        For an analyst token shorter than :data:`MIN_TOKEN_CHARS` or a body timeout <= 0.
-
     Parameters
     ----------
     store : Store, optional
@@ -126,6 +121,27 @@ def create_app(
         ``DENIABLE_FAST_PATH``, else on; ``0`` turns it off). Either way a response is
         parsed, stored and acknowledged by the same code; ``bench/ingest.py`` measures
         both.
+
+    Returns
+    -------
+    fastapi.FastAPI
+        The application (serve it with uvicorn; ``deniable serve`` does).
+
+    Raises
+    ------
+    ValueError
+        For an analyst token shorter than :data:`MIN_TOKEN_CHARS` or a body timeout <= 0.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from fastapi.testclient import TestClient
+    >>> from deniable.collection.server import create_app
+    >>> from deniable.collection.store import Store
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> client = TestClient(create_app(store, analyst_token="t" * 32))
+    >>> client.get("/api/surveys/nope").status_code
+    404
     """
     store = store or Store()
     lifetime_budget_from_environment()  # a bad DENIABLE_LIFETIME_BUDGET fails at start
@@ -133,21 +149,8 @@ def create_app(
         body_timeout = float(os.environ.get("DENIABLE_BODY_TIMEOUT", BODY_TIMEOUT_SECONDS))
     if not body_timeout > 0:
         raise ValueError(f"body_timeout must be > 0 seconds, got {body_timeout}")
-    token = analyst_token or os.environ.get("DENIABLE_ANALYST_TOKEN") or ""
-    if not token:
-        token = secrets.token_urlsafe(24)
-    if len(token) < MIN_TOKEN_CHARS:
-        raise ValueError(
-            f"DENIABLE_ANALYST_TOKEN must be at least {MIN_TOKEN_CHARS} characters (the "
-            "login form and the API would otherwise be open to guessing); make one with "
-            "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
-        )
-    if limiter is None:
-        limiter = RateLimiter(
-            float(os.environ.get("DENIABLE_RATE_PER_MINUTE", "30")),
-            int(os.environ.get("DENIABLE_CAP_PER_BUCKET", "100000")),
-            store.bucket_seconds,
-        )
+    token = _analyst_token(analyst_token)
+    limiter = limiter or _default_limiter(store)
     app = FastAPI(
         title="deniable collection server",
         version="1",
@@ -163,24 +166,60 @@ def create_app(
     for exc_type in (RequestValidationError, HTTPException, DeniableError, Exception):
         app.add_exception_handler(exc_type, _handle)
     app.add_exception_handler(ClientDisconnect, _disconnected)
-    # the last added is the outermost: security headers, then body limits, then the
-    # respondents' fast path, then the application
-    if fast_path is None:
-        fast_path = os.environ.get("DENIABLE_FAST_PATH", "1") != "0"
-    if fast_path:
-        app.add_middleware(
-            FastSubmit, store=store, committer=committer, max_bytes=max_body_bytes, limiter=limiter
-        )
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
-    app.add_middleware(SecurityHeaders)
-    # outermost: a client past its share is answered before anything else runs
-    per_client = int(os.environ.get("DENIABLE_LIMIT_PER_CLIENT", DEFAULT_PER_CLIENT))
-    app.add_middleware(ClientConcurrency, per_client=per_client)
+    _add_middleware(app, committer, max_body_bytes, body_timeout, fast_path)
     app.include_router(public_router)
     app.include_router(analyst_router)
     static = resources.files("deniable.collection.respondent") / "web"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
     return app
+
+
+def _analyst_token(analyst_token: str | None) -> str:
+    """The analyst's token: the argument, ``DENIABLE_ANALYST_TOKEN`` or a fresh one."""
+    token = analyst_token or os.environ.get("DENIABLE_ANALYST_TOKEN") or ""
+    if not token:
+        token = secrets.token_urlsafe(24)
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ValueError(
+            f"DENIABLE_ANALYST_TOKEN must be at least {MIN_TOKEN_CHARS} characters (the "
+            "login form and the API would otherwise be open to guessing); make one with "
+            "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
+    return token
+
+
+def _default_limiter(store: Store) -> RateLimiter:
+    """Per-client rate and per-survey cap from the environment."""
+    return RateLimiter(
+        float(os.environ.get("DENIABLE_RATE_PER_MINUTE", "30")),
+        int(os.environ.get("DENIABLE_CAP_PER_BUCKET", "100000")),
+        store.bucket_seconds,
+    )
+
+
+def _add_middleware(
+    app: FastAPI,
+    committer: GroupCommitter,
+    max_body_bytes: int,
+    body_timeout: float,
+    fast_path: bool | None,
+) -> None:
+    """The last added is the outermost: a client's share, security headers, then body
+    limits, then the respondents' fast path, then the application."""
+    if fast_path is None:
+        fast_path = os.environ.get("DENIABLE_FAST_PATH", "1") != "0"
+    if fast_path:
+        app.add_middleware(
+            FastSubmit,
+            store=app.state.store,
+            committer=committer,
+            max_bytes=max_body_bytes,
+            limiter=app.state.limiter,
+        )
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
+    app.add_middleware(SecurityHeaders)
+    per_client = int(os.environ.get("DENIABLE_LIMIT_PER_CLIENT", DEFAULT_PER_CLIENT))
+    app.add_middleware(ClientConcurrency, per_client=per_client)
 
 
 def app_from_environment() -> FastAPI:
@@ -192,6 +231,23 @@ def app_from_environment() -> FastAPI:
     RuntimeError
         Without ``DENIABLE_ANALYST_TOKEN``: each worker process would otherwise invent
         a token of its own (``deniable serve`` makes one for all its workers).
+
+    Returns
+    -------
+    fastapi.FastAPI
+        As :func:`create_app` over ``Store()``.
+
+    Examples
+    --------
+    >>> import os, tempfile, pathlib
+    >>> from deniable.collection.server import app_from_environment
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> os.environ["DENIABLE_DATABASE_URL"] = f"sqlite:///{folder / 'rr.sqlite'}"
+    >>> os.environ["DENIABLE_ANALYST_TOKEN"] = "t" * 32
+    >>> app_from_environment().state.analyst_token == "t" * 32
+    True
+    >>> for name in ("DENIABLE_DATABASE_URL", "DENIABLE_ANALYST_TOKEN"):
+    ...     del os.environ[name]
     """
     if not os.environ.get("DENIABLE_ANALYST_TOKEN"):
         raise RuntimeError(

@@ -12,6 +12,7 @@ sends the reports with the credential.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import socket
 import tempfile
@@ -86,7 +87,38 @@ def free_port() -> int:
 def serve_in_thread(
     store: Store, analyst_token: str, host: str = "127.0.0.1", port: int | None = None
 ) -> Iterator[str]:
-    """Run the server in a background thread; yield its base URL; stop it on exit."""
+    """Run the server in a background thread; yield its base URL; stop it on exit.
+
+    Parameters
+    ----------
+    store : Store
+    analyst_token : str
+        At least :data:`MIN_TOKEN_CHARS` characters.
+    host : str, default "127.0.0.1"
+    port : int, optional
+        Default: a free port.
+
+    Returns
+    -------
+    contextlib context manager of str
+        The base URL (``http://host:port``) while the server runs.
+
+    Raises
+    ------
+    RuntimeError
+        If the server does not start within its deadline.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, httpx
+    >>> from deniable.collection.server import serve_in_thread
+    >>> from deniable.collection.store import Store
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> with serve_in_thread(store, "t" * 32) as base:
+    ...     status = httpx.get(f"{base}/api/surveys/nope").status_code
+    >>> status
+    404
+    """
     port = port or free_port()
     config = uvicorn.Config(
         create_app(store, analyst_token=analyst_token),
@@ -134,7 +166,14 @@ class LiveRow:
 
 @dataclass(frozen=True)
 class LiveDemoResult:
-    """What the live demo measured."""
+    """What the live demo measured: the server's address and database, the time the
+    respondents took, each question's live estimate beside the population's truth
+    (``rows``) and the study's (``study``).
+
+    Examples
+    --------
+    See :func:`live_demo`.
+    """
 
     base_url: str
     results_url: str
@@ -168,17 +207,36 @@ def live_demo(
 ) -> LiveDemoResult:
     """Collect a survey over HTTP from simulated UCI Adult respondents.
 
-    Starts the server on a temporary SQLite database, publishes :data:`DEMO_SURVEY`,
-    samples ``respondents`` people, randomizes each one's answers client-side (secure
-    source, or a generator seeded with ``seed`` for a reproducible simulation), submits
-    each response with its own POST from ``clients`` concurrent clients, and reads the
-    live results back.
+    Starts the server on a SQLite database, publishes :data:`DEMO_SURVEY`, randomizes
+    each sampled person's answers client-side, submits each response with its own POST,
+    and reads the live results back.
 
     Parameters
     ----------
+    respondents : int, default 3000
+        People sampled from UCI Adult, each answering with a POST of their own.
+    seed : int, optional
+        Seeds the simulated devices (default: the secure source).
+    workdir : pathlib.Path, optional
+        Where the SQLite database goes (default: a temporary folder).
+    progress : callable, optional
+        Called with a line of text at each step.
     keep_serving : callable, optional
         Called with the result while the server still runs (for example to wait until
         the user presses Ctrl-C); the server stops when it returns.
+    clients : int, default 8
+        Concurrent HTTP clients.
+
+    Returns
+    -------
+    LiveDemoResult
+
+    Examples
+    --------
+    >>> from deniable.collection.server import live_demo
+    >>> result = live_demo(40, seed=0, clients=1)
+    >>> result.respondents, result.rows[0].question
+    (40, 'Is your income over $50K a year?')
     """
     people_all = load_adult()
     sampler = np.random.default_rng(seed)
@@ -213,16 +271,7 @@ def live_demo(
             if progress:
                 progress("a study in two arms and two groups")
 
-            def call(path: str, body: dict[str, Any] | None, key: str | None) -> Any:
-                headers = {"Authorization": f"Bearer {key}"} if key else auth
-                r = (
-                    http.post(path, json=body, headers=headers)
-                    if body is not None
-                    else (http.get(path, headers=headers))
-                )
-                r.raise_for_status()
-                return r.json()
-
+            call = functools.partial(_call, http, auth)
             study = run_study(
                 call,
                 lambda path: call(path, None, None),
@@ -246,6 +295,21 @@ def live_demo(
         store.close()
         if tmp:
             tmp.cleanup()
+
+
+def _call(
+    http: httpx.Client, auth: dict[str, str], path: str, body: dict[str, Any] | None,
+    key: str | None,
+) -> Any:  # fmt: skip
+    """POST ``body`` (GET without one) as the analyst, or with an ingestion ``key``."""
+    headers = {"Authorization": f"Bearer {key}"} if key else auth
+    r = (
+        http.post(path, json=body, headers=headers)
+        if body is not None
+        else http.get(path, headers=headers)
+    )
+    r.raise_for_status()
+    return r.json()
 
 
 def _answer_over_http(

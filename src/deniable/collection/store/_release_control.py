@@ -96,7 +96,27 @@ class DisclosurePlan:
 
 
 def disclosure_plan(survey: Survey) -> DisclosurePlan:
-    """The key and sensitive variables of a survey version (see the module docstring)."""
+    """The key and sensitive variables of a survey version (see the module docstring).
+
+    Parameters
+    ----------
+    survey : Survey
+        One version.
+
+    Returns
+    -------
+    DisclosurePlan
+        ``keys``: the indices of the questions asked directly of everyone (the key
+        variables); ``sensitive``: per directly asked sensitive question, its sensitive
+        answer codes.
+
+    Examples
+    --------
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.store import disclosure_plan
+    >>> disclosure_plan(load_survey("examples/campus.yaml"))
+    DisclosurePlan(keys=(0, 1), sensitive={0: (2,)})
+    """
     direct_everywhere = {q.id for q in survey.direct_questions}
     keys = tuple(i for i, q in enumerate(survey.questions) if q.id in direct_everywhere)
     sensitive: dict[int, tuple[int, ...]] = {}
@@ -231,6 +251,14 @@ def disclosure_report(
         that arm and one sensitive answer, at an even spread), ``released_cells`` and
         ``released_responses`` (where given), ``wait`` (sentences naming the
         categories that will make responses wait) and ``suggestions``.
+
+    Examples
+    --------
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.store import disclosure_report
+    >>> report = disclosure_report(load_survey("examples/campus.yaml"))
+    >>> report["cells"], report["min_release"]
+    (25, 30)
     """
     plan = disclosure_plan(survey)
     keys = [survey.questions[i] for i in plan.keys]

@@ -347,6 +347,21 @@ def database_url(url: str | None = None) -> str:
     SQLite file :data:`DEFAULT_SQLITE_FILE` in the working directory.
 
     ``postgresql://`` and ``postgres://`` URLs are given the psycopg 3 driver.
+
+    Parameters
+    ----------
+    url : str, optional
+        A SQLAlchemy URL.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from deniable.collection.store import database_url
+    >>> database_url("postgres://rr:secret@db.example.org/rr")
+    'postgresql+psycopg://rr:secret@db.example.org/rr'
     """
     url = url or os.environ.get("DENIABLE_DATABASE_URL") or ""
     if not url:

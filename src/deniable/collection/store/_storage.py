@@ -130,6 +130,14 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
     ------
     ValueError
         If ``bucket_seconds < 60``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deniable.collection.model import load_survey
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> store.publish(load_survey("examples/campus.yaml")), store.survey_ids()
+    (True, [('campus', 1)])
     """
 
     def __init__(self, url: str | None = None, *, bucket_seconds: int = 3600) -> None:

@@ -250,6 +250,30 @@ def wave_analysis(
         respondents), ``first``, ``first_std_error``, ``second``, ``second_std_error``,
         ``difference``, ``std_error``, ``low``, ``high``. Group designs (two
         randomizers per arm) are left out.
+
+    Examples
+    --------
+    Two waves of the campus survey (version 2 asks the same questions again):
+
+    >>> import json, tempfile, pathlib
+    >>> import numpy as np
+    >>> from deniable.collection.exports._export import wide_frame
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.respondent import simulate_responses
+    >>> from deniable.collection.store import Store, wave_analysis
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> first = load_survey("examples/campus.yaml")
+    >>> second = load_survey(json.loads(first.canonical_json()) | {"version": 2})
+    >>> rng = np.random.default_rng(0)
+    >>> for survey in (first, second):
+    ...     _ = store.publish(survey)
+    ...     bodies = simulate_responses(
+    ...         survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
+    ...     _ = store.submit_batch(survey, [b["reports"] for b in bodies],
+    ...                            [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    >>> [(w["question"], w["first"], w["second"]) for w in
+    ...  wave_analysis(wide_frame(store, "campus"), [first, second])][:2]
+    [('faculty', 1, 2), ('year', 1, 2)]
     """
     from ...analysis._waves import wave_change
     from ..model._budget import variants_digest

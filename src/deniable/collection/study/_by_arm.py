@@ -165,9 +165,42 @@ def pooled_estimate(
     moment on the stacked design, or ``mle``); rows of ``versions`` that ask it
     unchanged with ``versions`` (:func:`pooled_rows`). ``None`` without a row.
 
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A wide export (as :func:`arm_analysis`).
+    survey : Survey
+        The version whose question is estimated.
+    question_id : str
+    versions : sequence of Survey, optional
+        Other versions whose rows ask the question unchanged (default: this one only).
+    method : {"moment", "mle"}, default "moment"
+
     Returns
     -------
     PrevalenceEstimate or None
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from deniable.collection.exports._export import wide_frame
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.respondent import simulate_responses
+    >>> from deniable.collection.store import Store
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> store.publish(survey)
+    True
+    >>> rng = np.random.default_rng(0)
+    >>> bodies = simulate_responses(
+    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
+    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
+    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    600
+    >>> pooled = pooled_estimate(wide_frame(store, "campus"), survey, "cheat")
+    >>> pooled.labels, bool(0 <= pooled.estimate[1] <= 1)
+    (['no', 'yes'], True)
     """
     one = study_frame(frame, survey)
     rows = one if versions is None else pooled_rows(frame, survey, versions, question_id)
@@ -230,6 +263,28 @@ def arm_analysis(
         ``high``, ``pvalue``: one-sided, the arm larger), ``pooled`` and ``groups``
         (a group design's fit: ``design``, ``source``, ``estimate``, ``std_error``,
         ``low``, ``high``, ``parameter``, ``fit``), each ``None`` where it does not apply.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from deniable.collection.exports._export import wide_frame
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.respondent import simulate_responses
+    >>> from deniable.collection.store import Store
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> store.publish(survey)
+    True
+    >>> rng = np.random.default_rng(0)
+    >>> bodies = simulate_responses(
+    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
+    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
+    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    600
+    >>> study = arm_analysis(wide_frame(store, "campus"), survey)
+    >>> [(item["question"], [arm["arm"] for arm in item["arms"]]) for item in study]
+    [('cheat', ['dq', 'rr']), ('plagiarism', [])]
     """
     one = study_frame(frame, survey)
     out: list[dict[str, Any]] = []

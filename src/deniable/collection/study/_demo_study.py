@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from ..model._survey import load_survey
 from ..respondent._devices import simulate_responses
@@ -70,7 +71,12 @@ STUDY_SURVEY: dict[str, Any] = {
 class StudyRow:
     """One estimate of the study beside the truth of the respondents it covers (those
     released: a response whose cell of direct answers would single someone out waits,
-    and its truth is not in the estimate's)."""
+    and its truth is not in the estimate's).
+
+    Examples
+    --------
+    See :func:`run_study`.
+    """
 
     question: str
     what: str
@@ -143,6 +149,35 @@ def run_study(
         UCI Adult rows (``sex``, ``age``, ``income``, ``marital-status``).
     rng : numpy.random.Generator
         The simulated devices' randomness.
+
+    Returns
+    -------
+    list of StudyRow
+        Each arm's estimate, each difference to the reference arm and each group design's
+        or pooled estimate, beside the truth of the respondents released.
+
+    Examples
+    --------
+    The server in process (FastAPI's test client), the analyst's token on every call:
+
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from fastapi.testclient import TestClient
+    >>> from deniable.collection.server import create_app
+    >>> from deniable.collection.store import Store
+    >>> from deniable.collection.study import run_study
+    >>> from deniable.data import load_adult
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> client = TestClient(create_app(store, analyst_token="t" * 32))
+    >>> def call(path, body, key=None):
+    ...     headers = {"Authorization": f"Bearer {key or 't' * 32}"}
+    ...     if body is None:
+    ...         return client.get(path, headers=headers).raise_for_status().json()
+    ...     return client.post(path, json=body, headers=headers).raise_for_status().json()
+    >>> people = load_adult().sample(2000, random_state=0)
+    >>> rows = run_study(call, lambda path: call(path, None), people, np.random.default_rng(0))
+    >>> sorted({row.question for row in rows})
+    ['divorced', 'income']
     """
     survey = load_survey(STUDY_SURVEY)
     post("/api/surveys", STUDY_SURVEY, None)
@@ -162,65 +197,74 @@ def run_study(
     arms = np.array([r["arm"] if k else "" for r, k in zip(sent, kept, strict=True)])
     rows: list[StudyRow] = []
     for item in results.get("study", []):
-        qid = item["question"]
-        truth = truths[qid]
-        for a in item["arms"]:
-            rows.append(
-                StudyRow(
-                    qid,
-                    f"arm {a['arm']} ({a['design']})",
-                    a["n"],
-                    a["estimate"],
-                    a["std_error"],
-                    a["low"],
-                    a["high"],
-                    float(truth[arms == a["arm"]].mean()),
-                )
+        rows.extend(_item_rows(item, truths[item["question"]], arms, kept))
+    return rows
+
+
+def _item_rows(
+    item: dict[str, Any], truth: NDArray[np.int64], arms: NDArray[Any], kept: NDArray[np.bool_]
+) -> list[StudyRow]:
+    """One question's rows: each arm, each difference to the reference arm, and the
+    group design's fit or the pooled estimate, each beside its truth."""
+    qid = item["question"]
+    rows: list[StudyRow] = []
+    for a in item["arms"]:
+        rows.append(
+            StudyRow(
+                qid,
+                f"arm {a['arm']} ({a['design']})",
+                a["n"],
+                a["estimate"],
+                a["std_error"],
+                a["low"],
+                a["high"],
+                float(truth[arms == a["arm"]].mean()),
             )
-        for d in item["differences"]:
-            rows.append(
-                StudyRow(
-                    qid,
-                    f"{d['arm']} minus {item['reference']}",
-                    0,
-                    d["difference"],
-                    d["std_error"],
-                    d["low"],
-                    d["high"],
-                    float(truth[arms == d["arm"]].mean() - truth[arms == item["reference"]].mean()),
-                    f"one-sided p = {d['pvalue']:.3g}",
-                )
+        )
+    for d in item["differences"]:
+        rows.append(
+            StudyRow(
+                qid,
+                f"{d['arm']} minus {item['reference']}",
+                0,
+                d["difference"],
+                d["std_error"],
+                d["low"],
+                d["high"],
+                float(truth[arms == d["arm"]].mean() - truth[arms == item["reference"]].mean()),
+                f"one-sided p = {d['pvalue']:.3g}",
             )
-        if item["groups"] is not None:
-            g = item["groups"]
-            note = ""
-            if g["fit"] is not None:
-                note = f"fit G2 = {g['fit']['statistic']:.2f}, p = {g['fit']['pvalue']:.3g}"
-            rows.append(
-                StudyRow(
-                    qid,
-                    g["design"],
-                    g["n"],
-                    g["estimate"],
-                    g["std_error"],
-                    g["low"],
-                    g["high"],
-                    float(truth[kept].mean()),
-                    note,
-                )
+        )
+    if item["groups"] is not None:
+        g = item["groups"]
+        note = ""
+        if g["fit"] is not None:
+            note = f"fit G2 = {g['fit']['statistic']:.2f}, p = {g['fit']['pvalue']:.3g}"
+        rows.append(
+            StudyRow(
+                qid,
+                g["design"],
+                g["n"],
+                g["estimate"],
+                g["std_error"],
+                g["low"],
+                g["high"],
+                float(truth[kept].mean()),
+                note,
             )
-        elif item["pooled"] is not None:
-            p = item["pooled"]
-            rows.append(
-                StudyRow(
-                    qid,
-                    "pooled over the arms",
-                    p["n"],
-                    p["estimate"],
-                    p["std_error"],
-                    p["low"],
-                    p["high"],
-                    float(truth[kept].mean()),
-                )
+        )
+    elif item["pooled"] is not None:
+        p = item["pooled"]
+        rows.append(
+            StudyRow(
+                qid,
+                "pooled over the arms",
+                p["n"],
+                p["estimate"],
+                p["std_error"],
+                p["low"],
+                p["high"],
+                float(truth[kept].mean()),
             )
+        )
     return rows

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -138,16 +139,101 @@ def survey_results(
     where its conditions hold (:mod:`deniable.collection.store`), else ``None``
     (always ``None`` pooled over versions).
 
+    Parameters
+    ----------
+    store : Store
+    survey : Survey
+        The version to report on.
+    level : float in (0, 1)
+        The intervals' confidence level.
+    pooled : bool, default False
+    regress : str, optional
+    on : list of str, optional
+        As the text says.
+
+    Returns
+    -------
+    dict
+        JSON-ready: the results page and ``GET /api/surveys/{id}/results``.
+
     Raises
     ------
     ValueError
         For a ``regress`` or ``on`` that does not fit the survey.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from deniable.collection.exports._export import wide_frame
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.respondent import simulate_responses
+    >>> from deniable.collection.store import Store
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> store.publish(survey)
+    True
+    >>> rng = np.random.default_rng(0)
+    >>> bodies = simulate_responses(
+    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
+    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
+    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    600
+    >>> results = survey_results(store, survey, 0.95)
+    >>> results["responses"], [q["id"] for q in results["questions"]][:3]
+    (600, ['faculty', 'year', 'cheat'])
     """
     tallies = pooled_tallies(store, survey) if pooled else store.tallies(survey)
+    out = _summary(store, survey, level, pooled)
+    released, waiting = out["released"], out["waiting"]
+    pooled_estimates: dict[str, tuple[Any, Any]] = {}  # question -> (moment, mle)
+    read: list[pd.DataFrame] = []  # the wide export, read once if anything needs it
+
+    def wide() -> pd.DataFrame:
+        if not read:
+            read.append(wide_frame(store, survey.id))
+        return read[0]
+
+    if released and any(has_variants(survey, q.id) for q in survey.questions):
+        pooled_estimates = _arms_part(out, wide(), store, survey, level, pooled)
+    for q in survey.questions:
+        item = _question_item(q, tallies[q.id], survey, waiting, pooled_estimates.get(q.id), level)
+        out["questions"].append(item)
+    if survey.direct_questions and not pooled and released:
+        out["breakdowns"] = breakdowns(wide(), survey, level)
+    _waves_and_disclosure(out, wide, store, survey, level)
+    if regress is not None:
+        if not released:
+            raise ValueError("regress: nothing is released yet")
+        out["regression"] = regression(wide(), survey, regress, on or [], level)
+    return out
+
+
+def _waves_and_disclosure(
+    out: dict[str, Any], wide: Callable[[], pd.DataFrame], store: Store, survey: Survey,
+    level: float,
+) -> None:  # fmt: skip
+    """``waves`` and ``wave_change`` (with several versions) and ``disclosure`` (of the
+    released key cells only: never a count of what waits) into ``out``."""
+    versions_all = store.versions(survey.id)
+    if len(versions_all) > 1:  # waves: their field periods, response rates and change
+        out["waves"] = store.waves(survey.id)
+        any_released = store.released_count(survey.id) > 0
+        out["wave_change"] = wave_analysis(wide(), versions_all, level) if any_released else []
+    plan = disclosure_plan(survey)
+    if not plan.trivial:
+        released = out["released"]
+        out["disclosure"] = disclosure_report(
+            survey, _key_cells(survey, plan, wide) if released else None
+        )
+
+
+def _summary(store: Store, survey: Survey, level: float, pooled: bool) -> dict[str, Any]:
+    """The results' header: counts, the release note, the central epsilon."""
     waiting = store.waiting(survey.id).get(survey.version, 0)
     released = store.released_count(survey.id, survey.version)
     closed = store.is_closed(survey.id)
-    out: dict[str, Any] = {
+    return {
         "survey": survey.id,
         "version": survey.version,
         "pooled": pooled,
@@ -164,45 +250,23 @@ def survey_results(
         "central": None if pooled else store.central_privacy(survey),
         "questions": [],
     }
-    pooled_estimates: dict[str, tuple[Any, Any]] = {}  # question -> (moment, mle)
-    read: list[pd.DataFrame] = []  # the wide export, read once if anything needs it
 
-    def wide() -> pd.DataFrame:
-        if not read:
-            read.append(wide_frame(store, survey.id))
-        return read[0]
 
-    if released and any(has_variants(survey, q.id) for q in survey.questions):
-        versions = store.versions(survey.id) if pooled else None
-        out["study"] = arm_analysis(wide(), survey, level, versions)
-        out["arms"] = arm_counts(wide(), survey)
-        for q in survey.questions:
-            if has_variants(survey, q.id) and q.range is None and q.mechanism.n_truths == 2:
-                both = [
-                    pooled_estimate(wide(), survey, q.id, versions, m) for m in ("moment", "mle")
-                ]
-                if both[0] is not None:
-                    pooled_estimates[q.id] = (both[0], both[1])
+def _arms_part(
+    out: dict[str, Any], frame: pd.DataFrame, store: Store, survey: Survey, level: float,
+    pooled: bool,
+) -> dict[str, tuple[Any, Any]]:  # fmt: skip
+    """``study`` and ``arms`` into ``out``; each question's pooled ``(moment, mle)``."""
+    versions = store.versions(survey.id) if pooled else None
+    out["study"] = arm_analysis(frame, survey, level, versions)
+    out["arms"] = arm_counts(frame, survey)
+    estimates: dict[str, tuple[Any, Any]] = {}
     for q in survey.questions:
-        item = _question_item(q, tallies[q.id], survey, waiting, pooled_estimates.get(q.id), level)
-        out["questions"].append(item)
-    if survey.direct_questions and not pooled and released:
-        out["breakdowns"] = breakdowns(wide(), survey, level)
-    versions_all = store.versions(survey.id)
-    if len(versions_all) > 1:  # waves: their field periods, response rates and change
-        out["waves"] = store.waves(survey.id)
-        any_released = store.released_count(survey.id) > 0
-        out["wave_change"] = wave_analysis(wide(), versions_all, level) if any_released else []
-    plan = disclosure_plan(survey)
-    if not plan.trivial:  # released key cells only: never a count of what waits
-        out["disclosure"] = disclosure_report(
-            survey, _key_cells(survey, plan, wide) if released else None
-        )
-    if regress is not None:
-        if not released:
-            raise ValueError("regress: nothing is released yet")
-        out["regression"] = regression(wide(), survey, regress, on or [], level)
-    return out
+        if has_variants(survey, q.id) and q.range is None and q.mechanism.n_truths == 2:
+            both = [pooled_estimate(frame, survey, q.id, versions, m) for m in ("moment", "mle")]
+            if both[0] is not None:
+                estimates[q.id] = (both[0], both[1])
+    return estimates
 
 
 def _question_item(

@@ -1292,6 +1292,8 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
         page.locator(f"#q-cheat [data-role={'use-answer' if direct else 'draw'}]").click()
         page.locator("#truth-plagiarism-0").check()
         page.locator("#q-plagiarism [data-role=draw]").click()
+        for q in ("faculty", "level", "cheat", "plagiarism"):  # each report drawn and shown
+            page.locator(f"#report-{q}[data-report]").wait_for()
         page.get_by_role("button", name="Send my reports").click()
         page.get_by_text("Sent and stored").wait_for()
         (body,) = posted

@@ -329,6 +329,9 @@ def test_expected_information_standard_errors(nigeria: pd.DataFrame) -> None:
     null_obs = rr_logit("rr.q1 ~ 1", nigeria, BLAIR)
     null_exp = rr_logit("rr.q1 ~ 1", nigeria, BLAIR, information="expected")
     np.testing.assert_allclose(null_exp.bse, null_obs.bse, rtol=1e-8)
+    # the summary says which information its standard errors come from
+    assert "Std. errors: expected (Fisher) information" in null_exp.summary()
+    assert "Std. errors: observed information" in null_obs.summary()
     with pytest.raises(ValueError, match="information must be one of"):
         rr_logit("rr.q1 ~ 1", nigeria, BLAIR, information="fisher")
     rng = np.random.default_rng(20261123)

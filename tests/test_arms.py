@@ -381,7 +381,11 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
     assert sum(counts) == 900 and res["arms"]["pvalue"] > 1e-3  # drawn by weight
     by_question = {q["id"]: q for q in res["questions"]}
     assert by_question["cheat"]["design"] == "by arm"
-    assert by_question["cheat"]["estimate"][1] == res["study"][0]["pooled"]["estimate"]
+    # the study's pooled row is the joint likelihood over the randomized arms (issue 43)
+    assert by_question["cheat"]["mle"][1] == pytest.approx(
+        res["study"][0]["pooled"]["estimate"], abs=1e-12
+    )
+    assert res["study"][0]["pooled"]["arms"] == ["rr"]
     # the pooled question is the library's estimate through each row's design (the one
     # shape of a PrevalenceEstimate), and its MLE the pooled MLE, inside [0, 1]
     from deniable.collection.study._by_arm import pooled_estimate
@@ -679,6 +683,7 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
     every = {"min_release": 1, "allow_small_release": True, "l_diversity": 1}
     changed = with_(CAMPUS, version=3, **every)
     changed["arms"]["rr"]["designs"] = {"cheat": {"name": "warner", "params": {"p": 0.75}}}
+    randomized = {}  # the rows of the randomized arm, which alone pools cheat (issue 43)
     for data in (
         with_(CAMPUS, **every),
         with_(CAMPUS, version=2, title="Campus study, again", **every),
@@ -687,13 +692,15 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
         survey = load_survey(data)
         store.publish(survey)
         sent = simulate_responses(survey, campus_truths(300, rng), rng)
+        randomized[survey.version] = sum(r["arm"] == "rr" for r in sent)
         store.submit_batch(
             survey,
             [r["reports"] for r in sent],
             [r["arm"] for r in sent],
             [r["groups"] for r in sent],
         )
-    for version, cheat_n, plag_n in ((2, 600, 900), (3, 300, 900)):
+    cheat_ns = (randomized[1] + randomized[2], randomized[3])
+    for version, cheat_n, plag_n in ((2, cheat_ns[0], 900), (3, cheat_ns[1], 900)):
         res = survey_results(store, store.survey("campus", version), 0.95, pooled=True)
         study = {s["question"]: s for s in res["study"]}
         assert study["cheat"]["pooled"]["n"] == cheat_n

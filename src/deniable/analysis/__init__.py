@@ -14,7 +14,7 @@ require("pandas", "analysis")
 require("formulaic", "analysis")
 
 from ._bayes_logit import RRLogitBayesResult, rr_logit_bayes
-from ._comparison import ArmDifferences, arm_differences
+from ._comparison import ArmDifferences, Heterogeneity, arm_differences, cochran_q
 from ._complex import Revision, SurveyEstimate, survey_estimate
 from ._correlation import CorrelationResult, rr_correlation
 from ._fairness import ParityResult, adult_parity_audit, statistical_parity
@@ -59,6 +59,7 @@ __all__ = [
     "Contrast",
     "CorrelationResult",
     "GroupModel",
+    "Heterogeneity",
     "KnownChannel",
     "ParityResult",
     "PowerResult",
@@ -78,6 +79,7 @@ __all__ = [
     "adult_parity_audit",
     "arm_differences",
     "closed_form",
+    "cochran_q",
     "designs_by_row",
     "devore",
     "estimate_channel",

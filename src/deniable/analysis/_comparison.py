@@ -21,7 +21,7 @@ from scipy import special
 from ..estimation import EstimateResult
 from ._results import WaldResult
 
-__all__ = ["ArmDifferences", "arm_differences"]
+__all__ = ["ArmDifferences", "Heterogeneity", "arm_differences", "cochran_q"]
 
 
 @dataclass(frozen=True)
@@ -138,3 +138,79 @@ def arm_differences(
         estimate=np.array([e - ref_estimate for e, _ in pick], dtype=np.float64),
         std_error=np.array([np.hypot(s, ref_se) for _, s in pick], dtype=np.float64),
     )
+
+
+@dataclass(frozen=True)
+class Heterogeneity:
+    """Cochran's Q: do the arms' estimates differ by more than chance around the pooled
+    estimate? ``Q = sum_a (pi_a - pi) ^ 2 / V_a(pi)``, each arm's moment estimate
+    ``pi_a`` weighted by its variance at the pooled prevalence ``pi``; under one common
+    prevalence ``Q`` is chi-square with ``a - 1`` degrees of freedom (Cochran 1954, "The
+    combination of estimates from different experiments"; DerSimonian & Laird 1986).
+    A small ``pvalue`` says the arms disagree: in a validation study, the sign that
+    one design (often direct questioning) under-reports.
+
+    Attributes
+    ----------
+    statistic : float
+        ``Q`` (>= 0).
+    df : int
+        ``a - 1``.
+    pvalue : float in [0, 1]
+
+    Examples
+    --------
+    >>> from deniable.analysis import cochran_q
+    >>> result = cochran_q([0.30, 0.10], [0.02**2, 0.03**2], pooled=0.24)
+    >>> round(result.statistic, 2), result.df, round(result.pvalue, 5)
+    (30.78, 1, 0.0)
+    """
+
+    statistic: float
+    df: int
+    pvalue: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"statistic", "df", "pvalue"}``, JSON-ready."""
+        return {"statistic": self.statistic, "df": self.df, "pvalue": self.pvalue}
+
+
+def cochran_q(estimates: Any, variances: Any, pooled: float) -> Heterogeneity:
+    """Cochran's Q of independent estimates around a pooled one (see
+    :class:`Heterogeneity`).
+
+    Parameters
+    ----------
+    estimates : array_like of float, shape (a,)
+        Each arm's estimate of one prevalence (a >= 2).
+    variances : array_like of float, shape (a,)
+        Each estimate's variance at the pooled prevalence (> 0).
+    pooled : float
+        The pooled estimate.
+
+    Returns
+    -------
+    Heterogeneity
+
+    Raises
+    ------
+    ValueError
+        For fewer than two estimates, shapes that differ, or a variance that is not
+        positive and finite.
+
+    Examples
+    --------
+    >>> from deniable.analysis import cochran_q
+    >>> cochran_q([0.25, 0.25], [0.01, 0.02], pooled=0.25).statistic
+    0.0
+    """
+    from scipy import stats
+
+    pi = np.asarray(estimates, dtype=np.float64)
+    var = np.asarray(variances, dtype=np.float64)
+    if pi.ndim != 1 or pi.shape != var.shape or pi.size < 2:
+        raise ValueError("estimates and variances must be two 1-D arrays of one length >= 2")
+    if not np.all(np.isfinite(var) & (var > 0)):
+        raise ValueError("variances must be positive and finite")
+    q = float(np.sum((pi - pooled) ** 2 / var))
+    return Heterogeneity(q, int(pi.size - 1), float(stats.chi2.sf(q, pi.size - 1)))

@@ -58,6 +58,14 @@ __all__ = [
 _Array = NDArray[np.float64]
 
 
+#: How each ``information`` choice is said in the summary.
+_INFORMATION_TEXT = {
+    "observed": "observed information (the Hessian at the estimate)",
+    "expected": "expected (Fisher) information at the estimate, as GLMMRR",
+    "opg": "outer product of the scores",
+}
+
+
 @dataclass(frozen=True)
 class RRLogitResult(CoefficientsMixin):
     """A fitted randomized-response logistic regression (statsmodels-style names).
@@ -82,6 +90,8 @@ class RRLogitResult(CoefficientsMixin):
         The log-likelihood each start ended at (one start for a known channel; for
         unknown channel parameters the default, a grid and seeded random starts:
         :attr:`llf` is their maximum; see :attr:`starts_disagree`).
+    information : {"observed", "expected", "opg"}
+        Which information the standard errors come from; the summary says it.
 
     Examples
     --------
@@ -112,6 +122,7 @@ class RRLogitResult(CoefficientsMixin):
     weights: _Array | None = field(repr=False)
     model_spec: Any = field(repr=False)
     start_llf: _Array = field(default_factory=lambda: np.empty(0), repr=False)
+    information: str = "observed"
 
     def _profile_spec(self) -> tuple[Profile, dict[str, tuple[int, Callable[[float], float]]]]:
         """Every coefficient and channel parameter on its own coordinate; the channel's
@@ -335,6 +346,7 @@ class RRLogitResult(CoefficientsMixin):
             f"GroupModel: {type(self.channel).__name__} groups={list(self.channel.group_labels)}",
             f"No. observations: {self.nobs}   Log-likelihood: {self.llf:.4f}   "
             f"AIC: {self.aic:.2f}   converged: {self.converged} ({self.iterations} iterations)",
+            f"Std. errors: {_INFORMATION_TEXT[self.information]}",
             "",
         ]
         note = ""
@@ -431,6 +443,7 @@ def fit_result(
         weights=weights,
         model_spec=model_spec,
         start_llf=np.asarray(start_llf),
+        information=information,
     )
 
 

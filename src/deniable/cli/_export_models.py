@@ -299,10 +299,16 @@ def print_arm_rows(r: dict[str, Any], level: float) -> None:
         console.print(table)
     p = r["pooled"]
     if p is not None:
-        console.print(
-            f"  pooled: {p['estimate']:.4f} (SE {p['std_error']:.4f}, {level:.0%} CI "
-            f"{p['low']:.4f} - {p['high']:.4f}, n = {p['n']:,})"
+        over = ", ".join(p["arms"]) if p["arms"] else "the groups"
+        line = (
+            f"  pooled over {over} (maximum likelihood): {p['estimate']:.4f} (SE "
+            f"{p['std_error']:.4f}, {level:.0%} CI {p['low']:.4f} - {p['high']:.4f}, "
+            f"n = {p['n']:,})"
         )
+        if p["heterogeneity"] is not None:
+            h = p["heterogeneity"]
+            line += f"; Cochran's Q = {h['statistic']:.2f} on {h['df']} df, p = {h['pvalue']:.3g}"
+        console.print(line)
     g = r["groups"]
     if g is not None:
         line = (

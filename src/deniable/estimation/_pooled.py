@@ -24,7 +24,12 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ReportValidationError
 from ..mechanisms._designs import Design, MatrixDesign
 
-__all__ = ["boundary_std_errors", "pooled_design", "pooled_moment"]
+__all__ = [
+    "boundary_std_errors",
+    "moment_covariance_at",
+    "pooled_design",
+    "pooled_moment",
+]
 
 
 def pooled_design(
@@ -161,6 +166,21 @@ def pooled_moment(
     shares = np.bincount(blocks, weights=counts)[blocks]
     V = _block_covariance(counts, blocks, counts / shares)
     return np.asarray(Q @ lam), np.asarray(Q @ V @ Q.T)
+
+
+def moment_covariance_at(
+    designs: Mapping[Hashable, Design], groups: ArrayLike, reports: ArrayLike,
+    pi: ArrayLike,
+) -> NDArray[np.float64]:  # fmt: skip
+    """Covariance (k, k) of the pooled moment estimate of these reports, with their
+    design sizes, were the prevalence ``pi`` (k,): the variance an arm's estimate has
+    at the common pooled prevalence, which weights it in Cochran's Q (never the arm's
+    own plug-in variance, which is 0 for a direct arm without a "yes")."""
+    stacked, codes, blocks = pooled_design(designs, groups, reports)
+    counts = np.bincount(codes, minlength=stacked.n_reports)
+    Q = _estimator(stacked)
+    V = _block_covariance(counts, blocks, _within(stacked, counts, blocks, np.asarray(pi)))
+    return np.asarray(Q @ V @ Q.T)
 
 
 def boundary_std_errors(

@@ -54,6 +54,10 @@ class Arm(BaseModel):
     designs : dict of question id -> DesignChoice
         The designs this arm uses instead of the questions' own (``{name: direct}`` asks
         the question directly in this arm: a control arm).
+    pool : bool, default False
+        Whether this arm's directly asked questions join the estimate pooled over the
+        arms. Randomized arms always do; a direct arm is the one a validation study
+        suspects of under-reporting, so it joins only when the survey file says so.
 
     Examples
     --------
@@ -66,6 +70,7 @@ class Arm(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     weight: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
     designs: dict[Slug, ArmDesign] = Field(default_factory=dict, max_length=100)
+    pool: bool = False
 
     @model_validator(mode="before")
     @classmethod

@@ -471,6 +471,8 @@ class Survey(BaseModel):
                 if question.get(name) == default:
                     del question[name]
         for arm in (data.get("arms") or {}).values():
+            if arm.get("pool") is False:  # added later: absent at its default
+                arm.pop("pool")
             for design in arm["designs"].values():
                 for name in ("innocuous_question", "innocuous_complement"):
                     if design.get(name) is None:

@@ -50,6 +50,7 @@ __all__ = [
     "covariate_ids",
     "design_keys",
     "has_variants",
+    "pooled_arms",
     "pooled_estimate",
     "pooled_rows",
     "regressable",
@@ -63,6 +64,21 @@ def has_variants(survey: Survey, question_id: str) -> bool:
     differently, or a group design."""
     variants = survey.variants(question_id)
     return len({v.content_digest for v in variants}) > 1 or len(variants[0].groups) > 1
+
+
+def pooled_arms(survey: Survey, question_id: str) -> list[str]:
+    """The arms whose reports of ``question_id`` join the estimate pooled over the arms:
+    every arm that randomizes it, and an arm that asks it directly only with ``pool:
+    true`` in the survey file (the arm a validation study suspects of under-reporting).
+    Empty for a survey without arms (every row joins)."""
+    if not survey.arms:
+        return []
+    variants = survey.variants(question_id)
+    return [
+        name
+        for name, v in zip(survey.arm_names, variants, strict=True)
+        if not v.is_direct or survey.arms[name].pool
+    ]
 
 
 def study_frame(frame: pd.DataFrame, survey: Survey) -> pd.DataFrame:
@@ -206,6 +222,8 @@ def pooled_estimate(
     rows = one if versions is None else pooled_rows(frame, survey, versions, question_id)
     keys, designs = design_keys(rows, survey, question_id)
     used = rows[question_id].notna() & (keys != "")
+    if survey.arms:  # the randomized arms, and a direct one only with pool: true
+        used &= rows["arm"].isin(pooled_arms(survey, question_id))
     if not used.any():
         return None
     codes = rows.loc[used, question_id].to_numpy(np.int64)
@@ -325,11 +343,51 @@ def arm_analysis(
 
                 item["reference"] = reference
                 item["differences"] = arm_differences(by_arm, reference).rows(level)
-        item["pooled"] = _pooled(codes, key_array, designs, level)[1]
+        item["pooled"] = _pooled_row(q.id, survey, codes, key_array, arm_array, designs, level)
         if len(q.groups) > 1:
             item["groups"] = _group_fit(q, survey, rows, level)
         out.append(item)
     return out
+
+
+def _pooled_row(
+    question_id: str,
+    survey: Survey,
+    codes: np.ndarray,
+    keys: np.ndarray,
+    arms: np.ndarray,
+    designs: dict[str, Design],
+    level: float,
+) -> dict[str, Any] | None:
+    """The estimate pooled over :func:`pooled_arms` by joint maximum likelihood (each
+    arm weighted by its information at the common prevalence, iterated to convergence
+    by EM), the arms pooled, and Cochran's Q of the arms' estimates around it."""
+    from ...analysis._comparison import cochran_q
+    from ...estimation._pooled import moment_covariance_at
+
+    pool = pooled_arms(survey, question_id)
+    keep = np.isin(arms, pool) if pool else np.ones(codes.size, dtype=bool)
+    if not keep.any():
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IntervalCoverageWarning)
+        est = _pooled_estimate(codes[keep], keys[keep], designs, "mle")
+    row = _summary(est, level) | {"method": "mle", "arms": pool, "heterogeneity": None}
+    present = [a for a in pool if (arms == a).any()]
+    if len(present) >= 2:
+        pi = float(est.estimate[1])
+        means, variances = [], []
+        for a in present:
+            mine = arms == a
+            mine_designs = {k: designs[k] for k in set(keys[mine].tolist())}
+            cov = moment_covariance_at(mine_designs, keys[mine], codes[mine], [1 - pi, pi])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IntervalCoverageWarning)
+                means.append(float(_pooled_estimate(codes[mine], keys[mine], designs).estimate[1]))
+            variances.append(float(cov[1, 1]))
+        if all(v > 0 for v in variances):
+            row["heterogeneity"] = cochran_q(means, variances, pi).to_dict()
+    return row
 
 
 def _design_name(q: Question) -> str:

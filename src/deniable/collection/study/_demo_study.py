@@ -255,16 +255,17 @@ def _item_rows(
         )
     elif item["pooled"] is not None:
         p = item["pooled"]
+        pooled = kept & np.isin(arms, p["arms"]) if p["arms"] else kept
         rows.append(
             StudyRow(
                 qid,
-                "pooled over the arms",
+                f"pooled over {', '.join(p['arms'])}" if p["arms"] else "pooled",
                 p["n"],
                 p["estimate"],
                 p["std_error"],
                 p["low"],
                 p["high"],
-                float(truth[kept].mean()),
+                float(truth[pooled].mean()),
             )
         )
     return rows

@@ -409,7 +409,7 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
         path = tmp_path / f"campus.{'wide.csv' if fmt == 'wide' else fmt}"
         path.write_bytes(body.content)
         frame, versions = read_export(path)
-        again = arm_analysis(frame, versions[-1], 0.95)
+        again = [item.to_dict(0.95) for item in arm_analysis(frame, versions[-1], 0.95)]
         assert_close(again, res["study"])
         out = CliRunner().invoke(app, ["analyze", str(path), "--arms", "--json"])
         assert out.exit_code == 0, out.output

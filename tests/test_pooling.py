@@ -92,7 +92,8 @@ def test_the_pooled_estimate_is_the_joint_likelihood_over_the_randomized_arms():
     frame = simulate(
         np.random.default_rng(43), 0.3, {"dq": 800, "rr": 900, "rr2": 1000, "rr3": 700}
     )
-    (item,) = arm_analysis(frame, survey)
+    (result,) = arm_analysis(frame, survey)
+    item = result.to_dict()
     pooled = item["pooled"]
     assert pooled["arms"] == ["rr", "rr2", "rr3"] and pooled["method"] == "mle"
     p, se = joint_mle(frame, ["rr", "rr2", "rr3"])
@@ -116,8 +117,8 @@ def test_a_direct_arm_joins_only_with_pool_true_and_takes_no_more_than_its_weigh
     frame = frame_of({"dq": np.zeros(300, dtype=np.int64), "rr": rr})
     for pool in (False, True):
         survey = load_survey(study(pool) | {"arms": {"dq": study(pool)["arms"]["dq"], "rr": {}}})
-        (item,) = arm_analysis(frame, survey)
-        pooled = item["pooled"]
+        (result,) = arm_analysis(frame, survey)
+        pooled = result.to_dict()["pooled"]
         assert pooled["arms"] == (["dq", "rr"] if pool else ["rr"])
         p, se = joint_mle(frame, pooled["arms"])
         assert pooled["estimate"] == pytest.approx(p, abs=1e-6)

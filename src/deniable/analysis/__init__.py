@@ -14,7 +14,7 @@ require("pandas", "analysis")
 require("formulaic", "analysis")
 
 from ._bayes_logit import RRLogitBayesResult, rr_logit_bayes
-from ._comparison import ArmDifferences, Heterogeneity, arm_differences, cochran_q
+from ._comparison import ArmDifferences, ArmStudy, Heterogeneity, arm_differences, cochran_q
 from ._complex import Revision, SurveyEstimate, survey_estimate
 from ._correlation import CorrelationResult, rr_correlation
 from ._fairness import ParityResult, adult_parity_audit, statistical_parity
@@ -54,6 +54,7 @@ from ._subgroups import Contrast, SubgroupResult, subgroup_prevalence
 
 __all__ = [
     "ArmDifferences",
+    "ArmStudy",
     "ChannelEstimate",
     "CheatingDetection",
     "Contrast",

@@ -18,10 +18,16 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from ..estimation import EstimateResult
+from ..estimation import ConfidenceInterval, EstimateResult
 from ._results import WaldResult
 
-__all__ = ["ArmDifferences", "Heterogeneity", "arm_differences", "cochran_q"]
+__all__ = [
+    "ArmDifferences",
+    "ArmStudy",
+    "Heterogeneity",
+    "arm_differences",
+    "cochran_q",
+]
 
 
 @dataclass(frozen=True)
@@ -214,3 +220,129 @@ def cochran_q(estimates: Any, variances: Any, pooled: float) -> Heterogeneity:
         raise ValueError("variances must be positive and finite")
     q = float(np.sum((pi - pooled) ** 2 / var))
     return Heterogeneity(q, int(pi.size - 1), float(stats.chi2.sf(q, pi.size - 1)))
+
+
+@dataclass(frozen=True)
+class ArmStudy(EstimateResult):
+    """One question of a study asked through several designs (Höglinger, Jann &
+    Diekmann 2016): each arm's estimate of the answer's prevalence, the differences to
+    the reference arm, the estimate pooled over the arms with Cochran's Q, and a group
+    design's joint fit.
+
+    ``estimate``, ``std_error`` and ``confidence_interval`` are the arms' (each arm's
+    own design and interval method); :meth:`to_dict` is the one shape the dashboard,
+    the API's ``study`` and ``deniable analyze --arms`` print.
+
+    Attributes
+    ----------
+    question, text, answer : str
+        The question's id and text, and the answer whose prevalence is estimated.
+    control : bool
+        A zero-prevalence control question (its estimate measures false positives).
+    labels : list of str
+        The arms with responses, in the study's order.
+    designs : list of str
+        Each arm's design.
+    arms : list of PrevalenceEstimate
+        Each arm's estimate.
+    differences : ArmDifferences or None
+        Each arm minus the reference arm.
+    pooled : PrevalenceEstimate or None
+        The joint maximum likelihood over ``pooled_arms``.
+    pooled_arms : list of str
+        The arms pooled (empty: every row, a study without arms).
+    heterogeneity : Heterogeneity or None
+        Cochran's Q of the pooled arms' estimates.
+    groups : dict or None
+        A group design's joint fit (prevalence, its non-adherence parameter or its G²
+        test), as printed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> from deniable.analysis import ArmStudy
+    >>> arms = [estimate(Warner(p=0.8), np.array([1] * 30 + [0] * 70)),
+    ...         estimate(Warner(p=0.8), np.array([1] * 50 + [0] * 50))]
+    >>> study = ArmStudy("q", "Q?", "yes", False, ["a", "b"], ["warner", "warner"], arms)
+    >>> study.estimate.round(3).tolist()
+    [0.167, 0.5]
+    """
+
+    question: str
+    text: str
+    answer: str
+    control: bool
+    labels: list[str]
+    designs: list[str]
+    arms: list[Any]
+    differences: ArmDifferences | None = None
+    pooled: Any = None
+    pooled_arms: list[str] | None = None
+    heterogeneity: Heterogeneity | None = None
+    groups: dict[str, Any] | None = None
+
+    @property
+    def estimate(self) -> NDArray[np.float64]:
+        """Each arm's estimate of the answer's prevalence, shape (a,)."""
+        return np.array([float(a.estimate[1]) for a in self.arms], dtype=np.float64)
+
+    @property
+    def std_error(self) -> NDArray[np.float64]:
+        """Each arm's standard error, shape (a,)."""
+        return np.array([float(a.std_error[1]) for a in self.arms], dtype=np.float64)
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[NDArray[np.float64]]:
+        """Each arm's interval by its own design's method (``method``: one for all)."""
+        cis = [a.confidence_interval(confidence_level, method) for a in self.arms]
+        low = np.array([float(c.low[1]) for c in cis], dtype=np.float64)
+        high = np.array([float(c.high[1]) for c in cis], dtype=np.float64)
+        return ConfidenceInterval(low, high)
+
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """``{"question", "text", "answer", "control", "arms": [{"arm", "design", "n",
+        "estimate", "std_error", "low", "high"}], "reference", "differences", "pooled":
+        {... "method", "arms", "heterogeneity"}, "groups"}``, JSON-ready."""
+        rows = [
+            {"arm": arm, "design": design} | _row(a, confidence_level)
+            for arm, design, a in zip(self.labels, self.designs, self.arms, strict=True)
+        ]
+        pooled = None
+        if self.pooled is not None:
+            pooled = _row(self.pooled, confidence_level) | {
+                "method": self.pooled.method,
+                "arms": self.pooled_arms or [],
+                "heterogeneity": None
+                if self.heterogeneity is None
+                else self.heterogeneity.to_dict(),
+            }
+        return {
+            "question": self.question,
+            "text": self.text,
+            "answer": self.answer,
+            "control": self.control,
+            "arms": rows,
+            "reference": None if self.differences is None else self.differences.reference,
+            "differences": []
+            if self.differences is None
+            else self.differences.rows(confidence_level),
+            "pooled": pooled,
+            "groups": self.groups,
+        }
+
+    def _title(self) -> str:
+        return f"{self.question} ({self.answer}) by arm"
+
+
+def _row(est: Any, confidence_level: float) -> dict[str, Any]:
+    """``n``, ``estimate``, ``std_error``, ``low``, ``high`` of the answer (category 1)."""
+    ci = est.confidence_interval(confidence_level)
+    return {
+        "n": int(est.n),
+        "estimate": float(est.estimate[1]),
+        "std_error": float(est.std_error[1]),
+        "low": float(ci.low[1]),
+        "high": float(ci.high[1]),
+    }

@@ -199,7 +199,10 @@ def analyze_export_arms(
     frame, versions = _read(path)
     survey = _version(versions, question, version)
     try:
-        rows = arm_analysis(frame, survey, level, versions if pooled else None)
+        rows = [
+            item.to_dict(level)
+            for item in arm_analysis(frame, survey, level, versions if pooled else None)
+        ]
     except ValueError as exc:
         raise fail(str(exc)) from None
     if question is not None:

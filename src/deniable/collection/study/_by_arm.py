@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,6 +42,7 @@ from ...mechanisms._designs import Design
 from ..exports._export import GROUP_SUFFIX
 
 if TYPE_CHECKING:
+    from ...analysis._comparison import ArmStudy
     from ..model._survey import Question, Survey
 
 __all__ = [
@@ -254,7 +256,7 @@ def arm_analysis(
     survey: Survey,
     level: float = 0.95,
     versions: Sequence[Survey] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ArmStudy]:
     """Per question with several designs (:func:`has_variants`): estimates by arm, the
     differences to the reference arm, the pooled estimate and a group design's fit.
 
@@ -274,13 +276,15 @@ def arm_analysis(
 
     Returns
     -------
-    list of dict
-        JSON-ready: ``question``, ``text``, ``answer``, ``control``, ``arms`` (``arm``,
-        ``design``, ``n``, ``estimate``, ``std_error``, ``low``, ``high``),
+    list of ArmStudy
+        One :class:`~deniable.analysis.ArmStudy` per question, a result on the common
+        base. Its ``to_dict(level)`` is what the dashboard, the API and ``analyze
+        --arms`` print: ``question``, ``text``, ``answer``, ``control``, ``arms``
+        (``arm``, ``design``, ``n``, ``estimate``, ``std_error``, ``low``, ``high``),
         ``reference``, ``differences`` (``arm``, ``difference``, ``std_error``, ``low``,
-        ``high``, ``pvalue``: one-sided, the arm larger), ``pooled`` and ``groups``
-        (a group design's fit: ``design``, ``source``, ``estimate``, ``std_error``,
-        ``low``, ``high``, ``parameter``, ``fit``), each ``None`` where it does not apply.
+        ``high``, ``pvalue``: one-sided, the arm larger), ``pooled`` (with ``method``,
+        ``arms`` and ``heterogeneity``) and ``groups`` (a group design's fit, at
+        ``level``), each ``None`` where it does not apply.
 
     Examples
     --------
@@ -301,11 +305,13 @@ def arm_analysis(
     ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
     600
     >>> study = arm_analysis(wide_frame(store, "campus"), survey)
-    >>> [(item["question"], [arm["arm"] for arm in item["arms"]]) for item in study]
+    >>> [(item.question, item.labels) for item in study]
     [('cheat', ['dq', 'rr']), ('plagiarism', [])]
     """
+    from ...analysis._comparison import ArmStudy, arm_differences
+
     one = study_frame(frame, survey)
-    out: list[dict[str, Any]] = []
+    out: list[ArmStudy] = []
     for q in survey.questions:
         if q.range is not None or q.mechanism.n_truths != 2 or not has_variants(survey, q.id):
             continue
@@ -315,50 +321,46 @@ def arm_analysis(
         codes = rows.loc[used, q.id].to_numpy(np.int64)
         key_array = keys[used].to_numpy(dtype=str)
         arm_array = rows.loc[used, "arm"].to_numpy(dtype=str)
-        item: dict[str, Any] = {
-            "question": q.id,
-            "text": q.text,
-            "answer": q.choice_labels[1],
-            "control": q.control == "zero",
-            "arms": [],
-            "reference": None,
-            "differences": [],
-            "pooled": None,
-            "groups": None,
-        }
+        study = ArmStudy(q.id, q.text, q.choice_labels[1], q.control == "zero", [], [], [])
         if codes.size == 0:
-            out.append(item)
+            out.append(study)
             continue
+        by_arm: dict[str, Any] = {}
+        names: list[str] = []
         if survey.arms and len({v.content_digest for v in survey.variants(q.id)}) > 1:
-            by_arm = {}
             for arm, v in zip(survey.arm_names, survey.variants(q.id), strict=True):
                 mine = arm_array == arm
-                if not mine.any():
-                    continue
-                by_arm[arm], row = _pooled(codes[mine], key_array[mine], designs, level)
-                item["arms"].append({"arm": arm, "design": _design_name(v)} | row)
-            reference = (survey.control_arms or survey.arm_names)[0]
-            if reference in by_arm:
-                from ...analysis._comparison import arm_differences
-
-                item["reference"] = reference
-                item["differences"] = arm_differences(by_arm, reference).rows(level)
-        item["pooled"] = _pooled_row(q.id, survey, codes, key_array, arm_array, designs, level)
-        if len(q.groups) > 1:
-            item["groups"] = _group_fit(q, survey, rows, level)
-        out.append(item)
+                if mine.any():
+                    by_arm[arm] = _pooled(codes[mine], key_array[mine], designs, level)[0]
+                    names.append(_design_name(v))
+        reference = (survey.control_arms or survey.arm_names or [""])[0]
+        pooled, pool, heterogeneity = _pooled_fit(
+            q.id, survey, codes, key_array, arm_array, designs
+        )
+        out.append(
+            replace(
+                study,
+                labels=list(by_arm),
+                designs=names,
+                arms=list(by_arm.values()),
+                differences=arm_differences(by_arm, reference) if reference in by_arm else None,
+                pooled=pooled,
+                pooled_arms=pool,
+                heterogeneity=heterogeneity,
+                groups=_group_fit(q, survey, rows, level) if len(q.groups) > 1 else None,
+            )
+        )
     return out
 
 
-def _pooled_row(
+def _pooled_fit(
     question_id: str,
     survey: Survey,
     codes: np.ndarray,
     keys: np.ndarray,
     arms: np.ndarray,
     designs: dict[str, Design],
-    level: float,
-) -> dict[str, Any] | None:
+) -> tuple[Any, list[str], Any]:
     """The estimate pooled over :func:`pooled_arms` by joint maximum likelihood (each
     arm weighted by its information at the common prevalence, iterated to convergence
     by EM), the arms pooled, and Cochran's Q of the arms' estimates around it."""
@@ -368,26 +370,26 @@ def _pooled_row(
     pool = pooled_arms(survey, question_id)
     keep = np.isin(arms, pool) if pool else np.ones(codes.size, dtype=bool)
     if not keep.any():
-        return None
+        return None, pool, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IntervalCoverageWarning)
         est = _pooled_estimate(codes[keep], keys[keep], designs, "mle")
-    row = _summary(est, level) | {"method": "mle", "arms": pool, "heterogeneity": None}
     present = [a for a in pool if (arms == a).any()]
-    if len(present) >= 2:
-        pi = float(est.estimate[1])
-        means, variances = [], []
-        for a in present:
-            mine = arms == a
-            mine_designs = {k: designs[k] for k in set(keys[mine].tolist())}
-            cov = moment_covariance_at(mine_designs, keys[mine], codes[mine], [1 - pi, pi])
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", IntervalCoverageWarning)
-                means.append(float(_pooled_estimate(codes[mine], keys[mine], designs).estimate[1]))
-            variances.append(float(cov[1, 1]))
-        if all(v > 0 for v in variances):
-            row["heterogeneity"] = cochran_q(means, variances, pi).to_dict()
-    return row
+    if len(present) < 2:
+        return est, pool, None
+    pi = float(est.estimate[1])
+    means, variances = [], []
+    for a in present:
+        mine = arms == a
+        mine_designs = {k: designs[k] for k in set(keys[mine].tolist())}
+        cov = moment_covariance_at(mine_designs, keys[mine], codes[mine], [1 - pi, pi])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IntervalCoverageWarning)
+            means.append(float(_pooled_estimate(codes[mine], keys[mine], designs).estimate[1]))
+        variances.append(float(cov[1, 1]))
+    if not all(v > 0 for v in variances):
+        return est, pool, None
+    return est, pool, cochran_q(means, variances, pi)
 
 
 def _design_name(q: Question) -> str:

@@ -258,7 +258,7 @@ def _arms_part(
 ) -> dict[str, tuple[Any, Any]]:  # fmt: skip
     """``study`` and ``arms`` into ``out``; each question's pooled ``(moment, mle)``."""
     versions = store.versions(survey.id) if pooled else None
-    out["study"] = arm_analysis(frame, survey, level, versions)
+    out["study"] = [item.to_dict(level) for item in arm_analysis(frame, survey, level, versions)]
     out["arms"] = arm_counts(frame, survey)
     estimates: dict[str, tuple[Any, Any]] = {}
     for q in survey.questions:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -369,3 +370,21 @@ def test_warnings_measure_the_distance_at_the_nearest_prevalence_inside():
         fair.one_sided_pvalue(1.3)
     with pytest.raises(ValueError, match="category"):
         fair.one_sided_pvalue(0.0, category=2)
+
+
+def test_chebyshev_never_collapses_onto_a_boundary():
+    """Respondents who do not follow the design can put the estimate far below 0 (here
+    every report says "no" through Warner(0.8): -1/3, about 12 standard errors below).
+    Chebyshev's interval is then the one an estimate at 0 gets, ``[0, half-width]``
+    (issue 43), not ``[0, 0]``; and symmetrically at 1."""
+    from deniable.estimation._variance import worst_case_variance
+
+    design = Warner(p=0.8)
+    n = 400
+    half = math.sqrt(float(worst_case_variance(design)[1]) / (n * 0.05))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        below = estimate(design, np.zeros(n, dtype=np.int64)).confidence_interval(0.95, "chebyshev")
+        above = estimate(design, np.ones(n, dtype=np.int64)).confidence_interval(0.95, "chebyshev")
+    assert below.low[1] == 0 and below.high[1] == pytest.approx(half, rel=1e-12)
+    assert above.high[1] == 1 and above.low[1] == pytest.approx(1 - half, rel=1e-12)

@@ -26,7 +26,8 @@ Methods (the names of ``statsmodels.stats.proportion.proportion_confint``):
     ``V_max`` the exact worst-case per-respondent variance of the moment estimator over
     all prevalences, so coverage is at least the confidence level for every
     prevalence and every n (Chebyshev's inequality; the seed's rule, with the correct
-    variance).
+    variance). An estimate beyond 0 (or 1) gets the interval of an estimate at the
+    boundary, ``[0, half-width]``, never ``[0, 0]``.
 ``bayes``
     Highest-posterior-density (shortest) credible interval under a Dirichlet (Beta)
     prior. On a binary design it is the highest-density set of the exact
@@ -201,7 +202,11 @@ def prevalence_intervals(
     elif method == "chebyshev":
         center, _ = moment_batch(design, counts)
         half = np.sqrt(worst_case_variance(design)[None, :] / (n * alpha))
-        low, high = center - half, center + half
+        # beyond a boundary the interval is the one an estimate at it would get, so it
+        # never collapses onto 0 or 1 (respondents who do not follow the design can put
+        # the estimate several half-widths below 0); only wider: coverage holds
+        low = np.minimum(center - half, 1.0 - half)
+        high = np.maximum(center + half, half)
     elif method == "bayes":
         prior = np.ones(design.n_truths) if prior is None else np.asarray(prior, dtype=float)
         amap = affine_map(design)

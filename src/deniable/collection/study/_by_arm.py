@@ -5,7 +5,7 @@ same rows (the wide export of a version, small cells recoded to missing), so bot
 the same numbers.
 
 For each randomized yes/no question that arms ask in different ways or that uses a
-group design (:mod:`.groups`):
+group design (:mod:`deniable.collection.model`):
 
 - per arm: the estimate of the arm's design from its own rows (a group design's two
   groups pooled through their stacked design, :func:`deniable.estimation.estimate` with
@@ -15,8 +15,10 @@ group design (:mod:`.groups`):
   its Wald interval and the one-sided test of "the arm's estimate is larger" (the
   "more is better" criterion of Lensvelt-Mulders et al. 2005 and Höglinger, Jann &
   Diekmann 2016: a design that protects better elicits more admissions);
-- pooled over the arms: the least-squares moment estimate through every arm's and
-  group's design (Chaudhuri & Mukerjee 1988, stratified);
+- pooled over the arms that randomize the question (a direct arm only with ``pool:
+  true``, :func:`pooled_arms`): the joint maximum likelihood through every arm's and
+  group's design, each arm weighted by its information at the common prevalence, with
+  Cochran's Q of the arms' estimates (Cochran 1954);
 - for a group design: the joint maximum-likelihood fit of the prevalence and the
   design's non-adherence parameter (cheaters ``gamma``, Clark & Desharnais 1998;
   honesty ``t``, Moshagen, Musch & Erdfelder 2012), and for the extended crosswise

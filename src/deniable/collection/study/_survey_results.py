@@ -258,14 +258,14 @@ def _arms_part(
 ) -> dict[str, tuple[Any, Any]]:  # fmt: skip
     """``study`` and ``arms`` into ``out``; each question's pooled ``(moment, mle)``."""
     versions = store.versions(survey.id) if pooled else None
-    out["study"] = [item.to_dict(level) for item in arm_analysis(frame, survey, level, versions)]
+    studies = arm_analysis(frame, survey, level, versions)
+    out["study"] = [item.to_dict(level) for item in studies]
     out["arms"] = arm_counts(frame, survey)
     estimates: dict[str, tuple[Any, Any]] = {}
-    for q in survey.questions:
-        if has_variants(survey, q.id) and q.range is None and q.mechanism.n_truths == 2:
-            both = [pooled_estimate(frame, survey, q.id, versions, m) for m in ("moment", "mle")]
-            if both[0] is not None:
-                estimates[q.id] = (both[0], both[1])
+    for study in studies:  # the pooled MLE is the study's, over the same rows
+        if study.pooled is not None:
+            moment = pooled_estimate(frame, survey, study.question, versions, "moment")
+            estimates[study.question] = (moment, study.pooled)
     return estimates
 
 

@@ -61,12 +61,14 @@ def test_named_recipients_get_the_central_epsilon_of_each_release(store):
         n = central["n"]
         assert n == 6
         want = shuffle_amplification(
-            n, central["epsilon_0"], DELTA, randomizer="randomized_response"
+            n, central["epsilon_0"], DELTA, randomizer="binary_randomized_response"
         )
-        assert central["epsilon"] == want.epsilon and central["delta"] == DELTA
+        assert central["randomizer"] == "binary_randomized_response"
+        assert central["epsilon"] == want.epsilon == want.exact and central["delta"] == DELTA
+        assert central["epsilon"] <= want.clones  # the exact curve, under the clones' bound
         assert central["epsilon_0"] == pytest.approx(LN3)
         assert central["epsilon"] < LN3
-        for words in ("named recipient", "live operator", "adds up", "largest epsilon"):
+        for words in ("named recipient", "live operator", "distinct draws", "largest epsilon"):
             assert words in central["statement"]
     version = store.central_privacy(survey)
     assert version["releases"] == 2
@@ -168,5 +170,42 @@ async def test_the_dashboard_states_it_only_where_it_holds(client):
     html = (await client.get("/surveys/w/results", headers=AUTH)).text
     assert "Central privacy of the\n1 release:" in html
     assert f"({res['central']['epsilon']:.3g}, 1e-06)-differential privacy" in html
+    # pooled over versions, the figure proved is the local epsilon of the distinct draws:
+    # version 2 asks the same question unchanged, so the memoized report is one draw
+    store.publish(load_survey(warner(version=2, min_release=4, allow_small_release=True)))
     pooled = (await client.get("/api/surveys/w/results?pooled=true", headers=AUTH)).json()
-    assert pooled["central"] is None
+    assert pooled["central"]["local"] is True and pooled["central"]["versions"] == [1, 2]
+    assert pooled["central"]["epsilon"] == pytest.approx(LN3) and pooled["central"]["delta"] == 0
+    html = (await client.get("/surveys/w/results?version=2&pooled=true", headers=AUTH)).text
+    assert "releases pooled over versions:" in html and "1.1-LDP" in html
+    assert "no proof of amplification by" in html
+
+
+def test_across_versions_the_figure_is_the_local_epsilon_of_distinct_draws():
+    """Three versions: the same Warner question twice (one memoized draw, ln 3), then a
+    new question (a second draw): the pooled figure is the ledger's 2 ln 3, with no delta,
+    and it never falls below any single version's local cost; a one-sided design makes
+    it unbounded and says so."""
+    from deniable.collection.store._central import pooled_statement
+
+    other = {
+        "id": "r",
+        "text": "Have you cheated?",
+        "design": {"name": "warner", "params": {"p": 0.75}},
+    }
+    one, two = (load_survey(warner(version=v)) for v in (1, 2))
+    three = load_survey(warner(version=3, questions=[other]))
+    pooled = pooled_statement([one, two])
+    assert pooled["epsilon"] == pytest.approx(LN3) and pooled["versions"] == [1, 2]
+    pooled = pooled_statement([three, one, two])
+    assert pooled["epsilon"] == pytest.approx(2 * LN3) and pooled["versions"] == [1, 2, 3]
+    assert "distinct draws: 2.2-LDP" in pooled["statement"]
+    mangat = {
+        "id": "q",
+        "text": "Have you had an abortion?",
+        "design": {"name": "mangat", "params": {"p": 0.3}},
+        "allow_infinite_epsilon": True,
+    }
+    proof = load_survey(warner(questions=[mangat], no_lifetime_budget=True, lifetime_budget=None))
+    assert math.isinf(pooled_statement([proof])["epsilon"])
+    assert "not bounded" in pooled_statement([proof])["statement"]

@@ -24,8 +24,15 @@ only where the theorem's conditions hold, and then spelled out with it
 
 Composition. The releases of one version hold different people (one response per
 named invitation), so together they are ``(max epsilon, delta)``-DP (parallel
-composition): :func:`version_statement`. A person who answers several versions is in
-one release of each; their epsilons and deltas add up (basic composition).
+composition): :func:`version_statement`. A person who answers several versions sends
+the report their device memoized (one draw per question content), so the same draw
+appears in a release of each version. Composition theorems need fresh randomness in each
+mechanism, and no proof here covers amplification by shuffling of a draw released more
+than once, so across versions and waves the figure stated is the one that can be
+proved: the local epsilon of the person's distinct draws (every release is a
+post-processing of them and of the others' reports), which is what the survey id's
+lifetime ledger counts (one draw per distinct question content, a panel question's
+epsilon_inf per wave up to ``k`` of them): :func:`pooled_statement`.
 
 Against whom. The statement is about readers of the released reports (the results,
 exports and tallies, and whoever later holds them). It says nothing against the live
@@ -47,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DELTA",
     "conditions_hold",
+    "pooled_statement",
     "release_statement",
     "smallest_group",
     "version_statement",
@@ -57,6 +65,12 @@ DELTA = 1e-6
 
 #: The designs whose clone probability is ``2 / (e^eps0 + 1)`` (randomized response).
 _RANDOMIZED_RESPONSE = ("warner", "kary-rr")
+
+#: The largest group whose release the server states exactly for binary randomized
+#: response (Warner); the exact sum takes under a second up to here, seconds beyond
+#: (:data:`deniable.planning._shuffle.MAX_EXACT_REPORTS`), and a larger group gets the
+#: clones' bound.
+EXACT_IN_SERVICE = 20_000
 
 
 def smallest_group(survey: Survey, crowd: Sequence[StagedResponse]) -> int:
@@ -110,11 +124,19 @@ def release_statement(survey: Survey, n: int, anonymous_invitations: int) -> dic
     epsilon_0 = survey.total_epsilon
     one = len({v.id for v in asked}) == 1
     rr = one and all(v.design.name in _RANDOMIZED_RESPONSE for v in asked)
-    randomizer: Literal["general", "randomized_response"] = (
-        "randomized_response" if rr else "general"
+    # binary randomized response at a smaller epsilon than epsilon_0 (another arm's
+    # Warner) is a post-processing of it at epsilon_0, report by report
+    binary = rr and all(v.design.name == "warner" for v in asked) and n <= EXACT_IN_SERVICE
+    randomizer: Literal["general", "randomized_response", "binary_randomized_response"] = (
+        "binary_randomized_response" if binary else "randomized_response" if rr else "general"
     )
     delta = min(DELTA, 0.1 / n)
     bound = shuffle_amplification(n, epsilon_0, delta, randomizer=randomizer)
+    how = (
+        "exact for binary randomized response, over every answer of the others"
+        if binary
+        else "amplification by shuffling; Feldman, McMillan & Talwar 2021"
+    )
     return {
         "epsilon": bound.epsilon,
         "delta": delta,
@@ -124,13 +146,14 @@ def release_statement(survey: Survey, n: int, anonymous_invitations: int) -> dic
         "closed_form": bound.closed_form,
         "statement": (
             "to a reader of the released reports, each person in the release is protected "
-            f"at ({bound.epsilon:.3g}, {delta:.1g})-differential privacy (amplification by "
-            "shuffling; Feldman, McMillan & Talwar 2021): their response is "
+            f"at ({bound.epsilon:.3g}, {delta:.1g})-differential privacy ({how}): their "
+            "response is "
             f"{epsilon_0:.3g}-LDP and hides among the {n} or more responses of its group "
             "(arm, groups, hour, direct answers). This holds because every invitation went "
             "to a named recipient and every randomized question has a finite epsilon. "
             "Releases of one version hold different people (take the largest epsilon); a "
-            "person in several versions adds up their epsilons and deltas. It does not hold "
+            "person in several versions sends the same memoized report to each, and across "
+            "versions only the local epsilon of their distinct draws is proved. It does not hold "
             "against the live operator, who sees responses arrive"
         ),
     }
@@ -151,3 +174,52 @@ def version_statement(
         return None
     worst = max(statements, key=lambda s: float(s["epsilon"]))  # type: ignore[index]
     return dict(worst) | {"releases": len(details)}  # type: ignore[arg-type]
+
+
+def pooled_statement(versions: Sequence[Survey]) -> dict[str, Any]:
+    """What the releases of several versions (waves) of one survey id say of one person,
+    together: the local epsilon of the person's distinct draws (module text).
+
+    Returns
+    -------
+    dict
+        ``{"epsilon", "delta", "local", "versions", "statement"}``: ``epsilon`` the
+        lifetime ledger's count over ``versions`` (nats; ``inf`` where a design can
+        prove an answer), ``delta`` 0, ``local`` True, ``versions`` their numbers.
+
+    Raises
+    ------
+    ValueError
+        If ``versions`` is empty or mixes survey ids (``lifetime_ledger``).
+    """
+    from ..model._budget import lifetime_ledger
+
+    ledger = lifetime_ledger(versions)
+    numbers = [v for v, _, _ in ledger.cumulative]
+    proves = any(
+        not math.isfinite(v.epsilon)
+        for s in versions
+        for q in s.questions
+        for v in s.variants(q.id)
+        if not v.is_direct
+    )
+    spent = math.inf if proves else ledger.spent
+    figure = (
+        f"{spent:.3g}-LDP" if math.isfinite(spent) else "not bounded (a design can prove an answer)"
+    )
+    return {
+        "epsilon": spent,
+        "delta": 0.0,
+        "local": True,
+        "versions": numbers,
+        "statement": (
+            f"pooled over versions {', '.join(map(str, numbers))}, what holds for each person is "
+            f"the local epsilon of their distinct draws: {figure}. Their device sends the "
+            "report it memoized to every version that asks the question unchanged, so one "
+            "draw can appear in a release of each version; no proof of amplification by "
+            "shuffling covers a draw released more than once, while every release is a "
+            "post-processing of the person's draws (the lifetime ledger counts them: one per "
+            "distinct question, a panel question's epsilon_inf per wave). A device that lost "
+            "its memo draws again, up to the server's per-person cap"
+        ),
+    }

@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from ...errors import SurveyNotFoundError
 from ..model._budget import lifetime_ledger
-from ._central import version_statement
+from ._central import pooled_statement, version_statement
 from ._recipients import lifetime_budget_from_environment
 from ._schema import audit_log, invitations, recipient_ledger, survey_state, surveys
 
@@ -238,9 +238,13 @@ class LifecycleMixin:
             },
         }
 
-    def central_privacy(self, survey: Survey) -> dict[str, Any] | None:
+    def central_privacy(self, survey: Survey, pooled: bool = False) -> dict[str, Any] | None:
         """The central privacy of a version's releases (:func:`.central.version_statement`
-        over their audit entries), or ``None`` where nothing can be said."""
+        over their audit entries), or ``None`` where nothing can be said; ``pooled``:
+        what the releases of every version of the id say together, the local epsilon of
+        a person's distinct draws (:func:`.central.pooled_statement`)."""
+        if pooled:
+            return pooled_statement(self.versions(survey.id))
         q = select(audit_log.c.detail).where(
             audit_log.c.survey_id == survey.id,
             audit_log.c.version == survey.version,

@@ -247,7 +247,7 @@ def _summary(store: Store, survey: Survey, level: float, pooled: bool) -> dict[s
         "withheld": waiting if closed else 0,
         "note": _release_note(survey, released, waiting, closed),
         # what the released reports say of one person to their readers, where it holds
-        "central": None if pooled else store.central_privacy(survey),
+        "central": store.central_privacy(survey, pooled=pooled),
         "questions": [],
     }
 

@@ -288,59 +288,124 @@ def test_every_frequentist_method_covers_94_percent_on_the_boundary_grid(design)
             estimate(design, Tally(counts)).confidence_interval()
 
 
-@pytest.mark.parametrize(
-    "methods",
-    [
-        ("normal", "wilson", "agresti_coull", "beta", "jeffreys"),
-        pytest.param(("bayes",), marks=pytest.mark.slow),  # a posterior sampled per cell
-    ],
-    ids=["frequentist", "bayes"],
+#: The bench's designs, sizes up to 3,000 and prevalences, with 0.1 (issue 43).
+BENCH_DESIGNS = (
+    ForcedResponse(p_yes=0.25, p_no=0.25),
+    ForcedResponse(p_yes=1 / 6, p_no=1 / 6),
+    Warner(p=0.7),
+    Crosswise(p=0.25),
+    KaryRR(k=7, epsilon=2.0),
 )
-@pytest.mark.parametrize("design", ISSUE_DESIGNS, ids=repr)
-def test_a_method_below_94_percent_on_the_grid_warns_there(design, methods):
-    """The reduced grid (n in {300, 3000}, every method, the issue's prevalences and
-    their mirror images): wherever a method's coverage (exact; k-ary bayes by its
-    binary approximation) is below 94%, an estimate at that prevalence warns, naming the
-    lowest coverage and recommending feldman_cousins; where every cell within reach
-    covers, nothing is said."""
+BENCH_PI = (0.0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.3, 0.5, 0.95, 0.99, 1.0)
+FREQUENTIST = ("normal", "wilson", "agresti_coull", "beta", "jeffreys")
+
+
+def _short_of_the_goal(design, method, n):
+    """The cells where the warning misses issue 43's goal: coverage among the unwarned
+    below 0.94 (judged where at least 0.1% of surveys go unwarned), or more than 10%
+    warned where the method covers at least 0.95 (exact: warned_coverage)."""
+    from deniable.estimation._coverage_warning import warned_coverage
+
+    j = 0 if isinstance(design, KaryRR) else design.n_truths - 1
+    every, unwarned, warned = warned_coverage(design, n, method, 0.95, j, BENCH_PI)
+    return [
+        (pi, round(a, 3), round(u, 3), round(w, 3))
+        for pi, a, u, w in zip(BENCH_PI, every, unwarned, warned, strict=True)
+        if (w < 0.999 and u < 0.94) or (a >= 0.95 and w > 0.10)
+    ]
+
+
+@pytest.mark.slow  # 4-14 s a design: every count of four sizes, six methods
+@pytest.mark.parametrize("design", BENCH_DESIGNS, ids=repr)
+def test_every_interval_is_honest_or_warned_on_the_bench_grid(design):
+    """Exact (every count enumerated, the warning decided at each count's estimate):
+    for every method at n in {100, 300, 1,000, 3,000} and the bench's prevalences with
+    0.1, the unwarned surveys are covered at least 94% of the time and at most 10% are
+    warned where the method covers 95%. The exceptions are on KaryRR(7, 2) at n <= 300:
+    ``normal`` (0.931 at 0.5, n = 100, where the coverage nearby averages above 0.94:
+    0.3% warned, the unwarned covered 0.934; 0.937 at 0.1, n = 300, none warned), a
+    normal approximation at 14 expected reports a category; and ``bayes``, whose uniform
+    prior pulls a category of 7 towards 0 (0.896 at 0.5, n = 100)."""
+    misses = {
+        (method, n): short
+        for method in (*FREQUENTIST, "bayes")
+        for n in (100, 300, 1_000, 3_000)
+        if (short := _short_of_the_goal(design, method, n))
+    }
+    if isinstance(design, KaryRR):
+        want = {("normal", 100), ("normal", 300), ("bayes", 100), ("bayes", 300)}
+        assert set(misses) == want, misses
+        assert [pi for pi, *_ in misses["normal", 300]] == [0.1]
+    else:
+        assert misses == {}
+
+
+@pytest.mark.slow
+def test_bayes_on_kary_rr_covers_prevalence_0():
+    """Issue 43: bayes on k-ary RR covered 0.76-0.81 at prevalence 0 from its posterior
+    draws. Each category's interval is now that of its exact one-dimensional posterior
+    given its report's count (holding 0 where the density is highest there): exact
+    coverage at 0 is at least 0.95 at every n of the bench, and the warning rule leaves
+    the unwarned there covered at least 94%."""
+    from deniable.estimation._coverage_warning import warned_coverage
+
+    design = KaryRR(k=7, epsilon=2.0)
+    for n in (100, 300, 1_000, 3_000):
+        every, unwarned, warned = warned_coverage(design, n, "bayes", 0.95, 0, (0.0,))
+        assert every[0] >= 0.95, (n, every)
+        assert warned[0] >= 0.999 or unwarned[0] >= 0.94, (n, unwarned, warned)
+
+
+@pytest.mark.slow
+def test_the_warning_the_estimate_gives_is_the_rule_enumerated(rng):
+    """600 simulated surveys at each of three cells: the share that
+    ``confidence_interval`` warns, and the coverage among the unwarned, agree with
+    warned_coverage's exact figures within 4 Monte-Carlo standard errors; the warning
+    names the mean coverage over the neighbourhood and recommends feldman_cousins."""
     import warnings
 
     from deniable import Tally, estimate
     from deniable.errors import IntervalCoverageWarning
-    from deniable.estimation._coverage_warning import FLOOR, GRID, grid_coverage
+    from deniable.estimation._coverage_warning import warned_coverage
 
-    j = 0 if isinstance(design, KaryRR) else 1
-    k = design.n_truths
-    seen_bad = 0
-    for n in (300, 3000):
-        for method in methods:
-            coverage = grid_coverage(design, n, method, 0.95, j)
-            for pi, cov in zip(GRID, coverage, strict=True):
-                truth = np.full(k, (1 - pi) / (k - 1))
-                truth[j] = pi
-                counts = np.round(design.matrix @ truth * n).astype(np.int64)
-                counts[-1] += n - counts.sum()
-                est = estimate(
-                    design, Tally(counts), method="bayes" if method == "bayes" else "moment"
-                )
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    est.confidence_interval(0.95, method)
-                said = [str(w.message) for w in caught if w.category is IntervalCoverageWarning]
-                grid_said = [m for m in said if "boundary grid" in m]
-                if cov < FLOOR:
-                    seen_bad += 1
-                    assert grid_said, (method, n, pi, cov)
-                    assert f"{coverage.min():.3f}" in grid_said[0]
-                    assert "feldman_cousins" in grid_said[0]
-                elif coverage.min() >= FLOOR:
-                    assert not grid_said, (method, n, pi)
-    if methods == ("bayes",) and not isinstance(design, Warner):
-        assert seen_bad > 0  # 0.932 at 0.05 (forced response), 0 near 1 (k-ary RR)
-    fc = estimate(design, Tally(np.full(design.n_reports, 100)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", IntervalCoverageWarning)
-        fc.confidence_interval()  # the default never warns
+    surveys = 600
+    cells = [
+        (KaryRR(k=7, epsilon=2.0), 100, "bayes", 0.3),  # 0.937: most warned
+        (KaryRR(k=7, epsilon=2.0), 1_000, "bayes", 0.95),  # the prior pulls towards 0
+        (ForcedResponse(p_yes=0.25, p_no=0.25), 1_000, "wilson", 0.3),  # covers: silent
+    ]
+    for design, n, method, pi in cells:
+        j = 0 if isinstance(design, KaryRR) else design.n_truths - 1
+        every, unwarned, share = warned_coverage(design, n, method, 0.95, j, (pi,))
+        k = design.n_truths
+        truth = np.full(k, (1 - pi) / (k - 1))
+        truth[j] = pi
+        counts = simulate_tallies(design, truth, n, surveys, rng)
+        said, covered = [], []
+        for c in counts:
+            est = estimate(design, Tally(c))
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                ci = est.confidence_interval(0.95, method)
+            words = [str(w.message) for w in seen if w.category is IntervalCoverageWarning]
+            mine = f"intervals of {str(est.labels[j])!r} cover"  # this category's warning
+            coverage_words = [m for m in words if mine in m]
+            said.append(bool(coverage_words))
+            covered.append(ci.low[j] <= pi + 1e-12 and pi - 1e-12 <= ci.high[j])
+            if coverage_words:
+                assert "feldman_cousins" in coverage_words[0]
+        said_, covered_ = np.array(said), np.array(covered)
+        got = said_.mean()
+        assert abs(got - share[0]) <= Z4 * math.sqrt(max(share[0] * (1 - share[0]), 1e-3) / surveys)
+        assert abs(covered_.mean() - every[0]) <= Z4 * math.sqrt(
+            max(every[0] * (1 - every[0]), 1e-3) / surveys
+        )
+        if (~said_).sum() >= 100 and not math.isnan(unwarned[0]):
+            m = (~said_).sum()
+            got_u = covered_[~said_].mean()
+            assert abs(got_u - unwarned[0]) <= Z4 * math.sqrt(
+                max(unwarned[0] * (1 - unwarned[0]), 1e-3) / m
+            )
 
 
 def test_warnings_measure_the_distance_at_the_nearest_prevalence_inside():

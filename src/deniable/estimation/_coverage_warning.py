@@ -1,36 +1,33 @@
-"""Exact coverage of the prevalence intervals on the boundary grid, and the rule by
-which :meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval` warns.
+"""Exact coverage of the prevalence intervals, and the rule by which
+:meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval` warns: decided at
+the estimate in hand.
 
 For a design whose estimate of a category is affine in one report share (every binary
 design and k-ary randomized response: :func:`~deniable.estimation._variance.affine_map`)
 that report's count is ``Binomial(n, lam)``, ``lam = (P pi)_r``, and every interval
-method but ``bayes`` depends on that count alone: its coverage at a prevalence is the
+method depends on that count alone (``bayes`` too: its interval is the highest-density
+set of the exact one-dimensional posterior of the category given its report's count,
+:func:`~deniable.estimation._intervals.binary_hpd`). Its coverage at a prevalence is the
 finite sum ``sum_y Pr(y) [pi in CI(y)]`` (counts in the outer ``1e-12`` of each tail
 left out).
 
-``bayes`` on a binary design is enumerated the same way, with its interval taken from
-the exact one-dimensional posterior (the density ``Beta(pi; a0, b0) lam(pi)^y (1 -
-lam(pi))^(n - y)`` on a grid of 1,601 points spanning 12 of the largest standard
-errors either side of the estimate): the highest-density set at the level, which holds
-a boundary where the density is highest there, as the draws' interval does. On
-k-ary RR the category is collapsed with the others into one binary design (the count
-of its report is the same binomial; the other reports' split is left out) under the
-prior's Beta marginal: an approximation, checked against simulation in
-docs/coverage.md.
-
-The rule (:func:`coverage_warning`): for the design, ``n``, the method and the level,
-the exact coverage at each prevalence of :data:`GRID` (the grid of docs/coverage.md
-and its mirror image); when it falls below :data:`FLOOR` at some prevalence within
-four of the largest standard errors (``|slope| / (2 sqrt(n))``) of the estimate, the
-warning names the lowest coverage on the grid and where, and recommends
-``feldman_cousins``. ``feldman_cousins`` and ``chebyshev`` cover at least the level at
-every prevalence by construction and are not checked.
+The rule (:func:`coverage_warning`), decided at the estimate in hand: for the design,
+``n``, the method, the level and each category, the *neighbourhood* of the estimate is
+the prevalences within :data:`REACH` (one) of the largest standard errors
+(``|slope| / (2 sqrt(n))``) of it, within [0, 1]; the method's exact coverage is
+averaged over it (on a grid of a quarter of a count's step, so the saw-tooth of a
+discrete count's coverage, whose dips are a count's step wide, is averaged out rather
+than taken at its lowest tooth), and below :data:`FLOOR` the warning gives that mean and
+the neighbourhood, and recommends ``feldman_cousins``. ``feldman_cousins`` and
+``chebyshev`` cover at least the level at every prevalence by construction and are not
+checked. :func:`warned_coverage` computes, by the same enumeration, the coverage among
+all surveys, among the unwarned and the share warned at given prevalences
+(docs/coverage.md).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,24 +38,23 @@ from ._variance import affine_map
 
 __all__ = [
     "FLOOR",
-    "GRID",
     "GUARANTEED",
+    "REACH",
     "TAIL",
     "coverage_warning",
-    "grid_coverage",
     "interval_coverage",
+    "warned_coverage",
 ]
 
-_NEAR_ZERO = (0.0, 0.001, 0.005, 0.01, 0.05, 0.3, 0.5)
-#: The prevalences checked: the boundary grid of docs/coverage.md and its mirror image.
-GRID: tuple[float, ...] = tuple(sorted({*_NEAR_ZERO, *(1.0 - p for p in _NEAR_ZERO)}))
 #: Coverage every offered interval is held to; below it, the method warns.
 FLOOR = 0.94
+#: The neighbourhood of an estimate whose coverage is averaged, in the largest standard
+#: errors of the category's estimate on either side.
+REACH = 1.0
 #: Probability left out in each tail of a count's distribution.
 TAIL = 1e-12
 #: Methods that cover at least the level everywhere by construction.
 GUARANTEED = ("feldman_cousins", "chebyshev")
-_cache: dict[tuple[Any, ...], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
 
 
 def _count_range(n: int, lam: float) -> tuple[int, int]:
@@ -85,13 +81,46 @@ def _tallies(design: FiniteChannel, r: int, y: NDArray[np.int64], n: int) -> NDA
     return counts
 
 
+def _count_intervals(
+    design: FiniteChannel,
+    n: int,
+    method: str,
+    confidence_level: float,
+    j: int,
+    y: NDArray[np.int64],
+    prior: NDArray[np.float64] | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``method``'s interval of category ``j`` at each count ``y`` of its report."""
+    amap = affine_map(design)
+    assert amap is not None
+    r = int(amap.report[j])
+    if method == "bayes":
+        k = design.n_truths
+        pseudo = np.ones(k) if prior is None else np.asarray(prior, dtype=np.float64)
+        beta = (float(pseudo[j]), float(pseudo.sum() - pseudo[j]))
+        return binary_hpd(amap, j, y, n, confidence_level, beta)
+    lo2, hi2 = prevalence_intervals(design, _tallies(design, r, y, n), method, confidence_level)
+    return lo2[:, j], hi2[:, j]
+
+
+def _shares(design: FiniteChannel, j: int, prevalences: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The share of category ``j``'s report at each prevalence of ``j`` (the others
+    sharing the rest equally)."""
+    amap = affine_map(design)
+    assert amap is not None
+    r, k = int(amap.report[j]), design.n_truths
+    at0 = float(design.matrix[r] @ _prevalence_vector(k, j, 0.0))
+    at1 = float(design.matrix[r] @ _prevalence_vector(k, j, 1.0))
+    return np.clip(at0 + (at1 - at0) * np.asarray(prevalences, dtype=np.float64), 0.0, 1.0)
+
+
 def interval_coverage(
     design: FiniteChannel,
     n: int,
     method: str,
     confidence_level: float,
     category: int,
-    prevalences: tuple[float, ...] = GRID,
+    prevalences: tuple[float, ...],
     prior: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Exact coverage and expected width of ``method``'s interval for ``category`` at
@@ -106,26 +135,15 @@ def interval_coverage(
     """
     from scipy import stats
 
-    amap = affine_map(design)
-    if amap is None:
+    if affine_map(design) is None:
         raise ValueError(
             "exact coverage needs a design whose estimate of each category is affine in one "
             "report share (binary designs, k-ary RR)"
         )
-    k, j = design.n_truths, category
-    r = int(amap.report[j])
-    lams = [
-        float(np.clip(design.matrix[r] @ _prevalence_vector(k, j, p), 0, 1)) for p in prevalences
-    ]
+    lams = [float(v) for v in _shares(design, category, np.asarray(prevalences))]
     ranges = [_count_range(n, lam) for lam in lams]
     y = np.unique(np.concatenate([np.arange(lo, hi + 1) for lo, hi in ranges]))
-    if method == "bayes":
-        pseudo = np.ones(k) if prior is None else np.asarray(prior, dtype=np.float64)
-        beta = (float(pseudo[j]), float(pseudo.sum() - pseudo[j]))
-        low, high = binary_hpd(amap, j, y, n, confidence_level, beta)
-    else:
-        lo2, hi2 = prevalence_intervals(design, _tallies(design, r, y, n), method, confidence_level)
-        low, high = lo2[:, j], hi2[:, j]
+    low, high = _count_intervals(design, n, method, confidence_level, category, y, prior)
     coverage = np.empty(len(prevalences))
     width = np.empty(len(prevalences))
     for i, (p, lam) in enumerate(zip(prevalences, lams, strict=True)):
@@ -135,30 +153,109 @@ def interval_coverage(
     return coverage, width
 
 
-def grid_coverage(
+def _local_mean(
+    design: FiniteChannel,
+    n: int,
+    j: int,
+    y: NDArray[np.int64],
+    lo_y: NDArray[np.float64],
+    hi_y: NDArray[np.float64],
+    centers: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """The mean exact coverage over the neighbourhood of each estimate in ``centers``
+    (module text): on a grid of a quarter of a count's step (``|slope| / (4 n)``), the
+    points within ``REACH`` largest standard errors of the center."""
+    amap = affine_map(design)
+    assert amap is not None
+    slope = abs(float(amap.slope[j]))
+    reach = REACH * slope * 0.5 / math.sqrt(n)
+    step = slope / (4 * n)
+    low = max(float(centers.min()) - reach, 0.0)
+    high = min(float(centers.max()) + reach, 1.0)
+    grid = np.clip(np.arange(math.floor(low / step), math.ceil(high / step) + 1) * step, 0.0, 1.0)
+    coverage = _covered(design, n, j, y, lo_y, hi_y, grid)
+    total = np.concatenate([[0.0], np.cumsum(coverage)])
+    start = np.searchsorted(grid, centers - reach - 1e-15, side="left")
+    stop = np.searchsorted(grid, centers + reach + 1e-15, side="right")
+    return np.asarray((total[stop] - total[start]) / np.maximum(stop - start, 1), dtype=np.float64)
+
+
+def _covered(
+    design: FiniteChannel,
+    n: int,
+    j: int,
+    y: NDArray[np.int64],
+    lo_y: NDArray[np.float64],
+    hi_y: NDArray[np.float64],
+    points: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Exact coverage at each prevalence of ``points`` of the intervals ``lo_y, hi_y``
+    of the consecutive counts ``y`` (whose range holds all but ``2 TAIL`` of the mass
+    at every point)."""
+    from scipy import special, stats
+
+    lam = _shares(design, j, points)
+    if np.all(np.diff(lo_y) >= 0) and np.all(np.diff(hi_y) >= 0):
+        # monotone intervals: the counts covering pi are one run, [first, last]
+        last = y[0] + np.searchsorted(lo_y, points + 1e-12, side="right") - 1
+        first = y[0] + np.searchsorted(hi_y, points - 1e-12, side="left")
+        below = np.where(first >= 1, special.bdtr(np.maximum(first - 1, 0), n, lam), 0.0)
+        return np.asarray(
+            np.where(last >= first, special.bdtr(last, n, lam) - below, 0.0), dtype=np.float64
+        )
+    pmf = stats.binom.pmf(y[None, :], n, lam[:, None])
+    covers = (lo_y[None, :] <= points[:, None] + 1e-12) & (points[:, None] - 1e-12 <= hi_y[None, :])
+    return np.asarray((pmf * covers).sum(axis=1), dtype=np.float64)
+
+
+def warned_coverage(
     design: FiniteChannel,
     n: int,
     method: str,
     confidence_level: float,
     category: int,
+    prevalences: tuple[float, ...],
     prior: NDArray[np.float64] | None = None,
-) -> NDArray[np.float64]:
-    """:func:`interval_coverage` over :data:`GRID` (cached by design matrix, n, method,
-    level, category and prior)."""
-    key = (
-        design.matrix.tobytes(),
-        design.matrix.shape,
-        int(n),
-        method,
-        float(confidence_level),
-        int(category),
-        None if prior is None else np.asarray(prior, dtype=np.float64).tobytes(),
-    )
-    if key not in _cache:
-        if len(_cache) > 512:
-            _cache.clear()
-        _cache[key] = interval_coverage(design, n, method, confidence_level, category, GRID, prior)
-    return _cache[key][0]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """What the warning does to the surveys at each prevalence, exactly (by enumerating
+    the category's report count, the warning decided at the unbiased estimate as
+    :func:`coverage_warning` does): ``(coverage among all, coverage among the unwarned
+    (NaN where every survey is warned), share warned)``, shapes (len(prevalences),).
+
+    Raises
+    ------
+    ValueError
+        For a design without a per-category affine inverse.
+    """
+    from scipy import stats
+
+    amap = affine_map(design)
+    if amap is None:
+        raise ValueError(
+            "exact coverage needs a design whose estimate of each category is affine in one "
+            "report share (binary designs, k-ary RR)"
+        )
+    j = category
+    y = np.arange(n + 1, dtype=np.int64)
+    lo_y, hi_y = _count_intervals(design, n, method, confidence_level, j, y, prior)
+    if method in GUARANTEED:
+        warned = np.zeros(y.size, dtype=bool)
+    else:
+        center = np.clip(float(amap.intercept[j]) + float(amap.slope[j]) * y / n, 0.0, 1.0)
+        warned = _local_mean(design, n, j, y, lo_y, hi_y, center) < FLOOR
+    cover_all = np.empty(len(prevalences))
+    cover_unwarned = np.empty(len(prevalences))
+    share = np.empty(len(prevalences))
+    for i, (p, lam) in enumerate(
+        zip(prevalences, _shares(design, j, np.asarray(prevalences)), strict=True)
+    ):
+        w = stats.binom.pmf(y, n, lam)
+        covered = (lo_y <= p + 1e-12) & (p - 1e-12 <= hi_y)
+        cover_all[i] = w @ covered
+        share[i] = w @ warned
+        rest = w @ ~warned
+        cover_unwarned[i] = (w @ (covered & ~warned)) / rest if rest > 0 else math.nan
+    return cover_all, cover_unwarned, share
 
 
 def coverage_warning(
@@ -169,32 +266,35 @@ def coverage_warning(
     estimate: NDArray[np.float64],
     prior: NDArray[np.float64] | None = None,
     name: str = "this design",
+    labels: tuple[str, ...] | None = None,
 ) -> str | None:
     """The warning :meth:`PrevalenceEstimate.confidence_interval` gives, or ``None``:
-    when some category's estimate lies within four of the largest standard errors of a
-    grid prevalence where the method covers less than :data:`FLOOR`."""
+    when, for some category, the method's exact coverage averaged over the prevalences
+    within :data:`REACH` of the largest standard errors of ``estimate`` (the unbiased
+    moment estimate, shape (k,), whatever the estimator shown: it is the one function of
+    the report's count alone) falls below :data:`FLOOR` (module text)."""
     amap = affine_map(design)
     if method in GUARANTEED or amap is None or n < 1:
         return None
     categories = range(design.n_truths)
     if design.n_truths == 2:
         categories = range(1, 2)  # one category says it all
-    grid = np.array(GRID)
     for j in categories:
-        coverage = grid_coverage(design, n, method, confidence_level, j, prior)
-        bad = coverage < FLOOR
-        if not bad.any():
+        reach = REACH * abs(float(amap.slope[j])) * 0.5 / math.sqrt(n)
+        center = float(np.clip(estimate[j], 0.0, 1.0))
+        low, high = max(center - reach, 0.0), min(center + reach, 1.0)
+        ranges = [_count_range(n, float(lam)) for lam in _shares(design, j, np.array([low, high]))]
+        y = np.arange(min(r[0] for r in ranges), max(r[1] for r in ranges) + 1, dtype=np.int64)
+        lo_y, hi_y = _count_intervals(design, n, method, confidence_level, j, y, prior)
+        mean = float(_local_mean(design, n, j, y, lo_y, hi_y, np.array([center]))[0])
+        if mean >= FLOOR:
             continue
-        reach = 4 * abs(float(amap.slope[j])) * 0.5 / math.sqrt(n)
-        if np.min(np.abs(grid[bad] - float(estimate[j]))) > reach:
-            continue
-        worst = int(np.argmin(coverage))
-        approx = " (approximate: k-ary bayes)" if method == "bayes" and design.n_truths > 2 else ""
+        label = f"{labels[j]!r}" if labels is not None else f"category {j}"
         return (
-            f"{method} intervals cover as little as {coverage[worst]:.3f} (at prevalence "
-            f"{grid[worst]:g}) for {name} at n = {n:,}: exact coverage on the boundary grid "
-            f"(docs/coverage.md){approx}, and this estimate lies near where it falls below "
-            f"{FLOOR:.0%}. Use feldman_cousins (the default), which covers at least "
-            f"{confidence_level:.0%} at every prevalence"
+            f"{method} intervals of {label} cover {mean:.3f} on average over the prevalences "
+            f"within {REACH:g} standard error of this estimate ({low:.4g} to {high:.4g}) for "
+            f"{name} at n = {n:,} (exact coverage, docs/coverage.md), below {FLOOR:.0%}. Use "
+            f"feldman_cousins (the default), which covers at least {confidence_level:.0%} at "
+            "every prevalence"
         )
     return None

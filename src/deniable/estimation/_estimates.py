@@ -461,9 +461,19 @@ def _matrix_interval(
     (:func:`~deniable.estimation._coverage_warning.coverage_warning`)."""
     if result.boundary_std_error is None:
         from ._coverage_warning import coverage_warning
+        from ._normal_theory import moment_batch
 
+        assert isinstance(result.tally, Tally)
+        unbiased, _ = moment_batch(channel, result.tally.counts[None, :])
         message = coverage_warning(
-            channel, result.n, method, level, result.estimate, result.prior, repr(result.mechanism)
+            channel,
+            result.n,
+            method,
+            level,
+            unbiased[0],
+            result.prior,
+            repr(result.mechanism),
+            tuple(str(label) for label in result.labels),
         )
         if message is not None:
             warnings.warn(message, IntervalCoverageWarning, stacklevel=3)

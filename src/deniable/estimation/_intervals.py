@@ -29,16 +29,23 @@ Methods (the names of ``statsmodels.stats.proportion.proportion_confint``):
     variance). An estimate beyond 0 (or 1) gets the interval of an estimate at the
     boundary, ``[0, half-width]``, never ``[0, 0]``.
 ``bayes``
-    Highest-posterior-density (shortest) credible interval under a Dirichlet (Beta)
-    prior. On a binary design it is the highest-density set of the exact
-    one-dimensional posterior (:func:`binary_hpd`: no sampling error; it holds 0 or 1
-    where the density is highest there); on k-ary RR it is computed from the
+    Credible interval under a Dirichlet (Beta) prior. Where the design's estimate of a
+    category is affine in one report share (binary designs, k-ary RR) it comes from the
+    exact one-dimensional posterior of that category given its report's count, under the
+    prior's Beta marginal (:func:`binary_hpd`: no sampling error): the union of the
+    highest-density set (which holds 0 or 1 where the density is highest there) and the
+    equal-tailed interval, so it holds at least the level of the posterior mass. The
+    highest-density set alone holds a boundary by pulling its other end in, to the
+    one-sided point, and covered 0.93 over stretches 2-4 standard errors from the
+    boundary (docs/coverage.md before issue 43); the union covers at least 0.94 on every
+    binary design of docs/coverage.md. On k-ary RR that leaves out how the other reports
+    split, which says little of this category; the interval taken from posterior draws
+    of the whole vector missed 0 in 19-32% of surveys at prevalence 0 (its shortest
+    window of draws starts a draw's width above 0). Otherwise it is computed from the
     data-augmentation draws (Chen & Shao 1999) and extended to 0 (or 1) when the
     shortest window starts at the smallest (ends at the largest) draw. A credible
-    interval is not power-constrained, and it under-covers in places (exact coverage on
-    a binary design, docs/coverage.md: 0.931-0.942 at some cells, such as
-    ForcedResponse(0.25, 0.25), n = 3,000, pi = 0.05: 0.932; on k-ary RR near 1 it
-    can miss entirely, the prior pulling a category of 7 towards 0);
+    interval is not power-constrained, and on k-ary RR the uniform prior pulls a
+    category of 7 towards 0, so it under-covers there near 1 (docs/coverage.md);
     :meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval` warns where it
     does (:mod:`deniable.estimation`).
 
@@ -208,18 +215,9 @@ def prevalence_intervals(
         low = np.minimum(center - half, 1.0 - half)
         high = np.maximum(center + half, half)
     elif method == "bayes":
-        prior = np.ones(design.n_truths) if prior is None else np.asarray(prior, dtype=float)
-        amap = affine_map(design)
-        if design.n_truths == 2 and amap is not None:  # one-dimensional: exact
-            r = int(amap.report[1])
-            shape = (float(prior[1]), float(prior[0]))
-            low1, high1 = binary_hpd(amap, 1, counts[:, r], n[:, 0], confidence_level, shape)
-            low = np.stack([1.0 - high1, low1], axis=1)
-            high = np.stack([1.0 - low1, high1], axis=1)
-        else:
-            if posterior is None:
-                posterior = posterior_draws(design, counts, prior, rng=rng)
-            low, high = hpd_interval(posterior, confidence_level)
+        low, high = _bayes_intervals(
+            design, counts, n[:, 0], confidence_level, prior, posterior, rng
+        )
     else:
         amap = affine_map(design)
         if amap is None:
@@ -264,6 +262,37 @@ def share_to_prevalence(
     return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
 
 
+def _bayes_intervals(
+    design: FiniteChannel,
+    counts: NDArray[np.int64],
+    n: NDArray[np.int64],
+    confidence_level: float,
+    prior: ArrayLike | None,
+    posterior: NDArray[np.float64] | None,
+    rng: np.random.Generator | int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``bayes`` (the module's text): each category's highest-density interval of its
+    exact one-dimensional posterior where the design allows, else from draws."""
+    pseudo = np.ones(design.n_truths) if prior is None else np.asarray(prior, dtype=float)
+    amap = affine_map(design)
+    if amap is None:
+        if posterior is None:
+            posterior = posterior_draws(design, counts, pseudo, rng=rng)
+        return hpd_interval(posterior, confidence_level)
+    if design.n_truths == 2:  # one category says it all
+        r = int(amap.report[1])
+        shape = (float(pseudo[1]), float(pseudo[0]))
+        low1, high1 = binary_hpd(amap, 1, counts[:, r], n, confidence_level, shape)
+        return np.stack([1.0 - high1, low1], axis=1), np.stack([1.0 - low1, high1], axis=1)
+    low = np.empty(counts.shape, dtype=np.float64)
+    high = np.empty(counts.shape, dtype=np.float64)
+    for j in range(design.n_truths):  # k-ary RR: each category given its report's count
+        shape = (float(pseudo[j]), float(pseudo.sum() - pseudo[j]))
+        r = int(amap.report[j])
+        low[:, j], high[:, j] = binary_hpd(amap, j, counts[:, r], n, confidence_level, shape)
+    return low, high
+
+
 def binary_hpd(
     amap: AffineMap,
     j: int,
@@ -272,14 +301,15 @@ def binary_hpd(
     level: float,
     prior: tuple[float, float],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The highest-posterior-density interval of category ``j`` for each count ``y``
-    (int, shape (S,)) of its report among ``n``, from the exact one-dimensional
-    posterior under the prior ``Beta(prior[0], prior[1])`` on the category: the density
-    ``Beta(pi) lam(pi)^y (1 - lam(pi))^(n - y)`` (``lam`` the report's share at ``pi``)
-    on 1,601 points spanning 12 of the largest standard errors either side of the
-    estimate, and the densest of them holding ``level`` of the mass (a log-concave
-    density: one interval, holding 0 or 1 where the density is highest there).
-    Returns ``low, high``, shapes (S,)."""
+    """The credible interval of category ``j`` for each count ``y`` (int, shape (S,))
+    of its report among ``n``, from the exact one-dimensional posterior under the prior
+    ``Beta(prior[0], prior[1])`` on the category: the density ``Beta(pi) lam(pi)^y (1 -
+    lam(pi))^(n - y)`` (``lam`` the report's share at ``pi``) on 1,601 points spanning
+    12 of the largest standard errors either side of the estimate. The interval is the
+    union of the highest-density set (the densest points holding ``level`` of the mass:
+    a log-concave density, so one interval, holding 0 or 1 where the density is highest
+    there) and the equal-tailed interval; both hold ``level`` of the mass, so their
+    union holds at least that. Returns ``low, high``, shapes (S,)."""
     from scipy import special
 
     c, s = float(amap.intercept[j]), float(amap.slope[j])
@@ -310,6 +340,15 @@ def binary_hpd(
         np.put_along_axis(chosen, order, inside, axis=1)
         low[part] = np.where(chosen, grid, np.inf).min(axis=1)
         high[part] = np.where(chosen, grid, -np.inf).max(axis=1)
+        # joined with the equal-tailed interval: the highest-density set holds a
+        # boundary by moving its other end in (the one-sided 95% point instead of the
+        # 97.5%), which under-covers just off the boundary (0.93 at 2-4 SEs from it)
+        cum = np.cumsum(dens, axis=1)
+        cum /= cum[:, -1:]
+        rows = np.arange(grid.shape[0])
+        tail = (1 - level) / 2
+        low[part] = np.minimum(low[part], grid[rows, np.argmax(cum >= tail, axis=1)])
+        high[part] = np.maximum(high[part], grid[rows, np.argmax(cum >= 1 - tail, axis=1)])
     return low, high
 
 

@@ -26,6 +26,7 @@ from ._group_channels import (
     UnknownInnocuous,
     WithDirectQuestioning,
 )
+from ._known_prevalence import ValidationCheck, validation_check
 from ._linear import RRLinearResult, rr_linear
 from ._mixed import designs_by_row, glmmrr_design
 from ._mixed_logit import RRMixedLogitResult, rr_mixed_logit
@@ -76,6 +77,7 @@ __all__ = [
     "SubgroupResult",
     "SurveyEstimate",
     "UnknownInnocuous",
+    "ValidationCheck",
     "WithDirectQuestioning",
     "adult_parity_audit",
     "arm_differences",
@@ -105,6 +107,7 @@ __all__ = [
     "survey_estimate",
     "two_reply_codes",
     "unknown_innocuous_two_replies",
+    "validation_check",
 ]
 
 #: Old names, with a DeprecationWarning for one release (``Channel`` is ``GroupModel``).

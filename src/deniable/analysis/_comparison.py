@@ -256,6 +256,11 @@ class ArmStudy(EstimateResult):
     groups : dict or None
         A group design's joint fit (prevalence, its non-adherence parameter or its G²
         test), as printed.
+    known : float or None
+        A validation item's true prevalence (0 for a zero-prevalence control).
+    validation : list of ValidationCheck or None
+        Each arm's estimate against ``known``
+        (:func:`~deniable.analysis.validation_check`).
 
     Examples
     --------
@@ -281,6 +286,8 @@ class ArmStudy(EstimateResult):
     pooled_arms: list[str] | None = None
     heterogeneity: Heterogeneity | None = None
     groups: dict[str, Any] | None = None
+    known: float | None = None
+    validation: list[Any] | None = None
 
     @property
     def estimate(self) -> NDArray[np.float64]:
@@ -302,13 +309,16 @@ class ArmStudy(EstimateResult):
         return ConfidenceInterval(low, high)
 
     def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
-        """``{"question", "text", "answer", "control", "arms": [{"arm", "design", "n",
-        "estimate", "std_error", "low", "high"}], "reference", "differences", "pooled":
-        {... "method", "arms", "heterogeneity"}, "groups"}``, JSON-ready."""
+        """``{"question", "text", "answer", "control", "known", "arms": [{"arm", "design",
+        "n", "estimate", "std_error", "low", "high", "validation"}], "reference",
+        "differences", "pooled": {... "method", "arms", "heterogeneity"}, "groups"}``,
+        JSON-ready (``validation`` only for a validation item)."""
         rows = [
             {"arm": arm, "design": design} | _row(a, confidence_level)
             for arm, design, a in zip(self.labels, self.designs, self.arms, strict=True)
         ]
+        for row, check in zip(rows, self.validation or [], strict=False):
+            row["validation"] = check.to_dict()
         pooled = None
         if self.pooled is not None:
             pooled = _row(self.pooled, confidence_level) | {
@@ -323,6 +333,7 @@ class ArmStudy(EstimateResult):
             "text": self.text,
             "answer": self.answer,
             "control": self.control,
+            "known": self.known,
             "arms": rows,
             "reference": None if self.differences is None else self.differences.reference,
             "differences": []

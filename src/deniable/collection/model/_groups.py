@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...mechanisms._binary import Crosswise, ForcedResponse, Mangat
 from ...mechanisms._designs import Design
@@ -47,12 +47,31 @@ __all__ = [
     "INNOCUOUS_DESIGNS",
     "GroupDesign",
     "check_innocuous",
+    "check_validation_item",
     "group_design",
 ]
 
 #: Designs that ask an innocuous question beside the sensitive one (they alone take
 #: ``innocuous_question``; Greenberg et al. 1969, Yu, Tian & Tang 2008, Heck et al. 2018).
 INNOCUOUS_DESIGNS = ("unrelated-question", "crosswise", "triangular", "extended-crosswise")
+
+
+def check_validation_item(design: str, ranged: bool, answers: int, question: Any) -> None:
+    """Refuse ``known_prevalence`` (a validation item, Höglinger & Diekmann 2017) on what
+    cannot be one: a direct or numeric question, other than two answers, or beside
+    ``control: zero`` (which is the known prevalence 0)."""
+    if question.known_prevalence is None:
+        return
+    if design == "direct" or ranged or answers != 2:
+        raise ValueError(
+            "known_prevalence: only a randomized question with two answers can be a "
+            f"validation item (design {design!r}, {answers} answers)"
+        )
+    if question.control is not None:
+        raise ValueError(
+            "known_prevalence: a control (control: zero) already has a known prevalence of "
+            "0; give one of the two"
+        )
 
 
 def check_innocuous(design: str, innocuous: str | None, numeric: bool) -> None:

@@ -1,19 +1,16 @@
-"""Survey questions: a choice or a number, its design, labels and privacy cost.
+"""Survey questions: a choice or a number, its design, labels and privacy cost (the
+survey file and its privacy accounting: :mod:`deniable.collection.model`).
 
-See :mod:`deniable.collection.model` for the survey file and its privacy accounting.
-
-Numeric questions
------------------
-A question with a ``range`` asks for a number in ``[low, high]`` and randomizes it with
-a one-bit mechanism: Duchi, Jordan & Wainwright's (2018) ``duchi`` or Ding, Kulkarni &
-Yekhanin's (2017) ``1bitmean`` (the same report distribution: the bit is 1 with
-probability ``(1 + z (e^eps - 1)) / (e^eps + 1)``, ``z = (v - low) / (high - low)``).
-That probability is linear in ``z``, so the report is exactly Warner's (1965) design with
-``p = e^eps / (e^eps + 1)`` applied to ``v`` rounded at random to ``low`` (chance
-``1 - z``) or ``high`` (chance ``z``): :attr:`Question.mechanism` is that Warner design
-over the truths ``[low, high]``, the stored report is its code (0 or 1), the question
-costs ``eps``, and the mean of ``v`` is ``low + (high - low) pi`` with ``pi`` the
-estimated prevalence of ``high`` (:meth:`Question.mean_estimate`). Mechanisms whose
+Numeric questions: a question with a ``range`` asks for a number in ``[low, high]`` and
+randomizes it with a one-bit mechanism: Duchi, Jordan & Wainwright's (2018) ``duchi`` or
+Ding, Kulkarni & Yekhanin's (2017) ``1bitmean`` (the same report distribution: the bit
+is 1 with probability ``(1 + z (e^eps - 1)) / (e^eps + 1)``, ``z = (v - low) / (high -
+low)``). That probability is linear in ``z``, so the report is exactly Warner's (1965)
+design with ``p = e^eps / (e^eps + 1)`` applied to ``v`` rounded at random to ``low``
+(chance ``1 - z``) or ``high`` (chance ``z``): :attr:`Question.mechanism` is that Warner
+design over the truths ``[low, high]``, the stored report is its code (0 or 1), the
+question costs ``eps``, and the mean of ``v`` is ``low + (high - low) pi`` with ``pi``
+the estimated prevalence of ``high`` (:meth:`Question.mean_estimate`). Mechanisms whose
 reports are real numbers (``piecewise``, ``hybrid``) cannot be stored as report codes.
 """
 
@@ -55,7 +52,7 @@ from ._fields import (
     Text,
     two_layers,
 )
-from ._groups import GROUP_DESIGNS, check_innocuous, group_design
+from ._groups import GROUP_DESIGNS, check_innocuous, check_validation_item, group_design
 
 __all__ = ["Question"]
 
@@ -94,8 +91,11 @@ class Question(BaseModel):
         counted in (``low`` first, ``high`` last, increasing; 2 to 64 bins); the
         device sends the bin of the number entered (:meth:`bin_of`).
     control : "zero", optional
-        A zero-prevalence control item (Höglinger & Diekmann 2017): nobody can truly
-        carry it, so its estimate measures the design's false positives.
+        A zero-prevalence control item (Höglinger & Diekmann 2017): its estimate
+        measures false positives.
+    known_prevalence : float in [0, 1], optional
+        A validation item's known prevalence (two answers): below it, false negatives;
+        above, false positives (:func:`deniable.analysis.validation_check`).
     innocuous_complement : str, optional
         Group 1's innocuous question of ``extended-crosswise`` (the complement of
         ``innocuous_question``, true for ``1 - p`` of people).
@@ -135,6 +135,7 @@ class Question(BaseModel):
         default=None, min_length=3, max_length=MAX_CATEGORIES + 1
     )
     control: Literal["zero"] | None = None
+    known_prevalence: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] | None = None
     innocuous_complement: Text | None = None
     panel: Panel | None = None
     _design: Design = PrivateAttr()
@@ -159,6 +160,7 @@ class Question(BaseModel):
             raise ValueError("bins: only a direct question with a range takes bins")
         if self.control is not None and (self.design.name == "direct" or self.range):
             raise ValueError("control: only a randomized question with choices can be a control")
+        check_validation_item(self.design.name, bool(self.range), len(self.choices or "ab"), self)
         check_innocuous(self.design.name, self.innocuous_question, self.range is not None)
         if self.innocuous_complement is not None and self.design.name != "extended-crosswise":
             raise ValueError("innocuous_complement: only an extended-crosswise question takes one")
@@ -222,6 +224,7 @@ class Question(BaseModel):
                 f"reports has {len(self.reports)} labels but design {self.design.name!r} "
                 f"has {design.n_reports} report symbols"
             )
+        check_validation_item(self.design.name, False, design.n_truths, self)
         if self.design.name == "direct":  # outside the accounting: protects nothing
             self._design, self._cost = design, 0.0
             return self
@@ -469,6 +472,11 @@ class Question(BaseModel):
         if self.panel is not None:  # likewise
             content["panel"] = self.permanent_key
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+    @property
+    def validation_prevalence(self) -> float | None:
+        """A validation item's known prevalence (0 for ``control: zero``), else ``None``."""
+        return 0.0 if self.control == "zero" else self.known_prevalence
 
     @cached_property
     def memo_digest(self) -> str:

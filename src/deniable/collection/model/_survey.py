@@ -513,6 +513,7 @@ _LATER_QUESTION_FIELDS: dict[str, Any] = {
     "allow_no_answer": False,
     "bins": None,
     "control": None,
+    "known_prevalence": None,
     "innocuous_complement": None,
     "panel": None,
 }

@@ -280,13 +280,9 @@ def arm_analysis(
     -------
     list of ArmStudy
         One :class:`~deniable.analysis.ArmStudy` per question, a result on the common
-        base. Its ``to_dict(level)`` is what the dashboard, the API and ``analyze
-        --arms`` print: ``question``, ``text``, ``answer``, ``control``, ``arms``
-        (``arm``, ``design``, ``n``, ``estimate``, ``std_error``, ``low``, ``high``),
-        ``reference``, ``differences`` (``arm``, ``difference``, ``std_error``, ``low``,
-        ``high``, ``pvalue``: one-sided, the arm larger), ``pooled`` (with ``method``,
-        ``arms`` and ``heterogeneity``) and ``groups`` (a group design's fit, at
-        ``level``), each ``None`` where it does not apply.
+        base. Its ``to_dict(level)`` (whose keys :meth:`ArmStudy.to_dict` lists) is what
+        the dashboard, the API and ``analyze --arms`` print; a validation item's arms
+        carry their :func:`~deniable.analysis.validation_check`.
 
     Examples
     --------
@@ -350,9 +346,22 @@ def arm_analysis(
                 pooled_arms=pool,
                 heterogeneity=heterogeneity,
                 groups=_group_fit(q, survey, rows, level) if len(q.groups) > 1 else None,
+                known=q.validation_prevalence,
+                validation=_validation(q, list(by_arm.values())),
             )
         )
     return out
+
+
+def _validation(q: Question, arms: list[Any]) -> list[Any] | None:
+    """A validation item's check against its known prevalence, arm by arm (one design
+    an arm: a group design's arm is a stacked estimate, not checked)."""
+    from ...analysis._known_prevalence import validation_check
+
+    known = q.validation_prevalence
+    if known is None or len(q.groups) > 1:
+        return None
+    return [validation_check(a, known) for a in arms]
 
 
 def _pooled_fit(

@@ -322,6 +322,19 @@ def _question_item(
             "a zero-prevalence control: nobody carries it, so its estimate measures "
             f"false positives (one-sided p = {p_zero:.3g} against 0)"
         )
+    known = q.validation_prevalence
+    if known is not None and est.n > 0:  # Höglinger & Diekmann 2017
+        from ...analysis._known_prevalence import validation_check
+
+        check = validation_check(est, known)
+        item["validation"] = check.to_dict()
+        if q.control is None:
+            item["warnings"].append(
+                f"a validation item of known prevalence {known:g}: the estimate is "
+                f"{check.difference:+.3f} from it (SE {check.std_error:.3f} at it); one-sided "
+                f"p = {check.pvalue_false_negatives:.3g} for false negatives, "
+                f"{check.pvalue_false_positives:.3g} for false positives"
+            )
     return item
 
 

@@ -28,6 +28,7 @@ all surveys, among the unwarned and the share warned at given prevalences
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -258,6 +259,48 @@ def warned_coverage(
     return cover_all, cover_unwarned, share
 
 
+#: The largest n whose intervals at every count are kept (a warning is then a lookup).
+_TABLE_MAX = 20_000
+_tables: dict[tuple[Any, ...], tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]]
+_tables = {}
+
+
+def _table(
+    design: FiniteChannel,
+    n: int,
+    method: str,
+    confidence_level: float,
+    j: int,
+    prior: NDArray[np.float64] | None,
+    low: float,
+    high: float,
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    """The counts and their intervals that the coverage over ``[low, high]`` needs:
+    every count, computed once per design, n, method, level, category and prior, up to
+    ``_TABLE_MAX`` (a quarter of it for ``bayes``, whose interval takes a posterior on a
+    grid per count); beyond it, the counts the neighbourhood reaches."""
+    if n > (_TABLE_MAX // 4 if method == "bayes" else _TABLE_MAX):
+        ends = _shares(design, j, np.array([low, high]))
+        ranges = [_count_range(n, float(lam)) for lam in ends]
+        y = np.arange(min(r[0] for r in ranges), max(r[1] for r in ranges) + 1, dtype=np.int64)
+        return (y, *_count_intervals(design, n, method, confidence_level, j, y, prior))
+    key = (
+        design.matrix.tobytes(),
+        design.matrix.shape,
+        n,
+        method,
+        confidence_level,
+        j,
+        None if prior is None else np.asarray(prior, dtype=np.float64).tobytes(),
+    )
+    if key not in _tables:
+        if len(_tables) >= 64:
+            _tables.clear()
+        y = np.arange(n + 1, dtype=np.int64)
+        _tables[key] = (y, *_count_intervals(design, n, method, confidence_level, j, y, prior))
+    return _tables[key]
+
+
 def coverage_warning(
     design: FiniteChannel,
     n: int,
@@ -283,9 +326,7 @@ def coverage_warning(
         reach = REACH * abs(float(amap.slope[j])) * 0.5 / math.sqrt(n)
         center = float(np.clip(estimate[j], 0.0, 1.0))
         low, high = max(center - reach, 0.0), min(center + reach, 1.0)
-        ranges = [_count_range(n, float(lam)) for lam in _shares(design, j, np.array([low, high]))]
-        y = np.arange(min(r[0] for r in ranges), max(r[1] for r in ranges) + 1, dtype=np.int64)
-        lo_y, hi_y = _count_intervals(design, n, method, confidence_level, j, y, prior)
+        y, lo_y, hi_y = _table(design, n, method, confidence_level, j, prior, low, high)
         mean = float(_local_mean(design, n, j, y, lo_y, hi_y, np.array([center]))[0])
         if mean >= FLOOR:
             continue

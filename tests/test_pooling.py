@@ -129,6 +129,59 @@ def test_a_direct_arm_joins_only_with_pool_true_and_takes_no_more_than_its_weigh
     assert q["df"] == 1 and q["pvalue"] < 1e-6  # the direct arm under-reports: Q says so
 
 
+def test_an_arm_with_no_rows_is_left_out_of_the_pool_and_named():
+    """The rr2 arm drew nobody: the pool is over the arms with rows, which it names, and
+    equals the joint likelihood over them; Cochran's Q has one degree of freedom less."""
+    survey = load_survey(study())
+    frame = simulate(np.random.default_rng(44), 0.2, {"dq": 300, "rr": 900, "rr3": 700})
+    (result,) = arm_analysis(frame, survey)
+    item = result.to_dict()
+    assert [a["arm"] for a in item["arms"]] == ["dq", "rr", "rr3"]
+    pooled = item["pooled"]
+    assert pooled["arms"] == ["rr", "rr3"] and pooled["n"] == 1600
+    p, se = joint_mle(frame, ["rr", "rr3"])
+    assert pooled["estimate"] == pytest.approx(p, abs=1e-6)
+    assert pooled["std_error"] == pytest.approx(se, rel=1e-4)
+    assert pooled["heterogeneity"]["df"] == 1
+
+
+def test_sixteen_arms_pool_to_the_joint_likelihood():
+    """The most arms a survey file takes (16), each randomizing through its own Warner
+    design (p from 0.65 to 0.95): the pooled estimate and SE are the joint likelihood's
+    over all 16, and under one prevalence Cochran's Q on 15 df stays below its 4-sigma
+    bound (15 + 4 sqrt(30))."""
+    ps = np.linspace(0.65, 0.95, 16)
+    arms = {f"a{i:02d}": {"designs": {"cheat": {"name": "warner", "params": {"p": float(p)}}}}
+            for i, p in enumerate(ps)}  # fmt: skip
+    survey = load_survey(study() | {"arms": arms})
+    rng = np.random.default_rng(4316)
+    codes = {}
+    for (name, _), p in zip(arms.items(), ps, strict=True):
+        codes[name] = Warner(p=float(p)).randomize((rng.random(250) < 0.3).astype(np.int64), rng)
+    frame = frame_of(codes)
+    (result,) = arm_analysis(frame, survey)
+    pooled = result.to_dict()["pooled"]
+    assert pooled["arms"] == sorted(arms) and pooled["n"] == 16 * 250
+
+    def nll(x: float) -> float:
+        return -sum(
+            float(
+                np.bincount(codes[name], minlength=2)
+                @ np.log(Warner(p=float(p)).matrix @ [1 - x, x])
+            )
+            for name, p in zip(arms, ps, strict=True)
+        )
+
+    best = optimize.minimize_scalar(nll, bounds=(1e-9, 1 - 1e-9), method="bounded",
+                                    options={"xatol": 1e-12}).x  # fmt: skip
+    info = sum(250 * (2 * p - 1) ** 2 / ((Warner(p=float(p)).matrix @ [1 - best, best]).prod())
+               for p in ps)  # fmt: skip
+    assert pooled["estimate"] == pytest.approx(best, abs=1e-6)
+    assert pooled["std_error"] == pytest.approx(1 / math.sqrt(info), rel=1e-4)
+    q = pooled["heterogeneity"]
+    assert q["df"] == 15 and q["statistic"] <= 15 + 4 * math.sqrt(30)
+
+
 def test_the_survey_file_keeps_its_digest_without_pool():
     """``pool`` was added after publishing began: at its default it is not in the
     canonical JSON, so a published survey's digest does not change."""

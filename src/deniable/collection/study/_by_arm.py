@@ -374,7 +374,8 @@ def _pooled_fit(
 ) -> tuple[Any, list[str], Any]:
     """The estimate pooled over :func:`pooled_arms` by joint maximum likelihood (each
     arm weighted by its information at the common prevalence, iterated to convergence
-    by EM), the arms pooled, and Cochran's Q of the arms' estimates around it."""
+    by EM), the arms pooled (those with rows), and Cochran's Q of the arms' estimates
+    around it."""
     from ...analysis._comparison import cochran_q
     from ...estimation._pooled import moment_covariance_at
 
@@ -386,6 +387,7 @@ def _pooled_fit(
         warnings.simplefilter("ignore", IntervalCoverageWarning)
         est = _pooled_estimate(codes[keep], keys[keep], designs, "mle")
     present = [a for a in pool if (arms == a).any()]
+    pool = present if pool else pool  # an arm that drew nobody contributed nothing
     if len(present) < 2:
         return est, pool, None
     pi = float(est.estimate[1])

@@ -28,6 +28,16 @@ from ._group_channels import (
 )
 from ._known_prevalence import ValidationCheck, validation_check
 from ._linear import RRLinearResult, rr_linear
+from ._list import (
+    CombinedListEstimate,
+    DesignEffectTest,
+    ListEstimate,
+    ListRegressionResult,
+    list_combined,
+    list_design_effect_test,
+    list_difference_in_means,
+    list_regression,
+)
 from ._mixed import designs_by_row, glmmrr_design
 from ._mixed_logit import RRMixedLogitResult, rr_mixed_logit
 from ._power import (
@@ -58,11 +68,15 @@ __all__ = [
     "ArmStudy",
     "ChannelEstimate",
     "CheatingDetection",
+    "CombinedListEstimate",
     "Contrast",
     "CorrelationResult",
+    "DesignEffectTest",
     "GroupModel",
     "Heterogeneity",
     "KnownChannel",
+    "ListEstimate",
+    "ListRegressionResult",
     "ParityResult",
     "PowerResult",
     "PredictedPrevalence",
@@ -87,6 +101,10 @@ __all__ = [
     "devore",
     "estimate_channel",
     "glmmrr_design",
+    "list_combined",
+    "list_design_effect_test",
+    "list_difference_in_means",
+    "list_regression",
     "mangat_singh",
     "mangat_singh_singh",
     "power_coefficient",

@@ -1,0 +1,23 @@
+"""The list experiment (item count technique), randomized response's rival: moment
+estimators, the combined list-and-direct estimate, the design-effect test
+(``_design_effect``) and maximum likelihood regression (``_item_count_ml``)."""
+
+from ._design_effect import DesignEffectTest, list_design_effect_test
+from ._item_count import (
+    CombinedListEstimate,
+    ListEstimate,
+    list_combined,
+    list_difference_in_means,
+)
+from ._item_count_ml import ListRegressionResult, list_regression
+
+__all__ = [
+    "CombinedListEstimate",
+    "DesignEffectTest",
+    "ListEstimate",
+    "ListRegressionResult",
+    "list_combined",
+    "list_design_effect_test",
+    "list_difference_in_means",
+    "list_regression",
+]

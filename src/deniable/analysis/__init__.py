@@ -26,7 +26,14 @@ from ._group_channels import (
     UnknownInnocuous,
     WithDirectQuestioning,
 )
-from ._known_prevalence import ValidationCheck, validation_check
+from ._known import (
+    AnchorCorrection,
+    AnchorRegressionResult,
+    ValidationCheck,
+    anchor_correction,
+    anchor_regression,
+    validation_check,
+)
 from ._linear import RRLinearResult, rr_linear
 from ._list import (
     CombinedListEstimate,
@@ -64,6 +71,8 @@ from ._rrtcs_devices import (
 from ._subgroups import Contrast, SubgroupResult, subgroup_prevalence
 
 __all__ = [
+    "AnchorCorrection",
+    "AnchorRegressionResult",
     "ArmDifferences",
     "ArmStudy",
     "ChannelEstimate",
@@ -94,6 +103,8 @@ __all__ = [
     "ValidationCheck",
     "WithDirectQuestioning",
     "adult_parity_audit",
+    "anchor_correction",
+    "anchor_regression",
     "arm_differences",
     "closed_form",
     "cochran_q",

@@ -356,7 +356,7 @@ def arm_analysis(
 def _validation(q: Question, arms: list[Any]) -> list[Any] | None:
     """A validation item's check against its known prevalence, arm by arm (one design
     an arm: a group design's arm is a stacked estimate, not checked)."""
-    from ...analysis._known_prevalence import validation_check
+    from ...analysis._known import validation_check
 
     known = q.validation_prevalence
     if known is None or len(q.groups) > 1:

@@ -324,7 +324,7 @@ def _question_item(
         )
     known = q.validation_prevalence
     if known is not None and est.n > 0:  # Höglinger & Diekmann 2017
-        from ...analysis._known_prevalence import validation_check
+        from ...analysis._known import validation_check
 
         check = validation_check(est, known)
         item["validation"] = check.to_dict()

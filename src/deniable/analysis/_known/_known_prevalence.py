@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_probability
-from ..estimation import PrevalenceEstimate
+from ..._validation import check_probability
+from ...estimation import PrevalenceEstimate
 
 __all__ = ["ValidationCheck", "validation_check"]
 
@@ -124,8 +124,8 @@ def validation_check(result: PrevalenceEstimate, known: float) -> ValidationChec
     """
     from scipy import stats
 
-    from ..estimation._normal_theory import moment_batch, moment_covariance
-    from ..tallies import Tally
+    from ...estimation._normal_theory import moment_batch, moment_covariance
+    from ...tallies import Tally
 
     known = check_probability("known", known)
     channel: Any = result.mechanism.channel  # a design's channel has a matrix

@@ -196,14 +196,18 @@ def _credential(http: Any, view: dict[str, Any], token: str) -> Any:
 
 def _ask_direct(out: Any, i: int, q: dict[str, Any], to_stderr: bool) -> int | None:
     """A direct question's answer code, sent as given (a number as its bin; None for
-    "no answer")."""
+    "no answer"; a list experiment's count, after its group's list)."""
     out.print(f"\n[bold]{i}. {q['text']}[/]")
-    out.print(f"[yellow]{catalog('en')['direct_note']}[/]")
+    for item in q.get("items") or ():  # a list experiment: this group's list
+        out.print(f"  - {item}", markup=False)
+    out.print(f"[yellow]{q.get('list_note') or catalog('en')['direct_note']}[/]")
     if q.get("bins"):  # a number, sent as the bin it falls in
         value = _ask_number(q["numeric"], to_stderr, binned=True)
         edges = q["bins"]
         return min(bisect.bisect_right(edges, value) - 1, len(edges) - 2)
     labels = list(q["choices"])
+    if q.get("list"):  # a count: its labels are numbers, so the number typed is the count
+        return _ask_count(len(labels) - 1, to_stderr)
     if q.get("allow_no_answer"):
         labels.append(catalog("en")["no_answer"])
     for j, label in enumerate(labels):
@@ -279,6 +283,16 @@ def _ask_choice(labels: list[str], to_stderr: bool = False, direct: bool = False
         if raw.casefold() in lowered:
             return lowered.index(raw.casefold())
         err.print(f"Please type a number from 1 to {k}, or one of: {', '.join(labels)}.")
+
+
+def _ask_count(most: int, to_stderr: bool = False) -> int:
+    """Prompt until the answer is a whole number 0..``most`` (a list experiment's count,
+    sent as given); return it."""
+    while True:
+        raw = typer.prompt(f"How many apply (0-{most}; sent as given)", err=to_stderr).strip()
+        if raw.isdigit() and int(raw) <= most:
+            return int(raw)
+        err.print(f"Please type a whole number from 0 to {most}.")
 
 
 def _ask_number(numeric: dict[str, Any], to_stderr: bool = False, binned: bool = False) -> float:

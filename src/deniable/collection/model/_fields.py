@@ -21,6 +21,7 @@ from ...mechanisms._panel import TwoLayerDesign
 from ...mechanisms._protocol import check_question_epsilon
 from ...mechanisms._registry import DESIGNS, check_parameters
 from ._groups import GROUP_DESIGNS
+from ._list_question import LIST_EXPERIMENT
 
 __all__ = [
     "MAX_CATEGORIES",
@@ -63,7 +64,9 @@ class DesignChoice(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(description="Design name: " + ", ".join([*sorted(DESIGNS), *GROUP_DESIGNS]))
+    name: str = Field(
+        description="Design name: " + ", ".join([*sorted(DESIGNS), *GROUP_DESIGNS, LIST_EXPERIMENT])
+    )
     params: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -77,13 +80,14 @@ class DesignChoice(BaseModel):
     @classmethod
     def _known(cls, v: str) -> str:
         name = v.strip().lower().replace("_", "-")
-        if name not in DESIGNS and name not in NUMERIC_DESIGNS and name not in GROUP_DESIGNS:
+        known = (*DESIGNS, *NUMERIC_DESIGNS, *GROUP_DESIGNS, LIST_EXPERIMENT)
+        if name not in known:
             real = " (its reports are real numbers, which a survey cannot store as report codes)"
             raise ValueError(
                 f"unknown design {v!r}{real if name in ('piecewise', 'hybrid') else ''}; "
                 f"allowed: {', '.join(sorted(DESIGNS))}; in two groups: "
                 f"{', '.join(GROUP_DESIGNS)}; with a range: "
-                f"{', '.join(NUMERIC_DESIGNS)}"
+                f"{', '.join(NUMERIC_DESIGNS)}; a count of items: {LIST_EXPERIMENT}"
             )
         return name
 
@@ -169,3 +173,27 @@ def two_layers(
         )
     check_question_epsilon(permanent.epsilon, "panel.permanent", allow_large_epsilon)
     return two
+
+
+def numeric_mechanism(
+    design: DesignChoice, value_range: NumericRange, allow_large_epsilon: bool
+) -> DuchiMean | OneBitMean:
+    """A numeric question's one-bit mechanism from ``design: {name, params: {epsilon}}``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``design.params`` when they are not exactly ``{epsilon}`` with epsilon > 0
+        nats (and within the guard, :func:`check_question_epsilon`).
+    """
+    extra = sorted(set(design.params) - {"epsilon"})
+    if extra or "epsilon" not in design.params:
+        raise ValueError(
+            f"design.params of {design.name!r} must be exactly {{epsilon}}"
+            + (f"; got {', '.join(extra)}" if extra else "")
+        )
+    eps = design.params["epsilon"]
+    if not eps > 0:
+        raise ValueError(f"design.params.epsilon must be > 0 nats, got {eps:g}")
+    check_question_epsilon(eps, "design", allow_large_epsilon)
+    return NUMERIC_DESIGNS[design.name](eps, low=value_range.low, high=value_range.high)

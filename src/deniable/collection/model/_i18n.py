@@ -50,6 +50,8 @@ class QuestionTranslation(BaseModel):
     reports: list[_Label] | None = Field(default=None, max_length=64)
     innocuous_question: _Text | None = None
     innocuous_complement: _Text | None = None
+    items: list[_Text] | None = Field(default=None, max_length=20)
+    sensitive_item: _Text | None = None
     unit: Annotated[str, StringConstraints(max_length=40)] | None = None
 
 

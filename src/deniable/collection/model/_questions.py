@@ -50,9 +50,11 @@ from ._fields import (
     Panel,
     Slug,
     Text,
+    numeric_mechanism,
     two_layers,
 )
 from ._groups import GROUP_DESIGNS, check_innocuous, check_validation_item, group_design
+from ._list_question import LIST_EXPERIMENT, MAX_LIST_ITEMS, build_list_question
 
 __all__ = ["Question"]
 
@@ -99,6 +101,8 @@ class Question(BaseModel):
     innocuous_complement : str, optional
         Group 1's innocuous question of ``extended-crosswise`` (the complement of
         ``innocuous_question``, true for ``1 - p`` of people).
+    items, sensitive_item : list of str, str, optional
+        A list experiment's 2 to 20 control items and its sensitive item (:mod:`._list_question`).
     panel : Panel, optional
         Two layers for a question asked in several waves: ``design`` is applied to every
         report sent (the instantaneous layer), ``panel.permanent`` is drawn once per
@@ -137,6 +141,8 @@ class Question(BaseModel):
     control: Literal["zero"] | None = None
     known_prevalence: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] | None = None
     innocuous_complement: Text | None = None
+    items: list[Text] | None = Field(default=None, max_length=MAX_LIST_ITEMS)
+    sensitive_item: Text | None = None
     panel: Panel | None = None
     _design: Design = PrivateAttr()
     _groups: tuple[Design, ...] = PrivateAttr(default=())
@@ -151,6 +157,8 @@ class Question(BaseModel):
                 f"design {self.design.name!r} randomizes a number: give the question a "
                 "range: {low, high}"
             )
+        if self.design.name == LIST_EXPERIMENT or self.items or self.sensitive_item:
+            return build_list_question(self)
         if self.allow_no_answer and self.design.name != "direct":
             raise ValueError(
                 "allow_no_answer: only a direct question may go unanswered (a randomized "
@@ -351,18 +359,7 @@ class Question(BaseModel):
         for name in ("choices", "reports", "sensitive", "innocuous_question"):
             if getattr(self, name) is not None:
                 raise ValueError(f"{name}: a numeric question (with a range) takes none")
-        extra = sorted(set(self.design.params) - {"epsilon"})
-        if extra or "epsilon" not in self.design.params:
-            raise ValueError(
-                f"design.params of {self.design.name!r} must be exactly {{epsilon}}"
-                + (f"; got {', '.join(extra)}" if extra else "")
-            )
-        eps = self.design.params["epsilon"]
-        if not eps > 0:
-            raise ValueError(f"design.params.epsilon must be > 0 nats, got {eps:g}")
-        check_question_epsilon(eps, "design", self.allow_large_epsilon)
-        cls = NUMERIC_DESIGNS[self.design.name]
-        numeric = cls(eps, low=self.range.low, high=self.range.high)
+        numeric = numeric_mechanism(self.design, self.range, self.allow_large_epsilon)
         e = math.exp(numeric.epsilon)
         self._numeric = numeric
         if self.panel is not None:  # the rounded bound is the answer of both layers
@@ -373,10 +370,14 @@ class Question(BaseModel):
 
     @property
     def is_direct(self) -> bool:
-        """Whether the question is asked directly (``design: {name: direct}``): its answer
-        is sent as given, never memoized, and it costs nothing of the budget because it
-        protects nothing (listed apart by ``survey check``, the page and the ledger)."""
-        return self.design.name == "direct"
+        """Whether the answer is sent as given (``direct``, or a list experiment's count):
+        never memoized, costs no budget as it protects nothing (listed apart)."""
+        return self.design.name in ("direct", LIST_EXPERIMENT)
+
+    @property
+    def is_list(self) -> bool:
+        """Whether the question is a list experiment (:mod:`._list_question`)."""
+        return self.design.name == LIST_EXPERIMENT
 
     @property
     def numeric(self) -> DuchiMean | OneBitMean | None:
@@ -457,20 +458,30 @@ class Question(BaseModel):
         """SHA-256 (hex) of what the respondent answers and how it is randomized: id,
         text, answer and report labels, design name and matrix. Equal digests across
         versions mean the device may reuse its memoized report."""
-        content = {
-            "id": self.id,
+        content = {"id": self.id, **self._answered()}
+        if self.range is not None:  # absent for other questions: their digests are unchanged
+            content["range"] = self.range.model_dump()
+        return self._hash(content)
+
+    def _answered(self) -> dict[str, Any]:
+        """What both digests cover: text, labels, design name and matrix."""
+        return {
             "text": self.text,
             "choices": self.choice_labels,
             "reports": self.report_labels,
             "design": self.design.name,
             "matrix": self._design.matrix.round(15).tolist(),
         }
-        if self.range is not None:  # absent for other questions: their digests are unchanged
-            content["range"] = self.range.model_dump()
-        if self._groups:  # likewise
+
+    def _hash(self, content: dict[str, Any]) -> str:
+        """SHA-256 of ``content`` with the groups, panel and list where there are (absent
+        otherwise, so that other questions' digests are unchanged)."""
+        if self._groups:
             content["groups"] = [d.matrix.round(15).tolist() for d in self._groups]
-        if self.panel is not None:  # likewise
+        if self.panel is not None:
             content["panel"] = self.permanent_key
+        if self.is_list:  # new items make a new question
+            content["list"] = [*(self.items or ()), self.sensitive_item]
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
     @property
@@ -484,19 +495,8 @@ class Question(BaseModel):
         the question's id: text, answer and report labels, design name and matrix (and
         range). A device memoizes its report under this and the owner, so the same
         question under a new version or another survey id reuses the report."""
-        content = {
-            "text": self.text,
-            "choices": self.choice_labels,
-            "reports": self.report_labels,
-            "design": self.design.name,
-            "matrix": self._design.matrix.round(15).tolist(),
-            "range": self.range.model_dump() if self.range is not None else None,
-        }
-        if self._groups:
-            content["groups"] = [d.matrix.round(15).tolist() for d in self._groups]
-        if self.panel is not None:
-            content["panel"] = self.permanent_key
-        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+        range_ = self.range.model_dump() if self.range is not None else None
+        return self._hash(self._answered() | {"range": range_})
 
     @property
     def two_layer(self) -> TwoLayerDesign | None:

@@ -117,6 +117,8 @@ class ReportPlan:
     arm_index: dict[str | None, int]
     sizes: tuple[tuple[int, ...], ...]
     skippable: tuple[tuple[bool, ...], ...]
+    #: list-experiment question id -> report codes group 0 may send (its J + 1 counts)
+    control_counts: dict[str, int]
 
 
 def survey_error(exc: ValidationError) -> SurveyError:
@@ -283,6 +285,7 @@ class Survey(BaseModel):
             arm_index={arm: i for i, arm in enumerate(keys)},
             sizes=tuple(tuple(q.mechanism.n_reports for q in self.questions_in(a)) for a in keys),
             skippable=tuple(tuple(q.allow_no_answer for q in self.questions_in(a)) for a in keys),
+            control_counts={q.id: len(q.items or ()) + 1 for q in self.questions if q.is_list},
         )
 
     @property
@@ -459,9 +462,8 @@ class Survey(BaseModel):
         raise KeyError(question_id)
 
     def canonical_json(self) -> str:
-        """The definition as canonical JSON (sorted keys, no whitespace). Fields added
-        after the first release are left out at their defaults, so a published digest
-        does not change."""
+        """The definition as canonical JSON (sorted keys, no whitespace); fields added
+        later are left out at their defaults, so a published digest does not change."""
         data = self.model_dump(mode="json")
         for name, default in _LATER_FIELDS.items():
             if data.get(name) == default:
@@ -470,6 +472,11 @@ class Survey(BaseModel):
             for name, default in _LATER_QUESTION_FIELDS.items():
                 if question.get(name) == default:
                     del question[name]
+        for tr in data.get("translations", {}).values():  # a list's texts: added later
+            for question in tr["questions"].values():
+                for name in ("items", "sensitive_item"):
+                    if question.get(name) is None:
+                        question.pop(name, None)
         for arm in (data.get("arms") or {}).values():
             if arm.get("pool") is False:  # added later: absent at its default
                 arm.pop("pool")
@@ -516,6 +523,8 @@ _LATER_QUESTION_FIELDS: dict[str, Any] = {
     "known_prevalence": None,
     "innocuous_complement": None,
     "panel": None,
+    "items": None,
+    "sensitive_item": None,
 }
 
 

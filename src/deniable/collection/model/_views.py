@@ -88,6 +88,8 @@ def question_view(
                 times=f"{math.exp(e_inf):.3g}", eps=f"{e_inf:.2f}", one=f"{math.exp(e_1):.3g}"
             ),
         }
+    if q.is_list:
+        return view | _list_view(q, qt, lang)
     if len(q.groups) > 1:  # a group design: what each group's device shows
         complement = (
             (qt and qt.innocuous_complement)
@@ -108,6 +110,29 @@ def question_view(
                 }
             )
     return view
+
+
+def _list_view(q: Question, qt: QuestionTranslation | None, lang: str) -> dict[str, Any]:
+    """A list experiment's view (:mod:`._list_question`): no recipe (nothing is
+    randomized), the note that a count of 0 or of every item is seen for certain, and
+    per group the list shown and the counts it allows (group 1's list ends with the
+    sensitive item)."""
+    own = list(q.items or [])
+    items = list(qt.items) if qt and qt.items and len(qt.items) == len(own) else own
+    sensitive = (qt and qt.sensitive_item) or q.sensitive_item
+    note = catalog(lang)["list_note"]
+    groups = []
+    for shown in (items, [*items, sensitive]):
+        counts = [str(c) for c in range(len(shown) + 1)]
+        groups.append(
+            {
+                "items": shown,
+                "choices": counts,
+                "reports": counts,
+                "list_note": note.format(all=len(shown)),
+            }
+        )
+    return {"instructions": None, "by_hand": False, "list": True, "groups": groups}
 
 
 def _labels(q: Question, qt: QuestionTranslation | None, lang: str) -> tuple[list[str], list[str]]:

@@ -35,7 +35,9 @@ def simulate_responses(
     survey : Survey
     truths : mapping of question id -> ndarray of int64, shape (n,)
         Each respondent's true answer code per question (``0..k-1``; ``-1`` for no
-        answer to a question that allows none; a number for a numeric question).
+        answer to a question that allows none; a number for a numeric question; for a
+        list experiment of ``J`` control items, ``c + (J + 1) z`` with ``c`` in
+        ``0..J`` the control items that apply and ``z`` the sensitive answer).
     rng : numpy.random.Generator
         Seeded, for simulation only.
 
@@ -80,6 +82,10 @@ def simulate_responses(
         mine = arm_index == a
         for q in survey.questions_in(arm):
             t = np.asarray(truths[q.id])[mine]
+            if q.is_list:  # truth c + (J + 1) z: c control items apply, z the sensitive one
+                size = len(q.items or ()) + 1
+                reports[q.id][mine] = t % size + (t // size) * groups[q.id][mine]
+                continue
             if q.is_direct:
                 if q.bins is not None:  # the bin of the number (Question.bin_of)
                     edges = np.asarray(q.bins)

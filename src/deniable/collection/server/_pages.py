@@ -134,6 +134,23 @@ def _table_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
             "estimate": None,
         }
         return [row | (_flat_mean(q["mean"]) if q["released"] and "mean" in q else {})]
+    if "list" in q:  # a list experiment: one row, the sensitive item's prevalence
+        li = q["list"]
+        row = {
+            "name": f"{q['text']} (list experiment: {li['sensitive_item']})",
+            "id": q["id"],
+            "category": "sensitive item",
+            "n": q["n"],
+            "design": q["design"],
+            "epsilon": "sent as given",
+            "missing": 0,
+            "method": "Wald (difference in means)",
+            "estimate": li.get("estimate"),
+            "list": li,
+        }
+        if "estimate" in li:
+            row |= {k: li[k] for k in ("std_error", "low", "high")} | {"mle": li["mle"] or 0.0}
+        return [row]
     rows = []
     for j, cat in enumerate(q["categories"]):
         if len(q["categories"]) == 2 and j == 0:

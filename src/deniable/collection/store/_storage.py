@@ -333,6 +333,12 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
                         f"responses[{i}].reports.{qid} must be an integer report code in "
                         f"0..{size - 1}{skip}, got {code!r}"
                     )
+                limit = plan.control_counts.get(qid)
+                if limit is not None and drawn.get(qid) == 0 and code >= limit:
+                    raise ReportValidationError(
+                        f"responses[{i}].reports.{qid} must be a count in 0..{limit - 1} "
+                        f"(group 0's list has {limit - 1} items), got {code}"
+                    )
                 codes.append(code)
             out.append(
                 StagedResponse(

@@ -67,6 +67,8 @@ def has_variants(survey: Survey, question_id: str) -> bool:
     """Whether a question's reports come through more than one design: arms that ask it
     differently, or a group design."""
     variants = survey.variants(question_id)
+    if variants[0].is_list:  # two lists, not two designs: :mod:`._list_study`
+        return False
     return len({v.content_digest for v in variants}) > 1 or len(variants[0].groups) > 1
 
 

@@ -34,6 +34,7 @@ from ._by_arm import (
     regression,
     study_frame,
 )
+from ._list_study import list_item
 
 __all__ = [
     "INTERVAL_NAMES",
@@ -197,7 +198,7 @@ def survey_results(
     if released and any(has_variants(survey, q.id) for q in survey.questions):
         pooled_estimates = _arms_part(out, wide(), store, survey, level, pooled)
     for q in survey.questions:
-        item = _question_item(q, tallies[q.id], survey, waiting, pooled_estimates.get(q.id), level)
+        item = _question_item(q, tallies[q.id], survey, waiting, pooled_estimates, level, wide)
         out["questions"].append(item)
     if survey.direct_questions and not pooled and released:
         out["breakdowns"] = breakdowns(wide(), survey, level)
@@ -274,12 +275,14 @@ def _question_item(
     tally: Any,
     survey: Survey,
     waiting: int,
-    pooled: tuple[Any, Any] | None,
+    pooled_estimates: dict[str, tuple[Any, Any]],
     level: float,
+    wide: Callable[[], pd.DataFrame],
 ) -> dict[str, Any]:
     """One question's entry: before its release only how many responses are missing;
     then the one shape of an estimate and the MLE (a numeric question's mean, a
-    zero-prevalence control's test), or the estimate pooled over arms and groups."""
+    zero-prevalence control's test), or the estimate pooled over arms and groups; a
+    list experiment's from the released rows (``wide``)."""
     item: dict[str, Any] = {
         "id": q.id,
         "text": q.text,
@@ -297,8 +300,11 @@ def _question_item(
         # answer before any release
         item["missing"] = max(0, survey.min_release - waiting)
         return item
+    if q.is_list:  # its entry comes from the rows (:mod:`._list_study`)
+        return item | list_item(wide(), q, level, waiting, survey.version)
     if has_variants(survey, q.id):  # several designs: the estimate pooled over them
         item["design"] = "by arm and group" if len(q.groups) > 1 else "by arm"
+        pooled = pooled_estimates.get(q.id)
         if pooled is not None:
             moment, mle = pooled
             with warnings.catch_warnings():  # the stacked design's interval is Wald's

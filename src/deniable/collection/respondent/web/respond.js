@@ -556,12 +556,25 @@ const deniable = (() => {
 
   /**
    * A direct question (sent as given): the choices, a plain note that the answer is not
-   * randomized and is seen as given, and a button that takes it. Never memoized.
+   * randomized and is seen as given, and a button that takes it. Never memoized. A list
+   * experiment is one: its group's list, the counts, and the note that 0 or every item
+   * can be seen for certain.
    */
   function renderDirect(q, fs) {
+    // a list experiment: the list this person's group sees; only the count is sent
+    if (q.list && q.items) {
+      const items = document.createElement("ul");
+      items.className = "list-items";
+      for (const text of q.items) {
+        const li = document.createElement("li");
+        li.textContent = text;
+        items.appendChild(li);
+      }
+      fs.appendChild(items);
+    }
     const note = document.createElement("p");
-    note.className = "direct";
-    note.textContent = t("direct_note");
+    note.className = q.list ? "direct list-note" : "direct";
+    note.textContent = (q.list && q.list_note) || t("direct_note");
     fs.appendChild(note);
     if (q.bins) return renderBinned(q, fs);
     const choiceGroup = document.createElement("div");

@@ -1,0 +1,219 @@
+"""The list experiment as a survey question (``design: {name: list-experiment}``): the
+survey file, the respondent's view, the server's checks, the release rule and the
+study's results."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from deniable.analysis import list_difference_in_means
+from deniable.collection.model._survey import load_survey
+from deniable.collection.respondent import simulate_responses
+from deniable.collection.store import disclosure_plan
+from deniable.collection.store._storage import Store
+from deniable.collection.study._survey_results import survey_results
+from deniable.errors import ReportValidationError, SurveyError
+
+from .conftest import Z4
+
+ITEMS = [
+    "the federal government increasing the tax on gasoline",
+    "professional athletes getting million-dollar-plus salaries",
+    "large corporations polluting the environment",
+]
+
+
+def _study(covariate: bool = False, **question) -> dict:
+    questions = [
+        {
+            "id": "upset",
+            "text": "How many of these make you angry or upset? Not which, only how many.",
+            "design": {"name": "list-experiment"},
+            "items": ITEMS,
+            "sensitive_item": "a black family moving next door to you",
+        }
+        | question,
+        {
+            "id": "cheat",
+            "text": "Have you ever cheated on an exam?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.2, "p_no": 0.2}},
+        },
+    ]
+    if covariate:
+        questions.insert(
+            0,
+            {
+                "id": "faculty",
+                "text": "Faculty",
+                "design": {"name": "direct"},
+                "choices": ["a", "b"],
+            },
+        )
+    return {
+        "format": 1,
+        "id": "upset",
+        "version": 1,
+        "title": "What upsets people",
+        "privacy_budget": 3.0,
+        "min_release": 20,
+        "questions": questions,
+    }
+
+
+def test_the_survey_file_takes_a_list_and_its_sensitive_item():
+    q = load_survey(_study()).questions[0]
+    assert q.is_list and q.is_direct and q.cost == 0.0
+    assert len(q.groups) == 2 and q.choice_labels == ["0", "1", "2", "3", "4"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"items": None}, "items"),
+        ({"items": ITEMS[:1]}, "items"),
+        ({"items": [f"item {i}" for i in range(21)]}, "items"),
+        ({"items": [ITEMS[0], ITEMS[0]]}, "items"),
+        ({"sensitive_item": None}, "sensitive_item"),
+        ({"sensitive_item": ITEMS[1]}, "sensitive_item"),
+        ({"design": {"name": "list-experiment", "params": {"k": 3}}}, "design.params"),
+        ({"choices": ["none", "some"]}, "choices"),
+        ({"allow_no_answer": True}, "allow_no_answer"),
+        ({"known_prevalence": 0.1}, "known_prevalence"),
+        ({"design": {"name": "warner", "params": {"p": 0.7}}}, "items"),
+    ],
+)
+def test_a_malformed_list_question_is_refused_naming_the_field(changes, field):
+    with pytest.raises(SurveyError) as err:
+        load_survey(_study(**changes))
+    assert field in str(err.value), str(err.value)
+
+
+def test_each_group_sees_its_list_and_is_told_what_can_be_seen_for_certain():
+    view = load_survey(_study()).respondent_view("en")
+    q = next(v for v in view["questions"] if v["id"] == "upset")
+    assert q["direct"] and q["list"] and not q["by_hand"] and q["instructions"] is None
+    short, long_ = q["groups"]
+    assert short["items"] == ITEMS and short["choices"] == ["0", "1", "2", "3"]
+    assert long_["items"][-1].startswith("a black family") and len(long_["choices"]) == 5
+    assert "can be seen for certain" in long_["list_note"] and "0 or 4" in long_["list_note"]
+    assert "0 or 3" in short["list_note"]
+
+
+def test_the_server_refuses_a_count_the_group_cannot_send(tmp_path):
+    survey = load_survey(_study())
+    store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
+    store.publish(survey)
+    with pytest.raises(ReportValidationError, match=r"reports.upset must be a count in 0..3"):
+        store.submit(survey, {"upset": 4, "cheat": 1}, groups={"upset": 0})
+    with pytest.raises(ReportValidationError, match=r"groups must give 0 or 1"):
+        store.submit(survey, {"upset": 2, "cheat": 1})
+    store.submit(survey, {"upset": 4, "cheat": 1}, groups={"upset": 1})
+    assert store.waiting(survey.id).get(survey.version, 0) == 1  # the refused stored nothing
+
+
+def test_the_count_is_a_key_of_the_release_rule():
+    survey = load_survey(_study(covariate=True))
+    plan = disclosure_plan(survey)
+    assert plan.keys == (0, 1)  # faculty and the list's count
+
+
+def _truths(rng: np.random.Generator, n: int, prevalence: float) -> dict[str, np.ndarray]:
+    z = rng.random(n) < prevalence
+    c = rng.binomial(3, 0.5, n)
+    return {"upset": c + 4 * z, "cheat": rng.integers(0, 2, n)}
+
+
+def test_the_study_estimates_the_prevalence_from_the_two_lists(tmp_path):
+    survey = load_survey(_study())
+    store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
+    store.publish(survey)
+    rng = np.random.default_rng(2026)
+    n, prevalence = 4000, 0.2
+    bodies = simulate_responses(survey, _truths(rng, n, prevalence), rng)
+    store.submit_batch(survey, [b["reports"] for b in bodies], None, [b["groups"] for b in bodies])
+    out = survey_results(store, survey, 0.95)
+    item = next(q for q in out["questions"] if q["id"] == "upset")["list"]
+    # every row released (the count is the only key: each cell holds far more than 20)
+    assert out["released"] == n and item["n_treated"] + item["n_control"] == n
+    counts = np.array([b["reports"]["upset"] for b in bodies])
+    treated = np.array([b["groups"]["upset"] for b in bodies])
+    direct = list_difference_in_means(counts, treated, items=3)
+    assert item["estimate"] == pytest.approx(direct.estimate)
+    # the exact SD of the difference in means: (3/4 + pi (1 - pi) + 3/4) / (n / 2)
+    sd = math.sqrt((0.75 + prevalence * (1 - prevalence) + 0.75) / (n / 2))
+    assert abs(item["estimate"] - prevalence) < Z4 * sd
+    assert abs(item["mle"] - prevalence) < Z4 * sd
+    assert item["low"] < item["estimate"] < item["high"] and item["warnings"] == []
+    effect = item["design_effect"]
+    assert effect["revealed_yes"] == pytest.approx(
+        ((counts == 4) & (treated == 1)).sum() / treated.sum()
+    )
+    assert effect["pvalue"] > 0.01  # no design effect was simulated
+
+
+def test_rows_that_wait_are_named_in_a_warning(tmp_path):
+    survey = load_survey(_study(covariate=True))
+    store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
+    store.publish(survey)
+    rng = np.random.default_rng(7)
+    n = 600
+    truths = _truths(rng, n, 0.2) | {"faculty": rng.integers(0, 2, n)}
+    bodies = simulate_responses(survey, truths, rng)
+    store.submit_batch(survey, [b["reports"] for b in bodies], None, [b["groups"] for b in bodies])
+    out = survey_results(store, survey, 0.95)
+    item = next(q for q in out["questions"] if q["id"] == "upset")["list"]
+    assert out["waiting"] > 0 and str(out["waiting"]) in item["warnings"][0]
+
+
+def test_the_dashboard_shows_the_list_and_what_its_counts_reveal(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from deniable.collection.server import create_app
+
+    from .conftest import ANALYST
+
+    survey = load_survey(_study())
+    store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
+    store.publish(survey)
+    rng = np.random.default_rng(3)
+    bodies = simulate_responses(survey, _truths(rng, 800, 0.2), rng)
+    store.submit_batch(survey, [b["reports"] for b in bodies], None, [b["groups"] for b in bodies])
+    client = TestClient(create_app(store, analyst_token=ANALYST))
+    auth = {"Authorization": f"Bearer {ANALYST}"}
+    page = client.get("/surveys/upset/results", headers=auth)
+    assert page.status_code == 200
+    assert "List experiment upset" in page.text and "can be seen for certain" in page.text
+    api = client.get("/api/surveys/upset/results", headers=auth).json()
+    item = next(q for q in api["questions"] if q["id"] == "upset")
+    # the counts of every item (about 10 of them) wait: fewer than min_release in their cell
+    assert item["list"]["n_treated"] + item["list"]["n_control"] == api["released"] < 800
+    assert api["waiting"] == 800 - api["released"] and item["list"]["warnings"]
+
+
+@pytest.mark.parametrize("group", [0, 1])
+def test_the_terminal_client_shows_the_groups_list_and_sends_the_count(tmp_path, group):
+    import json
+
+    from .test_direct import respond_in_terminal
+
+    data = _study() | {"id": "campus"}
+    survey = load_survey(data)
+    key = survey.questions[0].memo_digest
+    memo = tmp_path / "data" / "deniable" / "memo.json"
+    memo.parent.mkdir(parents=True)
+    # this computer's group for the list, as an earlier draw would have kept it
+    memo.write_text(json.dumps({"device": {f"group/{key}": group}}))
+    most = 3 + group
+    out, store = respond_in_terminal(tmp_path, data, f"{most + 1}\n{most}\n1\n")
+    assert "a black family moving next door" in out.output if group else "black" not in out.output
+    assert "can be seen for certain" in out.output
+    assert f"Please type a whole number from 0 to {most}." in out.output  # J + 2 refused
+    frame = store.export("campus")
+    row = frame[frame["question_id"] == "upset"].iloc[0]
+    assert int(row["report"]) == most and int(row["group"]) == group
+    kept = json.loads(memo.read_text())
+    assert not any(k == key for owner in kept.values() for k in owner)  # the count is not kept
+    store.close()

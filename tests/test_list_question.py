@@ -217,3 +217,40 @@ def test_the_terminal_client_shows_the_groups_list_and_sends_the_count(tmp_path,
     kept = json.loads(memo.read_text())
     assert not any(k == key for owner in kept.values() for k in owner)  # the count is not kept
     store.close()
+
+
+@pytest.mark.parametrize("host", ["jspsych", "otree", "qualtrics", "limesurvey"])
+def test_a_survey_tool_is_not_handed_a_list_it_cannot_ask(tmp_path, host):
+    from deniable.collection.exports import embed
+
+    with pytest.raises(ValueError, match=r"'upset' is a list experiment, which .* cannot ask"):
+        embed(host, load_survey(_study()), tmp_path / host)
+    assert not (tmp_path / host).exists()  # nothing written
+
+
+def test_a_list_question_beside_arms_is_estimated_over_every_arm(tmp_path):
+    data = _study() | {
+        "arms": {
+            "fr": {"weight": 1},
+            "dq": {"weight": 1, "designs": {"cheat": {"name": "direct"}}},
+        }
+    }
+    survey = load_survey(data)
+    store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
+    store.publish(survey)
+    rng = np.random.default_rng(11)
+    n = 3000
+    bodies = simulate_responses(survey, _truths(rng, n, 0.3), rng)
+    store.submit_batch(
+        survey,
+        [b["reports"] for b in bodies],
+        [b["arm"] for b in bodies],
+        [b["groups"] for b in bodies],
+    )
+    out = survey_results(store, survey, 0.95)
+    item = next(q for q in out["questions"] if q["id"] == "upset")["list"]
+    # the direct arm's rows in small cells (count x its direct answer) may wait
+    assert item["n_treated"] + item["n_control"] == out["released"] > 0.95 * n
+    sd = math.sqrt((0.75 + 0.3 * 0.7 + 0.75) / (n / 2))
+    assert abs(item["estimate"] - 0.3) < Z4 * sd
+    assert [s["question"] for s in out["study"]] == ["cheat"]  # the list is no arm study

@@ -125,7 +125,8 @@ def embed(host: str, survey: Survey, output: Path) -> list[Path]:
     Raises
     ------
     ValueError
-        For a host not in :data:`EMBED_HOSTS`, or a survey without a randomized question.
+        For a host not in :data:`EMBED_HOSTS`, a survey without a randomized question,
+        or one with a list experiment (the host could not show each group its list).
 
     Examples
     --------
@@ -139,6 +140,12 @@ def embed(host: str, survey: Survey, output: Path) -> list[Path]:
     """
     if host not in EMBED_HOSTS:
         raise ValueError(f"host must be one of {', '.join(EMBED_HOSTS)}, got {host!r}")
+    lists = [q.id for q in survey.questions if q.is_list]
+    if lists:
+        raise ValueError(
+            f"question {lists[0]!r} is a list experiment, which {host} cannot ask (each "
+            "group must see its own list): ask it on deniable's page, or remove it"
+        )
     randomized = [q.id for q in survey.questions if not q.is_direct]
     if not randomized:
         raise ValueError(f"survey {survey.id!r} has no randomized question to embed")

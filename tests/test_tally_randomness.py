@@ -173,3 +173,20 @@ def test_a_forked_child_never_repeats_its_parents_stream():
     os.waitpid(pid, 0)
     parent = bytes(source.bytes(64)) + source.random(8).tobytes()
     assert len(child) == 128 and child[:64] != parent[:64] and child[64:] != parent[64:]
+
+
+@pytest.mark.parametrize("length", [0, 17, BUFFER_BYTES // 4 - 1, BUFFER_BYTES, (1 << 24) + 33])
+def test_secure_bytes_are_a_read_only_view_of_exactly_the_keystream(length):
+    """``bytes`` writes the keystream into an uninitialised buffer (no zero-fill, no
+    trim: issue 44) and hands out a read-only view of exactly ``length`` bytes; two
+    requests never overlap (each ends with a new key, or takes fresh buffer bytes)."""
+    source = SecureRandom()
+    out = source.bytes(length)
+    assert isinstance(out, memoryview) and out.readonly and out.format == "B"
+    assert len(out) == out.nbytes == length and bytes(out) == out.tobytes()
+    with pytest.raises(TypeError):
+        out[:1] = b"\0"  # the caller cannot scribble on it
+    if length >= 64:
+        again = source.bytes(length)
+        assert bytes(out[:64]) != bytes(again[:64])  # 2^-512 to fail by chance
+        assert np.frombuffer(out, dtype=np.uint8)[-32:].any()  # the tail is keystream too

@@ -334,7 +334,9 @@ class BytePrefixExtension:
             out |= _parity(a[:, k] & ids) << np.uint8(k)
         return out
 
-    def encode(self, values: ArrayLike, randomness: bytes | bytearray) -> NDArray[np.void]:
+    def encode(
+        self, values: ArrayLike, randomness: bytes | bytearray | memoryview
+    ) -> NDArray[np.void]:
         """Reports from values and :attr:`bytes_per_report` random bytes each, shape (n,).
 
         Raises
@@ -344,7 +346,7 @@ class BytePrefixExtension:
         """
         padded = self.encode_values(values)
         n, width = padded.shape[0], self.bytes_per_report
-        raw = np.frombuffer(bytes(randomness), dtype=np.uint8)
+        raw = np.frombuffer(randomness, dtype=np.uint8)  # read only: no copy
         if raw.size != width * n:
             raise ValueError(f"randomness must be {width * n} bytes, got {raw.size}")
         rows = raw.reshape(n, width)

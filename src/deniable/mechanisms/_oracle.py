@@ -88,7 +88,7 @@ TWO32 = 1 << 32
 #: response's indices (uint32).
 OracleReports = NDArray[np.uint8] | NDArray[np.void] | NDArray[np.uint32]
 #: What an encoder reads its random bytes from.
-RandomBytes = bytes | bytearray | NDArray[np.uint8]
+RandomBytes = bytes | bytearray | memoryview | NDArray[np.uint8]
 #: Largest number of random bytes drawn at once while randomizing (memory bound).
 _CHUNK_BYTES = 1 << 26
 

@@ -224,7 +224,9 @@ class PrefixExtension:
         """Prefix codes of level ``level`` (its length's leading symbols), shape (n,)."""
         return codes // np.uint64(self.base ** (self.max_length - self.lengths[level]))
 
-    def encode(self, values: ArrayLike, randomness: bytes | bytearray) -> NDArray[np.void]:
+    def encode(
+        self, values: ArrayLike, randomness: bytes | bytearray | memoryview
+    ) -> NDArray[np.void]:
         """Reports from values and 28 random bytes each (deterministic), shape (n,).
 
         Raises
@@ -235,7 +237,7 @@ class PrefixExtension:
         from ._kernels import olh_encode
 
         codes = self.encode_values(values)
-        raw = np.frombuffer(bytes(randomness), dtype=np.uint8)
+        raw = np.frombuffer(randomness, dtype=np.uint8)  # read only: no copy
         if raw.size != 28 * codes.size:
             raise ValueError(f"randomness must be {28 * codes.size} bytes, got {raw.size}")
         rows = raw.reshape(codes.size, 28)

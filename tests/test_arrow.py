@@ -18,8 +18,10 @@ from deniable.mechanisms import (
     LocalHashing,
     Rappor,
     UnaryEncoding,
+    Warner,
 )
 from deniable.tables.arrow import (
+    report_columns,
     report_table,
     reports_from_batch,
     tally_from_parts,
@@ -233,3 +235,83 @@ def test_a_one_gigabyte_row_group_is_tallied_in_bounded_memory(tmp_path):
     assert rows == n
     print(f"peak RSS grew by {(peak - base) / 2**20:.0f} MiB over {base / 2**20:.0f} MiB")
     assert peak - base < 400 * 2**20, (base, peak)
+
+
+def test_batches_are_sized_in_bytes_whatever_the_row_width(tmp_path):
+    """Issue 44: the rows of a streamed batch follow its stored bytes, so a wide row
+    (OUE k = 1,000: 125 bytes) gets fewer rows than a narrow one (Warner: 1 byte)."""
+    from deniable.tables.arrow import BATCH_SHARE, batch_rows, scan_parquet
+
+    rng = np.random.default_rng(44)
+    wide, narrow = UnaryEncoding(k=1000, epsilon=1.0), Warner(p=0.75)
+    n = 20_000
+    sizes = {}
+    for name, mech, reports in (
+        ("wide", wide, rng.integers(0, 256, size=(n, 125), dtype=np.uint8)),
+        ("narrow", narrow, rng.integers(0, 2, n).astype(np.uint8)),
+    ):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(report_table(mech, reports), path, compression="none")
+        meta = pq.ParquetFile(path).metadata
+        budget = 256 * 1024
+        rows = batch_rows(meta, report_columns(mech), budget)
+        stored = meta.row_group(0).column(0).total_uncompressed_size / n
+        assert rows == int(budget // (stored + 8))
+        got = [b.num_rows for b in scan_parquet(path, report_columns(mech), batch_bytes=budget)]
+        assert sum(got) == n and max(got) == min(rows, n)
+        sizes[name] = rows
+    assert sizes["wide"] * 10 < sizes["narrow"]  # 134 against 9 bytes a row
+    assert 2**31 // BATCH_SHARE == 16 * 2**20  # the default: 16 MiB of a 2 GiB limit
+    for bad in (0, 2**40, 1.5):
+        with pytest.raises(ValueError, match="batch_bytes must be an integer"):
+            next(scan_parquet(tmp_path / "wide.parquet", report_columns(wide), batch_bytes=bad))
+
+
+_PEAK_CHILD_OUE = _PEAK_CHILD.replace(
+    "olh = LocalHashing(k=2, epsilon=1.0)", "olh = UnaryEncoding(k=1000, epsilon=1.0)"
+).replace(
+    "from deniable.mechanisms import LocalHashing", "from deniable.mechanisms import UnaryEncoding"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_a_one_gigabyte_row_group_of_wide_rows_is_tallied_in_bounded_memory(tmp_path):
+    """Issue 44's case: 1 GB in ONE row group of OUE k = 1,000 reports (125 bytes a
+    row, incompressible), tallied in a child whose peak resident size grows by under
+    400 MB over its size after imports. Batches of 2^20 rows took 542 MiB here; sized
+    in bytes (16 MiB stored a batch), 173 MiB."""
+    mechanism = UnaryEncoding(k=1000, epsilon=1.0)
+    n = 8_000_000
+    rng = np.random.default_rng(44)  # any bit pattern is an OUE report
+    table = report_table(mechanism, rng.integers(0, 256, size=(n, 125), dtype=np.uint8))
+    path = tmp_path / "one-gigabyte-wide.parquet"
+    pq.write_table(table, path, row_group_size=n, compression="none")
+    del table
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    assert path.stat().st_size > 10**9
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK_CHILD_OUE, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout.split()
+    rows, base, peak = (int(x) for x in out)
+    assert rows == n
+    print(f"peak RSS grew by {(peak - base) / 2**20:.0f} MiB over {base / 2**20:.0f} MiB")
+    assert peak - base < 400 * 2**20, (base, peak)
+
+
+@pytest.mark.slow
+def test_a_table_of_more_than_two_gigabytes_of_reports_is_written_in_chunks():
+    """A binary array's offsets are 32-bit: 2.2 GB of OUE reports (k = 1,000) become a
+    column of two chunks, each under 2 GiB, and every row keeps its bytes."""
+    mechanism = UnaryEncoding(k=1000, epsilon=1.0)
+    n = 17_500_000  # 125 bytes a row: 2.19 GB
+    bits = np.zeros((n, 125), dtype=np.uint8)
+    bits[0, 0], bits[-1, -1] = 1, 128
+    column = report_table(mechanism, bits).column("report")
+    assert column.num_chunks == 2 and len(column) == n
+    assert all(chunk.nbytes < 2**31 + 8 * n for chunk in column.chunks)
+    assert column[0].as_py()[0] == 1 and column[n - 1].as_py()[-1] == 128

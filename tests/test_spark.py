@@ -187,3 +187,32 @@ def test_string_heavy_hitters_on_spark_name_a_malformed_column(spark, tmp_path):
     pq.write_table(table, tmp_path / "bad.parquet")
     with pytest.raises(Exception, match="field 'y' must be a bucket"):
         on_spark.heavy_hitters_parquet(bpem, spark, str(tmp_path), threshold=0.05)
+
+
+@pytest.mark.slow
+def test_a_frame_over_large_row_groups_is_refused_naming_the_row_group_path(
+    spark, tmp_path, monkeypatch
+):
+    """Issue 44: Spark's JVM decodes a Parquet row group's column chunks whole (a 1 GB
+    row group took its heap to 3.2 GB), so a DataFrame tally over row groups of more
+    than MAX_FRAME_ROW_GROUP_BYTES of reports is refused and tally_parquet named; the
+    row-group path tallies the same file. The bound is lowered here to keep the file
+    small."""
+    import pyarrow.parquet as pq
+
+    from deniable.errors import MemoryLimitError
+    from deniable.mechanisms import UnaryEncoding
+    from deniable.tables import _spark_rows
+    from deniable.tables.arrow import report_table
+    from deniable.tables.spark import tally, tally_parquet
+
+    oue = UnaryEncoding(k=1000, epsilon=1.0)
+    rng = np.random.default_rng(44)
+    path = tmp_path / "wide.parquet"
+    pq.write_table(report_table(oue, rng.integers(0, 256, size=(4000, 125), dtype=np.uint8)), path)
+    monkeypatch.setattr(_spark_rows, "MAX_FRAME_ROW_GROUP_BYTES", 100_000)
+    with pytest.raises(MemoryLimitError, match=r"tables\.spark\.tally_parquet"):
+        tally(oue, spark.read.parquet(str(path)))
+    assert tally_parquet(oue, spark, str(path)).n == 4000
+    monkeypatch.setattr(_spark_rows, "MAX_FRAME_ROW_GROUP_BYTES", 1 << 28)
+    assert tally(oue, spark.read.parquet(str(path))).n == 4000

@@ -23,14 +23,11 @@ from ..tables.arrow import AnyTally, parquet_rows, scan_parquet, tally_parquet
 from ..tallies import Tally
 
 __all__ = [
-    "BATCH_ROWS",
     "is_parquet",
     "progress_bar",
     "stream_design_tally",
     "stream_tally",
 ]
-
-BATCH_ROWS = 1 << 20
 
 
 def is_parquet(path: Path) -> bool:
@@ -72,7 +69,8 @@ def _fast_arrow_pool() -> None:
 def stream_tally(mechanism: CategoricalMechanism[Any, Any], path: Path) -> AnyTally:
     """The tally of every report in ``path`` (an oracle's or RAPPOR's columns)."""
     with progress_bar(path) as advance:
-        result = tally_parquet(mechanism, str(path), batch_size=BATCH_ROWS, progress=advance)
+        # batches sized in bytes (tables.arrow.BATCH_SHARE of the memory limit)
+        result = tally_parquet(mechanism, str(path), progress=advance)
     assert not isinstance(result, dict)
     return result
 
@@ -95,7 +93,7 @@ def stream_design_tally(design: Design, path: Path, column: str) -> tuple[Tally,
     total = Tally(np.zeros(design.n_reports, dtype=np.int64))
     missing = 0
     with progress_bar(path) as advance:
-        for batch in scan_parquet(str(path), [column], BATCH_ROWS):
+        for batch in scan_parquet(str(path), [column]):
             values = batch.column(column)
             missing += values.null_count
             codes = _codes(pc.drop_null(values), column, design.n_reports)

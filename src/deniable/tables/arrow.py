@@ -34,14 +34,18 @@ from .._extras import require
 from ..errors import ReportValidationError
 from ..mechanisms._protocol import Mechanism
 from ..tallies import RapporTally, SupportTally, Tally
+from ._batches import BATCH_SHARE, MAX_BATCH_ROWS, batch_rows, check_batch, parquet_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "BATCH_SHARE",
     "MAX_BATCH_ROWS",
     "READ_BUFFER_BYTES",
     "AnyTally",
+    "batch_rows",
+    "check_batch",
     "parquet_rows",
     "report_columns",
     "report_table",
@@ -55,8 +59,6 @@ __all__ = [
 ]
 
 AnyTally = Tally | SupportTally | RapporTally
-#: Largest record batch read at once (rows).
-MAX_BATCH_ROWS = 1 << 24
 #: Bytes a Parquet file is read through at a time (no pre-buffering of row groups).
 READ_BUFFER_BYTES = 1 << 20
 
@@ -82,13 +84,22 @@ def report_columns(mechanism: Mechanism[Any, Any]) -> list[str]:
     return [field.name for field in mechanism.report_fields]
 
 
-def _packed(bits: NDArray[np.uint8]) -> pa.Array:
-    """Rows of packed bits, shape (n, width), as an Arrow binary column (no copy per row)."""
+def _packed(bits: NDArray[np.uint8]) -> pa.ChunkedArray:
+    """Rows of packed bits, shape (n, width), as an Arrow binary column (no copy per row),
+    in chunks of under 2 GiB each (a binary array's offsets are 32-bit: one array of
+    more bytes would overflow them)."""
     pa = require("pyarrow", "analysis")
     rows, width = bits.shape
-    offsets = pa.py_buffer(np.arange(0, (rows + 1) * width, width, dtype=np.int32))
-    data = pa.py_buffer(np.ascontiguousarray(bits))
-    return pa.Array.from_buffers(pa.binary(), rows, [None, offsets, data])
+    bits = np.ascontiguousarray(bits)
+    step = max(1, ((1 << 31) - 1) // max(width, 1))  # rows a chunk, its offsets < 2^31
+    chunks = []
+    for start in range(0, max(rows, 1), step):
+        part = bits[start : start + step]
+        offsets = pa.py_buffer(np.arange(0, (len(part) + 1) * width, width, dtype=np.int32))
+        chunks.append(
+            pa.Array.from_buffers(pa.binary(), len(part), [None, offsets, pa.py_buffer(part)])
+        )
+    return pa.chunked_array(chunks, type=pa.binary())
 
 
 def _int32(values: Any) -> pa.Array:
@@ -342,7 +353,14 @@ def tally_by_group(
     return out
 
 
-def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> Iterator[Any]:
+def scan_parquet(
+    source: Any,
+    columns: list[str],
+    batch_size: int | None = None,
+    *,
+    batch_bytes: int | None = None,
+    row_width: int = 0,
+) -> Iterator[Any]:
     """Record batches of ``columns``, file by file and row group by row group.
 
     Reading is synchronous (``ParquetFile.iter_batches``) and streamed: without
@@ -356,8 +374,14 @@ def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> 
     ----------
     source : path, list of paths or pyarrow.dataset.Dataset
     columns : list of str
-    batch_size : int, default 2^20
-        Rows a batch at most.
+    batch_size : int, optional
+        Rows a batch at most (1..2^24); by default sized from ``batch_bytes``.
+    batch_bytes : int, optional
+        Stored bytes a batch at most (default ``MEMORY_LIMIT / BATCH_SHARE``, 16 MiB):
+        the rows of each file's batches are :func:`batch_rows`, so memory follows the
+        bytes read whatever the row width.
+    row_width : int, default 0
+        Decoded bytes a row at least (:func:`batch_rows`).
 
     Returns
     -------
@@ -367,6 +391,8 @@ def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> 
     ------
     ReportValidationError
         For a column missing from the dataset.
+    ValueError
+        For a batch size or byte budget out of range.
 
     Examples
     --------
@@ -385,6 +411,7 @@ def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> 
     """
     ds = require("pyarrow.dataset", "analysis")
     pq = require("pyarrow.parquet", "analysis")
+    budget = check_batch(batch_size, batch_bytes)
     dataset = source if isinstance(source, ds.Dataset) else ds.dataset(source, format="parquet")
     missing = [c for c in columns if c not in dataset.schema.names]
     if missing:
@@ -394,7 +421,8 @@ def scan_parquet(source: Any, columns: list[str], batch_size: int = 1 << 20) -> 
     for path in dataset.files:
         with dataset.filesystem.open_input_file(path) as handle:
             reader = pq.ParquetFile(handle, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
-            yield from reader.iter_batches(batch_size=batch_size, columns=columns)
+            rows = batch_size or batch_rows(reader.metadata, columns, budget, row_width)
+            yield from reader.iter_batches(batch_size=rows, columns=columns)
 
 
 @overload
@@ -403,7 +431,8 @@ def tally_parquet(
     source: Any,
     *,
     group_by: None = None,
-    batch_size: int = ...,
+    batch_size: int | None = ...,
+    batch_bytes: int | None = ...,
     progress: Callable[[int], None] | None = ...,
 ) -> AnyTally: ...
 
@@ -414,7 +443,8 @@ def tally_parquet(
     source: Any,
     *,
     group_by: str,
-    batch_size: int = ...,
+    batch_size: int | None = ...,
+    batch_bytes: int | None = ...,
     progress: Callable[[int], None] | None = ...,
 ) -> dict[Hashable, AnyTally]: ...
 
@@ -424,7 +454,8 @@ def tally_parquet(
     source: Any,
     *,
     group_by: str | None = None,
-    batch_size: int = 1 << 20,
+    batch_size: int | None = None,
+    batch_bytes: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> AnyTally | dict[Hashable, AnyTally]:
     """Tally a Parquet file, directory or ``pyarrow.dataset.Dataset`` out of core.
@@ -438,8 +469,11 @@ def tally_parquet(
         ``group_by`` must be stored in the files.
     group_by : str, optional
         A column to tally separately by (e.g. country); returns ``{value: tally}``.
-    batch_size : int, default 2**20
-        Rows per record batch (1..2**24): memory is bounded by a few batches.
+    batch_size : int, optional
+        Rows per record batch (1..2**24); by default sized from ``batch_bytes``.
+    batch_bytes : int, optional
+        Stored bytes per record batch (default ``MEMORY_LIMIT / BATCH_SHARE``, 16 MiB;
+        :func:`scan_parquet`): memory is bounded by a few batches' bytes.
     progress : callable, optional
         Called with the number of rows after each batch.
 
@@ -469,10 +503,10 @@ def tally_parquet(
     >>> tally_parquet(design, path)
     Tally(counts=array([2, 3]))
     """
-    if not 1 <= batch_size <= MAX_BATCH_ROWS:
-        raise ValueError(f"batch_size must be in 1..{MAX_BATCH_ROWS}, got {batch_size}")
+    check_batch(batch_size, batch_bytes)
     columns = report_columns(mechanism) + ([group_by] if group_by else [])
-    batches = scan_parquet(source, columns, batch_size)
+    width = sum(f.width if f.kind == "bytes" else 8 for f in mechanism.report_fields)
+    batches = scan_parquet(source, columns, batch_size, batch_bytes=batch_bytes, row_width=width)
     if group_by is None:
         return tally_batches(mechanism, batches, progress)
     groups: dict[Hashable, AnyTally] = {}
@@ -482,37 +516,6 @@ def tally_parquet(
         if progress is not None:
             progress(batch.num_rows)
     return groups
-
-
-def parquet_rows(source: Any) -> int:
-    """Number of rows in Parquet files (from their footers; nothing else is read).
-
-    Parameters
-    ----------
-    source : path, list of paths or pyarrow.dataset.Dataset
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from deniable.mechanisms import Warner
-    >>> design = Warner(p=0.75)
-    >>> reports = design.randomize(np.array([0, 1, 1, 0, 1]), np.random.default_rng(0))
-    >>> import tempfile, pathlib
-    >>> import pyarrow.parquet as pq
-    >>> from deniable.tables.arrow import report_table
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "reports.parquet"
-    >>> pq.write_table(report_table(design, reports), path)
-    >>> from deniable.tables.arrow import parquet_rows
-    >>> parquet_rows(path)
-    5
-    """
-    ds = require("pyarrow.dataset", "analysis")
-    dataset = source if isinstance(source, ds.Dataset) else ds.dataset(source, format="parquet")
-    return int(sum(f.metadata.num_rows for f in dataset.get_fragments()))
 
 
 def tally_parts(tally: AnyTally) -> dict[str, Any]:

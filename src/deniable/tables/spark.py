@@ -32,7 +32,13 @@ from ..errors import ReportValidationError
 from ..estimation._estimates import PrevalenceEstimate
 from ..estimation._estimators import estimate as _estimate
 from ..mechanisms._protocol import CategoricalMechanism
-from ._spark_rows import _parquet_dataset, _row_group_batches, _row_groups
+from ._spark_rows import (
+    _parquet_dataset,
+    _row_group_batches,
+    _row_groups,
+    arrow_batches_in_bytes,
+    refuse_large_row_groups,
+)
 from ._spark_search import heavy_hitters_parquet
 from .arrow import (
     AnyTally,
@@ -146,6 +152,9 @@ def tally(
     ReportValidationError
         For a missing column or a malformed report in any partition (the task's error
         names the column).
+    MemoryLimitError
+        When the frame reads Parquet row groups of more than 256 MiB of reports, which
+        Spark's JVM would decode whole: the message names :func:`tally_parquet`.
 
     Examples
     --------
@@ -200,7 +209,8 @@ def tally(
             )
             yield pa.RecordBatch.from_pylist(records, schema=schema)
 
-    with warnings.catch_warnings():
+    refuse_large_row_groups(frame, columns)  # the JVM would read them whole
+    with arrow_batches_in_bytes(frame, mechanism), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # PySpark's note on pandas 3
         rows = frame.select(*columns).mapInArrow(partials, _TALLY_SCHEMA).collect()
     merged: dict[str | None, AnyTally] = {}

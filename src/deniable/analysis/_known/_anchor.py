@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 from ..._validation import check_integer, check_probability
 from .._formula import model_frame
+from .._likelihood import maximise_score, score_hessian
 
 __all__ = ["AnchorCorrection", "AnchorRegressionResult", "anchor_correction", "anchor_regression"]
 
@@ -257,17 +258,6 @@ class _AnchorLikelihood:
         ll, sc = self.rows(theta)
         return float(ll.sum()), sc.sum(0)
 
-    def hessian(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        m = len(theta)
-        out = np.empty((m, m))
-        for i in range(m):
-            h = 1e-5 * max(1.0, abs(theta[i]))
-            up, down = theta.copy(), theta.copy()
-            up[i] += h
-            down[i] -= h
-            out[:, i] = (self.value_and_score(up)[1] - self.value_and_score(down)[1]) / (2 * h)
-        return (out + out.T) / 2
-
 
 @dataclass(frozen=True)
 class AnchorRegressionResult:
@@ -352,24 +342,9 @@ def anchor_regression(
     a = _binary("anchor", data.loc[frame.rows, anchor].to_numpy(dtype=np.float64))
     lik = _AnchorLikelihood(y, a, frame.X, p, pa)
 
-    def negative(th: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        value, score = lik.value_and_score(th)
-        return -value, -score
-
-    fit = optimize.minimize(
-        negative, np.full(2 * lik.k, 0.01), jac=True, method="BFGS", options={"gtol": 1e-9}
-    )
-    theta: NDArray[np.float64] = fit.x
-    for _ in range(50):
-        ll, score = lik.value_and_score(theta)
-        if np.abs(score).max() < 1e-9:
-            break
-        step = np.linalg.solve(lik.hessian(theta), score)
-        if not lik.value_and_score(theta - step)[0] >= ll - 1e-9:
-            break
-        theta = theta - step
+    theta = maximise_score(lik.value_and_score, np.full(2 * lik.k, 0.01))
     ll, score = lik.value_and_score(theta)
-    bread = np.linalg.inv(-lik.hessian(theta))
+    bread = np.linalg.inv(-score_hessian(lik.value_and_score, theta))
     scores = lik.rows(theta)[1]
     robust = bread @ (scores.T @ scores) @ bread
     names = [f"prevalence.{t}" for t in frame.terms] + [f"attentive.{t}" for t in frame.terms]

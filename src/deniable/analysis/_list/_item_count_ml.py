@@ -22,6 +22,7 @@ from scipy import optimize, special, stats
 
 from ...estimation import ConfidenceInterval
 from .._formula import model_frame
+from .._likelihood import maximise_score, score_hessian
 from ._item_count import check_list_counts
 
 __all__ = ["ListRegressionResult", "list_regression"]
@@ -87,18 +88,6 @@ class _Likelihood:
             score = np.concatenate([x.T @ s_delta, x.T @ s0, x.T @ s1])
         return float(ll.sum()), score
 
-    def hessian(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Central differences of the analytic score (step 1e-5 relative)."""
-        m = len(theta)
-        out = np.empty((m, m))
-        for i in range(m):
-            h = 1e-5 * max(1.0, abs(theta[i]))
-            up, down = theta.copy(), theta.copy()
-            up[i] += h
-            down[i] -= h
-            out[:, i] = (self.value_and_score(up)[1] - self.value_and_score(down)[1]) / (2 * h)
-        return (out + out.T) / 2
-
 
 def _start(lik: _Likelihood) -> NDArray[np.float64]:
     """Logistic-binomial fit of the control counts for psi; delta's intercept from
@@ -115,28 +104,6 @@ def _start(lik: _Likelihood) -> NDArray[np.float64]:
     delta = np.zeros(lik.k)
     delta[0] = special.logit(diff)
     return np.concatenate([delta, psi] + ([] if lik.constrained else [psi]))
-
-
-def _maximise(lik: _Likelihood, max_iter: int) -> NDArray[np.float64]:
-    """BFGS from :func:`_start`, then Newton steps until the score is below 1e-9."""
-
-    def negative(th: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        value, score = lik.value_and_score(th)
-        return -value, -score
-
-    fit = optimize.minimize(
-        negative, _start(lik), jac=True, method="BFGS", options={"gtol": 1e-8, "maxiter": 2000}
-    )
-    theta: NDArray[np.float64] = fit.x
-    for _ in range(max_iter):
-        ll, score = lik.value_and_score(theta)
-        if np.abs(score).max() < 1e-9:
-            break
-        step = np.linalg.solve(lik.hessian(theta), score)
-        if not lik.value_and_score(theta - step)[0] >= ll - 1e-9:
-            break
-        theta = theta - step
-    return theta
 
 
 @dataclass(frozen=True)
@@ -251,9 +218,9 @@ def list_regression(
         frame.y, t_raw.astype(np.float64) if t_raw.dtype == bool else t_raw, items
     )
     lik = _Likelihood(y, t, frame.X, j, constrained)
-    theta = _maximise(lik, max_iter)
+    theta = maximise_score(lik.value_and_score, _start(lik), max_iter)
     ll, score = lik.value_and_score(theta)
-    cov = np.linalg.inv(-lik.hessian(theta))
+    cov = np.linalg.inv(-score_hessian(lik.value_and_score, theta))
     terms = frame.terms
     names = [f"sensitive.{s}" for s in terms]
     names += (

@@ -8,7 +8,16 @@ from typing import Any
 
 from .._extras import require
 
-__all__ = ["BATCH_SHARE", "MAX_BATCH_ROWS", "batch_rows", "check_batch", "parquet_rows"]
+__all__ = [
+    "BATCH_SHARE",
+    "MAX_BATCH_ROWS",
+    "batch_rows",
+    "check_batch",
+    "parquet_rows",
+    "report_width",
+    "rows_within",
+    "stored_bytes",
+]
 
 #: Largest record batch read at once (rows).
 MAX_BATCH_ROWS = 1 << 24
@@ -55,14 +64,30 @@ def batch_rows(metadata: Any, columns: list[str], batch_bytes: int, row_width: i
     for g in range(metadata.num_row_groups):
         group = metadata.row_group(g)
         if group.num_rows:
-            stored = sum(
-                group.column(i).total_uncompressed_size
-                for i in range(group.num_columns)
-                if group.column(i).path_in_schema in columns
-            )
-            width = max(width, stored / group.num_rows)
-    width = max(width, row_width) + 8 * len(columns)
-    return int(min(MAX_BATCH_ROWS, max(1, batch_bytes // width)))
+            width = max(width, stored_bytes(group, columns) / group.num_rows)
+    return rows_within(max(width, row_width), len(columns), batch_bytes)
+
+
+def rows_within(row_width: float, columns: int, batch_bytes: int) -> int:
+    """Rows of ``row_width`` decoded bytes, plus 8 a value of ``columns`` for offsets
+    and validity, that fit ``batch_bytes``: an int in 1..MAX_BATCH_ROWS."""
+    return int(min(MAX_BATCH_ROWS, max(1, batch_bytes // (row_width + 8 * columns))))
+
+
+def stored_bytes(group: Any, columns: list[str]) -> int:
+    """Uncompressed bytes a Parquet row group (``RowGroupMetaData``) stores of ``columns``."""
+    return int(
+        sum(
+            group.column(i).total_uncompressed_size
+            for i in range(group.num_columns)
+            if group.column(i).path_in_schema in columns
+        )
+    )
+
+
+def report_width(mechanism: Any) -> int:
+    """Decoded bytes of one report: a ``bytes`` field's width, 8 an int or float field."""
+    return int(sum(f.width if f.kind == "bytes" else 8 for f in mechanism.report_fields))
 
 
 def check_batch(batch_size: int | None, batch_bytes: int | None) -> int:

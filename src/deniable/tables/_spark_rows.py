@@ -72,6 +72,7 @@ def refuse_large_row_groups(frame: Any, columns: list[str]) -> None:
         ``deniable.tables.spark.tally_parquet``, which reads it batch by batch.
     """
     from ..errors import MemoryLimitError
+    from ._batches import stored_bytes
 
     pq = require("pyarrow.parquet", "analysis")
     fs = require("pyarrow.fs", "analysis")
@@ -84,12 +85,7 @@ def refuse_large_row_groups(frame: Any, columns: list[str]) -> None:
         with filesystem.open_input_file(path) as handle:
             meta = pq.ParquetFile(handle).metadata
         for g in range(meta.num_row_groups):
-            group = meta.row_group(g)
-            stored = sum(
-                group.column(i).total_uncompressed_size
-                for i in range(group.num_columns)
-                if group.column(i).path_in_schema in columns
-            )
+            stored = stored_bytes(meta.row_group(g), columns)
             if stored > MAX_FRAME_ROW_GROUP_BYTES:
                 raise MemoryLimitError(
                     f"row group {g} of {uri} holds {stored:,} bytes of reports, more than "
@@ -106,12 +102,12 @@ def refuse_large_row_groups(frame: Any, columns: list[str]) -> None:
 def arrow_batches_in_bytes(frame: Any, mechanism: Any) -> Iterator[None]:
     """Within the block, Spark hands ``mapInArrow`` batches of the default stored bytes
     (:func:`~deniable.tables.arrow.check_batch`), as in process: a report's width is the
-    mechanism's (8 bytes an integer or float column, 8 more a row for offsets). The
-    session's ``spark.sql.execution.arrow.maxRecordsPerBatch`` is restored after."""
-    from ._batches import MAX_BATCH_ROWS, check_batch
+    mechanism's (:func:`~deniable.tables._batches.report_width`). The session's
+    ``spark.sql.execution.arrow.maxRecordsPerBatch`` is restored after."""
+    from ._batches import check_batch, report_width, rows_within
 
-    width = sum(f.width if f.kind == "bytes" else 8 for f in mechanism.report_fields) + 8
-    rows = int(min(MAX_BATCH_ROWS, max(1, check_batch(None, None) // width)))
+    fields = len(mechanism.report_fields)
+    rows = rows_within(report_width(mechanism), fields, check_batch(None, None))
     conf, session = "spark.sql.execution.arrow.maxRecordsPerBatch", frame.sparkSession
     before = session.conf.get(conf, None)
     session.conf.set(conf, str(rows))

@@ -34,7 +34,14 @@ from .._extras import require
 from ..errors import ReportValidationError
 from ..mechanisms._protocol import Mechanism
 from ..tallies import RapporTally, SupportTally, Tally
-from ._batches import BATCH_SHARE, MAX_BATCH_ROWS, batch_rows, check_batch, parquet_rows
+from ._batches import (
+    BATCH_SHARE,
+    MAX_BATCH_ROWS,
+    batch_rows,
+    check_batch,
+    parquet_rows,
+    report_width,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -505,7 +512,7 @@ def tally_parquet(
     """
     check_batch(batch_size, batch_bytes)
     columns = report_columns(mechanism) + ([group_by] if group_by else [])
-    width = sum(f.width if f.kind == "bytes" else 8 for f in mechanism.report_fields)
+    width = report_width(mechanism)
     batches = scan_parquet(source, columns, batch_size, batch_bytes=batch_bytes, row_width=width)
     if group_by is None:
         return tally_batches(mechanism, batches, progress)

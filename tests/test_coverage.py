@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from deniable import ForcedResponse, KaryRR, Tally, Warner, estimate
+from deniable.errors import IntervalCoverageWarning
 from deniable.estimation._intervals import prevalence_intervals
 from deniable.estimation._normal_theory import moment_batch
 from deniable.mechanisms._binary import Crosswise
@@ -217,7 +218,6 @@ def test_bayes_on_a_binary_design_is_the_exact_posterior_interval(rng):
     import warnings
 
     from deniable import Tally, estimate
-    from deniable.errors import IntervalCoverageWarning
     from deniable.estimation._coverage_warning import interval_coverage
 
     design = ForcedResponse(p_yes=0.25, p_no=0.25)
@@ -253,7 +253,6 @@ def test_every_frequentist_method_covers_94_percent_on_the_boundary_grid(design)
     than at the boundary's (a credible interval is: ``bayes`` warns there instead)."""
     import warnings
 
-    from deniable.errors import IntervalCoverageWarning
     from deniable.estimation._variance import affine_map
 
     j = 0 if isinstance(design, KaryRR) else 1
@@ -324,8 +323,11 @@ def test_every_interval_is_honest_or_warned_on_the_bench_grid(design):
     warned where the method covers 95%. The exceptions are on KaryRR(7, 2) at n <= 300:
     ``normal`` (0.931 at 0.5, n = 100, where the coverage nearby averages above 0.94:
     0.3% warned, the unwarned covered 0.934; 0.937 at 0.1, n = 300, none warned), a
-    normal approximation at 14 expected reports a category; and ``bayes``, whose uniform
-    prior pulls a category of 7 towards 0 (0.896 at 0.5, n = 100)."""
+    normal approximation at 14 expected reports a category, whose coverage alternates
+    below 0.94 and above 0.95 within a count's step, which no rule decided at the
+    estimate can tell apart (docs/coverage.md). ``bayes`` on k-ary RR, whose uniform
+    Dirichlet prior pulled a category of 7 towards 0 (0.896 at 0.5, n = 100), now takes
+    a uniform prior on the category (``category_prior``) and meets the goal."""
     misses = {
         (method, n): short
         for method in (*FREQUENTIST, "bayes")
@@ -333,7 +335,7 @@ def test_every_interval_is_honest_or_warned_on_the_bench_grid(design):
         if (short := _short_of_the_goal(design, method, n))
     }
     if isinstance(design, KaryRR):
-        want = {("normal", 100), ("normal", 300), ("bayes", 100), ("bayes", 300)}
+        want = {("normal", 100), ("normal", 300)}
         assert set(misses) == want, misses
         assert [pi for pi, *_ in misses["normal", 300]] == [0.1]
     else:
@@ -356,6 +358,29 @@ def test_bayes_on_kary_rr_covers_prevalence_0():
         assert warned[0] >= 0.999 or unwarned[0] >= 0.94, (n, unwarned, warned)
 
 
+def test_bayes_on_kary_rr_covers_near_1():
+    """Issue 43: under the uniform Dirichlet prior over 7 categories a category's
+    marginal prior is Beta(1, 6), and its credible interval covered 0.000-0.108 at
+    prevalence 0.99 for n from 100 to 10,000. The default prior is now uniform on the
+    category asked about (``category_prior``): exact coverage at least 0.94 at 0.95, 0.99
+    and 1 at every n, none warned; a prior given keeps its Beta marginal."""
+    from deniable.estimation._bayes import category_prior
+    from deniable.estimation._coverage_warning import warned_coverage
+
+    design = KaryRR(k=7, epsilon=2.0)
+    for n in (100, 1_000, 10_000):
+        every, _, warned = warned_coverage(design, n, "bayes", 0.95, 0, (0.95, 0.99, 1.0))
+        assert np.all(every >= 0.94) and np.all(warned == 0), (n, every, warned)
+    assert category_prior(None, 3, 7) == (1.0, 1.0)
+    assert category_prior(np.ones(7), 3, 7) == (1.0, 6.0)
+    tally = Tally(np.array([90, 2, 2, 2, 2, 1, 1]))
+    default = estimate(design, tally).confidence_interval(0.95, "bayes")
+    dirichlet = estimate(design, tally, "bayes", prior=np.ones(7))
+    with pytest.warns(IntervalCoverageWarning, match="cover 0.022 on average"):
+        dirichlet_ci = dirichlet.confidence_interval(0.95, "bayes")
+    assert default.high[0] > dirichlet_ci.high[0]  # Beta(1, 6) pulls category 0 down
+
+
 @pytest.mark.slow
 def test_the_warning_the_estimate_gives_is_the_rule_enumerated(rng):
     """600 simulated surveys at each of three cells: the share that
@@ -365,13 +390,13 @@ def test_the_warning_the_estimate_gives_is_the_rule_enumerated(rng):
     import warnings
 
     from deniable import Tally, estimate
-    from deniable.errors import IntervalCoverageWarning
     from deniable.estimation._coverage_warning import warned_coverage
 
     surveys = 600
     cells = [
-        (KaryRR(k=7, epsilon=2.0), 100, "bayes", 0.3),  # 0.937: most warned
-        (KaryRR(k=7, epsilon=2.0), 1_000, "bayes", 0.95),  # the prior pulls towards 0
+        (KaryRR(k=7, epsilon=2.0), 100, "normal", 0.3),  # 15% warned
+        (Warner(p=0.7), 100, "bayes", 0.0),  # warned at the boundary
+        (KaryRR(k=7, epsilon=2.0), 1_000, "bayes", 0.95),  # covers: silent
         (ForcedResponse(p_yes=0.25, p_no=0.25), 1_000, "wilson", 0.3),  # covers: silent
     ]
     for design, n, method, pi in cells:

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..mechanisms._channels import FiniteChannel
 
-__all__ = ["DEFAULT_BURN_IN", "DEFAULT_DRAWS", "check_prior", "posterior_draws"]
+__all__ = ["DEFAULT_BURN_IN", "DEFAULT_DRAWS", "category_prior", "check_prior", "posterior_draws"]
 
 DEFAULT_DRAWS = 4000
 DEFAULT_BURN_IN = 500
@@ -45,6 +45,36 @@ def check_prior(design: FiniteChannel, prior: ArrayLike | None) -> NDArray[np.fl
         # Beta(a, b) on "yes" = Dirichlet(b, a) over (no, yes)
         alpha = alpha[::-1].copy()
     return alpha
+
+
+def category_prior(prior: ArrayLike | None, j: int, k: int) -> tuple[float, float]:
+    """The Beta prior ``(a, b)`` on category ``j`` of ``k`` that a one-dimensional
+    posterior of that category uses.
+
+    Given Dirichlet pseudocounts ``prior`` (shape (k,)) it is their Beta marginal
+    ``(prior[j], sum(prior) - prior[j])``. With no prior given it is the uniform
+    Beta(1, 1): the prior uniform on the category of interest and, given it, uniform
+    (Dirichlet(1, ..., 1)) over how the rest splits, the ordered reference prior of
+    Berger & Bernardo (1992) for the category asked about. The uniform Dirichlet over
+    all ``k`` categories would give the category a Beta(1, k - 1) marginal, which pulls
+    it towards 0: on KaryRR(7, 2) its credible interval at prevalence 0.99 covered
+    0.000-0.108 for n from 100 to 10,000 (docs/coverage.md before issue 43).
+
+    Returns
+    -------
+    tuple of two floats, both > 0
+
+    Examples
+    --------
+    >>> category_prior(None, 0, 7)
+    (1.0, 1.0)
+    >>> category_prior([1, 2, 3], 1, 3)
+    (2.0, 4.0)
+    """
+    if prior is None:
+        return (1.0, 1.0)
+    pseudo = np.asarray(prior, dtype=np.float64).reshape(k)
+    return (float(pseudo[j]), float(pseudo.sum() - pseudo[j]))
 
 
 def posterior_draws(

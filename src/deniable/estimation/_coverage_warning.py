@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..mechanisms._channels import FiniteChannel
+from ._bayes import category_prior
 from ._intervals import binary_hpd, prevalence_intervals
 from ._variance import affine_map
 
@@ -96,9 +97,7 @@ def _count_intervals(
     assert amap is not None
     r = int(amap.report[j])
     if method == "bayes":
-        k = design.n_truths
-        pseudo = np.ones(k) if prior is None else np.asarray(prior, dtype=np.float64)
-        beta = (float(pseudo[j]), float(pseudo.sum() - pseudo[j]))
+        beta = category_prior(prior, j, design.n_truths)
         return binary_hpd(amap, j, y, n, confidence_level, beta)
     lo2, hi2 = prevalence_intervals(design, _tallies(design, r, y, n), method, confidence_level)
     return lo2[:, j], hi2[:, j]

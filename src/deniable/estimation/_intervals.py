@@ -43,11 +43,14 @@ Methods (the names of ``statsmodels.stats.proportion.proportion_confint``):
     of the whole vector missed 0 in 19-32% of surveys at prevalence 0 (its shortest
     window of draws starts a draw's width above 0). Otherwise it is computed from the
     data-augmentation draws (Chen & Shao 1999) and extended to 0 (or 1) when the
-    shortest window starts at the smallest (ends at the largest) draw. A credible
-    interval is not power-constrained, and on k-ary RR the uniform prior pulls a
-    category of 7 towards 0, so it under-covers there near 1 (docs/coverage.md);
+    shortest window starts at the smallest (ends at the largest) draw. Without a prior
+    given, a category's one-dimensional posterior takes the uniform Beta(1, 1) prior on
+    the category (:func:`~deniable.estimation._bayes.category_prior`: the uniform
+    Dirichlet over 7 categories gives a category Beta(1, 6), which pulled it towards 0
+    and covered 0.000-0.108 at prevalence 0.99); a prior given keeps its Beta marginal.
+    A credible interval is not power-constrained;
     :meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval` warns where it
-    does (:mod:`deniable.estimation`).
+    under-covers (:mod:`deniable.estimation`).
 
 The binomial methods and ``normal`` are power-constrained like ``feldman_cousins``
 (Cowan et al. 2011): never narrower than the interval of the count a boundary predicts,
@@ -66,7 +69,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..mechanisms._channels import FiniteChannel
-from ._bayes import posterior_draws
+from ._bayes import category_prior, posterior_draws
 from ._normal_theory import moment_batch, z_quantile
 from ._variance import AffineMap, affine_map, worst_case_variance
 
@@ -287,7 +290,7 @@ def _bayes_intervals(
     low = np.empty(counts.shape, dtype=np.float64)
     high = np.empty(counts.shape, dtype=np.float64)
     for j in range(design.n_truths):  # k-ary RR: each category given its report's count
-        shape = (float(pseudo[j]), float(pseudo.sum() - pseudo[j]))
+        shape = category_prior(prior, j, design.n_truths)
         r = int(amap.report[j])
         low[:, j], high[:, j] = binary_hpd(amap, j, counts[:, r], n, confidence_level, shape)
     return low, high

@@ -1,10 +1,13 @@
 """Heavy hitters without a candidate list (PEM): precision, recall, size, time, memory.
 
     python -m uv run python bench/heavy_hitters.py [--runs 20] [--n 1e6,1e7] [--eps 1,2,4]
+        [--alphabet default|a-z]
 
 The vocabulary is real, Webster's Second International Dictionary (the ``web2`` list of
 the ``english-words`` package, a pinned dev dependency), lower case, in a fixed shuffled
-order: its 33,918 words of at most 6 letters (PEM, ``PrefixExtension``), or with
+order: its 33,918 words of at most 6 letters (PEM, ``PrefixExtension`` over its default
+39-symbol alphabet, a-z, 0-9 and ``-_.``, as package names need; ``--alphabet a-z``
+for the 26 letters alone, the words' own), or with
 ``--long`` 100,000 words of any length, up to 28 bytes (byte-PEM,
 ``BytePrefixExtension``: 32 levels of 2 bytes over 64, level ``j`` drawn with
 probability proportional to ``level_decay^j``, default 0.95; ``--level-decay 1`` is
@@ -15,13 +18,19 @@ seeded runs (mean and 10th percentile):
 - threshold 1%, every run: precision (a returned value is correct when its frequency in the
   sample is at least half the threshold: ``find_heavy_hitters`` bounds the expected
   number of the others by ``false_discoveries`` = 0.05), recall of the values at or
-  above 1.2%, values returned, the analyst's time and the process's peak RSS;
+  above 1.2%, values returned, the analyst's time (median and largest over the runs)
+  and the process's peak RSS;
 - top-10 (the first ``--side-runs`` runs, default 5): the share of the true top 10
   returned;
 - beside them: the OLH ceiling (the first ``--side-runs`` runs: the same test of
   ``frequency <= threshold / 2`` over the true vocabulary as candidates, Bonferroni
   over its words) and the detection limit that ``detection_limit`` predicts for recall
   0.9 (byte-PEM: for a value of the median length of the words >= 1.2%).
+
+Before each row it prints the search's cost as :func:`deniable.estimation.search_cost`
+gives it before any report is read (the candidates of each level, expected and at
+most) and the machine's load average (1, 5 and 15 minutes), and after it the
+candidates each run tested at most, beside the cost's bound.
 
 Reports are randomized with a seeded generator (simulation); the client's secure
 rate is in bench/oracles.py.
@@ -30,6 +39,7 @@ rate is in bench/oracles.py.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
 from types import SimpleNamespace
@@ -42,9 +52,11 @@ from deniable.estimation import (
     detection_limit,
     find_heavy_hitters,
     find_string_heavy_hitters,
+    search_cost,
 )
 from deniable.mechanisms import BytePrefixExtension, LocalHashing, PrefixExtension
 from deniable.mechanisms._kernels import kernel_backend
+from deniable.mechanisms._prefix import DEFAULT_ALPHABET
 
 THRESHOLD = 0.01
 RECALL_FROM = 0.012
@@ -123,6 +135,12 @@ def main() -> None:
         help="100,000 words of any length through BytePrefixExtension (strings up to 64 bytes)",
     )
     parser.add_argument(
+        "--alphabet",
+        choices=("default", "a-z"),
+        default="default",
+        help="PrefixExtension's alphabet: its default 39 symbols, or the 26 letters",
+    )
+    parser.add_argument(
         "--level-decay",
         type=float,
         default=None,
@@ -140,24 +158,32 @@ def main() -> None:
     )
     head = (
         f"{'n':>9s} {'eps':>4s} {'precision':>15s} {'recall>=1.2%':>15s} {'returned':>9s} "
-        f"{'top-10':>7s} {'time s':>7s} {'peak GB':>8s} {'limit':>7s} {'OLH prec/rec':>13s}"
+        f"{'top-10':>7s} {'time s med/max':>14s} {'peak GB':>8s} {'limit':>7s} "
+        f"{'OLH prec/rec':>13s}"
     )
     print(head)
+    alphabet = DEFAULT_ALPHABET if args.alphabet == "default" else "abcdefghijklmnopqrstuvwxyz"
     if args.long:
         print(f"mechanism: {BytePrefixExtension(1.0, **decay)!r} (epsilon as in each row)")
+    else:
+        print(f"alphabet: {alphabet!r} ({len(alphabet)} symbols)")
     for n in (int(float(x)) for x in args.n.split(",")):
         for eps in (float(x) for x in args.eps.split(",")):
             pem: Any = (
                 BytePrefixExtension(eps, **decay)
                 if args.long
-                else PrefixExtension(eps, max_length=6, alphabet="abcdefghijklmnopqrstuvwxyz")
+                else PrefixExtension(eps, max_length=6, alphabet=alphabet)
             )
             search = find_string_heavy_hitters if args.long else find_heavy_hitters
             # byte-PEM: for a value of the median length of the words >= 1.2%
             heavy = words[weights >= RECALL_FROM]
             size = {"length": int(np.median([len(w.encode()) for w in heavy]))} if args.long else {}
             limit = detection_limit(pem, n, THRESHOLD, false_discoveries=FALSE_DISCOVERIES, **size)
+            cost = search_cost(pem, n, THRESHOLD, false_discoveries=FALSE_DISCOVERIES)
+            load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+            print(f"  n = {n:.0e}, eps {eps:g}: load {load}; {cost}", flush=True)
             rows = []
+            tested = np.zeros(cost.candidates.size)
             for run in range(args.runs):
                 rng = np.random.default_rng([29, n, int(eps * 10), run])
                 codes = rng.choice(words.size, size=n, p=weights)
@@ -176,6 +202,7 @@ def main() -> None:
                     t0 = time.perf_counter()
                     found = search(pem, reports, THRESHOLD)
                     elapsed = time.perf_counter() - t0
+                    tested = np.maximum(tested, found.candidates_per_level)
                     side = run < args.side_runs
                     top = search(pem, reports, top_k=10) if side else None
                 del sample
@@ -217,10 +244,18 @@ def main() -> None:
             print(
                 f"{n:9.0e} {eps:4.0f} {mean[0]:7.3f} ({p10[0]:5.3f}) "
                 f"{mean[1]:7.3f} ({p10[1]:5.3f}) {mean[2]:9.1f} {top10:7.2f} "
-                f"{mean[4]:7.1f} {peak:8.2f} {limit:7.4f} "
-                f"{olh[0]:6.2f}/{olh[1]:5.2f}",
+                f"{np.median(table[:, 4]):6.1f}/{np.max(table[:, 4]):7.1f} {peak:8.2f} "
+                f"{limit:7.4f} {olh[0]:6.2f}/{olh[1]:5.2f}",
                 flush=True,
             )
+            if not args.ceiling_only:
+                within = bool(np.all(tested <= cost.candidates_bound))
+                print(
+                    f"  candidates tested, most over the runs: {np.max(tested):,.0f} a level "
+                    f"(expected at most {np.max(cost.candidates):,.0f}); within the bound: "
+                    f"{within}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

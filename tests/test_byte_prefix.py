@@ -346,3 +346,27 @@ def test_string_and_byte_searches_are_one_search(monkeypatch):
     strings = find_string_heavy_hitters(bpem, bpem.randomize(["ab"] * 3000, rng), threshold=0.2)
     assert calls == ["_CodeFrontier", "_ByteFrontier"]
     assert found.values == strings.values == ["ab"]
+
+
+def test_at_low_signal_the_noise_test_not_the_cap_decides_the_survivors():
+    """Issue 44: epsilon 1, 20,000 reports over 8 levels of 2 bytes (2,500 a level),
+    threshold 5%: the pruning alone lets nearly all 65,536 extensions of every parent
+    through, so the cap (80) decided every level and the time swung with the overflow.
+    The noise test keeps about 1 / t = 20 prefixes of frequency 0 a level: no level
+    overflows, and every level tests no more than ``search_cost`` expects (the 1 / t
+    frequent parents plus the noise test's)."""
+    from deniable.estimation import search_cost
+
+    bpem = BytePrefixExtension(1.0, max_bytes=16)
+    names = np.array([f"name{i:04d}" for i in range(500)])
+    weights = np.full(500, 1 / 500)
+    cost = search_cost(bpem, 20_000, 0.05)
+    for run in range(3):
+        rng = np.random.default_rng([18, run])
+        sample = names[rng.choice(500, 20_000, p=weights)]
+        found = find_string_heavy_hitters(bpem, bpem.randomize(sample, rng), 0.05)
+        assert not found.warnings, found.warnings
+        assert np.all(found.candidates_per_level[1:] <= cost.candidates[1:]), (
+            found.candidates_per_level,
+            cost.candidates,
+        )

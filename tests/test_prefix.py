@@ -174,20 +174,60 @@ def test_top_k_mode_returns_the_largest():
 
 
 def test_the_survivors_are_bounded_and_the_overflow_names_the_detection_limit():
+    """At low signal (epsilon 0.5, 2,000 reports a level) the pruning alone would let
+    most of the 81 prefixes of frequency near 0 through; the noise test keeps about
+    ``(1 + NOISE_FACTOR) / t`` and the cap never decides. With ``max_survivors`` below
+    that, the overflow warns (or raises) and names the detection limit."""
     pem = PrefixExtension(0.5, max_length=4, alphabet="abcdefgh", lengths=[2, 4])
     values, weights = _population(np.random.default_rng(3), "abcdefgh", 4, [0.05])
     rng = np.random.default_rng(4)
     reports = pem.randomize(values[rng.choice(values.size, 4000, p=weights)], rng)
     result = find_heavy_hitters(pem, reports, 0.1)
     cap = math.ceil(SURVIVOR_FACTOR / 0.1)
-    assert result.candidates_per_level[1] <= cap * pem.base**2
-    assert result.warnings and "detection limit" in result.warnings[0]
+    assert result.candidates_per_level[1] <= cap * pem.base**2 and not result.warnings
+    tight = find_heavy_hitters(pem, reports, 0.1, max_survivors=2)
+    assert tight.warnings and "detection limit" in tight.warnings[0]
+    assert tight.candidates_per_level[1] <= 2 * pem.base**2
     with pytest.raises(DetectionLimitError, match="detection limit") as info:
-        find_heavy_hitters(pem, reports, 0.1, on_overflow="raise")
-    limit = detection_limit(pem, 4000, 0.1)
+        find_heavy_hitters(pem, reports, 0.1, max_survivors=2, on_overflow="raise")
+    limit = detection_limit(pem, 4000, 0.1, max_survivors=2)
     assert info.value.detection_limit == pytest.approx(limit) and limit > 0.1
     with pytest.raises(ValueError, match="on_overflow"):
         find_heavy_hitters(pem, reports, 0.1, on_overflow="ignore")  # type: ignore[arg-type]
+
+
+def test_the_noise_test_keeps_at_most_its_budget_of_prefixes_of_frequency_0():
+    """Every value starts "aa": the other 728 first-level prefixes (of 729) have
+    frequency exactly 0, at epsilon 1 with 1,500 reports a level the pruning alone keeps
+    most of them, and the noise test's exact binomial test keeps each with probability
+    at most ``NOISE_FACTOR / (t 729)``: over 40 runs the mean number kept is at most
+    ``NOISE_FACTOR / t`` = 20 (plus 4 sigmas of a Poisson mean), and not vacuously
+    small."""
+    from deniable.estimation._level_search import NOISE_FACTOR
+    from deniable.estimation._prefix_search import level_counts, search_levels
+
+    pem = PrefixExtension(1.0, max_length=4, alphabet=LETTERS, lengths=[2, 4])
+    threshold, runs, n = 0.05, 40, 3000
+    budget = NOISE_FACTOR / threshold
+    tails = ["".join(t) for t in itertools.product("abc", repeat=2)]
+    sample_values = np.array([f"aa{t}" for t in tails])
+    kept = []
+    for run in range(runs):
+        rng = np.random.default_rng([14, run])
+        reports = pem.randomize(sample_values[rng.integers(0, len(tails), n)], rng)
+        parents: list[int] = []
+
+        def count(level, candidates, reports=reports, parents=parents):
+            if level == 1:
+                parents.extend(np.unique(candidates // np.uint64(pem.base**2)).tolist())
+            return level_counts(pem, reports, level, candidates)
+
+        found = search_levels(pem, count, n, threshold)
+        assert found.candidates_per_level[0] == pem.base**2 and not found.warnings
+        kept.append(len(parents) - 1)  # the prefixes kept besides "aa"
+    mean = float(np.mean(kept))
+    assert mean <= budget + 4 * math.sqrt(budget / runs), kept
+    assert mean >= budget / 10, kept
 
 
 def test_the_detection_limit_falls_with_reports_and_epsilon():
@@ -227,3 +267,38 @@ def test_estimate_takes_the_search_options():
     assert found.values == ["dd", "abc", "b"] and found.false_discoveries == 0.01
     with pytest.raises(TypeError, match="alpha"):
         estimate(pem, reports, alpha=0.1)
+
+
+def test_search_cost_is_known_before_the_search_and_bounds_it():
+    """Issue 44: the cost is a function of n, epsilon and the threshold, printed before
+    the search. On the 39-symbol alphabet (6 symbols, levels 3, 5, 6) at n = 10^6,
+    epsilon 1, threshold 1%: the first level's 64,000 prefixes, then at most 2 / t = 200
+    parents' 1,600 extensions expected (the cap's 400 bound every case); the noise test
+    lets about 1 / t through at low signal and next to none at high signal. A search at
+    low signal tests no more than the cost says."""
+    from deniable.estimation import search_cost
+    from deniable.mechanisms import LocalHashing
+
+    pem = PrefixExtension(1.0, max_length=6)
+    cost = search_cost(pem, 10**6, 0.01)
+    assert cost.candidates_bound.tolist() == [64_000, 640_000, 16_000]
+    assert cost.candidates[0] == 64_000 and cost.candidates[1] <= 200 * 1_600
+    assert cost.pairs <= 0.6 * cost.pairs_bound
+    assert cost.reports.sum() == pytest.approx(10**6)
+    sharp = search_cost(PrefixExtension(4.0, max_length=6), 10**7, 0.01)
+    assert sharp.candidates[1] == pytest.approx(100 * 1_600, rel=1e-3)  # no noise passes
+    assert "search cost" in str(cost) and "at most" in str(cost)
+    with pytest.raises(TypeError, match="PEM or byte-PEM"):
+        search_cost(LocalHashing(10, 1.0), 1000)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="n"):
+        search_cost(pem, 0)
+
+    small = PrefixExtension(0.5, max_length=4, alphabet="abcdefgh", lengths=[2, 4])
+    values, weights = _population(np.random.default_rng(3), "abcdefgh", 4, [0.05])
+    for run in range(5):
+        rng = np.random.default_rng([15, run])
+        reports = small.randomize(values[rng.choice(values.size, 4000, p=weights)], rng)
+        found = find_heavy_hitters(small, reports, 0.1)
+        bound = search_cost(small, 4000, 0.1)
+        assert np.all(found.candidates_per_level <= bound.candidates), run
+        assert not found.warnings

@@ -135,10 +135,10 @@ class DetectionLimitError(DeniableError, ValueError):
     >>> pem = PrefixExtension(1.0, max_length=4)
     >>> reports = pem.randomize(np.array(["abcd", "efgh"] * 500), np.random.default_rng(0))
     >>> try:
-    ...     find_heavy_hitters(pem, reports, threshold=0.05, on_overflow="raise")
+    ...     find_heavy_hitters(pem, reports, 0.05, max_survivors=5, on_overflow="raise")
     ... except ValueError as err:  # a DetectionLimitError
     ...     print(type(err).__name__, round(err.detection_limit, 2))
-    DetectionLimitError 0.51
+    DetectionLimitError 0.47
     """
 
     def __init__(self, message: str, detection_limit: float) -> None:

@@ -21,13 +21,13 @@ module                    what it holds
 ========================  ===============================================================
 """
 
-from ._arithmetic import detection_limit
+from ._arithmetic import detection_limit, search_cost
 from ._byte_prefix_search import find_string_heavy_hitters
 from ._estimates import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
 from ._estimators import ESTIMATION_METHODS, estimate
 from ._heavy_hitters import HeavyHitters, heavy_hitters
 from ._intervals import INTERVAL_METHODS
-from ._level_search import PrefixHeavyHitters
+from ._level_search import PrefixHeavyHitters, SearchCost
 from ._means import (
     HistogramEstimate,
     MeanEstimate,
@@ -53,6 +53,7 @@ __all__ = [
     "PrevalenceEstimate",
     "RangeMean",
     "RapporEstimate",
+    "SearchCost",
     "detection_limit",
     "empirical_bayes",
     "estimate",
@@ -64,4 +65,5 @@ __all__ = [
     "norm_sub",
     "oracle_em",
     "project_simplex",
+    "search_cost",
 ]

@@ -30,12 +30,12 @@ from ..mechanisms._channels import (
 from ._base import EstimateResult
 from ._byte_prefix_search import find_string_heavy_hitters, string_found_model
 from ._finite import estimate_matrix, estimate_support
-from ._level_search import FoundModel, limit_from_model
+from ._level_search import FoundModel, SearchCost, limit_from_model, plan_cost, plan_search
 from ._means import estimate_histogram, estimate_mean
 from ._prefix_search import find_heavy_hitters, pem_found_model
 from ._rappor_decoding import decode_rappor
 
-__all__ = ["ARITHMETIC", "Arithmetic", "channel_estimate", "detection_limit"]
+__all__ = ["ARITHMETIC", "Arithmetic", "channel_estimate", "detection_limit", "search_cost"]
 
 #: ``run(mechanism, channel, reports, method, prior, rng, options)``.
 Run = Callable[
@@ -223,3 +223,68 @@ def detection_limit(
     model = rule.found_model(pem, length)
     args = (threshold, recall, false_discoveries, miss_rate, max_survivors)
     return limit_from_model(model, n, *args)
+
+
+def search_cost(
+    pem: Any,
+    n: int,
+    threshold: float = 0.01,
+    *,
+    false_discoveries: float = 0.05,
+    miss_rate: float = 0.05,
+    top_k: int | None = None,
+    max_survivors: int | None = None,
+) -> SearchCost:
+    """What :func:`~deniable.estimation.find_heavy_hitters` (or byte-PEM's
+    :func:`~deniable.estimation.find_string_heavy_hitters`) will cost on ``n``
+    reports, before any are collected: a sibling of :func:`detection_limit`.
+
+    Each level tests the extensions of the parents the level before kept. The pruning's
+    noise test (:mod:`deniable.estimation._level_search`) keeps, in expectation, at most
+    ``1 / threshold`` prefixes of frequency 0 a level; with the ``1 / threshold`` that
+    can be frequent that bounds the expected candidates of every level by a function of
+    ``n``, epsilon and the threshold (the chance that a prefix of frequency 0 passes is
+    computed exactly from the level's binomial law). The cap (``max_survivors``) bounds
+    them in every case.
+
+    Parameters
+    ----------
+    pem : PrefixExtension or BytePrefixExtension
+    n : int >= 1
+        Reports to be collected (all levels).
+    threshold, false_discoveries, miss_rate, top_k, max_survivors
+        As for :func:`~deniable.estimation.find_heavy_hitters`.
+
+    Returns
+    -------
+    SearchCost
+        ``reports``, ``candidates`` (expected) and ``candidates_bound`` per level,
+        arrays of shape (levels,), float64; ``pairs`` and ``pairs_bound``, the
+        report-candidate pairs. ``str()`` prints them in one line.
+
+    Raises
+    ------
+    ValueError
+        For a probability outside (0, 1), ``n < 1``, or ``top_k`` or
+        ``max_survivors`` below 1.
+    TypeError
+        For a mechanism that is not PEM or byte-PEM.
+
+    Examples
+    --------
+    >>> from deniable.estimation import search_cost
+    >>> from deniable.mechanisms import PrefixExtension
+    >>> cost = search_cost(PrefixExtension(1.0, max_length=6), 10**6, threshold=0.01)
+    >>> cost.candidates_bound.tolist()
+    [64000.0, 640000.0, 16000.0]
+    >>> bool(cost.candidates[1] <= 200 * 1600)
+    True
+    """
+    _, rule = _arithmetic_of(pem)
+    if rule.found_model is None:
+        raise TypeError(f"search_cost takes PEM or byte-PEM, got {type(pem).__name__}")
+    from .._validation import check_integer
+
+    n = check_integer("n", n, minimum=1)
+    plan = plan_search(threshold, miss_rate, false_discoveries, top_k, max_survivors, "keep")
+    return plan_cost(pem, n, plan)

@@ -46,9 +46,11 @@ from ._level_search import (
     PrefixHeavyHitters,
     Rule,
     Selection,
+    noise_bar,
     plan_search,
     run_search,
     support_pvalues,
+    survivors_expected,
 )
 
 __all__ = [
@@ -538,7 +540,8 @@ def _found_string_probability(
     """Normal approximation of Pr(a value of ``length`` bytes and frequency ``f`` is
     returned by :func:`find_string_heavy_hitters`): it survives the pruning of every
     level before the one where it ends (the upper bound reaches the threshold, and its
-    estimate beats the cap-th largest of the null ones), then either the last level's
+    estimate passes the noise test among about ``survivors_expected`` parents' extensions),
+    then either the last level's
     test (a value that ends in the last step) or its admission and the pooled test of
     the levels after (``false_discoveries / 2`` over ``(levels - 1) cap`` admitted),
     after the last pooled pruning."""
@@ -554,20 +557,20 @@ def _found_string_probability(
     def passes(bar: float, reports: float) -> float:
         return float(special.ndtr((f - bar) / se(f, reports)))
 
+    parents = survivors_expected(threshold, cap)
+
     def pruned(level: int, per_parent: float) -> float:  # survives one level's pruning
-        tested = per_parent * (1 if level == 0 else cap)
+        tested = (width if level == 0 else parents * width) * per_parent / width
         reports = float(n_level[level])
         bar = threshold - z_miss * se(threshold, reports)
-        if tested > cap:  # the cap-th largest of the null estimates
-            bar = max(bar, se(0.0, reports) * float(special.ndtri(1 - cap / tested)))
-        return passes(bar, reports)
+        return passes(max(bar, noise_bar(tested, se(0.0, reports), threshold)), reports)
 
     z_miss = float(special.ndtri(1 - miss_rate))
     end = min(length // bpem.step, levels - 1)
     prob = math.prod(pruned(level, width) for level in range(end))
     s0 = q + gap * threshold / 2
     if end == levels - 1:  # tested on the last level, over its candidates
-        tested = width * (1 if end == 0 else cap)
+        tested = width * (1 if end == 0 else parents)
         z_test = float(special.ndtri(1 - false_discoveries / 2 / tested))
         last = float(n_level[end])
         return prob * passes(threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / last) / gap, last)

@@ -18,11 +18,24 @@ counts in blocks (byte-PEM's spectra) keeps only qualifying candidates.
 *Pruning* (generous): a prefix is kept while its upper confidence bound
 ``f + z_(1 - miss_rate) SE`` reaches the threshold, so a value whose frequency is
 exactly the threshold is lost at one level with probability at most ``miss_rate``
-(its prefixes are at least as frequent). The survivors are bounded by theory: the
-prefixes of one level have frequencies summing to 1, so at most ``1 / t`` reach ``t``;
-more than ``SURVIVOR_FACTOR / t`` survivors are noise, and the search keeps the largest
-``SURVIVOR_FACTOR / t`` estimates (with a warning that names the detection limit) or
-stops with :class:`~deniable.errors.DetectionLimitError`.
+(its prefixes are at least as frequent).
+
+*The noise test*: a level's reports support only so much. Where the pruning alone
+would let prefixes of frequency 0 through (low signal: a few reports a candidate, a
+small epsilon), a prefix is also kept only when the exact binomial test of
+``frequency = 0`` rejects at level ``NOISE_FACTOR / (t m)`` over the ``m`` candidates
+of the level: the expected number of prefixes of frequency 0 kept is then at most
+``NOISE_FACTOR / t`` a level, whatever the epsilon, and the prefixes kept number about
+``1 / t`` (those that are frequent: the prefixes of one level have frequencies summing
+to 1) plus that. The search's cost is then known before it starts
+(:func:`search_cost`): the first level's candidates, then about ``(1 + NOISE_FACTOR) /
+t`` survivors times each level's extensions. Before the noise test, the survivors
+were noise up to the cap at low signal (5,557 prefixes passed the first level's
+pruning of 6-symbol values on the 39-symbol alphabet at n = 10^6, epsilon 1), and
+the cap decided the time. The cap stays as a guard: more than ``SURVIVOR_FACTOR / t``
+survivors and the search keeps the largest ``SURVIVOR_FACTOR / t`` estimates (with a
+warning that names the detection limit) or stops with
+:class:`~deniable.errors.DetectionLimitError`.
 
 *Returning* (controlled): a last-level candidate is returned only when the exact
 binomial test of ``frequency <= t / 2`` rejects at level ``share false_discoveries /
@@ -58,24 +71,33 @@ from ._estimates import ConfidenceInterval, EstimateResult
 from ._normal_theory import normal_only_interval
 
 __all__ = [
+    "NOISE_FACTOR",
     "SURVIVOR_FACTOR",
     "FoundModel",
     "Frontier",
     "Plan",
     "PrefixHeavyHitters",
     "Rule",
+    "SearchCost",
     "Selection",
     "estimate_level",
     "limit_from_model",
+    "noise_bar",
+    "plan_cost",
     "plan_search",
     "run_search",
     "support_pvalues",
     "survivor_cap",
+    "survivors_expected",
 ]
 
 #: Survivors kept from one level to the next: at most ``SURVIVOR_FACTOR / threshold``
 #: (or ``SURVIVOR_FACTOR * top_k``).
 SURVIVOR_FACTOR = 4
+
+#: Prefixes of frequency 0 a level may keep, in expectation: ``NOISE_FACTOR / threshold``
+#: (the noise test of the module's text).
+NOISE_FACTOR = 1
 
 
 @dataclass(frozen=True)
@@ -166,6 +188,7 @@ class Plan(NamedTuple):
     cap: int
     on_overflow: str
     z: float
+    noise: float  # prefixes of frequency 0 a level may keep in expectation (inf: top-k)
 
 
 class Selection(NamedTuple):
@@ -250,7 +273,23 @@ def plan_search(
         top_k = check_integer("top_k", top_k, minimum=1)
     cap = survivor_cap(threshold, top_k, max_survivors)
     z = float(special.ndtri(1 - miss_rate))
-    return Plan(threshold, miss_rate, false_discoveries, top_k, cap, on_overflow, z)
+    noise = math.inf if top_k is not None else NOISE_FACTOR / threshold
+    return Plan(threshold, miss_rate, false_discoveries, top_k, cap, on_overflow, z, noise)
+
+
+def noise_bar(tested: float, null_se: float, threshold: float) -> float:
+    """The estimate the noise test asks of a candidate among ``tested`` whose estimate
+    has standard error ``null_se`` at frequency 0, in the search's model of itself
+    (normal approximation; ``-inf`` where the test asks nothing)."""
+    noise = NOISE_FACTOR / threshold
+    return null_se * float(special.ndtri(1 - noise / tested)) if tested > noise else -math.inf
+
+
+def survivors_expected(threshold: float, cap: int) -> float:
+    """The survivors a level is expected to keep at most, in the search's model of
+    itself: the ``1 / threshold`` prefixes that can be frequent plus the noise test's
+    ``NOISE_FACTOR / threshold``, never above the ``cap``."""
+    return min(float(cap), (1 + NOISE_FACTOR) / threshold)
 
 
 def estimate_level(
@@ -280,12 +319,19 @@ def support_pvalues(
     return np.asarray(pvalue, dtype=np.float64)
 
 
-def _prune_rule(mechanism: Any, plan: Plan, n: int) -> NDArray[np.bool_]:
-    """The counts whose upper bound reaches the threshold (every one in top-k mode)."""
+def _prune_rule(mechanism: Any, plan: Plan, tested: int, n: int) -> NDArray[np.bool_]:
+    """The counts whose upper bound reaches the threshold and, among ``tested``
+    candidates, pass the noise test (the module's text; every count in top-k mode)."""
     if plan.top_k is not None:
         return np.ones(n + 1, dtype=bool)
-    estimate, std_error = estimate_level(mechanism, np.arange(n + 1), n)
-    return np.asarray(estimate + plan.z * std_error >= plan.threshold)
+    counts = np.arange(n + 1)
+    estimate, std_error = estimate_level(mechanism, counts, n)
+    keep = estimate + plan.z * std_error >= plan.threshold
+    if plan.noise < tested:
+        _, _, _, _, q_star = mechanism._search_shape()
+        zero = np.where(counts > 0, special.bdtrc(counts - 1, max(n, 1), q_star), 1.0)
+        keep &= zero <= plan.noise / tested
+    return np.asarray(keep)
 
 
 def _test_rule(mechanism: Any, plan: Plan, cut: float, n: int) -> NDArray[np.bool_]:
@@ -316,7 +362,8 @@ def run_search(frontier: Frontier, plan: Plan) -> PrefixHeavyHitters:
             kept = frontier.select(level, rule, plan.top_k)
             n_level.append(kept.reports)
             break
-        kept = frontier.select(level, functools.partial(_prune_rule, mechanism, plan), plan.cap)
+        rule = functools.partial(_prune_rule, mechanism, plan, tested)
+        kept = frontier.select(level, rule, plan.cap)
         n_level.append(kept.reports)
         if kept.passing > plan.cap and plan.top_k is None:
             _overflow(level, kept.passing, frontier, plan, warnings)
@@ -403,3 +450,71 @@ def limit_from_model(
         mid = (low + high) / 2
         low, high = (mid, high) if found(mid) < recall else (low, mid)
     return high
+
+
+class SearchCost(NamedTuple):
+    """What a search will cost, known before it starts (:func:`search_cost`).
+
+    Attributes
+    ----------
+    reports : ndarray, shape (levels,), float64
+        Expected reports of each level.
+    candidates : ndarray, shape (levels,), float64
+        Candidates a level is expected to test at most: the first level's every prefix,
+        then ``1 / threshold`` frequent parents plus the prefixes of frequency 0 the
+        noise test lets through (in expectation, exactly), times the extensions.
+    candidates_bound : ndarray, shape (levels,), float64
+        Candidates a level can test: the cap's parents times the extensions.
+    pairs, pairs_bound : float
+        Report-candidate pairs, ``sum(reports * candidates)`` (the OLH hash tests of
+        PEM; byte-PEM counts a parent's extensions from one transform instead).
+
+    Examples
+    --------
+    >>> from deniable.estimation import search_cost
+    >>> from deniable.mechanisms import PrefixExtension
+    >>> pem = PrefixExtension(4.0, max_length=4, alphabet="abc", lengths=[2, 4])
+    >>> search_cost(pem, 10_000, threshold=0.1).candidates_bound.tolist()
+    [16.0, 640.0]
+    """
+
+    reports: NDArray[np.float64]
+    candidates: NDArray[np.float64]
+    candidates_bound: NDArray[np.float64]
+    pairs: float
+    pairs_bound: float
+
+    def __str__(self) -> str:
+        def levels(values: NDArray[np.float64]) -> str:
+            if values.size <= 4:
+                return ", ".join(f"{v:,.0f}" for v in values)
+            return f"{values[0]:,.0f}, then up to {values[1:].max():,.0f} a level"
+
+        return (
+            f"search cost: candidates per level {levels(self.candidates)} (at most "
+            f"{levels(self.candidates_bound)}); {self.pairs:.3g} report-candidate pairs "
+            f"(at most {self.pairs_bound:.3g})"
+        )
+
+
+def plan_cost(mechanism: Any, n: int, plan: Plan) -> SearchCost:
+    """The cost of the search of ``plan`` over ``n`` reports of ``mechanism`` (PEM or
+    byte-PEM), before any report is read (see :class:`SearchCost`)."""
+    levels, first, widths, _, q_star = mechanism._search_shape()
+    shares = getattr(mechanism, "level_probabilities", np.full(levels, 1.0 / levels))
+    reports = n * np.asarray(shares, dtype=np.float64)
+    frequent = math.inf if plan.top_k is not None else 1.0 / plan.threshold
+    candidates = np.empty(levels)
+    bound = np.empty(levels)
+    candidates[0] = bound[0] = tested = float(first)
+    for level in range(1, levels):
+        n_l = max(round(float(reports[level - 1])), 1)
+        rule = _prune_rule(mechanism, plan, max(int(tested), 1), n_l)
+        pmf = np.diff(np.concatenate([[0.0], special.bdtr(np.arange(n_l + 1), n_l, q_star)]))
+        null = float(pmf @ rule)
+        parents = min(float(plan.cap), frequent + tested * null)
+        candidates[level] = tested = parents * widths[level]
+        bound[level] = plan.cap * widths[level]
+    return SearchCost(
+        reports, candidates, bound, float(reports @ candidates), float(reports @ bound)
+    )

@@ -26,8 +26,10 @@ from ._level_search import (
     PrefixHeavyHitters,
     Rule,
     Selection,
+    noise_bar,
     plan_search,
     run_search,
+    survivors_expected,
 )
 
 __all__ = [
@@ -97,9 +99,10 @@ def _found_probability(
     cap: int,
 ) -> float:
     """Normal approximation of Pr(a value of frequency ``f`` is returned): it survives
-    every level's pruning (the upper bound reaches the threshold and, where more than
-    ``cap`` prefixes are tested, its estimate beats the cap-th largest of the null
-    ones) and passes the last level's Bonferroni test of ``f <= threshold / 2``."""
+    every level's pruning (the upper bound reaches the threshold and its estimate passes
+    the noise test among the level's candidates: about ``survivors_expected`` parents
+    times the level's extensions) and passes the last level's Bonferroni test of ``f <=
+    threshold / 2``."""
     levels, tested, widths, p_star, q_star = pem._search_shape()
     n_level = n / levels
     gap, q = float(p_star - q_star), float(q_star)
@@ -111,12 +114,9 @@ def _found_probability(
     z_miss = float(special.ndtri(1 - miss_rate))
     prob = 1.0
     for level in range(levels - 1):
-        null_se = se(0.0)
-        bar = threshold - z_miss * se(threshold)
-        if tested > cap:  # the cap-th largest of the null estimates
-            bar = max(bar, null_se * float(special.ndtri(1 - cap / tested)))
+        bar = max(threshold - z_miss * se(threshold), noise_bar(tested, se(0.0), threshold))
         prob *= float(special.ndtr((f - bar) / se(f)))
-        tested = float(cap * widths[level + 1])
+        tested = survivors_expected(threshold, cap) * widths[level + 1]
     z_test = float(special.ndtri(1 - false_discoveries / max(tested, 1.0)))
     s0 = q + gap * threshold / 2
     bar = threshold / 2 + z_test * math.sqrt(s0 * (1 - s0) / n_level) / gap

@@ -15,7 +15,8 @@ PEM's uniform assignment). Values are drawn Zipf(1.1)
 (the i-th word's frequency proportional to i^-1.1). Per (n, epsilon), over ``runs``
 seeded runs (mean and 10th percentile):
 
-- threshold 1%, every run: precision (a returned value is correct when its frequency in the
+- threshold 1%, every run: precision over the runs that returned a value (a returned
+  value is correct when its frequency in the
   sample is at least half the threshold: ``find_heavy_hitters`` bounds the expected
   number of the others by ``false_discoveries`` = 0.05), recall of the values at or
   above 1.2%, values returned, the analyst's time (median and largest over the runs)
@@ -42,6 +43,7 @@ import argparse
 import os
 import resource
 import time
+import warnings
 from types import SimpleNamespace
 from typing import Any
 
@@ -221,7 +223,8 @@ def main() -> None:
                         olh_ok / max(len(olh), 1),
                         len(wanted & {index[v] for v in olh}) / max(len(wanted), 1),
                     )
-                pem_columns = (correct / max(len(got), 1), recall, len(got))
+                # the precision of a run that returned nothing is undefined, not 0
+                pem_columns = (correct / len(got) if got else np.nan, recall, len(got))
                 rows.append(
                     (
                         *((np.nan,) * 3 if args.ceiling_only else pem_columns),
@@ -232,7 +235,9 @@ def main() -> None:
                 )
                 del reports, codes
             table = np.array(rows, dtype=float)
-            mean, p10 = table.mean(axis=0), np.percentile(table, 10, axis=0)
+            with warnings.catch_warnings():  # a column of NaN (no top-10, no ceiling)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean, p10 = np.nanmean(table, axis=0), np.nanpercentile(table, 10, axis=0)
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
             tops = table[:, 3][~np.isnan(table[:, 3])]
             top10 = float(tops.mean()) if tops.size else float("nan")

@@ -216,3 +216,56 @@ def test_a_frame_over_large_row_groups_is_refused_naming_the_row_group_path(
     assert tally_parquet(oue, spark, str(path)).n == 4000
     monkeypatch.setattr(_spark_rows, "MAX_FRAME_ROW_GROUP_BYTES", 1 << 28)
     assert tally(oue, spark.read.parquet(str(path))).n == 4000
+
+
+_STANDALONE_CHILD = """
+import json, sys
+import numpy as np
+from deniable.estimation import find_string_heavy_hitters
+from deniable.mechanisms import BytePrefixExtension
+from deniable.tables.spark import heavy_hitters_parquet, standalone_session
+from deniable.tables.arrow import report_table
+import pyarrow.parquet as pq
+
+folder = sys.argv[1]
+rng = np.random.default_rng(44)
+heavy = ["alpha", "beta", "gamma", "delta", "epsilonic", "z"]
+words = np.array(heavy + [f"w{i}" for i in range(300)])
+weights = np.array([0.2, 0.15, 0.1, 0.08, 0.06, 0.05] + [0.36 / 300] * 300)
+bpem = BytePrefixExtension(3.0, max_bytes=16)
+reports = bpem.randomize(words[rng.choice(words.size, 60_000, p=weights)], rng)
+for i, part in enumerate(np.array_split(reports, 4)):
+    pq.write_table(report_table(bpem, part), f"{folder}/r{i}.parquet", row_group_size=5_000)
+here = find_string_heavy_hitters(bpem, reports, 0.04)
+with standalone_session(workers=2) as spark:
+    master = spark.sparkContext.master
+    executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+    there = heavy_hitters_parquet(bpem, spark, folder, 0.04)
+same = bool(np.array_equal(here.estimate, there.estimate))
+print(json.dumps({"master": master, "executors": executors, "here": here.values,
+                  "there": there.values, "same": same}))
+"""
+
+
+@pytest.mark.slow
+def test_heavy_hitters_on_a_standalone_cluster_of_two_executors(tmp_path):
+    """Issue 44: a standalone master and two workers of one core each, started with
+    pyspark's own ``bin/spark-class`` (``standalone_session``; in a child process: one
+    SparkContext a process), give the in-process search's values and estimates for
+    byte-PEM reports in four files of several row groups."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _STANDALONE_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["master"].startswith("spark://127.0.0.1:") and result["executors"] == 2
+    assert result["there"] == result["here"] and len(result["here"]) >= 5
+    assert result["same"]

@@ -54,7 +54,7 @@ from ._level_search import (
 )
 
 __all__ = [
-    "SpectrumCounter",
+    "ExtensionCounter",
     "SupportCounter",
     "counts_from_spectrum",
     "extension_counts",
@@ -182,8 +182,10 @@ def extension_counts(
     return counts_from_spectrum(bpem, spectrum, reports.size)
 
 
-#: ``spectrum(level, parent hashes (P,) uint64) -> summed spectrum (P, 2^(8 step))``.
-SpectrumCounter = Callable[[int, NDArray[np.uint64]], NDArray[np.int64]]
+#: ``counts(level, parent hashes (P,) uint64) -> support counts (P, 2^(8 step))`` of every
+#: extension of each parent among that level's reports (:func:`extension_counts`, in one
+#: process or added up over Spark tasks: counts of any split of the reports add up).
+ExtensionCounter = Callable[[int, NDArray[np.uint64]], NDArray[np.int64]]
 
 
 #: ``support(level, ids (E,) uint64) -> support counts (E,) int64`` of arbitrary ids
@@ -287,7 +289,7 @@ def find_string_heavy_hitters(
 
     return search_string_levels(
         bpem,
-        lambda level, hashes: extension_spectrum(bpem, of_level(level), hashes),
+        lambda level, hashes: extension_counts(bpem, of_level(level), hashes),
         lambda level, ids: support_counts(bpem, of_level(level), ids),
         np.bincount(levels, minlength=bpem.levels),
         threshold,
@@ -301,7 +303,7 @@ def find_string_heavy_hitters(
 
 def search_string_levels(
     bpem: BytePrefixExtension,
-    spectrum: SpectrumCounter,
+    extensions: ExtensionCounter,
     support: SupportCounter,
     reports_per_level: NDArray[np.int64],
     threshold: float = 0.01,
@@ -313,8 +315,9 @@ def search_string_levels(
     on_overflow: Literal["keep", "raise"] = "keep",
 ) -> PrefixHeavyHitters:
     """The search of :func:`find_string_heavy_hitters`, with the reports wherever they
-    are: ``spectrum(level, parent_hashes)`` returns the summed
-    :func:`extension_spectrum` of that level's reports and ``support(level, ids)`` their
+    are: ``extensions(level, parent_hashes)`` returns the support counts of every extension
+    of each parent among that level's reports (:func:`extension_counts`, summed over any
+    split of them) and ``support(level, ids)`` their
     :func:`support_counts` (in one process, or added up over Spark tasks);
     ``reports_per_level`` (levels,) int64 counts them.
 
@@ -331,7 +334,7 @@ def search_string_levels(
         raise ReportValidationError(
             f"reports_per_level must hold {bpem.levels} non-negative counts, not all 0"
         )
-    return run_search(_ByteFrontier(bpem, spectrum, support, sizes, plan), plan)
+    return run_search(_ByteFrontier(bpem, extensions, support, sizes, plan), plan)
 
 
 class _ByteFrontier:
@@ -345,12 +348,12 @@ class _ByteFrontier:
     def __init__(
         self,
         bpem: BytePrefixExtension,
-        spectrum: SpectrumCounter,
+        extensions: ExtensionCounter,
         support: SupportCounter,
         sizes: NDArray[np.int64],
         plan: Plan,
     ) -> None:
-        self.mechanism, self.spectrum, self.support = bpem, spectrum, support
+        self.mechanism, self.extensions, self.support = bpem, extensions, support
         self.sizes, self.plan = sizes, plan
         self.levels, self.total = bpem.levels, int(sizes.sum())
         self.goes_on, self.ends = _extension_kinds(bpem)
@@ -375,7 +378,7 @@ class _ByteFrontier:
         )
         hashes = prefix_hashes(self.parents, start)
         found = _strongest(
-            bpem, functools.partial(self.spectrum, level), n_l, hashes, rule(n_l), kinds
+            bpem, functools.partial(self.extensions, level), hashes, rule(n_l), kinds
         )
         parent_of, x, counts, passing = found[0]
         if not last:
@@ -464,8 +467,7 @@ _PARENTS_AT_ONCE = 64
 
 def _strongest(
     bpem: BytePrefixExtension,
-    spectrum: Callable[[NDArray[np.uint64]], NDArray[np.int64]],
-    reports: int,
+    extensions: Callable[[NDArray[np.uint64]], NDArray[np.int64]],
     hashes: NDArray[np.uint64],
     wanted: NDArray[np.bool_],
     kinds: tuple[tuple[NDArray[np.bool_], int | None], ...],
@@ -482,7 +484,7 @@ def _strongest(
     none = np.zeros(0, dtype=np.int64)
     kept = [(none, none, 0) for _ in kinds]
     for p0 in range(0, hashes.size, _PARENTS_AT_ONCE):
-        block = counts_from_spectrum(bpem, spectrum(hashes[p0 : p0 + _PARENTS_AT_ONCE]), reports)
+        block = extensions(hashes[p0 : p0 + _PARENTS_AT_ONCE])
         qualified = block >= least if upward else wanted[block]
         for k, (allowed, cap) in enumerate(kinds):
             keys, counts, passing = kept[k]

@@ -3,6 +3,7 @@ its counting done by Spark tasks over Parquet row groups, one job a level."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -39,10 +40,12 @@ def heavy_hitters_parquet(
     driver broadcasts the candidate prefixes; every task reads its row groups batch by
     batch, counts the candidates' support among that level's reports with the compiled
     kernel and sends back one count vector; the driver adds them and prunes
-    (:func:`deniable.estimation._prefix_search.search_levels`). Byte-PEM: a first job counts
-    the reports of each level; then for each block of 64 surviving parents, one job in
-    which every task sends back the parents' partial spectra (64 x 2^(8 step) int64,
-    :func:`deniable.estimation._byte_prefix_search.extension_spectrum`), added up by Spark and
+    (:func:`deniable.estimation._prefix_search.search_levels`). Byte-PEM: a first job reads
+    the files once and splits the reports by level into partitions Spark keeps (memory,
+    then disk; up to 16 a level) and counts each level's; then for each block of 64
+    surviving parents, one job on that level's partitions only in which every task
+    sends back the parents' partial spectra (64 x 2^(8 step) int64,
+    :func:`deniable.estimation._byte_prefix_search.extension_spectrum`), added up and
     transformed into counts on the driver, and one job counts the support of the values
     that ended before
     (:func:`deniable.estimation._byte_prefix_search.search_string_levels`). The counts are
@@ -146,6 +149,11 @@ def _level_counter(
     return count
 
 
+#: Partitions of one level's cached reports at most (each task of a level's job sends
+#: the driver the counts of a block of parents, 64 x 65,536 int32 = 16 MiB).
+_LEVEL_PARTITIONS = 16
+
+
 def _string_heavy_hitters(
     bpem: BytePrefixExtension,
     groups: Any,
@@ -155,9 +163,15 @@ def _string_heavy_hitters(
     options: dict[str, Any],
 ) -> PrefixHeavyHitters:
     """Byte-PEM's level search over the row groups ``groups`` (an RDD of (file, row
-    group)): one job counts each level's reports, then at each level one job a block
-    of parents (their spectra) and one for the values that ended (their support)."""
+    group)). One job reads the files once and splits the reports by level into
+    ``levels x per_level`` partitions, kept by Spark (memory, then disk); then each
+    level's jobs (one a block of parents' spectra, one for the values that ended) run on
+    that level's partitions only (``SparkContext.runJob``), so no job rereads the files
+    or touches another level's reports."""
+    from pyspark import StorageLevel
+
     from ..estimation._byte_prefix_search import (
+        counts_from_spectrum,
         extension_spectrum,
         search_string_levels,
         support_counts,
@@ -165,46 +179,73 @@ def _string_heavy_hitters(
 
     columns = report_columns(bpem)
     context = groups.context
+    # one partition a level an executor: a task's compiled kernels use its cores
+    executors = context._jsc.sc().getExecutorMemoryStatus().size()
+    per_level = max(1, min(executors - 1 if executors > 1 else 1, _LEVEL_PARTITIONS))
+    levels = bpem.levels
 
-    def reports_of(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.void]]:
+    def split(items: Iterable[tuple[str, int]]) -> Iterator[tuple[int, NDArray[np.void]]]:
         for path, group in items:
-            for batch in _row_group_batches(filesystem, path, group, columns):
-                yield reports_from_batch(bpem, batch)
+            for b, batch in enumerate(_row_group_batches(filesystem, path, group, columns)):
+                arr = reports_from_batch(bpem, batch)
+                arr = arr[np.argsort(arr["level"], kind="stable")]
+                bounds = np.searchsorted(arr["level"], np.arange(levels + 1))
+                spread = zlib.crc32(f"{path}:{group}:{b}".encode()) % per_level
+                for level in range(levels):
+                    part = arr[bounds[level] : bounds[level + 1]]
+                    if part.size:
+                        yield level * per_level + spread, part
 
-    def level_sizes(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.int64]]:
-        total = np.zeros(bpem.levels, dtype=np.int64)
-        for arr in reports_of(items):
-            total += np.bincount(arr["level"], minlength=bpem.levels)
-        yield total
+    by_level = (
+        groups.mapPartitions(split)
+        .partitionBy(levels * per_level, lambda key: key)
+        .values()
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    try:
+        counted = by_level.mapPartitionsWithIndex(
+            lambda index, items: [(index // per_level, sum(int(a.size) for a in items))]
+        ).collect()
+        sizes = np.zeros(levels, dtype=np.int64)
+        for level, size in counted:
+            sizes[level] += size
 
-    sizes = groups.mapPartitions(level_sizes).reduce(np.add)
+        def on_level(level: int, partials: Callable[..., Iterator[Any]]) -> list[Any]:
+            partitions = range(level * per_level, (level + 1) * per_level)
+            return list(context.runJob(by_level.mapPartitions(partials), lambda it: it, partitions))
 
-    def spectrum(level: int, hashes: NDArray[np.uint64]) -> NDArray[np.int64]:
-        shared = context.broadcast(hashes)
+        def extensions(level: int, hashes: NDArray[np.uint64]) -> NDArray[np.int64]:
+            shared = context.broadcast(hashes)
 
-        def partials(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.int64]]:
-            cands = shared.value
-            total = np.zeros((cands.size, 1 << (8 * bpem.step)), dtype=np.int64)
-            for arr in reports_of(items):
-                total += extension_spectrum(bpem, arr[arr["level"] == level], cands)
-            yield total
+            def partials(items: Iterable[NDArray[np.void]]) -> Iterator[NDArray[np.int32]]:
+                # the task's own counts (integers: any split adds up), sent as int32
+                # (each at most the task's reports): half the bytes of a spectrum
+                cands, width = shared.value, 1 << (8 * bpem.step)
+                total, reports = np.zeros((cands.size, width), dtype=np.int64), 0
+                for arr in items:
+                    total += extension_spectrum(bpem, arr, cands)
+                    reports += arr.size
+                yield counts_from_spectrum(bpem, total, reports).astype(np.int32)
 
-        # added up on the executors first: the driver receives a few spectra, not one a task
-        out = groups.mapPartitions(partials).treeReduce(np.add)
-        shared.unpersist()
-        return np.asarray(out, dtype=np.int64)
+            out = np.sum(on_level(level, partials), axis=0, dtype=np.int64)
+            shared.unpersist()
+            return np.asarray(out, dtype=np.int64).reshape(hashes.size, 1 << (8 * bpem.step))
 
-    def support(level: int, ids: NDArray[np.uint64]) -> NDArray[np.int64]:
-        shared = context.broadcast(ids)
+        def support(level: int, ids: NDArray[np.uint64]) -> NDArray[np.int64]:
+            shared = context.broadcast(ids)
 
-        def partials(items: Iterable[tuple[str, int]]) -> Iterator[NDArray[np.int64]]:
-            total = np.zeros(shared.value.size, dtype=np.int64)
-            for arr in reports_of(items):
-                total += support_counts(bpem, arr[arr["level"] == level], shared.value)
-            yield total
+            def partials(items: Iterable[NDArray[np.void]]) -> Iterator[NDArray[np.int64]]:
+                total = np.zeros(shared.value.size, dtype=np.int64)
+                for arr in items:
+                    total += support_counts(bpem, arr, shared.value)
+                yield total
 
-        out = groups.mapPartitions(partials).treeReduce(np.add)
-        shared.unpersist()
-        return np.asarray(out, dtype=np.int64)
+            out = np.sum(on_level(level, partials), axis=0, dtype=np.int64)
+            shared.unpersist()
+            return np.asarray(out, dtype=np.int64).reshape(ids.size)
 
-    return search_string_levels(bpem, spectrum, support, sizes, threshold, miss_rate, **options)
+        return search_string_levels(
+            bpem, extensions, support, sizes, threshold, miss_rate, **options
+        )
+    finally:
+        by_level.unpersist()

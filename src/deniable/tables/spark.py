@@ -32,6 +32,7 @@ from ..errors import ReportValidationError
 from ..estimation._estimates import PrevalenceEstimate
 from ..estimation._estimators import estimate as _estimate
 from ..mechanisms._protocol import CategoricalMechanism
+from ._spark_cluster import standalone_session
 from ._spark_rows import (
     _parquet_dataset,
     _row_group_batches,
@@ -59,6 +60,7 @@ __all__ = [
     "heavy_hitters_parquet",
     "local_session",
     "randomize",
+    "standalone_session",
     "tally",
     "tally_parquet",
 ]

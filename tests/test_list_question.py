@@ -254,3 +254,70 @@ def test_a_list_question_beside_arms_is_estimated_over_every_arm(tmp_path):
     sd = math.sqrt((0.75 + 0.3 * 0.7 + 0.75) / (n / 2))
     assert abs(item["estimate"] - 0.3) < Z4 * sd
     assert [s["question"] for s in out["study"]] == ["cheat"]  # the list is no arm study
+
+
+def test_the_r_bundle_gives_the_difference_in_means_and_never_uses_the_count_as_a_covariate(
+    tmp_path,
+):
+    """The bundle's R script fits the list question in base R (difference in means, Neyman
+    SE), keeps the count out of the covariates of the randomized questions' regressions,
+    and, where Rscript is installed, R's figures from the wide CSV equal the library's."""
+    import csv
+    import json
+    import os
+    import re
+    import shutil
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from deniable.cli import app
+    from deniable.collection.server._live import serve_in_thread
+
+    from .conftest import ANALYST
+
+    survey = load_survey(_study(covariate=True))
+    store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
+    store.publish(survey)
+    rng = np.random.default_rng(31)
+    n = 600
+    truths = _truths(rng, n, 0.3) | {"faculty": rng.integers(0, 2, n)}
+    bodies = simulate_responses(survey, truths, rng)
+    store.submit_batch(survey, [b["reports"] for b in bodies], None, [b["groups"] for b in bodies])
+    env = {"DENIABLE_ANALYST_TOKEN": ANALYST, "COLUMNS": "200"}
+    with serve_in_thread(store, ANALYST) as base:
+        out = CliRunner().invoke(
+            app,
+            ["survey", "export", "upset", "--format", "bundle", "--output",
+             str(tmp_path / "bundle"), "--server", base, "--json"],
+            env=env,
+        )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert [os.path.basename(f) for f in json.loads(out.stdout)["files"]][-1] == "upset.R"
+    script = (tmp_path / "bundle" / "upset.R").read_text()
+    assert "RRglm(cheat ~ faculty," in script and "d$upset <- factor" not in script
+    assert "upset, all: difference in means" in script
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        store.close()
+        return
+    lines = script.splitlines()
+    head = lines[lines.index(next(x for x in lines if x.startswith("d <- read.csv"))) :]
+    head = head[: head.index('d$arm[is.na(d$arm)] <- ""') + 1]
+    start = lines.index(next(x for x in lines if x.startswith("rows_upset <- ")))
+    block = lines[start : start + 1 + 8]
+    program = "\n".join([*head, *block]) + "\n"
+    ran = subprocess.run(
+        [rscript, "-e", program], cwd=tmp_path / "bundle", capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr
+    found = re.search(r"difference in means ([-0-9.e]+) SE ([-0-9.e]+)", ran.stdout)
+    assert found, ran.stdout
+    with (tmp_path / "bundle" / "upset.wide.csv").open() as handle:
+        rows = [r for r in csv.DictReader(handle) if r["upset"] != ""]
+    counts = np.array([int(r["upset"]) for r in rows])
+    treated = np.array([int(r["upset__group"]) for r in rows])
+    mine = list_difference_in_means(counts, treated, items=3)
+    assert float(found.group(1)) == pytest.approx(mine.estimate, rel=1e-5)
+    assert float(found.group(2)) == pytest.approx(mine.std_error, rel=1e-5)
+    store.close()

@@ -11,6 +11,12 @@ CSV and the survey file.
   sample proportion.
 - The two-group designs: ``RRuni`` with ``model = "CDM"`` (Clark & Desharnais 1998) or
   ``"SLD"`` (Moshagen, Musch & Erdfelder 2012) and ``group``.
+- A list experiment (item count technique): the difference in mean counts between the
+  group shown the sensitive item and the control group, with the Neyman standard error
+  ``sqrt(s1^2 / n1 + s0^2 / n0)`` (Blair & Imai 2012), in base R, per arm; R's ``list``
+  package fits the rest (``ictreg``), which ``deniable analyze`` and the study's
+  results give too. A list count is never a covariate: it is a report about the
+  sensitive item.
 - What R has no model for is said in the script: the extended crosswise model's test of
   fit (Heck, Hoffmann & Moshagen 2018), which ``deniable analyze EXPORT --arms`` gives.
 
@@ -133,7 +139,7 @@ def r_script(survey: Survey, csv_name: str) -> str:
         "",
         "# the questions asked directly, with their answer labels",
     ]
-    covariates = [q for q in survey.direct_questions]
+    covariates = [q for q in survey.direct_questions if not q.is_list]
     for q in covariates:
         levels = f"0:{len(q.report_labels) - 1}"
         out.append(
@@ -142,6 +148,9 @@ def r_script(survey: Survey, csv_name: str) -> str:
         )
     for q in survey.questions:
         variants = survey.variants(q.id)
+        if q.is_list:
+            out += ["", *_list_question(survey, q)]
+            continue
         if all(x.is_direct for x in variants) or q.range is not None or q.mechanism.n_truths != 2:
             continue
         out += ["", *_question(survey, q, [c.id for c in covariates])]
@@ -224,4 +233,33 @@ def _question(survey: Survey, q: Question, covariates: list[str]) -> list[str]:
                 f'print(summary(RRuni({q.id}, data = {where}, model = "{model}", p = {p}, '
                 f"group = {column} + 1)))  # {label}"
             )
+    return out
+
+
+def _list_question(survey: Survey, q: Question) -> list[str]:
+    """A list experiment's difference in means with its Neyman standard error, per arm
+    (base R: the column holds the count, its group column the list shown)."""
+    column = f"{q.id}{GROUP_SUFFIX}"
+    rows = f"rows_{q.id.replace('-', '_')}"
+    out = [
+        f"# {q.id}: a list experiment of {len(q.items or ())} control items; group 1 is also shown",
+        f"# the sensitive item ({' '.join(str(q.sensitive_item).split())}).",
+        "# Difference in means with its Neyman SE (Blair & Imai 2012); R's list package",
+        "# fits the rest (list::ictreg).",
+        f"{rows} <- d[!is.na(d${q.id}) & !is.na(d${column}), ]",
+    ]
+    arms = survey.arm_names if survey.arms else [""]
+    for arm in arms:
+        where = f'subset({rows}, arm == "{arm}")' if arm else rows
+        label = f"arm {arm}" if arm else "all"
+        out += [
+            "local({",
+            f"  x <- {where}",
+            f"  treated <- x${q.id}[x${column} == 1]",
+            f"  control <- x${q.id}[x${column} == 0]",
+            "  est <- mean(treated) - mean(control)",
+            "  se <- sqrt(var(treated) / length(treated) + var(control) / length(control))",
+            f'  cat("{q.id}, {label}: difference in means", est, "SE", se, "\\n")',
+            "})",
+        ]
     return out

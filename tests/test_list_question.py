@@ -321,3 +321,48 @@ def test_the_r_bundle_gives_the_difference_in_means_and_never_uses_the_count_as_
     assert float(found.group(1)) == pytest.approx(mine.estimate, rel=1e-5)
     assert float(found.group(2)) == pytest.approx(mine.std_error, rel=1e-5)
     store.close()
+
+
+def test_a_list_question_at_every_moment_of_the_study(tmp_path):
+    """Before the first response, with rows all waiting, and after close: the results
+    page, the dashboard and the API answer (never a 500), the list's figures appear only
+    once rows are released, and a closed survey refuses new counts."""
+    from fastapi.testclient import TestClient
+
+    from deniable.collection.server import create_app
+
+    from .conftest import ANALYST
+
+    survey = load_survey(_study())
+    store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
+    store.publish(survey)
+    client = TestClient(create_app(store, analyst_token=ANALYST))
+    auth = {"Authorization": f"Bearer {ANALYST}"}
+
+    def look() -> dict:
+        for path in ("/surveys/upset/results", "/"):
+            page = client.get(path, headers=auth)
+            assert page.status_code == 200, (path, page.text[-500:])
+        api = client.get("/api/surveys/upset/results", headers=auth)
+        assert api.status_code == 200, api.text
+        return next(q for q in api.json()["questions"] if q["id"] == "upset")
+
+    empty = look()  # before the first response
+    assert not empty.get("list") or empty["list"]["n_treated"] + empty["list"]["n_control"] == 0
+    rng = np.random.default_rng(5)
+    few = simulate_responses(survey, _truths(rng, 15, 0.2), rng)  # fewer than min_release
+    store.submit_batch(survey, [b["reports"] for b in few], None, [b["groups"] for b in few])
+    waiting = look()
+    assert not waiting.get("list") or (
+        waiting["list"]["n_treated"] + waiting["list"]["n_control"] == 0
+    )
+    more = simulate_responses(survey, _truths(rng, 2000, 0.2), rng)
+    store.submit_batch(survey, [b["reports"] for b in more], None, [b["groups"] for b in more])
+    assert client.post("/api/surveys/upset/close", headers=auth).status_code == 200
+    closed = look()
+    assert closed["list"]["n_treated"] + closed["list"]["n_control"] > 1500
+    from deniable.errors import SurveyClosedError
+
+    with pytest.raises(SurveyClosedError, match="closed"):
+        store.submit_batch(survey, [few[0]["reports"]], None, [few[0]["groups"]])
+    store.close()

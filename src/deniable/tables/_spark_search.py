@@ -3,6 +3,7 @@ its counting done by Spark tasks over Parquet row groups, one job a level."""
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
@@ -171,6 +172,7 @@ def _string_heavy_hitters(
     from pyspark import StorageLevel
 
     from ..estimation._byte_prefix_search import (
+        _PARENTS_AT_ONCE,
         counts_from_spectrum,
         extension_spectrum,
         search_string_levels,
@@ -214,31 +216,53 @@ def _string_heavy_hitters(
             partitions = range(level * per_level, (level + 1) * per_level)
             return list(context.runJob(by_level.mapPartitions(partials), lambda it: it, partitions))
 
-        def extensions(level: int, hashes: NDArray[np.uint64]) -> NDArray[np.int64]:
+        def extensions(level: int, hashes: NDArray[np.uint64], least: int) -> Iterator[Any]:
             shared = context.broadcast(hashes)
+            try:
+                if per_level == 1 and least > 0:  # one task holds the level: final counts
+                    (entries,) = on_level(level, functools.partial(_entries, shared, least))
+                    yield from entries
+                    return
+                for p0 in range(0, hashes.size, _PARENTS_AT_ONCE):
+                    block = functools.partial(_partial_counts, shared, p0)
+                    out = np.sum(on_level(level, block), axis=0, dtype=np.int64)
+                    yield out.reshape(-1, 1 << (8 * bpem.step))
+            finally:
+                shared.unpersist()
 
-            def partials(items: Iterable[NDArray[np.void]]) -> Iterator[NDArray[np.int32]]:
-                # the task's own counts (integers: any split adds up), sent as int32
-                # (each at most the task's reports): half the bytes of a spectrum
-                cands, width = shared.value, 1 << (8 * bpem.step)
-                total, reports = np.zeros((cands.size, width), dtype=np.int64), 0
-                for arr in items:
-                    total += extension_spectrum(bpem, arr, cands)
-                    reports += arr.size
-                yield counts_from_spectrum(bpem, total, reports).astype(np.int32)
+        def _counts(arrs: list[NDArray[np.void]], cands: NDArray[np.uint64]) -> NDArray[np.int64]:
+            # one array: a spectrum a batch would allocate and add P x 65,536 int64 each time
+            reports = np.concatenate(arrs) if arrs else np.zeros(0, dtype=bpem.dtype)
+            total = extension_spectrum(bpem, reports, cands)
+            return counts_from_spectrum(bpem, total, reports.size)
 
-            out = np.sum(on_level(level, partials), axis=0, dtype=np.int64)
-            shared.unpersist()
-            return np.asarray(out, dtype=np.int64).reshape(hashes.size, 1 << (8 * bpem.step))
+        def _partial_counts(
+            shared: Any, p0: int, items: Iterable[NDArray[np.void]]
+        ) -> Iterator[Any]:
+            # the task's own counts (integers: any split adds up), sent as int32 (each at
+            # most the task's reports): half the bytes of a spectrum
+            cands = shared.value[p0 : p0 + _PARENTS_AT_ONCE]
+            yield _counts(list(items), cands).astype(np.int32)
+
+        def _entries(shared: Any, least: int, items: Iterable[Any]) -> Iterator[Any]:
+            # every report of the level is here: the final counts, of which only the
+            # entries at or above least are sent, one job for every block of parents
+            arrs, cands, out = list(items), shared.value, []
+            for p0 in range(0, cands.size, _PARENTS_AT_ONCE):
+                counts = _counts(arrs, cands[p0 : p0 + _PARENTS_AT_ONCE])
+                rows, xs = np.nonzero(counts >= least)
+                out.append((rows.astype(np.int32), xs.astype(np.int32), counts[rows, xs]))
+            yield out
 
         def support(level: int, ids: NDArray[np.uint64]) -> NDArray[np.int64]:
             shared = context.broadcast(ids)
 
             def partials(items: Iterable[NDArray[np.void]]) -> Iterator[NDArray[np.int64]]:
-                total = np.zeros(shared.value.size, dtype=np.int64)
-                for arr in items:
-                    total += support_counts(bpem, arr, shared.value)
-                yield total
+                arrs = list(items)
+                if not arrs:
+                    yield np.zeros(shared.value.size, dtype=np.int64)
+                    return
+                yield support_counts(bpem, np.concatenate(arrs), shared.value)
 
             out = np.sum(on_level(level, partials), axis=0, dtype=np.int64)
             shared.unpersist()

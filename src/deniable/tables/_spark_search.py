@@ -43,12 +43,12 @@ def heavy_hitters_parquet(
     kernel and sends back one count vector; the driver adds them and prunes
     (:func:`deniable.estimation._prefix_search.search_levels`). Byte-PEM: a first job reads
     the files once and splits the reports by level into partitions Spark keeps (memory,
-    then disk; up to 16 a level) and counts each level's; then for each block of 64
-    surviving parents, one job on that level's partitions only in which every task
-    sends back the parents' partial spectra (64 x 2^(8 step) int64,
-    :func:`deniable.estimation._byte_prefix_search.extension_spectrum`), added up and
-    transformed into counts on the driver, and one job counts the support of the values
-    that ended before
+    then disk; one a level an executor, up to 16) and counts each level's; then each
+    level runs on its own partitions only: where one task holds the whole level, one job
+    in which it sends only the entries the level's rule can take; else one job a block
+    of 64 parents in which every task sends its partial support counts (int32, from
+    :func:`deniable.estimation._byte_prefix_search.extension_spectrum`), added on the
+    driver; and one job counts the support of the values that ended before
     (:func:`deniable.estimation._byte_prefix_search.search_string_levels`). The counts are
     integers, so the result equals the in-process search
     (:func:`~deniable.estimation.find_heavy_hitters`,
@@ -171,13 +171,8 @@ def _string_heavy_hitters(
     or touches another level's reports."""
     from pyspark import StorageLevel
 
-    from ..estimation._byte_prefix_search import (
-        _PARENTS_AT_ONCE,
-        counts_from_spectrum,
-        extension_spectrum,
-        search_string_levels,
-        support_counts,
-    )
+    from ..estimation._byte_prefix_search import search_string_levels
+    from ..estimation._extension_select import PARENTS_AT_ONCE
 
     columns = report_columns(bpem)
     context = groups.context
@@ -220,51 +215,20 @@ def _string_heavy_hitters(
             shared = context.broadcast(hashes)
             try:
                 if per_level == 1 and least > 0:  # one task holds the level: final counts
-                    (entries,) = on_level(level, functools.partial(_entries, shared, least))
+                    (entries,) = on_level(level, functools.partial(_entries, bpem, shared, least))
                     yield from entries
                     return
-                for p0 in range(0, hashes.size, _PARENTS_AT_ONCE):
-                    block = functools.partial(_partial_counts, shared, p0)
+                for p0 in range(0, hashes.size, PARENTS_AT_ONCE):
+                    block = functools.partial(_partial_counts, bpem, shared, p0)
                     out = np.sum(on_level(level, block), axis=0, dtype=np.int64)
                     yield out.reshape(-1, 1 << (8 * bpem.step))
             finally:
                 shared.unpersist()
 
-        def _counts(arrs: list[NDArray[np.void]], cands: NDArray[np.uint64]) -> NDArray[np.int64]:
-            # one array: a spectrum a batch would allocate and add P x 65,536 int64 each time
-            reports = np.concatenate(arrs) if arrs else np.zeros(0, dtype=bpem.dtype)
-            total = extension_spectrum(bpem, reports, cands)
-            return counts_from_spectrum(bpem, total, reports.size)
-
-        def _partial_counts(
-            shared: Any, p0: int, items: Iterable[NDArray[np.void]]
-        ) -> Iterator[Any]:
-            # the task's own counts (integers: any split adds up), sent as int32 (each at
-            # most the task's reports): half the bytes of a spectrum
-            cands = shared.value[p0 : p0 + _PARENTS_AT_ONCE]
-            yield _counts(list(items), cands).astype(np.int32)
-
-        def _entries(shared: Any, least: int, items: Iterable[Any]) -> Iterator[Any]:
-            # every report of the level is here: the final counts, of which only the
-            # entries at or above least are sent, one job for every block of parents
-            arrs, cands, out = list(items), shared.value, []
-            for p0 in range(0, cands.size, _PARENTS_AT_ONCE):
-                counts = _counts(arrs, cands[p0 : p0 + _PARENTS_AT_ONCE])
-                rows, xs = np.nonzero(counts >= least)
-                out.append((rows.astype(np.int32), xs.astype(np.int32), counts[rows, xs]))
-            yield out
-
         def support(level: int, ids: NDArray[np.uint64]) -> NDArray[np.int64]:
             shared = context.broadcast(ids)
-
-            def partials(items: Iterable[NDArray[np.void]]) -> Iterator[NDArray[np.int64]]:
-                arrs = list(items)
-                if not arrs:
-                    yield np.zeros(shared.value.size, dtype=np.int64)
-                    return
-                yield support_counts(bpem, np.concatenate(arrs), shared.value)
-
-            out = np.sum(on_level(level, partials), axis=0, dtype=np.int64)
+            parts = on_level(level, functools.partial(_support, bpem, shared))
+            out = np.sum(parts, axis=0, dtype=np.int64)
             shared.unpersist()
             return np.asarray(out, dtype=np.int64).reshape(ids.size)
 
@@ -273,3 +237,53 @@ def _string_heavy_hitters(
         )
     finally:
         by_level.unpersist()
+
+
+def _level_counts(
+    bpem: BytePrefixExtension, arrs: list[NDArray[np.void]], cands: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """Support counts (P, 2^(8 step)) of ``cands``' extensions among a task's reports of
+    one level, counted as one array (a spectrum a batch would allocate and add P x
+    65,536 int64 each time)."""
+    from ..estimation._byte_prefix_search import counts_from_spectrum, extension_spectrum
+
+    reports = np.concatenate(arrs) if arrs else np.zeros(0, dtype=bpem.dtype)
+    return counts_from_spectrum(bpem, extension_spectrum(bpem, reports, cands), reports.size)
+
+
+def _partial_counts(
+    bpem: BytePrefixExtension, shared: Any, p0: int, items: Iterable[NDArray[np.void]]
+) -> Iterator[NDArray[np.int32]]:
+    """A task's own counts of a block of parents (integers: any split adds up), sent as
+    int32 (each at most the task's reports): half the bytes of a spectrum."""
+    from ..estimation._extension_select import PARENTS_AT_ONCE
+
+    yield _level_counts(bpem, list(items), shared.value[p0 : p0 + PARENTS_AT_ONCE]).astype(np.int32)
+
+
+def _entries(
+    bpem: BytePrefixExtension, shared: Any, least: int, items: Iterable[NDArray[np.void]]
+) -> Iterator[list[tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.int64]]]]:
+    """Every report of the level is in this task: the final counts of every block of
+    parents, of which only the entries at or above ``least`` are sent."""
+    from ..estimation._extension_select import PARENTS_AT_ONCE
+
+    arrs, cands, out = list(items), shared.value, []
+    for p0 in range(0, cands.size, PARENTS_AT_ONCE):
+        counts = _level_counts(bpem, arrs, cands[p0 : p0 + PARENTS_AT_ONCE])
+        rows, xs = np.nonzero(counts >= least)
+        out.append((rows.astype(np.int32), xs.astype(np.int32), counts[rows, xs]))
+    yield out
+
+
+def _support(
+    bpem: BytePrefixExtension, shared: Any, items: Iterable[NDArray[np.void]]
+) -> Iterator[NDArray[np.int64]]:
+    """A task's support counts of the values that ended, its reports as one array."""
+    from ..estimation._byte_prefix_search import support_counts
+
+    arrs = list(items)
+    if not arrs:
+        yield np.zeros(shared.value.size, dtype=np.int64)
+        return
+    yield support_counts(bpem, np.concatenate(arrs), shared.value)

@@ -183,14 +183,18 @@ def extension_counts(
     return counts_from_spectrum(bpem, spectrum, reports.size)
 
 
-#: ``extensions(level, parent hashes (P,) uint64, least)``: the support counts of every
+#: ``extensions(level, parent hashes (P,) uint64, least, ids)``: the support counts of every
 #: extension of each parent among that level's reports, a block of ``PARENTS_AT_ONCE``
 #: parents at a time, in order: each block either dense, ``(B, 2^(8 step))`` int64
 #: (:func:`extension_counts`, in one process or added up over Spark tasks: counts of any
 #: split of the reports add up), or only its entries whose count is at least ``least``,
 #: ``(rows, xs, counts)`` of shape (E,) each, rows within the block (a Spark task that
-#: holds all the level's reports sends only those).
-ExtensionCounter = Callable[[int, NDArray[np.uint64], int], Iterable[Any]]
+#: holds all the level's reports sends only those). ``ids`` (uint64, or None) are the ids
+#: whose support the search asks next of the same level (:data:`SupportCounter`): a
+#: counter may count them in the same pass.
+ExtensionCounter = Callable[
+    [int, NDArray[np.uint64], int, NDArray[np.uint64] | None], Iterable[Any]
+]
 
 
 #: ``support(level, ids (E,) uint64) -> support counts (E,) int64`` of arbitrary ids
@@ -294,7 +298,7 @@ def find_string_heavy_hitters(
 
     return search_string_levels(
         bpem,
-        lambda level, hashes, _: dense_blocks(
+        lambda level, hashes, _least, _ids: dense_blocks(
             functools.partial(extension_counts, bpem, of_level(level)), hashes
         ),
         lambda level, ids: support_counts(bpem, of_level(level), ids),
@@ -376,17 +380,18 @@ class _ByteFrontier:
     def select(self, level: int, rule: Rule, cap: int | None) -> Selection:
         bpem, n_l = self.mechanism, int(self.sizes[level])
         last, start = level == self.levels - 1, bpem.step * level
-        if self.pool.size and n_l:  # the ended values gather this level's evidence
-            self.pool.add(self.support(level, bpem.prefix_ids(self.pool.rows, level)), n_l)
-            if not last:
-                self.pool.prune(bpem, self.plan, self.z_pool)
         kinds = (
             ((self.goes_on | self.ends, cap),) if last else ((self.goes_on, cap), (self.ends, cap))
         )
         hashes = prefix_hashes(self.parents, start)
         wanted = rule(n_l)
-        blocks = self.extensions(level, hashes, least_wanted(wanted))
-        found = strongest(bpem, blocks, wanted, kinds)
+        ids = bpem.prefix_ids(self.pool.rows, level) if self.pool.size and n_l else None
+        found = strongest(bpem, self.extensions(level, hashes, least_wanted(wanted), ids),
+                          wanted, kinds)  # fmt: skip
+        if ids is not None:  # the ended values gather this level's evidence
+            self.pool.add(self.support(level, ids), n_l)
+            if not last:
+                self.pool.prune(bpem, self.plan, self.z_pool)
         parent_of, x, counts, passing = found[0]
         if not last:
             end_of, end_x, _, _ = found[1]

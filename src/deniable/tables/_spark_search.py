@@ -211,11 +211,18 @@ def _string_heavy_hitters(
             partitions = range(level * per_level, (level + 1) * per_level)
             return list(context.runJob(by_level.mapPartitions(partials), lambda it: it, partitions))
 
-        def extensions(level: int, hashes: NDArray[np.uint64], least: int) -> Iterator[Any]:
+        counted_ids: dict[int, tuple[NDArray[np.uint64], NDArray[np.int64]]] = {}
+
+        def extensions(
+            level: int, hashes: NDArray[np.uint64], least: int, ids: NDArray[np.uint64] | None
+        ) -> Iterator[Any]:
             shared = context.broadcast(hashes)
             try:
                 if per_level == 1 and least > 0:  # one task holds the level: final counts
-                    (entries,) = on_level(level, functools.partial(_entries, bpem, shared, least))
+                    job = functools.partial(_entries, bpem, shared, least, ids)
+                    ((entries, support_of_ids),) = on_level(level, job)
+                    if ids is not None:  # the values that ended, counted in the same pass
+                        counted_ids[level] = (ids, support_of_ids)
                     yield from entries
                     return
                 for p0 in range(0, hashes.size, PARENTS_AT_ONCE):
@@ -226,6 +233,9 @@ def _string_heavy_hitters(
                 shared.unpersist()
 
         def support(level: int, ids: NDArray[np.uint64]) -> NDArray[np.int64]:
+            done = counted_ids.pop(level, None)
+            if done is not None and np.array_equal(done[0], ids):
+                return done[1]
             shared = context.broadcast(ids)
             parts = on_level(level, functools.partial(_support, bpem, shared))
             out = np.sum(parts, axis=0, dtype=np.int64)
@@ -262,18 +272,26 @@ def _partial_counts(
 
 
 def _entries(
-    bpem: BytePrefixExtension, shared: Any, least: int, items: Iterable[NDArray[np.void]]
-) -> Iterator[list[tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.int64]]]]:
+    bpem: BytePrefixExtension,
+    shared: Any,
+    least: int,
+    ids: NDArray[np.uint64] | None,
+    items: Iterable[NDArray[np.void]],
+) -> Iterator[tuple[list[Any], NDArray[np.int64] | None]]:
     """Every report of the level is in this task: the final counts of every block of
-    parents, of which only the entries at or above ``least`` are sent."""
+    parents, of which only the entries at or above ``least`` are sent, and the support
+    of ``ids`` (the values that ended) from the same reports."""
+    from ..estimation._byte_prefix_search import support_counts
     from ..estimation._extension_select import PARENTS_AT_ONCE
 
     arrs, cands, out = list(items), shared.value, []
+    reports = np.concatenate(arrs) if arrs else np.zeros(0, dtype=bpem.dtype)
     for p0 in range(0, cands.size, PARENTS_AT_ONCE):
-        counts = _level_counts(bpem, arrs, cands[p0 : p0 + PARENTS_AT_ONCE])
+        counts = _level_counts(bpem, [reports], cands[p0 : p0 + PARENTS_AT_ONCE])
         rows, xs = np.nonzero(counts >= least)
         out.append((rows.astype(np.int32), xs.astype(np.int32), counts[rows, xs]))
-    yield out
+    of_ids = None if ids is None else support_counts(bpem, reports, ids)
+    yield out, of_ids
 
 
 def _support(

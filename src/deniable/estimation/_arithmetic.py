@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._validation import check_integer
 from ..mechanisms._channels import (
     BloomChannel,
     BucketChannel,
@@ -283,8 +284,6 @@ def search_cost(
     _, rule = _arithmetic_of(pem)
     if rule.found_model is None:
         raise TypeError(f"search_cost takes PEM or byte-PEM, got {type(pem).__name__}")
-    from .._validation import check_integer
-
     n = check_integer("n", n, minimum=1)
     plan = plan_search(threshold, miss_rate, false_discoveries, top_k, max_survivors, "keep")
     return plan_cost(pem, n, plan)

@@ -4,7 +4,9 @@ study's results."""
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -365,4 +367,89 @@ def test_a_list_question_at_every_moment_of_the_study(tmp_path):
 
     with pytest.raises(SurveyClosedError, match="closed"):
         store.submit_batch(survey, [few[0]["reports"]], None, [few[0]["groups"]])
+    store.close()
+
+
+def _list_crowd(rng: np.random.Generator, n: int) -> list[dict]:
+    """``n`` device bodies of the covariate study: faculty 0 for most, a count drawn as
+    the list's respondents answer (the sensitive item held by a fifth), group at random."""
+    faculty = rng.choice(2, size=n, p=[0.8, 0.2])
+    group = rng.integers(0, 2, n)
+    count = rng.binomial(3, 0.5, n) + group * (rng.random(n) < 0.2)
+    return [
+        {"reports": {"faculty": int(f), "upset": int(c), "cheat": int(rng.integers(2))},
+         "groups": {"upset": int(g)}}
+        for f, c, g in zip(faculty, count, group, strict=True)
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_an_attacker_with_every_release_of_a_list_count_singles_no_one_out(tmp_path):
+    """The list's count is a key of the release rule: an attacker who downloads the wide
+    export and the results after every crowd, one crowd being nine others and one
+    faculty-0 respondent whose count of every item (4) says "yes" for certain, finds in
+    no pair of releases a (faculty, count) cell, a per-count or per-faculty breakdown or
+    the list's group sizes that grew by 1 to min_release - 1 (or shrank). Control: what
+    was sent, crowd by crowd, does single that respondent out."""
+    from fastapi.testclient import TestClient
+
+    from deniable.collection.server import create_app
+
+    from .conftest import ANALYST
+
+    survey = load_survey(_study(covariate=True))
+    m = survey.min_release
+    store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
+    store.publish(survey)
+    client = TestClient(create_app(store, analyst_token=ANALYST))
+    auth = {"Authorization": f"Bearer {ANALYST}"}
+    rng = np.random.default_rng(43)
+    the_one = {"reports": {"faculty": 0, "upset": 4, "cheat": 1}, "groups": {"upset": 1}}
+    snapshots, sent, sent_so_far = [], [], []
+    for size in [80, 45, None, 30, 60, 25, 70, 40]:
+        crowd = _list_crowd(rng, size) if size else [*_list_crowd(rng, 9), the_one]
+        bodies, groups = [b["reports"] for b in crowd], [b["groups"] for b in crowd]
+        store.submit_batch(survey, bodies, None, groups)
+        sent.extend(crowd)
+        sent_so_far.append(list(sent))
+        wide = client.get("/api/surveys/upset/export?format=wide", headers=auth)
+        assert wide.status_code == 200, wide.text
+        rows = [line.split(",") for line in wide.text.strip().splitlines()]
+        at = {name: i for i, name in enumerate(rows[0])}
+        cells = Counter((r[at["faculty"]], r[at["upset"]]) for r in rows[1:])
+        res = client.get("/api/surveys/upset/results", headers=auth).json()
+        counts = {f"cell {c}": n for c, n in cells.items()}
+        for b in res["breakdowns"]:
+            for g in b["groups"]:
+                counts[f"breakdown {b['question']} by {b['by']} = {g['group']}"] = g["n"]
+        listed = next(q for q in res["questions"] if q["id"] == "upset").get("list") or {}
+        for side in ("n_treated", "n_control"):
+            counts[side] = listed.get(side, 0)
+        snapshots.append((res["released"], counts))
+
+    def singled_out(before: dict, after: dict) -> dict:
+        diffs = {k: after.get(k, 0) - before.get(k, 0) for k in {*before, *after}}
+        return {k: d for k, d in diffs.items() if d < 0 or 0 < d < m}
+
+    released = [r for r, _ in snapshots]
+    assert len(set(released)) >= 4 and released[-1] < len(sent), released
+    assert any(k.startswith("breakdown cheat by upset") for k in snapshots[-1][1])
+    for (_, a), (_, b) in itertools.combinations(snapshots, 2):
+        grown = singled_out(a, b)
+        assert {k: d for k, d in grown.items() if not k.startswith("n_")} == {}, grown
+    # the two groups' sizes are not keys (the group is a draw on the device), but they
+    # are sums of released cells: each grows by 0 or by at least min_release overall
+    for (_, a), (_, b) in itertools.combinations(snapshots, 2):
+        total = b["n_treated"] + b["n_control"] - a["n_treated"] - a["n_control"]
+        assert total == 0 or total >= m, (a, b)
+
+    control = [
+        Counter((str(x["reports"]["faculty"]), str(x["reports"]["upset"])) for x in s)
+        for s in sent_so_far
+    ]
+    assert any(
+        singled_out({f"cell {c}": n for c, n in control[i].items()},
+                    {f"cell {c}": n for c, n in control[i + 1].items()})
+        for i in range(len(control) - 1)
+    )  # fmt: skip
     store.close()

@@ -176,16 +176,24 @@ def test_string_heavy_hitters_on_spark_equal_the_in_process_search(spark, tmp_pa
 
 
 @pytest.mark.slow
-def test_string_heavy_hitters_on_spark_name_a_malformed_column(spark, tmp_path):
-    """A byte-PEM file whose ``y`` is out of range fails in the task with the field named."""
+@pytest.mark.parametrize(
+    ("column", "position", "message"),
+    [("y", 2, "field 'y' must be a bucket"), ("level", 0, r"field 'level' must be in 0\.\.")],
+)
+def test_string_heavy_hitters_on_spark_name_a_malformed_column(
+    spark, tmp_path, column, position, message
+):
+    """A byte-PEM file whose ``y`` (read by the split) or ``level`` (read alone for the
+    reports a level) is out of range fails in the task with the field named."""
     from deniable.mechanisms import BytePrefixExtension
     from deniable.tables import spark as on_spark
 
     bpem = BytePrefixExtension(2.0, max_bytes=8)
     table = report_table(bpem, bpem.randomize(["ab", "cd"] * 50, np.random.default_rng(1)))
-    table = table.set_column(2, "y", pa.array(np.full(100, bpem.g, dtype=np.int32)))
+    bad = bpem.g if column == "y" else bpem.levels
+    table = table.set_column(position, column, pa.array(np.full(100, bad, dtype=np.int32)))
     pq.write_table(table, tmp_path / "bad.parquet")
-    with pytest.raises(Exception, match="field 'y' must be a bucket"):
+    with pytest.raises(Exception, match=message):
         on_spark.heavy_hitters_parquet(bpem, spark, str(tmp_path), threshold=0.05)
 
 

@@ -41,10 +41,12 @@ def heavy_hitters_parquet(
     driver broadcasts the candidate prefixes; every task reads its row groups batch by
     batch, counts the candidates' support among that level's reports with the compiled
     kernel and sends back one count vector; the driver adds them and prunes
-    (:func:`deniable.estimation._prefix_search.search_levels`). Byte-PEM: a first job reads
-    the files once and splits the reports by level into partitions Spark keeps (memory,
-    then disk; one a level an executor, up to 16) and counts each level's; then each
-    level runs on its own partitions only: where one task holds the whole level, one job
+    (:func:`deniable.estimation._prefix_search.search_levels`). Byte-PEM: a first job
+    counts the reports of each level from the ``level`` column alone; the files are read
+    once, by a shuffle that splits the reports by level into partitions Spark keeps
+    (memory, then disk; one a level an executor, up to 16), run by the first level's
+    job; each level runs on its own partitions only: where one task holds the whole
+    level, one job
     in which it sends only the entries the level's rule can take; else one job a block
     of 64 parents in which every task sends its partial support counts (int32, from
     :func:`deniable.estimation._byte_prefix_search.extension_spectrum`), added on the
@@ -164,11 +166,13 @@ def _string_heavy_hitters(
     options: dict[str, Any],
 ) -> PrefixHeavyHitters:
     """Byte-PEM's level search over the row groups ``groups`` (an RDD of (file, row
-    group)). One job reads the files once and splits the reports by level into
-    ``levels x per_level`` partitions, kept by Spark (memory, then disk); then each
-    level's jobs (one a block of parents' spectra, one for the values that ended) run on
-    that level's partitions only (``SparkContext.runJob``), so no job rereads the files
-    or touches another level's reports."""
+    group)). One job counts each level's reports from the ``level`` column; the files
+    are read once, by a shuffle (run by the first level's job) that splits the reports by
+    level into ``levels x per_level`` partitions, kept by Spark (memory, then disk) as
+    the JVM received them; each level's jobs (one a block of parents' spectra, one for
+    the values that ended) run on that level's partitions only
+    (``SparkContext.runJob``), so no job rereads the files or touches another level's
+    reports."""
     from pyspark import StorageLevel
 
     from ..estimation._byte_prefix_search import search_string_levels
@@ -193,23 +197,21 @@ def _string_heavy_hitters(
                     if part.size:
                         yield level * per_level + spread, part
 
+    # the split is a shuffle that the first level's job runs and Spark keeps as it went
+    # (its bytes, as the JVM received them); the sizes come from the level column alone
     by_level = (
         groups.mapPartitions(split)
         .partitionBy(levels * per_level, lambda key: key)
-        .values()
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     try:
-        counted = by_level.mapPartitionsWithIndex(
-            lambda index, items: [(index // per_level, sum(int(a.size) for a in items))]
-        ).collect()
-        sizes = np.zeros(levels, dtype=np.int64)
-        for level, size in counted:
-            sizes[level] += size
+        per_task = groups.mapPartitions(functools.partial(_level_sizes, levels, filesystem))
+        sizes = np.asarray(np.sum(per_task.collect(), axis=0, dtype=np.int64), dtype=np.int64)
 
         def on_level(level: int, partials: Callable[..., Iterator[Any]]) -> list[Any]:
             partitions = range(level * per_level, (level + 1) * per_level)
-            return list(context.runJob(by_level.mapPartitions(partials), lambda it: it, partitions))
+            job = by_level.mapPartitions(lambda pairs: partials(a for _, a in pairs))
+            return list(context.runJob(job, lambda it: it, partitions))
 
         counted_ids: dict[int, tuple[NDArray[np.uint64], NDArray[np.int64]]] = {}
 
@@ -247,6 +249,24 @@ def _string_heavy_hitters(
         )
     finally:
         by_level.unpersist()
+
+
+def _level_sizes(
+    levels: int, filesystem: Any, items: Iterable[tuple[str, int]]
+) -> Iterator[NDArray[np.int64]]:
+    """A task's reports a level (levels,) int64, from the ``level`` column of its row
+    groups alone, its range checked as the mechanism checks it."""
+    from ..errors import ReportValidationError
+    from .arrow import _column, _integers
+
+    sizes = np.zeros(levels, dtype=np.int64)
+    for path, group in items:
+        for batch in _row_group_batches(filesystem, path, group, ["level"]):
+            level = _integers(_column(batch, "level"), "level")
+            if level.size and (level.min() < 0 or level.max() >= levels):
+                raise ReportValidationError(f"field 'level' must be in 0..{levels - 1}")
+            sizes += np.bincount(level.astype(np.int64), minlength=levels)
+    yield sizes
 
 
 def _level_counts(

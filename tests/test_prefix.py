@@ -302,3 +302,55 @@ def test_search_cost_is_known_before_the_search_and_bounds_it():
         bound = search_cost(small, 4000, 0.1)
         assert np.all(found.candidates_per_level <= bound.candidates), run
         assert not found.warnings
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 100, 4_321, 250_000])
+def test_each_level_rule_is_a_least_count(n):
+    """The pruning and the final test hold from a least count on (the rule is found by
+    bisection, never over all counts): checked against the conditions evaluated at every
+    count 0..n, for PEM and byte-PEM, at thresholds from 0.1% to 99.9%, with the noise test
+    on and off."""
+    from scipy import special
+
+    from deniable.estimation._level_search import (
+        _prune_rule,
+        _test_rule,
+        estimate_level,
+        plan_search,
+        support_pvalues,
+    )
+    from deniable.mechanisms import BytePrefixExtension
+
+    counts = np.arange(n + 1)
+    for mech in (PrefixExtension(0.5, max_length=4), BytePrefixExtension(4.0, max_bytes=8)):
+        q_star = mech._search_shape()[4]
+        estimate, std_error = estimate_level(mech, counts, n)
+        for threshold in (0.001, 0.05, 0.5, 0.999):
+            plan = plan_search(threshold, 0.05, 0.05, None, None, "keep")
+            for tested in (1, 10**6):
+                keep = estimate + plan.z * std_error >= plan.threshold
+                if plan.noise < tested:
+                    zero = np.where(counts > 0, special.bdtrc(counts - 1, n, q_star), 1.0)
+                    keep &= zero <= plan.noise / tested
+                assert np.array_equal(keep, counts >= _prune_rule(mech, plan, tested, n))
+            for cut in (1e-9, 0.01, 0.5):
+                rejects = support_pvalues(mech, plan, counts, n) <= cut
+                assert np.array_equal(rejects, counts >= _test_rule(mech, plan, cut, n))
+        top = plan_search(0.01, 0.05, 0.05, 3, None, "keep")
+        assert _prune_rule(mech, top, 10, n) == 0 and _test_rule(mech, top, 0.01, n) == 0
+
+
+def test_the_search_cost_of_a_billion_reports_allocates_nothing_of_that_size():
+    """``search_cost`` at n = 10^9 (PEM, 3 levels of 3.3 x 10^8 reports each) peaks at a
+    few kilobytes of Python allocations: the rules are least counts, not arrays a count."""
+    import tracemalloc
+
+    from deniable.estimation import search_cost
+
+    pem = PrefixExtension(1.0, max_length=6)
+    tracemalloc.start()
+    cost = search_cost(pem, 10**9, 0.01)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    assert cost.candidates[1] == pytest.approx(100 * 1_600, rel=1e-3)

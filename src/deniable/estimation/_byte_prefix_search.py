@@ -40,7 +40,7 @@ from .._validation import check_integer
 from ..errors import ReportValidationError
 from ..mechanisms._byte_prefix import BytePrefixExtension, prefix_hashes
 from ..mechanisms._kernels import hadamard_spectrum, linear_hash_counts, walsh_hadamard_rows
-from ._extension_select import dense_blocks, least_wanted, strongest
+from ._extension_select import dense_blocks, strongest
 from ._level_search import (
     FoundModel,
     Plan,
@@ -384,10 +384,9 @@ class _ByteFrontier:
             ((self.goes_on | self.ends, cap),) if last else ((self.goes_on, cap), (self.ends, cap))
         )
         hashes = prefix_hashes(self.parents, start)
-        wanted = rule(n_l)
+        least = rule(n_l)
         ids = bpem.prefix_ids(self.pool.rows, level) if self.pool.size and n_l else None
-        found = strongest(bpem, self.extensions(level, hashes, least_wanted(wanted), ids),
-                          wanted, kinds)  # fmt: skip
+        found = strongest(bpem, self.extensions(level, hashes, least, ids), least, kinds)
         if ids is not None:  # the ended values gather this level's evidence
             self.pool.add(self.support(level, ids), n_l)
             if not last:

@@ -15,16 +15,10 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:
     from ..mechanisms._byte_prefix import BytePrefixExtension
 
-__all__ = ["PARENTS_AT_ONCE", "dense_blocks", "least_wanted", "strongest"]
+__all__ = ["PARENTS_AT_ONCE", "dense_blocks", "strongest"]
 
 #: Parents whose extensions are counted at once (bounds the counts to 32 MB).
 PARENTS_AT_ONCE = 64
-
-
-def least_wanted(wanted: NDArray[np.bool_]) -> int:
-    """The smallest count a rule ``wanted`` (shape (n + 1,) bool) takes (``n + 1`` when
-    it takes none): a counter may send only the entries at or above it."""
-    return int(np.argmax(wanted)) if wanted.any() else int(wanted.size)
 
 
 def dense_blocks(
@@ -39,26 +33,24 @@ def dense_blocks(
 def strongest(
     bpem: BytePrefixExtension,
     blocks: Iterable[Any],
-    wanted: NDArray[np.bool_],
+    least: int,
     kinds: tuple[tuple[NDArray[np.bool_], int | None], ...],
 ) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]]:
     """For each kind ``(allowed x (2^(8 step),) bool, cap)``: ``(parent index, x, count,
-    passing)`` of the allowed extensions whose support count ``c`` has ``wanted[c]``,
+    passing)`` of the allowed extensions whose support count is at least ``least`` (the
+    level's rule),
     at most ``cap`` of them with the largest counts (ties: the first in parent and ``x``
     order), largest first; ``passing`` counts every one that qualified. ``blocks`` are
     the parents' counts a block of ``PARENTS_AT_ONCE`` at a time (:data:`ExtensionCounter`):
-    dense, or the entries at or above :func:`least_wanted` as ``(rows, xs, counts)``."""
+    dense, or the entries at or above ``least`` as ``(rows, xs, counts)``."""
     width = 1 << (8 * bpem.step)
-    # the counts wanted are usually all those from a least one: compares, no lookup
-    least = least_wanted(wanted)
-    upward = bool(wanted[least:].all())
     none = np.zeros(0, dtype=np.int64)
     kept = [(none, none, 0) for _ in kinds]
     for b, block in enumerate(blocks):
         p0 = b * PARENTS_AT_ONCE
         if isinstance(block, tuple):  # the entries at or above least
             rows, xs, values = (np.asarray(a, dtype=np.int64) for a in block)
-            ok = wanted[values]
+            ok = values >= least
             rows, xs, values = rows[ok], xs[ok], values[ok]
             for k, (allowed, cap) in enumerate(kinds):
                 sel = allowed[xs]
@@ -69,7 +61,7 @@ def strongest(
                 kept[k] = _gather(keys, counts, passing, (rows[sel] + p0) * width + xs[sel],
                                   values[sel], cap)  # fmt: skip
             continue
-        qualified = block >= least if upward else wanted[block]
+        qualified = block >= least
         for k, (allowed, cap) in enumerate(kinds):
             keys, counts, passing = kept[k]
             mask = qualified & allowed[None, :]

@@ -12,8 +12,9 @@ estimator (Wang, Blocki, Li & Jha 2017), ``f = (C / n_l - q*) / (p* - q*)`` with
 its support count among the ``n_l`` reports of the level, and standard error
 ``sqrt(s (1 - s) / n_l) / (p* - q*)`` with ``s = C / n_l`` (the level's reporters are a
 random sample of all respondents). Both are functions of ``C``, so every rule is a
-set of qualifying counts, decided once a level (``rule(n_l)[C]``), and a frontier that
-counts in blocks (byte-PEM's spectra) keeps only qualifying candidates.
+least qualifying count, decided once a level (``C >= rule(n_l)``: each rule below holds
+from a least count on), and a frontier that counts in blocks (byte-PEM's spectra) keeps
+only qualifying candidates.
 
 *Pruning* (generous): a prefix is kept while its upper confidence bound
 ``f + z_(1 - miss_rate) SE`` reaches the threshold, so a value whose frequency is
@@ -173,9 +174,9 @@ class PrefixHeavyHitters(EstimateResult):
 #: miss_rate, cap)`` is Pr(a value of frequency ``f`` is found from ``n`` reports).
 FoundModel = Callable[[float, float, float, float, float, int], float]
 
-#: ``rule(n_l)``: which support counts ``0..n_l`` qualify at a level of ``n_l`` reports,
-#: (n_l + 1,) bool.
-Rule = Callable[[int], NDArray[np.bool_]]
+#: ``rule(n_l)``: the least support count that qualifies at a level of ``n_l`` reports
+#: (every count from it on qualifies; ``n_l + 1`` when none does).
+Rule = Callable[[int], int]
 
 
 class Plan(NamedTuple):
@@ -319,26 +320,51 @@ def support_pvalues(
     return np.asarray(pvalue, dtype=np.float64)
 
 
-def _prune_rule(mechanism: Any, plan: Plan, tested: int, n: int) -> NDArray[np.bool_]:
-    """The counts whose upper bound reaches the threshold and, among ``tested``
-    candidates, pass the noise test (the module's text; every count in top-k mode)."""
-    if plan.top_k is not None:
-        return np.ones(n + 1, dtype=bool)
-    counts = np.arange(n + 1)
-    estimate, std_error = estimate_level(mechanism, counts, n)
-    keep = estimate + plan.z * std_error >= plan.threshold
-    if plan.noise < tested:
-        _, _, _, _, q_star = mechanism._search_shape()
-        zero = np.where(counts > 0, special.bdtrc(counts - 1, max(n, 1), q_star), 1.0)
-        keep &= zero <= plan.noise / tested
-    return np.asarray(keep)
+def least_count(passes: Callable[[NDArray[np.int64]], NDArray[np.bool_]], n: int) -> int:
+    """The smallest count ``c`` in ``0..n`` with ``passes(c)``, for a test that every
+    count above a passing one passes; ``n + 1`` when none does. By bisection over
+    ``0..n`` (about ``log2 n`` calls on one count each): nothing of size ``n`` is made,
+    so the rule of a level of 10^9 reports costs what one of 10^3 does."""
+    if not bool(passes(np.array([n], dtype=np.int64))[0]):
+        return n + 1
+    low, high = 0, n  # passes(high); no count below low passes
+    while low < high:
+        mid = (low + high) // 2
+        if bool(passes(np.array([mid], dtype=np.int64))[0]):
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
-def _test_rule(mechanism: Any, plan: Plan, cut: float, n: int) -> NDArray[np.bool_]:
-    """The counts whose exact test rejects at ``cut`` (every one in top-k mode)."""
+def _prune_rule(mechanism: Any, plan: Plan, tested: int, n: int) -> int:
+    """The least count whose upper bound reaches the threshold and, among ``tested``
+    candidates, that passes the noise test (the module's text; 0 in top-k mode). Both
+    hold from a least count on: the noise test's p-value falls as the count grows, and
+    ``f + z SE`` rises with it up to its largest value and then falls, but only to
+    ``(1 - q*) / (p* - q*) >= 1``, at or above any threshold."""
     if plan.top_k is not None:
-        return np.ones(n + 1, dtype=bool)
-    return np.asarray(support_pvalues(mechanism, plan, np.arange(n + 1), n) <= cut)
+        return 0
+    _, _, _, _, q_star = mechanism._search_shape()
+    noise = plan.noise < tested
+
+    def passes(counts: NDArray[np.int64]) -> NDArray[np.bool_]:
+        estimate, std_error = estimate_level(mechanism, counts, n)
+        keep = estimate + plan.z * std_error >= plan.threshold
+        if noise:
+            zero = np.where(counts > 0, special.bdtrc(counts - 1, max(n, 1), q_star), 1.0)
+            keep &= zero <= plan.noise / tested
+        return np.asarray(keep)
+
+    return least_count(passes, n)
+
+
+def _test_rule(mechanism: Any, plan: Plan, cut: float, n: int) -> int:
+    """The least count whose exact test rejects at ``cut`` (its p-value falls as the count
+    grows; 0 in top-k mode)."""
+    if plan.top_k is not None:
+        return 0
+    return least_count(lambda c: support_pvalues(mechanism, plan, c, n) <= cut, n)
 
 
 def run_search(frontier: Frontier, plan: Plan) -> PrefixHeavyHitters:
@@ -509,9 +535,8 @@ def plan_cost(mechanism: Any, n: int, plan: Plan) -> SearchCost:
     candidates[0] = bound[0] = tested = float(first)
     for level in range(1, levels):
         n_l = max(round(float(reports[level - 1])), 1)
-        rule = _prune_rule(mechanism, plan, max(int(tested), 1), n_l)
-        pmf = np.diff(np.concatenate([[0.0], special.bdtr(np.arange(n_l + 1), n_l, q_star)]))
-        null = float(pmf @ rule)
+        least = _prune_rule(mechanism, plan, max(int(tested), 1), n_l)
+        null = float(special.bdtrc(least - 1, n_l, q_star)) if least > 0 else 1.0
         parents = min(float(plan.cap), frequent + tested * null)
         candidates[level] = tested = parents * widths[level]
         bound[level] = plan.cap * widths[level]

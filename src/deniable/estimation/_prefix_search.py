@@ -254,7 +254,7 @@ class _CodeFrontier:
 
     def select(self, level: int, rule: Rule, cap: int | None) -> Selection:
         counts, reports = self.count(level, self.codes)
-        qualified = np.nonzero(rule(reports)[counts])[0]
+        qualified = np.nonzero(counts >= rule(reports))[0]
         qualified = qualified[np.argsort(-counts[qualified], kind="stable")]
         kept = qualified[:cap]
         return Selection(self.codes[kept], counts[kept], reports, qualified.size)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,22 +25,9 @@ from ...estimation import ConfidenceInterval
 from .._formula import model_frame
 from .._likelihood import maximise_score, score_hessian
 from ._item_count import check_list_counts
+from ._liars import LiarPrior, fit_liars, log_binomial
 
 __all__ = ["ListRegressionResult", "list_regression"]
-
-
-def _log_binom(k: NDArray[np.float64], j: int, eta: NDArray[np.float64]) -> NDArray[np.float64]:
-    """log Binomial(k; j, logistic(eta)), -inf outside 0..j."""
-    inside = (k >= 0) & (k <= j)
-    kk = np.clip(k, 0, j)
-    out = (
-        special.gammaln(j + 1)
-        - special.gammaln(kk + 1)
-        - special.gammaln(j - kk + 1)
-        - kk * np.logaddexp(0, -eta)
-        - (j - kk) * np.logaddexp(0, eta)
-    )
-    return np.where(inside, out, -np.inf)
 
 
 class _Likelihood:
@@ -70,11 +58,11 @@ class _Likelihood:
         log_g, log_1g = -np.logaddexp(0, -e_d), -np.logaddexp(0, e_d)
         # the count of control items under Z = 1 and Z = 0
         a = np.where(t, y - 1, y)
-        la = log_g + _log_binom(a, j, e1)
-        lb = log_1g + _log_binom(y, j, e0)
+        la = log_g + log_binomial(a, j, e1)
+        lb = log_1g + log_binomial(y, j, e0)
         if self.constrained:  # control rows: the binomial alone
             la = np.where(t, la, -np.inf)
-            lb = np.where(t, lb, _log_binom(y, j, e0))
+            lb = np.where(t, lb, log_binomial(y, j, e0))
         ll = np.logaddexp(la, lb)
         w = np.exp(la - ll)  # posterior P(Z = 1 | report)
         g = np.exp(log_g)
@@ -97,13 +85,20 @@ def _start(lik: _Likelihood) -> NDArray[np.float64]:
 
     def nll(psi: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         eta = xc @ psi
-        return -float(_log_binom(yc, j, eta).sum()), -(xc.T @ (yc - j * special.expit(eta)))
+        return -float(log_binomial(yc, j, eta).sum()), -(xc.T @ (yc - j * special.expit(eta)))
 
     psi = optimize.minimize(nll, np.zeros(lik.k), jac=True, method="BFGS").x
     diff = float(np.clip(y[t].mean() - yc.mean(), 0.02, 0.98))
     delta = np.zeros(lik.k)
     delta[0] = special.logit(diff)
     return np.concatenate([delta, psi] + ([] if lik.constrained else [psi]))
+
+
+def _std_errors(cov: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
+    """Square roots of the variances; NaN where one is negative (R's standard errors of
+    ``liar_prior="list_package"`` can be: its information is not the objective's)."""
+    variance = np.diag(cov)
+    return np.asarray(np.where(variance >= 0, np.sqrt(np.abs(variance)), np.nan), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -114,13 +109,15 @@ class ListRegressionResult:
     ----------
     params : pandas.Series
         Coefficients labelled ``sensitive.<term>`` (``delta``), ``control.<term>``
-        (constrained) or ``control.psi0.<term>`` and ``control.psi1.<term>``.
+        (constrained) or ``control.psi0.<term>`` and ``control.psi1.<term>``; then
+        ``floor.<term>`` and ``ceiling.<term>`` for a liar model (log-odds of lying).
     bse : pandas.Series
         Standard errors from the observed information.
     cov_params : pandas.DataFrame
         The inverse observed information.
     llf : float
-        The maximised log-likelihood.
+        The log-likelihood at the estimate (the maximum; with a prior on the liars, its
+        value at the posterior mode).
     prevalence : float
         Mean over the rows of ``g(x'delta)``: the estimated prevalence of the item.
     prevalence_se : float
@@ -171,6 +168,9 @@ def list_regression(
     treat: str,
     items: int,
     constrained: bool = True,
+    ceiling: bool | str = False,
+    floor: bool | str = False,
+    liar_prior: LiarPrior = None,
     max_iter: int = 50,
 ) -> ListRegressionResult:
     """Maximum likelihood regression of a list experiment (Imai 2011).
@@ -189,6 +189,17 @@ def list_regression(
     constrained : bool, default True
         ``psi_0 = psi_1`` (Imai 2011's constrained model); False lets the control
         items' probability depend on the sensitive answer.
+    ceiling, floor : bool or str, default False
+        Model the ceiling or floor liars (Blair & Imai 2012, :mod:`._liars`): True for a
+        share the same for everyone, or the right-hand side of a formula (``"~ age +
+        male"``) for a logistic model of it. Only with ``constrained=True``.
+    liar_prior : {None, "cauchy", "list_package"}, default None
+        None: maximum likelihood. ``"cauchy"``: the liars' coefficients take Cauchy(0, 10)
+        on the intercept and Cauchy(0, 2.5) on each other (Gelman et al. 2008; R's
+        ``ceiling.fit = "bayesglm"``); the estimate is the posterior mode and the
+        standard errors come from the log posterior's information. ``"list_package"``:
+        the same estimate, with R's standard errors (its information takes scale 2.5 on
+        the intercept too).
     max_iter : int, default 50
         Newton steps at most after BFGS.
 
@@ -221,20 +232,24 @@ def list_regression(
     theta = maximise_score(lik.value_and_score, _start(lik), max_iter)
     ll, score = lik.value_and_score(theta)
     cov = np.linalg.inv(-score_hessian(lik.value_and_score, theta))
-    terms = frame.terms
-    names = [f"sensitive.{s}" for s in terms]
-    names += (
-        [f"control.{s}" for s in terms]
-        if constrained
-        else [f"control.psi0.{s}" for s in terms] + [f"control.psi1.{s}" for s in terms]
+    parts = (
+        ("sensitive", "control") if constrained else ("sensitive", "control.psi0", "control.psi1")
     )
+    names = [f"{part}.{s}" for part in parts for s in frame.terms]
+    if ceiling is not False or floor is not False:
+        if not constrained:
+            raise ValueError("ceiling and floor liars need constrained=True (Blair & Imai 2012)")
+        theta, ll, score, cov, more = fit_liars(
+            frame, data, (y, t, j), (ceiling, floor), liar_prior, theta, max_iter
+        )
+        names += more
     k = lik.k
     g = special.expit(frame.X @ theta[:k])
     grad = (g * (1 - g)) @ frame.X / len(g)
     prev_se = math.sqrt(float(grad @ cov[:k, :k] @ grad))
     return ListRegressionResult(
         params=pd.Series(theta, index=names),
-        bse=pd.Series(np.sqrt(np.diag(cov)), index=names),
+        bse=pd.Series(_std_errors(cov), index=names),
         cov_params=pd.DataFrame(cov, index=names, columns=names),
         llf=ll,
         prevalence=float(g.mean()),

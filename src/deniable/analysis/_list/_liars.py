@@ -1,0 +1,263 @@
+"""The list experiment's ceiling and floor liars (Blair & Imai 2012, section 3.3).
+
+A respondent whose truthful treated count would be ``J + 1`` (every control item and
+the sensitive one) reveals the sensitive answer; one whose count would be 1 with only
+the sensitive item reveals it as surely by answering 0 nowhere else. Blair & Imai model
+the respondents who avoid that: among those with ``Z = 1`` and ``Y(0) = J``, a share
+``q_u(x) = g(x_u' beta_u)`` answers ``J`` (ceiling liars); among those with ``Z = 1`` and
+``Y(0) = 0``, a share ``q_l(x) = g(x_l' beta_l)`` answers 0 (floor liars). The
+constrained model of :mod:`._item_count_ml` gives the rest: ``Z ~ Bernoulli(g(x'delta))``
+and ``Y(0) ~ Binomial(J, g(x'psi))``. A treated count's likelihood is the sum over the
+latent ``(Z, Y(0))`` that report it:
+
+- ``Z = 0``: ``Y(0) = y`` (``y <= J``);
+- ``Z = 1``, ``1 <= Y(0) <= J - 1``: ``y = Y(0) + 1``;
+- ``Z = 1``, ``Y(0) = 0``: ``y = 0`` with ``q_l``, ``y = 1`` with ``1 - q_l``;
+- ``Z = 1``, ``Y(0) = J``: ``y = J`` with ``q_u``, ``y = J + 1`` with ``1 - q_u``.
+
+(R's ``list::ictreg`` writes the same terms case by case, which counts the liars of
+``y = 1`` twice when ``J = 1``; the sum above does not.) With ``liar_prior="cauchy"`` the
+liars' coefficients take the weakly informative priors of Gelman, Jakulin, Pittau & Su
+(2008) that ``ictreg(ceiling.fit = "bayesglm")`` uses: independent Cauchy(0, 10) on the
+intercept and Cauchy(0, 2.5) on each other coefficient, unscaled. The estimate is then
+the posterior mode, and its standard errors come from the observed information of the
+log posterior.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy import special
+
+from .._formula import ModelFrame, model_frame
+from .._likelihood import maximise_score, score_hessian
+
+__all__ = ["LiarLikelihood", "fit_liars", "liar_prior_scales", "log_binomial"]
+
+#: ``liar_prior`` values: none (maximum likelihood), Gelman et al.'s Cauchy priors, or
+#: those priors with R's standard errors (every scale 2.5 in the information).
+LiarPrior = Literal["cauchy", "list_package"] | None
+
+
+def log_binomial(k: NDArray[np.float64], j: int, eta: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log Binomial(k; j, logistic(eta)), -inf outside 0..j."""
+    inside = (k >= 0) & (k <= j)
+    kk = np.clip(k, 0, j)
+    out = (
+        special.gammaln(j + 1)
+        - special.gammaln(kk + 1)
+        - special.gammaln(j - kk + 1)
+        - kk * np.logaddexp(0, -eta)
+        - (j - kk) * np.logaddexp(0, eta)
+    )
+    return np.where(inside, out, -np.inf)
+
+
+def liar_prior_scales(terms: list[str]) -> NDArray[np.float64]:
+    """Cauchy scales of a liar model's coefficients: 10 for the intercept, 2.5 else."""
+    return np.array([10.0 if t == "Intercept" else 2.5 for t in terms])
+
+
+class LiarLikelihood:
+    """Observed-data log-likelihood (plus the log prior of the liars' coefficients, if
+    any) and its analytic score, for ``theta = (delta, psi, beta_l, beta_u)``; a model
+    left out has no coefficients (``q = 0``)."""
+
+    def __init__(
+        self,
+        y: NDArray[np.float64],
+        t: NDArray[np.bool_],
+        x: NDArray[np.float64],
+        j: int,
+        x_floor: NDArray[np.float64] | None,
+        x_ceiling: NDArray[np.float64] | None,
+        scales: tuple[NDArray[np.float64] | None, NDArray[np.float64] | None],
+        variances: tuple[NDArray[np.float64] | None, NDArray[np.float64] | None] = (None, None),
+    ):
+        self.y, self.t, self.x, self.j = y, t, x, j
+        self.x_floor, self.x_ceiling = x_floor, x_ceiling
+        self.scales, self.variances = scales, variances
+        self.k = x.shape[1]
+        self.k_floor = 0 if x_floor is None else x_floor.shape[1]
+        self.k_ceiling = 0 if x_ceiling is None else x_ceiling.shape[1]
+        self.size = 2 * self.k + self.k_floor + self.k_ceiling
+
+    def split(self, theta: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
+        k, kf = self.k, self.k_floor
+        return theta[:k], theta[k : 2 * k], theta[2 * k : 2 * k + kf], theta[2 * k + kf :]
+
+    def _log_q(
+        self, design: NDArray[np.float64] | None, beta: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """``(log q, log (1 - q), q)`` a row; q = 0 without a model."""
+        n = self.y.size
+        if design is None:
+            return np.full(n, -np.inf), np.zeros(n), np.zeros(n)
+        eta = design @ beta
+        return -np.logaddexp(0, -eta), -np.logaddexp(0, eta), special.expit(eta)
+
+    def _cases(self, theta: NDArray[np.float64]) -> tuple[Any, ...]:
+        """Each latent case's posterior given the report, ``w`` (6, n), the log-likelihood
+        a row and the cases' derivatives (module text)."""
+        delta, psi, b_floor, b_ceiling = self.split(theta)
+        x, y, t, j = self.x, self.y, self.t, self.j
+        e_d, e_h = x @ delta, x @ psi
+        log_g, log_1g = -np.logaddexp(0, -e_d), -np.logaddexp(0, e_d)
+        g, h = special.expit(e_d), special.expit(e_h)
+        lql, l1ql, ql = self._log_q(self.x_floor, b_floor)
+        lqu, l1qu, qu = self._log_q(self.x_ceiling, b_ceiling)
+        none = np.full(y.size, -np.inf)
+        at0, at_j = log_binomial(np.zeros_like(y), j, e_h), log_binomial(np.full_like(y, j), j, e_h)
+        # the latent cases of a treated count: (log term, Y(0), d/d eta_g, d/d eta_l, d/d eta_u)
+        cases: list[tuple[Any, Any, Any, Any, Any]] = [
+            (log_1g + log_binomial(y, j, e_h), y, -g, 0.0, 0.0),
+            (np.where((y >= 2) & (y <= j), log_g + log_binomial(y - 1, j, e_h), none), y - 1,
+             1 - g, 0.0, 0.0),
+            (np.where(y == 0, log_g + lql + at0, none), 0.0, 1 - g, 1 - ql, 0.0),
+            (np.where(y == 1, log_g + l1ql + at0, none), 0.0, 1 - g, -ql, 0.0),
+            (np.where(y == j, log_g + lqu + at_j, none), float(j), 1 - g, 0.0, 1 - qu),
+            (np.where(y == j + 1, log_g + l1qu + at_j, none), float(j), 1 - g, 0.0, -qu),
+        ]  # fmt: skip
+        terms = np.stack([c[0] for c in cases])
+        ll = special.logsumexp(terms, axis=0)
+        ll = np.where(t, ll, log_binomial(y, j, e_h))
+        with np.errstate(invalid="ignore"):
+            w = np.exp(terms - ll)
+        w = np.where(np.isfinite(w) & t, w, 0.0)
+        return w, ll, cases, h, ql, qu
+
+    def value_and_score(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        _, _, b_floor, b_ceiling = self.split(theta)
+        x, y, t, j = self.x, self.y, self.t, self.j
+        w, ll, cases, h, _, _ = self._cases(theta)
+        s_g, s_h, s_l, s_u = (np.zeros(y.size) for _ in range(4))
+        for wc, (_, y0, dg, dl, du) in zip(w, cases, strict=True):
+            s_g += wc * dg
+            s_h += wc * (y0 - j * h)
+            s_l += wc * dl
+            s_u += wc * du
+        s_h = np.where(t, s_h, y - j * h)
+        parts = [x.T @ s_g, x.T @ s_h]
+        value = float(ll.sum())
+        for m, (design, beta, s) in enumerate(
+            ((self.x_floor, b_floor, s_l), (self.x_ceiling, b_ceiling, s_u))
+        ):
+            if design is None:
+                continue
+            score = design.T @ s
+            scale, variance = self.scales[m], self.variances[m]
+            if scale is not None:  # Cauchy(0, scale) on each coefficient
+                value -= float(np.sum(np.log(math.pi * scale) + np.log1p((beta / scale) ** 2)))
+                score = score - 2 * beta / (scale**2 + beta**2)
+            if variance is not None:  # Normal(0, variance) on each coefficient
+                value -= float(
+                    np.sum(0.5 * np.log(2 * math.pi * variance) + beta**2 / (2 * variance))
+                )
+                score = score - beta / variance
+            parts.append(score)
+        return value, np.concatenate(parts)
+
+    def liar_information(
+        self, theta: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64] | None]:
+        """The complete-data information of each liar model's logistic regression at the
+        E-step of ``theta``: ``X' diag(a q (1 - q)) X``, ``a`` the posterior probability
+        that the row is at risk of lying (``Z = 1`` and ``Y(0) = 0`` or ``J``)."""
+        w, _, _, _, ql, qu = self._cases(theta)
+        out: list[NDArray[np.float64] | None] = []
+        for design, a, q in ((self.x_floor, w[2] + w[3], ql), (self.x_ceiling, w[4] + w[5], qu)):
+            out.append(None if design is None else design.T @ ((a * q * (1 - q))[:, None] * design))
+        return out[0], out[1]
+
+
+def fit_liars(
+    frame: ModelFrame,
+    data: pd.DataFrame,
+    counts: tuple[NDArray[np.float64], NDArray[np.bool_], int],
+    liars: tuple[bool | str, bool | str],
+    prior: LiarPrior,
+    start: NDArray[np.float64],
+    max_iter: int,
+) -> tuple[NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64], list[str]]:
+    """The ceiling and floor liar model (module text) from the constrained fit ``start``:
+    ``(theta, log-likelihood, score, covariance, the liars' names)``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``prior`` or a liar formula with missing values in rows kept.
+    """
+    if prior not in (None, "cauchy", "list_package"):
+        raise ValueError(f"liar_prior must be None, 'cauchy' or 'list_package', got {prior!r}")
+    y, t, j = counts
+    designs: list[NDArray[np.float64] | None] = []
+    scales: list[NDArray[np.float64] | None] = []
+    names: list[str] = []
+    for label, spec in zip(("floor", "ceiling"), (liars[1], liars[0]), strict=True):
+        if spec is False:
+            designs.append(None)
+            scales.append(None)
+            continue
+        rhs = "1" if spec is True else str(spec).strip().lstrip("~")
+        liar = model_frame(f"{frame.response} ~ {rhs}", data.loc[frame.rows])
+        if len(liar.rows) != len(frame.rows):
+            raise ValueError(f"the {label} formula {spec!r} has missing values in rows kept")
+        designs.append(liar.X)
+        scales.append(None if prior is None else liar_prior_scales(liar.terms))
+        names += [f"{label}.{s}" for s in liar.terms]
+    lik = LiarLikelihood(y, t, frame.X, j, designs[0], designs[1], (scales[0], scales[1]))
+    begin = np.zeros(lik.size)
+    begin[: 2 * lik.k] = start
+    for offset, design in ((2 * lik.k, designs[0]), (2 * lik.k + lik.k_floor, designs[1])):
+        if design is not None:
+            begin[offset] = -2.0  # about one in eight lies at the start
+    if prior == "list_package":
+        theta, score = _bayesglm_fixed_point(lik, begin, max_iter)
+    else:
+        theta = maximise_score(lik.value_and_score, begin, max_iter)
+        _, score = lik.value_and_score(theta)
+    # the log-likelihood at the estimate, without the prior (as R reports it)
+    ll = LiarLikelihood(y, t, frame.X, j, designs[0], designs[1], (None, None)).value_and_score(
+        theta
+    )[0]
+    information = lik
+    if prior == "list_package":  # R's Hessian: every liar coefficient at scale 2.5
+        flat = [None if s is None else np.full(s.size, 2.5) for s in scales]
+        information = LiarLikelihood(y, t, frame.X, j, designs[0], designs[1], (flat[0], flat[1]))
+    cov = np.asarray(np.linalg.inv(-score_hessian(information.value_and_score, theta)))
+    return theta, ll, score, cov, names
+
+
+def _bayesglm_fixed_point(
+    lik: LiarLikelihood, theta: NDArray[np.float64], max_iter: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """R's estimate under ``ceiling.fit = "bayesglm"``: not the posterior mode, but the
+    fixed point of Gelman et al.'s (2008) approximate EM that ``arm::bayesglm`` runs in
+    each M-step. Each liar coefficient takes a Normal(0, sd^2) prior with ``sd^2 =
+    (beta^2 + V_jj + scale^2) / 2`` (the t prior of 1 df), ``V`` the inverse of the
+    complete-data information of the liars' logistic regression plus ``diag(1 / sd^2)``;
+    iterated until ``sd^2`` moves by less than 1e-12 relatively. Returns the estimate
+    and the score of the last step's objective (0 at the fixed point)."""
+    scales = lik.scales
+    variances = [None if s is None else s**2 for s in scales]
+    for _ in range(1000):
+        step = LiarLikelihood(lik.y, lik.t, lik.x, lik.j, lik.x_floor, lik.x_ceiling,
+                              (None, None), (variances[0], variances[1]))  # fmt: skip
+        theta = maximise_score(step.value_and_score, theta, max_iter)
+        betas, change = step.split(theta)[2:], 0.0
+        for m, information in enumerate(step.liar_information(theta)):
+            old, scale = variances[m], scales[m]
+            if information is None or old is None or scale is None:
+                continue
+            v = np.linalg.inv(information + np.diag(1 / old))
+            new = (betas[m] ** 2 + np.diag(v) + scale**2) / 2
+            change = max(change, float(np.max(np.abs(new - old) / old)))
+            variances[m] = new
+        if change < 1e-12:
+            break
+    return theta, step.value_and_score(theta)[1]

@@ -43,6 +43,7 @@ from ._list import (
     list_combined,
     list_design_effect_test,
     list_difference_in_means,
+    list_least_squares,
     list_regression,
 )
 from ._mixed import designs_by_row, glmmrr_design
@@ -115,6 +116,7 @@ __all__ = [
     "list_combined",
     "list_design_effect_test",
     "list_difference_in_means",
+    "list_least_squares",
     "list_regression",
     "mangat_singh",
     "mangat_singh_singh",

@@ -1,6 +1,7 @@
 """The list experiment (item count technique), randomized response's rival: moment
 estimators, the combined list-and-direct estimate, the design-effect test
-(``_design_effect``) and maximum likelihood regression (``_item_count_ml``)."""
+(``_design_effect``), maximum likelihood regression (``_item_count_ml``, its liars in
+``_liars``) and least-squares regression (``_item_count_ls``)."""
 
 from ._design_effect import DesignEffectTest, list_design_effect_test
 from ._item_count import (
@@ -9,6 +10,7 @@ from ._item_count import (
     list_combined,
     list_difference_in_means,
 )
+from ._item_count_ls import list_least_squares
 from ._item_count_ml import ListRegressionResult, list_regression
 
 __all__ = [
@@ -19,5 +21,6 @@ __all__ = [
     "list_combined",
     "list_design_effect_test",
     "list_difference_in_means",
+    "list_least_squares",
     "list_regression",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from .._formula import model_frame
 from .._likelihood import maximise_score, score_hessian
 from ._item_count import check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial
+from ._response_error import fit_top_coded
 
 __all__ = ["ListRegressionResult", "list_regression"]
 
@@ -92,6 +93,32 @@ def _start(lik: _Likelihood) -> NDArray[np.float64]:
     delta = np.zeros(lik.k)
     delta[0] = special.logit(diff)
     return np.concatenate([delta, psi] + ([] if lik.constrained else [psi]))
+
+
+def _extended(
+    frame: Any,
+    data: pd.DataFrame,
+    counts: tuple[NDArray[np.float64], NDArray[np.bool_], int],
+    constrained: bool,
+    model: tuple[bool | str, bool | str, LiarPrior, str],
+    start: NDArray[np.float64],
+    max_iter: int,
+) -> tuple[NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64], list[str]]:
+    """The constrained model extended by liars or top-coding, from its fit ``start``:
+    ``(theta, log-likelihood, score, covariance, the added coefficients' names)``."""
+    ceiling, floor, liar_prior, error = model
+    liars = ceiling is not False or floor is not False
+    if error not in ("none", "topcode"):
+        raise ValueError(f"error must be 'none' or 'topcode', got {error!r}")
+    if not constrained or (liars and error != "none"):
+        raise ValueError(
+            "ceiling and floor liars and error='topcode' need constrained=True (Blair & Imai "
+            "2012), one at a time"
+        )
+    if error == "topcode":
+        y, t, j = counts
+        return (*fit_top_coded(y, t, frame.X, j, start, max_iter), ["error.log_odds"])
+    return fit_liars(frame, data, counts, (ceiling, floor), liar_prior, start, max_iter)
 
 
 def _std_errors(cov: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
@@ -171,6 +198,7 @@ def list_regression(
     ceiling: bool | str = False,
     floor: bool | str = False,
     liar_prior: LiarPrior = None,
+    error: Literal["none", "topcode"] = "none",
     max_iter: int = 50,
 ) -> ListRegressionResult:
     """Maximum likelihood regression of a list experiment (Imai 2011).
@@ -194,12 +222,14 @@ def list_regression(
         share the same for everyone, or the right-hand side of a formula (``"~ age +
         male"``) for a logistic model of it. Only with ``constrained=True``.
     liar_prior : {None, "cauchy", "list_package"}, default None
-        None: maximum likelihood. ``"cauchy"``: the liars' coefficients take Cauchy(0, 10)
-        on the intercept and Cauchy(0, 2.5) on each other (Gelman et al. 2008; R's
-        ``ceiling.fit = "bayesglm"``); the estimate is the posterior mode and the
-        standard errors come from the log posterior's information. ``"list_package"``:
-        the same estimate, with R's standard errors (its information takes scale 2.5 on
-        the intercept too).
+        None: maximum likelihood. ``"cauchy"``: the posterior mode under Cauchy(0, 10) on
+        the liars' intercepts and Cauchy(0, 2.5) on their slopes (Gelman et al. 2008),
+        with the log posterior's information. ``"list_package"``: R's ``ceiling.fit =
+        "bayesglm"`` fit and standard errors (:mod:`._liars`, docs/analysis.md).
+    error : {"none", "topcode"}, default "none"
+        ``"topcode"``: a share ``p`` of respondents answer the list's largest count
+        whatever their items (Blair, Imai & Chou 2018; :mod:`._response_error`); its
+        log-odds is the coefficient ``error.log_odds``. Only with ``constrained=True``.
     max_iter : int, default 50
         Newton steps at most after BFGS.
 
@@ -236,12 +266,11 @@ def list_regression(
         ("sensitive", "control") if constrained else ("sensitive", "control.psi0", "control.psi1")
     )
     names = [f"{part}.{s}" for part in parts for s in frame.terms]
-    if ceiling is not False or floor is not False:
-        if not constrained:
-            raise ValueError("ceiling and floor liars need constrained=True (Blair & Imai 2012)")
-        theta, ll, score, cov, more = fit_liars(
-            frame, data, (y, t, j), (ceiling, floor), liar_prior, theta, max_iter
-        )
+    if error != "none" or ceiling is not False or floor is not False:
+        theta, ll, score, cov, more = _extended(
+            frame, data, (y, t, j), constrained, (ceiling, floor, liar_prior, error), theta,
+            max_iter,
+        )  # fmt: skip
         names += more
     k = lik.k
     g = special.expit(frame.X @ theta[:k])

@@ -86,6 +86,9 @@ class LiarLikelihood:
         self.k_floor = 0 if x_floor is None else x_floor.shape[1]
         self.k_ceiling = 0 if x_ceiling is None else x_ceiling.shape[1]
         self.size = 2 * self.k + self.k_floor + self.k_ceiling
+        # log C(J, y) and log C(J, y - 1), -inf outside 0..J (so is the binomial there)
+        zero = np.zeros_like(y)
+        self._choose = [log_binomial(y - shift, j, zero) + j * math.log(2) for shift in (0, 1)]
 
     def split(self, theta: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
         k, kf = self.k, self.k_floor
@@ -112,11 +115,15 @@ class LiarLikelihood:
         lql, l1ql, ql = self._log_q(self.x_floor, b_floor)
         lqu, l1qu, qu = self._log_q(self.x_ceiling, b_ceiling)
         none = np.full(y.size, -np.inf)
-        at0, at_j = log_binomial(np.zeros_like(y), j, e_h), log_binomial(np.full_like(y, j), j, e_h)
+        # log Binomial(k; J, h) = log C(J, k) - k log(1 + e^-eta) - (J - k) log(1 + e^eta)
+        up, down = np.logaddexp(0, -e_h), np.logaddexp(0, e_h)
+        at_y = self._choose[0] - y * up - (j - y) * down
+        below = self._choose[1] - (y - 1) * up - (j - y + 1) * down
+        at0, at_j = -j * down, -j * up
         # the latent cases of a treated count: (log term, Y(0), d/d eta_g, d/d eta_l, d/d eta_u)
         cases: list[tuple[Any, Any, Any, Any, Any]] = [
-            (log_1g + log_binomial(y, j, e_h), y, -g, 0.0, 0.0),
-            (np.where((y >= 2) & (y <= j), log_g + log_binomial(y - 1, j, e_h), none), y - 1,
+            (log_1g + at_y, y, -g, 0.0, 0.0),
+            (np.where((y >= 2) & (y <= j), log_g + below, none), y - 1,
              1 - g, 0.0, 0.0),
             (np.where(y == 0, log_g + lql + at0, none), 0.0, 1 - g, 1 - ql, 0.0),
             (np.where(y == 1, log_g + l1ql + at0, none), 0.0, 1 - g, -ql, 0.0),
@@ -125,7 +132,7 @@ class LiarLikelihood:
         ]  # fmt: skip
         terms = np.stack([c[0] for c in cases])
         ll = special.logsumexp(terms, axis=0)
-        ll = np.where(t, ll, log_binomial(y, j, e_h))
+        ll = np.where(t, ll, at_y)
         with np.errstate(invalid="ignore"):
             w = np.exp(terms - ll)
         w = np.where(np.isfinite(w) & t, w, 0.0)

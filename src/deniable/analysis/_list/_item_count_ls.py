@@ -27,9 +27,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize, special
 
-from .._formula import model_frame
-from ._item_count import check_list_counts
-from ._item_count_ml import ListRegressionResult
+from ._item_count_ml import ListRegressionResult, list_frame
 
 __all__ = ["list_least_squares"]
 
@@ -140,15 +138,7 @@ def list_least_squares(
     """
     if method not in ("lm", "nls"):
         raise ValueError(f"method must be 'lm' or 'nls', got {method!r}")
-    if treat not in data.columns:
-        raise ValueError(
-            f"treat must name a column of data; columns: {', '.join(map(str, data.columns))}"
-        )
-    frame = model_frame(formula, data)
-    t_raw = data.loc[frame.rows, treat].to_numpy()
-    y, t, j = check_list_counts(
-        frame.y, t_raw.astype(np.float64) if t_raw.dtype == bool else t_raw, items
-    )
+    frame, y, t, j = list_frame(formula, data, treat, items)
     x, p = frame.X, frame.X.shape[1]
     converged = True
     if method == "lm":

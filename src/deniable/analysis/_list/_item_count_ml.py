@@ -95,6 +95,23 @@ def _start(lik: _Likelihood) -> NDArray[np.float64]:
     return np.concatenate([delta, psi] + ([] if lik.constrained else [psi]))
 
 
+def list_frame(
+    formula: str, data: pd.DataFrame, treat: str, items: int
+) -> tuple[Any, NDArray[np.float64], NDArray[np.bool_], int]:
+    """The model frame of ``formula`` with the counts, the treated rows and ``J``
+    checked (:func:`check_list_counts`); a ``treat`` that is no column is named."""
+    if treat not in data.columns:
+        raise ValueError(
+            f"treat must name a column of data; columns: {', '.join(map(str, data.columns))}"
+        )
+    frame = model_frame(formula, data)
+    t_raw = data.loc[frame.rows, treat].to_numpy()
+    y, t, j = check_list_counts(
+        frame.y, t_raw.astype(np.float64) if t_raw.dtype == bool else t_raw, items
+    )
+    return frame, y, t, j
+
+
 def _extended(
     frame: Any,
     data: pd.DataFrame,
@@ -249,15 +266,7 @@ def list_regression(
     See :class:`ListRegressionResult`. On R's ``race`` data, ``"y ~ south + age +
     male + college"`` with ``items=3`` reproduces Imai (2011, Table 1, columns 5-6).
     """
-    if treat not in data.columns:
-        raise ValueError(
-            f"treat must name a column of data; columns: {', '.join(map(str, data.columns))}"
-        )
-    frame = model_frame(formula, data)
-    t_raw = data.loc[frame.rows, treat].to_numpy()
-    y, t, j = check_list_counts(
-        frame.y, t_raw.astype(np.float64) if t_raw.dtype == bool else t_raw, items
-    )
+    frame, y, t, j = list_frame(formula, data, treat, items)
     lik = _Likelihood(y, t, frame.X, j, constrained)
     theta = maximise_score(lik.value_and_score, _start(lik), max_iter)
     ll, score = lik.value_and_score(theta)

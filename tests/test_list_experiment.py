@@ -467,7 +467,7 @@ def test_the_top_coding_error_model_equals_ictreg(race: pd.DataFrame) -> None:
     assert all(same_4_digits(a, b) for a, b in zip(fit.params[:10], TOPCODE_COEF, strict=True))
     assert all(same_4_digits(a, b) for a, b in zip(fit.bse[:10], TOPCODE_SE, strict=True))
     assert same_4_digits(1 / (1 + math.exp(-fit.params["error.log_odds"])), 0.002369102)
-    with pytest.raises(ValueError, match="error must be 'none' or 'topcode'"):
+    with pytest.raises(ValueError, match="error must be 'none', 'topcode' or 'uniform'"):
         list_regression("y ~ age", race, treat="treat", items=3, error="topcoded")  # type: ignore[arg-type]
 
 
@@ -476,7 +476,7 @@ def test_the_top_coding_model_recovers_a_population_of_top_coders() -> None:
     count whatever their items: the model without error misses the prevalence by more
     than 4 standard errors; the top-coding model is within 4 of it and of the 8%. Its
     score is the gradient of its log-likelihood (central differences)."""
-    from deniable.analysis._list._response_error import TopCodedLikelihood
+    from deniable.analysis._list._response_error import ResponseErrorLikelihood
 
     rng = np.random.default_rng(2018)
     n, j = 20_000, 3
@@ -492,8 +492,30 @@ def test_the_top_coding_model_recovers_a_population_of_top_coders() -> None:
     assert abs(fit.prevalence - 0.2) < Z4 * fit.prevalence_se
     log_odds = fit.params["error.log_odds"]
     assert abs(log_odds - math.log(0.08 / 0.92)) < Z4 * fit.bse["error.log_odds"]
-    lik = TopCodedLikelihood(y.astype(float), t, np.ones((n, 1)), j)
+    lik = ResponseErrorLikelihood(y.astype(float), t, np.ones((n, 1)), j, "topcode")
     theta = fit.params.to_numpy() + 0.1
     h, at = 1e-6, lik.value_and_score
     numeric = [(at(theta + h * e)[0] - at(theta - h * e)[0]) / (2 * h) for e in np.eye(3)]
     np.testing.assert_allclose(at(theta)[1], numeric, rtol=1e-6)
+
+
+# ictreg(y ~ age + college + male + south, treat = "treat", J = 3, data = affirm,
+# method = "ml", error = "uniform"): llik -1429.32, p0 at 0 (2.7e-13; R's CI NaN), p1
+# 0.07866516. (On the race data R's own fit stops: its Hessian is singular.)
+UNIFORM_COEF = [-1.8861159226089, 0.4411562340675, -0.5165556404556, 0.1873794168225,
+                1.6363438758621, 1.3934493841661, 0.0401513827154, -0.6929981872936,
+                -0.3757207229744, -0.2751010092511]  # fmt: skip
+UNIFORM_SE = [0.7496246668808, 0.1537004918032, 0.4097260658755, 0.4420824191727,
+              0.7667566529086, 0.1625791364352, 0.0301303865837, 0.1003847251604,
+              0.0971744837213, 0.1166450390719]  # fmt: skip
+
+
+def test_the_uniform_error_model_equals_ictreg(affirm: pd.DataFrame) -> None:
+    fit = list_regression(
+        "y ~ age + college + male + south", affirm, treat="treat", items=3, error="uniform"
+    )
+    assert fit.converged and fit.llf == pytest.approx(-1429.32, abs=5e-3)
+    assert all(same_4_digits(a, b) for a, b in zip(fit.params[:10], UNIFORM_COEF, strict=True))
+    assert all(same_4_digits(a, b) for a, b in zip(fit.bse[:10], UNIFORM_SE, strict=True))
+    share = 1 / (1 + np.exp(-fit.params[["error.log_odds_control", "error.log_odds_treated"]]))
+    assert share.iloc[0] < 1e-9 and same_4_digits(share.iloc[1], 0.07866516)

@@ -26,7 +26,7 @@ from .._formula import model_frame
 from .._likelihood import maximise_score, score_hessian
 from ._item_count import check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial
-from ._response_error import fit_top_coded
+from ._response_error import ERRORS, fit_response_error
 
 __all__ = ["ListRegressionResult", "list_regression"]
 
@@ -125,16 +125,16 @@ def _extended(
     ``(theta, log-likelihood, score, covariance, the added coefficients' names)``."""
     ceiling, floor, liar_prior, error = model
     liars = ceiling is not False or floor is not False
-    if error not in ("none", "topcode"):
-        raise ValueError(f"error must be 'none' or 'topcode', got {error!r}")
+    if error not in ("none", *ERRORS):
+        raise ValueError(f"error must be 'none', 'topcode' or 'uniform', got {error!r}")
     if not constrained or (liars and error != "none"):
         raise ValueError(
-            "ceiling and floor liars and error='topcode' need constrained=True (Blair & Imai "
-            "2012), one at a time"
+            "ceiling and floor liars and a response error need constrained=True (Blair & "
+            "Imai 2012), one at a time"
         )
-    if error == "topcode":
+    if error != "none":
         y, t, j = counts
-        return (*fit_top_coded(y, t, frame.X, j, start, max_iter), ["error.log_odds"])
+        return (*fit_response_error(y, t, frame.X, j, error, start, max_iter), ERRORS[error])
     return fit_liars(frame, data, counts, (ceiling, floor), liar_prior, start, max_iter)
 
 
@@ -215,7 +215,7 @@ def list_regression(
     ceiling: bool | str = False,
     floor: bool | str = False,
     liar_prior: LiarPrior = None,
-    error: Literal["none", "topcode"] = "none",
+    error: Literal["none", "topcode", "uniform"] = "none",
     max_iter: int = 50,
 ) -> ListRegressionResult:
     """Maximum likelihood regression of a list experiment (Imai 2011).
@@ -243,10 +243,11 @@ def list_regression(
         the liars' intercepts and Cauchy(0, 2.5) on their slopes (Gelman et al. 2008),
         with the log posterior's information. ``"list_package"``: R's ``ceiling.fit =
         "bayesglm"`` fit and standard errors (:mod:`._liars`, docs/analysis.md).
-    error : {"none", "topcode"}, default "none"
-        ``"topcode"``: a share ``p`` of respondents answer the list's largest count
-        whatever their items (Blair, Imai & Chou 2018; :mod:`._response_error`); its
-        log-odds is the coefficient ``error.log_odds``. Only with ``constrained=True``.
+    error : {"none", "topcode", "uniform"}, default "none"
+        A share of respondents answer the list's largest count (``"topcode"``) or a
+        count drawn uniformly (``"uniform"``, a share a list) whatever their items
+        (Blair, Imai & Chou 2018; :mod:`._response_error`): coefficients
+        ``error.log_odds`` or ``error.log_odds_control`` and ``_treated``.
     max_iter : int, default 50
         Newton steps at most after BFGS.
 

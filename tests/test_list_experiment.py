@@ -519,3 +519,43 @@ def test_the_uniform_error_model_equals_ictreg(affirm: pd.DataFrame) -> None:
     assert all(same_4_digits(a, b) for a, b in zip(fit.bse[:10], UNIFORM_SE, strict=True))
     share = 1 / (1 + np.exp(-fit.params[["error.log_odds_control", "error.log_odds_treated"]]))
     assert share.iloc[0] < 1e-9 and same_4_digits(share.iloc[1], 0.07866516)
+
+
+def test_the_hausman_test_equals_ict_hausman_test(race: pd.DataFrame, affirm: pd.DataFrame) -> None:
+    """R's ict.hausman.test(ml, nls) on the race and affirm data (`y ~ south + age + male
+    + college`, both fits run to convergence as above): race -7.38074805327 (negative:
+    refused, or p = 0.689077081264 with abs = TRUE), affirm 1.34329773519, p =
+    0.999346161925, 10 degrees of freedom."""
+    from deniable.analysis import list_hausman_test, list_least_squares
+
+    formula = "y ~ south + age + male + college"
+    for data, statistic, pvalue in ((race, -7.38074805327, 0.689077081264),
+                                    (affirm, 1.34329773519, 0.999346161925)):  # fmt: skip
+        ml = list_regression(formula, data, treat="treat", items=3)
+        nls = list_least_squares(formula, data, treat="treat", items=3, method="nls")
+        test = list_hausman_test(ml, nls, absolute=True)
+        assert same_4_digits(test.statistic, statistic) and test.df == 10
+        assert same_4_digits(test.pvalue, pvalue)
+    race_ml = list_regression(formula, race, treat="treat", items=3)
+    race_nls = list_least_squares(formula, race, treat="treat", items=3, method="nls")
+    with pytest.raises(ValueError, match="negative"):
+        list_hausman_test(race_ml, race_nls)
+    with pytest.raises(ValueError, match="same formula"):
+        list_hausman_test(ml, list_least_squares("y ~ south", affirm, treat="treat", items=3))
+
+
+@pytest.mark.slow
+def test_the_hausman_test_holds_its_size_under_the_model() -> None:
+    """200 surveys of 2,000 drawn from the constrained model (J = 3, prevalence 0.3):
+    the test at 5% rejects at most 0.05 + 4 binomial standard errors of them."""
+    from deniable.analysis import list_hausman_test, list_least_squares
+
+    rng = np.random.default_rng(1978)
+    rejected = 0
+    for _ in range(200):
+        y, t, _ = _simulate(rng, 2000, 0.3, 0.5, 3)
+        data = pd.DataFrame({"y": y, "treat": t})
+        ml = list_regression("y ~ 1", data, treat="treat", items=3)
+        nls = list_least_squares("y ~ 1", data, treat="treat", items=3, method="nls")
+        rejected += list_hausman_test(ml, nls, absolute=True).pvalue < 0.05
+    assert rejected / 200 <= 0.05 + Z4 * math.sqrt(0.05 * 0.95 / 200), rejected

@@ -10,17 +10,19 @@ from ._item_count import (
     list_combined,
     list_difference_in_means,
 )
-from ._item_count_ls import list_least_squares
+from ._item_count_ls import ListHausmanTest, list_hausman_test, list_least_squares
 from ._item_count_ml import ListRegressionResult, list_regression
 
 __all__ = [
     "CombinedListEstimate",
     "DesignEffectTest",
     "ListEstimate",
+    "ListHausmanTest",
     "ListRegressionResult",
     "list_combined",
     "list_design_effect_test",
     "list_difference_in_means",
+    "list_hausman_test",
     "list_least_squares",
     "list_regression",
 ]

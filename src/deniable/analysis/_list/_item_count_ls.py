@@ -20,16 +20,17 @@ g) h (1 - h)) X_1 / n``, ``G_3 = -X_0' diag(J^2 h^2 (1 - h)^2) X_0 / n`` and ``G
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 from ._item_count_ml import ListRegressionResult, list_frame
 
-__all__ = ["list_least_squares"]
+__all__ = ["ListHausmanTest", "list_hausman_test", "list_least_squares"]
 
 
 def _hc3(x: NDArray[np.float64], residual: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -173,4 +174,96 @@ def list_least_squares(
         items=j,
         constrained=True,
         converged=converged,
+    )
+
+
+@dataclass(frozen=True)
+class ListHausmanTest:
+    """The Hausman test of a list experiment's model (Blair, Imai & Chou 2018).
+
+    Attributes
+    ----------
+    statistic : float
+        ``d' (V_nls - V_ml)^+ d``, ``d`` the difference of the coefficients and ``^+``
+        the Moore-Penrose inverse (R's ``MASS::ginv``).
+    df : int
+        The number of coefficients.
+    pvalue : float
+        ``Pr(chi^2_df >= |statistic|)``.
+    positive_semidefinite : bool
+        Whether ``V_nls - V_ml`` is: under the model the efficient ML's variance is the
+        smaller, so a difference that is not suggests misspecification too.
+
+    Examples
+    --------
+    See :func:`list_hausman_test`.
+    """
+
+    statistic: float
+    df: int
+    pvalue: float
+    positive_semidefinite: bool
+
+
+def list_hausman_test(
+    ml: ListRegressionResult, nls: ListRegressionResult, *, absolute: bool = False
+) -> ListHausmanTest:
+    """Hausman's specification test comparing the ML and the two-step NLS fits of one
+    list experiment (Hausman 1978; Blair, Imai & Chou 2018; R's ``ict.hausman.test``):
+    both are consistent under the model, ML is efficient, so a large difference
+    suggests the model is wrong.
+
+    Parameters
+    ----------
+    ml : ListRegressionResult
+        From :func:`~deniable.analysis.list_regression` (constrained, no liars or error).
+    nls : ListRegressionResult
+        From :func:`list_least_squares` with ``method="nls"``, same formula and data.
+    absolute : bool, default False
+        Test ``|statistic|`` when the statistic is negative (R's ``abs = TRUE``).
+
+    Returns
+    -------
+    ListHausmanTest
+
+    Raises
+    ------
+    ValueError
+        If the two fits' coefficients differ in name, or the statistic is negative
+        (a sign of misspecification) and ``absolute`` is False.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from deniable.analysis import list_regression
+    >>> rng = np.random.default_rng(3)
+    >>> n = 4000
+    >>> t = rng.integers(0, 2, n)
+    >>> x = rng.normal(size=n)
+    >>> z = rng.random(n) < 1 / (1 + np.exp(1 - x))
+    >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "x": x, "treat": t})
+    >>> ml = list_regression("y ~ x", data, treat="treat", items=3)
+    >>> nls = list_least_squares("y ~ x", data, treat="treat", items=3, method="nls")
+    >>> test = list_hausman_test(ml, nls, absolute=True)
+    >>> test.df, round(test.pvalue, 3)
+    (4, 0.798)
+    """
+    if list(ml.params.index) != list(nls.params.index):
+        raise ValueError(
+            "ml and nls must be fits of the same formula: coefficients "
+            f"{list(ml.params.index)} and {list(nls.params.index)}"
+        )
+    d = ml.params.to_numpy() - nls.params.to_numpy()
+    gap = nls.cov_params.to_numpy() - ml.cov_params.to_numpy()
+    statistic = float(d @ np.linalg.pinv(gap, rcond=math.sqrt(np.finfo(float).eps)) @ d)
+    if statistic < 0 and not absolute:
+        raise ValueError(
+            f"the Hausman statistic is negative ({statistic:.4g}), a sign of misspecification; "
+            "absolute=True tests its absolute value"
+        )
+    return ListHausmanTest(
+        statistic=statistic,
+        df=d.size,
+        pvalue=float(stats.chi2.sf(abs(statistic), d.size)),
+        positive_semidefinite=bool(np.linalg.eigvalsh((gap + gap.T) / 2).min() >= 0),
     )

@@ -151,6 +151,15 @@ class ListEstimate:
         }
 
 
+def hc3_covariance(x: NDArray[np.float64], residual: NDArray[np.float64]) -> NDArray[np.float64]:
+    """MacKinnon & White's (1985) HC3 covariance of the OLS coefficients of the design
+    ``x`` (n, p) given its residuals (n,): shape (p, p) (R's ``sandwich::vcovHC``)."""
+    bread = np.linalg.inv(x.T @ x)
+    leverage = np.einsum("ij,jk,ik->i", x, bread, x)
+    meat = x.T @ (((residual / (1 - leverage)) ** 2)[:, None] * x)
+    return np.asarray(bread @ meat @ bread, dtype=np.float64)
+
+
 def _adjusted_difference(
     y: NDArray[np.float64], t: NDArray[np.bool_], x: NDArray[np.float64] | None, variance: str
 ) -> tuple[float, float]:
@@ -166,10 +175,7 @@ def _adjusted_difference(
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     resid = y - design @ coef
     if variance == "hc3":
-        bread = np.linalg.inv(design.T @ design)
-        lever = np.einsum("ij,jk,ik->i", design, bread, design)
-        meat = design.T @ (design * (resid / (1 - lever))[:, None] ** 2)
-        var = (bread @ meat @ bread)[1, 1]
+        var = hc3_covariance(design, resid)[1, 1]
     else:
         var = np.var(resid[t], ddof=1) / t.sum() + np.var(resid[~t], ddof=1) / (~t).sum()
     return float(coef[1]), math.sqrt(float(var))

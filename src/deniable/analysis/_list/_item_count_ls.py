@@ -28,17 +28,10 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize, special, stats
 
+from ._item_count import hc3_covariance
 from ._item_count_ml import ListRegressionResult, list_frame
 
 __all__ = ["ListHausmanTest", "list_hausman_test", "list_least_squares"]
-
-
-def _hc3(x: NDArray[np.float64], residual: NDArray[np.float64]) -> NDArray[np.float64]:
-    """MacKinnon & White's HC3 covariance of OLS coefficients, shape (p, p)."""
-    bread = np.linalg.inv(x.T @ x)
-    leverage = np.einsum("ij,jk,ik->i", x, bread, x)
-    meat = x.T @ (((residual / (1 - leverage)) ** 2)[:, None] * x)
-    return np.asarray(bread @ meat @ bread, dtype=np.float64)
 
 
 def _logistic_ls(
@@ -145,7 +138,7 @@ def list_least_squares(
     if method == "lm":
         design = np.hstack([t[:, None] * x, x])  # (delta, psi)
         theta = np.linalg.lstsq(design, y, rcond=None)[0]
-        cov = _hc3(design, y - design @ theta)
+        cov = hc3_covariance(design, y - design @ theta)
         grad = x.mean(axis=0)
     else:
         yc = y[~t]

@@ -41,12 +41,14 @@ from ._list import (
     ListEstimate,
     ListHausmanTest,
     ListRegressionResult,
+    MultiItemListResult,
     list_combined,
     list_design_effect_test,
     list_difference_in_means,
     list_hausman_test,
     list_least_squares,
     list_regression,
+    list_regression_multi,
 )
 from ._mixed import designs_by_row, glmmrr_design
 from ._mixed_logit import RRMixedLogitResult, rr_mixed_logit
@@ -90,6 +92,7 @@ __all__ = [
     "ListEstimate",
     "ListHausmanTest",
     "ListRegressionResult",
+    "MultiItemListResult",
     "ParityResult",
     "PowerResult",
     "PredictedPrevalence",
@@ -122,6 +125,7 @@ __all__ = [
     "list_hausman_test",
     "list_least_squares",
     "list_regression",
+    "list_regression_multi",
     "mangat_singh",
     "mangat_singh_singh",
     "power_coefficient",

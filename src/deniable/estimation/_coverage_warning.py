@@ -44,6 +44,7 @@ __all__ = [
     "REACH",
     "TAIL",
     "coverage_warning",
+    "goal_attainable",
     "interval_coverage",
     "warned_coverage",
 ]
@@ -338,3 +339,68 @@ def coverage_warning(
             "every prevalence"
         )
     return None
+
+
+def goal_attainable(
+    design: FiniteChannel,
+    n: int,
+    method: str,
+    confidence_level: float,
+    category: int,
+    prevalences: NDArray[np.float64],
+    floor: float = FLOOR,
+    most_warned: float = 0.10,
+) -> bool:
+    """Whether *any* warning rule decided from the data meets issue 43's goal for
+    ``method`` at every prevalence of ``prevalences`` (shape (m,), in [0, 1]): the
+    surveys left unwarned covered at least ``floor`` (or at least 99.9% warned), and at
+    most ``most_warned`` warned where the method covers at least the level's 0.95.
+
+    The data a warning can be decided on are the category's report count ``y`` in
+    ``0..n`` (every estimate and interval is a function of it), so a rule is a subset of
+    the counts. Each prevalence's two conditions are linear in the subset's indicator
+    (with one binary per prevalence for "at least 99.9% warned"), and the question is
+    whether that integer program is feasible (HiGHS, through
+    :func:`scipy.optimize.milp`). ``False`` is a proof that no rule, at the estimate or
+    anywhere else, does it.
+
+    Raises
+    ------
+    ValueError
+        For a design without a per-category affine inverse.
+    """
+    from scipy import optimize, stats
+
+    if affine_map(design) is None:
+        raise ValueError(
+            "exact coverage needs a design whose estimate of each category is affine in one "
+            "report share (binary designs, k-ary RR)"
+        )
+    y = np.arange(n + 1, dtype=np.int64)
+    lo_y, hi_y = _count_intervals(design, n, method, confidence_level, category, y, None)
+    points = np.asarray(prevalences, dtype=np.float64)
+    weights = np.asarray(
+        stats.binom.pmf(y[None, :], n, _shares(design, category, points)[:, None]),
+        dtype=np.float64,
+    )
+    covered = (lo_y[None, :] <= points[:, None] + 1e-12) & (points[:, None] - 1e-12 <= hi_y)
+    m = points.size
+    margin = weights * (covered - floor)
+    # variables: warned[0..n], all_warned[0..m-1]
+    honest = np.hstack([-margin, 2.0 * np.eye(m)])  # unwarned cover >= floor, or all warned
+    all_warned = np.hstack([weights, -0.999 * np.eye(m)])
+    rows = [honest, all_warned]
+    lower = [-margin.sum(axis=1), np.zeros(m)]
+    upper = [np.full(m, np.inf), np.full(m, np.inf)]
+    high = (weights * covered).sum(axis=1) >= 0.95
+    if high.any():
+        rows.append(np.hstack([weights[high], np.zeros((int(high.sum()), m))]))
+        lower.append(np.full(int(high.sum()), -np.inf))
+        upper.append(np.full(int(high.sum()), most_warned))
+    result = optimize.milp(
+        np.zeros(n + 1 + m),
+        constraints=optimize.LinearConstraint(np.vstack(rows), np.hstack(lower), np.hstack(upper)),
+        integrality=np.ones(n + 1 + m, dtype=np.int64),
+        bounds=optimize.Bounds(0, 1),
+    )
+    return bool(result.status == 0)

@@ -1,7 +1,8 @@
 """The list experiment (item count technique), randomized response's rival: moment
 estimators, the combined list-and-direct estimate, the design-effect test
 (``_design_effect``), maximum likelihood regression (``_item_count_ml``, its liars in
-``_liars``) and least-squares regression (``_item_count_ls``)."""
+``_liars``, its response errors in ``_response_error``, several sensitive items in
+``_multi_item``) and least-squares regression (``_item_count_ls``)."""
 
 from ._design_effect import DesignEffectTest, list_design_effect_test
 from ._item_count import (
@@ -12,6 +13,7 @@ from ._item_count import (
 )
 from ._item_count_ls import ListHausmanTest, list_hausman_test, list_least_squares
 from ._item_count_ml import ListRegressionResult, list_regression
+from ._multi_item import MultiItemListResult, list_regression_multi
 
 __all__ = [
     "CombinedListEstimate",
@@ -19,10 +21,12 @@ __all__ = [
     "ListEstimate",
     "ListHausmanTest",
     "ListRegressionResult",
+    "MultiItemListResult",
     "list_combined",
     "list_design_effect_test",
     "list_difference_in_means",
     "list_hausman_test",
     "list_least_squares",
     "list_regression",
+    "list_regression_multi",
 ]

@@ -42,6 +42,7 @@ from ._list import (
     ListHausmanTest,
     ListRegressionResult,
     MultiItemListResult,
+    RobustListResult,
     list_combined,
     list_design_effect_test,
     list_difference_in_means,
@@ -49,6 +50,7 @@ from ._list import (
     list_least_squares,
     list_regression,
     list_regression_multi,
+    list_robust,
 )
 from ._mixed import designs_by_row, glmmrr_design
 from ._mixed_logit import RRMixedLogitResult, rr_mixed_logit
@@ -103,6 +105,7 @@ __all__ = [
     "RRPredictorResult",
     "RankingResult",
     "Revision",
+    "RobustListResult",
     "StochasticLieDetector",
     "SubgroupResult",
     "SurveyEstimate",
@@ -126,6 +129,7 @@ __all__ = [
     "list_least_squares",
     "list_regression",
     "list_regression_multi",
+    "list_robust",
     "mangat_singh",
     "mangat_singh_singh",
     "power_coefficient",

@@ -2,7 +2,8 @@
 estimators, the combined list-and-direct estimate, the design-effect test
 (``_design_effect``), maximum likelihood regression (``_item_count_ml``, its liars in
 ``_liars``, its response errors in ``_response_error``, several sensitive items in
-``_multi_item``) and least-squares regression (``_item_count_ls``)."""
+``_multi_item``, held to the difference in means in ``_robust``) and least-squares
+regression (``_item_count_ls``)."""
 
 from ._design_effect import DesignEffectTest, list_design_effect_test
 from ._item_count import (
@@ -14,6 +15,7 @@ from ._item_count import (
 from ._item_count_ls import ListHausmanTest, list_hausman_test, list_least_squares
 from ._item_count_ml import ListRegressionResult, list_regression
 from ._multi_item import MultiItemListResult, list_regression_multi
+from ._robust import RobustListResult, list_robust
 
 __all__ = [
     "CombinedListEstimate",
@@ -22,6 +24,7 @@ __all__ = [
     "ListHausmanTest",
     "ListRegressionResult",
     "MultiItemListResult",
+    "RobustListResult",
     "list_combined",
     "list_design_effect_test",
     "list_difference_in_means",
@@ -29,4 +32,5 @@ __all__ = [
     "list_least_squares",
     "list_regression",
     "list_regression_multi",
+    "list_robust",
 ]

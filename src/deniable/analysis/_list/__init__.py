@@ -2,8 +2,8 @@
 estimators, the combined list-and-direct estimate, the design-effect test
 (``_design_effect``), maximum likelihood regression (``_item_count_ml``, its liars in
 ``_liars``, its response errors in ``_response_error``, several sensitive items in
-``_multi_item``, held to the difference in means in ``_robust``) and least-squares
-regression (``_item_count_ls``)."""
+``_multi_item``, held to the difference in means in ``_robust``, as an outcome's
+explanatory variable in ``_joint``) and least-squares regression (``_item_count_ls``)."""
 
 from ._design_effect import DesignEffectTest, list_design_effect_test
 from ._item_count import (
@@ -14,12 +14,14 @@ from ._item_count import (
 )
 from ._item_count_ls import ListHausmanTest, list_hausman_test, list_least_squares
 from ._item_count_ml import ListRegressionResult, list_regression
+from ._joint import JointListResult, list_joint_regression
 from ._multi_item import MultiItemListResult, list_regression_multi
 from ._robust import RobustListResult, list_robust
 
 __all__ = [
     "CombinedListEstimate",
     "DesignEffectTest",
+    "JointListResult",
     "ListEstimate",
     "ListHausmanTest",
     "ListRegressionResult",
@@ -29,6 +31,7 @@ __all__ = [
     "list_design_effect_test",
     "list_difference_in_means",
     "list_hausman_test",
+    "list_joint_regression",
     "list_least_squares",
     "list_regression",
     "list_regression_multi",

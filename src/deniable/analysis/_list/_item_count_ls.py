@@ -167,6 +167,8 @@ def list_least_squares(
         items=j,
         constrained=True,
         converged=converged,
+        spec=frame.spec,
+        linear=method == "lm",
     )
 
 

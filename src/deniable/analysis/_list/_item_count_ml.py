@@ -24,6 +24,7 @@ from scipy import optimize, special, stats
 from ...estimation import ConfidenceInterval
 from .._formula import model_frame
 from .._likelihood import maximise_score, score_hessian
+from .._results import PredictedPrevalence
 from ._item_count import check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial
 from ._response_error import ERRORS, fit_response_error
@@ -171,6 +172,12 @@ class ListRegressionResult:
     constrained : bool
     converged : bool
         The score's largest entry is below 1e-6 at the estimate.
+    spec : formulaic.ModelSpec or None
+        The formula's right-hand side, to build new rows' covariates
+        (:meth:`predicted_prevalence`).
+    linear : bool
+        The sensitive model is linear (``list_least_squares(method="lm")``), not
+        logistic.
 
     Examples
     --------
@@ -198,11 +205,80 @@ class ListRegressionResult:
     items: int
     constrained: bool
     converged: bool
+    spec: Any = None
+    linear: bool = False
 
     def conf_int(self, level: float = 0.95) -> ConfidenceInterval[pd.Series]:
         """Wald intervals of the coefficients."""
         z = float(stats.norm.ppf(0.5 + level / 2))
         return ConfidenceInterval(self.params - z * self.bse, self.params + z * self.bse)
+
+    def predicted_prevalence(
+        self, data: pd.DataFrame | None = None, *, versus: pd.DataFrame | None = None
+    ) -> PredictedPrevalence:
+        """The sensitive item's prevalence averaged over the rows of ``data`` (default:
+        the fitted rows, as :attr:`prevalence`), ``mean_i g(x_i'delta)`` (``x_i'delta``
+        for a linear fit), with its delta-method standard error; with ``versus``, the
+        difference of that average over ``data`` and over ``versus`` (for example the
+        same people with ``south`` set to 1 and to 0: Imai 2011, Figure 1). R's
+        ``predict.ictreg(avg = TRUE, se.fit = TRUE, newdata.diff = ...)``, which
+        requires the two frames to have as many rows; here they may differ.
+
+        Returns
+        -------
+        PredictedPrevalence
+
+        Raises
+        ------
+        ValueError
+            If the fit cannot build new rows (no formula kept), ``data`` lacks a
+            covariate or has no complete row, or ``versus`` is given without ``data``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> rng = np.random.default_rng(2)
+        >>> n = 3000
+        >>> t, south = rng.integers(0, 2, n), rng.integers(0, 2, n)
+        >>> z = rng.random(n) < np.where(south == 1, 0.4, 0.1)
+        >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "south": south,
+        ...                      "treat": t})
+        >>> fit = list_regression("y ~ south", data, treat="treat", items=3)
+        >>> gap = fit.predicted_prevalence(data.assign(south=1),
+        ...                                versus=data.assign(south=0))
+        >>> round(gap.estimate, 2), round(gap.std_error, 2)
+        (0.31, 0.05)
+        """
+        if data is None:
+            if versus is not None:
+                raise ValueError("versus needs data: the rows to compare it with")
+            return PredictedPrevalence(self.prevalence, self.prevalence_se)
+        width = sum(1 for name in self.params.index if name.startswith("sensitive."))
+        delta = self.params.to_numpy()[:width]
+        cov = self.cov_params.to_numpy()[:width, :width]
+        mean, grad = self._average(data, delta)
+        if versus is not None:
+            other, other_grad = self._average(versus, delta)
+            mean, grad = mean - other, grad - other_grad
+        return PredictedPrevalence(mean, math.sqrt(max(float(grad @ cov @ grad), 0.0)))
+
+    def _average(
+        self, data: pd.DataFrame, delta: NDArray[np.float64]
+    ) -> tuple[float, NDArray[np.float64]]:
+        """The average prediction over ``data``'s rows and its gradient in ``delta``."""
+        if self.spec is None:
+            raise ValueError("this fit kept no formula: predict on its own rows")
+        try:
+            x = np.asarray(self.spec.get_model_matrix(data), dtype=np.float64)
+        except Exception as exc:  # formulaic's errors name the missing column
+            raise ValueError(f"data must hold the formula's covariates: {exc}") from None
+        if x.shape[0] == 0:
+            raise ValueError("data has no complete row to predict on")
+        eta = x @ delta
+        if self.linear:
+            return float(eta.mean()), x.mean(axis=0)
+        g = special.expit(eta)
+        return float(g.mean()), (g * (1 - g)) @ x / len(g)
 
 
 def list_regression(
@@ -297,4 +373,5 @@ def list_regression(
         items=j,
         constrained=constrained,
         converged=bool(np.abs(score).max() < 1e-6),
+        spec=frame.spec,
     )

@@ -3,7 +3,8 @@ estimators, the combined list-and-direct estimate, the design-effect test
 (``_design_effect``), maximum likelihood regression (``_item_count_ml``, its liars in
 ``_liars``, its response errors in ``_response_error``, several sensitive items in
 ``_multi_item``, held to the difference in means in ``_robust``, as an outcome's
-explanatory variable in ``_joint``) and least-squares regression (``_item_count_ls``)."""
+explanatory variable in ``_joint``, its posterior in ``_posterior``) and least-squares
+regression (``_item_count_ls``)."""
 
 from ._design_effect import DesignEffectTest, list_design_effect_test
 from ._item_count import (
@@ -16,17 +17,20 @@ from ._item_count_ls import ListHausmanTest, list_hausman_test, list_least_squar
 from ._item_count_ml import ListRegressionResult, list_regression
 from ._joint import JointListResult, list_joint_regression
 from ._multi_item import MultiItemListResult, list_regression_multi
+from ._posterior import ListBayesResult, list_bayes
 from ._robust import RobustListResult, list_robust
 
 __all__ = [
     "CombinedListEstimate",
     "DesignEffectTest",
     "JointListResult",
+    "ListBayesResult",
     "ListEstimate",
     "ListHausmanTest",
     "ListRegressionResult",
     "MultiItemListResult",
     "RobustListResult",
+    "list_bayes",
     "list_combined",
     "list_design_effect_test",
     "list_difference_in_means",

@@ -14,6 +14,17 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20261121)
 
 
+def numeric_gradient(value, theta: np.ndarray, step: float = 1e-6) -> np.ndarray:
+    """Central differences of the scalar function ``value`` at ``theta``, shape of theta."""
+    out = np.empty_like(theta)
+    for i in range(theta.size):
+        up, down = theta.copy(), theta.copy()
+        up[i] += step
+        down[i] -= step
+        out[i] = (value(up) - value(down)) / (2 * step)
+    return out
+
+
 # -- collection service --------------------------------------------------------------
 import os  # noqa: E402
 import shutil  # noqa: E402

@@ -14,7 +14,7 @@ from deniable.analysis import list_joint_regression
 from deniable.analysis._list._item_count_ml import list_frame
 from deniable.analysis._list._joint import _Joint
 
-from .conftest import Z4
+from .conftest import Z4, numeric_gradient
 
 DATA = Path(__file__).parent / "data"
 LOYAL = (
@@ -259,12 +259,7 @@ def test_the_joint_score_is_the_gradient(outcome_model: str, constrained: bool) 
     model = _Joint(y, t, x, v, j, outcome_model, constrained)
     theta = rng.normal(scale=0.3, size=model.size)
     _, score = model.value_and_score(theta)
-    numeric = np.empty_like(theta)
-    for i in range(theta.size):
-        up, down = theta.copy(), theta.copy()
-        up[i] += 1e-6
-        down[i] -= 1e-6
-        numeric[i] = (model.value_and_score(up)[0] - model.value_and_score(down)[0]) / 2e-6
+    numeric = numeric_gradient(lambda th: model.value_and_score(th)[0], theta)
     assert np.allclose(score, numeric, rtol=1e-5, atol=1e-4)
 
 

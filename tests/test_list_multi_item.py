@@ -13,7 +13,7 @@ import pytest
 from deniable.analysis import list_regression_multi
 from deniable.analysis._list._multi_item import _MultiLikelihood
 
-from .conftest import Z4
+from .conftest import Z4, numeric_gradient
 
 DATA = Path(__file__).parent / "data"
 FORMULA = "y ~ male + college + age + south + south:age"
@@ -114,12 +114,7 @@ def test_the_score_is_the_gradient_of_the_log_likelihood(condition: str) -> None
     lik = _MultiLikelihood(y.astype(float), arm, x, j, 2, condition)  # type: ignore[arg-type]
     theta = rng.normal(scale=0.5, size=lik.size)
     _, score = lik.value_and_score(theta)
-    numeric = np.empty_like(theta)
-    for i in range(theta.size):
-        up, down = theta.copy(), theta.copy()
-        up[i] += 1e-6
-        down[i] -= 1e-6
-        numeric[i] = (lik.value_and_score(up)[0] - lik.value_and_score(down)[0]) / 2e-6
+    numeric = numeric_gradient(lambda th: lik.value_and_score(th)[0], theta)
     assert np.allclose(score, numeric, rtol=1e-5, atol=1e-4)
 
 

@@ -60,6 +60,17 @@ TAIL = 1e-12
 GUARANTEED = ("feldman_cousins", "chebyshev")
 
 
+def _require_affine(design: FiniteChannel) -> Any:
+    """The design's per-category affine inverse; raises ``ValueError`` without one."""
+    amap = affine_map(design)
+    if amap is None:
+        raise ValueError(
+            "exact coverage needs a design whose estimate of each category is affine in one "
+            "report share (binary designs, k-ary RR)"
+        )
+    return amap
+
+
 def _count_range(n: int, lam: float) -> tuple[int, int]:
     from scipy import stats
 
@@ -136,11 +147,7 @@ def interval_coverage(
     """
     from scipy import stats
 
-    if affine_map(design) is None:
-        raise ValueError(
-            "exact coverage needs a design whose estimate of each category is affine in one "
-            "report share (binary designs, k-ary RR)"
-        )
+    _require_affine(design)
     lams = [float(v) for v in _shares(design, category, np.asarray(prevalences))]
     ranges = [_count_range(n, lam) for lam in lams]
     y = np.unique(np.concatenate([np.arange(lo, hi + 1) for lo, hi in ranges]))
@@ -230,12 +237,7 @@ def warned_coverage(
     """
     from scipy import stats
 
-    amap = affine_map(design)
-    if amap is None:
-        raise ValueError(
-            "exact coverage needs a design whose estimate of each category is affine in one "
-            "report share (binary designs, k-ary RR)"
-        )
+    amap = _require_affine(design)
     j = category
     y = np.arange(n + 1, dtype=np.int64)
     lo_y, hi_y = _count_intervals(design, n, method, confidence_level, j, y, prior)
@@ -371,11 +373,7 @@ def goal_attainable(
     """
     from scipy import optimize, stats
 
-    if affine_map(design) is None:
-        raise ValueError(
-            "exact coverage needs a design whose estimate of each category is affine in one "
-            "report share (binary designs, k-ary RR)"
-        )
+    _require_affine(design)
     y = np.arange(n + 1, dtype=np.int64)
     lo_y, hi_y = _count_intervals(design, n, method, confidence_level, category, y, None)
     points = np.asarray(prevalences, dtype=np.float64)

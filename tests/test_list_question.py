@@ -222,12 +222,15 @@ def test_the_terminal_client_shows_the_groups_list_and_sends_the_count(tmp_path,
 
 
 @pytest.mark.parametrize("host", ["jspsych", "otree", "qualtrics", "limesurvey"])
-def test_a_survey_tool_is_not_handed_a_list_it_cannot_ask(tmp_path, host):
+def test_a_survey_tool_is_handed_the_list_question(tmp_path, host):
+    """The list question goes into every host's files beside the randomized ones
+    (tests/test_embed_list.py reads each host's export back)."""
     from deniable.collection.exports import embed
 
-    with pytest.raises(ValueError, match=r"'upset' is a list experiment, which .* cannot ask"):
-        embed(host, load_survey(_study()), tmp_path / host)
-    assert not (tmp_path / host).exists()  # nothing written
+    files = embed(host, load_survey(_study()), tmp_path / host)
+    text = "".join(f.read_text(encoding="utf-8") for f in files if f.suffix in (".js", ".py"))
+    assert "a black family moving next door to you" in text
+    assert "upset" in text
 
 
 def test_a_list_question_beside_arms_is_estimated_over_every_arm(tmp_path):

@@ -65,13 +65,22 @@ def host_wide_export(
 
 def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) -> None:
     """Every randomized question of a host's export (read to ``path``): the one JSON
-    shape of an estimate per question, beside the rows refused."""
+    shape of an estimate per question, beside the rows refused; a list experiment's
+    ``list`` entry (the difference in means, :mod:`deniable.collection.study._list_study`)."""
     from ..collection.exports._export import read_export
     from ..collection.study._by_arm import has_variants
+    from ..collection.study._list_study import list_item
 
     frame, (survey,) = read_export(path)
     out: list[dict[str, Any]] = []
     for q in survey.questions:
+        if q.is_list and q.id in frame and frame[q.id].notna().any():
+            counts = {
+                "refused": read.refused.get(q.id, 0),
+                "missing_digest": read.missing_digest.get(q.id, 0),
+            }
+            out.append({"question": q.id} | counts | list_item(frame, q, level))
+            continue
         if q.is_direct or q.id not in frame or has_variants(survey, q.id):
             continue
         codes = frame[q.id].dropna().to_numpy(np.int64)
@@ -87,7 +96,10 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
             | est.to_dict(level)
         )
     if not out:
-        raise fail("no randomized question of the survey file has reports in this export")
+        raise fail(
+            "no randomized question or list experiment of the survey file has reports in "
+            "this export"
+        )
     if as_json:
         emit_json({"host": read.host, "rows": read.rows, "questions": out})
         return
@@ -95,6 +107,18 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
     for col in ("question", "answer", "n", "estimate", "SE", f"{level:.0%} CI", "refused"):
         table.add_column(col, justify="left" if col in ("question", "answer") else "right")
     for item in out:
+        if "list" in item:  # a list experiment: the difference in means
+            got = item["list"]
+            if "estimate" not in got:
+                table.add_row(item["question"], "yes (list)", "", got["note"], "", "", "")
+                continue
+            table.add_row(
+                item["question"], f"yes (list of {got['items']})",
+                f"{got['n_treated'] + got['n_control']:,}", f"{got['estimate']:.4f}",
+                f"{got['std_error']:.4f}", f"{got['low']:.4f} - {got['high']:.4f}",
+                str(item["refused"]),
+            )  # fmt: skip
+            continue
         for j, label in enumerate(item["labels"]):
             table.add_row(
                 item["question"] if j == 0 else "",

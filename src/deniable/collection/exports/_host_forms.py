@@ -47,6 +47,9 @@ def _qualtrics_question(survey: Survey, qid: str) -> str:
         "    var set = engine.setJSEmbeddedData || engine.setEmbeddedData;\n"
         f'    set.call(engine, "deniable_{qid}", String(result.report));\n'
         f'    set.call(engine, "deniable_{qid}_digest", result.digest);\n'
+        "    // a list experiment: the group the browser drew (0 control list, 1 with the item)\n"
+        "    if (result.group !== undefined)\n"
+        f'      set.call(engine, "deniable_{qid}_group", String(result.group));\n'
         '    set.call(engine, "deniable_version", result.version);\n'
         "    question.enableNextButton();\n"
         "  });\n"
@@ -58,7 +61,11 @@ def _qsf(survey: Survey, scripts: dict[str, str]) -> dict[str, object]:
     """A Qualtrics survey file (.qsf): one block of descriptive-text questions carrying
     the scripts, the embedded-data fields declared first in the flow."""
     sid = "SV_deniable" + re.sub(r"[^A-Za-z0-9]", "", survey.id)[:20]
-    names = [f"deniable_{qid}{suffix}" for qid in scripts for suffix in ("", "_digest")]
+    names = [
+        f"deniable_{qid}{suffix}"
+        for qid in scripts
+        for suffix in ("", "_digest", *(("_group",) if survey.question(qid).is_list else ()))
+    ]
     names.append("deniable_version")
     fields = [
         {"Description": n, "Type": "Custom", "Field": n, "VariableType": "String",
@@ -177,17 +184,24 @@ class Player(BasePlayer):
     deniable_version = models.StringField(blank=True)
 
 
+#: The list experiments among the questions: their pages keep the group drawn too.
+LISTS = {lists!r}
+
+
 def _page(qid):
     class Question(Page):
         form_model = "player"
         form_fields = ["deniable_" + qid, "deniable_" + qid + "_digest", "deniable_version"]
+        if qid in LISTS:
+            form_fields.append("deniable_" + qid + "_group")
         template_name = "deniable_rr/Question.html"
 
         @staticmethod
         def vars_for_template(player):
             lang = player.session.config.get("language", "en")
             who = player.participant.label or player.participant.code
-            return dict(question_id=qid, lang=lang, deniable_participant=who)
+            return dict(question_id=qid, lang=lang, deniable_participant=who,
+                        is_list=qid in LISTS)
 
     Question.__name__ = "Question_" + qid.replace("-", "_")
     return Question
@@ -202,6 +216,9 @@ _OTREE_TEMPLATE = """{{{{ block title }}}}{{{{ endblock }}}}
 <input type="hidden" name="deniable_{{{{ question_id }}}}" id="deniable-report">
 <input type="hidden" name="deniable_{{{{ question_id }}}}_digest" id="deniable-digest">
 <input type="hidden" name="deniable_version" id="deniable-version">
+{{{{ if is_list }}}}
+<input type="hidden" name="deniable_{{{{ question_id }}}}_group" id="deniable-group">
+{{{{ endif }}}}
 <div id="deniable-next" hidden>{{{{ next_button }}}}</div>
 <script type="module">
 import {{ mount }} from "{{{{ static 'deniable_rr/component.js' }}}}";
@@ -217,6 +234,8 @@ const result = await mount(document.getElementById("deniable-slot"), question, {
 document.getElementById("deniable-report").value = String(result.report);
 document.getElementById("deniable-digest").value = result.digest;
 document.getElementById("deniable-version").value = result.version;
+const group = document.getElementById("deniable-group");  // a list experiment's
+if (group && result.group !== undefined) group.value = String(result.group);
 document.getElementById("deniable-next").hidden = false;
 </script>
 {{{{ endblock }}}}
@@ -236,7 +255,11 @@ to a session config in `settings.py`:
 
 `Player` keeps `deniable_<id>` (the report code), `deniable_<id>_digest` (the design's
 SHA-256) and `deniable_version`: never the true answer, the die or the coin, whose inputs
-belong to no form. The page's next button appears once the report is drawn. A panel
+belong to no form. A list experiment's page shows the list of the group the browser
+draws and keeps the count as chosen (nothing is randomized there, and the page says that
+a count of 0 or of every item is seen for certain) and the group, `deniable_<id>_group`
+(0 the control list, 1 the list with the sensitive item). The page's next button appears
+once the report is drawn. A panel
 question keeps its permanent layer in the browser's storage under the participant's
 label (or code).
 
@@ -261,10 +284,12 @@ def otree_files(survey: Survey, randomized: list[str], output: Path) -> list[Pat
     static = output / "_static" / "deniable_rr"
     app.mkdir(parents=True, exist_ok=True)
     static.mkdir(parents=True, exist_ok=True)
+    lists = [qid for qid in randomized if survey.question(qid).is_list]
     fields = "\n".join(
         f"    deniable_{qid} = models.IntegerField(min=0, max="
         f"{survey.question(qid).mechanism.n_reports - 1})\n"
         f"    deniable_{qid}_digest = models.StringField()"
+        + (f"\n    deniable_{qid}_group = models.IntegerField(min=0, max=1)" * (qid in lists))
         for qid in randomized
     )
     languages = ", ".join(["en", *sorted(survey.translations)])
@@ -272,7 +297,7 @@ def otree_files(survey: Survey, randomized: list[str], output: Path) -> list[Pat
     written[0].write_text(
         _OTREE_APP.format(
             id=survey.id, version=survey.version, title=survey.title, ids=randomized,
-            fields=fields,
+            fields=fields, lists=lists,
         ),
         encoding="utf-8",
     )  # fmt: skip

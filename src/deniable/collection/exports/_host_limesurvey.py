@@ -85,8 +85,11 @@ def _limesurvey_script(survey: Survey, qid: str) -> str:
         "      list.parentNode.insertBefore(slot, list);\n"
         "      mount(slot, data.questions[lang], { messages: data.messages[lang], lang: lang })\n"
         "        .then(function (result) {\n"
+        "          // a list experiment's answer codes carry the group: A<count> on the\n"
+        "          // control list, B<count> on the list with the sensitive item\n"
+        '          var code = (result.group === 1 ? "B" : "A") + result.report;\n'
         "          var radio = box.querySelector(\n"
-        "            'input[type=radio][value=\"A' + result.report + '\"]');\n"
+        "            'input[type=radio][value=\"' + code + '\"]');\n"
         "          radio.checked = true;\n"
         '          radio.dispatchEvent(new Event("change", { bubbles: true }));\n'
         "          if (comment) comment.value = result.digest;\n"
@@ -117,7 +120,8 @@ Zip each `deniable-<id>` folder and import it in the theme manager (or copy it t
 `upload/themes/question/`). Then import `deniable.lss` (an example survey with these
 questions set up), or, for each randomized question, create a "List with comment"
 question with the code `deniable<id>` (letters and digits only), the answer codes
-`A0`, `A1`, ... one per report ({reports}), and set its question theme to
+`A0`, `A1`, ... one per report (a list experiment: `A<count>` on the control list,
+`B<count>` on the list with the sensitive item; {reports}), and set its question theme to
 `deniable-<id>`. The theme hides the core list, the comment and the question title
 (the component shows the text), mounts deniable's component (the respondent page's own
 randomizer, `crypto.getRandomValues`), then checks
@@ -169,6 +173,19 @@ def _table(doc: Any, name: str, fields: list[str], rows: list[dict[str, str]]) -
             ET.SubElement(r, f).text = row.get(f, "")
 
 
+def _answer_codes(view: dict[str, Any]) -> list[tuple[str, str]]:
+    """A question's answer codes and labels: ``A<report>`` per report; a list
+    experiment's ``A<count>`` on the control list and ``B<count>`` on the list with the
+    sensitive item (the code carries the group the browser drew)."""
+    if view.get("list"):
+        return [
+            (f"{letter}{c}", f"{label} ({'control list' if g == 0 else 'with the item'})")
+            for g, letter in enumerate("AB")
+            for c, label in enumerate(view["groups"][g]["reports"])
+        ]
+    return [(f"A{r}", label) for r, label in enumerate(view["reports"])]
+
+
 def _question_rows(
     randomized: list[str], views: dict[str, dict[str, Any]], sid: str, gid: str
 ) -> dict[str, list[dict[str, str]]]:
@@ -202,11 +219,11 @@ def _question_rows(
                     "language": lang,
                 }
             )
-            for r, label in enumerate(view["reports"]):
-                aid = f"{n}{r:02d}"
+            for order, (code, label) in enumerate(_answer_codes(view)):
+                aid = f"{n}{order:02d}"
                 if lang == languages[0]:
                     out["answers"].append(
-                        {"aid": aid, "qid": str(n), "code": f"A{r}", "sortorder": str(r),
+                        {"aid": aid, "qid": str(n), "code": code, "sortorder": str(order),
                          "assessment_value": "0", "scale_id": "0"}
                     )  # fmt: skip
                 a10n = out["answer_l10ns"]
@@ -303,12 +320,11 @@ def limesurvey_files(survey: Survey, randomized: list[str], output: Path) -> lis
         script = folder / "assets" / "scripts" / "deniable-rr.js"
         script.write_text(_limesurvey_script(survey, qid), encoding="utf-8")
         written += [config, script]
+    view = {q["id"]: q for q in survey.respondent_view("en")["questions"]}
     reports = "; ".join(
-        f"{qid}: " + ", ".join(
-            f"A{r} = {label}" for r, label in enumerate(survey.question(qid).report_labels)
-        )
+        f"{qid}: " + ", ".join(f"{code} = {label}" for code, label in _answer_codes(view[qid]))
         for qid in randomized
-    )  # fmt: skip
+    )
     lss = output / "deniable.lss"
     lss.write_bytes(limesurvey_lss(survey, randomized))
     written.append(lss)

@@ -34,6 +34,12 @@ LimeSurvey     the response CSV with question codes as headers: the report is th
                digest the comment, ``deniable<q>[comment]`` (or ``deniable<q>digest``)
 =============  ==================================================================
 
+A list experiment (``question.list``) adds the group the browser drew (0 the control
+list, 1 the list with the sensitive item), its report being the count: ``group`` in a
+jsPsych trial, ``deniable_<q>_group`` in oTree and Qualtrics, and in LimeSurvey the
+answer code's letter (``A<count>`` on the control list, ``B<count>`` with the item). It
+is read into ``<q>__group``, deniable's own wide column, beside the count.
+
 A row whose digest is not the question's is refused for that question (its report set
 to missing), counted and reported. Every other column of the host (ids, timestamps, the
 host's own questions) is kept, to break estimates down by and to regress on.
@@ -48,6 +54,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from ._export import GROUP_SUFFIX
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -202,7 +210,7 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
         frame = _qualtrics(path)
     else:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-    randomized = [q for q in survey.questions if not q.is_direct]
+    randomized = [q for q in survey.questions if not q.is_direct or q.is_list]
     out = HostExport(host, frame, len(frame))
     columns = {_norm(c): c for c in frame.columns}
     found = 0
@@ -217,6 +225,8 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
             frame[report_col].astype(str).str.replace(r"^[A-Za-z]+", "", regex=True),
             errors="coerce",
         ).where(frame[report_col].notna())
+        if q.is_list:
+            result[q.id + GROUP_SUFFIX] = _list_groups(host, q, frame, report_col, codes)
         bad = codes.notna() & ~codes.isin(range(q.mechanism.n_reports))
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
@@ -242,6 +252,49 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
     result["version"] = survey.version
     out.frame = result
     return out
+
+
+def _list_groups(
+    host: str, q: Any, frame: pd.DataFrame, report_col: str, codes: pd.Series
+) -> pd.Series:
+    """A list experiment's group per row (0 the control list, 1 with the sensitive item;
+    missing where there is no count), from the host's group field (LimeSurvey: the
+    answer code's letter, ``A`` or ``B``), checked with the counts each list allows.
+
+    Raises
+    ------
+    ValueError
+        For a count without a group, a group other than 0 and 1, or a count above what
+        its group's list allows, naming the column and row.
+    """
+    import pandas as pd
+
+    if host == "limesurvey":
+        letters = frame[report_col].astype("string").str.strip().str[0].str.upper()
+        raw = letters.map({"A": 0.0, "B": 1.0})
+        where = report_col
+    else:
+        names = [
+            str(c) for c in frame.columns if _norm(str(c)).endswith(_norm(f"deniable{q.id}group"))
+        ]
+        found = f"{q.id}{GROUP_SUFFIX}" if host == "jspsych" else (names[0] if names else None)
+        if found is None or found not in frame:
+            raise ValueError(
+                f"list experiment {q.id!r} has counts but no group column "
+                f"(deniable_{q.id}_group) in this {host} export"
+            )
+        where = found
+        raw = pd.to_numeric(frame[where], errors="coerce")
+    items = len(q.items or ())
+    bad = codes.notna() & (~raw.isin([0.0, 1.0]) | (codes > items + raw.fillna(0)))
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ValueError(
+            f"{where} row {row}: list experiment {q.id!r} needs group 0 (counts 0..{items}) "
+            f"or 1 (counts 0..{items + 1}); got group {frame[where].iloc[row]!r} with "
+            f"count {codes.iloc[row]:g}"
+        )
+    return raw.where(codes.notna()).astype("float64")
 
 
 def _columns(
@@ -305,14 +358,15 @@ def _jspsych(path: Path, survey: Survey) -> pd.DataFrame:
         ours["_respondent"] = np.arange(len(ours))
         who = "_respondent"
     ours["digest"] = ours["digest"].astype("string")
-    wide = ours.pivot_table(
-        index=who, columns="question", values=["report", "digest"], aggfunc="first"
-    )
+    values = ["report", "digest", *(["group"] if "group" in ours else [])]
+    wide = ours.pivot_table(index=who, columns="question", values=values, aggfunc="first")
     frame = pd.DataFrame(index=wide.index)
     ids = {q.id for q in survey.questions}
     for qid in sorted(set(ours["question"].astype(str)) & ids):
         frame[qid] = wide[("report", qid)]
         frame[f"{qid}__digest"] = wide.get(("digest", qid), None)
+        if ("group", qid) in wide:
+            frame[f"{qid}{GROUP_SUFFIX}"] = wide[("group", qid)]
     others = trials[trials["trial_type"] != TRIAL_TYPE]
     if who in others and len(others):
         extra = others.groupby(who).first()

@@ -7,7 +7,10 @@
 // columns, instructions, disclosure, design_digest), draws with the respondent page's own
 // randomizer (randomizer.js, crypto.getRandomValues only) and resolves to
 // {question, report, digest, version}: the report code, the design's digest and this
-// component's version. Never the true answer, never the die or the coin.
+// component's version. Never the true answer, never the die or the coin. A list
+// experiment (question.list) shows the list of the group the device draws and resolves
+// to the count chosen and that group as well: nothing is randomized there, and the page
+// says so, and that a count of 0 or of every item is seen for certain.
 //
 // The true answer's inputs belong to no form (their form attribute names a form that
 // does not exist), carry no name a host would recognize and are cleared after the draw,
@@ -20,7 +23,7 @@
 import { explainRisk, plainRisk } from "./explain.js";
 import { drawReport, newSecret, panelReport, uniform53 } from "./randomizer.js";
 
-export const COMPONENT_VERSION = "0.1.0";
+export const COMPONENT_VERSION = "0.2.0";
 
 /** A form id no page has: inputs naming it are owned by no form. */
 const NO_FORM = "deniable-no-form";
@@ -43,6 +46,7 @@ export function mount(container, question, options = {}) {
   const lang = options.lang || "en";
   const t = (key, vars = {}) =>
     String(messages[key] ?? key).replace(/\{(\w+)\}/g, (m, n) => (n in vars ? String(vars[n]) : m));
+  if (q.list) return mountList(container, q, options, t);
   if (q.direct) throw new Error(`question ${q.id} is asked directly: it needs no component`);
   style();
   const uid = `deniable-${q.id}-${(mounted += 1)}`;
@@ -177,6 +181,77 @@ export function mount(container, question, options = {}) {
     line.hidden = false;
     line.textContent = text;
   }
+}
+
+/**
+ * A list experiment (item count technique): the device draws the respondent's group
+ * (equal chances, crypto.getRandomValues; kept per participant where the host gives a
+ * participant id and a storage, so a reload shows the same list), shows that group's
+ * list and the counts it allows, and says that a count of 0 or of every item is seen for
+ * certain. Nothing is randomized: the count is sent as chosen. Resolves to {question,
+ * report (the count), group, digest, version}.
+ */
+function mountList(container, q, options, t) {
+  style();
+  const uid = `deniable-${q.id}-${(mounted += 1)}`;
+  const group = listGroup(q, options);
+  const view = q.groups[group];
+  const fs = document.createElement("fieldset");
+  fs.className = "deniable-rr deniable-list";
+  fs.id = uid;
+  const legend = document.createElement("legend");
+  legend.textContent = q.text;
+  fs.appendChild(legend);
+  const items = document.createElement("ul");
+  for (const text of view.items) {
+    const li = document.createElement("li");
+    li.textContent = text;
+    items.appendChild(li);
+  }
+  fs.appendChild(items);
+  fs.appendChild(para(view.list_note, "deniable-hint"));
+  const counts = document.createElement("div");
+  counts.setAttribute("role", "radiogroup");
+  counts.setAttribute("aria-label", q.text);
+  view.choices.forEach((label, c) => counts.appendChild(radio(`${uid}-count`, c, label)));
+  fs.appendChild(counts);
+  const take = button(t("use_answer"));
+  fs.appendChild(take);
+  const line = para("", "deniable-report");
+  line.setAttribute("aria-live", "polite");
+  line.hidden = true;
+  fs.appendChild(line);
+  container.appendChild(fs);
+  return new Promise((resolve) => {
+    take.addEventListener("click", () => {
+      const checked = counts.querySelector("input:checked");
+      if (!checked) {
+        line.hidden = false;
+        line.textContent = t("choose_first");
+        return;
+      }
+      const count = Number(checked.value);
+      fs.querySelectorAll("input, button").forEach((el) => {
+        el.disabled = true;
+      });
+      line.hidden = false;
+      line.textContent = t("count_shown", { count: view.choices[count] });
+      line.dataset.report = String(count);
+      resolve({ question: q.id, report: count, group, digest: q.design_digest, version: COMPONENT_VERSION });
+    });
+  });
+}
+
+/** The respondent's group for a list question: drawn once with equal chances, and kept
+ * under the participant's id where the host gives one and a storage. */
+function listGroup(q, options) {
+  const { storage, participant } = options;
+  const key = participant ? `deniable/list/${participant}/${q.id}/${q.design_digest}` : null;
+  const kept = storage && key ? storage.getItem(key) : null;
+  if (kept === "0" || kept === "1") return Number(kept);
+  const group = uniform53() < 0.5 ? 0 : 1;
+  if (storage && key) storage.setItem(key, String(group));
+  return group;
 }
 
 /** A few rules of layout, scoped to the component, added once per page (hosts style

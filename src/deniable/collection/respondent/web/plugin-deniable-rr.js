@@ -28,8 +28,11 @@ const info = {
   data: {
     /** The question's id in the survey file. */
     question: { type: ParameterType.STRING },
-    /** The report code (0..m-1); never the true answer. */
+    /** The report code (0..m-1); never the true answer. A list experiment: the count. */
     report: { type: ParameterType.INT },
+    /** A list experiment's group (0: the control list, 1: with the sensitive item), drawn
+     * on the device; null for a randomized question. */
+    group: { type: ParameterType.INT },
     /** SHA-256 of the question's design: deniable analyze --survey checks it. */
     digest: { type: ParameterType.STRING },
     /** The component's version. */
@@ -62,8 +65,8 @@ class DeniableRrPlugin {
       next.className = "jspsych-btn";
       next.textContent = trial.button_label;
       next.addEventListener("click", () => this.jsPsych.finishTrial({
-        question: result.question, report: result.report, digest: result.digest,
-        component_version: result.version, rt,
+        question: result.question, report: result.report, group: result.group ?? null,
+        digest: result.digest, component_version: result.version, rt,
       }));
       display_element.appendChild(next);
     });
@@ -81,11 +84,21 @@ class DeniableRrPlugin {
       setTimeout(() => this.jsPsych.pluginAPI.clickTarget(el.querySelector(".jspsych-btn")), 700);
       return;
     }
-    // data-only: a report of the given (or a uniformly drawn) true answer, by the design
+    // data-only: a report of the given (or a uniformly drawn) true answer, by the design;
+    // a list experiment: a group drawn with equal chances and a count its list allows
     const q = trial.question;
-    const truth = simulation_options?.data?.truth ?? Math.floor(uniform53() * q.choices.length);
+    let report;
+    let group = null;
+    if (q.list) {
+      group = uniform53() < 0.5 ? 0 : 1;
+      const allowed = q.groups[group].choices.length;
+      report = Math.min(simulation_options?.data?.truth ?? Math.floor(uniform53() * allowed), allowed - 1);
+    } else {
+      const truth = simulation_options?.data?.truth ?? Math.floor(uniform53() * q.choices.length);
+      report = drawReport(q.columns[truth], uniform53());
+    }
     const data = this.jsPsych.pluginAPI.mergeSimulationData({
-      question: q.id, report: drawReport(q.columns[truth], uniform53()), digest: q.design_digest,
+      question: q.id, report, group, digest: q.design_digest,
       component_version: COMPONENT_VERSION, rt: 3000,
     }, { ...simulation_options, data: { ...(simulation_options?.data || {}), truth: undefined } });
     delete data.truth;

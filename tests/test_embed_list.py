@@ -1,0 +1,281 @@
+"""A list experiment inside another survey tool (``deniable embed``): the component
+draws the group in the browser and shows that group's list, each host keeps the count
+and the group, and ``deniable analyze EXPORT --survey`` reads them back to the
+difference in means."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from deniable.analysis import list_difference_in_means
+from deniable.cli import app
+from deniable.collection.exports import embed, read_host_export
+from deniable.collection.exports._export import GROUP_SUFFIX
+from deniable.collection.model._i18n import catalog
+from deniable.collection.model._survey import load_survey
+from deniable.collection.model._views import design_digest
+
+from .conftest import Z4
+
+CHROMIUM = Path("/usr/bin/chromium")
+ITEMS = ["Recycled a bottle", "Voted in an election", "Run a marathon"]
+SURVEY = {
+    "id": "listed",
+    "title": "Listed",
+    "version": 1,
+    "privacy_budget": 6,
+    "questions": [
+        {
+            "id": "cheat",
+            "text": "Have you cheated in an exam?",
+            "design": {"name": "forced-response", "params": {"p_yes": 0.25, "p_no": 0.25}},
+        },
+        {
+            "id": "done",
+            "text": "How many of these have you done in the past year? Not which, only how many.",
+            "design": {"name": "list-experiment"},
+            "items": ITEMS,
+            "sensitive_item": "Driven after drinking",
+        },
+    ],
+}
+
+
+def _survey():
+    return load_survey(SURVEY)
+
+
+def _list_view() -> dict:
+    return next(q for q in _survey().respondent_view()["questions"] if q["id"] == "done")
+
+
+def test_every_host_gets_the_list_question(tmp_path: Path) -> None:
+    """The questions module carries the list's view (both groups' lists), oTree keeps a
+    group field on its page, Qualtrics declares and sets ``deniable_done_group``, and
+    LimeSurvey's answer codes carry the group (``A<count>`` on the control list,
+    ``B<count>`` with the item)."""
+    survey = _survey()
+    out = {}
+    for host in ("jspsych", "otree", "qualtrics", "limesurvey"):
+        out[host] = embed(host, survey, tmp_path / host)
+    questions = (tmp_path / "jspsych" / "deniable-questions.js").read_text(encoding="utf-8")
+    assert '"list": true' in questions and "Driven after drinking" in questions
+    assert "can be seen for certain" in questions
+    app_py = (tmp_path / "otree" / "deniable_rr" / "__init__.py").read_text(encoding="utf-8")
+    assert "deniable_done_group = models.IntegerField(min=0, max=1)" in app_py
+    assert "LISTS = ['done']" in app_py
+    page = (tmp_path / "otree" / "deniable_rr" / "Question.html").read_text(encoding="utf-8")
+    assert "{{ if is_list }}" in page and "_group" in page
+    qsf = json.loads((tmp_path / "qualtrics" / "deniable.qsf").read_text(encoding="utf-8"))
+    fields = qsf["SurveyElements"][1]["Payload"]["Flow"][0]["EmbeddedData"]
+    assert {"deniable_done_group", "__js_deniable_done_group"} <= {f["Field"] for f in fields}
+    script = (tmp_path / "qualtrics" / "question-done.js").read_text(encoding="utf-8")
+    assert '"deniable_done_group"' in script
+    lss = ElementTree.parse(tmp_path / "limesurvey" / "deniable.lss").getroot()
+    codes = {row.findtext("code") for row in lss.iter("row") if row.findtext("qid") == "2"}
+    codes.discard(None)  # the other tables' rows of question 2
+    # the control list has 3 items (counts 0..3), the treated one 4 (0..4)
+    assert codes == {f"A{c}" for c in range(4)} | {f"B{c}" for c in range(5)}
+
+
+def _host_rows(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Groups and counts of ``n`` respondents, 30% of whom have driven after drinking."""
+    group = rng.integers(0, 2, n)
+    counts = rng.binomial(3, 0.4, n) + group * (rng.random(n) < 0.3)
+    return group, counts
+
+
+def _write_export(host: str, path: Path, group: np.ndarray, counts: np.ndarray) -> Path:
+    """A host's export of the list question as each host writes it (module text of
+    :mod:`deniable.collection.exports._hosts`)."""
+    digest = design_digest(_survey().question("done"))
+    if host == "jspsych":
+        trials = [
+            {"trial_type": "deniable-rr", "subject": f"p{i}", "question": "done",
+             "report": int(c), "group": int(g), "digest": digest}
+            for i, (g, c) in enumerate(zip(group, counts, strict=True))
+        ]  # fmt: skip
+        path = path.with_suffix(".json")
+        path.write_text(json.dumps(trials), encoding="utf-8")
+        return path
+    rows = list(zip(group, counts, strict=True))
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        if host == "otree":
+            base = "app.1.player.deniable_done"
+            w.writerow(["participant.code", base, base + "_digest", base + "_group"])
+            w.writerows([[f"p{i}", c, digest, g] for i, (g, c) in enumerate(rows)])
+        elif host == "qualtrics":
+            w.writerow(["ResponseId", "__js_deniable_done", "__js_deniable_done_digest",
+                        "__js_deniable_done_group"])  # fmt: skip
+            w.writerow(["Response ID", "d", "d digest", "d group"])
+            w.writerow(['{"ImportId":"_recordId"}', "{}", "{}", "{}"])
+            w.writerows([[f"R_{i}", c, digest, g] for i, (g, c) in enumerate(rows)])
+        else:  # limesurvey: the answer code's letter is the group
+            w.writerow(["id", "deniabledone", "deniabledone[comment]"])
+            w.writerows([[i, f"{'AB'[g]}{c}", digest] for i, (g, c) in enumerate(rows)])
+    return path
+
+
+@pytest.mark.parametrize("host", ["jspsych", "otree", "qualtrics", "limesurvey"])
+def test_each_hosts_export_is_read_to_the_difference_in_means(host: str, tmp_path: Path) -> None:
+    """800 simulated respondents in each host's export: each (group, count) pair read
+    back exactly, and ``deniable analyze --json`` gives the difference in means of those
+    rows (its estimate within 4 of its SE of the 0.3 simulated)."""
+    rng = np.random.default_rng(31)
+    group, counts = _host_rows(rng, 800)
+    path = _write_export(host, tmp_path / f"{host}.csv", group, counts)
+    back = read_host_export(path, _survey(), host)
+    frame = back.frame  # jsPsych's rows come sorted by participant: compare the pairs
+    pairs = sorted(zip(frame["done" + GROUP_SUFFIX], frame["done"], strict=True))
+    assert pairs == sorted(zip(group.tolist(), counts.tolist(), strict=True))
+    survey_file = tmp_path / "listed.json"
+    survey_file.write_text(json.dumps(SURVEY), encoding="utf-8")
+    args = ["analyze", str(path), "--survey", str(survey_file), "--host", host, "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)["questions"]
+    item = next(q for q in got if q["question"] == "done")["list"]
+    want = list_difference_in_means(counts, group, items=3)
+    assert item["estimate"] == pytest.approx(want.estimate, abs=1e-12)
+    assert item["std_error"] == pytest.approx(want.std_error, abs=1e-12)
+    assert abs(item["estimate"] - 0.3) < Z4 * item["std_error"]
+
+
+@pytest.mark.parametrize(
+    "host, group, count, match",
+    [
+        ("otree", 2, 1, "needs group 0 .* or 1 .*; got group '2' with count 1"),
+        ("otree", 0, 4,
+         "needs group 0 \\(counts 0..3\\) or 1 \\(counts 0..4\\); got group '0' with count 4"),
+        ("limesurvey", 0, 4, "got group 'A4' with count 4"),
+    ],
+)  # fmt: skip
+def test_a_count_its_group_does_not_allow_is_refused(host, group, count, match, tmp_path):
+    groups = np.array([0, 1, group])
+    counts = np.array([1, 2, count])
+    path = _write_export(host, tmp_path / f"{host}.csv", groups, counts)
+    with pytest.raises(ValueError, match=match):
+        read_host_export(path, _survey(), host)
+
+
+def test_a_list_count_without_its_group_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "otree.csv"
+    digest = design_digest(_survey().question("done"))
+    path.write_text(
+        "participant.code,app.1.player.deniable_done,app.1.player.deniable_done_digest\n"
+        f"p0,2,{digest}\n"
+    )
+    with pytest.raises(ValueError, match="list experiment 'done' has counts but no group"):
+        read_host_export(path, _survey(), "otree")
+
+
+MOUNT = """
+async ([url, question, messages, options]) => {
+  document.body.innerHTML = '<main><h1>Host survey</h1><form id="host"><div id="slot">'
+    + '</div></form></main>';
+  document.documentElement.lang = "en";
+  const C = await import(url);
+  const store = window.__store || new Map();
+  window.__store = store;
+  const storage = options.storage
+    ? { getItem: (k) => (store.has(k) ? store.get(k) : null), setItem: (k, v) => store.set(k, v) }
+    : null;
+  window.__result = C.mount(document.getElementById("slot"), question,
+    { messages, lang: "en", participant: options.participant, storage });
+  return C.COMPONENT_VERSION;
+}
+"""
+
+
+@pytest.fixture
+def page_at(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium (.ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    from deniable.collection.server._live import serve_in_thread
+    from deniable.collection.store._storage import Store
+
+    from .test_browser import ARGS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        store = Store(f"sqlite:///{tmp_path / 'c.sqlite'}")
+        try:
+            with serve_in_thread(store, "an-analyst-token-for-tests") as base:
+                context = browser.new_context(viewport={"width": 1000, "height": 800})
+                page = context.new_page()
+                page.add_init_script(
+                    "Math.random = () => { throw new Error('Math.random used'); };"
+                )
+                page.goto(f"{base}/healthz")  # a secure (loopback) origin
+                yield base, page
+        finally:
+            store.close()
+            browser.close()
+
+
+@pytest.mark.slow  # a browser
+def test_the_component_shows_the_drawn_groups_list_and_keeps_the_count_and_group(
+    page_at, tmp_path
+) -> None:
+    """The group's list and counts, the note that 0 or every item is seen for certain,
+    the count and the group handed back (and nothing sent); the group kept for the
+    participant across a second mount; and over 400 mounts without storage, group 1
+    drawn a number of times within 4 sigma of 200 (sd 10)."""
+    base, page = page_at
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    view = _list_view()
+    url = f"{base}/static/component.js"
+    options = {"participant": "P-9", "storage": True}
+    page.evaluate(MOUNT, [url, view, catalog("en"), options])
+    text = page.inner_text("fieldset")
+    shown = page.locator("fieldset li").all_inner_texts()
+    group = 1 if "Driven after drinking" in shown else 0
+    assert shown == [*ITEMS, "Driven after drinking"][: 3 + group]
+    assert "can be seen for certain" in text
+    assert page.get_by_role("radio").count() == 4 + group
+    page.get_by_role("button", name="Use this answer").click()
+    assert "Choose your true answer first" in page.inner_text("fieldset")
+    page.get_by_role("radio", name="2").check()
+    page.get_by_role("button", name="Use this answer").click()
+    result = page.evaluate("window.__result")
+    assert result == {"question": "done", "report": 2, "group": group,
+                      "digest": design_digest(_survey().question("done")),
+                      "version": result["version"]}  # fmt: skip
+    assert "The survey will receive the number 2" in page.inner_text("fieldset")
+    from .test_browser import _screenshot
+
+    _screenshot(page, "component-list", tmp_path)
+    # the same participant mounts again: the same list
+    page.evaluate(MOUNT, [url, view, catalog("en"), options])
+    again = page.locator("fieldset li").count()
+    assert again == 3 + group
+    ones = page.evaluate(
+        """async ([url, question, messages]) => {
+          const C = await import(url);
+          let ones = 0;
+          for (let i = 0; i < 400; i++) {
+            const slot = document.createElement("div");
+            C.mount(slot, question, { messages, lang: "en" });
+            ones += slot.querySelectorAll("li").length === 4 ? 1 : 0;
+          }
+          return ones;
+        }""",
+        [url, view, catalog("en")],
+    )
+    assert abs(ones - 200) <= Z4 * math.sqrt(400 * 0.25)
+    assert errors == []
+    assert all("/static/" in r or "/healthz" in r for r in requests), requests

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -24,6 +25,7 @@ from deniable.collection.model._survey import load_survey
 from deniable.collection.model._views import design_digest
 
 from .conftest import Z4
+from .test_jspsych import node_modules  # noqa: F401 (the fixture)
 
 CHROMIUM = Path("/usr/bin/chromium")
 ITEMS = ["Recycled a bottle", "Voted in an election", "Run a marathon"]
@@ -279,3 +281,116 @@ def test_the_component_shows_the_drawn_groups_list_and_keeps_the_count_and_group
     assert abs(ones - 200) <= Z4 * math.sqrt(400 * 0.25)
     assert errors == []
     assert all("/static/" in r or "/healthz" in r for r in requests), requests
+
+
+LIMESURVEY_STAND_IN = """
+() => {
+  document.documentElement.lang = "en";
+  const radios = [..."AB"].flatMap((letter, g) => [...Array(4 + g).keys()].map((c) =>
+    `<li class="answer-item radio-item"><input class="radio" type="radio" name="123456X1X43"
+      id="answer123456X1X43${letter}${c}" value="${letter}${c}"><label
+      for="answer123456X1X43${letter}${c}">${c}</label></li>`)).join("");
+  document.body.innerHTML = `<form id="limesurvey" name="limesurvey" method="post">
+  <input type="hidden" name="YII_CSRF_TOKEN" value="t0k">
+  <div id="question43" class="row question-container list-with-comment deniable-done mandatory">
+    <div class="question-title-container"><div class="ls-label-question">How many?</div></div>
+    <div class="answer-container">
+      <ul class="answers-list radio-list list-unstyled" role="radiogroup">${radios}</ul>
+      <div class="answer-item text-item"><label for="answer123456X1X43comment">Comment</label>
+        <textarea name="123456X1X43comment" id="answer123456X1X43comment"></textarea></div>
+    </div>
+  </div>
+  <button type="submit" id="ls-button-submit">Submit</button></form>`;
+  window.__conditions = [];
+  window.checkconditions = (value, name, type) => window.__conditions.push([value, name, type]);
+}
+"""
+
+
+@pytest.mark.slow  # a browser
+def test_limesurveys_theme_writes_the_groups_answer_code_and_the_digest(page_at, tmp_path):
+    """On a stand-in of LimeSurvey's "list with comment" markup (answer codes A0..A3 and
+    B0..B4), the theme's script shows the drawn group's list and checks ``A<count>`` on
+    the control list or ``B<count>`` on the longer one; the comment holds the digest;
+    the form holds nothing else of the respondent's."""
+    _, page = page_at
+    out = tmp_path / "limesurvey"
+    embed("limesurvey", _survey(), out)
+    script = out / "deniable-done/survey/questions/answer/list_with_comment/assets/scripts"
+    page.evaluate(LIMESURVEY_STAND_IN)
+    page.add_script_tag(content=(script / "deniable-rr.js").read_text())
+    assert page.locator(".answers-list").is_hidden()
+    longer = page.locator("fieldset li").count() == 4
+    page.locator("fieldset").get_by_role("radio", name="2").check()
+    page.get_by_role("button", name="Use this answer").click()
+    page.wait_for_function("window.__conditions.length === 1")
+    fields = page.evaluate(
+        "Object.fromEntries(new FormData(document.getElementById('limesurvey')))"
+    )
+    assert fields == {
+        "YII_CSRF_TOKEN": "t0k",
+        "123456X1X43": ("B2" if longer else "A2"),
+        "123456X1X43comment": design_digest(_survey().question("done")),
+    }
+
+
+@pytest.mark.slow  # a browser and jsPsych from npm
+@pytest.mark.skipif(
+    not CHROMIUM.exists() or shutil.which("npm") is None,
+    reason="needs Debian's chromium and npm (.ci/run installs them)",
+)
+def test_the_jspsych_experiment_asks_the_list_and_its_data_reads_back(
+    tmp_path,
+    node_modules,  # noqa: F811 (tests/test_jspsych.py's fixture: jsPsych from npm)
+) -> None:
+    """The generated experiment in real jsPsych 8: the randomized question, then the
+    list; the list's trial data holds the count and the group (and no answer), and
+    ``deniable analyze`` reads the saved data back (one respondent: the list says each
+    group needs 2 rows)."""
+    import functools
+    import http.server
+    import threading
+
+    from playwright.sync_api import sync_playwright
+
+    from .test_browser import ARGS
+
+    out = tmp_path / "jspsych"
+    embed("jspsych", _survey(), out)
+    (out / "node_modules").symlink_to(node_modules)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+            page = browser.new_page()
+            page.goto(
+                f"http://127.0.0.1:{server.server_address[1]}/experiment.html?participant=P-3"
+            )
+            page.get_by_role("radio", name="yes").check()
+            page.get_by_role("button", name="Randomize my answer on this device").click()
+            page.get_by_role("button", name="Continue").click()
+            longer = page.locator("fieldset li").count() == 4
+            page.get_by_role("radio", name="1").check()
+            page.get_by_role("button", name="Use this answer").click()
+            page.get_by_role("button", name="Continue").click()
+            data = json.loads(page.evaluate("experiment.data.get().json()"))
+            kept = page.evaluate("Object.keys(localStorage)")
+            browser.close()
+    finally:
+        server.shutdown()
+    (trial,) = [t for t in data if t.get("question") == "done"]
+    assert trial["report"] == 1 and trial["group"] == int(longer)
+    assert kept == ["deniable/list/P-3/done/" + design_digest(_survey().question("done"))]
+    saved = tmp_path / "data.json"
+    saved.write_text(json.dumps(data))
+    survey_file = tmp_path / "listed.json"
+    survey_file.write_text(json.dumps(SURVEY), encoding="utf-8")
+    result = CliRunner().invoke(
+        app, ["analyze", str(saved), "--survey", str(survey_file), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    item = next(q for q in json.loads(result.stdout)["questions"] if q["question"] == "done")
+    assert item["list"]["note"] == "each group needs 2 rows"

@@ -478,3 +478,31 @@ def test_the_otree_app_posts_the_count_and_the_group(tmp_path, otree_bin) -> Non
     assert back.frame.loc[0, "done"] == 3 and back.frame.loc[0, "done" + GROUP_SUFFIX] == int(
         longer
     )
+
+
+@pytest.mark.slow  # a browser
+def test_the_qualtrics_script_keeps_the_count_and_the_group(page_at, tmp_path) -> None:
+    """On tests/test_qualtrics.py's stand-in of Qualtrics' engine (the simplified one,
+    ``setJSEmbeddedData``): the list question's script records the count, the digest,
+    the group and the version, and nothing else; next is enabled once the count is
+    taken."""
+    from .test_qualtrics import STAND_IN
+
+    _, page = page_at
+    out = tmp_path / "qualtrics"
+    embed("qualtrics", _survey(), out)
+    page.evaluate(STAND_IN, [False])
+    page.add_script_tag(content=(out / "question-done.js").read_text())
+    page.evaluate("window.__runLoads()")
+    assert page.evaluate("window.__next") == "disabled"
+    longer = page.locator("fieldset li").count() == 4
+    page.get_by_role("radio", name="0").check()
+    page.get_by_role("button", name="Use this answer").click()
+    page.wait_for_function("window.__next === 'enabled'")
+    recorded = page.evaluate("window.__recorded")
+    assert recorded == {
+        "__js_deniable_done": "0",
+        "__js_deniable_done_digest": design_digest(_survey().question("done")),
+        "__js_deniable_done_group": str(int(longer)),
+        "__js_deniable_version": recorded["__js_deniable_version"],
+    }

@@ -348,40 +348,28 @@ def test_the_jspsych_experiment_asks_the_list_and_its_data_reads_back(
     list; the list's trial data holds the count and the group (and no answer), and
     ``deniable analyze`` reads the saved data back (one respondent: the list says each
     group needs 2 rows)."""
-    import functools
-    import http.server
-    import threading
-
     from playwright.sync_api import sync_playwright
 
     from .test_browser import ARGS
+    from .test_jspsych import serving
 
     out = tmp_path / "jspsych"
     embed("jspsych", _survey(), out)
     (out / "node_modules").symlink_to(node_modules)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
-    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-            page = browser.new_page()
-            page.goto(
-                f"http://127.0.0.1:{server.server_address[1]}/experiment.html?participant=P-3"
-            )
-            page.get_by_role("radio", name="yes").check()
-            page.get_by_role("button", name="Randomize my answer on this device").click()
-            page.get_by_role("button", name="Continue").click()
-            longer = page.locator("fieldset li").count() == 4
-            page.get_by_role("radio", name="1").check()
-            page.get_by_role("button", name="Use this answer").click()
-            page.get_by_role("button", name="Continue").click()
-            data = json.loads(page.evaluate("experiment.data.get().json()"))
-            kept = page.evaluate("Object.keys(localStorage)")
-            browser.close()
-    finally:
-        server.shutdown()
+    with serving(out) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        page = browser.new_page()
+        page.goto(f"{base}/experiment.html?participant=P-3")
+        page.get_by_role("radio", name="yes").check()
+        page.get_by_role("button", name="Randomize my answer on this device").click()
+        page.get_by_role("button", name="Continue").click()
+        longer = page.locator("fieldset li").count() == 4
+        page.get_by_role("radio", name="1").check()
+        page.get_by_role("button", name="Use this answer").click()
+        page.get_by_role("button", name="Continue").click()
+        data = json.loads(page.evaluate("experiment.data.get().json()"))
+        kept = page.evaluate("Object.keys(localStorage)")
+        browser.close()
     (trial,) = [t for t in data if t.get("question") == "done"]
     assert trial["report"] == 1 and trial["group"] == int(longer)
     assert kept == ["deniable/list/P-3/done/" + design_digest(_survey().question("done"))]
@@ -403,71 +391,44 @@ def test_the_otree_app_posts_the_count_and_the_group(tmp_path, otree_bin) -> Non
     """The generated app under the real ``otree devserver``: the list page (its template's
     ``{{ if is_list }}`` branch) posts the count, the digest and the group, and the
     "All apps - wide" CSV reads back with ``deniable_done_group``."""
-    import os
-    import signal
-    import subprocess
-    import time
     import urllib.request
 
     from playwright.sync_api import sync_playwright
 
     from .test_browser import ARGS
-    from .test_otree import SETTINGS, _free_port
+    from .test_otree import otree_project, running_devserver
 
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "settings.py").write_text(SETTINGS)
-    (project / "__init__.py").write_text("")
+    project = otree_project(tmp_path)
     embed("otree", _survey(), project)
-    port = _free_port()
-    env = os.environ | {"PATH": f"{otree_bin}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.Popen(
-        [str(otree_bin / "otree"), "devserver", str(port)], cwd=project, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
     posted: list[str] = []
-    try:
-        for _ in range(120):
-            try:
-                with urllib.request.urlopen(f"{base}/demo", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("otree devserver did not answer within 60 s")
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-            page = browser.new_page()
-            page.on(
-                "request",
-                lambda r: posted.append(r.post_data or "") if r.method == "POST" else None,
-            )
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{base}/demo/deniable")
-            page.wait_for_url(lambda u: "SessionStartLinks" in u, timeout=30_000)
-            link = page.eval_on_selector_all(
-                "a", "els => els.map(e => e.href).filter(h => h.includes('InitializeParticipant'))"
-            )[0]
-            page.goto(link)
-            page.get_by_role("radio", name="yes").check()
-            page.get_by_role("button", name="Randomize my answer on this device").click()
-            page.get_by_role("button", name="Next").click()
-            page.wait_for_load_state()
-            longer = page.locator("fieldset li").count() == 4
-            page.get_by_role("radio", name="3").check()
-            page.get_by_role("button", name="Use this answer").click()
-            page.get_by_role("button", name="Next").click()
-            page.get_by_text("No more pages left").wait_for()
-            browser.close()
+    with running_devserver(project, otree_bin) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        page = browser.new_page()
+        page.on(
+            "request",
+            lambda r: posted.append(r.post_data or "") if r.method == "POST" else None,
+        )
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/demo/deniable")
+        page.wait_for_url(lambda u: "SessionStartLinks" in u, timeout=30_000)
+        link = page.eval_on_selector_all(
+            "a", "els => els.map(e => e.href).filter(h => h.includes('InitializeParticipant'))"
+        )[0]
+        page.goto(link)
+        page.get_by_role("radio", name="yes").check()
+        page.get_by_role("button", name="Randomize my answer on this device").click()
+        page.get_by_role("button", name="Next").click()
+        page.wait_for_load_state()
+        longer = page.locator("fieldset li").count() == 4
+        page.get_by_role("radio", name="3").check()
+        page.get_by_role("button", name="Use this answer").click()
+        page.get_by_role("button", name="Next").click()
+        page.get_by_text("No more pages left").wait_for()
+        browser.close()
         wide = tmp_path / "all_apps_wide.csv"
         with urllib.request.urlopen(f"{base}/api/export_wide", timeout=10) as r:
             wide.write_bytes(r.read())
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
     assert errors == []
     pages = [dict(pair.split("=", 1) for pair in body.split("&")) for body in posted if body]
     ours = {k for k in pages[-1] if k.startswith("deniable_")}
@@ -475,9 +436,8 @@ def test_the_otree_app_posts_the_count_and_the_group(tmp_path, otree_bin) -> Non
                     "deniable_version"}  # fmt: skip
     assert (pages[-1]["deniable_done"], pages[-1]["deniable_done_group"]) == ("3", str(int(longer)))
     back = read_host_export(wide, _survey(), "otree")
-    assert back.frame.loc[0, "done"] == 3 and back.frame.loc[0, "done" + GROUP_SUFFIX] == int(
-        longer
-    )
+    row = back.frame.iloc[0]
+    assert row["done"] == 3 and row["done" + GROUP_SUFFIX] == int(longer)
 
 
 @pytest.mark.slow  # a browser

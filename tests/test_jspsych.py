@@ -6,6 +6,7 @@ through `deniable analyze --survey`."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -62,12 +63,19 @@ def experiment(tmp_path, node_modules):
     )
     assert result.exit_code == 0, result.output
     (out / "node_modules").symlink_to(node_modules)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
+    with serving(out) as base:
+        yield out, base, survey_file
+
+
+@contextlib.contextmanager
+def serving(folder: Path):
+    """``folder`` over HTTP on a free loopback port until the block ends: its base URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
     handler.log_message = lambda *a: None  # type: ignore[attr-defined]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield out, f"http://127.0.0.1:{server.server_address[1]}", survey_file
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
 

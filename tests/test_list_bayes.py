@@ -12,7 +12,6 @@ from scipy import stats
 
 from deniable.analysis import list_bayes
 from deniable.analysis._likelihood import maximise_score, score_hessian
-from deniable.analysis._list._item_count_ml import _Likelihood, _start, list_frame
 
 from .conftest import Z4
 
@@ -41,26 +40,20 @@ R_MC_SE = [0.0774681, 0.0248587, 0.0192991, 0.0114184, 0.0322257,
            0.005508291, 0.002084009, 0.002039193, 0.000943622, 0.002454876]  # fmt: skip
 
 
-@pytest.mark.slow  # 25 s: 20,000 draws and 40,000 importance draws
-def test_the_posterior_means_equal_importance_sampling_on_the_race_data() -> None:
-    """ictregBayes's documented example (race, ``constrained.single = "full"``, R's
-    default priors N(0, 100)). An independent estimate of the same posterior:
-    self-normalised importance sampling from a multivariate t (4 degrees of freedom,
-    at the posterior mode, 1.5 times its Laplace covariance). Every posterior mean
-    within 4 combined Monte Carlo SEs (the chain's batch means; the importance
-    estimate's ``sqrt(sum w^2 (x - m)^2)``); and within 4 combined Monte Carlo SEs of
-    R's means from a chain of 10^6 draws."""
-    race = pd.read_csv(DATA / "list_race.csv")
-    fit = list_bayes(FORMULA, race, treat="treat", items=3, draws=20_000, seed=11)
-    assert 0.15 < fit.acceptance < 0.45
-    frame, y, t, j = list_frame(FORMULA, race, "treat", 3)
-    lik = _Likelihood(y, t, frame.X, j, constrained=True)
+def _importance_means(data: pd.DataFrame, control: str, multi_condition: str | None):
+    """Self-normalised importance sampling of the posterior means (R's priors N(0, 100)):
+    40,000 draws from a multivariate t (4 degrees of freedom) at the posterior mode with
+    1.5 times its Laplace covariance. Returns the means, their Monte Carlo SEs
+    ``sqrt(sum w^2 (x - m)^2)`` and the effective number of draws ``1 / sum w^2``."""
+    from deniable.analysis._list._posterior import _model
+
+    model = _model(FORMULA, data, ("treat", 3), control, multi_condition)
 
     def log_post(theta):
-        value, score = lik.value_and_score(theta)
+        value, score = model.value_and_score(theta)
         return value - 0.005 * theta @ theta, score - 0.01 * theta
 
-    mode = maximise_score(log_post, _start(lik))
+    mode = maximise_score(log_post, model.start)
     shape = 1.5 * np.linalg.inv(-score_hessian(log_post, mode))
     proposal = stats.multivariate_t(loc=mode, shape=shape, df=4, seed=12)
     xs = proposal.rvs(40_000)
@@ -68,7 +61,20 @@ def test_the_posterior_means_equal_importance_sampling_on_the_race_data() -> Non
     w = np.exp(log_w - log_w.max())
     w /= w.sum()
     mean = w @ xs
-    is_se = np.sqrt((w[:, None] ** 2 * (xs - mean) ** 2).sum(axis=0))
+    return mean, np.sqrt((w[:, None] ** 2 * (xs - mean) ** 2).sum(axis=0)), 1 / np.sum(w**2)
+
+
+@pytest.mark.slow  # 25 s: 20,000 draws and 40,000 importance draws
+def test_the_posterior_means_equal_importance_sampling_on_the_race_data() -> None:
+    """ictregBayes's documented example (race, ``constrained.single = "full"``, R's
+    default priors N(0, 100)). An independent estimate of the same posterior:
+    importance sampling (:func:`_importance_means`). Every posterior mean within 4
+    combined Monte Carlo SEs (the chain's batch means, the importance estimate's); and
+    within 4 combined Monte Carlo SEs of R's means from a chain of 10^6 draws."""
+    race = pd.read_csv(DATA / "list_race.csv")
+    fit = list_bayes(FORMULA, race, treat="treat", items=3, draws=20_000, seed=11)
+    assert 0.15 < fit.acceptance < 0.45
+    mean, is_se, _ = _importance_means(race, "full", None)
     combined = np.sqrt(is_se**2 + fit.mc_se.to_numpy() ** 2)
     assert np.all(np.abs(fit.params.to_numpy() - mean) < Z4 * combined), (fit.params, mean)
     with_r = np.sqrt(np.array(R_MC_SE) ** 2 + fit.mc_se.to_numpy() ** 2)
@@ -125,29 +131,13 @@ def test_the_other_designs_posterior_means_equal_importance_sampling(
     control count (multi, R's ``constrained.multi = FALSE``). Every posterior mean
     within 4 combined Monte Carlo SEs of importance sampling from the mode's t, as
     above."""
-    from deniable.analysis._list._posterior import _model
-
     data = pd.read_csv(DATA / data_file)
     fit = list_bayes(
         FORMULA, data, treat="treat", items=3, draws=20_000, seed=11, control=control,
         multi_condition=multi_condition,
     )  # fmt: skip
-    model = _model(FORMULA, data, ("treat", 3), control, multi_condition)
-
-    def log_post(theta):
-        value, score = model.value_and_score(theta)
-        return value - 0.005 * theta @ theta, score - 0.01 * theta
-
-    mode = maximise_score(log_post, model.start)
-    shape = 1.5 * np.linalg.inv(-score_hessian(log_post, mode))
-    proposal = stats.multivariate_t(loc=mode, shape=shape, df=4, seed=12)
-    xs = proposal.rvs(40_000)
-    log_w = np.array([log_post(x)[0] for x in xs]) - proposal.logpdf(xs)
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    assert 1 / np.sum(w**2) > 400  # importance sampling is a usable reference here
-    mean = w @ xs
-    is_se = np.sqrt((w[:, None] ** 2 * (xs - mean) ** 2).sum(axis=0))
+    mean, is_se, effective = _importance_means(data, control, multi_condition)
+    assert effective > 400  # importance sampling is a usable reference here
     combined = np.sqrt(is_se**2 + fit.mc_se.to_numpy() ** 2)
     assert np.all(np.abs(fit.params.to_numpy() - mean) < Z4 * combined)
     assert list(fit.prevalence.index) == ([1] if multi_condition is None else ["affirm", "race"])

@@ -5,6 +5,7 @@ and the "All apps - wide" CSV reads back through `deniable analyze --survey`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -73,16 +74,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def devserver(tmp_path, otree_bin):
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "settings.py").write_text(SETTINGS)
-    (project / "__init__.py").write_text("")
-    survey_file = tmp_path / "embedded.json"
-    survey_file.write_text(json.dumps(SURVEY))
-    out = CliRunner().invoke(app, ["embed", "otree", str(survey_file), "--output", str(project)])
-    assert out.exit_code == 0, out.output
+@contextlib.contextmanager
+def running_devserver(project: Path, otree_bin: Path):
+    """``otree devserver`` in ``project`` on a free port until the block ends: its base
+    URL, once ``/demo`` answers (within 60 s, else the test fails)."""
     port = _free_port()
     env = os.environ | {"PATH": f"{otree_bin}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.Popen(
@@ -100,10 +95,30 @@ def devserver(tmp_path, otree_bin):
                 time.sleep(0.5)
         else:
             pytest.fail("otree devserver did not answer within 60 s")
-        yield base, survey_file, tmp_path
+        yield base
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+def otree_project(folder: Path) -> Path:
+    """An empty oTree project (the settings above) in ``folder/project``."""
+    project = folder / "project"
+    project.mkdir()
+    (project / "settings.py").write_text(SETTINGS)
+    (project / "__init__.py").write_text("")
+    return project
+
+
+@pytest.fixture
+def devserver(tmp_path, otree_bin):
+    project = otree_project(tmp_path)
+    survey_file = tmp_path / "embedded.json"
+    survey_file.write_text(json.dumps(SURVEY))
+    out = CliRunner().invoke(app, ["embed", "otree", str(survey_file), "--output", str(project)])
+    assert out.exit_code == 0, out.output
+    with running_devserver(project, otree_bin) as base:
+        yield base, survey_file, tmp_path
 
 
 def test_the_app_runs_under_otree_devserver_and_keeps_only_reports(devserver):

@@ -50,12 +50,7 @@ export function mount(container, question, options = {}) {
   if (q.direct) throw new Error(`question ${q.id} is asked directly: it needs no component`);
   style();
   const uid = `deniable-${q.id}-${(mounted += 1)}`;
-  const fs = document.createElement("fieldset");
-  fs.className = "deniable-rr";
-  fs.id = uid;
-  const legend = document.createElement("legend");
-  legend.textContent = q.text;
-  fs.appendChild(legend);
+  const fs = fieldset(q, uid, "deniable-rr");
   if (q.innocuous_question) fs.appendChild(para(t("innocuous", { question: q.innocuous_question })));
 
   const truthBox = document.createElement("div");
@@ -196,12 +191,7 @@ function mountList(container, q, options, t) {
   const uid = `deniable-${q.id}-${(mounted += 1)}`;
   const group = listGroup(q, options);
   const view = q.groups[group];
-  const fs = document.createElement("fieldset");
-  fs.className = "deniable-rr deniable-list";
-  fs.id = uid;
-  const legend = document.createElement("legend");
-  legend.textContent = q.text;
-  fs.appendChild(legend);
+  const fs = fieldset(q, uid, "deniable-rr deniable-list");
   const items = document.createElement("ul");
   for (const text of view.items) {
     const li = document.createElement("li");
@@ -270,6 +260,17 @@ function style() {
     ".deniable-rr .deniable-report{font-weight:600}",
   ].join("");
   document.head.appendChild(css);
+}
+
+/** The question's fieldset, its legend the question's text. */
+function fieldset(q, id, className) {
+  const fs = document.createElement("fieldset");
+  fs.className = className;
+  fs.id = id;
+  const legend = document.createElement("legend");
+  legend.textContent = q.text;
+  fs.appendChild(legend);
+  return fs;
 }
 
 function para(text, className = "") {

@@ -140,3 +140,28 @@ def test_an_unknown_method_or_procedure_is_named(affirm: pd.DataFrame) -> None:
         list_robust(FORMULA, affirm, treat="treat", items=3, method="lm")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="procedure must be 'iterated' or 'list_package'"):
         list_robust(FORMULA, affirm, treat="treat", items=3, procedure="efficient")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fit", ["ml", "robust", "multi", "joint"])
+@pytest.mark.parametrize("count", [0, "most"])
+def test_data_that_identify_nothing_are_refused_by_name(fit: str, count) -> None:
+    """Every count 0 (or every count the most its list allows): no coefficient is
+    identified, and each fit says so by name rather than failing in linear algebra."""
+    from deniable.analysis import list_joint_regression, list_regression_multi
+
+    rng = np.random.default_rng(2)
+    n = 40
+    treat = np.r_[np.zeros(20, int), np.ones(20, int)]
+    if fit == "multi":
+        treat = np.r_[np.zeros(20, int), np.ones(10, int), np.full(10, 2)]
+    y = np.zeros(n, int) if count == 0 else np.where(treat > 0, 4, 3)
+    data = pd.DataFrame({"y": y, "treat": treat, "x": rng.normal(size=n),
+                         "v": rng.integers(0, 2, n)})  # fmt: skip
+    run = {
+        "ml": lambda: list_regression("y ~ x", data, treat="treat", items=3),
+        "robust": lambda: list_robust("y ~ x", data, treat="treat", items=3),
+        "multi": lambda: list_regression_multi("y ~ x", data, treat="treat", items=3),
+        "joint": lambda: list_joint_regression("y ~ x", data, treat="treat", items=3, outcome="v"),
+    }[fit]
+    with pytest.raises(ValueError, match="is singular: the data do not identify every coeff"):
+        run()

@@ -267,6 +267,30 @@ def row_posteriors(
     return post, grad
 
 
+def inverse_information(matrix: NDArray[np.float64], name: str) -> NDArray[np.float64]:
+    """``matrix``'s inverse, shape (m, m), float64.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` (for example "the observed information") when it is singular:
+        the data do not identify every coefficient.
+    """
+    try:
+        return np.asarray(np.linalg.inv(matrix), dtype=np.float64)
+    except np.linalg.LinAlgError:
+        raise singular(name) from None
+
+
+def singular(name: str) -> ValueError:
+    """The error for a singular ``name``: the data do not identify every coefficient."""
+    return ValueError(
+        f"{name} is singular: the data do not identify every coefficient (for example "
+        "every count is 0, or every count is the most its list allows, or a covariate "
+        "is constant); drop terms or collect more varied data"
+    )
+
+
 def score_hessian(
     value_and_score: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]],
     theta: NDArray[np.float64],

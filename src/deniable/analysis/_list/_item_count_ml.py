@@ -23,7 +23,7 @@ from scipy import optimize, special, stats
 
 from ...estimation import ConfidenceInterval
 from .._formula import model_frame
-from .._likelihood import maximise_score, score_hessian
+from .._likelihood import inverse_information, maximise_score, score_hessian
 from .._results import PredictedPrevalence
 from ._item_count import check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial
@@ -347,7 +347,9 @@ def list_regression(
     lik = _Likelihood(y, t, frame.X, j, constrained)
     theta = maximise_score(lik.value_and_score, _start(lik), max_iter)
     ll, score = lik.value_and_score(theta)
-    cov = np.linalg.inv(-score_hessian(lik.value_and_score, theta))
+    cov = inverse_information(
+        -score_hessian(lik.value_and_score, theta), "the observed information"
+    )
     parts = (
         ("sensitive", "control") if constrained else ("sensitive", "control.psi0", "control.psi1")
     )

@@ -29,7 +29,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
-from .._likelihood import maximise_score, score_hessian
+from .._likelihood import inverse_information, maximise_score, score_hessian
 from ._item_count_ml import _std_errors, list_frame
 from ._liars import log_binomial
 
@@ -149,6 +149,14 @@ def _start(m: _Joint) -> NDArray[np.float64]:
     beta[:k] = coef
     sigma = float(np.std(v - x @ coef))
     return np.concatenate([psi, delta, beta, [math.log(max(sigma, 1e-8))]])
+
+
+def _check_choices(outcome_model: object, information: object) -> None:
+    """Raise ``ValueError`` naming an unknown ``outcome_model`` or ``information``."""
+    if outcome_model not in ("logistic", "linear"):
+        raise ValueError(f"outcome_model must be 'logistic' or 'linear', got {outcome_model!r}")
+    if information not in ("observed", "outer_product"):
+        raise ValueError(f"information must be 'observed' or 'outer_product', got {information!r}")
 
 
 def _outcome_column(data: pd.DataFrame, rows: Any, outcome: str, model: str) -> NDArray[np.float64]:
@@ -308,20 +316,18 @@ def list_joint_regression(
     mex.male + ... + mex.concurrent"`` with ``outcome="mex.votecard"`` reproduces Imai,
     Park & Greene (2015, Table 4).
     """
-    if outcome_model not in ("logistic", "linear"):
-        raise ValueError(f"outcome_model must be 'logistic' or 'linear', got {outcome_model!r}")
-    if information not in ("observed", "outer_product"):
-        raise ValueError(f"information must be 'observed' or 'outer_product', got {information!r}")
+    _check_choices(outcome_model, information)
     frame, y, t, j = list_frame(formula, data, treat, items)
     raw = _outcome_column(data, frame.rows, outcome, outcome_model)
     model = _Joint(y, t, frame.X, raw, j, outcome_model, constrained)
     theta = maximise_score(model.value_and_score, _given_start(model, start), max_iter)
     ll, score = model.value_and_score(theta)
-    if information == "observed":
-        cov = np.linalg.inv(-score_hessian(model.value_and_score, theta))
-    else:
-        rows = model.scores(theta)[1]
-        cov = np.linalg.inv(rows.T @ rows)
+    rows = model.scores(theta)[1]
+    cov = (
+        inverse_information(-score_hessian(model.value_and_score, theta), "the information")
+        if information == "observed"
+        else inverse_information(rows.T @ rows, "the scores' outer product")
+    )
     names = _names(list(frame.terms), constrained, outcome_model)
     params = theta.copy()
     if outcome_model == "linear":  # report sigma, not its log (delta method)

@@ -32,8 +32,9 @@ from scipy import optimize, special, stats
 
 from ...estimation import ConfidenceInterval
 from .._formula import model_frame
-from .._likelihood import maximise_score, score_hessian
+from .._likelihood import inverse_information, maximise_score, score_hessian
 from ._item_count import check_list_counts
+from ._item_count_ml import _std_errors
 from ._liars import log_binomial
 
 __all__ = ["MultiItemListResult", "list_regression_multi"]
@@ -301,7 +302,9 @@ def list_regression_multi(
     lik = _MultiLikelihood(y, arm, frame.X, j, len(labels), condition)
     theta = maximise_score(lik.value_and_score, _start(lik), max_iter)
     ll, score = lik.value_and_score(theta)
-    cov = np.linalg.inv(-score_hessian(lik.value_and_score, theta))
+    cov = inverse_information(
+        -score_hessian(lik.value_and_score, theta), "the observed information"
+    )
     extra = {"none": [], "level": ["y0"], "indicators": [f"y0={v}" for v in range(j)]}
     names = [f"control.{s}" for s in frame.terms]
     for v in labels:
@@ -309,7 +312,7 @@ def list_regression_multi(
     prevalence, prevalence_se = _prevalences(lik, theta, np.asarray(cov, dtype=np.float64))
     return MultiItemListResult(
         params=pd.Series(theta, index=names),
-        bse=pd.Series(np.sqrt(np.diag(cov)), index=names),
+        bse=pd.Series(_std_errors(cov), index=names),
         cov_params=pd.DataFrame(cov, index=names, columns=names),
         llf=ll,
         prevalence=pd.Series(prevalence, index=labels),

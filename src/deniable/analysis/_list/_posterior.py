@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from ...estimation import ConfidenceInterval
-from .._likelihood import maximise_score, score_hessian
+from .._likelihood import inverse_information, maximise_score, score_hessian
 from ._item_count_ml import _Likelihood, _start, list_frame
 
 __all__ = ["ListBayesResult", "list_bayes"]
@@ -326,7 +326,7 @@ def list_bayes(
         return value - 0.5 * float(gap @ (precision * gap)), score - precision * gap
 
     mode = maximise_score(log_post, model.start)
-    cov = np.asarray(np.linalg.inv(-score_hessian(log_post, mode)), dtype=np.float64)
+    cov = inverse_information(-score_hessian(log_post, mode), "the posterior's curvature")
     chain, acceptance = _metropolis(log_post, mode, cov, (burn_in, draws), seed)
     names = model.names
     blocks = np.array_split(chain, max(1, draws // 1000))  # never a draws x n matrix

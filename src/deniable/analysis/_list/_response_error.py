@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from .._likelihood import maximise_score, score_hessian
+from .._likelihood import inverse_information, maximise_score, score_hessian
 from ._liars import log_binomial
 
 __all__ = ["ERRORS", "ResponseErrorLikelihood", "fit_response_error"]
@@ -92,5 +92,7 @@ def fit_response_error(
     begin = np.concatenate([start, np.full(len(ERRORS[error]), -4.0)])
     theta = maximise_score(lik.value_and_score, begin, max_iter)
     ll, score = lik.value_and_score(theta)
-    cov = np.asarray(np.linalg.inv(-score_hessian(lik.value_and_score, theta)), dtype=np.float64)
+    cov = inverse_information(
+        -score_hessian(lik.value_and_score, theta), "the observed information"
+    )
     return theta, ll, score, cov

@@ -47,8 +47,9 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize, special
 
+from .._likelihood import inverse_information, singular
 from ._item_count_ls import list_least_squares
-from ._item_count_ml import list_frame
+from ._item_count_ml import _std_errors, list_frame
 
 __all__ = ["RobustListResult", "list_robust"]
 
@@ -147,7 +148,10 @@ def _minimise(
     theta: NDArray[np.float64], d: _Data, weight: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], bool]:
     """``argmin m' W m`` from ``theta``: least squares on ``L' m`` with ``W = L L'``."""
-    root = np.linalg.cholesky((weight + weight.T) / 2)
+    try:
+        root = np.linalg.cholesky((weight + weight.T) / 2)
+    except np.linalg.LinAlgError:
+        raise singular("the moments' covariance") from None
 
     def residual(th: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(root.T @ _mean(th, d), dtype=np.float64)
@@ -289,7 +293,7 @@ def list_robust(
         theta = nls.params.to_numpy(dtype=np.float64)
     converged = procedure == "list_package"
     for _ in range(3 if procedure == "list_package" else max_steps):
-        weight = np.asarray(np.linalg.inv(_covariance(theta, d, "weight")), dtype=np.float64)
+        weight = inverse_information(_covariance(theta, d, "weight"), "the moments' covariance")
         new, ok = _minimise(theta, d, weight)
         moved = float(np.abs(new - theta).max())
         theta = new
@@ -298,21 +302,21 @@ def list_robust(
         elif ok and moved < 1e-9:
             converged = True
             break
-    weight = np.asarray(np.linalg.inv(_covariance(theta, d, "weight")), dtype=np.float64)
+    weight = inverse_information(_covariance(theta, d, "weight"), "the moments' covariance")
     if procedure == "list_package":
         f = _covariance(theta, d, "list_package")
         jac = _gauss_newton(theta, d) if method == "nls" else _jacobian(theta, d)
     else:
         f, jac = _covariance(theta, d, "influence"), _jacobian(theta, d)
     n, p = y.size, frame.X.shape[1]
-    bread = np.linalg.inv(jac.T @ weight @ jac)
+    bread = inverse_information(jac.T @ weight @ jac, "the moments' information")
     cov = bread @ jac.T @ weight @ f @ weight @ jac @ bread / n
     g = special.expit(frame.X @ theta[:p])
     grad = (g * (1 - g)) @ frame.X / n
     names = [f"{part}.{s}" for part in ("sensitive", "control") for s in frame.terms]
     return RobustListResult(
         params=pd.Series(theta, index=names),
-        bse=pd.Series(np.sqrt(np.diag(cov)), index=names),
+        bse=pd.Series(_std_errors(cov), index=names),
         cov_params=pd.DataFrame(cov, index=names, columns=names),
         prevalence=float(g.mean()),
         prevalence_se=math.sqrt(float(grad @ cov[:p, :p] @ grad)),

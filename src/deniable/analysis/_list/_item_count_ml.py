@@ -336,7 +336,8 @@ def list_regression(
     Raises
     ------
     ValueError
-        On a malformed formula, column or report (see :func:`check_list_counts`).
+        On a malformed formula, column or report (see :func:`check_list_counts`), or
+        data that identify no model (its information singular, named).
 
     Examples
     --------

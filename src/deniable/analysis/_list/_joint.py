@@ -308,7 +308,8 @@ def list_joint_regression(
         On a malformed formula, column or report (see :func:`check_list_counts`), an
         ``outcome`` that is no column, is missing on a used row, or (logistic) holds
         other than 0 and 1, an unknown ``outcome_model`` or ``information``, or a
-        ``start`` of the wrong length, not finite, or with ``sigma <= 0``.
+        ``start`` of the wrong length, not finite, or with ``sigma <= 0``, or data that
+        identify no model (its information singular, named).
 
     Examples
     --------

@@ -275,7 +275,8 @@ def list_regression_multi(
         On a malformed formula or column, a numeric ``treat`` value that is not 0 or a
         positive integer, a text ``treat`` without ``"control"``, a count outside
         ``0..J`` (control) or ``0..J+1`` (treated), a list with fewer than 2 reports,
-        or an unknown ``condition``.
+        an unknown ``condition``, or data that identify no model (its information
+        singular, named).
 
     Examples
     --------

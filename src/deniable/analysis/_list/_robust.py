@@ -272,7 +272,8 @@ def list_robust(
     ------
     ValueError
         On a malformed formula, column or report (see :func:`check_list_counts`), or an
-        unknown ``method`` or ``procedure``.
+        unknown ``method`` or ``procedure``, or data that identify no model (the
+        moments' covariance singular, named).
 
     Examples
     --------

@@ -1,7 +1,8 @@
 """The list experiment (item count technique), randomized response's rival: moment
 estimators, the combined list-and-direct estimate, the design-effect test
 (``_design_effect``), maximum likelihood regression (``_item_count_ml``, its liars in
-``_liars``, its response errors in ``_response_error``, several sensitive items in
+``_liars``, its response errors in ``_response_error``, its overdispersion in
+``_overdispersed``, several sensitive items in
 ``_multi_item``, held to the difference in means in ``_robust``, as an outcome's
 explanatory variable in ``_joint``, its posterior in ``_posterior``) and least-squares
 regression (``_item_count_ls``)."""

@@ -27,6 +27,7 @@ from .._likelihood import inverse_information, maximise_score, score_hessian
 from .._results import PredictedPrevalence
 from ._item_count import check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial
+from ._overdispersed import fit_overdispersed
 from ._response_error import ERRORS, fit_response_error
 
 __all__ = ["ListRegressionResult", "list_regression"]
@@ -118,21 +119,25 @@ def _extended(
     data: pd.DataFrame,
     counts: tuple[NDArray[np.float64], NDArray[np.bool_], int],
     constrained: bool,
-    model: tuple[bool | str, bool | str, LiarPrior, str],
+    model: tuple[bool | str, bool | str, LiarPrior, str, bool],
     start: NDArray[np.float64],
     max_iter: int,
 ) -> tuple[NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64], list[str]]:
-    """The constrained model extended by liars or top-coding, from its fit ``start``:
-    ``(theta, log-likelihood, score, covariance, the added coefficients' names)``."""
-    ceiling, floor, liar_prior, error = model
+    """The constrained model extended by liars, a response error or overdispersion, from
+    its fit ``start``: ``(theta, log-likelihood, score, covariance, the added
+    coefficients' names)``."""
+    ceiling, floor, liar_prior, error, overdispersed = model
     liars = ceiling is not False or floor is not False
     if error not in ("none", *ERRORS):
         raise ValueError(f"error must be 'none', 'topcode' or 'uniform', got {error!r}")
-    if not constrained or (liars and error != "none"):
+    if not constrained or liars + (error != "none") + bool(overdispersed) > 1:
         raise ValueError(
-            "ceiling and floor liars and a response error need constrained=True (Blair & "
-            "Imai 2012), one at a time"
+            "ceiling and floor liars, a response error and overdispersion need "
+            "constrained=True (Blair & Imai 2012), one at a time"
         )
+    if overdispersed:
+        y, t, j = counts
+        return fit_overdispersed(y, t, frame.X, j, start, max_iter)
     if error != "none":
         y, t, j = counts
         return (*fit_response_error(y, t, frame.X, j, error, start, max_iter), ERRORS[error])
@@ -292,6 +297,7 @@ def list_regression(
     floor: bool | str = False,
     liar_prior: LiarPrior = None,
     error: Literal["none", "topcode", "uniform"] = "none",
+    overdispersed: bool = False,
     max_iter: int = 50,
 ) -> ListRegressionResult:
     """Maximum likelihood regression of a list experiment (Imai 2011).
@@ -324,6 +330,10 @@ def list_regression(
         count drawn uniformly (``"uniform"``, a share a list) whatever their items
         (Blair, Imai & Chou 2018; :mod:`._response_error`): coefficients
         ``error.log_odds`` or ``error.log_odds_control`` and ``_treated``.
+    overdispersed : bool, default False
+        The control count beta-binomial (Imai 2011; :mod:`._overdispersed`):
+        ``control.overdispersion``, the logit of the intra-person correlation. Only with
+        ``constrained=True``, without liars or an error.
     max_iter : int, default 50
         Newton steps at most after BFGS.
 
@@ -355,24 +365,36 @@ def list_regression(
         ("sensitive", "control") if constrained else ("sensitive", "control.psi0", "control.psi1")
     )
     names = [f"{part}.{s}" for part in parts for s in frame.terms]
-    if error != "none" or ceiling is not False or floor is not False:
+    model = (ceiling, floor, liar_prior, error, overdispersed)
+    if error != "none" or ceiling is not False or floor is not False or overdispersed:
         theta, ll, score, cov, more = _extended(
-            frame, data, (y, t, j), constrained, (ceiling, floor, liar_prior, error), theta,
-            max_iter,
-        )  # fmt: skip
+            frame, data, (y, t, j), constrained, model, theta, max_iter
+        )
         names += more
-    k = lik.k
+    return _result(frame, j, (theta, ll, score, cov), names, constrained)
+
+
+def _result(
+    frame: Any,
+    j: int,
+    fit: tuple[NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64]],
+    names: list[str],
+    constrained: bool,
+) -> ListRegressionResult:
+    """The result of a fit ``(theta, log-likelihood, score, covariance)``, the sensitive
+    coefficients first."""
+    theta, ll, score, cov = fit
+    k = frame.X.shape[1]
     g = special.expit(frame.X @ theta[:k])
     grad = (g * (1 - g)) @ frame.X / len(g)
-    prev_se = math.sqrt(float(grad @ cov[:k, :k] @ grad))
     return ListRegressionResult(
         params=pd.Series(theta, index=names),
         bse=pd.Series(_std_errors(cov), index=names),
         cov_params=pd.DataFrame(cov, index=names, columns=names),
         llf=ll,
         prevalence=float(g.mean()),
-        prevalence_se=prev_se,
-        n=len(y),
+        prevalence_se=math.sqrt(float(grad @ cov[:k, :k] @ grad)),
+        n=len(g),
         items=j,
         constrained=constrained,
         converged=bool(np.abs(score).max() < 1e-6),

@@ -127,6 +127,23 @@ def test_the_overdispersed_model_recovers_rho_and_the_prevalence() -> None:
     assert plain.prevalence_se < fit.prevalence_se
 
 
+def test_a_fit_that_reaches_the_binomial_stays_finite() -> None:
+    """Binomial control counts (no overdispersion): the fit's logit rho runs towards the
+    boundary, held at -THETA_BOUND at most, with every coefficient finite and the
+    prevalence the binomial model's within 1e-4."""
+    from deniable.analysis._list._overdispersed import THETA_BOUND
+
+    rng = np.random.default_rng(23)
+    n = 3000
+    t = rng.integers(0, 2, n)
+    data = pd.DataFrame({"y": rng.binomial(3, 0.4, n) + t * (rng.random(n) < 0.3), "treat": t})
+    fit = list_regression("y ~ 1", data, treat="treat", items=3, overdispersed=True)
+    plain = list_regression("y ~ 1", data, treat="treat", items=3)
+    assert np.isfinite(fit.params).all()
+    assert fit.params["control.overdispersion"] >= -THETA_BOUND
+    assert abs(fit.prevalence - plain.prevalence) < 1e-4
+
+
 def test_overdispersion_is_one_extension_at_a_time(tmp_path) -> None:
     data = pd.read_csv(DATA / "list_race.csv")
     for kwargs in ({"constrained": False}, {"ceiling": True}, {"error": "topcode"}):

@@ -466,3 +466,32 @@ def test_the_qualtrics_script_keeps_the_count_and_the_group(page_at, tmp_path) -
         "__js_deniable_done_group": str(int(longer)),
         "__js_deniable_version": recorded["__js_deniable_version"],
     }
+
+
+@pytest.mark.slow  # a browser
+def test_axe_core_finds_no_violation_in_the_list_component_at_phone_width(tmp_path) -> None:
+    """The list component at 390 px (axe-core, which uses Math.random itself, so the
+    page is not guarded here), and its screenshot."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium (.ci/run installs it)")
+    from axe_playwright_python.sync_playwright import Axe
+    from playwright.sync_api import sync_playwright
+
+    from deniable.collection.server._live import serve_in_thread
+    from deniable.collection.store._storage import Store
+
+    from .test_browser import ARGS, _screenshot
+
+    store = Store(f"sqlite:///{tmp_path / 'c.sqlite'}")
+    try:
+        with serve_in_thread(store, "an-analyst-token-for-tests") as base, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+            page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+            page.goto(f"{base}/healthz")
+            page.evaluate(MOUNT, [f"{base}/static/component.js", _list_view(), catalog("en"), {}])
+            found = Axe().run(page, context={"include": [["fieldset.deniable-rr"]]})
+            _screenshot(page, "component-list-phone", tmp_path)
+            browser.close()
+    finally:
+        store.close()
+    assert found.violations_count == 0, json.dumps(found.response["violations"])[:2000]

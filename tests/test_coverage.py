@@ -350,7 +350,8 @@ def test_no_warning_rule_meets_the_goal_for_normal_at_n_100_at_every_prevalence(
     """The misses of ``normal`` at n = 100 are not the warning's fault: a rule is a set of
     report counts (everything a survey shows is a function of the count), and the
     integer program of issue 43's goal at every prevalence of 0, 0.01, ..., 1 has no
-    solution on KaryRR(7, 2) or on forced response (``goal_attainable``). Controls: the
+    solution on KaryRR(7, 2) or on forced response (``goal_attainable``); on KaryRR(7, 2)
+    its relaxation has none either, so no rule at all meets it there. Controls: the
     solver does find rules where they exist, on the bench's 12 prevalences for the same
     method and n (one that warns some count, since the mean rule misses there), and on
     the fine grid for ``beta``, which needs none."""
@@ -360,6 +361,10 @@ def test_no_warning_rule_meets_the_goal_for_normal_at_n_100_at_every_prevalence(
     forced = ForcedResponse(p_yes=0.25, p_no=0.25)
     assert not goal_attainable(kary, 100, "normal", 0.95, 0, FINE)
     assert not goal_attainable(forced, 100, "normal", 0.95, 1, FINE)
+    # on KaryRR(7, 2) not even a rule that warns each count with a probability (or
+    # draws on the other categories' counts) does it; on forced response one does
+    assert not goal_attainable(kary, 100, "normal", 0.95, 0, FINE, randomized=True)
+    assert goal_attainable(forced, 100, "normal", 0.95, 1, FINE, randomized=True)
     grid = np.array(BENCH_PI)
     assert goal_attainable(kary, 100, "normal", 0.95, 0, grid)
     _, unwarned, warned = warned_coverage(kary, 100, "normal", 0.95, 0, (0.5,))
@@ -412,13 +417,15 @@ def test_goal_attainable_finds_a_rule_only_where_one_exists():
 @pytest.mark.slow  # 8 s: 301 counts, 201 prevalences
 def test_no_warning_rule_meets_the_goal_for_normal_on_kary_rr_at_n_300_on_a_fine_grid():
     """At n = 300 a rule for ``normal`` on KaryRR(7, 2) exists on the 0.01 grid, and none
-    on the 0.005 grid: the cell (300, 0.1) the tables show short is one of the teeth."""
+    on the 0.005 grid: the cell (300, 0.1) the tables show short is one of the teeth. A
+    rule that warns counts with probabilities does exist there."""
     from deniable.estimation._coverage_warning import goal_attainable
 
     kary = KaryRR(k=7, epsilon=2.0)
     assert goal_attainable(kary, 300, "normal", 0.95, 0, FINE)
     finer = np.round(np.arange(201) / 200, 3)
     assert not goal_attainable(kary, 300, "normal", 0.95, 0, finer)
+    assert goal_attainable(kary, 300, "normal", 0.95, 0, finer, randomized=True)
 
 
 @pytest.mark.slow

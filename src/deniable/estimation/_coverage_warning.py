@@ -352,6 +352,7 @@ def goal_attainable(
     prevalences: NDArray[np.float64],
     floor: float = FLOOR,
     most_warned: float = 0.10,
+    randomized: bool = False,
 ) -> bool:
     """Whether *any* warning rule decided from the data meets issue 43's goal for
     ``method`` at every prevalence of ``prevalences`` (shape (m,), in [0, 1]): the
@@ -363,8 +364,12 @@ def goal_attainable(
     the counts. Each prevalence's two conditions are linear in the subset's indicator
     (with one binary per prevalence for "at least 99.9% warned"), and the question is
     whether that integer program is feasible (HiGHS, through
-    :func:`scipy.optimize.milp`). ``False`` is a proof that no rule, at the estimate or
-    anywhere else, does it.
+    :func:`scipy.optimize.milp`). ``False`` is a proof that no rule deterministic in the
+    count does it. With ``randomized``, a rule may warn each count with a probability
+    (the program's relaxation in the counts), which covers every rule that also draws on
+    statistics independent of the prevalence given the count (the other categories'
+    counts of k-ary RR, where they share the rest equally): ``False`` then proves that
+    no rule at all does it.
 
     Raises
     ------
@@ -398,7 +403,7 @@ def goal_attainable(
     result = optimize.milp(
         np.zeros(n + 1 + m),
         constraints=optimize.LinearConstraint(np.vstack(rows), np.hstack(lower), np.hstack(upper)),
-        integrality=np.ones(n + 1 + m, dtype=np.int64),
+        integrality=np.r_[np.full(n + 1, 0 if randomized else 1), np.ones(m)].astype(np.int64),
         bounds=optimize.Bounds(0, 1),
     )
     return bool(result.status == 0)

@@ -152,6 +152,7 @@ def test_the_model_recovers_simulated_items_within_4_se() -> None:
         ("treat", [0, 1, 2.5, 0, 1, 2], "treat must hold 0 .* row 2 holds 2.5"),
         ("treat", ["a", "b", "a", "b", "a", "b"], "treat must hold 'control'"),
         ("treat", [0, 0, 0, 0, 0, 0], r"1\.\.50 treated lists .* got 0"),
+        ("treat", [0, 0, *range(1, 5)], "each list needs at least 2 reports; treat = 1 has 1"),
         ("treat", [0, 0, 0, 1, 1, 2], "each list needs at least 2 reports; treat = 2 has 1"),
         ("y", [0, 4, 1, 2, 3, 4], r"counts\[1\] = 4.0 is not a count of 0\.\.3"),
     ],
@@ -168,3 +169,17 @@ def test_an_unknown_condition_and_a_missing_column_are_named(multi: pd.DataFrame
         list_regression_multi(FORMULA, multi, treat="treat", items=3, condition="both")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="treat must name a column"):
         list_regression_multi(FORMULA, multi, treat="arm", items=3)
+
+
+def test_more_lists_than_allowed_are_refused_before_any_fit() -> None:
+    """51 treated lists (one over ``MAX_LISTS``) is refused by name; the posterior takes
+    the same checks (a list of one report)."""
+    from deniable.analysis import list_bayes
+
+    n = 2 * 52
+    data = pd.DataFrame({"y": [0, 1] * 52, "treat": np.repeat(np.arange(52), 2), "x": range(n)})
+    with pytest.raises(ValueError, match=r"1\.\.50 treated lists beside the control, got 51"):
+        list_regression_multi("y ~ x", data, treat="treat", items=3)
+    small = pd.DataFrame({"y": [0, 1, 1, 2, 3], "treat": [0, 0, 1, 1, 2], "x": range(5)})
+    with pytest.raises(ValueError, match="treat = 2 has 1"):
+        list_bayes("y ~ x", small, treat="treat", items=3, multi_condition="none")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -232,6 +232,35 @@ def _arms(values: NDArray[np.generic], column: str) -> tuple[NDArray[np.int64], 
     return arm.astype(np.int64), shown_labels
 
 
+def multi_frame(
+    formula: str, data: pd.DataFrame, treat: str, items: int
+) -> tuple[Any, NDArray[np.float64], NDArray[np.int64], list[int | str], int]:
+    """The model frame of a several-item list experiment with its counts, each row's
+    list (0 the control list, 1..T the treated ones), the lists' labels and ``J``, all
+    checked (:func:`check_list_counts`, :func:`_arms`, at least 2 reports a list).
+
+    Raises
+    ------
+    ValueError
+        Naming the column, value or list at fault.
+    """
+    if treat not in data.columns:
+        raise ValueError(
+            f"treat must name a column of data; columns: {', '.join(map(str, data.columns))}"
+        )
+    frame = model_frame(formula, data)
+    arm, labels = _arms(data.loc[frame.rows, treat].to_numpy(), "treat")
+    y, _, j = check_list_counts(frame.y, (arm > 0).astype(np.int64), items)
+    sizes = np.bincount(arm, minlength=len(labels) + 1)
+    if sizes.min() < 2:
+        small = int(np.argmin(sizes))
+        raise ValueError(
+            f"each list needs at least 2 reports; treat = {(['control', *labels])[small]} has "
+            f"{int(sizes[small])}"
+        )
+    return frame, y, arm, labels, j
+
+
 def list_regression_multi(
     formula: str,
     data: pd.DataFrame,
@@ -286,20 +315,7 @@ def list_regression_multi(
     """
     if condition not in ("none", "level", "indicators"):
         raise ValueError(f"condition must be 'none', 'level' or 'indicators', got {condition!r}")
-    if treat not in data.columns:
-        raise ValueError(
-            f"treat must name a column of data; columns: {', '.join(map(str, data.columns))}"
-        )
-    frame = model_frame(formula, data)
-    arm, labels = _arms(data.loc[frame.rows, treat].to_numpy(), "treat")
-    y, _, j = check_list_counts(frame.y, (arm > 0).astype(np.int64), items)
-    sizes = np.bincount(arm, minlength=len(labels) + 1)
-    if sizes.min() < 2:
-        small = int(np.argmin(sizes))
-        raise ValueError(
-            f"each list needs at least 2 reports; treat = {(['control', *labels])[small]} has "
-            f"{int(sizes[small])}"
-        )
+    frame, y, arm, labels, j = multi_frame(formula, data, treat, items)
     lik = _MultiLikelihood(y, arm, frame.X, j, len(labels), condition)
     theta = maximise_score(lik.value_and_score, _start(lik), max_iter)
     ll, score = lik.value_and_score(theta)

@@ -31,6 +31,8 @@ from scipy import special
 from ...estimation import ConfidenceInterval
 from .._likelihood import inverse_information, maximise_score, score_hessian
 from ._item_count_ml import _Likelihood, _start, list_frame
+from ._multi_item import _MultiLikelihood, multi_frame
+from ._multi_item import _start as multi_start
 
 __all__ = ["ListBayesResult", "list_bayes"]
 
@@ -163,19 +165,7 @@ def _multi_model(
     formula: str, data: pd.DataFrame, design: tuple[str, int], condition: str
 ) -> _Model:
     """Several sensitive items (:mod:`._multi_item`)."""
-    from .._formula import model_frame
-    from ._item_count import check_list_counts
-    from ._multi_item import _arms, _MultiLikelihood
-    from ._multi_item import _start as multi_start
-
-    treat, items = design
-    if treat not in data.columns:
-        raise ValueError(
-            f"treat must name a column of data; columns: {', '.join(map(str, data.columns))}"
-        )
-    frame = model_frame(formula, data)
-    arm, labels = _arms(data.loc[frame.rows, treat].to_numpy(), treat)
-    y, _, j = check_list_counts(frame.y, (arm > 0).astype(np.int64), items)
+    frame, y, arm, labels, j = multi_frame(formula, data, *design)
     x, k = frame.X, frame.X.shape[1]
     lik = _MultiLikelihood(y, arm, x, j, len(labels), condition)  # type: ignore[arg-type]
     extra = ["y0"] if condition == "level" else []

@@ -103,3 +103,18 @@ def test_prediction_needs_the_covariates(race: pd.DataFrame) -> None:
         fit.predicted_prevalence(race.drop(columns="south"))
     with pytest.raises(ValueError, match="versus needs data"):
         fit.predicted_prevalence(versus=race)
+
+
+def test_a_differences_interval_is_plain_and_may_fall_below_zero(race: pd.DataFrame) -> None:
+    """A difference of prevalences may be negative: its interval is Wald's, plain,
+    symmetric about the estimate (it used to be taken on the logit scale of an average,
+    which clamped a negative estimate to 1e-12 and returned [0, 1])."""
+    fit = list_regression(FORMULA, race, treat="treat", items=3)
+    gap = fit.predicted_prevalence(race.assign(south=0), versus=race.assign(south=1))
+    assert gap.difference and gap.labels == ["difference"] and gap.estimate < 0
+    ci = gap.confidence_interval()
+    half = 1.959963984540054 * gap.std_error
+    assert ci.low == pytest.approx(gap.estimate - half) and ci.high == pytest.approx(
+        gap.estimate + half
+    )
+    assert not fit.predicted_prevalence(race).difference

@@ -416,9 +416,13 @@ class PredictedPrevalence(WaldResult):
     Attributes
     ----------
     estimate : float
-        ``mean_i sigmoid(x_i beta)``, in [0, 1].
+        ``mean_i sigmoid(x_i beta)``, in [0, 1]; with ``difference``, the difference of
+        two such averages, in [-1, 1].
     std_error : float
         Delta-method standard error from the covariance of ``beta``.
+    difference : bool, default False
+        The estimate is a difference of two averages: its interval is Wald's, plain,
+        clipped to [-1, 1] (an average's is Wald's on the logit scale).
 
     Examples
     --------
@@ -437,14 +441,19 @@ class PredictedPrevalence(WaldResult):
 
     estimate: float
     std_error: float
+    difference: bool = False
 
     @property
     def labels(self) -> list[str]:
-        """One label: ``"prevalence"``."""
-        return ["prevalence"]
+        """One label: ``"prevalence"`` (``"difference"`` for a difference)."""
+        return ["difference" if self.difference else "prevalence"]
 
     def _wald(self, z: float) -> tuple[float, float]:
-        """On the logit scale, mapped back (stays inside (0, 1))."""
+        """On the logit scale, mapped back (stays inside (0, 1)); plain for a
+        difference, clipped to [-1, 1]."""
+        if self.difference:
+            half = z * self.std_error
+            return max(self.estimate - half, -1.0), min(self.estimate + half, 1.0)
         p = min(max(self.estimate, 1e-12), 1 - 1e-12)
         se_logit = self.std_error / (p * (1 - p))
         centre = math.log(p / (1 - p))

@@ -28,6 +28,7 @@ from .._results import PredictedPrevalence
 from ._item_count import check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial
 from ._overdispersed import fit_overdispersed
+from ._prediction import delta_prevalence, prediction_rows
 from ._response_error import ERRORS, fit_response_error
 
 __all__ = ["ListRegressionResult", "list_regression"]
@@ -232,6 +233,7 @@ class ListRegressionResult:
         Returns
         -------
         PredictedPrevalence
+            With ``versus``, its ``difference`` is set: the interval is Wald's, plain.
 
         Raises
         ------
@@ -259,31 +261,13 @@ class ListRegressionResult:
                 raise ValueError("versus needs data: the rows to compare it with")
             return PredictedPrevalence(self.prevalence, self.prevalence_se)
         width = sum(1 for name in self.params.index if name.startswith("sensitive."))
+        rows = (
+            prediction_rows(self.spec, data),
+            None if versus is None else prediction_rows(self.spec, versus),
+        )
         delta = self.params.to_numpy()[:width]
         cov = self.cov_params.to_numpy()[:width, :width]
-        mean, grad = self._average(data, delta)
-        if versus is not None:
-            other, other_grad = self._average(versus, delta)
-            mean, grad = mean - other, grad - other_grad
-        return PredictedPrevalence(mean, math.sqrt(max(float(grad @ cov @ grad), 0.0)))
-
-    def _average(
-        self, data: pd.DataFrame, delta: NDArray[np.float64]
-    ) -> tuple[float, NDArray[np.float64]]:
-        """The average prediction over ``data``'s rows and its gradient in ``delta``."""
-        if self.spec is None:
-            raise ValueError("this fit kept no formula: predict on its own rows")
-        try:
-            x = np.asarray(self.spec.get_model_matrix(data), dtype=np.float64)
-        except Exception as exc:  # formulaic's errors name the missing column
-            raise ValueError(f"data must hold the formula's covariates: {exc}") from None
-        if x.shape[0] == 0:
-            raise ValueError("data has no complete row to predict on")
-        eta = x @ delta
-        if self.linear:
-            return float(eta.mean()), x.mean(axis=0)
-        g = special.expit(eta)
-        return float(g.mean()), (g * (1 - g)) @ x / len(g)
+        return delta_prevalence(rows, delta, cov, self.linear)
 
 
 def list_regression(

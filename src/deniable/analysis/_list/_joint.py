@@ -21,7 +21,7 @@ scores' outer product, Berndt, Hall, Hall & Hausman 1974).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -30,8 +30,15 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
 from .._likelihood import inverse_information, maximise_score, score_hessian
+from .._results import PredictedPrevalence
 from ._item_count_ml import _std_errors, list_frame
 from ._liars import log_binomial
+from ._prediction import (
+    answer_table,
+    check_simulation,
+    delta_prevalence,
+    prediction_rows,
+)
 
 __all__ = ["JointListResult", "list_joint_regression"]
 
@@ -223,6 +230,11 @@ class JointListResult:
     information : str
     converged : bool
         The score's largest entry is below 1e-6 at the estimate.
+    spec : formulaic.ModelSpec or None
+        The formula's right-hand side, to build new rows' covariates.
+    fitted : tuple of ndarray or None
+        The fitted rows' covariates (n, terms), counts (n,) and treated flags (n,), for
+        the predictions on them.
 
     Examples
     --------
@@ -251,6 +263,111 @@ class JointListResult:
     constrained: bool
     information: str
     converged: bool
+    spec: Any = None
+    fitted: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def _blocks(self) -> tuple[slice, slice]:
+        """Where the sensitive and the outcome coefficients sit in ``params``."""
+        k = sum(1 for name in self.params.index if name.startswith("sensitive."))
+        c = k + (0 if self.constrained else 1)
+        return slice(c, c + k), slice(c + k, 2 * c + k + 1)
+
+    def _rows(self, data: pd.DataFrame | None) -> NDArray[np.float64]:
+        if data is None:
+            if self.fitted is None:
+                raise ValueError("this fit kept no rows: give data to predict on")
+            return np.asarray(self.fitted[0])
+        return prediction_rows(self.spec, data)
+
+    def predicted_prevalence(
+        self, data: pd.DataFrame | None = None, *, versus: pd.DataFrame | None = None
+    ) -> PredictedPrevalence:
+        """The sensitive item's prevalence averaged over the rows of ``data`` (default:
+        the fitted rows, as :attr:`prevalence`), with its delta-method standard error;
+        with ``versus``, the difference of the averages over ``data`` and over
+        ``versus`` (:meth:`ListRegressionResult.predicted_prevalence`). R's
+        ``predict.ictreg.joint(predict.sensitive = TRUE)`` gives the mean of simulated
+        averages instead (:mod:`._prediction`).
+
+        Returns
+        -------
+        PredictedPrevalence
+
+        Raises
+        ------
+        ValueError
+            If ``data`` lacks a covariate or has no complete row, or ``versus`` is
+            given without ``data``.
+        """
+        if versus is not None and data is None:
+            raise ValueError("versus needs data: the rows to compare it with")
+        sens = self._blocks[0]
+        rows = (self._rows(data), None if versus is None else self._rows(versus))
+        cov = self.cov_params.to_numpy()[sens, sens]
+        return delta_prevalence(rows, self.params.to_numpy()[sens], cov, linear=False)
+
+    def predicted_outcome(
+        self,
+        data: pd.DataFrame | None = None,
+        *,
+        level: float = 0.95,
+        method: Literal["delta", "simulation"] = "delta",
+        draws: int = 10_000,
+        seed: int | np.random.Generator | None = None,
+    ) -> pd.DataFrame:
+        """The outcome averaged over the rows of ``data`` (default: the fitted rows) with
+        the sensitive answer set to 0 for everyone, and to 1, and the difference (Imai,
+        Park & Greene 2015, Figure 2: the turnout of vote sellers and of the others).
+        R's ``predict.ictreg.joint(avg = TRUE, sensitive.value = "both",
+        sensitive.diff = TRUE)``.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame, optional
+            Rows holding the formula's covariates. Not with ``constrained=False``: that
+            outcome model takes each row's control count ``Y(0)``, known on the fitted
+            rows only (there ``y`` for 0, ``y - treat`` for 1, as R).
+        level : float in (0, 1), default 0.95
+        method : {"delta", "simulation"}, default "delta"
+            The delta method, or R's simulation from the estimate's normal law with the
+            draws shared by both values of the answer (:mod:`._prediction`).
+        draws : int in 2..10,000,000, default 10,000
+            Simulation draws (R's 10,000).
+        seed : int or numpy.random.Generator, optional
+            The simulation's seed (a simulation draws no respondent's randomness).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows ``"sensitive = 0"``, ``"sensitive = 1"`` and ``"difference"`` (1 minus
+            0); columns ``estimate``, ``std_error``, ``lower``, ``upper``: the outcome's
+            probability (``"logistic"``, its Wald interval on the logit scale) or mean
+            (``"linear"``); simulation intervals are the draws' quantiles.
+
+        Raises
+        ------
+        ValueError
+            On a ``level`` outside (0, 1), an unknown ``method``, ``draws`` out of
+            range, ``data`` with ``constrained=False``, or ``data`` lacking a covariate.
+        """
+        check_simulation(method, draws)
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1), got {level!r}")
+        if data is not None and not self.constrained:
+            raise ValueError(
+                "data: the unconstrained outcome model takes each row's control count "
+                "Y(0), known on the fitted rows only; predict on them (data=None)"
+            )
+        x = self._rows(data)
+        designs = []
+        for z in (0, 1):
+            extra = [] if self.constrained else [self.fitted[1] - z * self.fitted[2]]
+            designs.append(np.column_stack([x, *extra, np.full(len(x), float(z))]))
+        out = self.params.to_numpy()[self._blocks[1]]
+        cov = self.cov_params.to_numpy()[self._blocks[1], self._blocks[1]]
+        model = (out, cov, self.outcome == "linear")
+        return answer_table(designs, model, level, method, (draws, seed))
 
 
 def list_joint_regression(
@@ -313,9 +430,8 @@ def list_joint_regression(
 
     Examples
     --------
-    See :class:`JointListResult`. On R's ``mexico`` data (loyal voters), ``"mex.y.all ~
-    mex.male + ... + mex.concurrent"`` with ``outcome="mex.votecard"`` reproduces Imai,
-    Park & Greene (2015, Table 4).
+    See :class:`JointListResult`; on R's ``mexico`` data it reproduces Imai, Park &
+    Greene (2015, Tables 4 and 5; docs/analysis.md).
     """
     _check_choices(outcome_model, information)
     frame, y, t, j = list_frame(formula, data, treat, items)
@@ -351,4 +467,6 @@ def list_joint_regression(
         constrained=constrained,
         information=information,
         converged=bool(np.abs(score).max() < 1e-6),
+        spec=frame.spec,
+        fitted=(frame.X, y, t.astype(np.float64)),
     )

@@ -55,6 +55,7 @@ from ._list import (
     list_regression,
     list_regression_multi,
     list_robust,
+    social_desirability_bias,
 )
 from ._mixed import designs_by_row, glmmrr_design
 from ._mixed_logit import RRMixedLogitResult, rr_mixed_logit
@@ -153,6 +154,7 @@ __all__ = [
     "sample_size_difference",
     "singh_joarder",
     "soberanis_cruz",
+    "social_desirability_bias",
     "statistical_parity",
     "subgroup_prevalence",
     "survey_estimate",

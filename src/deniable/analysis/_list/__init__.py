@@ -4,10 +4,12 @@ estimators, the combined list-and-direct estimate, the design-effect test
 ``_liars``, its response errors in ``_response_error``, its overdispersion in
 ``_overdispersed``, several sensitive items in
 ``_multi_item``, held to the difference in means in ``_robust``, as an outcome's
-explanatory variable in ``_joint``, its posterior in ``_posterior``) and least-squares
+explanatory variable in ``_joint``, its posterior in ``_posterior``, its predictions in
+``_prediction``, set against a direct question's in ``_direct_bias``) and least-squares
 regression (``_item_count_ls``)."""
 
 from ._design_effect import DesignEffectTest, list_design_effect_test
+from ._direct_bias import social_desirability_bias
 from ._item_count import (
     CombinedListEstimate,
     ListEstimate,
@@ -41,4 +43,5 @@ __all__ = [
     "list_regression",
     "list_regression_multi",
     "list_robust",
+    "social_desirability_bias",
 ]

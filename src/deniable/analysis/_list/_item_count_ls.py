@@ -169,6 +169,7 @@ def list_least_squares(
         converged=converged,
         spec=frame.spec,
         linear=method == "lm",
+        fitted=x,
     )
 
 

@@ -13,7 +13,7 @@ information, as R's.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -184,6 +184,9 @@ class ListRegressionResult:
     linear : bool
         The sensitive model is linear (``list_least_squares(method="lm")``), not
         logistic.
+    fitted : numpy.ndarray or None
+        The fitted rows' covariates, shape (n, terms), float64, for simulations over
+        them (:func:`social_desirability_bias`).
 
     Examples
     --------
@@ -213,6 +216,7 @@ class ListRegressionResult:
     converged: bool
     spec: Any = None
     linear: bool = False
+    fitted: Any = field(default=None, repr=False, compare=False)
 
     def conf_int(self, level: float = 0.95) -> ConfidenceInterval[pd.Series]:
         """Wald intervals of the coefficients."""
@@ -383,4 +387,5 @@ def _result(
         constrained=constrained,
         converged=bool(np.abs(score).max() < 1e-6),
         spec=frame.spec,
+        fitted=frame.X,
     )

@@ -2,14 +2,15 @@
 estimators, the combined list-and-direct estimate, the design-effect test
 (``_design_effect``), maximum likelihood regression (``_item_count_ml``, its liars in
 ``_liars``, its response errors in ``_response_error``, its overdispersion in
-``_overdispersed``, several sensitive items in
-``_multi_item``, held to the difference in means in ``_robust``, as an outcome's
-explanatory variable in ``_joint``, its posterior in ``_posterior``, its predictions in
-``_prediction``, set against a direct question's in ``_direct_bias``) and least-squares
-regression (``_item_count_ls``)."""
+``_overdispersed``, several sensitive items in ``_multi_item``, held to the difference
+in means in ``_robust``, as an outcome's explanatory variable in ``_joint``), its
+posterior (``_posterior``; with groups' random intercepts, ``_hierarchical``), its
+predictions (``_prediction``, set against a direct question's in ``_direct_bias``) and
+least-squares regression (``_item_count_ls``)."""
 
 from ._design_effect import DesignEffectTest, list_design_effect_test
 from ._direct_bias import social_desirability_bias
+from ._hierarchical import ListHierarchicalResult, list_bayes_hierarchical
 from ._item_count import (
     CombinedListEstimate,
     ListEstimate,
@@ -30,10 +31,12 @@ __all__ = [
     "ListBayesResult",
     "ListEstimate",
     "ListHausmanTest",
+    "ListHierarchicalResult",
     "ListRegressionResult",
     "MultiItemListResult",
     "RobustListResult",
     "list_bayes",
+    "list_bayes_hierarchical",
     "list_combined",
     "list_design_effect_test",
     "list_difference_in_means",

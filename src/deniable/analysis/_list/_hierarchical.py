@@ -1,0 +1,484 @@
+"""Multilevel Bayesian list-experiment regression: one or several sensitive items, each
+model with a random intercept per group (state, village) that group-level covariates
+explain (Blair, Imai & Lyall 2014; R's ``list::ictregBayesHier``, two levels).
+
+For the control model (``m = 0``) and each sensitive item's model (``m = 1..K``),
+
+``eta_mi = x_i' beta_m + a_{m, g(i)}``, ``a_{m,g} ~ Normal(v_g' gamma_m, sigma_m^2)``,
+
+with ``x`` the covariates without an intercept (the group intercepts take its place),
+``v_g`` the group-level covariates (the mean over the group's rows, as R), the control
+count ``Y(0) ~ Binomial(J, g(eta_0i))`` and the sensitive answer ``Z_ki ~
+Bernoulli(g(eta_ki))`` on the list that held item ``k``. Priors (R's defaults):
+``beta_m ~ N(0, I)``, ``gamma_m ~ N(0, I)`` and ``sigma_m^2 ~ Scaled-Inv-chi^2(5, 1)``
+(``5 * 1 / chi^2_5``).
+
+The sampler augments each treated row with its answer and control count (R does the
+same), then updates ``beta_m`` by block random-walk Metropolis, every group's
+intercept at once by independent random-walk Metropolis steps (the groups are
+independent given the rest), and ``gamma_m`` and ``sigma_m^2`` from their conjugate
+normal and scaled inverse chi-squared conditionals. The proposals adapt during burn-in
+only (the block's covariance from its draws; each step size towards an acceptance of
+0.44), so the kept chain is a Markov chain with a fixed kernel.
+
+R's sampler is not this posterior's: it sets the intercepts' prior precision once, from
+the starting variance (1 by default), and never updates it, so the intercepts are drawn
+as if ``sigma_m^2 = 1`` while ``sigma_m^2`` is drawn from them (docs/analysis.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy import special
+
+from ...estimation import ConfidenceInterval
+from ._multi_item import multi_frame
+
+__all__ = ["ListHierarchicalResult", "list_bayes_hierarchical"]
+
+#: Kept draws times parameters at most (bounds the memory of ``draws``).
+MAX_CELLS = 50_000_000
+#: Groups at most.
+MAX_GROUPS = 10_000
+
+
+@dataclass(frozen=True)
+class ListHierarchicalResult:
+    """Posterior draws of a multilevel list-experiment regression.
+
+    Attributes
+    ----------
+    draws : pandas.DataFrame
+        One row per kept draw. Columns: ``<model>.<term>`` (``beta``), ``<model>.group.
+        <term>`` (``gamma``), ``<model>.sigma2`` and ``<model>.intercept[<group>]``, with
+        ``<model>`` ``control`` or ``sensitive.<label>``; then ``prevalence.<label>``,
+        each item's prevalence averaged over the rows.
+    params : pandas.Series
+        Posterior means.
+    bse : pandas.Series
+        Posterior standard deviations.
+    mc_se : pandas.Series
+        Monte Carlo standard errors of the means (batch means, 50 batches).
+    acceptance : pandas.Series
+        Share of proposals accepted after burn-in: ``slopes`` (every model's slopes
+        and level in one block) and, per model, over its groups' intercepts
+        (``<model>.intercepts``).
+    groups : list
+        The groups in the order of the intercepts.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(2)
+    >>> n, groups = 2000, 10
+    >>> g = rng.integers(0, groups, n)
+    >>> u = rng.normal(0, 0.5, groups)
+    >>> t = rng.integers(0, 2, n)
+    >>> x = rng.normal(size=n)
+    >>> z = rng.random(n) < 1 / (1 + np.exp(-(-1 + 0.8 * x + u[g])))
+    >>> data = pd.DataFrame({"y": rng.binomial(3, 0.4, n) + t * z, "x": x, "treat": t,
+    ...                      "g": g})
+    >>> fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
+    ...                               draws=200, burn_in=300, seed=1)
+    >>> round(float(fit.params["sensitive.1.x"]), 1), round(float(fit.bse["sensitive.1.x"]), 1)
+    (1.0, 0.1)
+    """
+
+    draws: pd.DataFrame
+    params: pd.Series
+    bse: pd.Series
+    mc_se: pd.Series
+    acceptance: pd.Series
+    groups: list[Any]
+
+    def credible_interval(self, level: float = 0.95) -> ConfidenceInterval[pd.Series]:
+        """Equal-tailed posterior intervals of every column, ``level`` in (0, 1).
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1).
+        """
+        if not 0 < level < 1:
+            raise ValueError(f"level must lie in (0, 1), got {level}")
+        tail = (1 - level) / 2
+        return ConfidenceInterval(self.draws.quantile(tail), self.draws.quantile(1 - tail))
+
+
+def _log_choose(j: int, k: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``log C(j, k)``, ``-inf`` outside 0..j."""
+    kk = np.clip(k, 0, j)
+    out = special.gammaln(j + 1) - special.gammaln(kk + 1) - special.gammaln(j - kk + 1)
+    return np.asarray(np.where((k >= 0) & (k <= j), out, -np.inf), dtype=np.float64)
+
+
+@dataclass
+class _Data:
+    """The rows of each model: covariates, group codes and the binomial size."""
+
+    x: NDArray[np.float64]  # (n, p) without the intercept
+    v: NDArray[np.float64]  # (G, q) group-level covariates
+    group: NDArray[np.int64]  # (n,) in 0..G-1
+    y: NDArray[np.float64]  # (n,) reported counts
+    arm: NDArray[np.int64]  # (n,) 0 control, 1..K
+    j: int
+    items: int
+
+    def rows(self, m: int) -> NDArray[np.int64]:
+        """The rows model ``m`` is fitted on: every row for the control model."""
+        return np.arange(len(self.y)) if m == 0 else np.flatnonzero(self.arm == m)
+
+
+class _Chain:
+    """The sampler's state and its updates (module text)."""
+
+    def __init__(self, d: _Data, start: NDArray[np.float64], priors: tuple[float, ...]) -> None:
+        """``start``: each model's intercept, shape (items + 1,); slopes start at 0."""
+        self.d = d
+        models, p, groups, q = d.items + 1, d.x.shape[1], d.v.shape[0], d.v.shape[1]
+        self.beta = np.zeros((models, p))
+        self.a = np.repeat(start[:, None], groups, axis=1)
+        self.gamma = np.zeros((models, q))
+        self.s2 = np.ones(models)
+        self.beta_prec, self.gamma_prec, self.nu0, self.s0 = priors
+        self.index = [d.rows(m) for m in range(models)]
+        self.treated = d.arm > 0
+        # the binomial coefficients of Y(0) = y (control, or Z = 0) and y - 1 (Z = 1)
+        with np.errstate(invalid="ignore"):
+            self.c0 = _log_choose(d.j, d.y)
+            self.c1 = _log_choose(d.j, d.y - 1)
+        self.gamma[:, 0] = start
+        blocks = []
+        for m in range(models):  # the proposal from the curvature at the start
+            x = np.column_stack([d.x[self.index[m]], np.ones(len(self.index[m]))])
+            h = special.expit(start[m])
+            size = d.j if m == 0 else 1
+            info = size * h * (1 - h) * x.T @ x + self.beta_prec * np.eye(p + 1)
+            blocks.append(np.linalg.inv(info))
+        width = models * (p + 1)
+        cov = np.zeros((width, width))
+        for m, block in enumerate(blocks):
+            cov[m * (p + 1) : (m + 1) * (p + 1), m * (p + 1) : (m + 1) * (p + 1)] = block
+        self.root = np.linalg.cholesky(cov) * (2.38 / math.sqrt(width))
+        self.scale = 1.0
+        self.a_step = np.full((models, groups), 0.5)
+        self.eta = np.asarray(self.beta @ d.x.T + self.a[:, d.group], dtype=np.float64)
+
+    def row_loglik(self, rows: NDArray[np.int64], e0: NDArray[np.float64],
+                   ez: NDArray[np.float64]) -> NDArray[np.float64]:  # fmt: skip
+        """Each row's log-likelihood with its answer summed out: ``sum_z P(z) Bin(y - z;
+        J, g(e0))`` on a treated row, ``Bin(y; J, g(e0))`` on a control row."""
+        y, j = self.d.y[rows], self.d.j
+        log_h, log_1h = -np.logaddexp(0.0, -e0), -np.logaddexp(0.0, e0)
+        b0 = self.c0[rows] + y * log_h + (j - y) * log_1h
+        b1 = self.c1[rows] + (y - 1) * log_h + (j - y + 1) * log_1h
+        mixed = np.logaddexp(b1 - np.logaddexp(0.0, -ez), b0 - np.logaddexp(0.0, ez))
+        return np.asarray(np.where(self.treated[rows], mixed, b0), dtype=np.float64)
+
+    def _loglik(
+        self, m: int, rows: NDArray[np.int64], eta_m: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Rows' log-likelihood with model ``m``'s linear predictor set to ``eta_m``."""
+        arm = self.d.arm[rows]
+        if m == 0:
+            return self.row_loglik(rows, eta_m, self.eta[arm, rows])
+        return self.row_loglik(rows, self.eta[0, rows], eta_m)
+
+    def sweep(self, rng: np.random.Generator) -> tuple[bool, NDArray[np.float64]]:
+        """One iteration; returns the slopes' acceptance and the intercepts'
+        acceptances (models, groups)."""
+        slopes_ok = self._slopes_step(rng)
+        d = self.d
+        models, groups = self.a.shape
+        a_ok = np.zeros((models, groups))
+        for m in range(models):
+            rows = self.index[m]
+            x, g = d.x[rows], d.group[rows]
+            current = self._loglik(m, rows, self.eta[m, rows])
+            a_ok[m] = self._intercept_step(m, (rows, x @ self.beta[m], g), current, rng)
+            self.eta[m] = d.x @ self.beta[m] + self.a[m, d.group]
+            self._group_step(m, rng)
+        return slopes_ok, a_ok
+
+    def _slopes_step(self, rng: np.random.Generator) -> bool:
+        """Every model's slopes with a shift of its intercepts and of gamma's intercept
+        (the intercepts' prior is unchanged by it), in one block: the control and the
+        sensitive models share the treated rows, so their coefficients move together."""
+        d = self.d
+        models, p = self.beta.shape
+        step = (self.scale * (self.root @ rng.standard_normal(self.root.shape[0]))).reshape(
+            models, p + 1
+        )
+        new, shift = self.beta + step[:, :p], step[:, p]
+        eta = self.eta + step[:, :p] @ d.x.T + shift[:, None]
+        rows = np.arange(len(d.y))
+        diff = float(
+            (self.row_loglik(rows, eta[0], eta[d.arm, rows]) - self.row_loglik(
+                rows, self.eta[0], self.eta[d.arm, rows])).sum()
+        )  # fmt: skip
+        diff -= 0.5 * self.beta_prec * float((new**2).sum() - (self.beta**2).sum())
+        level = self.gamma[:, 0]
+        diff -= 0.5 * self.gamma_prec * float(((level + shift) ** 2 - level**2).sum())
+        if math.log(rng.random()) >= diff:
+            return False
+        self.beta, self.eta = new, eta
+        self.a += shift[:, None]
+        self.gamma[:, 0] += shift
+        return True
+
+    def _intercept_step(
+        self,
+        m: int,
+        where: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]],
+        current: NDArray[np.float64],
+        rng: np.random.Generator,
+    ) -> NDArray[np.float64]:
+        """Every group's intercept at once: the groups' log-likelihoods are separate."""
+        rows, xb, g = where
+        groups = self.a.shape[1]
+        old = self.a[m]
+        new = old + self.a_step[m] * rng.standard_normal(groups)
+        change = self._loglik(m, rows, xb + new[g]) - current
+        diff = np.bincount(g, weights=change, minlength=groups)
+        mean = self.d.v @ self.gamma[m]
+        diff -= ((new - mean) ** 2 - (old - mean) ** 2) / (2 * self.s2[m])
+        ok = np.log(rng.random(groups)) < diff
+        self.a[m] = np.where(ok, new, old)
+        return np.asarray(ok, dtype=np.float64)
+
+    def _group_step(self, m: int, rng: np.random.Generator) -> None:
+        """``gamma_m`` and ``sigma_m^2`` from their conjugate conditionals."""
+        v, a = self.d.v, self.a[m]
+        precision = v.T @ v / self.s2[m] + self.gamma_prec * np.eye(v.shape[1])
+        root = np.linalg.cholesky(precision)
+        mean = np.linalg.solve(precision, v.T @ a / self.s2[m])
+        # N(mean, precision^-1): mean + L^-T e
+        self.gamma[m] = mean + np.linalg.solve(root.T, rng.standard_normal(v.shape[1]))
+        resid = a - v @ self.gamma[m]
+        self.s2[m] = (resid @ resid + self.nu0 * self.s0) / rng.chisquare(len(a) + self.nu0)
+
+    def adapt(
+        self, history: list[NDArray[np.float64]], rates: tuple[float, NDArray[np.float64]]
+    ) -> None:
+        """Burn-in only: the slopes' block proposal from its draws so far (scaled
+        ``2.38^2 / d``, then by a factor towards an acceptance of 0.25), and each
+        intercept's step towards an acceptance of 0.44."""
+        slopes_rate, a_rate = rates
+        width = self.root.shape[0]
+        if len(history) > 2 * width + 10:
+            cov = np.cov(np.asarray(history), rowvar=False).reshape(width, width)
+            root = np.linalg.cholesky(cov + 1e-8 * np.eye(width)) * (2.38 / math.sqrt(width))
+            self.root = np.asarray(root, dtype=np.float64)
+        self.scale *= math.exp(float(np.clip(slopes_rate - 0.25, -0.3, 0.3)) * 2)
+        self.a_step = np.asarray(
+            self.a_step * np.exp(np.clip(a_rate - 0.44, -0.3, 0.3) * 2), dtype=np.float64
+        )
+
+
+def _batch_se(chain: NDArray[np.float64], batches: int = 50) -> NDArray[np.float64]:
+    """Batch-means Monte Carlo SE of each column's mean, shape (columns,)."""
+    size = chain.shape[0] // batches
+    means = chain[: size * batches].reshape(batches, size, -1).mean(axis=1)
+    return np.asarray(means.std(axis=0, ddof=1) / math.sqrt(batches), dtype=np.float64)
+
+
+def _check_counts(draws: object, burn_in: object, thin: object) -> None:
+    for name, value, low in (("draws", draws, 100), ("burn_in", burn_in, 0), ("thin", thin, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _priors(
+    coef_precision: float, group_coef_precision: float, variance_prior: Any
+) -> tuple[float, ...]:
+    try:
+        nu0, s0 = (float(v) for v in variance_prior)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"variance_prior must be (degrees of freedom, scale), got {variance_prior!r}"
+        ) from None
+    for name, value in (("coef_precision", coef_precision),
+                        ("group_coef_precision", group_coef_precision),
+                        ("variance_prior's degrees of freedom", nu0),
+                        ("variance_prior's scale", s0)):  # fmt: skip
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(coef_precision), float(group_coef_precision), nu0, s0
+
+
+def _group_data(
+    data: pd.DataFrame, rows: Any, group: str, group_formula: str
+) -> tuple[NDArray[np.int64], NDArray[np.float64], list[Any], list[str]]:
+    """Each row's group code, the groups' covariates (the mean over their rows, as R),
+    the groups in order and the covariates' names."""
+    from formulaic import model_matrix
+
+    from .._formula import quote_columns
+
+    if group not in data.columns:
+        raise ValueError(
+            f"group must name a column of data; columns: {', '.join(map(str, data.columns))}"
+        )
+    values = data.loc[rows, group]
+    if values.isna().any():
+        raise ValueError(f"group {group!r} is missing on {int(values.isna().sum())} used rows")
+    codes, uniques = pd.factorize(values, sort=True)
+    if not 2 <= len(uniques) <= MAX_GROUPS:
+        raise ValueError(f"group {group!r} must have 2..{MAX_GROUPS:,} groups, got {len(uniques)}")
+    if not isinstance(group_formula, str) or not group_formula.strip().startswith("~"):
+        raise ValueError(f"group_formula must read '~ terms', got {group_formula!r}")
+    text = quote_columns(group_formula, [str(c) for c in data.columns])
+    try:
+        v = model_matrix(text, data.loc[rows], na_action="raise")
+    except Exception as exc:  # formulaic raises several types; name the formula
+        raise ValueError(f"cannot build the group covariates of {group_formula!r}: {exc}") from None
+    names = [str(t).replace("`", "") for t in v.columns]
+    if not names or names[0] != "Intercept":
+        raise ValueError(f"group_formula must keep the intercept, got {group_formula!r}")
+    means = pd.DataFrame(np.asarray(v, dtype=np.float64)).groupby(codes).mean()
+    return codes.astype(np.int64), means.to_numpy(dtype=np.float64), list(uniques), names
+
+
+def _columns(
+    labels: list[Any], terms: list[str], vterms: list[str], groups: list[Any]
+) -> tuple[list[str], list[str]]:
+    """The draws' columns and the models' names."""
+    models = ["control", *(f"sensitive.{v}" for v in labels)]
+    cols = [f"{m}.{t}" for m in models for t in terms]
+    cols += [f"{m}.group.{t}" for m in models for t in vterms]
+    cols += [f"{m}.sigma2" for m in models]
+    cols += [f"{m}.intercept[{g}]" for m in models for g in groups]
+    return [*cols, *(f"prevalence.{v}" for v in labels)], models
+
+
+def _run(
+    chain: _Chain, lengths: tuple[int, int, int], rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Burn in (adapting every 100 sweeps), then keep every ``thin``-th of ``draws``
+    sweeps: the kept rows, shape (draws, columns), and the acceptance rates (beta block
+    and intercepts, per model) after burn-in."""
+    burn_in, draws, thin = lengths
+    d = chain.d
+    models = d.items + 1
+    history: list[NDArray[np.float64]] = []
+    a_rate = np.zeros_like(chain.a)
+    slopes_rate = 0.0
+    accepted = np.zeros(models + 1)
+    out = []
+    for sweep in range(burn_in + draws * thin):  # a Markov chain: each sweep needs the last
+        slopes_ok, a_ok = chain.sweep(rng)
+        if sweep < burn_in:
+            history.append(np.column_stack([chain.beta, chain.gamma[:, 0]]).ravel())
+            a_rate += a_ok
+            slopes_rate += slopes_ok
+            if (sweep + 1) % 100 == 0:
+                chain.adapt(history[len(history) // 2 :], (slopes_rate / 100, a_rate / 100))
+                a_rate[:], slopes_rate = 0, 0.0
+            continue
+        accepted[0] += slopes_ok
+        accepted[1:] += a_ok.mean(axis=1)
+        if (sweep - burn_in + 1) % thin == 0:
+            prevalence = special.expit(chain.eta[1:]).mean(axis=1)
+            out.append(np.concatenate([chain.beta.ravel(), chain.gamma.ravel(), chain.s2,
+                                       chain.a.ravel(), prevalence]))  # fmt: skip
+    return np.asarray(out), accepted / (draws * thin)
+
+
+def list_bayes_hierarchical(
+    formula: str,
+    data: pd.DataFrame,
+    *,
+    treat: str,
+    items: int,
+    group: str,
+    group_formula: str = "~ 1",
+    draws: int = 2_000,
+    burn_in: int = 2_000,
+    thin: int = 1,
+    seed: int | None = None,
+    coef_precision: float = 1.0,
+    group_coef_precision: float = 1.0,
+    variance_prior: tuple[float, float] = (5.0, 1.0),
+) -> ListHierarchicalResult:
+    """Sample the posterior of a two-level list-experiment regression (module text).
+
+    Parameters
+    ----------
+    formula : str
+        ``"count ~ covariates"``; an intercept is dropped (the groups' intercepts take
+        its place).
+    data : pandas.DataFrame
+        One row per respondent; rows missing a used column are dropped.
+    treat : str
+        Column: 0 or ``"control"`` for the control list, another value per sensitive
+        item's list (:func:`list_regression_multi`); one item or several.
+    items : int in 1..50
+        ``J``, the number of control items.
+    group : str
+        Column naming each row's group (2..10,000 groups).
+    group_formula : str, default "~ 1"
+        The groups' covariates (``"~ age"``: each group's mean age), with an intercept.
+    draws : int >= 100, default 2,000
+        Draws kept.
+    burn_in : int >= 0, default 2,000
+        Sweeps discarded first, during which the proposals adapt.
+    thin : int >= 1, default 1
+        Keep every ``thin``-th sweep.
+    seed : int, optional
+        The chain's seed (analysis: nothing a respondent sends).
+    coef_precision, group_coef_precision : float > 0, default 1
+        Precision of the normal priors (mean 0) on ``beta_m`` and ``gamma_m`` (R's
+        defaults).
+    variance_prior : (float, float), default (5, 1)
+        Degrees of freedom ``nu0`` and scale ``s0`` of ``sigma_m^2 ~ nu0 s0 /
+        chi^2_nu0`` (R's defaults).
+
+    Returns
+    -------
+    ListHierarchicalResult
+
+    Raises
+    ------
+    ValueError
+        On a malformed formula, column, count or list (:func:`list_regression_multi`),
+        a ``group`` that is no column, is missing on a used row or has fewer than 2
+        groups, a malformed ``group_formula``, a non-positive prior, or draws, burn-in
+        or thin out of range or too many cells to keep.
+
+    Examples
+    --------
+    See :class:`ListHierarchicalResult`.
+    """
+    _check_counts(draws, burn_in, thin)
+    priors = _priors(coef_precision, group_coef_precision, variance_prior)
+    frame, y, arm, labels, j = multi_frame(formula, data, treat, items)
+    keep = [i for i, t in enumerate(frame.terms) if t != "Intercept"]
+    codes, v, groups, vterms = _group_data(data, frame.rows, group, group_formula)
+    d = _Data(frame.X[:, keep], v, codes, y, arm, j, len(labels))
+    columns, models = _columns(labels, [frame.terms[i] for i in keep], vterms, groups)
+    if draws * len(columns) > MAX_CELLS:
+        raise ValueError(f"draws x parameters must be at most {MAX_CELLS:,}, got "
+                         f"{draws:,} x {len(columns):,}")  # fmt: skip
+    share0 = float(np.clip(y[arm == 0].mean() / j, 0.02, 0.98))
+    starts = [special.logit(share0)]
+    for k in range(1, len(labels) + 1):
+        gap = float(np.clip(y[arm == k].mean() - y[arm == 0].mean(), 0.02, 0.98))
+        starts.append(special.logit(gap))
+    chain = _Chain(d, np.asarray(starts), priors)
+    kept, rates = _run(chain, (burn_in, draws, thin), np.random.default_rng(seed))
+    frame_draws = pd.DataFrame(kept, columns=columns)
+    acceptance = pd.Series(rates, index=["slopes", *(f"{m}.intercepts" for m in models)])
+    return ListHierarchicalResult(
+        draws=frame_draws,
+        params=frame_draws.mean(),
+        bse=frame_draws.std(ddof=1),
+        mc_se=pd.Series(_batch_se(kept), index=columns),
+        acceptance=acceptance,
+        groups=groups,
+    )

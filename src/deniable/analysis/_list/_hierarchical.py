@@ -18,8 +18,9 @@ same), then updates ``beta_m`` by block random-walk Metropolis, every group's
 intercept at once by independent random-walk Metropolis steps (the groups are
 independent given the rest), and ``gamma_m`` and ``sigma_m^2`` from their conjugate
 normal and scaled inverse chi-squared conditionals. The proposals adapt during burn-in
-only (the block's covariance from its draws; each step size towards an acceptance of
-0.44), so the kept chain is a Markov chain with a fixed kernel.
+only: the block's covariance is the inverse curvature of its conditional log posterior
+(refitted every 500 sweeps), scaled towards an acceptance of 0.25; each intercept's step
+towards 0.44. The kept chain is a Markov chain with a fixed kernel.
 
 R's sampler is not this posterior's: it sets the intercepts' prior precision once, from
 the starting variance (1 by default), and never updates it, so the intercepts are drawn
@@ -38,6 +39,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ...estimation import ConfidenceInterval
+from .._results import hessian_from_values
 from ._multi_item import multi_frame
 
 __all__ = ["ListHierarchicalResult", "list_bayes_hierarchical"]
@@ -206,15 +208,13 @@ class _Chain:
             self._group_step(m, rng)
         return slopes_ok, a_ok
 
-    def _slopes_step(self, rng: np.random.Generator) -> bool:
-        """Every model's slopes with a shift of its intercepts and of gamma's intercept
-        (the intercepts' prior is unchanged by it), in one block: the control and the
-        sensitive models share the treated rows, so their coefficients move together."""
+    def _block_change(
+        self, step: NDArray[np.float64]
+    ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
+        """For ``step`` (models, p + 1), slopes and shift: the change of the log
+        posterior, the new slopes and the new linear predictors."""
         d = self.d
-        models, p = self.beta.shape
-        step = (self.scale * (self.root @ rng.standard_normal(self.root.shape[0]))).reshape(
-            models, p + 1
-        )
+        p = self.beta.shape[1]
         new, shift = self.beta + step[:, :p], step[:, p]
         eta = self.eta + step[:, :p] @ d.x.T + shift[:, None]
         rows = np.arange(len(d.y))
@@ -225,12 +225,37 @@ class _Chain:
         diff -= 0.5 * self.beta_prec * float((new**2).sum() - (self.beta**2).sum())
         level = self.gamma[:, 0]
         diff -= 0.5 * self.gamma_prec * float(((level + shift) ** 2 - level**2).sum())
+        return diff, new, eta
+
+    def _slopes_step(self, rng: np.random.Generator) -> bool:
+        """Every model's slopes with a shift of its intercepts and of gamma's intercept
+        (the intercepts' prior is unchanged by it), in one block: the control and the
+        sensitive models share the treated rows, so their coefficients move together."""
+        models, p = self.beta.shape
+        z = rng.standard_normal(self.root.shape[0])
+        step = (self.scale * (self.root @ z)).reshape(models, p + 1)
+        diff, new, eta = self._block_change(step)
         if math.log(rng.random()) >= diff:
             return False
         self.beta, self.eta = new, eta
-        self.a += shift[:, None]
-        self.gamma[:, 0] += shift
+        self.a += step[:, p][:, None]
+        self.gamma[:, 0] += step[:, p]
         return True
+
+    def fit_proposal(self) -> None:
+        """Burn-in only: the block's proposal ``N(0, (2.38^2 / d) H^-1)`` with ``H`` the
+        negative Hessian of the block's conditional log posterior here (central
+        differences); kept as it was where ``H`` is not positive definite."""
+        shape = (self.beta.shape[0], self.beta.shape[1] + 1)
+        width = shape[0] * shape[1]
+        hessian = hessian_from_values(
+            lambda s: self._block_change(s.reshape(shape))[0], np.zeros(width), 0.0
+        )
+        try:
+            root = np.linalg.cholesky(np.linalg.inv(-(hessian + hessian.T) / 2))
+        except np.linalg.LinAlgError:
+            return
+        self.root = np.asarray(root * (2.38 / math.sqrt(width)), dtype=np.float64)
 
     def _intercept_step(
         self,
@@ -263,18 +288,10 @@ class _Chain:
         resid = a - v @ self.gamma[m]
         self.s2[m] = (resid @ resid + self.nu0 * self.s0) / rng.chisquare(len(a) + self.nu0)
 
-    def adapt(
-        self, history: list[NDArray[np.float64]], rates: tuple[float, NDArray[np.float64]]
-    ) -> None:
-        """Burn-in only: the slopes' block proposal from its draws so far (scaled
-        ``2.38^2 / d``, then by a factor towards an acceptance of 0.25), and each
-        intercept's step towards an acceptance of 0.44."""
+    def adapt(self, rates: tuple[float, NDArray[np.float64]]) -> None:
+        """Burn-in only: the block's scale towards an acceptance of 0.25, and each
+        intercept's step towards 0.44."""
         slopes_rate, a_rate = rates
-        width = self.root.shape[0]
-        if len(history) > 2 * width + 10:
-            cov = np.cov(np.asarray(history), rowvar=False).reshape(width, width)
-            root = np.linalg.cholesky(cov + 1e-8 * np.eye(width)) * (2.38 / math.sqrt(width))
-            self.root = np.asarray(root, dtype=np.float64)
         self.scale *= math.exp(float(np.clip(slopes_rate - 0.25, -0.3, 0.3)) * 2)
         self.a_step = np.asarray(
             self.a_step * np.exp(np.clip(a_rate - 0.44, -0.3, 0.3) * 2), dtype=np.float64
@@ -366,7 +383,6 @@ def _run(
     burn_in, draws, thin = lengths
     d = chain.d
     models = d.items + 1
-    history: list[NDArray[np.float64]] = []
     a_rate = np.zeros_like(chain.a)
     slopes_rate = 0.0
     accepted = np.zeros(models + 1)
@@ -374,11 +390,12 @@ def _run(
     for sweep in range(burn_in + draws * thin):  # a Markov chain: each sweep needs the last
         slopes_ok, a_ok = chain.sweep(rng)
         if sweep < burn_in:
-            history.append(np.column_stack([chain.beta, chain.gamma[:, 0]]).ravel())
             a_rate += a_ok
             slopes_rate += slopes_ok
             if (sweep + 1) % 100 == 0:
-                chain.adapt(history[len(history) // 2 :], (slopes_rate / 100, a_rate / 100))
+                if (sweep + 1) % 500 == 0 or sweep + 1 == burn_in - burn_in % 100:
+                    chain.fit_proposal()
+                chain.adapt((slopes_rate / 100, a_rate / 100))
                 a_rate[:], slopes_rate = 0, 0.0
             continue
         accepted[0] += slopes_ok

@@ -89,7 +89,7 @@ class ListHierarchicalResult:
     >>> fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
     ...                               draws=200, burn_in=300, seed=1)
     >>> round(float(fit.params["sensitive.1.x"]), 1), round(float(fit.bse["sensitive.1.x"]), 1)
-    (1.0, 0.1)
+    (0.8, 0.1)
     """
 
     draws: pd.DataFrame

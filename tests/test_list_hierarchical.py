@@ -79,6 +79,65 @@ def test_the_posterior_equals_rs_sampler_with_its_prior_fixed() -> None:
             assert abs(fit.bse[name] - sd) <= tol, name
 
 
+def simulated_two(seed: int, n: int = 2400, groups: int = 5) -> pd.DataFrame:
+    """Two sensitive items (``affirm``, ``race``), each on its own list."""
+    rng = np.random.default_rng(seed)
+    g, x = rng.integers(0, groups, n), rng.normal(size=n)
+    arm = rng.integers(0, 3, n)
+    u0, u1 = rng.normal(-0.3, 0.4, groups), rng.normal(0.5, 0.6, groups)
+    u2 = rng.normal(-1.5, 0.6, groups)
+    h = 1 / (1 + np.exp(-(0.3 * x + u0[g])))
+    z1 = rng.random(n) < 1 / (1 + np.exp(-(0.5 * x + u1[g])))
+    z2 = rng.random(n) < 1 / (1 + np.exp(-(-0.4 * x + u2[g])))
+    y = rng.binomial(3, h) + (arm == 1) * z1 + (arm == 2) * z2
+    return pd.DataFrame({"y": y, "x": x, "treat": np.array(["control", "affirm", "race"])[arm],
+                         "g": [f"g{v:02d}" for v in g]})  # fmt: skip
+
+
+# The same R, two items: simulated_two(31) (2,400 respondents, 5 groups), delta.tune =
+# list(0.002, 0.02, 0.02), n.draws = 200000, burnin = 20000, thin = 9, three chains
+# (set.seed(1..3)), 18,000 draws each; Gelman-Rubin below 1.004.
+R_TWO = {
+    "control.x": (0.260999, 0.035981, 0.000461),
+    "sensitive.affirm.x": (0.461256, 0.210573, 0.002890),
+    "sensitive.race.x": (-0.499404, 0.225388, 0.003363),
+    "control.group.Intercept": (-0.277176, 0.350175, 0.001824),
+    "sensitive.affirm.group.Intercept": (-0.138818, 0.439388, 0.006198),
+    "sensitive.race.group.Intercept": (-1.081370, 0.475081, 0.007413),
+    "control.sigma2": (0.725498, 0.447770, 0.002061),
+    "sensitive.affirm.sigma2": (1.013331, 0.630289, 0.005351),
+    "sensitive.race.sigma2": (1.130260, 0.780114, 0.010618),
+    "control.intercept[g00]": (-0.236936, 0.085981, 0.002287),
+    "control.intercept[g01]": (-0.221086, 0.081518, 0.002133),
+    "control.intercept[g02]": (-0.471917, 0.073349, 0.001624),
+    "control.intercept[g03]": (-0.092865, 0.077680, 0.002165),
+    "control.intercept[g04]": (-0.569421, 0.082923, 0.002017),
+    "sensitive.affirm.intercept[g00]": (-0.017744, 0.479613, 0.016536),
+    "sensitive.affirm.intercept[g01]": (-0.899544, 0.448048, 0.014490),
+    "sensitive.affirm.intercept[g02]": (0.458524, 0.364850, 0.008992),
+    "sensitive.affirm.intercept[g03]": (0.397558, 0.405076, 0.012302),
+    "sensitive.affirm.intercept[g04]": (-0.779709, 0.394345, 0.011721),
+    "sensitive.race.intercept[g00]": (-0.329545, 0.388811, 0.010620),
+    "sensitive.race.intercept[g01]": (-1.202776, 0.478214, 0.015437),
+    "sensitive.race.intercept[g02]": (-1.556542, 0.519367, 0.018485),
+    "sensitive.race.intercept[g03]": (-2.168975, 0.703656, 0.030165),
+    "sensitive.race.intercept[g04]": (-1.311493, 0.494842, 0.015199),
+}
+
+
+@pytest.mark.slow  # 25,000 sweeps: 40-110 s
+def test_two_items_equal_rs_sampler_with_its_prior_fixed() -> None:
+    """Two sensitive items sharing the control model: every posterior mean and every
+    slope's and intercept's SD within 4 combined Monte Carlo SEs of R's."""
+    fit = list_bayes_hierarchical("y ~ x", simulated_two(31), treat="treat", items=3,
+                                  group="g", draws=20000, burn_in=5000, seed=1)  # fmt: skip
+    for name, (mean, sd, mc_se) in R_TWO.items():
+        tol = Z4 * math.hypot(mc_se, fit.mc_se[name])
+        assert abs(fit.params[name] - mean) <= tol, name
+        if "sigma2" not in name:
+            assert abs(fit.bse[name] - sd) <= tol, name
+
+
 @pytest.mark.slow  # 6,000 sweeps: 9-18 s
 def test_known_coefficients_are_recovered() -> None:
     """Every fixed coefficient and variance lies within 4 posterior SDs of the value the

@@ -37,6 +37,16 @@ def simulated(seed: int, n: int = 3000, groups: int = 20) -> tuple[pd.DataFrame,
     return data, truth
 
 
+def assert_matches(fit, reference: dict) -> None:
+    """Each posterior mean, and each slope's and intercept's SD (a variance's SD
+    converges slower than its mean), within 4 combined Monte Carlo SEs of R's."""
+    for name, (mean, sd, mc_se) in reference.items():
+        tol = Z4 * math.hypot(mc_se, fit.mc_se[name])
+        assert abs(fit.params[name] - mean) <= tol, name
+        if "sigma2" not in name:
+            assert abs(fit.bse[name] - sd) <= tol, name
+
+
 # R 4.2, list 9.2.6 sourced, its C code with the intercepts' prior precision set to
 # 1 / sigma2 and updated after each draw of sigma2 (the module text of _hierarchical):
 # ictregBayesHier(y ~ x, formula.level.2 = ~ 1, group.level.2 = "g", J = 3,
@@ -72,11 +82,7 @@ def test_the_posterior_equals_rs_sampler_with_its_prior_fixed() -> None:
     data, _ = simulated(21, n=2000, groups=5)
     fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
                                   draws=20000, burn_in=5000, seed=1)  # fmt: skip
-    for name, (mean, sd, mc_se) in R_SMALL.items():
-        tol = Z4 * math.hypot(mc_se, fit.mc_se[name])
-        assert abs(fit.params[name] - mean) <= tol, name
-        if "sigma2" not in name:  # a variance's SD converges slower than its mean
-            assert abs(fit.bse[name] - sd) <= tol, name
+    assert_matches(fit, R_SMALL)
 
 
 def simulated_two(seed: int, n: int = 2400, groups: int = 5) -> pd.DataFrame:
@@ -131,11 +137,7 @@ def test_two_items_equal_rs_sampler_with_its_prior_fixed() -> None:
     slope's and intercept's SD within 4 combined Monte Carlo SEs of R's."""
     fit = list_bayes_hierarchical("y ~ x", simulated_two(31), treat="treat", items=3,
                                   group="g", draws=20000, burn_in=5000, seed=1)  # fmt: skip
-    for name, (mean, sd, mc_se) in R_TWO.items():
-        tol = Z4 * math.hypot(mc_se, fit.mc_se[name])
-        assert abs(fit.params[name] - mean) <= tol, name
-        if "sigma2" not in name:
-            assert abs(fit.bse[name] - sd) <= tol, name
+    assert_matches(fit, R_TWO)
 
 
 @pytest.mark.slow  # 6,000 sweeps: 9-18 s

@@ -41,6 +41,7 @@ from scipy import special
 from ...estimation import ConfidenceInterval
 from .._results import hessian_from_values
 from ._multi_item import multi_frame
+from ._posterior import batch_se, draws_interval
 
 __all__ = ["ListHierarchicalResult", "list_bayes_hierarchical"]
 
@@ -107,10 +108,7 @@ class ListHierarchicalResult:
         ValueError
             For a level outside (0, 1).
         """
-        if not 0 < level < 1:
-            raise ValueError(f"level must lie in (0, 1), got {level}")
-        tail = (1 - level) / 2
-        return ConfidenceInterval(self.draws.quantile(tail), self.draws.quantile(1 - tail))
+        return draws_interval(self.draws, level)
 
 
 def _log_choose(j: int, k: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -296,13 +294,6 @@ class _Chain:
         self.a_step = np.asarray(
             self.a_step * np.exp(np.clip(a_rate - 0.44, -0.3, 0.3) * 2), dtype=np.float64
         )
-
-
-def _batch_se(chain: NDArray[np.float64], batches: int = 50) -> NDArray[np.float64]:
-    """Batch-means Monte Carlo SE of each column's mean, shape (columns,)."""
-    size = chain.shape[0] // batches
-    means = chain[: size * batches].reshape(batches, size, -1).mean(axis=1)
-    return np.asarray(means.std(axis=0, ddof=1) / math.sqrt(batches), dtype=np.float64)
 
 
 def _check_counts(draws: object, burn_in: object, thin: object) -> None:
@@ -495,7 +486,7 @@ def list_bayes_hierarchical(
         draws=frame_draws,
         params=frame_draws.mean(),
         bse=frame_draws.std(ddof=1),
-        mc_se=pd.Series(_batch_se(kept), index=columns),
+        mc_se=pd.Series(batch_se(kept), index=columns),
         acceptance=acceptance,
         groups=groups,
     )

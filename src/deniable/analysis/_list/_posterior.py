@@ -93,10 +93,21 @@ class ListBayesResult:
         ValueError
             For a level outside (0, 1).
         """
-        if not 0 < level < 1:
-            raise ValueError(f"level must lie in (0, 1), got {level}")
-        tail = (1 - level) / 2
-        return ConfidenceInterval(self.draws.quantile(tail), self.draws.quantile(1 - tail))
+        return draws_interval(self.draws, level)
+
+
+def draws_interval(draws: pd.DataFrame, level: float) -> ConfidenceInterval[pd.Series]:
+    """Each column's equal-tailed interval of posterior draws, ``level`` in (0, 1).
+
+    Raises
+    ------
+    ValueError
+        For a level outside (0, 1).
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    tail = (1 - level) / 2
+    return ConfidenceInterval(draws.quantile(tail), draws.quantile(1 - tail))
 
 
 def _prior(value: ArrayLike | float, k: int, name: str) -> NDArray[np.float64]:
@@ -106,7 +117,7 @@ def _prior(value: ArrayLike | float, k: int, name: str) -> NDArray[np.float64]:
     return arr
 
 
-def _batch_se(chain: NDArray[np.float64], batches: int = 50) -> NDArray[np.float64]:
+def batch_se(chain: NDArray[np.float64], batches: int = 50) -> NDArray[np.float64]:
     """Batch-means Monte Carlo SE of each column's mean."""
     size = chain.shape[0] // batches
     means = chain[: size * batches].reshape(batches, size, -1).mean(axis=1)
@@ -327,7 +338,7 @@ def list_bayes(
         draws=pd.DataFrame(chain, columns=names),
         params=pd.Series(chain.mean(axis=0), index=names),
         bse=pd.Series(chain.std(axis=0, ddof=1), index=names),
-        mc_se=pd.Series(_batch_se(chain), index=names),
+        mc_se=pd.Series(batch_se(chain), index=names),
         prevalence=prevalence.mean(),
         prevalence_sd=prevalence.std(ddof=1),
         acceptance=acceptance,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import gc
+
 import numpy as np
 import pytest
 
@@ -12,6 +15,19 @@ Z4 = 4.0
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261121)
+
+
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse`` with the garbage collector paused. CPython before 3.11.8 raises
+    ``SystemError: AST constructor recursion depth mismatch`` when a finalizer runs
+    during the parse (python/cpython#106905): here, a collection server task an earlier
+    test's event loop left pending, destroyed by a collection mid-parse."""
+    gc.collect()
+    gc.disable()
+    try:
+        return ast.parse(source)
+    finally:
+        gc.enable()
 
 
 def numeric_gradient(value, theta: np.ndarray, step: float = 1e-6) -> np.ndarray:

@@ -24,6 +24,7 @@ from deniable.estimation._means import HistogramEstimate, MeanEstimate
 from deniable.mechanisms import CHANNELS, Mechanism
 from deniable.mechanisms._protocol import CategoricalMechanism
 
+from .conftest import parse_python
 from .test_protocol import OTHER_SPECS, SPECS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "deniable"
@@ -153,7 +154,7 @@ def test_no_module_outside_the_mechanisms_asks_a_mechanism_its_class() -> None:
     for path in SRC.rglob("*.py"):
         if path.parent.name == "mechanisms":
             continue
-        tree = ast.parse(path.read_text())
+        tree = parse_python(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
                 named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
@@ -169,7 +170,7 @@ def test_no_module_outside_the_mechanisms_asks_a_mechanism_its_class() -> None:
 
 def test_the_detector_finds_an_isinstance_of_a_mechanism_class() -> None:
     source = "def f(d):\n    return isinstance(d, Warner)\n"
-    call = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call))
+    call = next(n for n in ast.walk(parse_python(source)) if isinstance(n, ast.Call))
     named = {n.id for n in ast.walk(call.args[1]) if isinstance(n, ast.Name)}
     assert named & _mechanism_classes() == {"Warner"}
     assert math.isfinite(mechanism_from_spec("warner:p=0.7").epsilon)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import parse_python
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "deniable"
 HEAVY = (
@@ -46,7 +48,7 @@ def imports(source: str, name: str, is_package: bool) -> set[str]:
     """Modules of the package that ``name`` imports anywhere: at the top, inside
     functions and methods (lazily), under ``if``/``try``, by ``importlib.import_module``
     of a literal name; not what is imported only for type checking."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     package = name if is_package else name.rpartition(".")[0]
     typing_only = {
         id(inner)
@@ -273,7 +275,7 @@ def public_definitions(path: Path) -> set[str]:
     """Names a module defines at its top level (functions, classes, assignments) that
     do not start with an underscore, endpoints and its logger aside."""
     names: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
+    for node in parse_python(path.read_text()).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             if not is_endpoint(node):
                 names.add(node.name)
@@ -439,7 +441,7 @@ def test_no_function_is_over_100_lines():
     """Every function and method in src/ (its docstring included) is at most 100 lines."""
     long = []
     for name, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse_python(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 if lines > 100:

@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ...estimation import ConfidenceInterval
+from .._formula import quote_columns
 from .._results import hessian_from_values
 from ._multi_item import multi_frame
 from ._posterior import batch_se, draws_interval
@@ -325,9 +326,7 @@ def _group_data(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], list[Any], list[str]]:
     """Each row's group code, the groups' covariates (the mean over their rows, as R),
     the groups in order and the covariates' names."""
-    from formulaic import model_matrix
-
-    from .._formula import quote_columns
+    from formulaic import model_matrix  # lazy, as in _formula: its import is slow
 
     if group not in data.columns:
         raise ValueError(

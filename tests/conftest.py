@@ -157,7 +157,10 @@ async def client(database_url):
         store, analyst_token=ANALYST, max_body_bytes=256 * 1024, limiter=RateLimiter(0, 0)
     )
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+    async with (
+        app.router.lifespan_context(app),  # its shutdown stops the group committer
+        httpx.AsyncClient(transport=transport, base_url="http://test") as c,
+    ):
         c.store = store  # type: ignore[attr-defined]
         yield c
     store.close()

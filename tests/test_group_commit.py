@@ -60,6 +60,7 @@ async def test_a_group_under_load_defers_its_release_until_the_writer_is_idle(st
             break
     assert store.released_count(s.id) == 40 and store.waiting(s.id) == {}
     assert releases(store, s.id) == [40]  # one crowd of 40, not four of 10
+    await committer.close()
 
 
 async def test_a_small_group_releases_before_its_acknowledgement(store):
@@ -71,6 +72,7 @@ async def test_a_small_group_releases_before_its_acknowledgement(store):
         seen.append(store.released_count(s.id))
     assert seen == [0, 0, 0, 0, 5, 5, 5, 5, 5, 10, 10, 10]
     assert releases(store, s.id) == [5, 10]
+    await committer.close()
 
 
 async def test_under_sustained_load_a_release_comes_every_release_seconds(store):
@@ -88,3 +90,43 @@ async def test_under_sustained_load_a_release_comes_every_release_seconds(store)
     steps = releases(store, s.id)
     assert steps[-1] == store.released_count(s.id)
     assert all(b - a >= 7 for a, b in itertools.pairwise([0, *steps]))
+    await committer.close()
+
+
+async def test_close_commits_what_is_queued_and_makes_the_deferred_release(store):
+    """Shutdown drains the writer: responses submitted before ``close`` are committed
+    and acknowledged, the release their group deferred is made, and no task is left
+    pending (an idle writer would otherwise wait ``idle_seconds``, here an hour)."""
+    s = published(store, 10)
+    committer = GroupCommitter(store, idle_seconds=3600, release_seconds=3600, inline_group=8)
+    pending = [store.prepare(s, {"drugs": i % 2, "status": i % 3}) for i in range(40)]
+    submits = [asyncio.ensure_future(committer.submit(p)) for p in pending]
+    await asyncio.sleep(0)  # every submit is queued
+    writer = committer._task
+    assert writer is not None and not writer.done()
+    await asyncio.wait_for(committer.close(), 30)
+    assert writer.done() and not writer.cancelled() and writer.exception() is None
+    assert all(f.done() and f.exception() is None for f in submits)
+    assert store.response_count(s.id) == 40
+    assert store.released_count(s.id) == 40 and store.waiting(s.id) == {}
+    await committer.close()  # a second close is a no-op
+    await send(committer, store, s, 3)  # a submit after close starts a new writer
+    assert store.response_count(s.id) == 43
+    await committer.close()
+    assert store.released_count(s.id) + store.waiting(s.id).get(1, 0) == 43
+
+
+async def test_the_application_shutdown_stops_the_writer(database_url):
+    from deniable.collection.server._app import create_app
+
+    store = Store(database_url)
+    app = create_app(store, analyst_token="t" * 32)
+    s = published(store, 10)
+    async with app.router.lifespan_context(app):
+        committer = app.state.committer
+        await send(committer, store, s, 12)
+        writer = committer._task
+        assert writer is not None and not writer.done()
+    assert writer.done() and committer._task is None
+    assert store.response_count(s.id) == 12
+    store.close()

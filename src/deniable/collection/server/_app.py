@@ -34,10 +34,12 @@ one line, without a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import secrets
+from collections.abc import AsyncIterator
 from importlib import resources
 
 from fastapi import FastAPI, Request
@@ -152,6 +154,7 @@ def create_app(
     token = _analyst_token(analyst_token)
     limiter = limiter or _default_limiter(store)
     app = FastAPI(
+        lifespan=_lifespan,
         title="deniable collection server",
         version="1",
         description="Collects randomized-response reports; never receives a true answer.",
@@ -172,6 +175,14 @@ def create_app(
     static = resources.files("deniable.collection.respondent") / "web"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
     return app
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """On shutdown, the group committer is drained: what was accepted is committed and
+    answered before the process ends, and its writer task is stopped."""
+    yield
+    await app.state.committer.close()
 
 
 def _analyst_token(analyst_token: str | None) -> str:

@@ -211,6 +211,9 @@ class GroupCommitter:
     once nothing has arrived for ``idle_seconds`` after a commit the writer calls
     :meth:`Store.release_waiting`. A crowd is never smaller for waiting, and under load
     one release of many responses replaces many of few (``bench/ingest.py``).
+
+    :meth:`close` (the application's shutdown) drains it: what is queued is committed
+    and answered, a deferred release is made, and the writer task ends.
     """
 
     def __init__(
@@ -233,12 +236,36 @@ class GroupCommitter:
 
     async def submit(self, pending: PendingResponse | PendingSpend) -> None:
         """Wait until ``pending`` is committed; raise its InvitationError if refused."""
-        if self._queue is None or self._task is None or self._task.done():
+        loop = asyncio.get_running_loop()
+        task = self._task
+        if self._queue is None or task is None or task.done() or task.get_loop() is not loop:
             self._queue = asyncio.Queue()
             self._task = asyncio.create_task(self._run())
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[None] = loop.create_future()
         self._queue.put_nowait((pending, future))
         await future
+
+    async def close(self) -> None:
+        """Drain and stop: every response queued before the call is committed and
+        answered, a release left for later is made, then the writer task ends. A later
+        :meth:`submit` starts a new one. Called by the application's shutdown."""
+        queue, task = self._queue, self._task
+        self._queue = self._task = None
+        if queue is None or task is None or task.done():
+            return
+        if task.get_loop() is not asyncio.get_running_loop():  # its loop is gone
+            return
+        queue.put_nowait(_STOP)
+        await task
+
+    async def _release(self) -> bool:
+        """Release the waiting responses; False (logged) if the store refused."""
+        try:
+            await run_in_threadpool(self.store.release_waiting)
+            return True
+        except Exception:  # the next idle moment retries  # pragma: no cover
+            log.exception("could not release the waiting responses")
+            return False
 
     async def _run(self) -> None:
         assert self._queue is not None
@@ -251,17 +278,22 @@ class GroupCommitter:
                 try:
                     first = await asyncio.wait_for(queue.get(), self.idle_seconds)
                 except TimeoutError:  # idle: release what waits for it
-                    try:
-                        await run_in_threadpool(self.store.release_waiting)
+                    if await self._release():
                         deferred, last_release = False, clock()
-                    except Exception:  # the next idle moment retries  # pragma: no cover
-                        log.exception("could not release the waiting responses")
                     continue
             else:
                 first = await queue.get()
+            if first is _STOP:
+                if deferred:
+                    await self._release()
+                return
             group = [first]
             while not queue.empty() and len(group) < self.max_group:
-                group.append(queue.get_nowait())
+                item = queue.get_nowait()
+                if item is _STOP:  # the last entry: commit this group, then stop
+                    queue.put_nowait(item)
+                    break
+                group.append(item)
             release = (
                 len(group) <= self.inline_group or clock() - last_release >= self.release_seconds
             )
@@ -289,6 +321,10 @@ class GroupCommitter:
                 else:
                     future.set_exception(outcome)
 
+
+#: The entry :meth:`GroupCommitter.close` queues: what is queued before it is committed,
+#: then the writer ends.
+_STOP: Any = object()
 
 RESPONSES_PATH = re.compile(r"/api/surveys/([a-z][a-z0-9_-]{0,63})/(responses|credentials)")
 #: The fast path takes bodies up to this size (a response is well under 1 KiB).

@@ -5,11 +5,13 @@ estimators, the combined list-and-direct estimate, the design-effect test
 ``_overdispersed``, several sensitive items in ``_multi_item``, held to the difference
 in means in ``_robust``, as an outcome's explanatory variable in ``_joint``), its
 posterior (``_posterior``; with groups' random intercepts, ``_hierarchical``), its
-predictions (``_prediction``, set against a direct question's in ``_direct_bias``) and
-least-squares regression (``_item_count_ls``)."""
+predictions (``_prediction``, set against a direct question's in ``_direct_bias``),
+least-squares regression (``_item_count_ls``) and the comparison with an endorsement
+experiment (``_endorsement``)."""
 
 from ._design_effect import DesignEffectTest, list_design_effect_test
 from ._direct_bias import social_desirability_bias
+from ._endorsement import EndorsementComparison, list_endorsement_comparison
 from ._hierarchical import ListHierarchicalResult, list_bayes_hierarchical
 from ._item_count import (
     CombinedListEstimate,
@@ -27,6 +29,7 @@ from ._robust import RobustListResult, list_robust
 __all__ = [
     "CombinedListEstimate",
     "DesignEffectTest",
+    "EndorsementComparison",
     "JointListResult",
     "ListBayesResult",
     "ListEstimate",
@@ -40,6 +43,7 @@ __all__ = [
     "list_combined",
     "list_design_effect_test",
     "list_difference_in_means",
+    "list_endorsement_comparison",
     "list_hausman_test",
     "list_joint_regression",
     "list_least_squares",

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -33,11 +33,17 @@ from .._likelihood import inverse_information, maximise_score, score_hessian
 from ._item_count_ml import _Likelihood, _start, list_frame
 from ._multi_item import _MultiLikelihood, multi_frame
 from ._multi_item import _start as multi_start
+from ._prediction import prediction_rows
 
 __all__ = ["ListBayesResult", "list_bayes"]
 
 #: Draws kept at most (bounds the memory of ``draws``: 10^7 x d float64).
 MAX_DRAWS = 10_000_000
+
+
+#: Each draw's prevalence per item averaged over rows ``x``: ``(draws (b, d), x (n, k))
+#: -> (b, items)``.
+Prevalence = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,13 @@ class ListBayesResult:
         Their posterior standard deviations.
     acceptance : float
         Share of proposals accepted, in [0, 1].
+    spec : formulaic.ModelSpec
+        The formula's model spec, which builds rows of new data.
+    fitted : numpy.ndarray of float64, shape (rows, terms)
+        The fitted rows' covariates.
+    prevalence_model : callable
+        ``(draws (b, coefficients), rows (n, terms)) -> (b, items)``: each draw's
+        prevalence per item averaged over the rows (:meth:`predicted_prevalence`).
 
     Examples
     --------
@@ -84,6 +97,9 @@ class ListBayesResult:
     prevalence: pd.Series
     prevalence_sd: pd.Series
     acceptance: float
+    spec: Any = field(default=None, repr=False, compare=False)
+    fitted: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+    prevalence_model: Prevalence | None = field(default=None, repr=False, compare=False)
 
     def credible_interval(self, level: float = 0.95) -> ConfidenceInterval[pd.Series]:
         """Equal-tailed posterior intervals of the coefficients, ``level`` in (0, 1).
@@ -94,6 +110,79 @@ class ListBayesResult:
             For a level outside (0, 1).
         """
         return draws_interval(self.draws, level)
+
+    def predicted_prevalence(
+        self,
+        data: pd.DataFrame | None = None,
+        *,
+        versus: pd.DataFrame | None = None,
+        level: float = 0.95,
+    ) -> pd.DataFrame:
+        """The posterior of each sensitive item's prevalence averaged over the rows of
+        ``data`` (default: the fitted rows, as :attr:`prevalence`), ``mean_i P(Z = 1 |
+        x_i)`` at every draw; with ``versus``, of the difference of that average over
+        ``data`` and over ``versus`` (the same people with a covariate set to two
+        values). R's ``predict.ictregBayes(newdata =, newdata.diff =)``, whose
+        difference is 0 whatever the data (it averages ``newdata``'s predictions
+        twice; docs/analysis.md), and whose interval is ``mean +- t sd``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per sensitive item (indexed as :attr:`prevalence`), columns
+            ``mean``, ``sd`` (posterior mean and SD) and ``low``, ``high`` (the
+            equal-tailed credible interval at ``level``).
+
+        Raises
+        ------
+        ValueError
+            If ``data`` lacks a covariate or has no complete row, ``versus`` is given
+            without ``data``, or ``level`` is outside (0, 1).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> rng = np.random.default_rng(2)
+        >>> n = 2000
+        >>> t, south = rng.integers(0, 2, n), rng.integers(0, 2, n)
+        >>> z = rng.random(n) < np.where(south == 1, 0.4, 0.1)
+        >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "south": south,
+        ...                      "treat": t})
+        >>> fit = list_bayes("y ~ south", data, treat="treat", items=3, draws=2000,
+        ...                  seed=1)
+        >>> gap = fit.predicted_prevalence(data.assign(south=1),
+        ...                                versus=data.assign(south=0))
+        >>> round(float(gap["mean"].iloc[0]), 1)
+        0.3
+        """
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1), got {level}")
+        if data is None and versus is not None:
+            raise ValueError("versus needs data: the rows to compare it with")
+        assert self.prevalence_model is not None and self.fitted is not None
+        chain = self.draws.to_numpy()
+        x = self.fitted if data is None else prediction_rows(self.spec, data)
+        draws = _prevalence_draws(self.prevalence_model, chain, x)
+        if versus is not None:
+            draws = draws - _prevalence_draws(
+                self.prevalence_model, chain, prediction_rows(self.spec, versus)
+            )
+        table = pd.DataFrame(draws, columns=self.prevalence.index)
+        interval = draws_interval(table, level)
+        return pd.DataFrame(
+            {"mean": table.mean(), "sd": table.std(ddof=1), "low": interval.low,
+             "high": interval.high}
+        )  # fmt: skip
+
+
+def _prevalence_draws(
+    prevalence: Prevalence, chain: NDArray[np.float64], x: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``prevalence`` over ``chain``'s draws, in blocks that bound the draws x rows
+    matrix to about 10^7 entries, shape (draws, items)."""
+    per_block = max(1, 10_000_000 // max(1, x.shape[0]))
+    blocks = np.array_split(chain, max(1, -(-chain.shape[0] // per_block)))
+    return np.concatenate([prevalence(block, x) for block in blocks])
 
 
 def draws_interval(draws: pd.DataFrame, level: float) -> ConfidenceInterval[pd.Series]:
@@ -127,13 +216,16 @@ def batch_se(chain: NDArray[np.float64], batches: int = 50) -> NDArray[np.float6
 @dataclass(frozen=True)
 class _Model:
     """A log-likelihood with its score, a start, the coefficients' names, the sensitive
-    items' labels and each draw's prevalence per item, shape (draws, items)."""
+    items' labels, each draw's prevalence per item averaged over rows ``x`` (shape
+    (draws, items)), the formula and the fitted rows."""
 
     value_and_score: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]]
     start: NDArray[np.float64]
     names: list[str]
     labels: list[int | str]
-    prevalence: Callable[[NDArray[np.float64]], NDArray[np.float64]]
+    prevalence: Prevalence
+    spec: Any
+    x: NDArray[np.float64]
 
 
 def _model(
@@ -166,10 +258,10 @@ def _model(
             s0, s1 = score[k : 2 * k], score[2 * k :]
             return value, np.concatenate([score[:k], s0 + s1, [s1[0]]])
 
-    def prevalence(block: NDArray[np.float64]) -> NDArray[np.float64]:
+    def prevalence(block: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(special.expit(block[:, :k] @ x.T).mean(axis=1)[:, None])
 
-    return _Model(value_and_score, start, names, [1], prevalence)
+    return _Model(value_and_score, start, names, [1], prevalence, frame.spec, x)
 
 
 def _multi_model(
@@ -186,7 +278,7 @@ def _multi_model(
     width = k + len(extra)
     y0 = np.arange(j + 1, dtype=np.float64)
 
-    def prevalence(block: NDArray[np.float64]) -> NDArray[np.float64]:
+    def prevalence(block: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
         h = special.expit(block[:, :k] @ x.T)  # (b, n)
         out = np.empty((block.shape[0], len(labels)))
         for m in range(len(labels)):
@@ -202,7 +294,7 @@ def _multi_model(
             out[:, m] = total.mean(axis=1)
         return out
 
-    return _Model(lik.value_and_score, multi_start(lik), names, labels, prevalence)
+    return _Model(lik.value_and_score, multi_start(lik), names, labels, prevalence, frame.spec, x)
 
 
 def _check_arguments(draws: object, burn_in: object, control: object, multi: object) -> None:
@@ -330,10 +422,8 @@ def list_bayes(
     cov = inverse_information(-score_hessian(log_post, mode), "the posterior's curvature")
     chain, acceptance = _metropolis(log_post, mode, cov, (burn_in, draws), seed)
     names = model.names
-    blocks = np.array_split(chain, max(1, draws // 1000))  # never a draws x n matrix
-    prevalence = pd.DataFrame(
-        np.concatenate([model.prevalence(block) for block in blocks]), columns=model.labels
-    )
+    prevalence = pd.DataFrame(_prevalence_draws(model.prevalence, chain, model.x),
+                              columns=model.labels)  # fmt: skip
     return ListBayesResult(
         draws=pd.DataFrame(chain, columns=names),
         params=pd.Series(chain.mean(axis=0), index=names),
@@ -342,4 +432,7 @@ def list_bayes(
         prevalence=prevalence.mean(),
         prevalence_sd=prevalence.std(ddof=1),
         acceptance=acceptance,
+        spec=model.spec,
+        fitted=model.x,
+        prevalence_model=model.prevalence,
     )

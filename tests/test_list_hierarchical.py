@@ -179,6 +179,58 @@ def test_a_group_without_a_treated_row_keeps_a_proper_intercept() -> None:
     assert np.isfinite(lone).all() and lone.std() > 0.2
 
 
+def test_predictions_are_each_draws_average_over_the_rows() -> None:
+    """``predicted_prevalence`` on the fitted rows is the ``prevalence.1`` draws'
+    summary; on new rows, written out here from the draws: each row's own group's
+    intercept (``"group"``), or the groups' level (``"level"``, R's
+    ``predict.ictregBayesHier``: with ``group_formula="~ 1"`` it is ``gamma``'s
+    intercept); a difference is the draws' difference, 0 for the same rows."""
+    from scipy import special
+
+    data, _ = simulated(12, n=800, groups=6)
+    fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
+                                  draws=150, burn_in=150, seed=7)  # fmt: skip
+    table = fit.predicted_prevalence()
+    assert list(table.index) == [1] and list(table.columns) == ["mean", "sd", "low", "high"]
+    assert table["mean"].iloc[0] == pytest.approx(fit.draws["prevalence.1"].mean(), abs=1e-12)
+    assert table["sd"].iloc[0] == pytest.approx(fit.draws["prevalence.1"].std(), abs=1e-12)
+
+    new = data.iloc[:50].assign(x=1.5)
+    slope = fit.draws["sensitive.1.x"].to_numpy()[:, None]
+    own = fit.draws[[f"sensitive.1.intercept[{g}]" for g in new["g"]]].to_numpy()
+    by_hand = special.expit(slope * 1.5 + own).mean(axis=1)
+    got = fit.predicted_prevalence(new, level=0.8)
+    assert got["mean"].iloc[0] == pytest.approx(by_hand.mean(), abs=1e-12)
+    assert got["low"].iloc[0] == pytest.approx(np.quantile(by_hand, 0.1), abs=1e-12)
+    level = fit.draws["sensitive.1.group.Intercept"].to_numpy()
+    r_style = special.expit(slope[:, 0] * 1.5 + level)
+    got = fit.predicted_prevalence(new, intercepts="level")
+    assert got["mean"].iloc[0] == pytest.approx(r_style.mean(), abs=1e-12)
+
+    gap = fit.predicted_prevalence(data.assign(x=1), versus=data.assign(x=0))
+    assert gap["low"].iloc[0] > 0  # the true slope is 0.8
+    same = fit.predicted_prevalence(data, versus=data)
+    assert same["mean"].iloc[0] == 0 and same["sd"].iloc[0] == 0
+
+
+def test_malformed_predictions_are_refused() -> None:
+    data, _ = simulated(13, n=400, groups=4)
+    fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
+                                  draws=100, burn_in=0, seed=8)  # fmt: skip
+    with pytest.raises(ValueError, match="groups the fit did not see: g99"):
+        fit.predicted_prevalence(data.assign(g="g99"))
+    with pytest.raises(ValueError, match="group column 'g'"):
+        fit.predicted_prevalence(data.drop(columns="g"))
+    with pytest.raises(ValueError, match="covariates"):
+        fit.predicted_prevalence(data.drop(columns="x"))
+    with pytest.raises(ValueError, match="versus needs data"):
+        fit.predicted_prevalence(versus=data)
+    with pytest.raises(ValueError, match="intercepts must be 'group' or 'level'"):
+        fit.predicted_prevalence(data, intercepts="mean")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="level must be in"):
+        fit.predicted_prevalence(data, level=0)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -250,3 +302,13 @@ def test_rs_documented_example_keeps_what_the_model_implies() -> None:
         assert abs(gap.mean()) <= Z4 * batches.std(ddof=1) / math.sqrt(50), state
         square = (gap**2 - sigma2).reshape(50, -1).mean(axis=1)
         assert abs(square.mean()) <= Z4 * square.std(ddof=1) / math.sqrt(50), state
+
+
+def test_two_items_predict_each_item() -> None:
+    multi = pd.read_csv(DATA / "list_multi.csv")
+    fit = list_bayes_hierarchical("y ~ male + college", multi, treat="treat", items=3,
+                                  group="state", draws=100, burn_in=50, seed=2)  # fmt: skip
+    table = fit.predicted_prevalence()
+    assert list(table.index) == ["affirm", "race"]
+    means = fit.draws[["prevalence.affirm", "prevalence.race"]].mean().to_numpy()
+    assert table["mean"].to_numpy() == pytest.approx(means, abs=1e-12)

@@ -30,8 +30,8 @@ as if ``sigma_m^2 = 1`` while ``sigma_m^2`` is drawn from them (docs/analysis.md
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,7 @@ from .._formula import quote_columns
 from .._results import hessian_from_values
 from ._multi_item import multi_frame
 from ._posterior import batch_se, draws_interval
+from ._prediction import GroupLayout
 
 __all__ = ["ListHierarchicalResult", "list_bayes_hierarchical"]
 
@@ -75,6 +76,8 @@ class ListHierarchicalResult:
         (``<model>.intercepts``).
     groups : list
         The groups in the order of the intercepts.
+    layout : GroupLayout
+        What :meth:`predicted_prevalence` needs to build new rows.
 
     Examples
     --------
@@ -100,6 +103,7 @@ class ListHierarchicalResult:
     mc_se: pd.Series
     acceptance: pd.Series
     groups: list[Any]
+    layout: GroupLayout | None = field(default=None, repr=False, compare=False)
 
     def credible_interval(self, level: float = 0.95) -> ConfidenceInterval[pd.Series]:
         """Equal-tailed posterior intervals of every column, ``level`` in (0, 1).
@@ -110,6 +114,64 @@ class ListHierarchicalResult:
             For a level outside (0, 1).
         """
         return draws_interval(self.draws, level)
+
+    def predicted_prevalence(
+        self,
+        data: pd.DataFrame | None = None,
+        *,
+        versus: pd.DataFrame | None = None,
+        level: float = 0.95,
+        intercepts: Literal["group", "level"] = "group",
+    ) -> pd.DataFrame:
+        """The posterior of each sensitive item's prevalence averaged over the rows of
+        ``data`` (default: the fitted rows, as the ``prevalence.<label>`` draws), or of
+        the difference of that average over ``data`` and over ``versus``.
+
+        ``intercepts="group"`` gives each row its group's intercept ``a_{m,g}`` (the
+        prevalence among these people, in their groups); ``"level"`` gives it the
+        groups' level ``v_g' gamma_m`` instead (R's ``predict.ictregBayesHier``: a
+        group's effect set to its expected value, not averaged over the intercepts'
+        spread). Every row's group must be one the fit saw.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per sensitive item (its label), columns ``mean``, ``sd``, ``low``,
+            ``high`` (posterior mean, SD and equal-tailed credible interval at
+            ``level``).
+
+        Raises
+        ------
+        ValueError
+            If ``data`` lacks a covariate or the group column, has no complete row or a
+            group the fit did not see; ``versus`` without ``data``; ``level`` outside
+            (0, 1); an unknown ``intercepts``.
+
+        Examples
+        --------
+        See :class:`ListHierarchicalResult`; then
+        ``fit.predicted_prevalence(data.assign(x=1), versus=data.assign(x=0))``.
+        """
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1), got {level}")
+        if intercepts not in ("group", "level"):
+            raise ValueError(f"intercepts must be 'group' or 'level', got {intercepts!r}")
+        if data is None and versus is not None:
+            raise ValueError("versus needs data: the rows to compare it with")
+        assert self.layout is not None
+        layout = self.layout
+        rows = layout.fitted if data is None else layout.rows(data, self.groups)
+        prevalence = layout.prevalence(self.draws, rows, intercepts)
+        if versus is not None:
+            prevalence -= layout.prevalence(
+                self.draws, layout.rows(versus, self.groups), intercepts
+            )
+        table = pd.DataFrame(prevalence, columns=layout.labels)
+        interval = draws_interval(table, level)
+        return pd.DataFrame(
+            {"mean": table.mean(), "sd": table.std(ddof=1), "low": interval.low,
+             "high": interval.high}
+        )  # fmt: skip
 
 
 def _log_choose(j: int, k: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -488,4 +550,5 @@ def list_bayes_hierarchical(
         mc_se=pd.Series(batch_se(kept), index=columns),
         acceptance=acceptance,
         groups=groups,
+        layout=GroupLayout(frame.spec, keep, group, v, labels, columns, (d.x, codes)),
     )

@@ -24,6 +24,7 @@ differ by the curvature, ``O(V)``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ from scipy import special, stats
 from .._results import PredictedPrevalence
 
 __all__ = [
+    "GroupLayout",
     "answer_table",
     "average_prediction",
     "check_simulation",
@@ -187,3 +189,69 @@ def answer_table(
         index=["sensitive = 0", "sensitive = 1", "difference"],
         columns=["estimate", "std_error", "lower", "upper"],
     )
+
+
+@dataclass(frozen=True)
+class GroupLayout:
+    """What a multilevel fit's prediction needs (``ListHierarchicalResult``): the
+    formula's spec and the slopes' positions in it, the group column, the groups'
+    covariates (G, q), the items' labels, the draws' columns and the fitted rows'
+    slopes' covariates (n, p) and group codes (n,)."""
+
+    spec: Any
+    keep: list[int]
+    group: str
+    v: NDArray[np.float64]
+    labels: list[Any]
+    columns: list[str]
+    fitted: tuple[NDArray[np.float64], NDArray[np.int64]]
+
+    def rows(
+        self, data: pd.DataFrame, groups: list[Any]
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """``data``'s slopes' covariates (n, p) and group codes (n,)."""
+        if self.group not in data.columns:
+            raise ValueError(f"data must hold the group column {self.group!r}")
+        x = prediction_rows(self.spec, data)
+        index = self.spec.get_model_matrix(data).index
+        values = data.loc[index, self.group]
+        codes = pd.Index(groups).get_indexer(values)
+        if (codes < 0).any():
+            unseen = sorted({str(v) for v in values[codes < 0]})
+            raise ValueError(f"groups the fit did not see: {', '.join(unseen[:10])}")
+        return x[:, self.keep], codes.astype(np.int64)
+
+    def prevalence(
+        self,
+        draws: pd.DataFrame,
+        rows: tuple[NDArray[np.float64], NDArray[np.int64]],
+        intercepts: str,
+    ) -> NDArray[np.float64]:
+        """Each draw's prevalence per item over ``rows``, shape (draws, items); in blocks
+        that bound the draws x rows matrix to about 10^7 entries."""
+        x, codes = rows
+        out = np.empty((len(draws), len(self.labels)))
+        step = max(1, 10_000_000 // max(1, len(codes)))
+        for i, label in enumerate(self.labels):
+            m = f"sensitive.{label}"
+            beta = draws[self._named(m, "")].to_numpy()
+            if intercepts == "group":
+                a = draws[self._named(m, "intercept[")].to_numpy()
+            else:
+                a = draws[self._named(m, "group.")].to_numpy() @ self.v.T  # (draws, G)
+            for start in range(0, len(draws), step):  # blocks of draws
+                stop = start + step
+                eta = beta[start:stop] @ x.T + a[start:stop][:, codes]
+                out[start:stop, i] = special.expit(eta).mean(axis=1)
+        return out
+
+    def _named(self, model: str, kind: str) -> list[str]:
+        """The draws' columns of one kind of one model, in order: the slopes
+        ``<model>.<term>`` (``kind=""``), ``<model>.group.<term>`` or
+        ``<model>.intercept[<group>]``."""
+        prefix = f"{model}.{kind}"
+        names = [c for c in self.columns if c.startswith(prefix)]
+        if kind:
+            return names
+        other = (f"{model}.group.", f"{model}.intercept[", f"{model}.sigma2")
+        return [c for c in names if not c.startswith(other)]

@@ -202,7 +202,10 @@ class RRLogitResult(CoefficientsMixin):
             model_spec=None,
         )
 
-    def _design_matrix(self, data: pd.DataFrame | None) -> _Array:
+    def design_matrix(self, data: pd.DataFrame | None = None) -> _Array:
+        """The rows of ``data`` (default: the fitted rows) under the fit's formula,
+        shape (rows, coefficients), float64. Raises ValueError if ``data`` lacks a
+        covariate, or is given to a fit refitted from a matrix."""
         if data is None:
             return self.X
         if self.model_spec is None:
@@ -215,7 +218,7 @@ class RRLogitResult(CoefficientsMixin):
         ``data`` defaults to the rows of the fit; new rows need every covariate.
         """
         beta = self.params.to_numpy()[: self.n_coefficients]
-        return np.asarray(expit(self._design_matrix(data) @ beta))
+        return np.asarray(expit(self.design_matrix(data) @ beta))
 
     def report_probabilities(self) -> _Array:
         """Fitted chance of each report for each row of the fit, shape (n, m), float64:
@@ -317,7 +320,7 @@ class RRLogitResult(CoefficientsMixin):
             post, grad = self._posterior_and_gradient()
             var = float(grad.mean(axis=0) @ self.covariance @ grad.mean(axis=0))
             return PredictedPrevalence(float(post.mean()), math.sqrt(max(var, 0.0)))
-        X = self._design_matrix(data)
+        X = self.design_matrix(data)
         p = self.n_coefficients
         s = expit(X @ self.params.to_numpy()[:p])
         grad = (X * (s * (1 - s))[:, None]).mean(axis=0)

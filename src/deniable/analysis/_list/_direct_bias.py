@@ -69,7 +69,7 @@ def _models(
     return (
         (_floats(x_list), _floats(list_fit.params.to_numpy()[:width]), _floats(cov),
          list_fit.linear),
-        (_floats(direct_fit._design_matrix(direct_data)),
+        (_floats(direct_fit.design_matrix(direct_data)),
          _floats(direct_fit.params.to_numpy()[:p]), _floats(direct_fit.covariance[:p, :p]),
          False),
     )  # fmt: skip

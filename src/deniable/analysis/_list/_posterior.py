@@ -1,6 +1,6 @@
 """Bayesian list-experiment regression (Blair & Imai 2012, section 3.4; R's
-``list::ictregBayes``: one sensitive item with ``constrained.single`` ``"full"`` or
-``"intercept"``, or several with ``constrained.multi``).
+``list::ictregBayes``: one sensitive item with ``constrained.single`` ``"full"``,
+``"intercept"`` or ``"none"``, or several with ``constrained.multi``).
 
 The constrained model of :mod:`._item_count_ml` (the sensitive answer ``Z ~
 Bernoulli(g(x'delta))``, the control count ``Y(0) ~ Binomial(J, g(x'psi))``, ``g`` the
@@ -11,7 +11,9 @@ The posterior is sampled by random-walk Metropolis on all coefficients at once, 
 proposal ``N(0, (2.38^2 / d) S)`` with ``S`` the inverse of the log posterior's negative
 Hessian at its mode (Roberts, Gelman & Gilks 1997's scale for a near-normal target of
 ``d`` dimensions); R updates ``delta`` and ``psi`` in two blocks with proposals the user
-tunes. The chain starts at the mode. Monte Carlo standard errors of the posterior means
+tunes. The chain starts at the mode. The unconstrained model (``control="none"``) is far
+from normal, so its proposal is learned from the burn-in instead (adaptive Metropolis,
+:func:`_adaptive_metropolis`). Monte Carlo standard errors of the posterior means
 are batch means over 50 batches. Draws come from a seeded generator: this is analysis,
 nothing a respondent sends.
 """
@@ -39,6 +41,8 @@ __all__ = ["ListBayesResult", "list_bayes"]
 
 #: Draws kept at most (bounds the memory of ``draws``: 10^7 x d float64).
 MAX_DRAWS = 10_000_000
+#: Burn-in at least for ``control="none"``, whose proposal is learned from it.
+MIN_ADAPTIVE_BURN_IN = 10_000
 
 
 #: Each draw's prevalence per item averaged over rows ``x``: ``(draws (b, d), x (n, k))
@@ -242,11 +246,15 @@ def _model(
     frame, y, t, j = list_frame(formula, data, treat, items)
     x, k = frame.X, frame.X.shape[1]
     lik = _Likelihood(y, t, x, j, constrained=control == "full")
+    if control == "none":
+        lik = _Likelihood(y, t, x, j, constrained=False)
     start = _start(lik)
     value_and_score = lik.value_and_score
     names = [f"sensitive.{s}" for s in frame.terms]
     if control == "full":
         names += [f"control.{s}" for s in frame.terms]
+    elif control == "none":  # list_regression(constrained=False)'s parameters
+        names += [f"control.psi{z}.{s}" for z in (0, 1) for s in frame.terms]
     else:  # psi_1 = psi_0 + shift on the intercept: the chain rule of the free model
         names += [f"control.{s}" for s in frame.terms] + ["control.z"]
         start = np.append(start[: 2 * k], 0.0)
@@ -303,10 +311,15 @@ def _check_arguments(draws: object, burn_in: object, control: object, multi: obj
         raise ValueError(f"draws must be an integer in 100..{MAX_DRAWS:,}, got {draws!r}")
     if isinstance(burn_in, bool) or not isinstance(burn_in, int) or not 0 <= burn_in <= MAX_DRAWS:
         raise ValueError(f"burn_in must be an integer in 0..{MAX_DRAWS:,}, got {burn_in!r}")
-    if control not in ("full", "intercept"):
-        raise ValueError(f"control must be 'full' or 'intercept', got {control!r}")
+    if control not in ("full", "intercept", "none"):
+        raise ValueError(f"control must be 'full', 'intercept' or 'none', got {control!r}")
     if multi not in (None, "none", "level"):
         raise ValueError(f"multi_condition must be None, 'none' or 'level', got {multi!r}")
+    if control == "none" and multi is None and burn_in < MIN_ADAPTIVE_BURN_IN:
+        raise ValueError(
+            f"control='none' needs burn_in >= {MIN_ADAPTIVE_BURN_IN:,} (its proposal is "
+            f"learned from the burn-in), got {burn_in:,}"
+        )
 
 
 def _metropolis(
@@ -339,6 +352,50 @@ def _metropolis(
     return chain, accepted / draws
 
 
+def _adaptive_metropolis(
+    log_post: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]],
+    mode: NDArray[np.float64],
+    cov: NDArray[np.float64],
+    lengths: tuple[int, int],
+    seed: int | None,
+) -> tuple[NDArray[np.float64], float]:
+    """Random-walk Metropolis whose proposal is learned during the burn-in (Haario,
+    Saksman & Tamminen 2001; Roberts & Rosenthal 2009): it starts as
+    :func:`_metropolis`'s; every 1,000 burn-in draws its scale moves towards an
+    acceptance of 0.234, and from 5,000 on its covariance is that of the second half of
+    the burn-in so far. The kept draws use the last proposal, fixed: a Markov chain
+    with the posterior as its stationary law. Returns the kept draws, shape (draws, d),
+    and the share of their proposals accepted."""
+    burn_in, draws = lengths
+    d = mode.size
+    rng = np.random.default_rng(seed)
+    shape = (cov + cov.T) / 2
+    root = np.linalg.cholesky(shape) * (2.38 / math.sqrt(d))
+    scale, window = 1.0, 0
+    history = np.empty((burn_in, d))
+    chain = np.empty((draws, d))
+    current, current_lp = mode, log_post(mode)[0]
+    accepted = 0
+    for i in range(burn_in + draws):  # a Markov chain: each draw needs the one before
+        proposal = current + scale * (root @ rng.standard_normal(d))
+        lp = log_post(proposal)[0]
+        if math.log(rng.random()) < lp - current_lp:
+            current, current_lp = proposal, lp
+            window += i < burn_in
+            accepted += i >= burn_in
+        if i >= burn_in:
+            chain[i - burn_in] = current
+            continue
+        history[i] = current
+        if (i + 1) % 1000 == 0:
+            scale *= math.exp(window / 1000 - 0.234)
+            window = 0
+            if i + 1 >= 5000:
+                spread = np.cov(history[(i + 1) // 2 : i + 1].T) + 1e-10 * np.eye(d)
+                root = np.linalg.cholesky(spread) * (2.38 / math.sqrt(d))
+    return chain, accepted / draws
+
+
 def list_bayes(
     formula: str,
     data: pd.DataFrame,
@@ -350,7 +407,7 @@ def list_bayes(
     prior_mean: ArrayLike | float = 0.0,
     prior_precision: ArrayLike | float = 0.01,
     seed: int | None = None,
-    control: Literal["full", "intercept"] = "full",
+    control: Literal["full", "intercept", "none"] = "full",
     multi_condition: Literal["none", "level"] | None = None,
 ) -> ListBayesResult:
     """Sample the posterior of a list-experiment model (module text).
@@ -375,13 +432,15 @@ def list_bayes(
         coefficient in ``params`` order; precisions > 0.
     seed : int, optional
         Seed of the sampler's generator.
-    control : {"full", "intercept"}, default "full"
+    control : {"full", "intercept", "none"}, default "full"
         One sensitive item: the control items' model the same whatever the sensitive
-        answer (``"full"``, Imai 2011's constrained model), or differing in the
-        intercept only (``"intercept"``: ``control.z``); R's ``constrained.single``.
-        R's ``"none"`` (free to differ) is not offered: on the race data its posterior
-        is far from normal (importance sampling from the mode's t keeps an effective
-        5 of 40,000 draws), and this sampler is not shown to mix on it.
+        answer (``"full"``, Imai 2011's constrained model), differing in the intercept
+        only (``"intercept"``: ``control.z``), or free to differ (``"none"``:
+        ``control.psi0.*`` and ``control.psi1.*``, as ``list_regression(constrained=
+        False)``); R's ``constrained.single``. The ``"none"`` posterior is far from
+        normal (on the race data ``control.psi1``'s is nearly the prior's), so its
+        proposal is learned from the burn-in (adaptive Metropolis), which must be at
+        least 10,000 draws.
     multi_condition : {"none", "level"}, optional
         Several sensitive items, each on its own treated list (``treat`` 0 or
         ``"control"``, then a value per item; :func:`list_regression_multi`): their
@@ -397,13 +456,13 @@ def list_bayes(
     ------
     ValueError
         On a malformed formula, column or report (see :func:`check_list_counts`), draws
-        or burn-in out of range, a prior that is not finite or not positive, or an
-        unknown ``control`` or ``multi_condition``.
+        or burn-in out of range (a burn-in under 10,000 with ``control="none"``), a
+        prior that is not finite or not positive, or an unknown ``control`` or
+        ``multi_condition``.
 
     Examples
     --------
-    See :class:`ListBayesResult`. On R's ``race`` data, ``"y ~ male + college + age +
-    south"`` gives ``ictregBayes``'s documented example's posterior.
+    See :class:`ListBayesResult`; on R's ``race`` data, ``ictregBayes``'s examples.
     """
     _check_arguments(draws, burn_in, control, multi_condition)
     model = _model(formula, data, (treat, items), control, multi_condition)
@@ -420,7 +479,8 @@ def list_bayes(
 
     mode = maximise_score(log_post, model.start)
     cov = inverse_information(-score_hessian(log_post, mode), "the posterior's curvature")
-    chain, acceptance = _metropolis(log_post, mode, cov, (burn_in, draws), seed)
+    sampler = _adaptive_metropolis if control == "none" and multi_condition is None else _metropolis
+    chain, acceptance = sampler(log_post, mode, cov, (burn_in, draws), seed)
     names = model.names
     prevalence = pd.DataFrame(_prevalence_draws(model.prevalence, chain, model.x),
                               columns=model.labels)  # fmt: skip

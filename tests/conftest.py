@@ -21,8 +21,9 @@ def parse_python(source: str) -> ast.Module:
     """``ast.parse`` with the garbage collector paused. CPython before 3.11.8 raises
     ``SystemError: AST constructor recursion depth mismatch`` when a finalizer runs
     during the parse (python/cpython#106905): here, a collection server task an earlier
-    test's event loop left pending, destroyed by a collection mid-parse."""
-    gc.collect()
+    test's event loop left pending, destroyed by a collection mid-parse. (No
+    collection first: a full one per file cost 90 s of the fast loop, and with the
+    collector off nothing else runs a finalizer during the parse.)"""
     gc.disable()
     try:
         return ast.parse(source)

@@ -40,11 +40,9 @@ R_MC_SE = [0.0774681, 0.0248587, 0.0192991, 0.0114184, 0.0322257,
            0.005508291, 0.002084009, 0.002039193, 0.000943622, 0.002454876]  # fmt: skip
 
 
-def _importance_means(data: pd.DataFrame, control: str, multi_condition: str | None):
-    """Self-normalised importance sampling of the posterior means (R's priors N(0, 100)):
-    40,000 draws from a multivariate t (4 degrees of freedom) at the posterior mode with
-    1.5 times its Laplace covariance. Returns the means, their Monte Carlo SEs
-    ``sqrt(sum w^2 (x - m)^2)`` and the effective number of draws ``1 / sum w^2``."""
+def posterior(data: pd.DataFrame, control: str, multi_condition: str | None):
+    """The log posterior under R's priors N(0, 100) (value and score), its mode and the
+    inverse of its negative Hessian there (the Laplace covariance)."""
     from deniable.analysis._list._posterior import _model
 
     model = _model(FORMULA, data, ("treat", 3), control, multi_condition)
@@ -54,14 +52,35 @@ def _importance_means(data: pd.DataFrame, control: str, multi_condition: str | N
         return value - 0.005 * theta @ theta, score - 0.01 * theta
 
     mode = maximise_score(log_post, model.start)
-    shape = 1.5 * np.linalg.inv(-score_hessian(log_post, mode))
-    proposal = stats.multivariate_t(loc=mode, shape=shape, df=4, seed=12)
-    xs = proposal.rvs(40_000)
+    return log_post, mode, np.linalg.inv(-score_hessian(log_post, mode))
+
+
+def importance_sample(log_post, loc, shape, seed: int, draws: int = 40_000):
+    """Self-normalised importance sampling from a multivariate t (4 degrees of freedom)
+    at ``loc`` with scale matrix ``shape``: the draws, shape (draws, d), and their
+    weights summing to 1."""
+    proposal = stats.multivariate_t(loc=loc, shape=shape, df=4, seed=seed)
+    xs = proposal.rvs(draws)
     log_w = np.array([log_post(x)[0] for x in xs]) - proposal.logpdf(xs)
     w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    mean = w @ xs
-    return mean, np.sqrt((w[:, None] ** 2 * (xs - mean) ** 2).sum(axis=0)), 1 / np.sum(w**2)
+    return xs, w / w.sum()
+
+
+def weighted_mean(w: np.ndarray, values: np.ndarray):
+    """The weighted mean of ``values`` (rows weighted by ``w``), its Monte Carlo SE
+    ``sqrt(sum w^2 (v - m)^2)`` and the effective number of draws ``1 / sum w^2``."""
+    mean = w @ values
+    deviation = (values - mean).reshape(len(w), -1)
+    se = np.sqrt((w[:, None] ** 2 * deviation**2).sum(axis=0)).reshape(np.shape(mean))
+    return mean, se, 1 / np.sum(w**2)
+
+
+def _importance_means(data: pd.DataFrame, control: str, multi_condition: str | None):
+    """Importance sampling of the posterior means from the mode's t with 1.5 times the
+    Laplace covariance: the means, their Monte Carlo SEs and the effective draws."""
+    log_post, mode, cov = posterior(data, control, multi_condition)
+    xs, w = importance_sample(log_post, mode, 1.5 * cov, seed=12)
+    return weighted_mean(w, xs)
 
 
 @pytest.mark.slow  # 25 s: 20,000 draws and 40,000 importance draws
@@ -157,25 +176,15 @@ def test_the_unconstrained_posterior_equals_importance_sampling() -> None:
     .00005, 5)``, steps of SD 0.007) cannot cross a posterior whose SD is near 9
     (``control.psi1``'s is nearly the prior's N(0, 100): few respondents hold the
     item)."""
-    from deniable.analysis._list._item_count_ml import _Likelihood, list_frame
-
     data = pd.read_csv(DATA / "list_race.csv")
     fit = list_bayes(FORMULA, data, treat="treat", items=3, control="none", draws=100_000,
                      burn_in=30_000, seed=3)  # fmt: skip
     assert list(fit.params.index[5:7]) == ["control.psi0.Intercept", "control.psi0.male"]
     chain = fit.draws.to_numpy()
-    frame, y, t, j = list_frame(FORMULA, data, "treat", 3)
-    lik = _Likelihood(y, t, frame.X, j, constrained=False)
-    proposal = stats.multivariate_t(loc=chain.mean(0), shape=1.5 * np.cov(chain.T), df=4,
-                                    seed=13)  # fmt: skip
-    xs = proposal.rvs(40_000)
-    log_w = np.array([lik.value_and_score(x)[0] - 0.005 * x @ x for x in xs])
-    log_w -= proposal.logpdf(xs)
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    mean = w @ xs
-    is_se = np.sqrt((w[:, None] ** 2 * (xs - mean) ** 2).sum(axis=0))
-    assert 1 / np.sum(w**2) > 2_000
+    log_post, _, _ = posterior(data, "none", None)
+    xs, w = importance_sample(log_post, chain.mean(0), 1.5 * np.cov(chain.T), seed=13)
+    mean, is_se, effective = weighted_mean(w, xs)
+    assert effective > 2_000
     combined = np.sqrt(is_se**2 + fit.mc_se.to_numpy() ** 2)
     assert np.all(np.abs(fit.params.to_numpy() - mean) < Z4 * combined)
     assert fit.bse["control.psi1.age"] > 5  # nearly the prior's SD, 10

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import special, stats
+from scipy import special
 
 from deniable.analysis import list_bayes
-from deniable.analysis._likelihood import maximise_score, score_hessian
-from deniable.analysis._list._posterior import _model, batch_se
+from deniable.analysis._list._posterior import batch_se
 
 from .conftest import Z4
+from .test_list_bayes import importance_sample, posterior, weighted_mean
 
 DATA = Path(__file__).parent / "data"
 FORMULA = "y ~ male + college + age + south"
@@ -104,21 +104,9 @@ def test_the_south_gap_equals_importance_sampling(race) -> None:
     draws = special.expit(delta @ south.T).mean(1) - special.expit(delta @ north.T).mean(1)
     ours_se = float(batch_se(draws[:, None])[0])
 
-    model = _model(FORMULA, race, ("treat", 3), "full", None)
-
-    def log_post(theta):
-        value, score = model.value_and_score(theta)
-        return value - 0.005 * theta @ theta, score - 0.01 * theta
-
-    mode = maximise_score(log_post, model.start)
-    shape = 1.5 * np.linalg.inv(-score_hessian(log_post, mode))
-    proposal = stats.multivariate_t(loc=mode, shape=shape, df=4, seed=12)
-    xs = proposal.rvs(40_000)
-    log_w = np.array([log_post(x)[0] for x in xs]) - proposal.logpdf(xs)
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
+    log_post, mode, cov = posterior(race, "full", None)
+    xs, w = importance_sample(log_post, mode, 1.5 * cov, seed=12)
     g = special.expit(xs[:, :5] @ south.T).mean(1) - special.expit(xs[:, :5] @ north.T).mean(1)
-    mean = w @ g
-    is_se = np.sqrt(np.sum(w**2 * (g - mean) ** 2))
-    assert 1 / np.sum(w**2) > 400
+    mean, is_se, effective = weighted_mean(w, g)
+    assert effective > 400
     assert abs(gap["mean"].iloc[0] - mean) < Z4 * np.hypot(ours_se, is_se)

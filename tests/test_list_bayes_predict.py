@@ -72,7 +72,14 @@ def test_new_rows_and_a_difference_are_each_draws_average(fit, race) -> None:
 def test_several_items_predict_each_item(condition: str) -> None:
     multi = pd.read_csv(DATA / "list_multi.csv")
     fit = list_bayes(
-        FORMULA, multi, treat="treat", items=3, draws=1000, seed=4, multi_condition=condition
+        FORMULA,
+        multi,
+        treat="treat",
+        items=3,
+        draws=200,
+        burn_in=200,
+        seed=4,
+        multi_condition=condition,
     )
     table = fit.predicted_prevalence()
     assert list(table.index) == ["affirm", "race"]

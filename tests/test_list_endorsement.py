@@ -86,6 +86,7 @@ def test_skipped_questions_are_left_out_of_the_mean() -> None:
     assert mean[1] == pytest.approx(e[2].mean())
 
 
+@pytest.mark.slow  # 3.3 s (the fast loop's budget): 300 surveys x 500 resamples
 def test_the_interval_covers_the_true_difference() -> None:
     """300 simulated studies of 400, both groups' true correlation 0.3 with a normal
     pair (so the difference is 0): the percentile interval covers 0 in a share within

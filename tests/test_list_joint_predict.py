@@ -72,6 +72,7 @@ def tolerance(ref: dict, key: str, index: int) -> float:
     return Z4 * math.hypot(sd / math.sqrt(R_RUNS), sd * math.sqrt(R_DRAWS / DRAWS))
 
 
+@pytest.mark.slow  # 3-4 s a case (the fast loop's budget): 10^5 simulated draws
 @pytest.mark.parametrize("name", ["loyal", "approval"])
 def test_simulation_equals_predict_ictreg_joint(mexico, reference, name: str) -> None:
     """Our simulation from R's estimate and covariance equals R's within Monte Carlo
@@ -145,6 +146,7 @@ def test_the_linear_delta_method_is_the_simulations_limit(mexico, reference) -> 
     )
 
 
+@pytest.mark.slow  # 2 s (the fast loop's budget)
 def test_the_logistic_simulation_converges_to_its_quadrature(mexico, reference) -> None:
     """The simulation's limit, ``mean_i E[g(x_i' theta)]`` with ``x_i' theta`` normal,
     is one-dimensional per row: Gauss-Hermite quadrature (60 nodes) gives it to 1e-12.

@@ -89,9 +89,10 @@ class ListBayesResult:
     >>> x = rng.normal(size=n)
     >>> z = rng.random(n) < 1 / (1 + np.exp(1 - x))
     >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "x": x, "treat": t})
-    >>> fit = list_bayes("y ~ x", data, treat="treat", items=3, draws=4000, seed=5)
+    >>> fit = list_bayes("y ~ x", data, treat="treat", items=3, draws=1000, burn_in=500,
+    ...                  seed=5)
     >>> round(float(fit.prevalence[1]), 2), round(fit.acceptance, 2)
-    (0.35, 0.29)
+    (0.35, 0.28)
     """
 
     draws: pd.DataFrame
@@ -152,8 +153,8 @@ class ListBayesResult:
         >>> z = rng.random(n) < np.where(south == 1, 0.4, 0.1)
         >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "south": south,
         ...                      "treat": t})
-        >>> fit = list_bayes("y ~ south", data, treat="treat", items=3, draws=2000,
-        ...                  seed=1)
+        >>> fit = list_bayes("y ~ south", data, treat="treat", items=3, draws=500,
+        ...                  burn_in=500, seed=1)
         >>> gap = fit.predicted_prevalence(data.assign(south=1),
         ...                                versus=data.assign(south=0))
         >>> round(float(gap["mean"].iloc[0]), 1)

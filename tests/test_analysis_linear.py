@@ -165,6 +165,7 @@ def test_joint_channel_gradient_is_the_numerical_one():
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.slow  # about 3 s: over the fast loop's 180-s budget
 def test_joint_channel_fit_is_unbiased_and_calibrated():
     """100 surveys of 2,000 with the SLD in two groups (t = 0.7, estimated jointly):
     the slope, pi and t average within 4 standard errors of the mean of the truth, and

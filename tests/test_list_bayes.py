@@ -100,6 +100,7 @@ def test_the_posterior_means_equal_importance_sampling_on_the_race_data() -> Non
     assert np.all(np.abs(fit.params.to_numpy() - R_MEANS) < Z4 * with_r)
 
 
+@pytest.mark.slow  # about 3 s: over the fast loop's 180-s budget
 def test_the_posterior_recovers_a_simulated_model() -> None:
     """3,000 respondents, a weak prior: each coefficient's truth lies within 4
     posterior SDs of its posterior mean, and the 95% credible intervals hold the truth

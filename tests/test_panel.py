@@ -147,6 +147,7 @@ def test_a_one_layer_question_still_costs_once_and_the_budget_still_binds():
         check_lifetime(over[:2], over[2])  # a 3-choice question: 3 x 2 nats > 5
 
 
+@pytest.mark.slow  # about 3 s: over the fast loop's 180-s budget
 def test_the_device_keeps_one_permanent_report_per_answer_and_draws_afresh():
     """The client's permanent report is fixed by the secret and the answer; the sent
     report follows the instantaneous layer's column of it, drawn afresh (seeded here)."""
@@ -226,6 +227,7 @@ def test_wave_change_refuses_mismatched_or_empty_waves():
         wave_change(Warner(p=0.8), [0], Warner(p=0.8), [1], confidence_level=1.3)
 
 
+@pytest.mark.slow  # about 3 s: over the fast loop's 180-s budget
 def test_the_change_interval_covers_in_every_cell_of_the_simulation():
     """The docs' table (coverage_grid, the seeds of bench/panel_waves.py): 300 panels of
     1,000 per cell; change 0, 0.05, 0.2; 50% and 100% re-answering; Warner, forced

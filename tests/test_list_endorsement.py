@@ -144,3 +144,27 @@ def test_weighted_kendall_is_tau_b_on_the_resample() -> None:
     for row, tau in zip(w, got, strict=True):
         i = np.repeat(np.arange(60), row.astype(int))
         assert tau == pytest.approx(stats.kendalltau(x[i], y[i]).statistic, abs=1e-12)
+
+
+def test_large_groups_take_the_one_at_a_time_path_with_the_same_draws(monkeypatch) -> None:
+    """Groups over ``KENDALL_ROWS`` (whose n x n sign matrix would be too big) take one
+    resample at a time: the same resamples give the same taus; and blocks shrink so a
+    block's counts stay under ``BLOCK_CELLS`` (here 10 resamples of 4,000 rows)."""
+    from deniable.analysis._list import _endorsement
+
+    rng = np.random.default_rng(8)
+    n = 4000
+    t = rng.integers(0, 2, n)
+    e, y = rng.integers(1, 6, n).astype(float), rng.integers(0, 4, n) + t
+    vectorised = _bootstrap(*_inputs(e, y, t), "kendall", 30, np.random.default_rng(1))
+    monkeypatch.setattr(_endorsement, "KENDALL_ROWS", 100)
+    monkeypatch.setattr(_endorsement, "BLOCK_CELLS", 40_000)
+    each = _bootstrap(*_inputs(e, y, t), "kendall", 30, np.random.default_rng(1))
+    assert each == pytest.approx(vectorised, abs=1e-12)
+
+
+def test_a_constant_group_is_refused_by_name() -> None:
+    data = pd.read_csv(DATA)
+    flat = data.e1.where(data.treat == 0, 3)
+    with pytest.raises(ValueError, match="endorsement is constant in the treated group"):
+        list_endorsement_comparison(flat, data.y, data.treat)

@@ -41,8 +41,10 @@ __all__ = ["EndorsementComparison", "list_endorsement_comparison"]
 
 #: Most bootstrap draws taken.
 MAX_DRAWS = 1_000_000
-#: Draws resampled at once (a block holds ``rows x BLOCK`` counts).
+#: Draws resampled at once, at most (a block holds ``rows x block`` counts).
 BLOCK = 500
+#: Counts a block holds at most (``rows x block``: 80 MB of float64).
+BLOCK_CELLS = 10_000_000
 #: Largest group whose Kendall's tau is computed for a block of resamples at once
 #: (its ``n x n`` matrix of pair signs: 72 MB); larger groups take one at a time.
 KENDALL_ROWS = 3_000
@@ -120,6 +122,9 @@ def _inputs(
     for name, group in (("treated", t), ("control", ~t)):
         if group.sum() < 3:
             raise ValueError(f"the {name} group needs at least 3 complete rows")
+        for what, v in (("endorsement", e), ("counts", y)):
+            if np.ptp(v[group]) == 0:
+                raise ValueError(f"{what} is constant in the {name} group: it has no correlation")
     return e, y, t
 
 
@@ -181,8 +186,9 @@ def _bootstrap(
     pairs = _weighted_pearson if method == "pearson" else _weighted_kendall
     if max(t.sum(), (~t).sum()) > KENDALL_ROWS:
         pairs = _weighted_pearson if method == "pearson" else _kendall_each
-    for start in range(0, draws, BLOCK):  # a loop over blocks of draws
-        b = min(BLOCK, draws - start)
+    block = max(1, min(BLOCK, BLOCK_CELLS // n))
+    for start in range(0, draws, block):  # a loop over blocks of draws
+        b = min(block, draws - start)
         w = rng.multinomial(n, np.full(n, 1.0 / n), size=b).astype(np.float64)
         out[start : start + b] = pairs(e[t], y[t], w[:, t]) - pairs(e[~t], y[~t], w[:, ~t])
     return out
@@ -244,9 +250,9 @@ def list_endorsement_comparison(
     ------
     ValueError
         On inputs of different lengths or dimensions, a treatment other than 0 or 1,
-        fewer than 3 complete rows in a group, an unknown ``method`` or
-        ``alternative``, ``draws`` or ``level`` out of range, or no resample with both
-        correlations defined.
+        fewer than 3 complete rows in a group, an input constant within a group, an
+        unknown ``method`` or ``alternative``, ``draws`` or ``level`` out of range, or no
+        resample with both correlations defined.
 
     Examples
     --------

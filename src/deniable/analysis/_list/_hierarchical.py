@@ -42,7 +42,7 @@ from ...estimation import ConfidenceInterval
 from .._formula import quote_columns
 from .._results import hessian_from_values
 from ._multi_item import multi_frame
-from ._posterior import batch_se, draws_interval
+from ._posterior import batch_se, check_prediction, draws_interval, draws_summary
 from ._prediction import GroupLayout
 
 __all__ = ["ListHierarchicalResult", "list_bayes_hierarchical"]
@@ -152,12 +152,9 @@ class ListHierarchicalResult:
         See :class:`ListHierarchicalResult`; then
         ``fit.predicted_prevalence(data.assign(x=1), versus=data.assign(x=0))``.
         """
-        if not 0 < level < 1:
-            raise ValueError(f"level must be in (0, 1), got {level}")
+        check_prediction(data, versus, level)
         if intercepts not in ("group", "level"):
             raise ValueError(f"intercepts must be 'group' or 'level', got {intercepts!r}")
-        if data is None and versus is not None:
-            raise ValueError("versus needs data: the rows to compare it with")
         assert self.layout is not None
         layout = self.layout
         rows = layout.fitted if data is None else layout.rows(data, self.groups)
@@ -166,12 +163,7 @@ class ListHierarchicalResult:
             prevalence -= layout.prevalence(
                 self.draws, layout.rows(versus, self.groups), intercepts
             )
-        table = pd.DataFrame(prevalence, columns=layout.labels)
-        interval = draws_interval(table, level)
-        return pd.DataFrame(
-            {"mean": table.mean(), "sd": table.std(ddof=1), "low": interval.low,
-             "high": interval.high}
-        )  # fmt: skip
+        return draws_summary(pd.DataFrame(prevalence, columns=layout.labels), level)
 
 
 def _log_choose(j: int, k: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -160,10 +160,7 @@ class ListBayesResult:
         >>> round(float(gap["mean"].iloc[0]), 1)
         0.3
         """
-        if not 0 < level < 1:
-            raise ValueError(f"level must be in (0, 1), got {level}")
-        if data is None and versus is not None:
-            raise ValueError("versus needs data: the rows to compare it with")
+        check_prediction(data, versus, level)
         assert self.prevalence_model is not None and self.fitted is not None
         chain = self.draws.to_numpy()
         x = self.fitted if data is None else prediction_rows(self.spec, data)
@@ -172,12 +169,7 @@ class ListBayesResult:
             draws = draws - _prevalence_draws(
                 self.prevalence_model, chain, prediction_rows(self.spec, versus)
             )
-        table = pd.DataFrame(draws, columns=self.prevalence.index)
-        interval = draws_interval(table, level)
-        return pd.DataFrame(
-            {"mean": table.mean(), "sd": table.std(ddof=1), "low": interval.low,
-             "high": interval.high}
-        )  # fmt: skip
+        return draws_summary(pd.DataFrame(draws, columns=self.prevalence.index), level)
 
 
 def _prevalence_draws(
@@ -188,6 +180,24 @@ def _prevalence_draws(
     per_block = max(1, 10_000_000 // max(1, x.shape[0]))
     blocks = np.array_split(chain, max(1, -(-chain.shape[0] // per_block)))
     return np.concatenate([prevalence(block, x) for block in blocks])
+
+
+def check_prediction(data: object, versus: object, level: float) -> None:
+    """Refuse a level outside (0, 1), or ``versus`` without ``data`` (ValueError)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if data is None and versus is not None:
+        raise ValueError("versus needs data: the rows to compare it with")
+
+
+def draws_summary(table: pd.DataFrame, level: float) -> pd.DataFrame:
+    """Each column's posterior mean, SD and equal-tailed interval at ``level``: one row
+    per column, columns ``mean``, ``sd``, ``low``, ``high``."""
+    interval = draws_interval(table, level)
+    return pd.DataFrame(
+        {"mean": table.mean(), "sd": table.std(ddof=1), "low": interval.low,
+         "high": interval.high}
+    )  # fmt: skip
 
 
 def draws_interval(draws: pd.DataFrame, level: float) -> ConfidenceInterval[pd.Series]:

@@ -181,34 +181,37 @@ pulled it towards 0 (coverage 0.000-0.108 at prevalence 0.99 for n from 100 to 1
 0.896 at 0.5 for n = 100). A prior given, or the `bayes` estimator's, keeps its Dirichlet
 marginal, and warns where that under-covers.
 
-The misses left: `normal` on KaryRR(7, 2) at n <= 300 (three cells), and **no rule
-deterministic in the count can remove them** (at n = 100, no rule at all). Within a
-count's step the coverage of a discrete count's interval alternates (Brown, Cai &
-DasGupta 2001): at n = 100, over prevalences 0.25-0.6, `normal` lies below 0.94 at 33%
-of them (as low as 0.926) and averages 0.943. Whatever a warning is decided on (the
+`normal` is the Wald interval with a continuity correction (Newcombe 1998, method 2):
+`pi_hat +/- (z SE + |slope| / (2 n))`, half a report's step wider on each side than
+the plain Wald interval of R's `rr` and `RRreg` (0.0105 at n = 100 on KaryRR(7, 2),
+0.0010 at n = 1,000; to get theirs, take `estimate +/- z std_error`). Plain Wald missed
+the goal in three cells, on KaryRR(7, 2) at n <= 300 (0.931 at 0.5 and n = 100, the
+unwarned 0.934; 0.937 at 0.1 and n = 300), and **no warning rule could remove them**.
+Within a count's step the coverage of a discrete count's interval alternates (Brown, Cai
+& DasGupta 2001): at n = 100, over prevalences 0.25-0.6, plain Wald lay below 0.94 at 33%
+of them (as low as 0.926) and averaged 0.943. Whatever a warning is decided on (the
 estimate, the interval, anything computed from the data), it is a function of the
 category's report count, so a rule is a set of counts to warn. Whether any set meets the
 goal at every prevalence of a grid is an integer program, linear in the set's indicators
 (`deniable.estimation._coverage_warning.goal_attainable`; HiGHS through
-`scipy.optimize.milp`); "no" is a proof. The table below asks it on the grid of
-prevalences 0, 0.01, ..., 1 (101 points). At n = 100 no rule exists for `normal` on any
-of the five designs, nor for `wilson` and `jeffreys` on KaryRR(7, 2); the 12 prevalences
-of the tables are met on the other designs only because they fall between the low teeth
-(on the 12-point grid a rule does exist even for KaryRR(7, 2) at n = 100: warn the one
-count 23, a rule fitted to the grid that we do not ship). At n = 300 on KaryRR(7, 2) a
-rule exists on the 0.01 grid and none on a 0.005 grid. Those are rules deterministic in
-the count. A rule may also warn a count with a probability, or draw on the other
-categories' counts, which are independent of the prevalence given the count here; the
-program's relaxation (`randomized=True`) asks about all of them. For `normal` on
-KaryRR(7, 2) at n = 100 it is infeasible too: no rule of any kind meets the goal there.
-At n = 300 on the 0.005 grid, and for forced response at n = 100, a randomized rule
-exists. We do not ship one: a warning that depends on a coin flip, or on counts that say
-nothing about the prevalence asked, would tell the analyst nothing. So the warning stays
-the mean over the neighbourhood, which warns where a method falls short over a standard
-error rather than at one tooth, and where `normal` falls short at small n the remedy is
-another method: `feldman_cousins` (the default) covers at least 0.95 at every
-prevalence, and `beta` (Clopper-Pearson on the report share) covers at least 0.95 at
-every point of the fine grid below.
+`scipy.optimize.milp`); "no" is a proof. For plain Wald at n = 100 it had no solution on
+the grid 0, 0.01, ..., 1 on any of the five designs, and on KaryRR(7, 2) its relaxation
+(`randomized=True`: a rule that warns a count with a probability, or draws on the other
+categories' counts) had none either: no rule of any kind met the goal there. A warning
+cannot fix that interval, so the interval changed: with the correction, `normal` covers at
+least 0.9416 at every point of that grid at n = 100 on KaryRR(7, 2) (0.9475 on forced
+response), and every cell below meets the goal with none warned.
+
+The table below asks the integer program for every method on that grid. `wilson` and
+`jeffreys` on KaryRR(7, 2) at n = 100 dip below 0.94 at teeth of the fine grid that no
+rule can single out (0.936 and 0.935); the 12 prevalences of the tables fall between
+those teeth. We do not ship a randomized rule where one exists: a warning that depends on
+a coin flip, or on counts that say nothing about the prevalence asked, would tell the
+analyst nothing. The warning stays the mean over the neighbourhood, which warns where a
+method falls short over a standard error rather than at one tooth; where a method falls
+short at a tooth the remedy is another method: `feldman_cousins` (the default) covers at
+least 0.95 at every prevalence, and `beta` (Clopper-Pearson on the report share) at
+every point of the fine grid.
 
 {attainable}
 """

@@ -3,7 +3,14 @@
 Methods (the names of ``statsmodels.stats.proportion.proportion_confint``):
 
 ``normal``
-    Wald: ``pi_hat +/- z SE`` (SE of the estimate the interval is asked of).
+    Wald: ``pi_hat +/- z SE`` (SE of the estimate the interval is asked of). Where the
+    estimate is affine in one report's count (binary designs, k-ary RR), with a
+    continuity correction of half a count's step, ``|slope| / (2 n)``, on each side
+    (Newcombe 1998, method 2; :func:`continuity_correction`): plain Wald on KaryRR(7, 2)
+    at n = 100 covered as little as 0.926 at prevalences where no warning rule could
+    single the surveys out (docs/coverage.md), the corrected one at least 0.9416 at every
+    prevalence of 0, 0.01, ..., 1. R's ``rr`` and ``RRreg`` give plain Wald:
+    ``estimate +/- z std_error``.
 ``wilson``, ``agresti_coull``, ``beta``, ``jeffreys``
     A binomial interval for the report share ``lam_r`` (Wilson 1927; Agresti & Coull
     1998; Clopper & Pearson 1934; the Jeffreys interval of Brown, Cai & DasGupta
@@ -77,6 +84,7 @@ __all__ = [
     "INTERVAL_METHODS",
     "IntervalMethod",
     "binary_hpd",
+    "continuity_correction",
     "hpd_interval",
     "prevalence_intervals",
     "share_interval",
@@ -204,8 +212,10 @@ def prevalence_intervals(
             estimate, variance = moment_batch(design, counts)
         z = z_quantile(confidence_level)
         half = z * np.sqrt(variance)
-        low, high = estimate - half, estimate + half
         amap = affine_map(design)
+        if amap is not None:  # the continuity correction (see the module's text)
+            half = half + continuity_correction(amap, n)
+        low, high = estimate - half, estimate + half
         if amap is not None:  # the power constraint (see the module's text)
             reach0, reach1 = _boundary_reach(design, amap, n, z)
             high, low = np.maximum(high, reach0), np.minimum(low, 1.0 - reach1)
@@ -355,6 +365,13 @@ def binary_hpd(
     return low, high
 
 
+def continuity_correction(amap: AffineMap, n: ArrayLike) -> _Array:
+    """Half of one report's step in prevalence, ``|slope| / (2 n)``, added to each end of
+    ``normal`` on a count design (the Wald interval with continuity correction; Newcombe
+    1998, method 2). ``n`` of shape (S, 1) gives shape (S, k)."""
+    return np.abs(amap.slope) / (2.0 * np.asarray(n, dtype=np.float64))
+
+
 def _boundary_reach(
     design: FiniteChannel, amap: AffineMap, n: NDArray[np.int64], z: float
 ) -> tuple[_Array, _Array]:
@@ -364,8 +381,9 @@ def _boundary_reach(
     at_zero = np.where(amap.slope > 0, a, b)  # the share that maps to prevalence 0
     at_one = np.where(amap.slope > 0, b, a)
     scale = np.abs(amap.slope) / np.sqrt(np.asarray(n, dtype=np.float64))
-    reach0 = z * scale * np.sqrt(at_zero * (1.0 - at_zero))
-    reach1 = z * scale * np.sqrt(at_one * (1.0 - at_one))
+    correction = continuity_correction(amap, n)
+    reach0 = z * scale * np.sqrt(at_zero * (1.0 - at_zero)) + correction
+    reach1 = z * scale * np.sqrt(at_one * (1.0 - at_one)) + correction
     return reach0, reach1
 
 

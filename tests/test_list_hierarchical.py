@@ -312,3 +312,127 @@ def test_two_items_predict_each_item() -> None:
     assert list(table.index) == ["affirm", "race"]
     means = fit.draws[["prevalence.affirm", "prevalence.race"]].mean().to_numpy()
     assert table["mean"].to_numpy() == pytest.approx(means, abs=1e-12)
+
+
+def simulated_levels(seed: int, n: int = 4000, districts: int = 8, villages: int = 4):
+    """Three levels: villages (``v``) inside districts (``d``), one sensitive item; each
+    model's village intercepts scatter about their district's, which scatter about the
+    model's constant."""
+    rng = np.random.default_rng(seed)
+    truth = {"control.x": 0.3, "sensitive.1.x": 0.8, "control.level3.group.Intercept": -0.4,
+             "sensitive.1.level3.group.Intercept": -1.0, "control.sigma2": 0.05,
+             "sensitive.1.sigma2": 0.1, "control.level3.sigma2": 0.15,
+             "sensitive.1.level3.sigma2": 0.3}  # fmt: skip
+    village = rng.integers(0, districts * villages, n)
+    district = village // villages
+    eta = {}
+    for m in ("control", "sensitive.1"):
+        top = rng.normal(truth[f"{m}.level3.group.Intercept"],
+                         math.sqrt(truth[f"{m}.level3.sigma2"]), districts)  # fmt: skip
+        low = rng.normal(np.repeat(top, villages), math.sqrt(truth[f"{m}.sigma2"]))
+        eta[m] = low[village]
+    x, t = rng.normal(size=n), rng.integers(0, 2, n)
+    h = 1 / (1 + np.exp(-(truth["control.x"] * x + eta["control"])))
+    z = rng.random(n) < 1 / (1 + np.exp(-(truth["sensitive.1.x"] * x + eta["sensitive.1"])))
+    data = pd.DataFrame({"y": rng.binomial(3, h) + t * z, "x": x, "treat": t,
+                         "v": [f"v{c:02d}" for c in village],
+                         "d": [f"d{c:02d}" for c in district]})  # fmt: skip
+    return data, truth
+
+
+def test_the_upper_levels_sample_their_posterior_given_the_groups() -> None:
+    """The Gibbs scan of the levels above the groups (``LevelState.update``), run with
+    four village intercepts held fixed in two districts, has as its stationary law the
+    posterior of the constant and the two variances given them: with the district
+    intercepts integrated out, the villages are ``Normal(gamma 1, s2 I + s3 B)``
+    (``B`` ones within a district), whose posterior means importance sampling from the
+    prior gives. Each chain mean within 4 combined Monte Carlo SEs of it."""
+    from deniable.analysis._list._levels import Level, LevelState
+
+    a2 = np.array([-0.5, 0.3, 1.2, 0.9])
+    parent = np.array([0, 0, 1, 1])
+    levels = [Level(np.zeros((4, 0)), parent, ["a", "b", "c", "e"], [], "v"),
+              Level(np.ones((2, 1)), None, ["d0", "d1"], ["Intercept"], "d")]  # fmt: skip
+    state = LevelState(levels, np.zeros(1), (1.0, 5.0, 1.0))
+    rng = np.random.default_rng(3)
+    kept = []
+    for sweep in range(60_000):
+        state.update(0, a2, rng)
+        if sweep >= 1_000:
+            kept.append((state.gamma[1][0, 0], state.s2[0][0], state.s2[1][0]))
+    chain = np.array(kept)
+    batches = chain.reshape(50, -1, 3).mean(axis=1)
+    chain_se = batches.std(axis=0, ddof=1) / math.sqrt(50)
+
+    draws = 400_000
+    gamma = rng.standard_normal(draws)
+    s2, s3 = 5.0 / rng.chisquare(5, draws), 5.0 / rng.chisquare(5, draws)
+    block = (parent[:, None] == parent[None, :]).astype(float)
+    cov = s2[:, None, None] * np.eye(4) + s3[:, None, None] * block
+    resid = a2[None, :] - gamma[:, None]
+    solved = np.linalg.solve(cov, resid[:, :, None])[:, :, 0]
+    log_w = -0.5 * (np.einsum("ij,ij->i", resid, solved) + np.linalg.slogdet(cov)[1])
+    w = np.exp(log_w - log_w.max())
+    w /= w.sum()
+    for i, values in enumerate((gamma, s2, s3)):
+        mean = float(w @ values)
+        is_se = math.sqrt(float(w**2 @ (values - mean) ** 2))
+        assert abs(chain.mean(axis=0)[i] - mean) <= Z4 * math.hypot(is_se, chain_se[i]), i
+
+
+@pytest.mark.slow  # 5,000 sweeps on 4,000 rows
+def test_three_levels_recover_known_coefficients() -> None:
+    """Villages inside districts (R's ``group.level.3``): every slope, constant and
+    variance within 4 posterior SDs of the value the data were drawn from; the columns
+    name each level; each village's expected intercept (``intercepts="level"``) is its
+    district's intercept."""
+    from scipy import special
+
+    data, truth = simulated_levels(5)
+    fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group=["v", "d"],
+                                  draws=3000, burn_in=2000, seed=2)  # fmt: skip
+    for name, value in truth.items():
+        assert abs(fit.params[name] - value) <= Z4 * fit.bse[name], name
+    assert "sensitive.1.group.Intercept" not in fit.draws  # the district takes its place
+    assert "sensitive.1.level3.intercept[d07]" in fit.draws
+    new = data.iloc[:40]
+    slope = fit.draws["sensitive.1.x"].to_numpy()[:, None]
+    mine = fit.draws[[f"sensitive.1.level3.intercept[{d}]" for d in new["d"]]].to_numpy()
+    by_hand = special.expit(slope * new["x"].to_numpy() + mine).mean(axis=1)
+    got = fit.predicted_prevalence(new, intercepts="level")
+    assert got["mean"].iloc[0] == pytest.approx(by_hand.mean(), abs=1e-12)
+
+
+def test_four_levels_run_and_name_their_columns() -> None:
+    data, _ = simulated_levels(6, n=800, districts=4, villages=3)
+    data["p"] = np.where(data["d"] < "d02", "north", "south")
+    data["w"] = data["v"].str[1:].astype(int) % 2  # a village covariate
+    fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3,
+                                  group=["v", "d", "p"], group_formula=["~ w", "~ 1", "~ 1"],
+                                  draws=100, burn_in=100, seed=1)  # fmt: skip
+    for column in ("control.group.w", "control.sigma2", "control.intercept[v00]",
+                   "control.level3.sigma2", "control.level3.intercept[d03]",
+                   "control.level4.group.Intercept", "control.level4.sigma2",
+                   "control.level4.intercept[south]"):  # fmt: skip
+        assert column in fit.draws, column
+    assert np.isfinite(fit.draws.to_numpy()).all()
+    assert "control.level3.group.Intercept" not in fit.draws
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"group": ["v", "v"]}, "group must name 1..3 distinct columns"),
+        ({"group": ["v", "d", "p", "q"]}, "group must name 1..3 distinct columns"),
+        ({"group": ["d", "v"]}, "group 'd' must be nested in 'v'"),
+        ({"group": ["v", "x2"]}, "group 'v' must be nested in 'x2'"),
+        ({"group": ["v", 3]}, "group must be a column name or a list"),
+        ({"group_formula": ["~ 1"]}, "one formula or one per group column"),
+    ],
+)
+def test_levels_must_nest(change, message) -> None:
+    data, _ = simulated_levels(7, n=400, districts=3, villages=2)
+    data["x2"] = np.where(np.arange(len(data)) % 2 == 0, "a", "b")  # cuts across villages
+    kwargs = {"treat": "treat", "items": 3, "group": ["v", "d"], "draws": 100, **change}
+    with pytest.raises(ValueError, match=message):
+        list_bayes_hierarchical("y ~ x", data, **kwargs)

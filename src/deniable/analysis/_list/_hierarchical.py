@@ -1,6 +1,7 @@
 """Multilevel Bayesian list-experiment regression: one or several sensitive items, each
 model with a random intercept per group (state, village) that group-level covariates
-explain (Blair, Imai & Lyall 2014; R's ``list::ictregBayesHier``, two levels).
+explain (Blair, Imai & Lyall 2014; R's ``list::ictregBayesHier``, with two, three or
+four levels).
 
 For the control model (``m = 0``) and each sensitive item's model (``m = 1..K``),
 
@@ -11,13 +12,16 @@ with ``x`` the covariates without an intercept (the group intercepts take its pl
 count ``Y(0) ~ Binomial(J, g(eta_0i))`` and the sensitive answer ``Z_ki ~
 Bernoulli(g(eta_ki))`` on the list that held item ``k``. Priors (R's defaults):
 ``beta_m ~ N(0, I)``, ``gamma_m ~ N(0, I)`` and ``sigma_m^2 ~ Scaled-Inv-chi^2(5, 1)``
-(``5 * 1 / chi^2_5``).
+(``5 * 1 / chi^2_5``). With three or four levels the groups' intercepts have, in place of
+``gamma_m``'s constant, the intercept of the unit above (a district, a province), which
+has a model of the same form (:mod:`~deniable.analysis._list._levels`).
 
 The sampler augments each treated row with its answer and control count (R does the
 same), then updates ``beta_m`` by block random-walk Metropolis, every group's
 intercept at once by independent random-walk Metropolis steps (the groups are
 independent given the rest), and ``gamma_m`` and ``sigma_m^2`` from their conjugate
-normal and scaled inverse chi-squared conditionals. The proposals adapt during burn-in
+normal and scaled inverse chi-squared conditionals (and the upper levels' intercepts
+from theirs). The proposals adapt during burn-in
 only: the block's covariance is the inverse curvature of its conditional log posterior
 (refitted every 500 sweeps), scaled towards an acceptance of 0.25; each intercept's step
 towards 0.44. The kept chain is a Markov chain with a fixed kernel.
@@ -30,6 +34,7 @@ as if ``sigma_m^2 = 1`` while ``sigma_m^2`` is drawn from them (docs/analysis.md
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,8 +44,8 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ...estimation import ConfidenceInterval
-from .._formula import quote_columns
 from .._results import hessian_from_values
+from ._levels import Level, LevelState, build_levels, level_columns
 from ._multi_item import multi_frame
 from ._posterior import batch_se, check_prediction, draws_interval, draws_summary
 from ._prediction import GroupLayout
@@ -49,8 +54,6 @@ __all__ = ["ListHierarchicalResult", "list_bayes_hierarchical"]
 
 #: Kept draws times parameters at most (bounds the memory of ``draws``).
 MAX_CELLS = 50_000_000
-#: Groups at most.
-MAX_GROUPS = 10_000
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,10 @@ class ListHierarchicalResult:
     draws : pandas.DataFrame
         One row per kept draw. Columns: ``<model>.<term>`` (``beta``), ``<model>.group.
         <term>`` (``gamma``), ``<model>.sigma2`` and ``<model>.intercept[<group>]``, with
-        ``<model>`` ``control`` or ``sensitive.<label>``; then ``prevalence.<label>``,
-        each item's prevalence averaged over the rows.
+        ``<model>`` ``control`` or ``sensitive.<label>``; with three or four levels,
+        the same three kinds for level ``l`` under ``<model>.level<l>.``
+        (``control.level3.intercept[<district>]``); then ``prevalence.<label>``, each
+        item's prevalence averaged over the rows.
     params : pandas.Series
         Posterior means.
     bse : pandas.Series
@@ -178,7 +183,7 @@ class _Data:
     """The rows of each model: covariates, group codes and the binomial size."""
 
     x: NDArray[np.float64]  # (n, p) without the intercept
-    v: NDArray[np.float64]  # (G, q) group-level covariates
+    levels: list[Level]  # the group levels from 2 up
     group: NDArray[np.int64]  # (n,) in 0..G-1
     y: NDArray[np.float64]  # (n,) reported counts
     arm: NDArray[np.int64]  # (n,) 0 control, 1..K
@@ -196,19 +201,17 @@ class _Chain:
     def __init__(self, d: _Data, start: NDArray[np.float64], priors: tuple[float, ...]) -> None:
         """``start``: each model's intercept, shape (items + 1,); slopes start at 0."""
         self.d = d
-        models, p, groups, q = d.items + 1, d.x.shape[1], d.v.shape[0], d.v.shape[1]
+        models, p, groups = d.items + 1, d.x.shape[1], len(d.levels[0].units)
         self.beta = np.zeros((models, p))
         self.a = np.repeat(start[:, None], groups, axis=1)
-        self.gamma = np.zeros((models, q))
-        self.s2 = np.ones(models)
-        self.beta_prec, self.gamma_prec, self.nu0, self.s0 = priors
+        self.beta_prec = priors[0]
+        self.up = LevelState(d.levels, start, (priors[1], priors[2], priors[3]))
         self.index = [d.rows(m) for m in range(models)]
         self.treated = d.arm > 0
         # the binomial coefficients of Y(0) = y (control, or Z = 0) and y - 1 (Z = 1)
         with np.errstate(invalid="ignore"):
             self.c0 = _log_choose(d.j, d.y)
             self.c1 = _log_choose(d.j, d.y - 1)
-        self.gamma[:, 0] = start
         blocks = []
         for m in range(models):  # the proposal from the curvature at the start
             x = np.column_stack([d.x[self.index[m]], np.ones(len(self.index[m]))])
@@ -258,7 +261,7 @@ class _Chain:
             current = self._loglik(m, rows, self.eta[m, rows])
             a_ok[m] = self._intercept_step(m, (rows, x @ self.beta[m], g), current, rng)
             self.eta[m] = d.x @ self.beta[m] + self.a[m, d.group]
-            self._group_step(m, rng)
+            self.up.update(m, self.a[m], rng)
         return slopes_ok, a_ok
 
     def _block_change(
@@ -276,8 +279,8 @@ class _Chain:
                 rows, self.eta[0], self.eta[d.arm, rows])).sum()
         )  # fmt: skip
         diff -= 0.5 * self.beta_prec * float((new**2).sum() - (self.beta**2).sum())
-        level = self.gamma[:, 0]
-        diff -= 0.5 * self.gamma_prec * float(((level + shift) ** 2 - level**2).sum())
+        level = self.up.top_constant
+        diff -= 0.5 * self.up.gamma_prec * float(((level + shift) ** 2 - level**2).sum())
         return diff, new, eta
 
     def _slopes_step(self, rng: np.random.Generator) -> bool:
@@ -292,7 +295,7 @@ class _Chain:
             return False
         self.beta, self.eta = new, eta
         self.a += step[:, p][:, None]
-        self.gamma[:, 0] += step[:, p]
+        self.up.shift(step[:, p])
         return True
 
     def fit_proposal(self) -> None:
@@ -324,22 +327,11 @@ class _Chain:
         new = old + self.a_step[m] * rng.standard_normal(groups)
         change = self._loglik(m, rows, xb + new[g]) - current
         diff = np.bincount(g, weights=change, minlength=groups)
-        mean = self.d.v @ self.gamma[m]
-        diff -= ((new - mean) ** 2 - (old - mean) ** 2) / (2 * self.s2[m])
+        mean = self.up.mean(m)
+        diff -= ((new - mean) ** 2 - (old - mean) ** 2) / (2 * self.up.s2[0][m])
         ok = np.log(rng.random(groups)) < diff
         self.a[m] = np.where(ok, new, old)
         return np.asarray(ok, dtype=np.float64)
-
-    def _group_step(self, m: int, rng: np.random.Generator) -> None:
-        """``gamma_m`` and ``sigma_m^2`` from their conjugate conditionals."""
-        v, a = self.d.v, self.a[m]
-        precision = v.T @ v / self.s2[m] + self.gamma_prec * np.eye(v.shape[1])
-        root = np.linalg.cholesky(precision)
-        mean = np.linalg.solve(precision, v.T @ a / self.s2[m])
-        # N(mean, precision^-1): mean + L^-T e
-        self.gamma[m] = mean + np.linalg.solve(root.T, rng.standard_normal(v.shape[1]))
-        resid = a - v @ self.gamma[m]
-        self.s2[m] = (resid @ resid + self.nu0 * self.s0) / rng.chisquare(len(a) + self.nu0)
 
     def adapt(self, rates: tuple[float, NDArray[np.float64]]) -> None:
         """Burn-in only: the block's scale towards an acceptance of 0.25, and each
@@ -375,46 +367,12 @@ def _priors(
     return float(coef_precision), float(group_coef_precision), nu0, s0
 
 
-def _group_data(
-    data: pd.DataFrame, rows: Any, group: str, group_formula: str
-) -> tuple[NDArray[np.int64], NDArray[np.float64], list[Any], list[str]]:
-    """Each row's group code, the groups' covariates (the mean over their rows, as R),
-    the groups in order and the covariates' names."""
-    from formulaic import model_matrix  # lazy, as in _formula: its import is slow
-
-    if group not in data.columns:
-        raise ValueError(
-            f"group must name a column of data; columns: {', '.join(map(str, data.columns))}"
-        )
-    values = data.loc[rows, group]
-    if values.isna().any():
-        raise ValueError(f"group {group!r} is missing on {int(values.isna().sum())} used rows")
-    codes, uniques = pd.factorize(values, sort=True)
-    if not 2 <= len(uniques) <= MAX_GROUPS:
-        raise ValueError(f"group {group!r} must have 2..{MAX_GROUPS:,} groups, got {len(uniques)}")
-    if not isinstance(group_formula, str) or not group_formula.strip().startswith("~"):
-        raise ValueError(f"group_formula must read '~ terms', got {group_formula!r}")
-    text = quote_columns(group_formula, [str(c) for c in data.columns])
-    try:
-        v = model_matrix(text, data.loc[rows], na_action="raise")
-    except Exception as exc:  # formulaic raises several types; name the formula
-        raise ValueError(f"cannot build the group covariates of {group_formula!r}: {exc}") from None
-    names = [str(t).replace("`", "") for t in v.columns]
-    if not names or names[0] != "Intercept":
-        raise ValueError(f"group_formula must keep the intercept, got {group_formula!r}")
-    means = pd.DataFrame(np.asarray(v, dtype=np.float64)).groupby(codes).mean()
-    return codes.astype(np.int64), means.to_numpy(dtype=np.float64), list(uniques), names
-
-
 def _columns(
-    labels: list[Any], terms: list[str], vterms: list[str], groups: list[Any]
+    labels: list[Any], terms: list[str], levels: list[Level]
 ) -> tuple[list[str], list[str]]:
     """The draws' columns and the models' names."""
     models = ["control", *(f"sensitive.{v}" for v in labels)]
-    cols = [f"{m}.{t}" for m in models for t in terms]
-    cols += [f"{m}.group.{t}" for m in models for t in vterms]
-    cols += [f"{m}.sigma2" for m in models]
-    cols += [f"{m}.intercept[{g}]" for m in models for g in groups]
+    cols = [f"{m}.{t}" for m in models for t in terms] + level_columns(models, levels)
     return [*cols, *(f"prevalence.{v}" for v in labels)], models
 
 
@@ -446,8 +404,7 @@ def _run(
         accepted[1:] += a_ok.mean(axis=1)
         if (sweep - burn_in + 1) % thin == 0:
             prevalence = special.expit(chain.eta[1:]).mean(axis=1)
-            out.append(np.concatenate([chain.beta.ravel(), chain.gamma.ravel(), chain.s2,
-                                       chain.a.ravel(), prevalence]))  # fmt: skip
+            out.append(np.concatenate([chain.beta.ravel(), chain.up.row(chain.a), prevalence]))
     return np.asarray(out), accepted / (draws * thin)
 
 
@@ -457,8 +414,8 @@ def list_bayes_hierarchical(
     *,
     treat: str,
     items: int,
-    group: str,
-    group_formula: str = "~ 1",
+    group: str | Sequence[str],
+    group_formula: str | Sequence[str] = "~ 1",
     draws: int = 2_000,
     burn_in: int = 2_000,
     thin: int = 1,
@@ -467,7 +424,8 @@ def list_bayes_hierarchical(
     group_coef_precision: float = 1.0,
     variance_prior: tuple[float, float] = (5.0, 1.0),
 ) -> ListHierarchicalResult:
-    """Sample the posterior of a two-level list-experiment regression (module text).
+    """Sample the posterior of a multilevel list-experiment regression, with two, three
+    or four levels (module text; :mod:`~deniable.analysis._list._levels`).
 
     Parameters
     ----------
@@ -481,10 +439,13 @@ def list_bayes_hierarchical(
         item's list (:func:`list_regression_multi`); one item or several.
     items : int in 1..50
         ``J``, the number of control items.
-    group : str
-        Column naming each row's group (2..10,000 groups).
-    group_formula : str, default "~ 1"
-        The groups' covariates (``"~ age"``: each group's mean age), with an intercept.
+    group : str or sequence of 1..3 str
+        Column naming each row's group (2..10,000 groups); several, lowest level first
+        (``["village", "district"]``: three levels), each level nested in the next.
+    group_formula : str or sequence of str, default "~ 1"
+        Each level's covariates (``"~ age"``: each unit's mean age), with an intercept
+        (dropped below the top level, where the unit above takes its place); one
+        formula for every level, or one per group column.
     draws : int >= 100, default 2,000
         Draws kept.
     burn_in : int >= 0, default 2,000
@@ -508,8 +469,9 @@ def list_bayes_hierarchical(
     ------
     ValueError
         On a malformed formula, column, count or list (:func:`list_regression_multi`),
-        a ``group`` that is no column, is missing on a used row or has fewer than 2
-        groups, a malformed ``group_formula``, a non-positive prior, or draws, burn-in
+        a ``group`` that is no column, is missing on a used row, has fewer than 2
+        groups or is not nested in the next, a malformed ``group_formula`` or one whose
+        count does not match ``group``, a non-positive prior, or draws, burn-in
         or thin out of range or too many cells to keep.
 
     Examples
@@ -520,9 +482,9 @@ def list_bayes_hierarchical(
     priors = _priors(coef_precision, group_coef_precision, variance_prior)
     frame, y, arm, labels, j = multi_frame(formula, data, treat, items)
     keep = [i for i, t in enumerate(frame.terms) if t != "Intercept"]
-    codes, v, groups, vterms = _group_data(data, frame.rows, group, group_formula)
-    d = _Data(frame.X[:, keep], v, codes, y, arm, j, len(labels))
-    columns, models = _columns(labels, [frame.terms[i] for i in keep], vterms, groups)
+    codes, levels = build_levels(data, frame.rows, group, group_formula)
+    d = _Data(frame.X[:, keep], levels, codes, y, arm, j, len(labels))
+    columns, models = _columns(labels, [frame.terms[i] for i in keep], levels)
     if draws * len(columns) > MAX_CELLS:
         raise ValueError(f"draws x parameters must be at most {MAX_CELLS:,}, got "
                          f"{draws:,} x {len(columns):,}")  # fmt: skip
@@ -541,6 +503,6 @@ def list_bayes_hierarchical(
         bse=frame_draws.std(ddof=1),
         mc_se=pd.Series(batch_se(kept), index=columns),
         acceptance=acceptance,
-        groups=groups,
-        layout=GroupLayout(frame.spec, keep, group, v, labels, columns, (d.x, codes)),
+        groups=levels[0].units,
+        layout=GroupLayout(frame.spec, keep, levels, labels, columns, (d.x, codes)),
     )

@@ -194,14 +194,14 @@ def answer_table(
 @dataclass(frozen=True)
 class GroupLayout:
     """What a multilevel fit's prediction needs (``ListHierarchicalResult``): the
-    formula's spec and the slopes' positions in it, the group column, the groups'
-    covariates (G, q), the items' labels, the draws' columns and the fitted rows'
-    slopes' covariates (n, p) and group codes (n,)."""
+    formula's spec and the slopes' positions in it, the group levels
+    (:class:`~deniable.analysis._list._levels.Level`, the first naming each row's group
+    column and holding the groups' covariates), the items' labels, the draws' columns
+    and the fitted rows' slopes' covariates (n, p) and group codes (n,)."""
 
     spec: Any
     keep: list[int]
-    group: str
-    v: NDArray[np.float64]
+    levels: list[Any]
     labels: list[Any]
     columns: list[str]
     fitted: tuple[NDArray[np.float64], NDArray[np.int64]]
@@ -210,11 +210,12 @@ class GroupLayout:
         self, data: pd.DataFrame, groups: list[Any]
     ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         """``data``'s slopes' covariates (n, p) and group codes (n,)."""
-        if self.group not in data.columns:
-            raise ValueError(f"data must hold the group column {self.group!r}")
+        group = self.levels[0].column
+        if group not in data.columns:
+            raise ValueError(f"data must hold the group column {group!r}")
         x = prediction_rows(self.spec, data)
         index = self.spec.get_model_matrix(data).index
-        values = data.loc[index, self.group]
+        values = data.loc[index, group]
         codes = pd.Index(groups).get_indexer(values)
         if (codes < 0).any():
             unseen = sorted({str(v) for v in values[codes < 0]})
@@ -235,15 +236,26 @@ class GroupLayout:
         for i, label in enumerate(self.labels):
             m = f"sensitive.{label}"
             beta = draws[self._named(m, "")].to_numpy()
-            if intercepts == "group":
-                a = draws[self._named(m, "intercept[")].to_numpy()
-            else:
-                a = draws[self._named(m, "group.")].to_numpy() @ self.v.T  # (draws, G)
+            a = (
+                draws[self._named(m, "intercept[")].to_numpy()
+                if intercepts == "group"
+                else self._expected_intercepts(draws, m)
+            )
             for start in range(0, len(draws), step):  # blocks of draws
                 stop = start + step
                 eta = beta[start:stop] @ x.T + a[start:stop][:, codes]
                 out[start:stop, i] = special.expit(eta).mean(axis=1)
         return out
+
+    def _expected_intercepts(self, draws: pd.DataFrame, model: str) -> NDArray[np.float64]:
+        """Each draw's expected group intercepts given the level above, (draws, G):
+        ``v_g' gamma`` plus, with three or four levels, the intercept of the group's
+        unit above."""
+        level = self.levels[0]
+        a = draws[self._named(model, "group.")].to_numpy() @ level.v.T
+        if level.parent is not None:
+            a = a + draws[self._named(model, "level3.intercept[")].to_numpy()[:, level.parent]
+        return np.asarray(a, dtype=np.float64)
 
     def _named(self, model: str, kind: str) -> list[str]:
         """The draws' columns of one kind of one model, in order: the slopes
@@ -253,5 +265,6 @@ class GroupLayout:
         names = [c for c in self.columns if c.startswith(prefix)]
         if kind:
             return names
-        other = (f"{model}.group.", f"{model}.intercept[", f"{model}.sigma2")
+        other = (f"{model}.group.", f"{model}.intercept[", f"{model}.sigma2",
+                 f"{model}.level3.", f"{model}.level4.")  # fmt: skip
         return [c for c in names if not c.startswith(other)]

@@ -477,6 +477,83 @@ def test_three_levels_equal_rs_sampler_with_its_prior_fixed() -> None:
     assert_matches(fit, R_THREE)
 
 
+def simulated_levels_four() -> pd.DataFrame:
+    """``simulated_levels_w()`` with a district covariate ``u`` and two provinces
+    (``p``) of two districts each."""
+    data = simulated_levels_w()
+    rng = np.random.default_rng(10)
+    u = {d: float(rng.normal()) for d in sorted(data["d"].unique())}
+    return data.assign(u=data["d"].map(u), p=np.where(data["d"] < "d02", "north", "south"))
+
+
+# The same R, ictregBinomMulti4Level fixed the same way: group.level.4 = "p" (a factor),
+# formula.level.3 = ~ u, formula.level.4 = ~ 1, otherwise as R_THREE, on
+# simulated_levels_four(); three chains, Gelman-Rubin below 1.003.
+R_FOUR = {
+    "control.x": (0.312451, 0.033489, 0.000354),
+    "sensitive.1.x": (0.775491, 0.199267, 0.003184),
+    "control.group.w": (0.088460, 0.226154, 0.001107),
+    "sensitive.1.group.w": (0.578582, 0.339415, 0.007757),
+    "control.level3.group.u": (0.321621, 0.729352, 0.002635),
+    "sensitive.1.level3.group.u": (0.255507, 0.764592, 0.006097),
+    "control.level4.group.Intercept": (-0.177329, 0.713650, 0.002544),
+    "sensitive.1.level4.group.Intercept": (-0.359278, 0.743168, 0.005271),
+    "control.sigma2": (0.536275, 0.255117, 0.000877),
+    "sensitive.1.sigma2": (0.844100, 0.461006, 0.007106),
+    "control.level3.sigma2": (1.053100, 0.763992, 0.002710),
+    "sensitive.1.level3.sigma2": (1.143796, 0.857664, 0.003749),
+    "control.level4.sigma2": (1.260164, 1.069700, 0.003717),
+    "sensitive.1.level4.sigma2": (1.438285, 1.316517, 0.005953),
+    "control.intercept[v00]": (-0.376478, 0.100915, 0.001892),
+    "sensitive.1.intercept[v00]": (-2.402912, 0.780091, 0.031265),
+    "control.intercept[v01]": (-0.042782, 0.104850, 0.002057),
+    "sensitive.1.intercept[v01]": (-1.030990, 0.564392, 0.018367),
+    "control.intercept[v02]": (-0.755340, 0.091730, 0.001273),
+    "sensitive.1.intercept[v02]": (-3.285923, 0.878577, 0.036596),
+    "control.intercept[v03]": (-0.068515, 0.098313, 0.002041),
+    "sensitive.1.intercept[v03]": (-1.431534, 0.585284, 0.021363),
+    "control.intercept[v04]": (-0.413780, 0.113140, 0.002703),
+    "sensitive.1.intercept[v04]": (-1.512936, 0.694598, 0.026577),
+    "control.intercept[v05]": (-0.258143, 0.108073, 0.002591),
+    "sensitive.1.intercept[v05]": (-1.790130, 0.703455, 0.028404),
+    "control.intercept[v06]": (-1.396820, 0.142112, 0.003377),
+    "sensitive.1.intercept[v06]": (0.095946, 0.511081, 0.015018),
+    "control.intercept[v07]": (-0.797698, 0.106131, 0.001683),
+    "sensitive.1.intercept[v07]": (0.431194, 0.434592, 0.011024),
+    "control.intercept[v08]": (-1.534484, 0.126962, 0.001959),
+    "sensitive.1.intercept[v08]": (0.455336, 0.359886, 0.007268),
+    "control.intercept[v09]": (-0.225028, 0.114633, 0.002949),
+    "sensitive.1.intercept[v09]": (-0.049842, 0.642991, 0.022985),
+    "control.intercept[v10]": (-0.304750, 0.099503, 0.001845),
+    "sensitive.1.intercept[v10]": (-1.599732, 0.620919, 0.020764),
+    "control.intercept[v11]": (-0.160748, 0.113698, 0.002543),
+    "sensitive.1.intercept[v11]": (0.627415, 0.595302, 0.019280),
+    "control.level3.intercept[d00]": (-0.345528, 0.427454, 0.001944),
+    "sensitive.1.level3.intercept[d00]": (-1.724618, 0.665439, 0.017870),
+    "control.level3.intercept[d01]": (-0.288362, 0.405457, 0.002295),
+    "sensitive.1.level3.intercept[d01]": (-1.731793, 0.631302, 0.017874),
+    "control.level3.intercept[d02]": (-1.164204, 0.410292, 0.001924),
+    "sensitive.1.level3.intercept[d02]": (0.161418, 0.554335, 0.007089),
+    "control.level3.intercept[d03]": (-0.221122, 0.420694, 0.002310),
+    "sensitive.1.level3.intercept[d03]": (-0.028336, 0.620273, 0.013165),
+    "control.level4.intercept[north]": (-0.067481, 0.830929, 0.003083),
+    "sensitive.1.level4.intercept[north]": (-1.145534, 0.931381, 0.010577),
+    "control.level4.intercept[south]": (-0.469472, 0.687426, 0.002487),
+    "sensitive.1.level4.intercept[south]": (-0.028709, 0.753925, 0.007414),
+}
+
+
+@pytest.mark.slow  # 15,000 sweeps: 20 s
+def test_four_levels_equal_rs_sampler_with_its_prior_fixed() -> None:
+    """Villages in districts in provinces, with a village and a district covariate:
+    every posterior mean, and every slope's and intercept's SD, within 4 combined Monte
+    Carlo SEs of R's."""
+    fit = list_bayes_hierarchical("y ~ x", simulated_levels_four(), treat="treat", items=3,
+                                  group=["v", "d", "p"], group_formula=["~ w", "~ u", "~ 1"],
+                                  draws=12000, burn_in=3000, seed=1)  # fmt: skip
+    assert_matches(fit, R_FOUR)
+
+
 def test_four_levels_run_and_name_their_columns() -> None:
     data, _ = simulated_levels(6, n=800, districts=4, villages=3)
     data["p"] = np.where(data["d"] < "d02", "north", "south")

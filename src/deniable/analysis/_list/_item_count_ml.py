@@ -27,7 +27,7 @@ from .._likelihood import inverse_information, maximise_score, score_hessian
 from .._results import PredictedPrevalence
 from ._item_count import check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial
-from ._overdispersed import fit_overdispersed
+from ._overdispersed import fit_overdispersed, fit_unconstrained
 from ._prediction import delta_prevalence, prediction_rows
 from ._response_error import ERRORS, fit_response_error
 
@@ -131,14 +131,17 @@ def _extended(
     liars = ceiling is not False or floor is not False
     if error not in ("none", *ERRORS):
         raise ValueError(f"error must be 'none', 'topcode' or 'uniform', got {error!r}")
-    if not constrained or liars + (error != "none") + bool(overdispersed) > 1:
+    if liars + (error != "none") + bool(overdispersed) > 1 or (
+        not constrained and not overdispersed
+    ):
         raise ValueError(
-            "ceiling and floor liars, a response error and overdispersion need "
-            "constrained=True (Blair & Imai 2012), one at a time"
+            "ceiling and floor liars and a response error need constrained=True (Blair & "
+            "Imai 2012); these and overdispersion one at a time"
         )
     if overdispersed:
         y, t, j = counts
-        return fit_overdispersed(y, t, frame.X, j, start, max_iter)
+        fit = fit_overdispersed if constrained else fit_unconstrained
+        return fit(y, t, frame.X, j, start, max_iter)
     if error != "none":
         y, t, j = counts
         return (*fit_response_error(y, t, frame.X, j, error, start, max_iter), ERRORS[error])
@@ -320,8 +323,11 @@ def list_regression(
         ``error.log_odds`` or ``error.log_odds_control`` and ``_treated``.
     overdispersed : bool, default False
         The control count beta-binomial (Imai 2011; :mod:`._overdispersed`):
-        ``control.overdispersion``, the logit of the intra-person correlation. Only with
-        ``constrained=True``, without liars or an error.
+        ``control.overdispersion``, the logit of the intra-person correlation; with
+        ``constrained=False``, one for each value of the sensitive answer
+        (``control.psi0.overdispersion``, ``control.psi1.overdispersion``), one held at
+        the boundary (the binomial) with a NaN standard error and a warning where the
+        maximum puts it there. Without liars or an error.
     max_iter : int, default 50
         Newton steps at most after BFGS.
 

@@ -17,12 +17,12 @@ Unconstrained (``constrained=False``), the control count's law depends on the se
 answer: ``Y(0) | Z = z ~ BetaBinomial(J, g(x'psi_z), rho_z)``, so a control row's count
 is a mixture over ``Z`` too (Imai 2011, section 2.2), with the coefficients
 ``control.psi0.overdispersion`` and ``control.psi1.overdispersion``. Its maximum can lie
-on the boundary ``rho_z = 0`` (on R's race and affirm data it does, for ``z = 1``,
-where R's EM runs for over ten minutes): there ``logit rho_z`` is held at
-``-THETA_BOUND``, the binomial, the other coefficients' standard errors are those of the
-model with that ``rho_z`` fixed, its own is NaN, and the fit warns. A fit whose
-``logit rho_z`` falls below ``BOUNDARY_LOGIT`` is refitted with ``rho_z = 0``, and held
-there where the log-likelihood falls as ``rho_z`` leaves 0: its exact derivative there,
+on the boundary ``rho_z = 0`` (on R's race data it does for ``z = 1``, on the affirm
+data for ``z = 0``, where R's EM runs for over ten minutes): there ``logit rho_z`` is
+held at ``-THETA_BOUND``, the binomial, the other coefficients' standard errors are
+those of the model with that ``rho_z`` fixed, its own is NaN, and the fit warns. A fit
+whose ``logit rho_z`` falls below ``BOUNDARY_LOGIT`` is refitted with ``rho_z = 0``, and
+held there where the log-likelihood falls as ``rho_z`` leaves 0: its exact derivative there,
 ``sum_i P(Z = z | y_i) [y(y - 1) / (2 mu) + (J - y)(J - y - 1) / (2 (1 - mu)) - J(J -
 1) / 2]`` (``y`` the count given ``Z = z``, ``mu = g(x'psi_z)``), is at most 0. (The
 log-likelihood is flat in ``logit rho_z`` there, BFGS stops anywhere below about -15,

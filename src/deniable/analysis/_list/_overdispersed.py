@@ -33,6 +33,7 @@ many digits to compare fits by their values.)
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from numpy.typing import NDArray
@@ -205,8 +206,6 @@ def fit_unconstrained(
     ValueError
         When the observed information of the free coefficients is singular.
     """
-    import warnings
-
     k = x.shape[1]
     lik = _Unconstrained(y, t, x, j)
     theta = maximise_score(

@@ -227,6 +227,9 @@ class _Chain:
         self.scale = 1.0
         self.a_step = np.full((models, groups), 0.5)
         self.eta = np.asarray(self.beta @ d.x.T + self.a[:, d.group], dtype=np.float64)
+        every = np.arange(len(d.y))
+        # each row's log-likelihood at the current state, kept up to date by every step
+        self.ll = self.row_loglik(every, self.eta[0], self.eta[d.arm, every])
 
     def row_loglik(self, rows: NDArray[np.int64], e0: NDArray[np.float64],
                    ez: NDArray[np.float64]) -> NDArray[np.float64]:  # fmt: skip
@@ -258,30 +261,28 @@ class _Chain:
         for m in range(models):
             rows = self.index[m]
             x, g = d.x[rows], d.group[rows]
-            current = self._loglik(m, rows, self.eta[m, rows])
-            a_ok[m] = self._intercept_step(m, (rows, x @ self.beta[m], g), current, rng)
+            a_ok[m] = self._intercept_step(m, (rows, x @ self.beta[m], g), rng)
             self.eta[m] = d.x @ self.beta[m] + self.a[m, d.group]
             self.up.update(m, self.a[m], rng)
         return slopes_ok, a_ok
 
     def _block_change(
         self, step: NDArray[np.float64]
-    ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
+    ) -> tuple[float, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """For ``step`` (models, p + 1), slopes and shift: the change of the log
-        posterior, the new slopes and the new linear predictors."""
+        posterior, the new slopes, the new linear predictors and the rows' new
+        log-likelihoods."""
         d = self.d
         p = self.beta.shape[1]
         new, shift = self.beta + step[:, :p], step[:, p]
         eta = self.eta + step[:, :p] @ d.x.T + shift[:, None]
         rows = np.arange(len(d.y))
-        diff = float(
-            (self.row_loglik(rows, eta[0], eta[d.arm, rows]) - self.row_loglik(
-                rows, self.eta[0], self.eta[d.arm, rows])).sum()
-        )  # fmt: skip
+        ll = self.row_loglik(rows, eta[0], eta[d.arm, rows])
+        diff = float((ll - self.ll).sum())
         diff -= 0.5 * self.beta_prec * float((new**2).sum() - (self.beta**2).sum())
         level = self.up.top_constant
         diff -= 0.5 * self.up.gamma_prec * float(((level + shift) ** 2 - level**2).sum())
-        return diff, new, eta
+        return diff, new, eta, ll
 
     def _slopes_step(self, rng: np.random.Generator) -> bool:
         """Every model's slopes with a shift of its intercepts and of gamma's intercept
@@ -290,10 +291,10 @@ class _Chain:
         models, p = self.beta.shape
         z = rng.standard_normal(self.root.shape[0])
         step = (self.scale * (self.root @ z)).reshape(models, p + 1)
-        diff, new, eta = self._block_change(step)
+        diff, new, eta, ll = self._block_change(step)
         if math.log(rng.random()) >= diff:
             return False
-        self.beta, self.eta = new, eta
+        self.beta, self.eta, self.ll = new, eta, ll
         self.a += step[:, p][:, None]
         self.up.shift(step[:, p])
         return True
@@ -317,7 +318,6 @@ class _Chain:
         self,
         m: int,
         where: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]],
-        current: NDArray[np.float64],
         rng: np.random.Generator,
     ) -> NDArray[np.float64]:
         """Every group's intercept at once: the groups' log-likelihoods are separate."""
@@ -325,12 +325,15 @@ class _Chain:
         groups = self.a.shape[1]
         old = self.a[m]
         new = old + self.a_step[m] * rng.standard_normal(groups)
-        change = self._loglik(m, rows, xb + new[g]) - current
+        current = self.ll[rows]
+        proposed = self._loglik(m, rows, xb + new[g])
+        change = proposed - current
         diff = np.bincount(g, weights=change, minlength=groups)
         mean = self.up.mean(m)
         diff -= ((new - mean) ** 2 - (old - mean) ** 2) / (2 * self.up.s2[0][m])
         ok = np.log(rng.random(groups)) < diff
         self.a[m] = np.where(ok, new, old)
+        self.ll[rows] = np.where(ok[g], proposed, current)
         return np.asarray(ok, dtype=np.float64)
 
     def adapt(self, rates: tuple[float, NDArray[np.float64]]) -> None:

@@ -13,6 +13,7 @@ module                    what it holds
 ``protocol``              the generic :class:`Mechanism` protocol, the privacy guard
 ``channels``              the channels, each with the arithmetic of its estimate
 ``designs``               finite designs: :class:`Design`, :class:`MatrixDesign`, k-ary RR
+``geometric``             the range-restricted geometric channel on a count
 ``binary``                the classical binary designs (forced response, Warner, ...)
 ``oracle``                :class:`FrequencyOracle`, the base of the large-domain oracles
 ``unary``                 unary encoding (SUE/OUE)
@@ -45,6 +46,7 @@ from ._channels import (
 from ._dbitflip import DBitFlip
 from ._designs import Design, KaryRR, MatrixDesign, ReportCodes, ldp_epsilon
 from ._direct import Direct
+from ._geometric import GeometricCount
 from ._hadamard import HadamardResponse
 from ._local_hashing import LocalHashing
 from ._numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
@@ -80,6 +82,7 @@ __all__ = [
     "DuchiMean",
     "ForcedResponse",
     "FrequencyOracle",
+    "GeometricCount",
     "HadamardResponse",
     "HybridMean",
     "KaryRR",

@@ -335,3 +335,28 @@ def test_a_big_batch_grows_the_slots_and_is_released_whole(store):
             select(func.count()).select_from(staging).where(staging.c.filled.is_(True))
         ).scalar()
     assert filled == 0
+
+
+def test_a_credential_spent_in_another_process_is_refused_while_it_waits(tmp_path):
+    """Two stores on one SQLite file (two worker processes), each keeping its own copy
+    of the nullifiers that wait in slots (so a commit does not scan every slot): a
+    credential staged by one is refused by the other, and the first sees the second's
+    in turn (its copy goes stale when another process stages, and is read again)."""
+    url = f"sqlite:///{tmp_path / 'two.sqlite'}"
+    a, b = Store(url), Store(url)
+    s = invited(min_release=1000)  # everything waits in slots
+    a.publish(s)
+    tokens = a.issue_tokens(s.id, 3)
+    first, second, third = (store_credential(a, s.id, t) for t in tokens)
+    a.submit(s, {"drugs": 1, "status": 0}, first)
+    with pytest.raises(CredentialRejectedError, match="already used"):
+        b.submit(s, {"drugs": 0, "status": 1}, first)
+    b.submit(s, {"drugs": 0, "status": 1}, second)
+    with pytest.raises(CredentialRejectedError, match="already used"):
+        a.submit(s, {"drugs": 1, "status": 2}, second)
+    a.submit(s, {"drugs": 1, "status": 2}, third)
+    with pytest.raises(CredentialRejectedError, match="already used"):
+        a.submit(s, {"drugs": 1, "status": 2}, third)  # its own copy, just added
+    assert a.waiting(s.id) == {1: 3} and a.released_count(s.id) == 0
+    a.close()
+    b.close()

@@ -15,7 +15,8 @@ How
   A response is written into a slot chosen at random among the free ones
   (``UPDATE`` of a cell of unchanged size, which SQLite overwrites in place): where a
   response lies follows the pre-allocation, not its arrival. The table is kept at most
-  half full (it grows by :data:`CHUNK` slots), so the choice is among many; when it
+  half full (it at least doubles, by :data:`CHUNK` slots or more), so the choice is
+  among many; when it
   grows, every waiting response moves to a slot drawn uniformly from the grown table,
   so no position tells arrival order at any fill.
 - Once a survey version has ``min_release`` responses waiting (the survey's crowd
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,7 @@ __all__ = [
     "FreeSlots",
     "Release",
     "StagedResponse",
+    "WaitingNullifiers",
     "pack",
     "release_due",
     "stage",
@@ -206,7 +208,9 @@ def stage(
     waiting = int(conn.execute(_WAITING).scalar() or 0)
     if 2 * (waiting + len(items)) > waiting + len(free):  # keep it at most half full
         need = 2 * (waiting + len(items)) - (waiting + len(free))
-        _grow(conn, CHUNK * (1 + need // CHUNK))
+        # at least double: every growth moves every waiting response, so a fixed step
+        # would make ingestion quadratic in what waits
+        _grow(conn, max(CHUNK * (1 + need // CHUNK), waiting + len(free)))
         slots.load(conn)
     chosen = slots.take(len(items))
     params = [{"s": slot, "p": pack(item)} for slot, item in zip(chosen, items, strict=True)]
@@ -428,6 +432,44 @@ def waiting_nullifiers(conn: Connection) -> set[str]:
             if nullifier:
                 out.add(nullifier.hex())
     return out
+
+
+_STAGED_EVER = select(func.coalesce(func.sum(staging_counts.c.n + staging_counts.c.released), 0))
+
+
+class WaitingNullifiers:
+    """This process's copy of :func:`waiting_nullifiers`, so that a commit need not
+    scan every waiting slot (a scan per commit made ingestion slow down as responses
+    waited).
+
+    It is valid while the number of responses ever staged (``staging_counts``: waiting
+    and released together, which only staging changes) is the number it last saw:
+    another process's stage changes it, and the copy is then read again. The caller
+    holds the write lock, so nothing is staged between the check and the commit; a
+    rolled-back commit must call :meth:`forget`.
+    """
+
+    def __init__(self) -> None:
+        self._known: set[str] | None = None
+        self._staged = -1
+
+    def among(self, conn: Connection, names: Iterable[str]) -> set[str]:
+        """Those of ``names`` that wait in a slot (read through ``conn``)."""
+        staged = int(conn.execute(_STAGED_EVER).scalar() or 0)
+        if self._known is None or staged != self._staged:
+            self._known, self._staged = waiting_nullifiers(conn), staged
+        return self._known & set(names)
+
+    def add(self, conn: Connection, names: Iterable[str | None]) -> None:
+        """Record the nullifiers this transaction has just staged."""
+        if self._known is None:
+            return
+        self._known |= {n for n in names if n}
+        self._staged = int(conn.execute(_STAGED_EVER).scalar() or 0)
+
+    def forget(self) -> None:
+        """Read the slots again at the next check (after a release or a rollback)."""
+        self._known, self._staged = None, -1
 
 
 def waiting(conn: Connection, survey_id: str) -> dict[int, int]:

@@ -31,9 +31,7 @@ A response is acknowledged only after the transaction that stores its nullifier 
 reports has committed; a credential is returned only after its invitation's spend has.
 
 Limit (PostgreSQL): a superuser can read each row version's creating transaction id
-(``xmin``); xids increase with time, so invitation spends and waiting responses (their
-slots' row versions) can be ordered against each other. See the threat model in
-docs/collection.md.
+(``xmin``), which orders spends against waiting responses (docs/collection.md).
 """
 
 from __future__ import annotations
@@ -82,10 +80,10 @@ from ._staging import (
     PG_LOCK,
     FreeSlots,
     StagedResponse,
+    WaitingNullifiers,
     release_due,
     stage,
     surveys_in,
-    waiting_nullifiers,
 )
 from ._staging import waiting as staged_waiting
 from ._wave_store import WavesMixin
@@ -155,6 +153,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
         self._cache: dict[tuple[str, int], Survey] = {}
         self._keys: dict[tuple[str, int], CredentialKey] = {}
         self._free = FreeSlots()  # this process's list of free staging slots
+        self._nullifiers = WaitingNullifiers()  # this process's view of the slots' nullifiers
         self.migrate()
 
     def close(self) -> None:
@@ -439,6 +438,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
             return self._commit_group(pending, forget, release)
         except BaseException:
             self._free.free = None  # a rolled-back fill or release: read the slots again
+            self._nullifiers.forget()
             raise
 
     def _commit_group(
@@ -470,6 +470,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
                 if not self.is_sqlite:  # one writer of the slots at a time
                     conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
                 stage(conn, waiting, self._free)
+                self._nullifiers.add(conn, [s.nullifier.hex() for s in waiting if s.nullifier])
                 if release:
                     self._release(conn)
         if forget:
@@ -536,6 +537,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
                 released = self._release(conn)
         except BaseException:
             self._free.free = None  # a rolled-back release: read the slots again
+            self._nullifiers.forget()
             raise
         self.forget_history()
         return released
@@ -554,6 +556,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
             if central is not None:  # only where its conditions hold: otherwise nothing
                 detail["central"] = central
             self._audit(conn, "server", "release", done.survey_id, done.version, detail)
+        self._nullifiers.forget()  # released ones are in the table now: keep the copy small
         return total
 
     def waiting(self, survey_id: str) -> dict[int, int]:
@@ -580,7 +583,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
                     nullifiers.c.nullifier.in_(names[start : start + 500])
                 )
                 taken.update(conn.execute(q).scalars())
-            taken |= waiting_nullifiers(conn) & first.keys()
+            taken |= self._nullifiers.among(conn, first.keys())
         return [
             item.nullifier is None or (item.nullifier not in taken and first[item.nullifier] == i)
             for i, item in enumerate(items)

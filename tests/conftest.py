@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import gc
 
+import anyio
 import numpy as np
 import pytest
 
@@ -146,7 +147,14 @@ def database_url(request: pytest.FixtureRequest, tmp_path) -> str:
 @pytest.fixture
 async def client(database_url):
     """The API in process (httpx.ASGITransport) on a fresh database; ``client.store``
-    is its store. Rate limits off; bodies up to 256 KiB."""
+    is its store. Rate limits off; bodies up to 256 KiB.
+
+    No release schedule runs (its moments would depend on the test's speed). Instead,
+    while ``client.release_before_reads`` is true (the default), every analyst read (a
+    GET of results, exports, pages) is preceded by a release, as if a scheduled release
+    had come between the last response and the read; the release rule is the server's
+    own (whole key cells of at least ``min_release``). Tests of the release moments
+    turn it off and release explicitly."""
     import httpx
 
     from deniable.collection.server._app import create_app
@@ -155,14 +163,31 @@ async def client(database_url):
 
     store = Store(database_url)
     app = create_app(
-        store, analyst_token=ANALYST, max_body_bytes=256 * 1024, limiter=RateLimiter(0, 0)
+        store,
+        analyst_token=ANALYST,
+        max_body_bytes=256 * 1024,
+        limiter=RateLimiter(0, 0),
+        release_tick=None,
     )
     transport = httpx.ASGITransport(app=app)
+    state = {"on": True}
+
+    async def release_before_read(request) -> None:
+        path = request.url.path
+        reads = path.startswith(("/api/surveys/", "/surveys/")) and "/s/" not in path
+        if state["on"] and request.method == "GET" and reads:
+            await anyio.to_thread.run_sync(store.release)
+
     async with (
         app.router.lifespan_context(app),  # its shutdown stops the group committer
-        httpx.AsyncClient(transport=transport, base_url="http://test") as c,
+        httpx.AsyncClient(
+            transport=transport,
+            base_url="http://test",
+            event_hooks={"request": [release_before_read]},
+        ) as c,
     ):
         c.store = store  # type: ignore[attr-defined]
+        c.release_state = state  # type: ignore[attr-defined]
         yield c
     store.close()
 

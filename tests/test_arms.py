@@ -79,7 +79,8 @@ def test_the_issue_file_is_accepted_and_each_arm_and_group_costed(tmp_path):
     assert out.exit_code == 0, out.output
     payload = json.loads(out.stdout)
     arms = {a["id"]: a for a in payload["arms"]}
-    assert arms["dq"]["cost"] == pytest.approx(LN3) and arms["dq"]["direct"] == [
+    # dq's direct cheat is post-randomized at rr's epsilon (ln 3), which dq is charged
+    assert arms["dq"]["cost"] == pytest.approx(2 * LN3) and arms["dq"]["direct"] == [
         "faculty",
         "cheat",
     ]
@@ -89,7 +90,7 @@ def test_the_issue_file_is_accepted_and_each_arm_and_group_costed(tmp_path):
     assert rows == [("cheat", "rr", None), ("plagiarism", None, 0), ("plagiarism", None, 1)]
     assert [d["id"] for d in payload["direct_questions"]] == ["faculty"]
     text = CliRunner().invoke(app, ["survey", "check", str(path)], env={"COLUMNS": "200"})
-    assert "Arm dq (drawn with chance 0.333): 1.0986 nats; asked directly: faculty, cheat" in (
+    assert "Arm dq (drawn with chance 0.333): 2.1972 nats; asked directly: faculty, cheat" in (
         text.stdout
     )
 
@@ -259,6 +260,7 @@ def test_stored_rows_hold_arm_and_group_and_bad_ones_store_nothing(tmp_path):
             "dq" if i < 4 else "rr",
             {"plagiarism": i % 2},
         )
+    store.release()
     long = store.export("campus")
     assert list(long.columns[-2:]) == ["arm", "group"]
     assert sorted(long.groupby("response_id")["arm"].first()) == ["dq"] * 4 + ["rr"] * 6
@@ -281,6 +283,7 @@ def test_exports_carry_arm_and_group_columns_back_into_analysis(tmp_path, fmt):
         reports["plagiarism"] = int(rng.integers(2))
         store.submit(survey, reports, None, arm, {"plagiarism": group})
         sent.append((arm, group, reports["cheat"], reports["plagiarism"]))
+    store.release()
     content, _, name = export_bytes(store, "campus", fmt)
     path = tmp_path / name
     path.write_bytes(content)
@@ -296,7 +299,14 @@ def test_exports_carry_arm_and_group_columns_back_into_analysis(tmp_path, fmt):
             strict=True,
         )
     )
-    assert got == sorted(sent)
+
+    # dq asks cheat directly: its answer was post-randomized before it was stored, so
+    # only its arm, group and plagiarism report come back as sent
+    def seen(rows):
+        return sorted((a, g, c if a == "rr" else -1, p) for a, g, c, p in rows)
+
+    assert seen(got) == seen(sent)
+    assert {c for a, _, c, _ in got if a == "dq"} <= {0, 1}
     store.close()
 
 
@@ -532,6 +542,7 @@ def test_a_zero_prevalence_control_is_shown_as_a_check_of_false_positives(tmp_pa
     rng = np.random.default_rng(11)
     sent = simulate_responses(survey, {"heart": np.zeros(2000, dtype=np.int64)}, rng)
     store.submit_batch(survey, [r["reports"] for r in sent])
+    store.release()
     (item,) = survey_results(store, survey, 0.95)["questions"]
     assert any("zero-prevalence control" in w for w in item["warnings"])
     # crosswise p = 0.25: Var(estimate) = lam (1 - lam) / (n (2p - 1)^2) at lam = 0.75
@@ -594,7 +605,8 @@ def test_a_database_from_before_arms_is_migrated_and_its_waiting_responses_relea
     )
     store.publish(survey)
     store.submit(survey, {"q": 1})
-    store.submit(survey, {"q": 0})  # a crowd of two: released
+    store.submit(survey, {"q": 0})  # a crowd of two
+    store.release()
     old = bytes([3]) + b"old" + (1).to_bytes(4, "big") + (0).to_bytes(8, "big") + bytes([1, 1])
     with store.engine.begin() as conn:  # back to the schema before 0007
         conn.execute(text("ALTER TABLE reports DROP COLUMN arm"))
@@ -609,11 +621,13 @@ def test_a_database_from_before_arms_is_migrated_and_its_waiting_responses_relea
         conn.execute(text("UPDATE staging_counts SET n = n + 1"))
     store.close()
     store = Store(url)
-    assert store.applied_migrations()[-2:] == [
+    assert store.applied_migrations()[-3:] == [
         "0007_report_arm_group",
         "0008_release_number_no_arrival_time",
+        "0009_post_randomized_direct_answers",
     ]
     store.submit(survey, {"q": 0})  # completes the next crowd with the old payload
+    store.release()
     frame = store.export("old")
     assert len(frame) == 4 and set(frame["arm"]) == {""} and set(frame["group"]) == {0}
     assert sorted(frame["report"]) == [0, 0, 1, 1]
@@ -653,6 +667,7 @@ def test_a_numeric_question_is_broken_down_as_its_mean_per_direct_answer(tmp_pat
     hours = np.clip(rng.normal(np.array([6.0, 5.0, 7.0, 8.0])[faculty], 1.0), 0, 12)
     sent = simulate_responses(survey, {"faculty": faculty, "sleep": hours}, rng)
     store.submit_batch(survey, [r["reports"] for r in sent])
+    store.release()
     res = survey_results(store, survey, 0.95)
     (b,) = res["breakdowns"]
     assert b["mean"] is True and b["unit"] == "hours" and b["test_equal"]["pvalue"] < 1e-6
@@ -699,6 +714,7 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
             [r["arm"] for r in sent],
             [r["groups"] for r in sent],
         )
+        store.release()
     cheat_ns = (randomized[1] + randomized[2], randomized[3])
     for version, cheat_n, plag_n in ((2, cheat_ns[0], 900), (3, cheat_ns[1], 900)):
         res = survey_results(store, store.survey("campus", version), 0.95, pooled=True)
@@ -742,6 +758,7 @@ def test_sixteen_arms_are_stored_and_read_back_and_seventeen_refused(tmp_path):
             name,
             {"plagiarism": i % 2},
         )
+    store.release()
     long = store.export("campus")
     assert sorted(long.groupby("response_id")["arm"].first()) == sorted(arms)
     store.close()

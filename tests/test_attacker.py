@@ -273,6 +273,7 @@ def test_the_attack_orders_responses_when_slots_follow_arrival(tmp_path, monkeyp
     arrival = [int(i) for i in np.random.default_rng(SEED).permutation(N)]
     for i in arrival:
         store.submit(survey, encode(CHOICE64, i), store_credential(store, "digits", tokens[i]))
+    store.release()  # the crowd written in slot order, which here is arrival order
     store.close()
     results = attack(read_files(data), arrival, "", tmp_path)
     print("control", results)

@@ -33,13 +33,15 @@ def store(database_url):
 
 def answer_as_recipients(store, survey, answers, arms=None, groups=None, first=0):
     """Invite one named recipient per answer (person ``first``, ``first + 1``, ...) and
-    submit it with their credential."""
+    submit it with their credential; the analyst asks for a release after each one (a
+    release still takes only complete key cells)."""
     addresses = [f"person{first + i}@example.org" for i in range(len(answers))]
     issued = store.invite_recipients(survey.id, addresses, key=KEY)
     for i, (token, answer) in enumerate(zip(issued.tokens, answers, strict=True)):
         credential = store_credential_for(store, survey.id, token, survey.version)
         arm = arms[i] if arms else None
         store.submit(survey, answer, credential, arm=arm, groups=groups[i] if groups else None)
+        store.release()
 
 
 def releases(store, survey_id):

@@ -136,7 +136,7 @@ def test_survey_check_lists_direct_questions_apart(tmp_path):
 
 def respond_in_terminal(tmp_path, data: dict, typed: str):
     """`deniable respond` on a live server with ``data`` published: the CLI's result and
-    the store (released at once), the memo in ``tmp_path/data``."""
+    the store (released after the response), the memo in ``tmp_path/data``."""
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     store.publish(load_survey(data | {"min_release": 1, "allow_small_release": True}))
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "200"}
@@ -145,6 +145,7 @@ def respond_in_terminal(tmp_path, data: dict, typed: str):
             app, ["respond", f"{base}/s/campus", "--yes"], env=env, input=typed
         )
     assert out.exit_code == 0, out.output
+    store.release()  # as the next scheduled release would
     return out, store
 
 
@@ -201,12 +202,18 @@ def test_the_campus_example_checks():
     ]
     assert payload["direct_cells"] == 20 and payload["warnings"] == []
     assert [a["id"] for a in payload["arms"]] == ["dq", "rr"]
-    # the release rules' planning report: 600 expected over 25 key cells (skipping the
-    # faculty is a category), a third in dq over two answers: 4 per cell and answer
+    # the release rule's planning report: 600 expected over 25 key cells (skipping the
+    # faculty is a category), the arms together, so every arm's released share is the
+    # same; dq's direct answer to cheat is post-randomized at the forced-response arm's
+    # epsilon (ln 3), and the report says what that costs in interval width
     report = payload["disclosure"]
-    assert report["keys"] == ["faculty", "year"] and report["sensitive"] == {"dq": ["cheat"]}
+    assert report["keys"] == ["faculty", "year"]
     assert report["cells"] == 25 and report["expected_per_cell"] == pytest.approx(24)
-    assert report["expected_per_sensitive_cell"]["dq"] == pytest.approx(4)
+    assert len(set(report["released_share"].values())) == 1
+    (channel,) = report["channels"]
+    assert channel["question"] == "cheat" and channel["arm"] == "dq"
+    assert channel["epsilon"] == pytest.approx(math.log(3))
+    assert channel["width"] > channel["width_as_sent"] > 0
     assert any("year" in s for s in report["suggestions"])
     (risk,) = payload["self_selection"]  # a quarter of dq drawing again, at n = 600
     assert risk["arm"] == "dq" and 0.2 < risk["power"] < 0.5
@@ -224,6 +231,7 @@ def test_a_cell_of_direct_answers_under_min_release_waits_whole(tmp_path):
     cells = [(0, 0)] * 6 + [(1, 0)] * 5 + [(0, 1)] * 2
     batch = [{"faculty": f, "year": y, "cheat": 1} for f, y in cells]
     store.submit_batch(survey, batch)
+    store.release()
     assert store.released_count("campus") == 11 and store.waiting("campus") == {1: 2}
     tallies = store.tallies(survey)
     assert tallies["faculty"].counts.tolist() == [6, 5, 0, 0]
@@ -236,6 +244,7 @@ def test_a_cell_of_direct_answers_under_min_release_waits_whole(tmp_path):
         wide = read_export_bytes(tmp_path, store, fmt)
         assert len(wide) == 11 and wide[["faculty", "year", "cheat"]].notna().all().all()
     store.submit_batch(survey, batch[-1:] * 3)  # (law, second) x 3 more: the cell holds 5
+    store.release()
     assert store.released_count("campus") == 16 and store.waiting("campus") == {}
     assert store.tallies(survey)["year"].counts.tolist() == [11, 5, 0, 0, 0]
     store.close()
@@ -274,6 +283,7 @@ async def test_prefer_not_to_say_is_stored_as_missing(client):
         assert r.status_code == 422, r.text
         assert "must be an integer report code" in r.json()["error"]["message"]
     store = client.store
+    store.release()
     assert store.released_count("campus") == 4
     survey = store.survey("campus")
     tallies = store.tallies(survey)
@@ -294,6 +304,7 @@ def test_spss_and_stata_labels_say_which_columns_hold_randomized_reports(tmp_pat
     survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1, "allow_small_release": True})
     store.publish(survey)
     store.submit_batch(survey, [{"faculty": 0, "year": 1, "cheat": 1}])
+    store.release()
     for fmt, reader in (("sav", pyreadstat.read_sav), ("dta", pyreadstat.read_dta)):
         content, _, name = export_bytes(store, "campus", fmt)
         (tmp_path / name).write_bytes(content)
@@ -317,6 +328,7 @@ def test_the_forest_plot_labels_each_category(tmp_path, monkeypatch):
     survey = load_survey(copy.deepcopy(STUDY) | {"min_release": 1, "allow_small_release": True})
     store.publish(survey)
     store.submit_batch(survey, [{"faculty": i % 4, "year": 0, "cheat": i % 2} for i in range(8)])
+    store.release()
     pages.results_page(store, survey)
     (labels,) = drawn
     assert labels[:4] == ["faculty: law", "faculty: medicine", "faculty: science", "faculty: arts"]

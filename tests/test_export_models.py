@@ -41,6 +41,7 @@ def exported(tmp_path, rng):
         for f, y, c in zip(faculty, year, cheat, strict=True)
     ]
     store.submit_batch(survey, batch)
+    store.release()
     content, _, name = export_bytes(store, "campus", "wide")
     path = tmp_path / name
     path.write_bytes(content)
@@ -182,6 +183,7 @@ def test_pooled_over_versions_equals_the_dashboards_pooled_view(tmp_path):
         truth = (rng.random(n) < 0.2).astype(np.int64)
         cheat = survey.question("cheat").mechanism.randomize(truth, rng)
         store.submit_batch(survey, [{"faculty": 0, "year": 0, "cheat": int(c)} for c in cheat])
+        store.release()
     content, _, name = export_bytes(store, "campus", "parquet")
     path = tmp_path / name
     path.write_bytes(content)

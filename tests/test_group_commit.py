@@ -1,8 +1,11 @@
-"""The group committer's release policy (SQLite and PostgreSQL): under load a group's
-release is deferred and done once the writer is idle, or at most ``release_seconds``
-after the last; a small group releases in its own transaction, before its
-acknowledgement. Whatever the timing, every release is a crowd of at least
-``min_release``."""
+"""The group committer and the release schedule (SQLite and PostgreSQL).
+
+Replaces the tests of the committer's release policy (a group's release deferred under
+load, or made inline before a small group's acknowledgement): a release inside an
+arrival's transaction let the arrival choose the moment, so the committer now never
+releases. Releases come from :class:`ReleaseSchedule`, once per period of
+``release_every`` counted from the epoch, at moments no arrival chooses; whatever the
+timing, every release adds at least ``min_release`` to each key cell."""
 
 from __future__ import annotations
 
@@ -47,58 +50,52 @@ def releases(store: Store, survey_id: str) -> list[int]:
     )
 
 
-async def test_a_group_under_load_defers_its_release_until_the_writer_is_idle(store):
-    s = published(store, 10)
-    committer = GroupCommitter(store, idle_seconds=0.2, release_seconds=3600, inline_group=8)
-    await send(committer, store, s, 40)  # one group of 40 (> 8): acknowledged, not released
-    assert store.released_count(s.id) == 0
-    assert store.waiting(s.id) == {1: 40}
-    assert store.response_count(s.id) == 40
-    for _ in range(100):  # the writer releases 0.2 s after the last commit
-        await asyncio.sleep(0.05)
-        if store.released_count(s.id):
-            break
-    assert store.released_count(s.id) == 40 and store.waiting(s.id) == {}
-    assert releases(store, s.id) == [40]  # one crowd of 40, not four of 10
-    await committer.close()
-
-
-async def test_a_small_group_releases_before_its_acknowledgement(store):
+async def test_no_arrival_releases_anything(store):
+    """Replaces "a small group releases before its acknowledgement" and "a group under
+    load defers its release": 40 responses one at a time and in groups are committed
+    and acknowledged, and none is released by its own commit, however small the group
+    or however long the writer then sits idle."""
     s = published(store, 5)
-    committer = GroupCommitter(store, idle_seconds=60, release_seconds=3600, inline_group=8)
-    seen = []
+    committer = GroupCommitter(store)
     for _ in range(12):
         await send(committer, store, s, 1)
-        seen.append(store.released_count(s.id))
-    assert seen == [0, 0, 0, 0, 5, 5, 5, 5, 5, 10, 10, 10]
-    assert releases(store, s.id) == [5, 10]
+    await send(committer, store, s, 28)
+    await asyncio.sleep(0.3)  # the idle writer releases nothing either
+    assert store.released_count(s.id) == 0 and store.waiting(s.id) == {1: 40}
+    assert releases(store, s.id) == []
     await committer.close()
 
 
-async def test_under_sustained_load_a_release_comes_every_release_seconds(store):
-    """``release_seconds=0``: every group releases whatever has its crowd, however big
-    the group; each release still adds at least ``min_release``."""
-    s = published(store, 7)
-    committer = GroupCommitter(store, idle_seconds=60, release_seconds=0, inline_group=1)
-    total = 0
-    for n in (20, 3, 30, 2, 9):
-        await send(committer, store, s, n)
-        total += n
-        released = store.released_count(s.id)
-        assert released + store.waiting(s.id).get(1, 0) == total
-        assert store.waiting(s.id).get(1, 0) < 7  # whatever had its crowd was released
+async def test_the_schedule_releases_once_per_period_counted_from_the_epoch(store):
+    """Replaces "under sustained load a release comes every release_seconds": with
+    release_every = 60 s, a call at t releases everything complete; further calls in
+    the same minute release nothing, whatever has arrived since; the first call of the
+    next minute releases again. Each release adds at least min_release."""
+    s = load_survey(
+        copy.deepcopy(SURVEY)
+        | {"min_release": 7, "allow_small_release": True, "release_every": "60s"}
+    )
+    store.publish(s)
+    committer = GroupCommitter(store)
+    t = 600.0 * 60  # the start of a minute
+    await send(committer, store, s, 20)
+    assert store.release_scheduled(t + 1) == 20
+    await send(committer, store, s, 30)
+    assert store.release_scheduled(t + 30) == 0 and store.release_scheduled(t + 59.9) == 0
+    assert store.release_scheduled(t + 60) == 30
+    await send(committer, store, s, 3)
+    assert store.release_scheduled(t + 125) == 0  # 3 < 7 wait
+    assert store.waiting(s.id) == {1: 3}
     steps = releases(store, s.id)
-    assert steps[-1] == store.released_count(s.id)
-    assert all(b - a >= 7 for a, b in itertools.pairwise([0, *steps]))
+    assert steps == [20, 50] and all(b - a >= 7 for a, b in itertools.pairwise([0, *steps]))
     await committer.close()
 
 
-async def test_close_commits_what_is_queued_and_makes_the_deferred_release(store):
+async def test_close_commits_what_is_queued(store):
     """Shutdown drains the writer: responses submitted before ``close`` are committed
-    and acknowledged, the release their group deferred is made, and no task is left
-    pending (an idle writer would otherwise wait ``idle_seconds``, here an hour)."""
+    and acknowledged, and no task is left pending; nothing is released by it."""
     s = published(store, 10)
-    committer = GroupCommitter(store, idle_seconds=3600, release_seconds=3600, inline_group=8)
+    committer = GroupCommitter(store)
     pending = [store.prepare(s, {"drugs": i % 2, "status": i % 3}) for i in range(40)]
     submits = [asyncio.ensure_future(committer.submit(p)) for p in pending]
     await asyncio.sleep(0)  # every submit is queued
@@ -107,13 +104,33 @@ async def test_close_commits_what_is_queued_and_makes_the_deferred_release(store
     await asyncio.wait_for(committer.close(), 30)
     assert writer.done() and not writer.cancelled() and writer.exception() is None
     assert all(f.done() and f.exception() is None for f in submits)
-    assert store.response_count(s.id) == 40
-    assert store.released_count(s.id) == 40 and store.waiting(s.id) == {}
+    assert store.response_count(s.id) == 40 and store.waiting(s.id) == {1: 40}
     await committer.close()  # a second close is a no-op
     await send(committer, store, s, 3)  # a submit after close starts a new writer
     assert store.response_count(s.id) == 43
     await committer.close()
-    assert store.released_count(s.id) + store.waiting(s.id).get(1, 0) == 43
+
+
+async def test_the_application_runs_the_schedule_and_stops_it(database_url):
+    """The application's lifespan starts the schedule (a tick of 0.05 s here) and stops
+    it with the writer: responses sent are released by the schedule within seconds,
+    with no request asking for it."""
+    from deniable.collection.server._app import create_app
+
+    store = Store(database_url)
+    app = create_app(store, analyst_token="t" * 32, release_tick=0.05)
+    s = published(store, 10)
+    async with app.router.lifespan_context(app):
+        await send(app.state.committer, store, s, 12)
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if store.released_count(s.id):
+                break
+        assert store.released_count(s.id) == 12
+        schedule = app.state.schedule._task
+        assert schedule is not None and not schedule.done()
+    assert schedule.done()
+    store.close()
 
 
 async def test_the_application_shutdown_stops_the_writer(database_url):

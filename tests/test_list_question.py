@@ -10,6 +10,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from deniable.analysis import list_difference_in_means
 from deniable.collection.model._survey import load_survey
@@ -59,16 +60,21 @@ def _study(covariate: bool = False, **question) -> dict:
         "id": "upset",
         "version": 1,
         "title": "What upsets people",
-        "privacy_budget": 3.0,
+        "privacy_budget": 4.0,
         "min_release": 20,
         "questions": questions,
     }
 
 
 def test_the_survey_file_takes_a_list_and_its_sensitive_item():
+    """The count is sent as given and post-randomized by the server over 0..J+1 in both
+    groups (the range-restricted geometric channel at ln 9 per item), which the
+    question is charged."""
     q = load_survey(_study()).questions[0]
-    assert q.is_list and q.is_direct and q.cost == 0.0
+    assert q.is_list and q.is_direct and q.cost == pytest.approx(math.log(9))
     assert len(q.groups) == 2 and q.choice_labels == ["0", "1", "2", "3", "4"]
+    assert q.release_channel.spec_name == "geometric-count"
+    assert q.groups == (q.release_channel, q.release_channel) == (q.mechanism, q.mechanism)
 
 
 @pytest.mark.parametrize(
@@ -116,10 +122,14 @@ def test_the_server_refuses_a_count_the_group_cannot_send(tmp_path):
     assert store.waiting(survey.id).get(survey.version, 0) == 1  # the refused stored nothing
 
 
-def test_the_count_is_a_key_of_the_release_rule():
+def test_the_count_is_never_a_key_of_the_release_rule():
+    """Replaces the count as a key (a rule that made rare counts wait selected on the
+    outcome): only faculty, asked before the list, is a key; the count is protected by
+    its channel."""
     survey = load_survey(_study(covariate=True))
     plan = disclosure_plan(survey)
-    assert plan.keys == (0, 1)  # faculty and the list's count
+    assert plan.keys == (0,)
+    assert survey.questions[1].release_channel is not None
 
 
 def _truths(rng: np.random.Generator, n: int, prevalence: float) -> dict[str, np.ndarray]:
@@ -128,35 +138,57 @@ def _truths(rng: np.random.Generator, n: int, prevalence: float) -> dict[str, np
     return {"upset": c + 4 * z, "cheat": rng.integers(0, 2, n)}
 
 
+def _channelled_sd(survey, prevalence: float, n: int) -> float:
+    """The exact SD of the difference in means through the channel: per group, the
+    variance of w[report] (w = P^-T c) under the report distribution P pi, over n / 2."""
+    P = survey.questions[0].release_channel.matrix
+    w = np.linalg.solve(P.T, np.arange(5.0))
+    control = np.append(stats.binom.pmf(np.arange(4), 3, 0.5), 0.0)
+    treated = (1 - prevalence) * control + prevalence * np.roll(control, 1)
+    var = 0.0
+    for pi in (control, treated):
+        lam = P @ pi
+        var += (lam @ w**2 - (lam @ w) ** 2) / (n / 2)
+    return math.sqrt(var)
+
+
 def test_the_study_estimates_the_prevalence_from_the_two_lists(tmp_path):
+    """4,000 respondents at prevalence 0.2: every row is released (no key), the stored
+    counts went through the channel, and the difference in means through it is within
+    4 exact SDs of the truth; the maximum likelihood and the design-effect test, which
+    do not take the channel yet, are not shown and a warning says so."""
     survey = load_survey(_study())
     store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
     store.publish(survey)
     rng = np.random.default_rng(2026)
+    store.pram_rng = rng  # the server's post-randomization, seeded to simulate
     n, prevalence = 4000, 0.2
     bodies = simulate_responses(survey, _truths(rng, n, prevalence), rng)
     store.submit_batch(survey, [b["reports"] for b in bodies], None, [b["groups"] for b in bodies])
+    assert survey_results(store, survey, 0.95)["released"] == 0  # nothing before a release
+    store.release()
     out = survey_results(store, survey, 0.95)
     item = next(q for q in out["questions"] if q["id"] == "upset")["list"]
-    # every row released (the count is the only key: each cell holds far more than 20)
     assert out["released"] == n and item["n_treated"] + item["n_control"] == n
-    counts = np.array([b["reports"]["upset"] for b in bodies])
-    treated = np.array([b["groups"]["upset"] for b in bodies])
-    direct = list_difference_in_means(counts, treated, items=3)
-    assert item["estimate"] == pytest.approx(direct.estimate)
-    # the exact SD of the difference in means: (3/4 + pi (1 - pi) + 3/4) / (n / 2)
-    sd = math.sqrt((0.75 + prevalence * (1 - prevalence) + 0.75) / (n / 2))
-    assert abs(item["estimate"] - prevalence) < Z4 * sd
-    assert abs(item["mle"] - prevalence) < Z4 * sd
-    assert item["low"] < item["estimate"] < item["high"] and item["warnings"] == []
-    effect = item["design_effect"]
-    assert effect["revealed_yes"] == pytest.approx(
-        ((counts == 4) & (treated == 1)).sum() / treated.sum()
+    frame = store.export("upset")
+    rows = frame[frame["question_id"] == "upset"]
+    stored = rows["report"].to_numpy()
+    sent = np.array([b["reports"]["upset"] for b in bodies])
+    assert sorted(stored.tolist()) != sorted(sent.tolist())  # not the counts as sent
+    direct = list_difference_in_means(
+        stored, rows["group"].to_numpy(), items=3, channel=survey.questions[0].release_channel
     )
-    assert effect["pvalue"] > 0.01  # no design effect was simulated
+    assert item["estimate"] == pytest.approx(direct.estimate)
+    assert abs(item["estimate"] - prevalence) < Z4 * _channelled_sd(survey, prevalence, n)
+    assert item["low"] < item["estimate"] < item["high"]
+    assert item["mle"] is None and item["design_effect"] is None
+    assert "post-randomized" in item["warnings"][0] and item["channel"].startswith("geometric")
 
 
-def test_rows_that_wait_are_named_in_a_warning(tmp_path):
+def test_what_waits_is_chosen_by_no_count(tmp_path):
+    """Replaces "rows that wait are named in a warning": faculty is the only key, so a
+    release takes both faculties' cells whole whatever the counts, and no warning about
+    waiting counts is left."""
     survey = load_survey(_study(covariate=True))
     store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
     store.publish(survey)
@@ -165,9 +197,11 @@ def test_rows_that_wait_are_named_in_a_warning(tmp_path):
     truths = _truths(rng, n, 0.2) | {"faculty": rng.integers(0, 2, n)}
     bodies = simulate_responses(survey, truths, rng)
     store.submit_batch(survey, [b["reports"] for b in bodies], None, [b["groups"] for b in bodies])
+    store.release()
     out = survey_results(store, survey, 0.95)
     item = next(q for q in out["questions"] if q["id"] == "upset")["list"]
-    assert out["waiting"] > 0 and str(out["waiting"]) in item["warnings"][0]
+    assert out["waiting"] == 0 and out["released"] == n
+    assert not any("wait" in w for w in item["warnings"])
 
 
 def test_the_dashboard_shows_the_list_and_what_its_counts_reveal(tmp_path):
@@ -183,16 +217,16 @@ def test_the_dashboard_shows_the_list_and_what_its_counts_reveal(tmp_path):
     rng = np.random.default_rng(3)
     bodies = simulate_responses(survey, _truths(rng, 800, 0.2), rng)
     store.submit_batch(survey, [b["reports"] for b in bodies], None, [b["groups"] for b in bodies])
-    client = TestClient(create_app(store, analyst_token=ANALYST))
+    client = TestClient(create_app(store, analyst_token=ANALYST, release_tick=None))
     auth = {"Authorization": f"Bearer {ANALYST}"}
+    assert client.post("/api/surveys/upset/release", headers=auth).json()["released"] == 800
     page = client.get("/surveys/upset/results", headers=auth)
     assert page.status_code == 200
-    assert "List experiment upset" in page.text and "can be seen for certain" in page.text
+    assert "List experiment upset" in page.text
+    assert "post-randomized by the server before it was stored" in page.text
     api = client.get("/api/surveys/upset/results", headers=auth).json()
     item = next(q for q in api["questions"] if q["id"] == "upset")
-    # the counts of every item (about 10 of them) wait: fewer than min_release in their cell
-    assert item["list"]["n_treated"] + item["list"]["n_control"] == api["released"] < 800
-    assert api["waiting"] == 800 - api["released"] and item["list"]["warnings"]
+    assert item["list"]["n_treated"] + item["list"]["n_control"] == api["released"] == 800
 
 
 @pytest.mark.parametrize("group", [0, 1])
@@ -215,7 +249,8 @@ def test_the_terminal_client_shows_the_groups_list_and_sends_the_count(tmp_path,
     assert f"Please type a whole number from 0 to {most}." in out.output  # J + 2 refused
     frame = store.export("campus")
     row = frame[frame["question_id"] == "upset"].iloc[0]
-    assert int(row["report"]) == most and int(row["group"]) == group
+    # stored through the channel over 0..J+1 (tests/test_pram.py checks its law)
+    assert 0 <= int(row["report"]) <= 4 and int(row["group"]) == group
     kept = json.loads(memo.read_text())
     assert not any(k == key for owner in kept.values() for k in owner)  # the count is not kept
     store.close()
@@ -252,12 +287,12 @@ def test_a_list_question_beside_arms_is_estimated_over_every_arm(tmp_path):
         [b["arm"] for b in bodies],
         [b["groups"] for b in bodies],
     )
+    store.release()
     out = survey_results(store, survey, 0.95)
     item = next(q for q in out["questions"] if q["id"] == "upset")["list"]
-    # the direct arm's rows in small cells (count x its direct answer) may wait
-    assert item["n_treated"] + item["n_control"] == out["released"] > 0.95 * n
-    sd = math.sqrt((0.75 + 0.3 * 0.7 + 0.75) / (n / 2))
-    assert abs(item["estimate"] - 0.3) < Z4 * sd
+    # no key: every row released, whatever its arm, count or direct answer
+    assert item["n_treated"] + item["n_control"] == out["released"] == n
+    assert abs(item["estimate"] - 0.3) < Z4 * _channelled_sd(survey, 0.3, n)
     assert [s["question"] for s in out["study"]] == ["cheat"]  # the list is no arm study
 
 

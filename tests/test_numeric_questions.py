@@ -182,6 +182,7 @@ def test_results_and_cli_give_the_mean_in_the_questions_units(tmp_path, rng):
     bits = survey.question("overtime").numeric.randomize(values, rng)
     rows = [{"drugs": 0, "status": 1, "overtime": int(b)} for b in bits]
     store.submit_batch(survey, rows)
+    store.release()
     res = survey_results(store, survey, 0.95)
     item = next(q for q in res["questions"] if q["id"] == "overtime")
     assert item["range"] == [LOW, HIGH] and item["unit"] == "hours"

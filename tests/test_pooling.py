@@ -62,6 +62,11 @@ def simulate(rng: np.random.Generator, prevalence: float, sizes: dict[str, int])
     return frame_of(arms)
 
 
+#: What the direct arm's stored reports went through: the server's post-randomization
+#: (k-ary RR at the smallest epsilon of the arms that randomize cheat).
+DQ_CHANNEL = load_survey(study()).questions_in("dq")[0].mechanism
+
+
 def joint_mle(frame: pd.DataFrame, arms: list[str]) -> tuple[float, float]:
     """The joint maximum likelihood over ``arms`` by direct maximisation, and its
     standard error from the expected information at the estimate, written here from
@@ -70,7 +75,7 @@ def joint_mle(frame: pd.DataFrame, arms: list[str]) -> tuple[float, float]:
     parts = []
     for arm in arms:
         codes = frame.loc[frame["arm"] == arm, "cheat"].to_numpy()
-        P = np.eye(2) if arm == "dq" else DESIGNS[arm].matrix
+        P = DQ_CHANNEL.matrix if arm == "dq" else DESIGNS[arm].matrix
         parts.append((P, np.bincount(codes, minlength=P.shape[0])))
 
     def nll(p: float) -> float:

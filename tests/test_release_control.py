@@ -352,24 +352,20 @@ async def test_an_attacker_with_every_release_singles_no_one_out(client, tmp_pat
     assert not first[columns].equals(second[columns])
 
 
-def test_select_release_takes_whole_atoms_and_keeps_l_diversity():
-    """The rule on a hand-made crowd (min_release 3, l_diversity 2): an atom of 3 goes,
-    one of 2 waits; a key cell's direct-arm atoms go only with two answers present, or
-    one answer when another was released before."""
+def test_select_release_takes_whole_key_cells_across_arms():
+    """Replaces the test of atoms by (cell, arm, answer) and l-diversity: the rule on a
+    hand-made crowd (min_release 3) takes a key cell (faculty, year) when 3 of its
+    responses wait, whatever their arms and answers, and leaves a cell of 2 waiting;
+    changing any response's arm or sensitive answer changes nothing it takes."""
     survey = load_survey(campus(min_release=3, allow_small_release=True))
     plan = disclosure_plan(survey)
     assert [survey.questions[i].id for i in plan.keys] == ["faculty", "year"]
-    dq = survey.arm_names.index("dq")
-    assert plan.sensitive == {dq: (2,)}
 
     def codes(f, y, c):
         return (f, y, c, 0, 0)
 
-    rr = 1 - dq
-    waiting = [(codes(0, 0, 1), rr)] * 3 + [(codes(1, 0, 1), rr)] * 2
-    waiting += [(codes(0, 0, 1), dq)] * 3 + [(codes(2, 0, 1), dq)] * 3 + [(codes(2, 0, 0), dq)] * 3
-    take = select_release(plan, waiting, {}, 3, 2)
-    assert take == [True] * 3 + [False] * 2 + [False] * 3 + [True] * 6
-    # law/first already released a "no" in arm dq: its three "yes" may now go
-    take = select_release(plan, waiting, {((0, 0), dq): [{0}]}, 3, 2)
-    assert take[5:8] == [True] * 3
+    waiting = [codes(0, 0, 1)] * 2 + [codes(0, 0, 0)] + [codes(1, 0, 1)] * 2 + [codes(2, 0, 1)] * 3
+    take = select_release(plan, waiting, 3)
+    assert take == [True] * 3 + [False] * 2 + [True] * 3
+    flipped = [codes(f, y, 1 - c) for f, y, c, _, _ in waiting]
+    assert select_release(plan, flipped, 3) == take

@@ -73,6 +73,7 @@ def _bundle(tmp_path):
     store.submit_batch(
         survey, [r["reports"] for r in sent], [r["arm"] for r in sent], [r["groups"] for r in sent]
     )
+    store.release()
     env = {"DENIABLE_ANALYST_TOKEN": ANALYST, "COLUMNS": "200"}
     with serve_in_thread(store, ANALYST) as base:
         out = CliRunner().invoke(

@@ -162,18 +162,23 @@ def test_batch_is_all_or_nothing(store):
     store.publish(s)
     good = [{"drugs": i % 2, "status": i % 3} for i in range(500)]
     assert store.submit_batch(s, good) == 500
+    store.release()
     with pytest.raises(ReportValidationError, match="responses\\[250\\]"):
         store.submit_batch(s, [*good[:250], {"drugs": 5, "status": 0}, *good[:10]])
+        store.release()
     assert store.response_count(s.id) == 500
     with pytest.raises(InvitationError):
         store.submit_batch(invited(id="inv"), good)
+        store.release()
     # a batch rides the one insert path (commit_group): a closed survey refuses it whole
     store.set_closed(s.id, True)
     with pytest.raises(SurveyClosedError):
         store.submit_batch(s, good)
+        store.release()
     assert store.response_count(s.id) == 500
     store.set_closed(s.id, False)
     assert store.submit_batch(s, good[:3]) == 3 and store.response_count(s.id) == 503
+    store.release()
 
 
 def test_tallies_match_numpy_and_estimates_run(store, rng):
@@ -184,6 +189,7 @@ def test_tallies_match_numpy_and_estimates_run(store, rng):
     store.submit_batch(
         s, [{"drugs": int(a), "status": int(b)} for a, b in zip(drugs, status, strict=True)]
     )
+    store.release()
     t = store.tallies(s)
     assert t["drugs"].counts.tolist() == np.bincount(drugs, minlength=2).tolist()
     assert t["status"].counts.tolist() == np.bincount(status, minlength=3).tolist()
@@ -192,11 +198,14 @@ def test_tallies_match_numpy_and_estimates_run(store, rng):
 
 
 def test_export_and_storage_order_do_not_follow_arrival(store):
-    """60 responses, min_release 30: two crowds of 30, each written in random order."""
+    """60 responses, min_release 30, released after the 30th and the 60th: two crowds of
+    30, each written in random order."""
     s = load_survey(SURVEY)
     store.publish(s)
     for i in range(60):
         store.submit(s, {"drugs": i % 2, "status": i % 3})
+        if i % 30 == 29:
+            store.release()
     frame = store.export(s.id)
     assert len(frame) == 120 and frame["response_id"].nunique() == 60
     assert list(frame.columns) == [
@@ -221,15 +230,16 @@ def test_export_and_storage_order_do_not_follow_arrival(store):
 
 
 def test_releases_come_in_crowds_of_min_release(store):
-    """min_release 7: nothing is released before the 7th response; then every release
-    adds at least 7, so two releases never differ by fewer (one person never stands
-    out); waiting responses are counted, never shown; each release is audited by the
-    hour."""
+    """min_release 7, a release asked for after every response (the analyst who
+    polls): nothing is released before the 7th response; then every release adds at
+    least 7, so two releases never differ by fewer (one person never stands out);
+    waiting responses are counted, never shown; each release is audited by the hour."""
     s = load_survey(copy.deepcopy(SURVEY) | {"min_release": 7, "allow_small_release": True})
     store.publish(s)
     released = []
     for i in range(30):
         store.submit(s, {"drugs": i % 2, "status": i % 3})
+        store.release()
         released.append(store.released_count(s.id))
         assert store.response_count(s.id) == i + 1
         assert released[-1] + store.waiting(s.id).get(1, 0) == i + 1
@@ -306,6 +316,7 @@ def test_two_processes_filling_slots_lose_nothing(tmp_path):
         a.commit_group([a.prepare(s, {"drugs": i % 2, "status": 0}) for _ in range(7)])
         b.commit_group([b.prepare(s, {"drugs": 0, "status": i % 3}) for _ in range(5)])
         sent += 12
+        (a if i % 2 else b).release()
     assert a.response_count(s.id) == sent == b.response_count(s.id)
     released = a.released_count(s.id)
     assert 0 <= sent - released < 11  # each release takes all waiting, at least 11
@@ -322,11 +333,13 @@ def test_a_big_batch_grows_the_slots_and_is_released_whole(store):
     store.publish(s)
     first = [{"drugs": i % 2, "status": i % 3} for i in range(5000)]
     assert store.submit_batch(s, first) == 5000
+    store.release()
     assert store.released_count(s.id) == 0 and store.waiting(s.id) == {1: 5000}
     with store.connection() as conn:
         slots = conn.execute(select(func.count()).select_from(staging)).scalar()
     assert slots >= 10_000
     store.submit_batch(s, first[:1000])
+    store.release()
     assert store.released_count(s.id) == 6000 and store.waiting(s.id) == {}
     counts = store.tallies(s)["drugs"].counts.tolist()
     assert counts == [3000, 3000]

@@ -137,6 +137,7 @@ def test_each_arm_is_checked_against_the_known_prevalence(tmp_path):
     store.submit_batch(
         survey, [r["reports"] for r in sent], [r["arm"] for r in sent], [r["groups"] for r in sent]
     )
+    store.release()
     res = survey_results(store, survey, 0.95)
     (study,) = res["study"]
     assert study["known"] == 0.25

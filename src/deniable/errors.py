@@ -36,6 +36,7 @@ __all__ = [
     "InvitationVersionError",
     "MemoryLimitError",
     "PrivacyWarning",
+    "RateLimitedError",
     "RecipientsRefusedError",
     "ReportValidationError",
     "SurveyClosedError",
@@ -264,6 +265,19 @@ class RecipientsRefusedError(DeniableError):
     def __init__(self, errors: list[tuple[str, str]]) -> None:
         self.errors = errors
         super().__init__("; ".join(f"{f}: {m}" for f, m in errors[:5]))
+
+
+class RateLimitedError(DeniableError):
+    """An analyst's request repeated within the period that allows one (for example
+    ``invitations/unused`` once per release period); the message says when the next
+    period starts. Nothing was answered. The server answers it with 429.
+
+    Examples
+    --------
+    >>> from deniable.errors import RateLimitedError
+    >>> issubclass(RateLimitedError, DeniableError)
+    True
+    """
 
 
 class SurveyClosedError(DeniableError):

@@ -159,22 +159,47 @@ def _print_costs(survey: Any, payload: dict[str, Any], prior: float) -> None:
 def _print_notes(survey: Any, payload: dict[str, Any]) -> None:
     """The release rules, the self-selection test's power, warnings, translations."""
     disclosure = payload["disclosure"]
-    if disclosure["keys"] or disclosure["sensitive"]:
+    if disclosure["keys"]:
         console.print(
-            f"Release rules: every release adds 0 or at least {survey.min_release} responses "
-            f"to each of the {disclosure['cells']} key cell(s) ({', '.join(disclosure['keys'])})"
-            + (
-                f", and to each answer of a question asked directly in an arm; those rows "
-                f"need {survey.l_diversity} different answers per cell"
-                if disclosure["sensitive"]
-                else ""
-            )
-            + ". A response that would break a rule waits, whole."
+            f"Release rule: every release adds 0 or at least {survey.min_release} responses "
+            f"to each of the {disclosure['cells']} key cell(s) ({', '.join(disclosure['keys'])}"
+            ", asked before treatment, the arms together); a response in a smaller cell "
+            "waits, whole. Releases come every "
+            f"{survey.release_every} s, at the close, and on `deniable survey release`."
         )
-        for line in disclosure["wait"]:
-            console.print(f"[yellow]note:[/] {line}")
-        for line in disclosure["suggestions"]:
-            console.print(f"  suggestion: {line}")
+    if disclosure["after_treatment"]:
+        console.print(
+            "Asked directly after treatment, released as sent and never keys: "
+            + ", ".join(disclosure["after_treatment"])
+        )
+    for arm, share in disclosure["released_share"].items():
+        if disclosure["keys"]:
+            console.print(
+                f"Expected released by the close{f' in arm {arm}' if arm else ''}: "
+                f"{share:.0%} of its responses (the same in every arm)"
+            )
+    for row in disclosure["channels"]:
+        where = f" in arm {row['arm']}" if row["arm"] else ""
+        cost = (
+            f": the 95% interval is {row['width']:.3g} wide at the planned responses, "
+            f"against {row['width_as_sent']:.3g} as sent"
+            if row["width"] is not None
+            else ""
+        )
+        console.print(
+            f"Post-randomized before it is stored: {row['question']}{where} "
+            f"({row['channel']}, epsilon {row['epsilon']:.4g} nats){cost}"
+        )
+    for qid in disclosure["unprotected"]:
+        console.print(
+            f"[yellow]unprotected:[/] {qid} is stored and released as sent "
+            "(allow_unprotected_release): epsilon infinite, whoever reads the releases "
+            "learns it"
+        )
+    for line in disclosure["wait"]:
+        console.print(f"[yellow]note:[/] {line}")
+    for line in disclosure["suggestions"]:
+        console.print(f"  suggestion: {line}")
     for row in payload["self_selection"]:
         console.print(
             f"Self-selection: if {row['leave_share']:.0%} of arm {row['arm']!r} drew again, "

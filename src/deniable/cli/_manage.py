@@ -318,17 +318,22 @@ def survey_remind(
 ) -> None:
     """Write the rows of your links file whose invitation is unused (not started on any
     device), for a reminder. The server is asked about the tokens' hashes, which it
-    already holds: it stores nothing and learns nothing new. Someone who started and
-    did not send is not reminded: the server cannot tell them from someone who sent."""
+    already holds; it answers once per release period of the survey (at most 10,000
+    links) and audits the look-up. Someone who started and did not send is not
+    reminded: the server cannot tell them from someone who sent."""
     import hashlib
 
     rows = _read_links(links)
+    if len(rows) > 10_000:  # the server answers one look-up per release period
+        raise typer.BadParameter(
+            f"the links file has {len(rows):,} rows; a reminder looks up at most 10,000 "
+            "invitations per release period of the survey: split the file",
+            param_hint="LINKS",
+        )
     hashes = [hashlib.sha256(r["token"].encode()).hexdigest() for r in rows]
-    unused: set[str] = set()
-    for start in range(0, len(hashes), 10_000):
-        body = {"token_hashes": hashes[start : start + 10_000]}
-        answer = _call(server, "POST", f"/api/surveys/{survey_id}/invitations/unused", json=body)
-        unused.update(answer.json()["unused"])
+    body = {"token_hashes": hashes}
+    answer = _call(server, "POST", f"/api/surveys/{survey_id}/invitations/unused", json=body)
+    unused = set(answer.json()["unused"])
     chosen = [r for r, h in zip(rows, hashes, strict=True) if h in unused]
     with output.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
@@ -395,6 +400,8 @@ def _state(survey_id: str, action: str, server: str | None, as_json: bool) -> No
         emit_json(out)
     elif action == "revoke":
         console.print(f"{out['revoked']} unused invitations of {survey_id} revoked")
+    elif action == "release":
+        console.print(f"{out['released']} responses of {survey_id} released")
     else:
         console.print(f"{survey_id} is {'closed' if out['closed'] else 'open'}")
 
@@ -405,8 +412,20 @@ def survey_close(
     server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Close the survey: from now on responses are refused and nothing is stored."""
+    """Close the survey: the last release is made, what still waits is withheld for
+    good, and from now on responses are refused and nothing is stored."""
     _state(survey_id, "close", server, as_json)
+
+
+@survey_app.command("release")
+def survey_release(
+    survey_id: Annotated[str, typer.Argument(help="Survey id.")],
+    server: _ServerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Release now every key cell with at least min_release responses waiting, as a
+    scheduled release does (audited)."""
+    _state(survey_id, "release", server, as_json)
 
 
 @survey_app.command("reopen")

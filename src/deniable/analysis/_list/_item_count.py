@@ -51,7 +51,7 @@ MAX_ITEMS = 50
 
 
 def check_list_counts(
-    counts: ArrayLike, treated: ArrayLike, items: object
+    counts: ArrayLike, treated: ArrayLike, items: object, channelled: bool = False
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_], int]:
     """Validate a list experiment's reports; return (counts, treated mask, J).
 
@@ -61,7 +61,9 @@ def check_list_counts(
         If ``items`` is not an integer in [1, MAX_ITEMS], if the arrays differ in length
         or are not 1-D, if ``treated`` holds other than 0/1, if a control count lies
         outside ``0..J`` or a treated count outside ``0..J+1`` (the message names the
-        first offending row), or if either group is smaller than 2.
+        first offending row; with ``channelled``, every report lies in ``0..J+1``: a
+        channel may move a control count to ``J + 1``), or if either group is smaller
+        than 2.
     """
     if isinstance(items, bool) or not isinstance(items, (int, np.integer)):
         raise ValueError(f"items (the number of control items J) must be an integer, got {items!r}")
@@ -80,7 +82,7 @@ def check_list_counts(
     if not np.isin(t, (0, 1)).all():
         raise ValueError("treated must hold 0 (control list) or 1 (list with the sensitive item)")
     mask = t.astype(bool)
-    top = np.where(mask, j + 1, j)
+    top = np.where(mask | channelled, j + 1, j)
     bad = ~np.isfinite(y) | (y != np.round(y)) | (y < 0) | (y > top)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -200,6 +202,7 @@ def list_difference_in_means(
     items: int,
     covariates: ArrayLike | None = None,
     variance: str = "neyman",
+    channel: Any = None,
 ) -> ListEstimate:
     """Prevalence as the difference of the mean counts (Imai 2011, eq. 1).
 
@@ -219,6 +222,15 @@ def list_difference_in_means(
         ``"neyman"`` (default): the groups' residual variances ``s1^2/n1 + s0^2/n0``
         (HC2; unbiased for the difference in means whatever the groups' spread);
         ``"hc3"``: the HC3 sandwich, as R's ``ictreg(method = "lm")`` (a little larger).
+    channel : Design, optional
+        A known channel the counts went through before they were stored (the server's
+        post-randomization of a list count, :class:`~deniable.mechanisms.GeometricCount`
+        over ``0..J+1`` in both groups). Each report ``r`` is replaced by ``w[r]``,
+        ``w = P^-T c`` (``c`` the counts ``0..J+1``, ``P`` the channel's
+        misclassification matrix), whose expectation given the true count is that count
+        (the moment estimator of the channel, Warner 1965 generalised), so the
+        difference in means, its Neyman standard error and the regression adjustment
+        stay unbiased for the true counts.
 
     Returns
     -------
@@ -238,9 +250,20 @@ def list_difference_in_means(
     """
     if variance not in ("neyman", "hc3"):
         raise ValueError(f"variance must be 'neyman' or 'hc3', got {variance!r}")
-    y, t, j = check_list_counts(counts, treated, items)
+    y, t, j = check_list_counts(counts, treated, items, channelled=channel is not None)
+    method = "difference_in_means"
+    if channel is not None:
+        P = np.asarray(channel.matrix, dtype=np.float64)
+        if P.shape != (j + 2, j + 2):
+            raise ValueError(
+                f"channel must be a {j + 2} x {j + 2} matrix over the counts 0..{j + 1}, "
+                f"got {P.shape}"
+            )
+        w = np.linalg.solve(P.T, np.arange(j + 2, dtype=np.float64))
+        y = np.asarray(w[y.astype(np.int64)], dtype=np.float64)
+        method = "difference_in_means_channel"
     est, se = _adjusted_difference(y, t, _covariate_matrix(covariates, len(y)), variance)
-    return ListEstimate(est, se, int(t.sum()), int((~t).sum()), j, "difference_in_means")
+    return ListEstimate(est, se, int(t.sum()), int((~t).sum()), j, method)
 
 
 @dataclass(frozen=True)

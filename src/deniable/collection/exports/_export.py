@@ -230,6 +230,8 @@ def _readstat(store: Store, survey_id: str, frame: pd.DataFrame, fmt: str) -> by
                 values[q.id + GROUP_SUFFIX] = {0: "group 0", 1: "group 1"}
             # a randomized question's codes are reports, not answers: the label says so
             kind = "" if q.is_direct else "Randomized report, not the answer: "
+            if q.release_channel is not None:  # post-randomized by the server
+                kind = f"Post-randomized ({q.release_channel.spec}), not the answer: "
             labels[q.id] = (kind + q.text)[: 80 if fmt == "dta" else 250]  # Stata: 80
             values[q.id] = dict(enumerate(q.report_labels))
     out = frame.copy()

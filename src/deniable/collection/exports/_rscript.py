@@ -30,7 +30,9 @@ answer truthfully; ``Crosswise``: the innocuous question's prevalence, report 1 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ...mechanisms._designs import Design
 from ._export import GROUP_SUFFIX
@@ -46,7 +48,7 @@ def glmmrr_row(d: Design) -> tuple[str, float, float] | None:
     """GLMMRR's ``(RRmodel, p1, p2)`` of a yes/no design; ``None`` where GLMMRR has no
     model for it (a Warner design with ``p < 0.5``, k-ary designs). Read from the
     design's registry key and parameters."""
-    key, p = d.spec_name, d.params
+    key, p = _binary_kary(d)
     if key == "direct" and d.n_truths == 2:
         return "DQ", 0.0, 0.0
     if key == "warner":
@@ -80,12 +82,21 @@ _RRREG = {
 def rrreg_call(d: Design, column: str, data: str) -> str | None:
     """RRreg's ``RRuni(...)`` for a yes/no design (``None`` for direct questioning or a
     design RRreg has no model for)."""
-    key, params = d.spec_name, d.params
+    key, params = _binary_kary(d)
     if key not in _RRREG or (key == "kuk" and params["draws"] != 1):
         return None
     model, names = _RRREG[key]
     p = [float(params[name]) for name in names]
     return f'RRuni({column}, data = {data}, model = "{model}", p = {_vector(p)})'
+
+
+def _binary_kary(d: Design) -> tuple[str, dict[str, Any]]:
+    """The registry key and parameters R is told of: k-ary RR on two answers (the
+    server's post-randomization of a direct yes/no answer) is Warner's design with ``p``
+    its keep probability (Warner 1965), which GLMMRR and RRreg know."""
+    if d.spec_name == "kary-rr" and d.n_truths == 2:
+        return "warner", {"p": float(d.matrix[0, 0])}
+    return d.spec_name, d.params
 
 
 def _vector(values: list[float]) -> str:
@@ -213,7 +224,7 @@ def _question(survey: Survey, q: Question, covariates: list[str]) -> list[str]:
         ]
     )
     for label, var, where in parts:
-        if var.is_direct:
+        if var.is_direct and var.release_channel is None:
             out.append(f'cat("{q.id}, {label} (asked directly):", mean({where}${q.id}), "\\n")')
         elif len(var.groups) == 1:
             call = rrreg_call(var.mechanism, q.id, where)
@@ -249,14 +260,26 @@ def _list_question(survey: Survey, q: Question) -> list[str]:
         f"{rows} <- d[!is.na(d${q.id}) & !is.na(d${column}), ]",
     ]
     arms = survey.arm_names if survey.arms else [""]
+    count = f"x${q.id}"
+    channel = q.release_channel
+    if channel is not None:  # each stored count r stands for w[r], w = P^-T (0..J+1)
+        w = np.linalg.solve(channel.matrix.T, np.arange(channel.n_truths, dtype=np.float64))
+        out += [
+            f"# the server post-randomized each count before storing it ({channel.spec}):",
+            "# w[r + 1] has expectation the true count given a stored count r, so the",
+            "# difference in means of w is unbiased (deniable's list_difference_in_means).",
+            f"w_{q.id.replace('-', '_')} <- {_vector([float(v) for v in w])}",
+        ]
+        count = f"w_{q.id.replace('-', '_')}[x${q.id} + 1]"
     for arm in arms:
         where = f'subset({rows}, arm == "{arm}")' if arm else rows
         label = f"arm {arm}" if arm else "all"
         out += [
             "local({",
             f"  x <- {where}",
-            f"  treated <- x${q.id}[x${column} == 1]",
-            f"  control <- x${q.id}[x${column} == 0]",
+            f"  y <- {count}",
+            f"  treated <- y[x${column} == 1]",
+            f"  control <- y[x${column} == 0]",
             "  est <- mean(treated) - mean(control)",
             "  se <- sqrt(var(treated) / length(treated) + var(control) / length(control))",
             f'  cat("{q.id}, {label}: difference in means", est, "SE", se, "\\n")',

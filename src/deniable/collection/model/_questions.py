@@ -31,8 +31,6 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from ...estimation._estimates import PrevalenceEstimate
-from ...estimation._means import MeanEstimate, MeanTally, RangeMean, estimate_mean
 from ...mechanisms._binary import ForcedResponse, UnrelatedQuestion, Warner
 from ...mechanisms._designs import Design, KaryRR, protected_epsilon
 from ...mechanisms._direct import Direct
@@ -55,11 +53,12 @@ from ._fields import (
 )
 from ._groups import GROUP_DESIGNS, check_innocuous, check_validation_item, group_design
 from ._list_question import LIST_EXPERIMENT, MAX_LIST_ITEMS, build_list_question
+from ._numeric_answers import NumericAnswers
 
 __all__ = ["Question"]
 
 
-class Question(BaseModel):
+class Question(NumericAnswers, BaseModel):
     """One question: randomized by its design, or asked directly (``direct``).
 
     Attributes
@@ -103,6 +102,14 @@ class Question(BaseModel):
         ``innocuous_question``, true for ``1 - p`` of people).
     items, sensitive_item : list of str, str, optional
         A list experiment's 2 to 20 control items and its sensitive item (:mod:`._list_question`).
+    pram : bool, default False
+        A question asked directly in every arm whose answer is sensitive: the server
+        post-randomizes it before storing (PRAM, :mod:`._release`), as it does a
+        question some arm asks directly and another randomizes.
+    release_epsilon : float in (0, 30], optional
+        Nats of the post-randomization of the question's direct answers (default: the
+        smallest epsilon among the arms that randomize it, ln 9 where none does;
+        :mod:`._release`).
     panel : Panel, optional
         Two layers for a question asked in several waves: ``design`` is applied to every
         report sent (the instantaneous layer), ``panel.permanent`` is drawn once per
@@ -144,7 +151,10 @@ class Question(BaseModel):
     items: list[Text] | None = Field(default=None, max_length=MAX_LIST_ITEMS)
     sensitive_item: Text | None = None
     panel: Panel | None = None
+    pram: bool = False
+    release_epsilon: float | None = Field(default=None, gt=0, le=30, allow_inf_nan=False)
     _design: Design = PrivateAttr()
+    _release: Design | None = PrivateAttr(default=None)
     _groups: tuple[Design, ...] = PrivateAttr(default=())
     _numeric: DuchiMean | OneBitMean | None = PrivateAttr(default=None)
     _cost: float = PrivateAttr()
@@ -331,24 +341,6 @@ class Question(BaseModel):
         self._cost = 0.0
         return self
 
-    def bin_of(self, value: float) -> int:
-        """The bin (report code) of a number for a direct question with ``bins``:
-        ``i`` with ``bins[i] <= value < bins[i + 1]``, the last bin closed at ``high``.
-
-        Raises
-        ------
-        ValueError
-            If the question has no bins, or ``value`` is outside ``[low, high]``.
-        """
-        if self.bins is None or self.range is None:
-            raise ValueError(f"question {self.id!r} has no bins")
-        if not self.range.low <= value <= self.range.high:
-            raise ValueError(
-                f"{self.id} must be a number in [{self.range.low:g}, {self.range.high:g}], "
-                f"got {value!r}"
-            )
-        return min(int(np.searchsorted(self.bins, value, side="right")) - 1, len(self.bins) - 2)
-
     def _build_numeric(self) -> Question:
         assert self.range is not None
         if self.design.name not in NUMERIC_DESIGNS:
@@ -375,6 +367,25 @@ class Question(BaseModel):
         return self.design.name in ("direct", LIST_EXPERIMENT)
 
     @property
+    def release_channel(self) -> Design | None:
+        """The channel the server applies to this question's direct answer before it is
+        stored (PRAM, :mod:`._release`); ``None`` where the answer is stored as sent
+        (a randomized report, a key variable, or ``allow_unprotected_release``)."""
+        return self._release
+
+    def with_release(self, channel: Design) -> Question:
+        """This direct question with the server's post-randomization ``channel``: its
+        :attr:`mechanism` becomes the channel (what the stored code went through, so
+        every analysis undoes it) and its :attr:`cost` the channel's epsilon."""
+        out = Question.model_validate(self.model_dump(exclude_defaults=True))
+        out._design = channel
+        if out._groups:  # a list's two groups: one channel over 0..J+1 in both
+            out._groups = (channel, channel)
+        out._cost = channel.epsilon
+        out._release = channel
+        return out
+
+    @property
     def is_list(self) -> bool:
         """Whether the question is a list experiment (:mod:`._list_question`)."""
         return self.design.name == LIST_EXPERIMENT
@@ -383,59 +394,6 @@ class Question(BaseModel):
     def numeric(self) -> DuchiMean | OneBitMean | None:
         """The numeric mechanism of a question with a ``range`` (else ``None``)."""
         return self._numeric
-
-    def mean_estimate(self, counts: Any) -> MeanEstimate:
-        """Unbiased mean of a numeric question's answers from its report counts.
-
-        Parameters
-        ----------
-        counts : array of int, shape (2,)
-            How many reports were 0 and 1 (a :class:`~deniable.tallies.Tally`'s counts).
-
-        Raises
-        ------
-        ValueError
-            If the question has no ``range``.
-        ReportValidationError
-            If there are no reports.
-        """
-        if self._numeric is None:
-            raise ValueError(f"question {self.id!r} is not numeric (it has no range)")
-        c = np.asarray(counts, dtype=np.float64).reshape(2)
-        y = self._numeric.debias(np.array([0, 1], dtype=np.uint8))
-        tally = MeanTally(int(c.sum()), float(c @ y), float(c @ (y * y)))
-        return estimate_mean(self._numeric, tally)
-
-    def to_units(self, share: float) -> float:
-        """A numeric question's value ``low + (high - low) share`` for a share of
-        ``high`` (an estimated prevalence of the question's design, or an interval end).
-
-        Raises
-        ------
-        ValueError
-            If the question has no range.
-        """
-        r = self._value_range()
-        return r.low + (r.high - r.low) * float(share)
-
-    def _value_range(self) -> NumericRange:
-        if self.range is None:
-            raise ValueError(f"question {self.id!r} is not numeric (it has no range)")
-        return self.range
-
-    def mean_from(self, est: PrevalenceEstimate) -> RangeMean:
-        """A numeric question's mean in its units from its design's estimate ``est``
-        (:class:`~deniable.estimation.PrevalenceEstimate`): a
-        :class:`~deniable.estimation.RangeMean` whose estimate, standard error and
-        interval ends are mapped by :meth:`to_units`.
-
-        Raises
-        ------
-        ValueError
-            If the question has no range.
-        """
-        r = self._value_range()
-        return RangeMean(est, r.low, r.high, r.unit)
 
     @property
     def sensitive_indices(self) -> list[int]:

@@ -44,7 +44,6 @@ require("pydantic", "server")
 require("yaml", "server")
 
 import hashlib
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,6 +66,7 @@ from pydantic import (
 from ...errors import BudgetExceededError, SurveyError
 from ...mechanisms._protocol import MAX_EPSILON
 from ._arms import MAX_ARMS, Arm, arm_questions
+from ._canonical import L_DIVERSITY, MIN_RELEASE, canonical_json
 from ._fields import SLUG_PATTERN, Slug, Text
 from ._i18n import (
     SurveyTranslation,
@@ -74,6 +74,7 @@ from ._i18n import (
     untranslated,
 )
 from ._questions import Question
+from ._release import DEFAULT_RELEASE_EVERY, key_positions, parse_duration, protect
 from ._views import survey_view
 
 __all__ = [
@@ -95,12 +96,8 @@ __all__ = [
 BUDGET_SLACK = 1e-9
 #: Most matrix cells (reports x answers, all questions) one survey may publish.
 MAX_SURVEY_CELLS = 20_000
-#: Default responses a question needs before its estimate is released.
-MIN_RELEASE = 30
 #: The smallest ``min_release`` accepted without ``allow_small_release: true``.
 SMALL_RELEASE = 10
-#: Default distinct sensitive answers a key cell's directly asked rows need (l-diversity).
-L_DIVERSITY = 2
 
 
 #: Question fields an override to ``direct`` drops (a direct question takes none).
@@ -119,6 +116,9 @@ class ReportPlan:
     skippable: tuple[tuple[bool, ...], ...]
     #: list-experiment question id -> report codes group 0 may send (its J + 1 counts)
     control_counts: dict[str, int]
+    #: per arm, per question: the channel the server post-randomizes the answer with
+    #: before it is stored (:mod:`._release`), or ``None``
+    channels: tuple[tuple[Any, ...], ...] = ()
 
 
 def survey_error(exc: ValidationError) -> SurveyError:
@@ -169,11 +169,16 @@ class Survey(BaseModel):
         what it reveals, so the survey id has none, and the respondent page says so.
     allow_small_release : bool, default False
         The opt-in for ``min_release`` below :data:`SMALL_RELEASE`.
-    l_diversity : int in [1, 1000], default 2
-        Among the rows of a key cell in an arm that asks a sensitive question directly,
-        the distinct answers that question needs (each held by at least
-        ``min_release`` responses) before those rows are released
+    l_diversity : int
+        Retired (no rule selects on an answer any more); kept so that stored
+        definitions still parse, and ignored.
+    release_every : int (seconds) or text like "15m", "1h", default 3600
+        The period of scheduled releases, 1 s to 31 days: responses are released at
+        these moments (and at the close), never inside an arrival
         (:mod:`deniable.collection.store`).
+    allow_unprotected_release : bool, default False
+        Store sensitive direct answers and list counts as sent instead of
+        post-randomizing them (:mod:`._release`); needs ``no_lifetime_budget``.
     expected_responses : int in [1, 10^9], optional
         How many responses the study plans for; ``survey check`` divides it by the
         number of cells the direct questions make together and warns when a cell
@@ -226,6 +231,8 @@ class Survey(BaseModel):
     l_diversity: int = Field(default=L_DIVERSITY, ge=1, le=1_000)
     allow_small_release: bool = False
     no_lifetime_budget: bool = False
+    release_every: int = DEFAULT_RELEASE_EVERY
+    allow_unprotected_release: bool = False
     expected_responses: int | None = Field(default=None, ge=1, le=1_000_000_000)
     translations: dict[Literal["en", "de"], SurveyTranslation] = Field(default_factory=dict)
     arms: dict[Slug, Arm] | None = Field(default=None, min_length=2, max_length=MAX_ARMS)
@@ -271,6 +278,27 @@ class Survey(BaseModel):
             self._arm_questions[name] = out
         return self
 
+    @field_validator("release_every", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> int:
+        return parse_duration(value)
+
+    @model_validator(mode="after")
+    def _protect(self) -> Survey:
+        protect(self, self._arm_questions)
+        if self.allow_unprotected_release and not self.no_lifetime_budget:
+            raise ValueError(
+                "allow_unprotected_release: sensitive direct answers stored as sent can be "
+                "read by whoever reads the released rows (epsilon infinite); add "
+                "no_lifetime_budget: true to say so, or remove allow_unprotected_release"
+            )
+        return self
+
+    @property
+    def key_positions(self) -> tuple[int, ...]:
+        """Positions of the key variables (:func:`._release.key_positions`)."""
+        return key_positions(self)
+
     @cached_property
     def report_plan(self) -> ReportPlan:
         """What a response must hold, computed once: the question ids in order, those
@@ -286,6 +314,7 @@ class Survey(BaseModel):
             sizes=tuple(tuple(q.mechanism.n_reports for q in self.questions_in(a)) for a in keys),
             skippable=tuple(tuple(q.allow_no_answer for q in self.questions_in(a)) for a in keys),
             control_counts={q.id: len(q.items or ()) + 1 for q in self.questions if q.is_list},
+            channels=tuple(tuple(q.release_channel for q in self.questions_in(a)) for a in keys),
         )
 
     @property
@@ -444,15 +473,20 @@ class Survey(BaseModel):
 
     @property
     def direct_questions(self) -> list[Question]:
-        """The questions asked directly in every arm (sent as given, outside the
-        accounting): the covariates whose answers form cells (:meth:`direct_cells`)."""
-        return [q for q in self.questions if all(v.is_direct for v in self.variants(q.id))]
+        """The questions asked directly in every arm and stored as sent (not
+        post-randomized): the covariates."""
+        return [
+            q
+            for q in self.questions
+            if all(v.is_direct and v.release_channel is None for v in self.variants(q.id))
+        ]
 
     def direct_cells(self) -> int:
-        """How many cells the direct questions make together (the product of their
-        numbers of answers; 1 with none): each combination of direct answers is a
-        quasi-identifier, and a cell with few responses singles out its members."""
-        return math.prod(q.mechanism.n_truths for q in self.direct_questions)
+        """How many cells the key variables make together (the product of their numbers
+        of answers; 1 with none): each combination is a quasi-identifier, and a cell with
+        few responses singles out its members (a skipped answer, its own category in the
+        release rule, is counted by :func:`~deniable.collection.store.disclosure_report`)."""
+        return math.prod(self.questions[i].mechanism.n_truths for i in self.key_positions)
 
     def question(self, question_id: str) -> Question:
         """The question with this id; KeyError if there is none."""
@@ -464,27 +498,7 @@ class Survey(BaseModel):
     def canonical_json(self) -> str:
         """The definition as canonical JSON (sorted keys, no whitespace); fields added
         later are left out at their defaults, so a published digest does not change."""
-        data = self.model_dump(mode="json")
-        for name, default in _LATER_FIELDS.items():
-            if data.get(name) == default:
-                del data[name]
-        for question in data["questions"]:
-            for name, default in _LATER_QUESTION_FIELDS.items():
-                if question.get(name) == default:
-                    del question[name]
-        for tr in data.get("translations", {}).values():  # a list's texts: added later
-            for question in tr["questions"].values():
-                for name in ("items", "sensitive_item"):
-                    if question.get(name) is None:
-                        question.pop(name, None)
-        for arm in (data.get("arms") or {}).values():
-            if arm.get("pool") is False:  # added later: absent at its default
-                arm.pop("pool")
-            for design in arm["designs"].values():
-                for name in ("innocuous_question", "innocuous_complement"):
-                    if design.get(name) is None:
-                        design.pop(name, None)
-        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return canonical_json(self.model_dump(mode="json"))
 
     @cached_property
     def digest(self) -> str:
@@ -501,31 +515,6 @@ class Survey(BaseModel):
         :data:`~deniable.collection.model.LANGUAGES`) where the survey translates them.
         """
         return survey_view(self, lang)
-
-
-#: Fields added after surveys were first published, with their defaults.
-_LATER_FIELDS: dict[str, Any] = {
-    "consent": "",
-    "min_release": MIN_RELEASE,
-    "l_diversity": L_DIVERSITY,
-    "allow_small_release": False,
-    "no_lifetime_budget": False,
-    "translations": {},
-    "expected_responses": None,
-    "arms": None,
-}
-#: Question fields added later, with their defaults.
-_LATER_QUESTION_FIELDS: dict[str, Any] = {
-    "range": None,
-    "allow_no_answer": False,
-    "bins": None,
-    "control": None,
-    "known_prevalence": None,
-    "innocuous_complement": None,
-    "panel": None,
-    "items": None,
-    "sensitive_item": None,
-}
 
 
 def load_survey(source: str | Path | Mapping[str, Any]) -> Survey:

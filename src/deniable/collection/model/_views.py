@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...mechanisms._designs import Design
+from ...mechanisms._direct import Direct
 from ...planning._disclosure import answer_odds_factors, disclosure_risk
 from ._i18n import QuestionTranslation, SurveyTranslation, catalog, default_label
 from ._questions import Question
@@ -47,7 +48,9 @@ def question_view(
     :meth:`~deniable.collection.model.Survey.respondent_view`): texts in ``lang``, the
     matrix columns, epsilon, the disclosure at ``prior_yes`` (in (0, 1)), instructions
     for randomizing by hand, and for a group design each group's own."""
-    d = q.mechanism
+    release = q.release_channel
+    # what the device applies: a post-randomized direct answer is sent as given
+    d = q.mechanism if release is None else Direct(k=release.n_truths, labels=release.truth_labels)
     qt = tr.questions.get(q.id) if tr else None
     choices, reports = _labels(q, qt, lang)
     innocuous = (qt and qt.innocuous_question) or q.innocuous_question
@@ -59,7 +62,12 @@ def question_view(
         "reports": reports,
         # what the device applies to each report: a panel question's instantaneous layer
         "columns": (q.two_layer.instantaneous if q.two_layer else d).matrix.T.tolist(),
-        "epsilon": _json_float(q.epsilon),
+        "epsilon": _json_float(q.epsilon if release is None else d.epsilon),
+        # the server's post-randomization before the first write: what whoever reads the
+        # stored data or the releases can learn of the answer (docs/collection.md)
+        "release": None
+        if release is None
+        else {"channel": release.spec, "epsilon": _json_float(release.epsilon)},
         "cost": q.cost,
         "sensitive": [choices[i] for i in q.sensitive_indices],
         "memo_key": q.memo_digest,

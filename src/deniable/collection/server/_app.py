@@ -59,6 +59,7 @@ from ._ingestion import (
     BodyLimit,
     FastSubmit,
     GroupCommitter,
+    ReleaseSchedule,
 )
 from ._pages import error_page
 from ._routes import analyst_router, public_router
@@ -98,6 +99,7 @@ def create_app(
     body_timeout: float | None = None,
     limiter: RateLimiter | None = None,
     fast_path: bool | None = None,
+    release_tick: float | None = 1.0,
 ) -> FastAPI:
     """Build the ASGI application.
 
@@ -123,6 +125,10 @@ def create_app(
         ``DENIABLE_FAST_PATH``, else on; ``0`` turns it off). Either way a response is
         parsed, stored and acknowledged by the same code; ``bench/ingest.py`` measures
         both.
+    release_tick : float or None, default 1.0
+        Seconds between the checks for scheduled releases (each survey is released once
+        per period of its ``release_every``); ``None`` runs no schedule (releases then
+        come only at the close and on ``POST /api/surveys/{id}/release``).
 
     Returns
     -------
@@ -165,6 +171,7 @@ def create_app(
     app.state.store = store
     app.state.analyst_token = token
     app.state.committer = committer
+    app.state.schedule = None if release_tick is None else ReleaseSchedule(store, release_tick)
     app.state.limiter = limiter
     for exc_type in (RequestValidationError, HTTPException, DeniableError, Exception):
         app.add_exception_handler(exc_type, _handle)
@@ -179,9 +186,14 @@ def create_app(
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """On shutdown, the group committer is drained: what was accepted is committed and
+    """At start, the scheduled releases begin (:class:`ReleaseSchedule`); on shutdown
+    they stop and the group committer is drained: what was accepted is committed and
     answered before the process ends, and its writer task is stopped."""
+    if app.state.schedule is not None:
+        app.state.schedule.start()
     yield
+    if app.state.schedule is not None:
+        await app.state.schedule.close()
     await app.state.committer.close()
 
 

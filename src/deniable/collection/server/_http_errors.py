@@ -22,6 +22,7 @@ from ...errors import (
     InvitationError,
     InvitationUsedError,
     InvitationVersionError,
+    RateLimitedError,
     RecipientsRefusedError,
     ReportValidationError,
     SurveyClosedError,
@@ -59,6 +60,7 @@ _DENIABLE = {
     SurveyClosedError: (409, "survey_closed"),
     SurveyNotFoundError: (404, "not_found"),
     SurveyConflictError: (409, "conflict"),
+    RateLimitedError: (429, "rate_limited"),
 }
 
 

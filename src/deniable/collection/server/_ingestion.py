@@ -11,6 +11,7 @@ bodies over the limit while they are read.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import re
@@ -39,6 +40,7 @@ __all__ = [
     "BodyLimit",
     "FastSubmit",
     "GroupCommitter",
+    "ReleaseSchedule",
     "acknowledgement",
     "ingest_credential_request",
     "ingest_response",
@@ -204,31 +206,16 @@ class GroupCommitter:
     fsync serves many respondents. Invitation spends (:class:`PendingSpend`) share the
     same groups.
 
-    Releases (crowds of waiting responses moved into the results) ride in a group's
-    transaction when the group is small (at most ``inline_group`` entries: light load,
-    where a release costs little and results follow at once) or when the last release
-    was ``release_seconds`` or more ago; under load they are otherwise deferred, and
-    once nothing has arrived for ``idle_seconds`` after a commit the writer calls
-    :meth:`Store.release_waiting`. A crowd is never smaller for waiting, and under load
-    one release of many responses replaces many of few (``bench/ingest.py``).
+    Nothing is released here: releases happen at scheduled moments (:class:`ReleaseSchedule`),
+    at the close or on the analyst's request, never inside an arrival's transaction.
 
     :meth:`close` (the application's shutdown) drains it: what is queued is committed
     and answered, a deferred release is made, and the writer task ends.
     """
 
-    def __init__(
-        self,
-        store: Store,
-        max_group: int = 2000,
-        idle_seconds: float = 0.2,
-        release_seconds: float = 0.25,
-        inline_group: int = 8,
-    ) -> None:
+    def __init__(self, store: Store, max_group: int = 2000) -> None:
         self.store = store
         self.max_group = max_group
-        self.idle_seconds = idle_seconds
-        self.release_seconds = release_seconds
-        self.inline_group = inline_group
         self._queue: (
             asyncio.Queue[tuple[PendingResponse | PendingSpend, asyncio.Future[None]]] | None
         ) = None
@@ -247,7 +234,7 @@ class GroupCommitter:
 
     async def close(self) -> None:
         """Drain and stop: every response queued before the call is committed and
-        answered, a release left for later is made, then the writer task ends. A later
+        answered, then the writer task ends. A later
         :meth:`submit` starts a new one. Called by the application's shutdown."""
         queue, task = self._queue, self._task
         self._queue = self._task = None
@@ -258,34 +245,12 @@ class GroupCommitter:
         queue.put_nowait(_STOP)
         await task
 
-    async def _release(self) -> bool:
-        """Release the waiting responses; False (logged) if the store refused."""
-        try:
-            await run_in_threadpool(self.store.release_waiting)
-            return True
-        except Exception:  # the next idle moment retries  # pragma: no cover
-            log.exception("could not release the waiting responses")
-            return False
-
     async def _run(self) -> None:
         assert self._queue is not None
         queue = self._queue
-        clock = asyncio.get_running_loop().time
-        deferred = False  # a commit left its releases for later
-        last_release = clock()
         while True:
-            if deferred:
-                try:
-                    first = await asyncio.wait_for(queue.get(), self.idle_seconds)
-                except TimeoutError:  # idle: release what waits for it
-                    if await self._release():
-                        deferred, last_release = False, clock()
-                    continue
-            else:
-                first = await queue.get()
+            first = await queue.get()
             if first is _STOP:
-                if deferred:
-                    await self._release()
                 return
             group = [first]
             while not queue.empty() and len(group) < self.max_group:
@@ -294,25 +259,15 @@ class GroupCommitter:
                     queue.put_nowait(item)
                     break
                 group.append(item)
-            release = (
-                len(group) <= self.inline_group or clock() - last_release >= self.release_seconds
-            )
             try:
                 outcomes = await run_in_threadpool(
-                    functools.partial(
-                        self.store.commit_group, [p for p, _ in group], False, release
-                    )
+                    functools.partial(self.store.commit_group, [p for p, _ in group], False)
                 )
             except Exception as exc:  # nothing of this group was stored
                 for _, future in group:
                     if not future.done():
                         future.set_exception(exc)
-                deferred = True  # an earlier deferral may still wait
                 continue
-            if release:
-                deferred, last_release = False, clock()
-            else:
-                deferred = True
             for (_, future), outcome in zip(group, outcomes, strict=True):
                 if future.done():  # the client went away; the response is stored anyway
                     continue
@@ -320,6 +275,39 @@ class GroupCommitter:
                     future.set_result(None)
                 else:
                     future.set_exception(outcome)
+
+
+class ReleaseSchedule:
+    """Scheduled releases: every ``tick_seconds`` the store makes the releases due
+    (:meth:`Store.release_scheduled`: once per survey per period of its
+    ``release_every``, periods counted from the epoch), in a task of its own, at moments
+    no arrival chooses. :meth:`close` stops it (the application's shutdown)."""
+
+    def __init__(self, store: Store, tick_seconds: float = 1.0) -> None:
+        self.store = store
+        self.tick_seconds = tick_seconds
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the task on the running loop (once)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_seconds)
+            try:
+                await run_in_threadpool(self.store.release_scheduled)
+            except Exception:  # the next tick retries  # pragma: no cover
+                log.exception("could not make the scheduled releases")
+
+    async def close(self) -> None:
+        """Stop the task."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 #: The entry :meth:`GroupCommitter.close` queues: what is queued before it is committed,

@@ -266,6 +266,7 @@ def live_demo(
 
             _answer_over_http(http, auth, view, reports, respondents, clients)
             seconds = time.perf_counter() - start
+            http.post(f"/api/surveys/{DEMO_SURVEY['id']}/close", headers=auth).raise_for_status()
             res = http.get(f"/api/surveys/{DEMO_SURVEY['id']}/results", headers=auth).json()
             rows = _live_rows(res, truths, population)
             if progress:
@@ -321,7 +322,9 @@ def _answer_over_http(
     clients: int,
 ) -> None:
     """Invite every respondent, then send each response with its own POST (after
-    spending its invitation for a blind-signed credential) from ``clients`` threads."""
+    spending its invitation for a blind-signed credential) from ``clients`` threads.
+    The live demo then closes the survey (the field period ends): the close makes the
+    last release and withholds what still waits."""
     invitations = http.post(
         f"/api/surveys/{DEMO_SURVEY['id']}/invitations",
         json={"count": respondents},

@@ -430,12 +430,23 @@ def invitations(
 
 
 @analyst_router.post("/api/surveys/{survey_id}/invitations/unused")
-def unused_invitations(survey_id: SurveyId, body: UnusedIn, store: _StoreDep) -> dict[str, Any]:
+def unused_invitations(
+    survey_id: SurveyId, body: UnusedIn, request: Request, store: _StoreDep
+) -> dict[str, Any]:
     """Which of these invitations (SHA-256 hex of each token) are issued and not yet
-    started on any device (not exchanged for a credential): for a reminder. Reads only:
-    nothing is stored, nothing audited, and the server learns nothing it did not hold."""
+    started on any device (not exchanged for a credential): for a reminder. Answered
+    once per release period of the survey (429 otherwise) and audited (who, the hour,
+    how many hashes)."""
     store.survey(survey_id)
-    return {"id": survey_id, "unused": store.unused_invitations(survey_id, body.token_hashes)}
+    unused = store.unused_invitations(survey_id, body.token_hashes, _actor(request))
+    return {"id": survey_id, "unused": unused}
+
+
+@analyst_router.post("/api/surveys/{survey_id}/release")
+def release(survey_id: SurveyId, request: Request, store: _StoreDep) -> dict[str, Any]:
+    """Release now every complete key cell of the survey's versions (as a scheduled
+    release would; audited): ``{"id", "released"}``, how many responses."""
+    return {"id": survey_id, "released": store.release(survey_id, actor=_actor(request))}
 
 
 @analyst_router.post("/api/surveys/{survey_id}/ingestion-keys", status_code=201)

@@ -110,7 +110,6 @@ class InvitationsMixin:
         self,
         pending: Sequence[PendingResponse | PendingSpend],
         forget: bool = True,
-        release: bool = True,
     ) -> list[DeniableError | None]:
         raise NotImplementedError
 

@@ -6,6 +6,8 @@ status, and the audit log of the analyst's actions.
 - A closed survey id takes no responses and issues no credentials: the check runs
   inside the transaction that would store them (:meth:`Store.commit_group`), so
   nothing is stored after the close has committed, with any number of server workers.
+- Closing releases every complete key cell and withholds what still waits, for good
+  (a reopen does not bring it back).
 - Revoking deletes the rows of the unused invitations (so their tokens no longer
   work) and keeps only their count.
 - The audit log records who did what and when: each release of results (JSON, page,
@@ -45,6 +47,7 @@ AUDIT_ACTIONS = (
     "release",
     "reopen",
     "revoke",
+    "unused",
 )
 
 
@@ -99,11 +102,16 @@ class LifecycleMixin:
     def set_closed(self, survey_id: str, closed: bool, actor: str = "api") -> None:
         """Close (``closed=True``) or reopen a published survey id; audited.
 
+        A close makes the last release (every complete key cell) and withholds what
+        still waits, for good: a reopen does not bring it back, and no version changes.
+
         Raises
         ------
         SurveyNotFoundError
         """
         with self._state_change(survey_id) as conn:
+            if closed:
+                self._release(conn, survey_id, True, actor)  # type: ignore[attr-defined]
             conn.execute(
                 update(survey_state)
                 .where(survey_state.c.survey_id == survey_id)

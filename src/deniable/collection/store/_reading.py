@@ -16,7 +16,7 @@ import pandas as pd
 from sqlalchemy import Engine, func, select
 
 from ...tallies import Tally
-from ._schema import reports
+from ._schema import arrivals, reports, staging_counts
 
 if TYPE_CHECKING:
     from ..model._survey import Survey
@@ -60,6 +60,30 @@ class ReadingMixin:
                 if qid in counts and 0 <= code < counts[qid].size:
                     counts[qid][code] = n
         return {qid: Tally(c) for qid, c in counts.items()}
+
+    def arrivals(self, survey: Survey) -> list[int]:
+        """Responses that arrived in each arm of a version (in :attr:`Survey.arm_names`
+        order; one entry without arms), released, waiting and withheld together: the
+        sample-ratio test counts these, never what a release let through."""
+        out = [0] * max(len(survey.arm_names), 1)
+        q = select(arrivals.c.arm, arrivals.c.n).where(
+            arrivals.c.survey_id == survey.id, arrivals.c.version == survey.version
+        )
+        with self.reader.connect() as conn:
+            for arm, n in conn.execute(q):
+                if 0 <= arm < len(out):
+                    out[arm] = int(n)
+        return out
+
+    def withheld(self, survey_id: str) -> dict[int, dict[str, int]]:
+        """Per version of a survey id: ``withheld`` (waiting at a close, withheld for
+        good) and ``as_given`` (released before post-randomization, their sensitive
+        direct answers and list counts as given)."""
+        q = select(
+            staging_counts.c.version, staging_counts.c.withheld, staging_counts.c.as_given
+        ).where(staging_counts.c.survey_id == survey_id)
+        with self.reader.connect() as conn:
+            return {int(v): {"withheld": int(w), "as_given": int(g)} for v, w, g in conn.execute(q)}
 
     def _long(self, survey_id: str, version: int | None = None) -> pd.DataFrame:
         """Released report rows of a survey (one version, or all), ordered by the random

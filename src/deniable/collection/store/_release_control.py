@@ -1,102 +1,89 @@
-"""Statistical disclosure control of the direct answers, release by release.
+"""Statistical disclosure control of the key variables, release by release.
 
 What a release shows
 --------------------
-A randomized report is deniable; a direct answer is not. Two kinds of direct answers
-are told apart, as sdcMicro does (Templ, Kowarik & Meindl 2015):
+Sensitive values are protected by randomization: the device randomizes each report,
+and the server post-randomizes every sensitive direct answer and list count before its
+first write (:mod:`deniable.collection.model`, PRAM). What is left to a release rule is
+the *key variables* (quasi-identifiers, as sdcMicro names them: Templ, Kowarik & Meindl
+2015): the questions asked directly in every arm *before* treatment (the first question
+whose design differs by arm or that draws a group), stored as sent. A combination of
+their answers is a *key cell*, the arms together; "prefer not to say" is a category
+like any other.
 
-- *Key variables* (quasi-identifiers): the questions asked directly in every arm (the
-  covariates: faculty, year of study; a number's declared ``bins``) and the version
-  (the wave). A combination of their answers is a *key cell*. The arm is a random draw
-  on the device that no outsider knows, so it is not a key; a skipped answer
-  (``allow_no_answer``) is an ordinary category.
-- *Sensitive variables*: a question that some arm asks directly and another
-  randomizes (the control arm of a validation study). Its direct answers are what the
-  release must not tie to a key cell.
+The rule (:func:`select_release`), for every release of a version: a release takes a
+key cell only when at least ``min_release`` of its responses wait, and then all of
+them. So between any two releases, not only consecutive ones, every key cell grows by 0
+or by at least ``min_release`` (k-anonymity of the release's *increments*: tau-Argus's
+and sdcMicro's threshold rule applied to the difference of any two releases). No rule
+selects on a sensitive answer, a list count, a report or an arm: the key answers come
+before treatment, so what waits is independent of the arm and of every answer the study
+measures, and every arm's released share is the same in expectation.
 
-The rules (:func:`select_release`), for every release of a version:
+What the rule protects: against an outsider who knows a person's key answers and lines
+up two releases, a crowd of at least ``min_release``. Nothing against an analyst who
+injects responses into a person's key cell: against that analyst only the
+randomization protects (each sensitive value is epsilon-LDP whatever they know).
 
-1. Every response belongs to an *atom*: its key cell, and in an arm that asks
-   sensitive questions directly, that arm and its sensitive answers. Each atom grows
-   by 0 or by at least ``min_release`` responses: so every key cell, every (key cell,
-   sensitive answer) and every (key cell, arm, sensitive answer) grows by 0 or by at
-   least ``min_release``, between any two releases, not only consecutive ones (a sum
-   of such growths). Released counts never decrease.
-2. l-diversity (Machanavajjhala et al. 2007, sdcMicro's ``ldiversity``): among the
-   rows of a key cell in an arm that asks sensitive questions directly, every
-   sensitive question has at least ``l_diversity`` distinct answers (each held by at
-   least ``min_release`` rows, by rule 1), or those rows wait. A homogeneous cell
-   ("every law student in the first year who was asked directly said yes") is never
-   released.
-3. Waiting, not recoding: a response that would break a rule waits, whole, for a
-   later release; nothing is recoded to missing, nothing is dropped. What still waits
-   at the close is withheld and counted in one total per version.
-
-Rule 1 is k-anonymity of the release's *increments*: tau-Argus's and sdcMicro's
-threshold rule applied to the difference of any two releases, which is what an
-attacker who keeps every export compares. The module also gives the planning report
-of ``survey check`` and the dashboard (:func:`disclosure_report`).
+Waiting, not recoding: a response in a key cell with fewer than ``min_release``
+waiting waits, whole; what still waits when the survey closes is withheld for good
+(also after a reopen) and counted in one total per version. The module also gives the
+planning report of ``survey check`` and the dashboard (:func:`disclosure_report`).
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from scipy import stats
+
+from ...mechanisms._direct import Direct
+
 if TYPE_CHECKING:
+    from ...mechanisms._designs import Design
     from ..model._survey import Survey
 
 __all__ = [
-    "Atom",
     "DisclosurePlan",
     "cell_warning",
+    "channel_costs",
     "disclosure_plan",
     "disclosure_report",
-    "released_sensitive",
+    "released_share",
     "select_release",
 ]
-
-#: An atom: (key codes, arm index or -1 in an arm that asks nothing sensitive
-#: directly, the sensitive codes in that arm).
-Atom = tuple[tuple[int, ...], int, tuple[int, ...]]
 
 
 @dataclass(frozen=True)
 class DisclosurePlan:
-    """Where a version's key and sensitive variables are.
+    """Where a version's key variables are.
 
     Attributes
     ----------
     keys : tuple of int
         Positions (in the version's question order) of the key variables: the questions
-        asked directly in every arm.
-    sensitive : dict of int -> tuple of int
-        Per arm index (0 without arms), the positions of the questions that arm asks
-        directly and another arm randomizes; only arms that have some.
+        asked directly in every arm before treatment, stored as sent.
     """
 
     keys: tuple[int, ...]
-    sensitive: Mapping[int, tuple[int, ...]]
 
     @property
     def trivial(self) -> bool:
-        """Nothing to control: no direct answer at all (every response is one atom)."""
-        return not self.keys and not self.sensitive
+        """No key variable: the version is one key cell."""
+        return not self.keys
 
-    def atom(self, codes: Sequence[int], arm: int) -> Atom:
-        """The atom of a response (its report codes in question order, its arm index)."""
-        key = tuple(codes[i] for i in self.keys)
-        positions = self.sensitive.get(arm)
-        if positions is None:
-            return (key, -1, ())
-        return (key, arm, tuple(codes[i] for i in positions))
+    def cell(self, codes: Sequence[int]) -> tuple[int, ...]:
+        """The key cell of a response (its codes in question order)."""
+        return tuple(codes[i] for i in self.keys)
 
 
 def disclosure_plan(survey: Survey) -> DisclosurePlan:
-    """The key and sensitive variables of a survey version (see the module docstring).
+    """The key variables of a survey version (see the module docstring).
 
     Parameters
     ----------
@@ -106,133 +93,135 @@ def disclosure_plan(survey: Survey) -> DisclosurePlan:
     Returns
     -------
     DisclosurePlan
-        ``keys``: the indices of the questions asked directly of everyone (the key
-        variables); ``sensitive``: per directly asked sensitive question, its sensitive
-        answer codes.
+        ``keys``: the positions of the questions asked directly in every arm before
+        treatment and stored as sent.
 
     Examples
     --------
     >>> from deniable.collection.model import load_survey
     >>> from deniable.collection.store import disclosure_plan
     >>> disclosure_plan(load_survey("examples/campus.yaml"))
-    DisclosurePlan(keys=(0, 1), sensitive={0: (2,)})
+    DisclosurePlan(keys=(0, 1))
     """
-    direct_everywhere = {q.id for q in survey.direct_questions}
-    keys = tuple(i for i, q in enumerate(survey.questions) if q.id in direct_everywhere)
-    sensitive: dict[int, tuple[int, ...]] = {}
-    names: list[str | None] = list(survey.arm_names) or [None]
-    for a, name in enumerate(names):
-        asked = survey.questions_in(name)
-        positions = tuple(
-            i
-            for i, q in enumerate(asked)
-            if q.is_direct and survey.questions[i].id not in direct_everywhere
-        )
-        if positions:
-            sensitive[a] = positions
-    return DisclosurePlan(keys, sensitive)
+    return DisclosurePlan(survey.key_positions)
 
 
 def select_release(
-    plan: DisclosurePlan,
-    waiting: Sequence[tuple[Sequence[int], int]],
-    released: Mapping[tuple[tuple[int, ...], int], Sequence[set[int]]],
-    min_release: int,
-    l_diversity: int,
+    plan: DisclosurePlan, waiting: Sequence[Sequence[int]], min_release: int
 ) -> list[bool]:
-    """Which waiting responses a release may take (the rules of the module docstring).
+    """Which waiting responses a release takes: every response of each key cell with at
+    least ``min_release`` waiting.
 
     Parameters
     ----------
     plan : DisclosurePlan
-        The version's key and sensitive variables.
-    waiting : sequence of (codes, arm index)
-        The waiting responses of one version (codes in question order, a skipped answer
-        as its own code).
-    released : mapping of (key codes, arm index) -> list of sets of int
-        For every key cell and arm that asks sensitive questions directly, the
-        sensitive answers already released, one set per sensitive question (in the
-        order of ``plan.sensitive[arm]``).
+    waiting : sequence of sequences of int
+        The waiting responses of one version, each its codes in question order.
     min_release : int >= 1
-        The smallest growth of an atom.
-    l_diversity : int >= 1
-        The distinct answers each sensitive question needs among a key cell's rows of
-        an arm that asks it directly.
 
     Returns
     -------
     list of bool
-        One per waiting response: released now (True) or waiting (False). Nothing is
-        taken unless the whole selection keeps every rule.
+        One per waiting response: released now (True) or waiting (False).
+
+    Examples
+    --------
+    >>> select_release(DisclosurePlan((0,)), [(0, 1), (0, 0), (1, 1)], 2)
+    [True, True, False]
     """
-    if plan.trivial:
-        take = len(waiting) >= min_release
-        return [take] * len(waiting)
-    atoms = [plan.atom(codes, arm) for codes, arm in waiting]
-    sizes: dict[Atom, int] = defaultdict(int)
-    for atom in atoms:
-        sizes[atom] += 1
-    due = {atom for atom, n in sizes.items() if n >= min_release}
-    # l-diversity per (key cell, arm asking sensitive questions directly)
-    by_cell: dict[tuple[tuple[int, ...], int], list[Atom]] = defaultdict(list)
-    for atom in due:
-        if atom[1] >= 0:
-            by_cell[atom[0], atom[1]].append(atom)
-    for cell, candidates in by_cell.items():
-        width = len(plan.sensitive[cell[1]])
-        before = released.get(cell, [set() for _ in range(width)])
-        for j in range(width):
-            values = set(before[j]) | {atom[2][j] for atom in candidates}
-            if len(values) < l_diversity:
-                due.difference_update(candidates)
-                break
-    return [atom in due for atom in atoms]
+    cells = [plan.cell(codes) for codes in waiting]
+    sizes = Counter(cells)
+    return [sizes[cell] >= min_release for cell in cells]
 
 
-def released_sensitive(
-    plan: DisclosurePlan, rows: Iterable[tuple[Sequence[int], int]]
-) -> dict[tuple[tuple[int, ...], int], list[set[int]]]:
-    """The ``released`` argument of :func:`select_release` from the released responses
-    of a version (``(codes, arm index)``, codes in question order)."""
-    out: dict[tuple[tuple[int, ...], int], list[set[int]]] = {}
-    for codes, arm in rows:
-        positions = plan.sensitive.get(arm)
-        if positions is None:
-            continue
-        key = tuple(codes[i] for i in plan.keys)
-        seen = out.setdefault((key, arm), [set() for _ in positions])
-        for j, i in enumerate(positions):
-            seen[j].add(codes[i])
+def released_share(expected: float, cells: int, min_release: int) -> float:
+    """The expected share of responses released by the close when ``expected``
+    responses fall evenly at random into ``cells`` key cells: a response is released
+    when its cell holds at least ``min_release``, ``Pr(Binomial(n - 1, 1 / cells) >=
+    min_release - 1)``. The same in every arm (the cells are the arms together)."""
+    n = max(round(expected), 1)
+    if cells <= 1:
+        return 1.0 if n >= min_release else 0.0
+    return float(stats.binom.sf(min_release - 2, n - 1, 1.0 / cells))
+
+
+def _width(design: Design, n: float | None, weights: np.ndarray, z: float) -> float | None:
+    """Width of the Wald interval of ``weights @ pi`` (a share, or a list's mean count)
+    at a uniform truth, from ``n`` reports of ``design`` (``None`` without ``n``)."""
+    if n is None:
+        return None
+    P = design.matrix
+    lam = P @ np.full(P.shape[1], 1.0 / P.shape[1])
+    inverse = np.linalg.pinv(P)
+    cov = inverse @ (np.diag(lam) - np.outer(lam, lam)) @ inverse.T / max(n, 1.0)
+    return 2.0 * z * math.sqrt(max(float(weights @ cov @ weights), 0.0))
+
+
+def channel_costs(survey: Survey, z: float = 1.959963984540054) -> list[dict[str, Any]]:
+    """Per post-randomized question and arm: its channel, epsilon, and the 95% interval
+    width it costs at ``expected_responses`` (that arm's planned share, half of it per
+    list group; a uniform truth), beside the width of the answers as sent: of the share
+    of the first sensitive answer, or of a list's mean count (``None`` without
+    ``expected_responses``)."""
+    weights = {name: arm.weight for name, arm in (survey.arms or {}).items()}
+    total = sum(weights.values()) or 1.0
+    out = []
+    arms: list[str | None] = list(survey.arm_names) or [None]
+    for name in arms:
+        share = weights[name] / total if name is not None else 1.0
+        for q in survey.questions_in(name):
+            channel = q.release_channel
+            if channel is None:
+                continue
+            k = channel.n_truths
+            n = None if survey.expected_responses is None else survey.expected_responses * share
+            if q.is_list:
+                n = None if n is None else n / 2
+                w = np.arange(k, dtype=np.float64)
+            else:
+                w = np.zeros(k)
+                w[(q.sensitive_indices or [k - 1])[0]] = 1.0
+            out.append(
+                {
+                    "question": q.id,
+                    "arm": name or "",
+                    "channel": channel.spec,
+                    "epsilon": channel.epsilon,
+                    "width": _width(channel, n, w, z),
+                    "width_as_sent": _width(Direct(k=k), n, w, z),
+                }
+            )
     return out
 
 
 def cell_warning(survey: Survey) -> str | None:
-    """A warning when ``expected_responses`` spread over the survey's
-    :meth:`~deniable.collection.model.Survey.direct_cells` leaves fewer than
-    ``min_release`` per cell (an even spread: real cells are uneven), naming the
-    direct questions; ``None`` otherwise."""
+    """A warning when ``expected_responses`` spread over the survey's key cells
+    (:meth:`~deniable.collection.model.Survey.direct_cells`) leaves fewer than
+    ``min_release`` per cell (an even spread: real cells are uneven), naming the key
+    questions; ``None`` otherwise."""
     cells = survey.direct_cells()
     if survey.expected_responses is None or cells == 1:
         return None
     per_cell = survey.expected_responses / cells
     if per_cell >= survey.min_release:
         return None
-    names = ", ".join(q.id for q in survey.direct_questions)
+    names = ", ".join(survey.questions[i].id for i in survey.key_positions)
     return (
-        f"the direct questions ({names}) make {cells} cells together: "
+        f"the key questions ({names}) make {cells} cells together: "
         f"{survey.expected_responses} expected responses leave {per_cell:.3g} per cell "
         f"on average, below min_release ({survey.min_release}); a response in a small "
         "cell waits until its cell has min_release (and is withheld if it never does). "
-        "Ask fewer direct questions, merge categories, or expect more responses"
+        "Ask fewer key questions, merge categories, or expect more responses"
     )
 
 
 def disclosure_report(
     survey: Survey, released_cells: Mapping[Any, int] | None = None
 ) -> dict[str, Any]:
-    """What ``survey check`` and the dashboard say about the direct answers.
+    """What ``survey check`` and the dashboard say about the key cells and the
+    post-randomized answers.
 
-    Planning figures come from ``expected_responses`` spread evenly over the cells
+    Planning figures come from ``expected_responses`` spread evenly over the key cells
     (real cells are uneven: the figures are optimistic); released figures only from
     what is already released (never from responses that wait).
 
@@ -245,81 +234,68 @@ def disclosure_report(
     Returns
     -------
     dict
-        ``keys`` (question ids), ``sensitive`` (per arm, question ids), ``cells`` (how
-        many key cells), ``min_release``, ``l_diversity``, ``expected_per_cell`` and
-        ``expected_per_sensitive_cell`` (per arm: expected responses of one key cell,
-        that arm and one sensitive answer, at an even spread), ``released_cells`` and
-        ``released_responses`` (where given), ``wait`` (sentences naming the
-        categories that will make responses wait) and ``suggestions``.
+        ``keys`` (question ids), ``after_treatment`` (direct questions asked after
+        treatment: released as sent, never keys), ``cells``, ``min_release``,
+        ``release_every`` (seconds), ``expected_per_cell``, ``released_share`` (per arm:
+        the expected share released by the close, equal across arms), ``channels``
+        (:func:`channel_costs`), ``unprotected`` (question ids stored as sent under
+        ``allow_unprotected_release``), ``released_cells`` and ``released_responses``
+        (where given), ``wait`` (sentences) and ``suggestions``.
 
     Examples
     --------
     >>> from deniable.collection.model import load_survey
     >>> from deniable.collection.store import disclosure_report
     >>> report = disclosure_report(load_survey("examples/campus.yaml"))
-    >>> report["cells"], report["min_release"]
-    (25, 30)
+    >>> report["cells"], report["min_release"], report["channels"][0]["question"]
+    (25, 30, 'cheat')
     """
-    plan = disclosure_plan(survey)
-    keys = [survey.questions[i] for i in plan.keys]
+    keys = [survey.questions[i] for i in survey.key_positions]
     cells = math.prod(q.mechanism.n_truths + (1 if q.allow_no_answer else 0) for q in keys)
-    weights = {name: arm.weight for name, arm in (survey.arms or {}).items()}
-    total_weight = sum(weights.values()) or 1.0
-    names: list[str | None] = list(survey.arm_names) or [None]
+    names: list[str] = survey.arm_names or [""]
+    m, expected = survey.min_release, survey.expected_responses
+    after = [
+        q.id for q in survey.direct_questions if q.id not in {k.id for k in keys} and not q.is_list
+    ]
+    unprotected = []
+    if survey.allow_unprotected_release:
+        unprotected = [
+            q.id
+            for q in survey.questions
+            if any(v.is_direct for v in survey.variants(q.id))
+            and (q.is_list or q.pram or not all(v.is_direct for v in survey.variants(q.id)))
+        ]
     out: dict[str, Any] = {
         "keys": [q.id for q in keys],
-        "sensitive": {
-            str(names[a] or ""): [survey.questions[i].id for i in pos]
-            for a, pos in plan.sensitive.items()
-        },
+        "after_treatment": after,
         "cells": cells,
-        "min_release": survey.min_release,
-        "l_diversity": survey.l_diversity,
+        "min_release": m,
+        "release_every": survey.release_every,
         "expected_per_cell": None,
-        "expected_per_sensitive_cell": {},
+        "released_share": {},
+        "channels": channel_costs(survey),
+        "unprotected": unprotected,
         "wait": [],
         "suggestions": [],
     }
-    m = survey.min_release
-    expected = survey.expected_responses
-    if expected is not None and plan.keys:
-        per_cell = expected / cells
-        out["expected_per_cell"] = per_cell
-        if per_cell < m:
-            biggest = max(keys, key=lambda q: q.mechanism.n_truths)
-            out["wait"].append(
-                f"the key questions ({', '.join(q.id for q in keys)}) make {cells} cells: "
-                f"{expected} expected responses leave {per_cell:.3g} per cell, below "
-                f"min_release ({m}); responses in smaller cells wait until their cell "
-                f"has {m}"
-            )
-            out["suggestions"].append(
-                f"merge categories of {biggest.id!r} ({biggest.mechanism.n_truths} answers) "
-                "or bin it coarser, ask fewer key questions, or expect more responses"
-            )
     if expected is not None:
-        for a, positions in plan.sensitive.items():
-            name = names[a]
-            share = weights.get(name, 1.0) / total_weight if name is not None else 1.0
-            values = math.prod(
-                survey.questions_in(name)[i].mechanism.n_truths
-                + (1 if survey.questions_in(name)[i].allow_no_answer else 0)
-                for i in positions
-            )
-            per = expected * share / cells / values
-            out["expected_per_sensitive_cell"][str(name or "")] = per
-            if per < m:
-                asked = ", ".join(survey.questions[i].id for i in positions)
+        share = released_share(expected, cells, m)
+        out["released_share"] = {str(name): share for name in names}
+        if keys:
+            per_cell = expected / cells
+            out["expected_per_cell"] = per_cell
+            if per_cell < m:
+                biggest = max(keys, key=lambda q: q.mechanism.n_truths)
                 out["wait"].append(
-                    f"arm {name!r} asks {asked} directly: {per:.3g} expected responses per "
-                    f"key cell and answer, below min_release ({m}); its rows of a cell "
-                    f"wait until each answer has {m} and at least {survey.l_diversity} "
-                    "answers are present (a rare answer may wait until the close, and be "
-                    "withheld)"
+                    f"the key questions ({', '.join(q.id for q in keys)}) make {cells} cells: "
+                    f"{expected} expected responses leave {per_cell:.3g} per cell, below "
+                    f"min_release ({m}); responses in smaller cells wait until their cell "
+                    f"has {m} (about {share:.0%} released by the close, the same in every arm)"
                 )
                 out["suggestions"].append(
-                    f"give arm {name!r} more weight, use fewer key cells, or lower "
-                    "l_diversity only if a homogeneous cell may be published"
+                    f"merge categories of {biggest.id!r} ({biggest.mechanism.n_truths} "
+                    "answers) or bin it coarser, ask fewer key questions, or expect more "
+                    "responses"
                 )
     if released_cells is not None:
         out["released_cells"] = sum(1 for n in released_cells.values() if n > 0)

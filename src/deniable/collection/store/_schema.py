@@ -69,6 +69,7 @@ from sqlalchemy import (
     bindparam,
     create_engine,
     event,
+    func,
     inspect,
     select,
     text,
@@ -80,6 +81,7 @@ from ._payload import pack, unpack
 __all__ = [
     "DEFAULT_SQLITE_FILE",
     "MIGRATIONS",
+    "arrivals",
     "audit_log",
     "credential_keys",
     "database_url",
@@ -212,6 +214,21 @@ staging_counts = Table(
     Column("n", Integer, nullable=False),
     Column("released", Integer, nullable=False),
     Column("releases", Integer, nullable=False, server_default="0"),  # migration 0008
+    # responses still waiting at a close: withheld for good (migration 0009)
+    Column("withheld", Integer, nullable=False, server_default="0"),
+    # responses released before migration 0009 post-randomized sensitive direct
+    # answers: their direct answers and list counts were released as given
+    Column("as_given", Integer, nullable=False, server_default="0"),
+)
+# responses that arrived per version and arm (the server knows each arm at staging): the
+# sample-ratio test counts what arrived, not what a release rule let through; no time
+arrivals = Table(
+    "arrivals",
+    metadata,
+    Column("survey_id", String(64), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("arm", Integer, primary_key=True),
+    Column("n", Integer, nullable=False),
 )
 audit_log = Table(
     "audit_log",
@@ -329,6 +346,74 @@ def _no_arrival_time(conn: Connection) -> None:
         )
 
 
+def _post_randomize(conn: Connection) -> None:
+    """Protection by randomization (:mod:`deniable.collection.model`): the close's
+    withheld count; every waiting response's sensitive direct answers and list counts
+    post-randomized once, through its version's channels, with the secure source; and,
+    per version that has channels, how many responses were already released with them
+    as given (``as_given``, which the dashboard and the docs report)."""
+    from ..model._survey import parse_survey  # the model imports nothing of the store
+    from ._pram import post_randomize
+
+    if not inspect(conn).has_table("arrivals"):  # what arrived: released and waiting
+        arrivals.create(conn)
+        per_arm: dict[tuple[str, int, int], int] = {}
+        for sid, version, arm, n in conn.execute(
+            select(
+                reports.c.survey_id,
+                reports.c.version,
+                reports.c.arm,
+                func.count(func.distinct(reports.c.response_id)),
+            ).group_by(reports.c.survey_id, reports.c.version, reports.c.arm)
+        ):
+            per_arm[sid, int(version), int(arm)] = int(n)
+        for (payload,) in conn.execute(select(staging.c.payload).where(staging.c.filled)):
+            item = unpack(bytes(payload))
+            key = (item.survey_id, item.version, item.arm)
+            per_arm[key] = per_arm.get(key, 0) + 1
+        if per_arm:
+            conn.execute(
+                arrivals.insert(),
+                [
+                    {"survey_id": k[0], "version": k[1], "arm": k[2], "n": n}
+                    for k, n in per_arm.items()
+                ],
+            )
+    counted = {c["name"] for c in inspect(conn).get_columns("staging_counts")}
+    for name in ("withheld", "as_given"):
+        if name not in counted:
+            conn.execute(
+                text(f"ALTER TABLE staging_counts ADD COLUMN {name} INTEGER NOT NULL DEFAULT 0")
+            )
+    plans = {}
+    for sid, version, definition in conn.execute(
+        select(surveys.c.survey_id, surveys.c.version, surveys.c.definition)
+    ):
+        plan = parse_survey(definition).report_plan
+        if any(c is not None for arm in plan.channels for c in arm):
+            plans[sid, int(version)] = plan.channels
+    rewrite = []
+    for slot, payload in conn.execute(
+        select(staging.c.slot, staging.c.payload).where(staging.c.filled.is_(True))
+    ):
+        item = unpack(bytes(payload))
+        channels = plans.get((item.survey_id, item.version))
+        if channels is not None:
+            (item,) = post_randomize([item], channels)
+            rewrite.append({"s": slot, "p": pack(item)})
+    if rewrite:
+        conn.execute(
+            update(staging).where(staging.c.slot == bindparam("s")).values(payload=bindparam("p")),
+            rewrite,
+        )
+    for sid, version in plans:
+        conn.execute(
+            update(staging_counts)
+            .where(staging_counts.c.survey_id == sid, staging_counts.c.version == version)
+            .values(as_given=staging_counts.c.released)
+        )
+
+
 #: Ordered, named schema migrations; never edit one that has shipped, append a new one.
 MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0001_initial", _initial),
@@ -339,6 +424,7 @@ MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0006_staging_slots", _staging),
     ("0007_report_arm_group", _arms),
     ("0008_release_number_no_arrival_time", _no_arrival_time),
+    ("0009_post_randomized_direct_answers", _post_randomize),
 )
 
 

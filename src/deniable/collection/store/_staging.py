@@ -19,14 +19,14 @@ How
   among many; when it
   grows, every waiting response moves to a slot drawn uniformly from the grown table,
   so no position tells arrival order at any fill.
-- Once a survey version has ``min_release`` responses waiting (the survey's crowd
-  size), they are *released* (:func:`release_due`; in the transaction that completes
-  the crowd, or later and larger when the server defers releases under load): their
-  report rows are inserted into ``reports`` in random order and their slots are
-  overwritten with random bytes.
-  Results, exports and tallies read ``reports`` only, so every release adds a crowd of
-  at least ``min_release`` responses, and the difference of two releases isolates a
-  crowd, never a person. A version with fewer waiting is withheld until it has them.
+- At a scheduled moment, at the close or on the analyst's request (never inside an
+  arrival's transaction), every key cell of a version with at least ``min_release``
+  responses waiting is *released* (:func:`release_due`,
+  :mod:`.release_control`): its report rows are inserted into ``reports`` in random
+  order and its slots are overwritten with random bytes. Results, exports and
+  tallies read ``reports`` only, so every key cell grows by 0 or by at least
+  ``min_release`` between any two releases. What waits at the close is withheld for
+  good.
 - A payload: survey id, version, a time field kept at 0 (no time), one report code per
   question (in the order of the version's questions), the arm drawn (its index, 0
   without arms), each question's group (one bit per question, 0 but for group
@@ -53,8 +53,8 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from ._central import smallest_group
 from ._payload import _WITH_NULLIFIER, NO_ANSWER, PAYLOAD_BYTES, StagedResponse, pack, unpack
-from ._release_control import DisclosurePlan, disclosure_plan, released_sensitive, select_release
-from ._schema import nullifiers, reports, staging, staging_counts, surveys
+from ._release_control import disclosure_plan, select_release
+from ._schema import arrivals, nullifiers, reports, staging, staging_counts, surveys
 
 if TYPE_CHECKING:
     from ..model._survey import Survey
@@ -98,6 +98,8 @@ class Release:
     released: int
     smallest_group: int = 0
     number: int = 0
+    #: responses withheld for good at the close (0 for a scheduled release)
+    withheld: int = 0
 
 
 # statements built once (their construction costs more than running them)
@@ -111,6 +113,15 @@ _VERSION = (staging_counts.c.survey_id == bindparam("sid")) & (
     staging_counts.c.version == bindparam("v")
 )
 _ADD = update(staging_counts).where(_VERSION).values(n=staging_counts.c.n + bindparam("k"))
+_ARRIVED = (
+    update(arrivals)
+    .where(
+        (arrivals.c.survey_id == bindparam("sid"))
+        & (arrivals.c.version == bindparam("v"))
+        & (arrivals.c.arm == bindparam("a"))
+    )
+    .values(n=arrivals.c.n + bindparam("k"))
+)
 _WAITING_BY_VERSION = select(
     staging_counts.c.survey_id, staging_counts.c.version, staging_counts.c.n
 ).where(staging_counts.c.n > 0)
@@ -209,7 +220,7 @@ def stage(
     if 2 * (waiting + len(items)) > waiting + len(free):  # keep it at most half full
         need = 2 * (waiting + len(items)) - (waiting + len(free))
         # at least double: every growth moves every waiting response, so a fixed step
-        # would make ingestion quadratic in what waits
+        # would make ingestion quadratic in what waits (scheduled releases let it grow)
         _grow(conn, max(CHUNK * (1 + need // CHUNK), waiting + len(free)))
         slots.load(conn)
     chosen = slots.take(len(items))
@@ -229,6 +240,13 @@ def stage(
                 (slot,) = slots.take(1)
                 if conn.execute(_FILL, {"s": slot, "p": p["p"]}).rowcount == 1:
                     break
+    arms: dict[tuple[str, int, int], int] = {}
+    for item in items:
+        key = (item.survey_id, item.version, item.arm)
+        arms[key] = arms.get(key, 0) + 1
+    for (sid, version, arm), n in arms.items():
+        if conn.execute(_ARRIVED, {"sid": sid, "v": version, "a": arm, "k": n}).rowcount == 0:
+            conn.execute(insert(arrivals).values(survey_id=sid, version=version, arm=arm, n=n))
     for (sid, version), n in counts.items():
         done = conn.execute(_ADD, {"sid": sid, "v": version, "k": n})
         if done.rowcount == 0:  # the version's first response: count what was released
@@ -266,118 +284,106 @@ def surveys_in(
 
 def release_due(
     conn: Connection,
-    min_release: Callable[[str, int], int],
     surveys: Any,
     free: FreeSlots | None = None,
+    only: str | None = None,
+    withhold: bool = False,
 ) -> list[Release]:
-    """Release what may be released of every version with at least its crowd
-    (``min_release(id, version)``) waiting: the responses that
-    :func:`.disclosure.select_release` takes (all of them for a version without direct
-    answers; otherwise whole atoms of at least ``min_release`` that keep the key cells'
-    l-diversity) go into ``reports`` in random order, their slots are overwritten with
-    random bytes, and the others wait, whole. ``surveys(id, version)`` gives the
-    :class:`~deniable.collection.model.Survey` (for the question ids)."""
-    waiting = conn.execute(_WAITING_BY_VERSION).all()
-    due = [(sid, int(v)) for sid, v, n in waiting if n >= min_release(sid, int(v))]
-    if not due:
+    """Release, of every version with responses waiting (of survey id ``only`` if
+    given), every key cell with at least ``min_release`` waiting
+    (:func:`.release_control.select_release`; the whole version for one without key
+    variables): their report rows go into ``reports`` in random order, their
+    nullifiers into ``nullifiers`` in random order, their slots are overwritten with
+    random bytes. With ``withhold`` (the close), what still waits afterwards is
+    withheld for good: its slots are overwritten, its nullifiers kept (a credential
+    stays spent) and only its number is counted (``staging_counts.withheld``).
+    ``surveys(id, version)`` gives the :class:`~deniable.collection.model.Survey`.
+
+    Called at scheduled moments and at the close, never inside an arrival's
+    transaction, so no arrival chooses when a release happens. Its cost is one scan of
+    the filled slots, whatever waits (``bench/ingest.py``)."""
+    waiting = [
+        (sid, int(v))
+        for sid, v, _ in conn.execute(_WAITING_BY_VERSION).all()
+        if only is None or sid == only
+    ]
+    if not waiting:
         return []
-    filled = _raw(conn, "SELECT slot, payload FROM staging WHERE filled")
-    out: list[Release] = []
-    for sid, version in due:
-        survey: Survey = surveys(sid, version)
-        ids = [q.id for q in survey.questions]
-        slots, crowd = [], []
-        for slot, payload in filled:
-            item = unpack(bytes(payload))
-            if item.survey_id != sid or item.version != version:
-                continue
+    wanted = set(waiting)
+    by_version: dict[tuple[str, int], tuple[list[int], list[StagedResponse]]] = {}
+    for slot, payload in _raw(conn, "SELECT slot, payload FROM staging WHERE filled"):
+        item = unpack(bytes(payload))
+        if (item.survey_id, item.version) in wanted:
+            slots, crowd = by_version.setdefault((item.survey_id, item.version), ([], []))
             slots.append(slot)
             crowd.append(item)
-        plan = disclosure_plan(survey)
-        released = (
-            released_sensitive(plan, _released_responses(conn, survey, plan))
-            if plan.sensitive
-            else {}
-        )
+    out: list[Release] = []
+    for (sid, version), (slots, crowd) in sorted(by_version.items()):
+        survey: Survey = surveys(sid, version)
         take = select_release(
-            plan,
-            [(item.codes, item.arm) for item in crowd],
-            released,
-            survey.min_release,
-            survey.l_diversity,
+            disclosure_plan(survey), [item.codes for item in crowd], survey.min_release
         )
-        slots = [s for s, t in zip(slots, take, strict=True) if t]
-        crowd = [c for c, t in zip(crowd, take, strict=True) if t]
-        if not crowd:  # every waiting response would single someone out: all wait
-            continue
-        number = 1 + int(
-            conn.execute(
-                select(staging_counts.c.releases).where(
-                    staging_counts.c.survey_id == sid, staging_counts.c.version == version
-                )
-            ).scalar()
-            or 0
-        )
-        rows = [_report_rows(item, ids, number) for item in crowd]
-        _random.shuffle(rows)
-        flat = [row for response in rows for row in response]
-        _random.shuffle(flat)  # no order within the crowd either
-        _insert_reports(conn, flat)
-        spent = [{"nullifier": c.nullifier.hex(), "survey_id": sid} for c in crowd if c.nullifier]
-        if spent:  # the crowd's nullifiers, in random order too
+        chosen = [c for c, t in zip(crowd, take, strict=True) if t]
+        kept = [c for c, t in zip(crowd, take, strict=True) if not t]
+        gone = [s for s, t in zip(slots, take, strict=True) if t or withhold]
+        number = 0
+        if chosen:
+            number = 1 + _releases(conn, sid, version)
+            ids = [q.id for q in survey.questions]
+            flat = [row for item in chosen for row in _report_rows(item, ids, number)]
+            _random.shuffle(flat)  # no order within the crowd
+            _insert_reports(conn, flat)
+        spent = [
+            {"nullifier": c.nullifier.hex(), "survey_id": sid}
+            for c in chosen + (kept if withhold else [])
+            if c.nullifier
+        ]
+        if spent:  # in random order too
             _random.shuffle(spent)
             conn.execute(insert(nullifiers), spent)
-        _random.shuffle(slots)
+        if not gone:
+            continue
+        _random.shuffle(gone)
         if free is not None:
-            free.give(slots)
+            free.give(gone)
         conn.execute(
             update(staging)
             .where(staging.c.slot == bindparam("s"))
             .values(filled=False, payload=bindparam("p")),
-            [{"s": s, "p": os.urandom(PAYLOAD_BYTES)} for s in slots],
+            [{"s": s, "p": os.urandom(PAYLOAD_BYTES)} for s in gone],
         )
-        conn.execute(
-            update(staging_counts)
-            .where(staging_counts.c.survey_id == sid, staging_counts.c.version == version)
-            .values(
-                n=staging_counts.c.n - len(slots),
-                released=staging_counts.c.released + len(slots),
-                releases=number,
-            )
-        )
-        total = conn.execute(
-            select(staging_counts.c.released).where(
-                staging_counts.c.survey_id == sid, staging_counts.c.version == version
-            )
-        ).scalar()
+        withheld = len(kept) if withhold else 0
+        values: dict[str, Any] = {
+            "n": staging_counts.c.n - len(gone),
+            "released": staging_counts.c.released + len(chosen),
+            "withheld": staging_counts.c.withheld + withheld,
+        }
+        if chosen:
+            values["releases"] = number
+        conn.execute(update(staging_counts).where(_version(sid, version)).values(**values))
+        total = conn.execute(select(staging_counts.c.released).where(_version(sid, version)))
         out.append(
             Release(
-                sid, version, len(slots), int(total or 0), smallest_group(survey, crowd), number
+                sid,
+                version,
+                len(chosen),
+                int(total.scalar() or 0),
+                smallest_group(survey, chosen) if chosen else 0,
+                number,
+                withheld,
             )
         )
     return out
 
 
-def _released_responses(
-    conn: Connection, survey: Survey, plan: DisclosurePlan
-) -> list[tuple[list[int], int]]:
-    """The released responses of a version in the arms that ask sensitive questions
-    directly: ``(codes in question order, a skipped answer as NO_ANSWER; arm index)``,
-    only the key and sensitive positions filled."""
-    ids = [q.id for q in survey.questions]
-    wanted = sorted({*plan.keys, *(i for pos in plan.sensitive.values() for i in pos)})
-    q = select(reports.c.response_id, reports.c.arm, reports.c.question_id, reports.c.report).where(
-        reports.c.survey_id == survey.id,
-        reports.c.version == survey.version,
-        reports.c.arm.in_(list(plan.sensitive)),
-        reports.c.question_id.in_([ids[i] for i in wanted]),
-    )
-    position = {qid: i for i, qid in enumerate(ids)}
-    responses: dict[str, tuple[list[int], int]] = {}
-    for response_id, arm, qid, code in conn.execute(q):
-        codes, _ = responses.setdefault(response_id, ([NO_ANSWER] * len(ids), int(arm)))
-        codes[position[qid]] = int(code)
-    return list(responses.values())
+def _version(sid: str, version: int) -> Any:
+    return (staging_counts.c.survey_id == sid) & (staging_counts.c.version == version)
+
+
+def _releases(conn: Connection, sid: str, version: int) -> int:
+    """How many releases the version has had."""
+    q = select(staging_counts.c.releases).where(_version(sid, version))
+    return int(conn.execute(q).scalar() or 0)
 
 
 #: Every column of a report row, in the table's order.
@@ -423,7 +429,7 @@ def _report_rows(
 
 def waiting_nullifiers(conn: Connection) -> set[str]:
     """The nullifiers (hex) of the responses waiting in slots, every survey: spent
-    credentials whose rows are not yet in the ``nullifiers`` table."""
+    credentials whose rows are not yet in the ``nullifiers`` table (one scan)."""
     out = set()
     for (payload,) in _raw(conn, "SELECT payload FROM staging WHERE filled"):
         data = bytes(payload)
@@ -434,19 +440,22 @@ def waiting_nullifiers(conn: Connection) -> set[str]:
     return out
 
 
-_STAGED_EVER = select(func.coalesce(func.sum(staging_counts.c.n + staging_counts.c.released), 0))
+_STAGED_EVER = select(
+    func.coalesce(
+        func.sum(staging_counts.c.n + staging_counts.c.released + staging_counts.c.withheld), 0
+    )
+)
 
 
 class WaitingNullifiers:
     """This process's copy of :func:`waiting_nullifiers`, so that a commit need not
-    scan every waiting slot (a scan per commit made ingestion slow down as responses
-    waited).
+    scan every waiting slot (which made ingestion slow down as responses waited).
 
-    It is valid while the number of responses ever staged (``staging_counts``: waiting
-    and released together, which only staging changes) is the number it last saw:
-    another process's stage changes it, and the copy is then read again. The caller
-    holds the write lock, so nothing is staged between the check and the commit; a
-    rolled-back commit must call :meth:`forget`.
+    It is valid while the number of responses ever staged (``staging_counts``: waiting,
+    released and withheld together, which only staging changes) is the number it last
+    saw: another process's stage changes it, and the copy is then read again. The
+    caller holds the write lock, so nothing is staged between the check and the
+    commit; a rolled-back commit must call :meth:`forget`.
     """
 
     def __init__(self) -> None:

@@ -31,7 +31,9 @@ A response is acknowledged only after the transaction that stores its nullifier 
 reports has committed; a credential is returned only after its invitation's spend has.
 
 Limit (PostgreSQL): a superuser can read each row version's creating transaction id
-(``xmin``), which orders spends against waiting responses (docs/collection.md).
+(``xmin``); xids increase with time, so invitation spends and waiting responses (their
+slots' row versions) can be ordered against each other. See the threat model in
+docs/collection.md.
 """
 
 from __future__ import annotations
@@ -61,10 +63,11 @@ from ...errors import (
 from ..credentials import Credential, CredentialKey, nullifier
 from ..model._budget import Ledger, check_lifetime, lifetime_ledger
 from ..model._survey import Survey, parse_survey
-from ._central import release_statement
 from ._invitations import InvitationsMixin, PendingSpend
 from ._lifecycle import LifecycleMixin
+from ._pram import post_randomize
 from ._reading import ReadingMixin
+from ._releasing import ReleasingMixin
 from ._schema import (
     DEFAULT_SQLITE_FILE,
     MIGRATIONS,
@@ -81,9 +84,7 @@ from ._staging import (
     FreeSlots,
     StagedResponse,
     WaitingNullifiers,
-    release_due,
     stage,
-    surveys_in,
 )
 from ._staging import waiting as staged_waiting
 from ._wave_store import WavesMixin
@@ -113,7 +114,7 @@ class PendingResponse:
     staged: StagedResponse
 
 
-class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
+class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, ReleasingMixin):
     """The collection database.
 
     Parameters
@@ -154,6 +155,10 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
         self._keys: dict[tuple[str, int], CredentialKey] = {}
         self._free = FreeSlots()  # this process's list of free staging slots
         self._nullifiers = WaitingNullifiers()  # this process's view of the slots' nullifiers
+        self._periods: dict[str, int] = {}  # each survey id's last scheduled release period
+        #: the source of the post-randomization (PRAM) of sensitive direct answers:
+        #: ``None``, the secure default; a seeded Generator only to simulate
+        self.pram_rng: Any = None
         self.migrate()
 
     def close(self) -> None:
@@ -349,7 +354,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
                     tuple(drawn.get(qid, 0) for qid in ids) if grouped else (),
                 )
             )
-        return out
+        return post_randomize(out, plan.channels, self.pram_rng)
 
     def submit(
         self,
@@ -412,10 +417,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
         return PendingResponse(survey.id, spent, staged)
 
     def commit_group(
-        self,
-        pending: Sequence[PendingResponse | PendingSpend],
-        forget: bool = True,
-        release: bool = True,
+        self, pending: Sequence[PendingResponse | PendingSpend], forget: bool = True
     ) -> list[DeniableError | None]:
         """Store many prepared responses and invitation spends in ONE transaction.
 
@@ -427,22 +429,18 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
         and the exception propagates. With ``forget`` the WAL is then truncated
         (:meth:`forget_history`); the group committer does that when it goes idle.
 
-        With ``release`` (the default), every version with at least its crowd waiting
-        (``min_release``; this group's responses or earlier ones) is released in the
-        same transaction (:func:`.staging.release_due`). The group committer passes
-        ``release=False`` under load and releases at most once a second or when it goes
-        idle (:meth:`release_waiting`): one release of many responses costs less than
-        many of few, and a crowd only grows by waiting.
+        Nothing is ever released here: a release happens at a scheduled moment, at the
+        close or on the analyst's request (:meth:`release`), so no arrival chooses when.
         """
         try:
-            return self._commit_group(pending, forget, release)
+            return self._commit_group(pending, forget)
         except BaseException:
-            self._free.free = None  # a rolled-back fill or release: read the slots again
+            self._free.free = None  # a rolled-back fill: read the slots again
             self._nullifiers.forget()
             raise
 
     def _commit_group(
-        self, pending: Sequence[PendingResponse | PendingSpend], forget: bool, release: bool
+        self, pending: Sequence[PendingResponse | PendingSpend], forget: bool
     ) -> list[DeniableError | None]:
         outcomes: list[DeniableError | None] = [None] * len(pending)
         waiting: list[StagedResponse] = []
@@ -458,7 +456,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
                 spent = self._spend_all(conn, [p for _, p in spends])
                 for j, (i, _) in enumerate(spends):
                     outcomes[i] = spent[j]
-            if not self.is_sqlite and any(p.nullifier for _, p in answers):
+            if answers and not self.is_sqlite:  # one writer of the slots at a time
                 conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
             recorded = self._record_all(conn, [p for _, p in answers])
             for j, (i, item) in enumerate(answers):
@@ -466,13 +464,11 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
                     waiting.append(item.staged)
                 else:
                     outcomes[i] = CredentialRejectedError("this credential was already used")
-            if waiting or release:
-                if not self.is_sqlite:  # one writer of the slots at a time
-                    conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
+            if waiting:
                 stage(conn, waiting, self._free)
-                self._nullifiers.add(conn, [s.nullifier.hex() for s in waiting if s.nullifier])
-                if release:
-                    self._release(conn)
+                self._nullifiers.add(
+                    conn, [p.nullifier for (_, p), ok in zip(answers, recorded, strict=True) if ok]
+                )
         if forget:
             self.forget_history()
         return outcomes
@@ -525,39 +521,6 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin):
             if refused is not None:  # a closed survey: every entry refused, nothing stored
                 raise refused
         return len(responses)
-
-    def release_waiting(self) -> int:
-        """Release, in one transaction, every version with at least its crowd
-        (``min_release``) waiting; return how many responses were released. The group
-        committer calls it when it goes idle after deferring releases."""
-        try:
-            with self.engine.begin() as conn:
-                if not self.is_sqlite:
-                    conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_LOCK})"))
-                released = self._release(conn)
-        except BaseException:
-            self._free.free = None  # a rolled-back release: read the slots again
-            self._nullifiers.forget()
-            raise
-        self.forget_history()
-        return released
-
-    def _release(self, conn: Connection) -> int:
-        """Release the versions whose crowd is complete (:func:`.staging.release_due`),
-        each recorded in the audit log (by the server, at the hour); how many responses."""
-        read = surveys_in(conn, self._cache)
-        total = 0
-        for done in release_due(conn, lambda sid, v: read(sid, v).min_release, read, self._free):
-            total += done.responses
-            detail: dict[str, Any] = {"responses": done.responses, "released": done.released}
-            anonymous = self.anonymous_invitations(conn, done.survey_id)
-            survey = read(done.survey_id, done.version)
-            central = release_statement(survey, done.smallest_group, anonymous)
-            if central is not None:  # only where its conditions hold: otherwise nothing
-                detail["central"] = central
-            self._audit(conn, "server", "release", done.survey_id, done.version, detail)
-        self._nullifiers.forget()  # released ones are in the table now: keep the copy small
-        return total
 
     def waiting(self, survey_id: str) -> dict[int, int]:
         """Responses waiting for their crowd (``min_release``), per version."""

@@ -18,13 +18,14 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Engine, func, select
 
-from ...errors import SurveyError, SurveyNotFoundError
+from ...errors import RateLimitedError, SurveyError, SurveyNotFoundError
 from ._schema import audit_log, invitations
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ class WavesMixin:
     """Each wave's field period and response rate, and unused invitations."""
 
     reader: Engine
+    engine: Engine
 
     def versions(self, survey_id: str) -> list[Survey]:
         raise NotImplementedError
@@ -193,15 +195,28 @@ class WavesMixin:
             )
         return out
 
-    def unused_invitations(self, survey_id: str, token_hashes: Sequence[str]) -> list[str]:
+    def unused_invitations(
+        self,
+        survey_id: str,
+        token_hashes: Sequence[str],
+        actor: str = "api",
+        now: float | None = None,
+    ) -> list[str]:
         """Which of these invitation hashes (SHA-256 hex of the token, as the links file
         lets the researcher compute) are issued and not yet spent: "not started on any
-        device". Reads only; stores nothing.
+        device".
+
+        Polled after every arrival, the answer would name each starter at once, so it is
+        given once per release period of the survey (``release_every`` of its latest
+        version, periods counted from the epoch) and written to the audit log (who, the
+        hour, how many hashes).
 
         Raises
         ------
         ValueError
             For more than :data:`MAX_REMIND` hashes or one that is not 64 hex digits.
+        RateLimitedError
+            For a second look-up in the same release period (nothing is answered).
         """
         if len(token_hashes) > MAX_REMIND:
             raise ValueError(f"token_hashes must list at most {MAX_REMIND} hashes")
@@ -209,6 +224,21 @@ class WavesMixin:
         if bad:
             raise ValueError(f"token_hashes.{bad[0]} must be 64 lower-case hex digits")
         wanted = list(dict.fromkeys(token_hashes))
+        every = self.survey(survey_id).release_every  # type: ignore[attr-defined]
+        period = int((time.time() if now is None else now) // every)
+        with self.engine.begin() as conn:  # one look-up per period, across workers
+            q = select(audit_log.c.detail).where(
+                audit_log.c.survey_id == survey_id, audit_log.c.action == "unused"
+            )
+            if any(json.loads(d).get("period") == period for d in conn.execute(q).scalars()):
+                raise RateLimitedError(
+                    f"invitations/unused answers survey {survey_id!r} once per release "
+                    f"period (release_every = {every} s); the next period starts in "
+                    f"{int(every * (period + 1) - (time.time() if now is None else now))} s"
+                )
+            detail = {"hashes": len(wanted), "period": period}
+            self._audit(conn, actor, "unused", survey_id, None, detail)  # type: ignore[attr-defined]
+        self.forget_history()  # type: ignore[attr-defined]
         unused: set[str] = set()
         with self.reader.connect() as conn:
             for start in range(0, len(wanted), 500):
@@ -271,6 +301,7 @@ def wave_analysis(
     ...         survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
     ...     _ = store.submit_batch(survey, [b["reports"] for b in bodies],
     ...                            [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    ...     _ = store.release()
     >>> [(w["question"], w["first"], w["second"]) for w in
     ...  wave_analysis(wide_frame(store, "campus"), [first, second])][:2]
     [('faculty', 1, 2), ('year', 1, 2)]

@@ -217,8 +217,9 @@ def pooled_estimate(
     >>> rng = np.random.default_rng(0)
     >>> bodies = simulate_responses(
     ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
-    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
-    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    >>> _ = store.submit_batch(survey, [b["reports"] for b in bodies],
+    ...                        [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    >>> store.release()  # as the next scheduled release would
     600
     >>> pooled = pooled_estimate(wide_frame(store, "campus"), survey, "cheat")
     >>> pooled.labels, bool(0 <= pooled.estimate[1] <= 1)
@@ -301,8 +302,9 @@ def arm_analysis(
     >>> rng = np.random.default_rng(0)
     >>> bodies = simulate_responses(
     ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
-    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
-    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    >>> _ = store.submit_batch(survey, [b["reports"] for b in bodies],
+    ...                        [b["arm"] for b in bodies], [b["groups"] for b in bodies])
+    >>> store.release()  # as the next scheduled release would
     600
     >>> study = arm_analysis(wide_frame(store, "campus"), survey)
     >>> [(item.question, item.labels) for item in study]

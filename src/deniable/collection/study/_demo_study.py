@@ -94,35 +94,18 @@ class StudyRow:
         return self.low <= self.truth <= self.high
 
 
-def _released(survey: Any, sent: list[dict[str, Any]], batch: int) -> np.ndarray:
-    """Which responses of ``sent`` (posted in batches of ``batch``) the server released:
-    :func:`~deniable.collection.store.select_release` applied after each batch to
-    what waits, as the server does. Boolean, shape ``(len(sent),)``."""
-    from ..store._release_control import disclosure_plan, released_sensitive, select_release
+def _released(survey: Any, sent: list[dict[str, Any]]) -> np.ndarray:
+    """Which responses of ``sent`` one release of everything sent takes: every key
+    cell with at least ``min_release`` (:func:`~deniable.collection.store.select_release`,
+    as the server applies it). Boolean, shape ``(len(sent),)``."""
+    from ..store._release_control import disclosure_plan, select_release
     from ..store._staging import NO_ANSWER
 
-    plan = disclosure_plan(survey)
-    ids, index = survey.report_plan.ids, survey.report_plan.arm_index
+    ids = survey.report_plan.ids
     codes = [
-        (
-            tuple(NO_ANSWER if r["reports"][q] is None else r["reports"][q] for q in ids),
-            index[r["arm"]],
-        )
-        for r in sent
+        tuple(NO_ANSWER if r["reports"][q] is None else r["reports"][q] for q in ids) for r in sent
     ]
-    kept = np.zeros(len(sent), dtype=bool)
-    waiting: list[int] = []
-    for start in range(0, len(sent), batch):
-        waiting += range(start, min(start + batch, len(sent)))
-        if len(waiting) < survey.min_release:
-            continue
-        before = released_sensitive(plan, [codes[i] for i in np.flatnonzero(kept)])
-        take = select_release(
-            plan, [codes[i] for i in waiting], before, survey.min_release, survey.l_diversity
-        )
-        kept[[i for i, t in zip(waiting, take, strict=True) if t]] = True
-        waiting = [i for i, t in zip(waiting, take, strict=True) if not t]
-    return kept
+    return np.array(select_release(disclosure_plan(survey), codes, survey.min_release))
 
 
 def _truths(people: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -190,10 +173,11 @@ def run_study(
             for r in sent[start : start + 5000]
         ]
         post(f"/api/surveys/{survey.id}/batch", {"version": 1, "responses": chunk}, key)
+    post(f"/api/surveys/{survey.id}/release", {}, None)  # as a scheduled release would
     results = get(f"/api/surveys/{survey.id}/results")
-    # the respondents each estimate covers: those the server released (the release
-    # rules, applied to what was sent as the server applied them, batch by batch)
-    kept = _released(survey, sent, 5000)
+    # the respondents each estimate covers: those the release took (the release rule,
+    # applied to what was sent as the server applies it)
+    kept = _released(survey, sent)
     arms = np.array([r["arm"] if k else "" for r, k in zip(sent, kept, strict=True)])
     rows: list[StudyRow] = []
     for item in results.get("study", []):

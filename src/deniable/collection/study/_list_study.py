@@ -1,5 +1,6 @@
 """A list-experiment question's results (:mod:`deniable.collection.model._list_question`):
-the difference of the two groups' mean counts (Imai 2011), its constrained maximum
+the difference of the two groups' mean counts (Imai 2011; through the server's
+post-randomization of the counts where there is one), its constrained maximum
 likelihood (:func:`deniable.analysis.list_regression` with an intercept), and Blair &
 Imai's (2012) design-effect test with the floor and ceiling shares."""
 
@@ -17,7 +18,12 @@ __all__ = ["list_item"]
 
 
 def list_item(
-    frame: pd.DataFrame, q: Any, level: float, waiting: int = 0, version: int | None = None
+    frame: pd.DataFrame,
+    q: Any,
+    level: float,
+    waiting: int = 0,
+    version: int | None = None,
+    channel: Any = None,
 ) -> dict[str, Any]:
     """The ``list`` entry of a released list-experiment question.
 
@@ -30,16 +36,21 @@ def list_item(
         A list-experiment question.
     level : float in (0, 1)
     waiting : int
-        Responses of the version not yet released: a count of 0 or of every item is a
-        key of the release rule, so such rows wait more often, and the estimate from
-        the released rows leans away from them until they are released (a warning).
+        Responses of the version not yet released (kept for the callers; no rule
+        selects on a count, so what waits does not bias the estimate).
+    channel : Design, optional
+        The channel the counts went through before they were stored: the question's
+        ``release_channel`` for rows this server stored; ``None`` for counts as given
+        (a survey tool's export, which the server never saw).
 
     Returns
     -------
     dict
         ``{"list": {...}}`` with ``estimate``, ``std_error``, ``low``, ``high``,
-        ``mle``, ``n_treated``, ``n_control``, ``items``, ``sensitive_item`` and
-        ``design_effect`` (``pvalue``, ``revealed_yes``, ``revealed_no``); or with a
+        ``mle``, ``n_treated``, ``n_control``, ``items``, ``sensitive_item``,
+        ``channel`` (the post-randomization's spec, or ``None``), ``warnings`` and
+        ``design_effect`` (``pvalue``, ``revealed_yes``, ``revealed_no``; ``None``
+        through a channel); or with a
         ``note`` while either group has fewer than 2 rows.
     """
     from ...analysis import list_design_effect_test, list_difference_in_means, list_regression
@@ -56,11 +67,25 @@ def list_item(
         return {
             "list": base | {"n_treated": n1, "n_control": n0, "note": "each group needs 2 rows"}
         }
-    est = list_difference_in_means(counts, treated, items=j)
+    est = list_difference_in_means(counts, treated, items=j, channel=channel)
     low, high = est.confidence_interval(level)
-    test = list_design_effect_test(counts, treated, items=j)
-    data = pd.DataFrame({"count": counts, "treat": treated})
-    mle = list_regression("count ~ 1", data, treat="treat", items=j).prevalence
+    notes = []
+    if channel is None:
+        test = list_design_effect_test(counts, treated, items=j)
+        data = pd.DataFrame({"count": counts, "treat": treated})
+        mle = list_regression("count ~ 1", data, treat="treat", items=j).prevalence
+        effect = {
+            "pvalue": test.pvalue,
+            "revealed_yes": test.revealed_yes,
+            "revealed_no": test.revealed_no,
+        }
+    else:  # through the channel: the difference in means only, so far
+        mle, effect = math.nan, None
+        notes.append(
+            f"the counts were post-randomized before they were stored ({channel.spec}); "
+            "the difference in means undoes it, the maximum likelihood and the design-"
+            "effect test do not take the channel yet and are not shown"
+        )
     return {
         "list": base
         | {
@@ -71,17 +96,8 @@ def list_item(
             "mle": mle if math.isfinite(mle) else None,
             "n_treated": n1,
             "n_control": n0,
-            "warnings": [
-                f"{waiting} responses wait for release; counts of 0 and of every item wait "
-                "more often than others (they are keys of the release rule), so this "
-                "estimate from the released rows is biased until they are released"
-            ]
-            if waiting
-            else [],
-            "design_effect": {
-                "pvalue": test.pvalue,
-                "revealed_yes": test.revealed_yes,
-                "revealed_no": test.revealed_no,
-            },
+            "channel": None if channel is None else channel.spec,
+            "warnings": notes,
+            "design_effect": effect,
         }
     }

@@ -68,18 +68,26 @@ POOLED_NAME = (
 )
 
 
-def arm_counts(frame: pd.DataFrame, survey: Survey) -> dict[str, Any] | None:
-    """The released responses per arm against the arms' weights: the counts, the
-    expected counts and Pearson's chi-square test of the weights (a sample-ratio test:
-    a respondent who re-draws an arm, by clearing storage or on another device, to
-    avoid a direct question makes the counts depart from the weights), from the wide
-    export ``frame``; ``None`` without arms."""
+def arm_counts(
+    frame: pd.DataFrame, survey: Survey, arrived: list[int] | None = None
+) -> dict[str, Any] | None:
+    """The responses per arm against the arms' weights: the counts, the expected counts
+    and Pearson's chi-square test of the weights (a sample-ratio test: a respondent who
+    re-draws an arm, by clearing storage or on another device, to avoid a direct
+    question makes the counts depart from the weights). The counts are ``arrived``
+    (per arm, in arm order: what the server staged, :meth:`Store.arrivals`) where given,
+    else the released rows of the wide export ``frame`` (a release takes whole key
+    cells, which come before treatment, so it does not select on the arm); ``None``
+    without arms."""
     from scipy import stats
 
     if not survey.arms:
         return None
-    arms = study_frame(frame, survey)["arm"]
-    counts = np.array([int((arms == a).sum()) for a in survey.arm_names])
+    if arrived is not None:
+        counts = np.array(arrived, dtype=np.int64)
+    else:
+        arms = study_frame(frame, survey)["arm"]
+        counts = np.array([int((arms == a).sum()) for a in survey.arm_names])
     weights = np.array([a.weight for a in survey.arms.values()])
     expected = counts.sum() * weights / weights.sum()
     test = stats.chisquare(counts, expected) if counts.sum() else None
@@ -222,7 +230,8 @@ def _waves_and_disclosure(
         any_released = store.released_count(survey.id) > 0
         out["wave_change"] = wave_analysis(wide(), versions_all, level) if any_released else []
     plan = disclosure_plan(survey)
-    if not plan.trivial:
+    channelled = any(c is not None for arm in survey.report_plan.channels for c in arm)
+    if not plan.trivial or channelled:
         released = out["released"]
         out["disclosure"] = disclosure_report(
             survey, _key_cells(survey, plan, wide) if released else None
@@ -233,20 +242,21 @@ def _summary(store: Store, survey: Survey, level: float, pooled: bool) -> dict[s
     """The results' header: counts, the release note, the central epsilon."""
     waiting = store.waiting(survey.id).get(survey.version, 0)
     released = store.released_count(survey.id, survey.version)
-    closed = store.is_closed(survey.id)
+    held = store.withheld(survey.id).get(survey.version, {"withheld": 0, "as_given": 0})
     return {
         "survey": survey.id,
         "version": survey.version,
         "pooled": pooled,
         "title": survey.title,
-        "responses": released + waiting,
+        "responses": released + waiting + held["withheld"],
         "released": released,
         "waiting": waiting,
         "confidence_level": level,
         "min_release": survey.min_release,
-        "l_diversity": survey.l_diversity,
-        "withheld": waiting if closed else 0,
-        "note": _release_note(survey, released, waiting, closed),
+        "release_every": survey.release_every,
+        "withheld": held["withheld"],
+        "released_as_given": held["as_given"],
+        "note": _release_note(survey, released, waiting, held["withheld"], held["as_given"]),
         # what the released reports say of one person to their readers, where it holds
         "central": store.central_privacy(survey, pooled=pooled),
         "questions": [],
@@ -261,7 +271,7 @@ def _arms_part(
     versions = store.versions(survey.id) if pooled else None
     studies = arm_analysis(frame, survey, level, versions)
     out["study"] = [item.to_dict(level) for item in studies]
-    out["arms"] = arm_counts(frame, survey)
+    out["arms"] = arm_counts(frame, survey, store.arrivals(survey))
     estimates: dict[str, tuple[Any, Any]] = {}
     for study in studies:  # the pooled MLE is the study's, over the same rows
         if study.pooled is not None:
@@ -301,7 +311,7 @@ def _question_item(
         item["missing"] = max(0, survey.min_release - waiting)
         return item
     if q.is_list:  # its entry comes from the rows (:mod:`._list_study`)
-        return item | list_item(wide(), q, level, waiting, survey.version)
+        return item | list_item(wide(), q, level, waiting, survey.version, q.release_channel)
     if has_variants(survey, q.id):  # several designs: the estimate pooled over them
         item["design"] = "by arm and group" if len(q.groups) > 1 else "by arm"
         pooled = pooled_estimates.get(q.id)
@@ -355,24 +365,34 @@ def _key_cells(survey: Survey, plan: Any, wide: Any) -> dict[Any, int]:
     return counts
 
 
-def _release_note(survey: Survey, released: int, waiting: int, closed: bool) -> str:
+def _release_note(survey: Survey, released: int, waiting: int, withheld: int, as_given: int) -> str:
     """What the results say of the responses not (yet) released: one total per
-    version, never per cell."""
+    version, never per cell; and of responses released before post-randomization."""
     m = survey.min_release
-    if closed and waiting:
-        return (
-            f"{waiting} response(s) of this version are withheld: the survey is closed and "
-            "releasing them would single someone out (their cells of direct answers "
-            f"never reached {m}); they are counted here and nowhere else"
+    notes = []
+    if as_given:
+        notes.append(
+            f"{as_given} response(s) of this version were released before the server "
+            "post-randomized sensitive direct answers and list counts: theirs were released "
+            "as given, and whoever read those releases learned them"
         )
-    if not released and waiting < m:
-        return f"results come once {m} responses can be released; {waiting} wait"
-    if waiting:
-        return (
-            f"{waiting} response(s) wait for a later release: a release adds at least {m} "
-            "responses to every cell of direct answers it touches"
+    if withheld:
+        notes.append(
+            f"{withheld} response(s) of this version are withheld for good: they waited at "
+            f"the close in key cells that never reached {m}; they are counted here and "
+            "nowhere else"
         )
-    return ""
+    if not released and waiting:
+        notes.append(
+            f"results come with the first release that has a key cell of {m}; {waiting} wait"
+        )
+    elif waiting:
+        notes.append(
+            f"{waiting} response(s) wait for a later release (every {survey.release_every} s, "
+            f"at the close, or on request): a release adds at least {m} responses to every "
+            "key cell it touches"
+        )
+    return "; ".join(notes)
 
 
 def breakdowns(frame: pd.DataFrame, survey: Survey, level: float) -> list[dict[str, Any]]:

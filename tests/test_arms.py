@@ -232,9 +232,7 @@ def test_staged_payloads_carry_arm_and_groups_and_old_payloads_still_read():
 def _store(tmp_path) -> Store:
     store = Store(f"sqlite:///{tmp_path / 'arms.sqlite'}")
     # crowds of one, no l-diversity: these tests are about the columns, not the release
-    store.publish(
-        load_survey(with_(CAMPUS, min_release=1, allow_small_release=True, l_diversity=1))
-    )
+    store.publish(load_survey(with_(CAMPUS, min_release=1, allow_small_release=True)))
     return store
 
 
@@ -371,7 +369,7 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
 
     # everything released at once: this test is about the dashboard against analyze, and
     # at min_release 30 the release rules keep the control arm's rare "yes" cells waiting
-    study = with_(CAMPUS, min_release=1, allow_small_release=True, l_diversity=1)
+    study = with_(CAMPUS, min_release=1, allow_small_release=True)
     assert (await client.post("/api/surveys", json=study, headers=AUTH)).status_code == 201
     survey = load_survey(study)
     rng = np.random.default_rng(20261126)
@@ -475,8 +473,8 @@ def test_the_terminal_client_draws_arm_and_group_once_and_sends_them(tmp_path):
     from .conftest import ANALYST
 
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    # every response released at once (l_diversity 1: this test is about the device)
-    every = {"min_release": 1, "allow_small_release": True, "l_diversity": 1}
+    # every response released at the next release (this test is about the device)
+    every = {"min_release": 1, "allow_small_release": True}
     store.publish(load_survey(with_(CAMPUS, **every)))
     arms = []
     with serve_in_thread(store, ANALYST) as base:
@@ -508,6 +506,7 @@ def test_the_terminal_client_draws_arm_and_group_once_and_sends_them(tmp_path):
             printed = json.loads(again.stdout[again.stdout.index("{") :])
             assert printed["arm"] == arms[-1] and set(printed["groups"]) == {"plagiarism"}
             assert set(printed["reports"]) == {"faculty", "cheat", "plagiarism"}
+    store.release()  # as the next scheduled release would
     long = store.export("campus")
     stored = long.groupby("response_id")["arm"].first()
     assert sorted(stored) == sorted(arms * 2)
@@ -695,7 +694,7 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'p.sqlite'}")
     rng = np.random.default_rng(4)
     # every response released at once (this test is about pooling, not the release)
-    every = {"min_release": 1, "allow_small_release": True, "l_diversity": 1}
+    every = {"min_release": 1, "allow_small_release": True}
     changed = with_(CAMPUS, version=3, **every)
     changed["arms"]["rr"]["designs"] = {"cheat": {"name": "warner", "params": {"p": 0.75}}}
     randomized = {}  # the rows of the randomized arm, which alone pools cheat (issue 43)

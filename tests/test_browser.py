@@ -1131,9 +1131,7 @@ def test_a_study_page_shows_one_arm_and_one_group_and_sends_them(browser, site, 
     from .test_arms import CAMPUS
 
     base, store, _ = site
-    survey = load_survey(
-        copy.deepcopy(CAMPUS) | {"min_release": 1, "allow_small_release": True, "l_diversity": 1}
-    )
+    survey = load_survey(copy.deepcopy(CAMPUS) | {"min_release": 1, "allow_small_release": True})
     store.publish(survey)
     complement = "Is the answer to “Is your mother's birthday in January"
     seen: dict[str, list] = {"sent_arms": [], "sent_groups": []}
@@ -1194,7 +1192,6 @@ E2E_STUDY = {
     # here the dashboard is compared with the library on every respondent)
     "min_release": 1,
     "allow_small_release": True,
-    "l_diversity": 1,
     "expected_responses": 320,
     "arms": {
         "dq": {"weight": 1, "designs": {"cheat": {"name": "direct"}}},

@@ -199,3 +199,113 @@ def test_an_analyst_who_injects_and_polls_is_held_to_the_channels_bound(tmp_path
     bound = math.exp(LN3) / (math.exp(LN3) + 1)
     assert accuracy <= bound + 3 * se
     assert accuracy >= bound - 4 * se
+
+
+def test_the_migration_post_randomizes_what_waits_and_counts_what_was_released(tmp_path):
+    """A database from before migration 0009: 20 dq responses released and 4,000
+    waiting with their direct answer "yes" as given. Opening it post-randomizes every
+    waiting answer once (the stored share of yes becomes 3/4 within 4 SEs), records the
+    20 released as given, and the results say so."""
+    from sqlalchemy import text
+
+    from deniable.collection.store._payload import StagedResponse, pack
+    from deniable.collection.study._survey_results import survey_results
+
+    path = tmp_path / "old.sqlite"
+    store = Store(f"sqlite:///{path}")
+    survey = load_survey(study())
+    store.publish(survey)
+    _submit(store, survey, [_body(0, 0, 1, 1, 1, 0, "dq")] * 20)
+    store.release()
+    n = 4000
+    dq = survey.report_plan.arm_index["dq"]
+    as_given = pack(StagedResponse("study", 1, 0, (1, 0, 1, 1, 2), dq, (0, 0, 0, 0, 1)))
+    with store.engine.begin() as conn:  # the old schema and payloads as given
+        conn.execute(text("ALTER TABLE staging_counts DROP COLUMN withheld"))
+        conn.execute(text("ALTER TABLE staging_counts DROP COLUMN as_given"))
+        conn.execute(text("DROP TABLE arrivals"))
+        conn.execute(text("DELETE FROM schema_migrations WHERE name LIKE '0009%'"))
+        slots = conn.execute(text("SELECT slot FROM staging WHERE NOT filled")).scalars().all()
+        while len(slots) < n:  # enough slots for the old responses
+            conn.execute(
+                staging.insert(),
+                [{"slot": 10**6 + len(slots) + i, "filled": False, "payload": b"\0" * 256}
+                 for i in range(1000)],
+            )  # fmt: skip
+            slots = conn.execute(text("SELECT slot FROM staging WHERE NOT filled")).scalars().all()
+        conn.execute(
+            staging.update()
+            .where(staging.c.slot.in_(slots[:n]))
+            .values(filled=True, payload=as_given)
+        )
+        conn.execute(text(f"UPDATE staging_counts SET n = {n}"))
+    store.close()
+    store = Store(f"sqlite:///{path}")
+    assert store.applied_migrations()[-1] == "0009_post_randomized_direct_answers"
+    with store.connection() as conn:
+        rows = conn.execute(select(staging.c.payload).where(staging.c.filled.is_(True)))
+        cheat = np.array([unpack(bytes(p)).codes[2] for (p,) in rows])
+    assert cheat.size == n
+    assert abs(cheat.mean() - 0.75) <= Z4 * math.sqrt(0.75 * 0.25 / n)
+    assert store.withheld("study")[1] == {"withheld": 0, "as_given": 20}
+    out = survey_results(store, survey, 0.95)
+    assert out["released_as_given"] == 20 and "released as given" in out["note"]
+    store.close()
+
+
+@pytest.mark.anyio
+async def test_the_unused_poll_is_audited_and_answered_once_per_release_period(client):
+    """The analyst's look-up of unused invitations (which names every starter when
+    polled after each arrival) is written to the audit log (who, how many hashes) and a
+    second look-up in the same release period gets 429, naming the period."""
+    import hashlib
+
+    from .conftest import AUTH, assert_error_shape
+
+    data = study(requires_invitation=True, release_every="1h")
+    assert (await client.post("/api/surveys", json=data, headers=AUTH)).status_code == 201
+    r = await client.post("/api/surveys/study/invitations", json={"count": 3}, headers=AUTH)
+    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in r.json()["tokens"]]
+    first = await client.post(
+        "/api/surveys/study/invitations/unused", json={"token_hashes": hashes}, headers=AUTH
+    )
+    assert first.status_code == 200 and sorted(first.json()["unused"]) == sorted(hashes)
+    again = await client.post(
+        "/api/surveys/study/invitations/unused", json={"token_hashes": hashes}, headers=AUTH
+    )
+    err = assert_error_shape(again, 429)
+    assert "once per release period" in err["message"]
+    (entry,) = [e for e in client.store.audit_log("study") if e["action"] == "unused"]
+    assert entry["actor"] == "api" and entry["detail"]["hashes"] == 3
+
+
+def test_the_respondent_is_told_and_the_device_sends_the_answer_as_given(tmp_path):
+    """A pram question's view: the device's columns are the identity (it sends the
+    answer as given), ``release`` names the server's channel and epsilon; the terminal
+    client says the server randomizes it before storing it, and what is stored is a
+    valid answer code."""
+    from .test_direct import respond_in_terminal
+
+    data = {
+        "id": "campus",
+        "version": 1,
+        "title": "Pram",
+        "privacy_budget": 3.0,
+        "questions": [
+            {"id": "faculty", "text": "Faculty?", "choices": ["a", "b"],
+             "design": {"name": "direct"}},
+            {"id": "cheat", "text": "Cheated?", "design": {"name": "direct"}, "pram": True},
+        ],
+    }  # fmt: skip
+    view = load_survey(data).respondent_view()
+    q = next(v for v in view["questions"] if v["id"] == "cheat")
+    assert q["direct"] and q["columns"] == [[1.0, 0.0], [0.0, 1.0]]
+    assert q["release"]["channel"].startswith("kary-rr:k=2")
+    assert q["release"]["epsilon"] == pytest.approx(math.log(9))
+    assert next(v for v in view["questions"] if v["id"] == "faculty")["release"] is None
+    out, store = respond_in_terminal(tmp_path, data, "1\n2\n")
+    assert "randomized by the server before it is stored (epsilon 2.20 nats)" in out.output
+    frame = store.export("campus")
+    assert set(frame["question_id"]) == {"faculty", "cheat"}
+    assert int(frame.loc[frame["question_id"] == "cheat", "report"].iloc[0]) in (0, 1)
+    store.close()

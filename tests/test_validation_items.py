@@ -81,7 +81,6 @@ def _validation_study(**question) -> dict:
         "privacy_budget": 4.0,
         "min_release": 1,
         "allow_small_release": True,
-        "l_diversity": 1,
         "arms": {
             "cm": {"weight": 1},
             "rr": {"weight": 1, "designs": {"born": {"name": "warner", "params": {"p": 0.75}}}},

@@ -50,7 +50,6 @@ def panel(survey_id: str, k: int = 2, **changes) -> dict:
         "requires_invitation": True,
         "min_release": 1,
         "allow_small_release": True,
-        "l_diversity": 1,
         "questions": [question],
     } | changes
 
@@ -314,7 +313,7 @@ def test_the_recipient_ledger_charges_a_panel_at_most_k_epsilon_inf_and_refuses_
 
 def panel_study(version: int = 1) -> dict:
     """A panel study: an arm randomizing a yes/no panel question, and a direct arm."""
-    data = panel("study", version=version, min_release=5, l_diversity=1, requires_invitation=False)
+    data = panel("study", version=version, min_release=5, requires_invitation=False)
     data["arms"] = {
         "rr": {"weight": 1},
         "dq": {"weight": 1, "designs": {"q": {"name": "direct"}}},

@@ -178,10 +178,11 @@ def _print_study(live: Any) -> None:
         "asked their sex and age directly; each device drew an arm (a third answered the "
         "income question directly, the others by forced response) and a group of the "
         "extended crosswise question on divorce (simulated devices), and the responses "
-        "went in by the batch API. The estimates below are the dashboard's; a response "
-        "whose cell of direct answers would single someone out waits (in the direct arm, "
-        "a sex x age cell is released only once both answers to the income question are "
-        "common in it), so each truth is that of the released respondents."
+        "went in by the batch API. The server randomized the direct arm's income answers "
+        "before storing them (k-ary randomized response at the forced-response arm's "
+        "epsilon, ln 3), and the direct arm's estimate undoes that; a release takes whole "
+        "cells of sex x age with at least min_release responses, whatever their arm or "
+        "answers, so each truth is that of the released respondents."
     )
     table = Table(title="Study estimates beside the respondents' truth", title_justify="left")
     for name in ("question", "estimate of", "n", "estimate", "SE", "95% CI", "truth", "note"):

@@ -200,7 +200,13 @@ def _ask_direct(out: Any, i: int, q: dict[str, Any], to_stderr: bool) -> int | N
     out.print(f"\n[bold]{i}. {q['text']}[/]")
     for item in q.get("items") or ():  # a list experiment: this group's list
         out.print(f"  - {item}", markup=False)
-    out.print(f"[yellow]{q.get('list_note') or catalog('en')['direct_note']}[/]")
+    release = q.get("release")  # the server randomizes it before storing it
+    release_note = release and catalog("en")["release_note"].format(
+        eps=f"{float(release['epsilon']):.2f}"
+    )
+    out.print(f"[yellow]{q.get('list_note') or release_note or catalog('en')['direct_note']}[/]")
+    if q.get("list_note") and release_note:
+        out.print(f"[yellow]{release_note}[/]")
     if q.get("bins"):  # a number, sent as the bin it falls in
         value = _ask_number(q["numeric"], to_stderr, binned=True)
         edges = q["bins"]

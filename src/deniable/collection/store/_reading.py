@@ -47,7 +47,7 @@ class ReadingMixin:
 
     def tallies(self, survey: Survey) -> dict[str, Tally]:
         """Report counts per question (SQL ``GROUP BY``) of the released responses, as
-        mergeable tallies (nothing is recoded: what would single someone out waits,
+        mergeable tallies (nothing is recoded: a response in a small key cell waits,
         :mod:`.disclosure`)."""
         counts = {q.id: np.zeros(q.mechanism.n_reports, dtype=np.int64) for q in survey.questions}
         q = (

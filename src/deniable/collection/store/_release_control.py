@@ -34,7 +34,6 @@ planning report of ``survey check`` and the dashboard (:func:`disclosure_report`
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -107,7 +106,7 @@ def disclosure_plan(survey: Survey) -> DisclosurePlan:
 
 
 def select_release(
-    plan: DisclosurePlan, waiting: Sequence[Sequence[int]], min_release: int
+    plan: DisclosurePlan, waiting: Sequence[Sequence[int]] | np.ndarray, min_release: int
 ) -> list[bool]:
     """Which waiting responses a release takes: every response of each key cell with at
     least ``min_release`` waiting.
@@ -115,7 +114,7 @@ def select_release(
     Parameters
     ----------
     plan : DisclosurePlan
-    waiting : sequence of sequences of int
+    waiting : sequence of sequences of int, or int array of shape (n, questions)
         The waiting responses of one version, each its codes in question order.
     min_release : int >= 1
 
@@ -129,9 +128,13 @@ def select_release(
     >>> select_release(DisclosurePlan((0,)), [(0, 1), (0, 0), (1, 1)], 2)
     [True, True, False]
     """
-    cells = [plan.cell(codes) for codes in waiting]
-    sizes = Counter(cells)
-    return [sizes[cell] >= min_release for cell in cells]
+    codes = np.asarray(waiting, dtype=np.int64).reshape(len(waiting), -1)
+    if not len(codes):
+        return []
+    keys = codes[:, list(plan.keys)] if plan.keys else np.zeros((len(codes), 1), np.int64)
+    _, cell, sizes = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    taken: list[bool] = (sizes[cell.reshape(-1)] >= min_release).tolist()
+    return taken
 
 
 def released_share(expected: float, cells: int, min_release: int) -> float:

@@ -49,10 +49,20 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from ._central import smallest_group
-from ._payload import _WITH_NULLIFIER, NO_ANSWER, PAYLOAD_BYTES, StagedResponse, pack, unpack
+from ._payload import (
+    _WITH_ARMS,
+    _WITH_NULLIFIER,
+    NO_ANSWER,
+    PAYLOAD_BYTES,
+    StagedResponse,
+    pack,
+    unpack,
+)
 from ._release_control import disclosure_plan, select_release
 from ._schema import arrivals, nullifiers, reports, staging, staging_counts, surveys
 
@@ -309,22 +319,14 @@ def release_due(
     ]
     if not waiting:
         return []
-    wanted = set(waiting)
-    by_version: dict[tuple[str, int], tuple[list[int], list[StagedResponse]]] = {}
-    for slot, payload in _raw(conn, "SELECT slot, payload FROM staging WHERE filled"):
-        item = unpack(bytes(payload))
-        if (item.survey_id, item.version) in wanted:
-            slots, crowd = by_version.setdefault((item.survey_id, item.version), ([], []))
-            slots.append(slot)
-            crowd.append(item)
     out: list[Release] = []
-    for (sid, version), (slots, crowd) in sorted(by_version.items()):
+    filled = _raw(conn, "SELECT slot, payload FROM staging WHERE filled")
+    for (sid, version), (slots, payloads, codes) in sorted(_by_version(filled, waiting).items()):
         survey: Survey = surveys(sid, version)
-        take = select_release(
-            disclosure_plan(survey), [item.codes for item in crowd], survey.min_release
-        )
-        chosen = [c for c, t in zip(crowd, take, strict=True) if t]
-        kept = [c for c, t in zip(crowd, take, strict=True) if not t]
+        take = select_release(disclosure_plan(survey), codes, survey.min_release)
+        # only what leaves the slots is unpacked whole (its report rows, its nullifier)
+        chosen = [unpack(p) for p, t in zip(payloads, take, strict=True) if t]
+        kept = [unpack(p) for p, t in zip(payloads, take, strict=True) if withhold and not t]
         gone = [s for s, t in zip(slots, take, strict=True) if t or withhold]
         number = 0
         if chosen:
@@ -372,6 +374,45 @@ def release_due(
                 number,
                 withheld,
             )
+        )
+    return out
+
+
+def _by_version(
+    filled: Sequence[tuple[int, Any]], wanted: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], tuple[list[int], list[bytes], NDArray[np.int64]]]:
+    """The filled slots of each wanted version: their slots, payloads and report codes
+    (int64, shape (n, questions)), read from the payloads' fixed layout at once (a
+    payload of the format before arms, which a database may still hold, by
+    :func:`unpack`)."""
+    out: dict[tuple[str, int], tuple[list[int], list[bytes], NDArray[np.int64]]] = {}
+    if not filled:
+        return out
+    payloads = [bytes(p) for _, p in filled]
+    slots = np.array([s for s, _ in filled])
+    table = np.frombuffer(b"".join(payloads), dtype=np.uint8).reshape(len(payloads), -1)
+    modern = np.isin(table[:, 0], (_WITH_ARMS, _WITH_NULLIFIER))
+    for sid, version in wanted:
+        name = sid.encode()
+        head = bytes([len(name)]) + name + version.to_bytes(4, "big")
+        at = 1 + len(head)
+        rows = np.flatnonzero(modern & np.all(table[:, 1:at] == np.frombuffer(head, np.uint8), 1))
+        old = [
+            int(i)
+            for i in np.flatnonzero(~modern)
+            if (item := unpack(payloads[i])).survey_id == sid and item.version == version
+        ]
+        if not rows.size and not old:
+            continue
+        k = int(table[rows[0], at + 8]) if rows.size else len(unpack(payloads[old[0]]).codes)
+        codes = table[rows, at + 9 : at + 9 + k].astype(np.int64)
+        if old:
+            codes = np.vstack([codes, [unpack(payloads[i]).codes for i in old]])
+        index: list[int] = [*rows.tolist(), *old]
+        out[sid, version] = (
+            slots[index].tolist(),
+            [payloads[i] for i in index],
+            codes.reshape(len(index), k),
         )
     return out
 

@@ -70,8 +70,8 @@ STUDY_SURVEY: dict[str, Any] = {
 @dataclass(frozen=True)
 class StudyRow:
     """One estimate of the study beside the truth of the respondents it covers (those
-    released: a response whose cell of direct answers would single someone out waits,
-    and its truth is not in the estimate's).
+    released: a response whose key cell, its direct answers asked before treatment,
+    holds fewer than ``min_release`` waits, and its truth is not in the estimate's).
 
     Examples
     --------

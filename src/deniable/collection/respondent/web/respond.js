@@ -574,8 +574,16 @@ const deniable = (() => {
     }
     const note = document.createElement("p");
     note.className = q.list ? "direct list-note" : "direct";
-    note.textContent = (q.list && q.list_note) || t("direct_note");
+    // a direct answer the server post-randomizes before its first write says so
+    const release = q.release && t("release_note", { eps: Number(q.release.epsilon).toFixed(2) });
+    note.textContent = q.list ? q.list_note : release || t("direct_note");
     fs.appendChild(note);
+    if (q.list && release) {
+      const more = document.createElement("p");
+      more.className = "direct release-note";
+      more.textContent = release;
+      fs.appendChild(more);
+    }
     if (q.bins) return renderBinned(q, fs);
     const choiceGroup = document.createElement("div");
     choiceGroup.setAttribute("role", "radiogroup");

@@ -314,7 +314,9 @@ def test_the_ledger_charges_a_question_its_largest_arm_and_a_changed_arm_again()
     assert [e.question_id for e in ledger.entries] == ["cheat", "plagiarism"]
     assert ledger.spent == pytest.approx(2 * LN3)
     same = load_survey(with_(CAMPUS, version=2))
-    assert check_lifetime([first], same).cumulative[-1][1] == 0.0  # unchanged: free
+    # unchanged, yet dq's direct answer to cheat is post-randomized afresh by the server
+    # in every version (no device memo spares it): charged again; plagiarism is free
+    assert check_lifetime([first], same).cumulative[-1][1] == pytest.approx(LN3)
     changed = with_(CAMPUS, version=2, privacy_budget=4.0)
     changed["arms"]["dq"]["designs"]["cheat"] = {"name": "warner", "params": {"p": 0.75}}
     ledger = check_lifetime([first], load_survey(changed))
@@ -693,8 +695,9 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
 
     store = Store(f"sqlite:///{tmp_path / 'p.sqlite'}")
     rng = np.random.default_rng(4)
-    # every response released at once (this test is about pooling, not the release)
-    every = {"min_release": 1, "allow_small_release": True}
+    # every response released at once (this test is about pooling, not the release);
+    # dq's post-randomized cheat is charged in each of the three versions
+    every = {"min_release": 1, "allow_small_release": True, "lifetime_budget": 8.0}
     changed = with_(CAMPUS, version=3, **every)
     changed["arms"]["rr"]["designs"] = {"cheat": {"name": "warner", "params": {"p": 0.75}}}
     randomized = {}  # the rows of the randomized arm, which alone pools cheat (issue 43)

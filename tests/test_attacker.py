@@ -360,7 +360,7 @@ def _slot_order(store: Store, survey, fills: tuple[int, ...]) -> list:
                 store.prepare(survey, {"q0": i // 4096, "q1": (i // 64) % 64, "q2": i % 64})
                 for i in range(sent, sent + 10)
             ]
-            assert store.commit_group(group, release=False) == [None] * 10
+            assert store.commit_group(group) == [None] * 10  # a commit never releases
             sent += 10
         with store.connection() as conn:
             rows = conn.exec_driver_sql("SELECT slot, payload FROM staging WHERE filled").all()
@@ -426,7 +426,8 @@ def _page_order(offsets: list[int], page_size: int = 4096) -> float:
 
 @pytest.mark.slow
 def test_the_nullifiers_table_keeps_no_arrival_order(tmp_path):
-    """60 invitees answer one after another (one crowd of 60, released once). Each
+    """60 invitees answer one after another (one crowd of 60, released once, after the
+    last). Each
     credential's nullifier enters the table with the release, the crowd's in random
     order: within the pages, the byte offsets of the nullifiers do not follow arrival
     (p >= ALPHA). A second use of a credential is refused while it waits and after it
@@ -460,6 +461,7 @@ def test_the_nullifiers_table_keeps_no_arrival_order(tmp_path):
         if i == 10:  # waiting in its slot: a second use is refused
             with pytest.raises(CredentialRejectedError):
                 store.submit(survey, {"q": 0}, credentials[3])
+    store.release()  # the scheduled release after the 60
     assert store.released_count("n") == 60
     with pytest.raises(CredentialRejectedError):  # released: refused too
         store.submit(survey, {"q": 0}, credentials[7])

@@ -6,22 +6,30 @@ injects n - 1 responses into the target's key cell, and what the stored rows hol
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import math
+import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
+from typer.testing import CliRunner
 
+from deniable.cli import app
+from deniable.collection.exports._export import export_bytes, survey_file
 from deniable.collection.model import load_survey
-from deniable.collection.store._payload import unpack
+from deniable.collection.store._payload import StagedResponse, pack, unpack
 from deniable.collection.store._schema import staging
 from deniable.collection.store._storage import Store
+from deniable.collection.study._survey_results import survey_results
 from deniable.errors import SurveyError
 
-from .conftest import Z4
+from .conftest import AUTH, Z4, assert_error_shape
+from .test_direct import respond_in_terminal
 
 LN3 = math.log(3)
 
@@ -32,6 +40,7 @@ def _bench(name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -206,10 +215,6 @@ def test_the_migration_post_randomizes_what_waits_and_counts_what_was_released(t
     waiting with their direct answer "yes" as given. Opening it post-randomizes every
     waiting answer once (the stored share of yes becomes 3/4 within 4 SEs), records the
     20 released as given, and the results say so."""
-    from sqlalchemy import text
-
-    from deniable.collection.store._payload import StagedResponse, pack
-    from deniable.collection.study._survey_results import survey_results
 
     path = tmp_path / "old.sqlite"
     store = Store(f"sqlite:///{path}")
@@ -258,9 +263,6 @@ async def test_the_unused_poll_is_audited_and_answered_once_per_release_period(c
     """The analyst's look-up of unused invitations (which names every starter when
     polled after each arrival) is written to the audit log (who, how many hashes) and a
     second look-up in the same release period gets 429, naming the period."""
-    import hashlib
-
-    from .conftest import AUTH, assert_error_shape
 
     data = study(requires_invitation=True, release_every="1h")
     assert (await client.post("/api/surveys", json=data, headers=AUTH)).status_code == 201
@@ -284,8 +286,6 @@ def test_the_respondent_is_told_and_the_device_sends_the_answer_as_given(tmp_pat
     answer as given), ``release`` names the server's channel and epsilon; the terminal
     client says the server randomizes it before storing it, and what is stored is a
     valid answer code."""
-    from .test_direct import respond_in_terminal
-
     data = {
         "id": "campus",
         "version": 1,
@@ -309,3 +309,28 @@ def test_the_respondent_is_told_and_the_device_sends_the_answer_as_given(tmp_pat
     assert set(frame["question_id"]) == {"faculty", "cheat"}
     assert int(frame.loc[frame["question_id"] == "cheat", "report"].iloc[0]) in (0, 1)
     store.close()
+
+
+def test_a_randomized_value_is_refused_as_a_predictor_or_group(tmp_path):
+    """`analyze EXPORT --question cheat --by upset` (a list count the server
+    post-randomized) and `--formula 'cheat ~ mood + upset'` are refused naming the
+    column; a question stored as sent in every arm is taken."""
+    store, survey = _store(tmp_path, 3)
+    rng = np.random.default_rng(3)
+    bodies = [
+        _body(int(rng.integers(3)), int(rng.integers(2)), int(rng.integers(2)),
+              int(rng.integers(2)), int(rng.integers(4)), 0, ["dq", "fr"][i % 2])
+        for i in range(400)
+    ]  # fmt: skip
+    _submit(store, survey, bodies)
+    store.release()
+    content, _, name = export_bytes(store, "study", "wide")
+    path = tmp_path / name
+    path.write_bytes(content)
+    (tmp_path / "study.survey.json").write_text(json.dumps(survey_file(store, "study")))
+    store.close()
+    for args in (["--by", "upset"], ["--formula", "cheat ~ mood + upset"]):
+        out = CliRunner().invoke(app, ["analyze", str(path), "--question", "cheat", *args])
+        assert out.exit_code != 0 and "'upset' holds randomized values" in out.output
+    ok = CliRunner().invoke(app, ["analyze", str(path), "--question", "cheat", "--by", "faculty"])
+    assert ok.exit_code == 0, ok.output

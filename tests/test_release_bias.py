@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ def _bench():
     spec = importlib.util.spec_from_file_location("release_bias", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

@@ -89,6 +89,13 @@ def analyze_export_model(
                 f"{'--by' if by else '--formula'}: {name!r} must be another question of "
                 f"the survey: one of {sorted(set(known) - {question})}"
             )
+        if not all(v.is_direct and v.release_channel is None for v in survey.variants(name)):
+            raise fail(
+                f"{'--by' if by else '--formula'}: {name!r} holds randomized values (a "
+                "report, or an answer the server post-randomized), not answers: a predictor "
+                "or group must be a question stored as sent in every arm, one of "
+                f"{[q.id for q in survey.direct_questions if q.id != question]}"
+            )
         rows[name] = answer_labels(rows[name], known[name].report_labels)
     used = rows.dropna(subset=[question, *named])
     if not as_json:

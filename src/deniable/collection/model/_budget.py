@@ -130,6 +130,13 @@ def variants_digest(variants: Sequence[Question]) -> str:
     return hashlib.sha256(" ".join(digests).encode()).hexdigest()
 
 
+def charged(variants: Sequence[Question]) -> bool:
+    """Whether a question (its variant in each arm) is charged to the budget: randomized
+    in some arm, or post-randomized by the server (a key, sent as given and stored as
+    sent, protects nothing and is listed apart)."""
+    return not all(v.is_direct and v.release_channel is None for v in variants)
+
+
 def panel_answers(variants: Sequence[Question]) -> int | None:
     """A question's number of answers if any of its variants is a panel question (drawn
     afresh each wave, charged per distinct answer), else ``None``."""
@@ -147,7 +154,7 @@ def wave_charge(survey: Survey, earlier: Sequence[Survey]) -> float:
     total = 0.0
     for q in survey.questions:
         variants = survey.variants(q.id)
-        if all(v.is_direct for v in variants):
+        if not charged(variants):
             continue
         panel = panel_answers(variants)
         if panel is not None:
@@ -185,15 +192,24 @@ def lifetime_ledger(versions: Sequence[Survey]) -> Ledger:
         added = 0.0
         for q in survey.questions:
             variants = survey.variants(q.id)
-            if all(v.is_direct for v in variants):  # sent as given: charges nothing
+            if not charged(variants):  # a key, sent as given: charges nothing
                 continue
             digest = variants_digest(variants)
             seen = entries.get(digest)
             panel = panel_answers(variants)
             cost = survey.question_cost(q.id)  # the largest over arms and groups
-            if seen is None:
+            # the server post-randomizes afresh in every version: no memo spares it
+            redrawn = any(v.release_channel is not None for v in variants)
+            if seen is None or redrawn:
+                seen_cost = 0.0 if seen is None else seen.cost
+                versions_so_far = () if seen is None else seen.versions
                 entries[digest] = LedgerEntry(
-                    q.id, digest, cost, (survey.version,), panel, cost if panel else 0.0
+                    q.id,
+                    digest,
+                    seen_cost + cost,
+                    (*versions_so_far, survey.version),
+                    panel,
+                    cost if panel else 0.0,
                 )
                 added += cost
             else:
@@ -243,8 +259,10 @@ def check_lifetime(published: Sequence[Survey], new: Survey) -> Ledger:
                     "lifetime_budget",
                     f"a respondent of every version would spend {ledger.spent:.4g} nats "
                     f"against the survey's lifetime budget of {ledger.lifetime_budget:g}: "
-                    f"version {version} adds {added:.4g} nats of changed or new questions; "
-                    f"charged: {charged}. Keep questions unchanged to reuse their reports",
+                    f"version {version} adds {added:.4g} nats of changed or new questions "
+                    "and of direct answers the server post-randomizes afresh in every "
+                    f"version; charged: {charged}. Keep randomized questions unchanged to "
+                    "reuse their reports, or raise lifetime_budget",
                 )
             ]
         )

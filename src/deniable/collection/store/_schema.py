@@ -76,7 +76,9 @@ from sqlalchemy import (
     update,
 )
 
+from ..model._survey import parse_survey
 from ._payload import pack, unpack
+from ._pram import post_randomize
 
 __all__ = [
     "DEFAULT_SQLITE_FILE",
@@ -352,9 +354,6 @@ def _post_randomize(conn: Connection) -> None:
     post-randomized once, through its version's channels, with the secure source; and,
     per version that has channels, how many responses were already released with them
     as given (``as_given``, which the dashboard and the docs report)."""
-    from ..model._survey import parse_survey  # the model imports nothing of the store
-    from ._pram import post_randomize
-
     if not inspect(conn).has_table("arrivals"):  # what arrived: released and waiting
         arrivals.create(conn)
         per_arm: dict[tuple[str, int, int], int] = {}

@@ -66,11 +66,12 @@ async def test_no_arrival_releases_anything(store):
     await committer.close()
 
 
-async def test_the_schedule_releases_once_per_period_counted_from_the_epoch(store):
+async def test_the_schedule_releases_at_period_boundaries_counted_from_the_epoch(store):
     """Replaces "under sustained load a release comes every release_seconds": with
-    release_every = 60 s, a call at t releases everything complete; further calls in
-    the same minute release nothing, whatever has arrived since; the first call of the
-    next minute releases again. Each release adds at least min_release."""
+    release_every = 60 s, a survey first seen waiting in a minute is released at the
+    first call after the next boundary, whatever has arrived since (its first arrival
+    does not choose the moment); further calls in that minute release nothing; the
+    next boundary releases again. Each release adds at least min_release."""
     s = load_survey(
         copy.deepcopy(SURVEY)
         | {"min_release": 7, "allow_small_release": True, "release_every": "60s"}
@@ -79,15 +80,18 @@ async def test_the_schedule_releases_once_per_period_counted_from_the_epoch(stor
     committer = GroupCommitter(store)
     t = 600.0 * 60  # the start of a minute
     await send(committer, store, s, 20)
-    assert store.release_scheduled(t + 1) == 20
+    assert store.release_scheduled(t + 1) == 0  # first seen: wait for the boundary
     await send(committer, store, s, 30)
-    assert store.release_scheduled(t + 30) == 0 and store.release_scheduled(t + 59.9) == 0
-    assert store.release_scheduled(t + 60) == 30
+    assert store.release_scheduled(t + 59.9) == 0
+    assert store.release_scheduled(t + 60) == 50
+    await send(committer, store, s, 9)
+    assert store.release_scheduled(t + 100) == 0  # the same minute
+    assert store.release_scheduled(t + 121) == 9
     await send(committer, store, s, 3)
-    assert store.release_scheduled(t + 125) == 0  # 3 < 7 wait
+    assert store.release_scheduled(t + 185) == 0  # 3 < 7 wait
     assert store.waiting(s.id) == {1: 3}
     steps = releases(store, s.id)
-    assert steps == [20, 50] and all(b - a >= 7 for a, b in itertools.pairwise([0, *steps]))
+    assert steps == [50, 59] and all(b - a >= 7 for a, b in itertools.pairwise([0, *steps]))
     await committer.close()
 
 
@@ -112,14 +116,15 @@ async def test_close_commits_what_is_queued(store):
 
 
 async def test_the_application_runs_the_schedule_and_stops_it(database_url):
-    """The application's lifespan starts the schedule (a tick of 0.05 s here) and stops
-    it with the writer: responses sent are released by the schedule within seconds,
-    with no request asking for it."""
+    """The application's lifespan starts the schedule (a tick of 0.05 s here,
+    release_every 1 s) and stops it with the writer: responses sent are released by the
+    schedule at the next boundary, with no request asking for it."""
     from deniable.collection.server._app import create_app
 
     store = Store(database_url)
     app = create_app(store, analyst_token="t" * 32, release_tick=0.05)
-    s = published(store, 10)
+    s = load_survey(copy.deepcopy(SURVEY) | {"min_release": 10, "release_every": "1s"})
+    store.publish(s)
     async with app.router.lifespan_context(app):
         await send(app.state.committer, store, s, 12)
         for _ in range(100):

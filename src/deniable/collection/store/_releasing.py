@@ -90,17 +90,20 @@ class ReleasingMixin:
 
     def release_scheduled(self, now: float | None = None) -> int:
         """The scheduled releases due at ``now`` (seconds since the epoch; default the
-        clock): each survey id with responses waiting is released once per period of
-        its latest version's ``release_every``, at the period's first call (periods are
-        counted from the epoch, so they do not depend on any arrival). Returns how many
-        responses were released."""
+        clock): each survey id with responses waiting is released at the boundaries of
+        the periods of its latest version's ``release_every``, counted from the epoch,
+        so no arrival chooses the moment. A survey first seen waiting in a period is
+        released at the next boundary (the first call after it), not at once: its first
+        arrival does not choose the moment either. Returns how many responses were
+        released."""
         now = time.time() if now is None else now
         with self.reader.connect() as conn:
             ids = sorted({sid for sid, _, _ in conn.execute(_WAITING_BY_VERSION).all()})
         total = 0
         for sid in ids:
             period = int(now // self.survey(sid).release_every)
-            if self._periods.get(sid) != period:
+            last = self._periods.setdefault(sid, period)
+            if period != last:
                 self._periods[sid] = period
                 total += self.release(sid)
         return total

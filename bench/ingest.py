@@ -25,7 +25,9 @@ RFC 9474 with a 2048-bit key; the blinded messages are made before the clock sta
 and responses/s carrying those credentials (the server verifies each signature and
 records its nullifier). Every acknowledged response is checked to be stored. Goals on
 a 2-core machine: >= 2,000 responses/s sustained, p99 < 50 ms at 500 requests/s,
-issuance >= 500/s (the server process uses one core per worker).
+issuance >= 500/s (the server process uses one core per worker). Then
+``bench/ingest_waiting.py``: the store's commit rate with 0, 10^4 and 10^5 responses
+waiting against a survey without direct questions, and one release's time at 10^5.
 """
 
 from __future__ import annotations
@@ -423,6 +425,11 @@ def main() -> None:
             f"core: {'met' if core >= 500 else 'NOT met'} ({core:,.0f} per server CPU second; "
             f"{issued:,.0f}/s with the load generator on the same cores)"
         )
+    # the store's rates and one release's time with 0, 10^4 and 10^5 responses waiting
+    sys.path.insert(0, str(HERE))
+    import ingest_waiting
+
+    ingest_waiting.main(commits=1000)
 
 
 if __name__ == "__main__":

@@ -294,9 +294,10 @@ class Survey(BaseModel):
             )
         return self
 
-    @property
+    @cached_property
     def key_positions(self) -> tuple[int, ...]:
-        """Positions of the key variables (:func:`._release.key_positions`)."""
+        """Positions of the key variables (:func:`._release.key_positions`), computed
+        once (a published version never changes)."""
         return key_positions(self)
 
     @cached_property

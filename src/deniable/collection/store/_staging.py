@@ -392,22 +392,22 @@ def _by_version(
     slots = np.array([s for s, _ in filled])
     table = np.frombuffer(b"".join(payloads), dtype=np.uint8).reshape(len(payloads), -1)
     modern = np.isin(table[:, 0], (_WITH_ARMS, _WITH_NULLIFIER))
+    # the format before arms (a database may still hold some): unpacked once
+    before_arms = {int(i): unpack(payloads[i]) for i in np.flatnonzero(~modern)}
     for sid, version in wanted:
         name = sid.encode()
         head = bytes([len(name)]) + name + version.to_bytes(4, "big")
         at = 1 + len(head)
         rows = np.flatnonzero(modern & np.all(table[:, 1:at] == np.frombuffer(head, np.uint8), 1))
         old = [
-            int(i)
-            for i in np.flatnonzero(~modern)
-            if (item := unpack(payloads[i])).survey_id == sid and item.version == version
+            i for i, item in before_arms.items() if (item.survey_id, item.version) == (sid, version)
         ]
         if not rows.size and not old:
             continue
-        k = int(table[rows[0], at + 8]) if rows.size else len(unpack(payloads[old[0]]).codes)
+        k = int(table[rows[0], at + 8]) if rows.size else len(before_arms[old[0]].codes)
         codes = table[rows, at + 9 : at + 9 + k].astype(np.int64)
         if old:
-            codes = np.vstack([codes, [unpack(payloads[i]).codes for i in old]])
+            codes = np.vstack([codes, [before_arms[i].codes for i in old]])
         index: list[int] = [*rows.tolist(), *old]
         out[sid, version] = (
             slots[index].tolist(),

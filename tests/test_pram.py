@@ -23,6 +23,7 @@ from deniable.cli import app
 from deniable.collection.exports._export import export_bytes, survey_file
 from deniable.collection.model import load_survey
 from deniable.collection.store._payload import StagedResponse, pack, unpack
+from deniable.collection.store._release_control import disclosure_report
 from deniable.collection.store._schema import staging
 from deniable.collection.store._storage import Store
 from deniable.collection.study._survey_results import survey_results
@@ -334,3 +335,43 @@ def test_a_randomized_value_is_refused_as_a_predictor_or_group(tmp_path):
         assert out.exit_code != 0 and "'upset' holds randomized values" in out.output
     ok = CliRunner().invoke(app, ["analyze", str(path), "--question", "cheat", "--by", "faculty"])
     assert ok.exit_code == 0, ok.output
+
+
+def test_withheld_at_the_close_stays_withheld_after_a_reopen_and_arrivals_are_counted(tmp_path):
+    """30 responses in faculty 0 (a complete key cell) and 4 in faculty 1: the close
+    releases the 30 and withholds the 4 for good; after a reopen and a release they are
+    still withheld (the version did not change) and new ones wait on their own. The
+    sample-ratio counts are what arrived in each arm, released or not."""
+    store, survey = _store(tmp_path, 5)
+    cell = [_body(0, 0, 1, 1, 1, 0, ["dq", "fr"][i % 2]) for i in range(30)]
+    small = [_body(1, 0, 1, 1, 1, 0, "fr")] * 4
+    _submit(store, survey, cell + small)
+    assert store.arrivals(survey) == [15, 19]  # dq, fr: before any release
+    store.set_closed("study", True)
+    assert store.released_count("study") == 30 and store.waiting("study") == {}
+    assert store.withheld("study")[1]["withheld"] == 4
+    store.set_closed("study", False)
+    _submit(store, survey, [_body(1, 0, 0, 1, 1, 0, "dq")] * 7)
+    store.release()
+    assert store.released_count("study") == 30  # 7 in faculty 1: still under 10
+    assert store.waiting("study") == {1: 7} and store.withheld("study")[1]["withheld"] == 4
+    assert store.arrivals(survey) == [22, 19]
+    release = [e for e in store.audit_log("study") if e["action"] == "release"]
+    assert [e["detail"].get("withheld") for e in release] == [4]
+    store.close()
+
+
+def test_allow_unprotected_release_stores_the_answer_as_sent_and_says_so(tmp_path):
+    """The opt-in: dq's answers are stored as sent (every yes stays yes), the question's
+    epsilon is infinite on the page, and survey check's report names it."""
+    store, survey = _store(tmp_path, 6, allow_unprotected_release=True, no_lifetime_budget=True)
+    _submit(store, survey, [_body(0, 0, 1, 1, 1, 0, "dq")] * 200)
+    with store.connection() as conn:
+        rows = conn.execute(select(staging.c.payload).where(staging.c.filled.is_(True)))
+        assert {unpack(bytes(p)).codes[2] for (p,) in rows} == {1}
+    view = survey.respondent_view()
+    q = next(v for v in view["questions"] if v["id"] == "cheat")
+    assert q["release"] is None
+    assert set(disclosure_report(survey)["unprotected"]) == {"cheat", "upset"}
+    assert all(v.release_channel is None for v in survey.variants("cheat"))
+    store.close()

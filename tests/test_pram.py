@@ -375,3 +375,13 @@ def test_allow_unprotected_release_stores_the_answer_as_sent_and_says_so(tmp_pat
     assert set(disclosure_report(survey)["unprotected"]) == {"cheat", "upset"}
     assert all(v.release_channel is None for v in survey.variants("cheat"))
     store.close()
+
+
+def test_an_analyst_who_injects_is_held_to_the_bound_on_a_list_item(tmp_path):
+    """200 targets in the longer list (one control item known to the analyst, the
+    sensitive item balanced by design), each with min_release - 1 injected rows in its
+    key cell and a release right after: the balanced accuracy of the best guess of the
+    item is at most e^eps / (e^eps + 1) = 0.9 (ln 9 per item) plus 3 MC SEs."""
+    accuracy, se = ATTACK.attack_list(tmp_path, 200, 11)
+    assert accuracy <= 0.9 + 3 * se
+    assert accuracy > 0.5  # the attack works as far as the channel lets it

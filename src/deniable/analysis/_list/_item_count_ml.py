@@ -56,8 +56,16 @@ class _Likelihood:
         return delta, psi0, psi1
 
     def value_and_score(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        ll, score = self.rows(theta, self.y)
+        return float(ll.sum()), score.sum(axis=0)
+
+    def rows(
+        self, theta: NDArray[np.float64], y: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Each row's log-likelihood of the count ``y`` (shape (n,); -inf where the
+        count is impossible) and its score (shape (n, parameters); 0 there)."""
         delta, psi0, psi1 = self.split(theta)
-        x, y, t, j = self.x, self.y, self.t, self.j
+        x, t, j = self.x, self.t, self.j
         e_d, e0, e1 = x @ delta, x @ psi0, x @ psi1
         log_g, log_1g = -np.logaddexp(0, -e_d), -np.logaddexp(0, e_d)
         # the count of control items under Z = 1 and Z = 0
@@ -68,23 +76,44 @@ class _Likelihood:
             la = np.where(t, la, -np.inf)
             lb = np.where(t, lb, log_binomial(y, j, e0))
         ll = np.logaddexp(la, lb)
-        w = np.exp(la - ll)  # posterior P(Z = 1 | report)
+        possible = np.isfinite(ll)
+        w = np.exp(la - np.where(possible, ll, 0.0))  # posterior P(Z = 1 | count)
         g = np.exp(log_g)
         p0, p1 = special.expit(e0), special.expit(e1)
         s_delta = (w - g) if not self.constrained else np.where(t, w - g, 0.0)
         s0 = (1 - w) * (y - j * p0)
         s1 = w * (a - j * p1)
-        if self.constrained:
-            score = np.concatenate([x.T @ s_delta, x.T @ (s0 + s1)])
-        else:
-            score = np.concatenate([x.T @ s_delta, x.T @ s0, x.T @ s1])
-        return float(ll.sum()), score
+        parts = [s_delta, s0 + s1] if self.constrained else [s_delta, s0, s1]
+        score = np.concatenate([x * np.where(possible, s, 0.0)[:, None] for s in parts], axis=1)
+        return ll, score
+
+
+class _ChannelLikelihood:
+    """The standard design's log-likelihood of counts stored through a known channel
+    (the server's post-randomization, ``P[r, y] = Pr(stored r | count y)``): each row's
+    ``log sum_y P[r, y] Pr(count y | x, t)``; its score is the complete-data score of
+    each count weighted by the count's posterior given the stored value (Louis 1982)."""
+
+    def __init__(self, base: _Likelihood, matrix: NDArray[np.float64]):
+        self.base, self.k = base, base.k
+        with np.errstate(divide="ignore"):
+            self.log_p = np.log(matrix)[base.y.astype(np.int64)]  # (n, J + 2)
+
+    def value_and_score(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        n, counts = len(self.base.y), self.log_p.shape[1]
+        terms = [self.base.rows(theta, np.full(n, float(c))) for c in range(counts)]
+        joint = np.column_stack([self.log_p[:, c] + ll for c, (ll, _) in enumerate(terms)])
+        total = special.logsumexp(joint, axis=1)
+        w = np.exp(joint - total[:, None])  # (n, J + 2): Pr(count | stored value)
+        score = sum(w[:, c : c + 1] * s for c, (_, s) in enumerate(terms))
+        return float(total.sum()), np.asarray(score).sum(axis=0)
 
 
 def _start(lik: _Likelihood) -> NDArray[np.float64]:
     """Logistic-binomial fit of the control counts for psi; delta's intercept from
     the difference in means, other slopes 0."""
-    x, y, t, j = lik.x, lik.y, lik.t, lik.j
+    x, t, j = lik.x, lik.t, lik.j
+    y = np.minimum(lik.y, np.where(t, j + 1, j))  # a channel may move a count past its list
     xc, yc = x[~t], y[~t]
 
     def nll(psi: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
@@ -99,10 +128,11 @@ def _start(lik: _Likelihood) -> NDArray[np.float64]:
 
 
 def list_frame(
-    formula: str, data: pd.DataFrame, treat: str, items: int
+    formula: str, data: pd.DataFrame, treat: str, items: int, channelled: bool = False
 ) -> tuple[Any, NDArray[np.float64], NDArray[np.bool_], int]:
     """The model frame of ``formula`` with the counts, the treated rows and ``J``
-    checked (:func:`check_list_counts`); a ``treat`` that is no column is named."""
+    checked (:func:`check_list_counts`; ``channelled``: every count in 0..J+1); a
+    ``treat`` that is no column is named."""
     if treat not in data.columns:
         raise ValueError(
             f"treat must name a column of data; columns: {', '.join(map(str, data.columns))}"
@@ -110,7 +140,7 @@ def list_frame(
     frame = model_frame(formula, data)
     t_raw = data.loc[frame.rows, treat].to_numpy()
     y, t, j = check_list_counts(
-        frame.y, t_raw.astype(np.float64) if t_raw.dtype == bool else t_raw, items
+        frame.y, t_raw.astype(np.float64) if t_raw.dtype == bool else t_raw, items, channelled
     )
     return frame, y, t, j
 
@@ -290,6 +320,7 @@ def list_regression(
     error: Literal["none", "topcode", "uniform"] = "none",
     overdispersed: bool = False,
     max_iter: int = 50,
+    channel: Any = None,
 ) -> ListRegressionResult:
     """Maximum likelihood regression of a list experiment (Imai 2011).
 
@@ -330,6 +361,12 @@ def list_regression(
         maximum puts it there. Without liars or an error.
     max_iter : int, default 50
         Newton steps at most after BFGS.
+    channel : Design, optional
+        A known channel the counts went through before they were stored (the server's
+        post-randomization of a list count, :class:`~deniable.mechanisms.GeometricCount`
+        over ``0..J+1`` in both groups): the likelihood sums each stored value over the
+        counts it may come from (the standard design, constrained or not; not with
+        liars, an error model or overdispersion).
 
     Returns
     -------
@@ -348,9 +385,25 @@ def list_regression(
     See :class:`ListRegressionResult`. On R's ``race`` data, ``"y ~ south + age +
     male + college"`` with ``items=3`` reproduces Imai (2011, Table 1, columns 5-6).
     """
-    frame, y, t, j = list_frame(formula, data, treat, items)
-    lik = _Likelihood(y, t, frame.X, j, constrained)
-    theta = maximise_score(lik.value_and_score, _start(lik), max_iter)
+    extended = error != "none" or ceiling is not False or floor is not False or overdispersed
+    if channel is not None and (extended or liar_prior is not None):
+        raise ValueError(
+            "channel: only the standard design (constrained or not) takes counts stored "
+            "through a channel; liars (ceiling, floor, liar_prior), an error model and "
+            "overdispersion do not yet"
+        )
+    frame, y, t, j = list_frame(formula, data, treat, items, channel is not None)
+    base = _Likelihood(y, t, frame.X, j, constrained)
+    lik: _Likelihood | _ChannelLikelihood = base
+    if channel is not None:
+        matrix = np.asarray(channel.matrix, dtype=np.float64)
+        if matrix.shape != (j + 2, j + 2):
+            raise ValueError(
+                f"channel must be a {j + 2} x {j + 2} matrix over the counts 0..{j + 1}, "
+                f"got {matrix.shape}"
+            )
+        lik = _ChannelLikelihood(base, matrix)
+    theta = maximise_score(lik.value_and_score, _start(base), max_iter)
     ll, score = lik.value_and_score(theta)
     cov = inverse_information(
         -score_hessian(lik.value_and_score, theta), "the observed information"
@@ -360,7 +413,7 @@ def list_regression(
     )
     names = [f"{part}.{s}" for part in parts for s in frame.terms]
     model = (ceiling, floor, liar_prior, error, overdispersed)
-    if error != "none" or ceiling is not False or floor is not False or overdispersed:
+    if extended:
         theta, ll, score, cov, more = _extended(
             frame, data, (y, t, j), constrained, model, theta, max_iter
         )

@@ -70,21 +70,21 @@ def list_item(
     est = list_difference_in_means(counts, treated, items=j, channel=channel)
     low, high = est.confidence_interval(level)
     notes = []
+    data = pd.DataFrame({"count": counts, "treat": treated})
+    mle = list_regression("count ~ 1", data, treat="treat", items=j, channel=channel).prevalence
+    effect = None
     if channel is None:
         test = list_design_effect_test(counts, treated, items=j)
-        data = pd.DataFrame({"count": counts, "treat": treated})
-        mle = list_regression("count ~ 1", data, treat="treat", items=j).prevalence
         effect = {
             "pvalue": test.pvalue,
             "revealed_yes": test.revealed_yes,
             "revealed_no": test.revealed_no,
         }
-    else:  # through the channel: the difference in means only, so far
-        mle, effect = math.nan, None
+    else:  # through the channel: the design-effect test does not take it yet
         notes.append(
             f"the counts were post-randomized before they were stored ({channel.spec}); "
-            "the difference in means undoes it, the maximum likelihood and the design-"
-            "effect test do not take the channel yet and are not shown"
+            "the difference in means and the maximum likelihood undo it, the "
+            "design-effect test does not take the channel yet and is not shown"
         )
     return {
         "list": base

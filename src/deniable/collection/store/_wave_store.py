@@ -283,7 +283,8 @@ def wave_analysis(
 
     Examples
     --------
-    Two waves of the campus survey (version 2 asks the same questions again):
+    Two waves of the campus survey (version 2 asks the same questions again; the direct
+    arm's post-randomized answer is charged in each, so the lifetime budget allows two):
 
     >>> import json, tempfile, pathlib
     >>> import numpy as np
@@ -292,8 +293,9 @@ def wave_analysis(
     >>> from deniable.collection.respondent import simulate_responses
     >>> from deniable.collection.store import Store, wave_analysis
     >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
-    >>> first = load_survey("examples/campus.yaml")
-    >>> second = load_survey(json.loads(first.canonical_json()) | {"version": 2})
+    >>> campus = json.loads(load_survey("examples/campus.yaml").canonical_json())
+    >>> first = load_survey(campus | {"lifetime_budget": 8.0})
+    >>> second = load_survey(campus | {"lifetime_budget": 8.0, "version": 2})
     >>> rng = np.random.default_rng(0)
     >>> for survey in (first, second):
     ...     _ = store.publish(survey)

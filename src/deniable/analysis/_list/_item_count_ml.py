@@ -109,6 +109,32 @@ class _ChannelLikelihood:
         return float(total.sum()), np.asarray(score).sum(axis=0)
 
 
+def _through(base: _Likelihood, channel: Any, extended: bool) -> _ChannelLikelihood:
+    """The likelihood of ``base``'s counts as stored through ``channel`` (a design over
+    the counts ``0..J+1``).
+
+    Raises
+    ------
+    ValueError
+        For an ``extended`` model (liars, an error model, overdispersion), which does not
+        take a channel yet, or a channel of another size.
+    """
+    if extended:
+        raise ValueError(
+            "channel: only the standard design (constrained or not) takes counts stored "
+            "through a channel; liars (ceiling, floor, liar_prior), an error model and "
+            "overdispersion do not yet"
+        )
+    j = base.j
+    matrix = np.asarray(channel.matrix, dtype=np.float64)
+    if matrix.shape != (j + 2, j + 2):
+        raise ValueError(
+            f"channel must be a {j + 2} x {j + 2} matrix over the counts 0..{j + 1}, "
+            f"got {matrix.shape}"
+        )
+    return _ChannelLikelihood(base, matrix)
+
+
 def _start(lik: _Likelihood) -> NDArray[np.float64]:
     """Logistic-binomial fit of the control counts for psi; delta's intercept from
     the difference in means, other slopes 0."""
@@ -386,23 +412,9 @@ def list_regression(
     male + college"`` with ``items=3`` reproduces Imai (2011, Table 1, columns 5-6).
     """
     extended = error != "none" or ceiling is not False or floor is not False or overdispersed
-    if channel is not None and (extended or liar_prior is not None):
-        raise ValueError(
-            "channel: only the standard design (constrained or not) takes counts stored "
-            "through a channel; liars (ceiling, floor, liar_prior), an error model and "
-            "overdispersion do not yet"
-        )
     frame, y, t, j = list_frame(formula, data, treat, items, channel is not None)
     base = _Likelihood(y, t, frame.X, j, constrained)
-    lik: _Likelihood | _ChannelLikelihood = base
-    if channel is not None:
-        matrix = np.asarray(channel.matrix, dtype=np.float64)
-        if matrix.shape != (j + 2, j + 2):
-            raise ValueError(
-                f"channel must be a {j + 2} x {j + 2} matrix over the counts 0..{j + 1}, "
-                f"got {matrix.shape}"
-            )
-        lik = _ChannelLikelihood(base, matrix)
+    lik = base if channel is None else _through(base, channel, extended or bool(liar_prior))
     theta = maximise_score(lik.value_and_score, _start(base), max_iter)
     ll, score = lik.value_and_score(theta)
     cov = inverse_information(

@@ -349,13 +349,9 @@ def main() -> None:
         from deniable.collection.store._storage import database_url
 
         eng = create_engine(database_url(args.postgres))
-        with eng.begin() as conn:
-            conn.execute(
-                text(
-                    "DROP TABLE IF EXISTS reports, invitations, surveys, schema_migrations, "
-                    "credential_keys, nullifiers, ingestion_keys, survey_state, audit_log CASCADE"
-                )
-            )
+        with eng.begin() as conn:  # every table, whatever the schema grows to
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
         eng.dispose()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

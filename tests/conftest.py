@@ -84,14 +84,11 @@ def reset_postgres(url: str) -> None:
     from deniable.collection.store._storage import database_url
 
     engine = create_engine(database_url(url))
+    # every table, whatever the schema grows to (a table left out here kept one test's
+    # rows for the next)
     with engine.begin() as conn:
-        conn.execute(
-            text(
-                "DROP TABLE IF EXISTS reports, invitations, surveys, schema_migrations, "
-                "credential_keys, nullifiers, ingestion_keys, survey_state, audit_log, "
-                "version_keys, recipient_ledger, staging, staging_counts CASCADE"
-            )
-        )
+        conn.execute(text("DROP SCHEMA public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
     engine.dispose()
 
 

@@ -150,6 +150,7 @@ def test_true_answer_never_leaves_the_browser(browser, site):
         f"deniable/health/{owner}/sent/1": "true",
     }
     # the server stored exactly what the page showed
+    store.release()  # what waits is released at the next release time
     frame = store.export("health")
     assert dict(zip(frame["question_id"], frame["report"], strict=True)) == shown
     # a reload shows the same reports and cannot draw or send again
@@ -180,6 +181,7 @@ def test_own_coin_mode_sends_the_entered_outcome(browser, site):
     page.locator("#q-status [data-role=draw]").click()
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
+    store.release()  # what waits is released at the next release time
     frame = store.export("health")
     assert dict(zip(frame["question_id"], frame["report"], strict=True))["drugs"] == 1
     # the risk in plain words first, the figures behind a toggle
@@ -372,6 +374,7 @@ def test_a_reinvited_person_sends_the_memoized_report_across_versions_and_survey
         page.get_by_role("button", name="Send my reports").click()
         page.get_by_text("Sent and stored").wait_for()
     assert len(set(sent)) == 1
+    store.release()  # what waits is released at the next release time
     stored = [int(r) for sid in {s for s, _ in targets} for r in store.export(sid)["report"]]
     assert stored == [sent[0]] * 30
     page.goto("about:blank")
@@ -525,6 +528,7 @@ def test_start_on_one_device_continue_on_another(browser, site, tmp_path):
     start.locator("#q-status [data-role=draw]").click()
     start.get_by_role("button", name="Send my reports").click()
     start.get_by_text("already sent from your other device").wait_for()
+    store.release()  # what waits is released at the next release time
     frame = store.export("health")
     assert store.response_count("health") == 1
     assert int(frame.loc[frame["question_id"] == "drugs", "report"].iloc[0]) == drawn
@@ -686,6 +690,7 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     add(400)
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     page = context.new_page()
+    store.release()  # what waits is released at the next release time
     page.goto(f"{base}/surveys/{survey.id}/results")
     page.fill("#token", ANALYST)
     page.get_by_role("button", name="Log in").click()
@@ -707,6 +712,7 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     add(25)
     page.get_by_text("425 responses to this version").wait_for(timeout=10_000)
     monkeypatch.setenv("DENIABLE_DASHBOARD_REFRESH", "30")
+    store.release()  # what waits is released at the next release time
     page.goto(f"{base}/surveys/{survey.id}/results")
     # closing asks first: dismissed, nothing happens; accepted, the survey closes
     asked: list[str] = []
@@ -727,6 +733,7 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
         viewport={"width": 390, "height": 844}, storage_state=context.storage_state()
     )
     small = phone.new_page()
+    store.release()  # what waits is released at the next release time
     small.goto(f"{base}/surveys/{survey.id}/results")
     small.get_by_text("Have you been harassed").first.wait_for()
     _no_horizontal_scroll(small)
@@ -738,6 +745,7 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     # signing out drops the session: the results page asks for the token again
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(f"{base}/login")
+    store.release()  # what waits is released at the next release time
     page.goto(f"{base}/surveys/{survey.id}/results")
     assert page.locator("#token").is_visible()
     context.close()
@@ -845,6 +853,7 @@ def test_a_numeric_question_in_the_browser(browser, site, tmp_path):
     _screenshot(page, "respondent-numeric", tmp_path)
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
+    store.release()  # what waits is released at the next release time
     frame = store.export("hours")
     assert dict(zip(frame["question_id"], frame["report"], strict=True))["overtime"] == report
     stored = page.evaluate("JSON.stringify(Object.assign({}, localStorage))")
@@ -985,6 +994,7 @@ def test_a_direct_question_is_sent_as_given_and_never_kept(browser, site, tmp_pa
     _screenshot(page, "respondent-direct", tmp_path)
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
+    store.release()  # what waits is released at the next release time
     frame = store.export("campus")
     sent = dict(zip(frame["question_id"], frame["report"], strict=True))
     assert sent["faculty"] == 2 and "year" not in sent  # prefer not to say: missing
@@ -1038,6 +1048,7 @@ def test_the_dashboard_breaks_a_question_down_by_a_direct_one(browser, site, tmp
     store.submit_batch(survey, rows)
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
+    store.release()  # what waits is released at the next release time
     page.goto(f"{base}/surveys/campus/results")
     page.fill("#token", ANALYST)
     page.get_by_role("button", name="Log in").click()
@@ -1076,6 +1087,7 @@ def test_a_direct_number_is_sent_as_its_bin_in_the_browser(browser, site):
     page.locator("#q-cheat [data-role=draw]").click()
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
+    store.release()  # what waits is released at the next release time
     frame = store.export("ages")
     assert dict(zip(frame["question_id"], frame["report"], strict=True))["age"] == 2
     _no_horizontal_scroll(page)
@@ -1109,9 +1121,11 @@ def test_the_study_pages_pass_axe_core(browser, site):
     axe = Axe()
     found = axe.run(page)
     assert found.violations_count == 0, found.generate_report()
+    store.release()  # what waits is released at the next release time
     page.goto(f"{base}/surveys/campus/results")
     page.fill("#token", ANALYST)
     page.get_by_role("button", name="Log in").click()
+    store.release()  # what waits is released at the next release time
     page.goto(f"{base}/surveys/campus/results?regress=cheat&on=faculty")
     page.locator("#regression").wait_for()
     assert page.locator("#arms-cheat").count() == 1 and page.locator("#groups-plagiarism").count()
@@ -1173,6 +1187,7 @@ def test_a_study_page_shows_one_arm_and_one_group_and_sends_them(browser, site, 
         seen["sent_groups"].append(group)
         assert errors == []
         context.close()
+    store.release()  # what waits is released at the next release time
     long = store.export("campus")
     assert long.groupby("response_id")["arm"].first().value_counts().sum() == 8
     plag = long[long.question_id == "plagiarism"]
@@ -1300,6 +1315,7 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     for q, v in (("faculty", 0), ("level", 1), ("cheat", 1), ("plagiarism", 0)):
         truths[q] = np.append(truths[q], [v] * 10)
     with httpx.Client(base_url=base, timeout=60) as http:
+        store.release()  # what waits is released at the next release time
         res = http.get("/api/surveys/e2e/results?regress=cheat&on=faculty&on=level", headers=auth)
         assert res.status_code == 200, res.text
         res = res.json()
@@ -1367,9 +1383,11 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     # the page shows the same tables
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
+    store.release()  # what waits is released at the next release time
     page.goto(f"{base}/surveys/e2e/results?regress=cheat&on=faculty&on=level")
     page.fill("#token", ANALYST)
     page.get_by_role("button", name="Log in").click()
+    store.release()  # what waits is released at the next release time
     page.goto(f"{base}/surveys/e2e/results?regress=cheat&on=faculty&on=level")
     page.locator("#arms-cheat").wait_for()
     assert page.locator("#arms-cheat tbody tr").count() == 3
@@ -1546,6 +1564,7 @@ def test_a_panel_question_keeps_one_permanent_report_per_answer_in_the_browser(
     # the dashboard: each wave's field period and response rate, and the change
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     page = context.new_page()
+    store.release()  # what waits is released at the next release time
     page.goto(f"{base}/surveys/panel16/results")
     page.fill("#token", ANALYST)
     page.get_by_role("button", name="Log in").click()
@@ -1560,6 +1579,7 @@ def test_a_panel_question_keeps_one_permanent_report_per_answer_in_the_browser(
         viewport={"width": 390, "height": 844}, storage_state=context.storage_state()
     )
     small = phone.new_page()
+    store.release()  # what waits is released at the next release time
     small.goto(f"{base}/surveys/panel16/results")
     small.locator("#waves").wait_for()
     _no_horizontal_scroll(small)

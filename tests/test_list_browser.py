@@ -50,6 +50,7 @@ def test_a_list_question_shows_the_groups_list_and_sends_the_count(browser, site
     _screenshot(page, f"respondent-list-group{group}", tmp_path)
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
+    store.release()  # what waits is released at the next release time
     frame = store.export("upset")
     row = frame[frame["question_id"] == "upset"].iloc[0]
     assert int(row["report"]) == len(shown) and int(row["group"]) == group

@@ -156,8 +156,8 @@ def test_the_study_estimates_the_prevalence_from_the_two_lists(tmp_path):
     """4,000 respondents at prevalence 0.2: every row is released (no key), the stored
     counts went through the channel, and the difference in means through it is within
     4 exact SDs of the truth, and so is the maximum likelihood through the channel;
-    the design-effect test, which does not take the channel yet, is not shown and a
-    warning says so."""
+    the design-effect test through the channel finds none (none was simulated) and
+    equals the library's."""
     survey = load_survey(_study())
     store = Store(f"sqlite:///{tmp_path / 'rr.sqlite'}")
     store.publish(survey)
@@ -185,8 +185,13 @@ def test_the_study_estimates_the_prevalence_from_the_two_lists(tmp_path):
     # the maximum likelihood through the channel (tests/test_list_channel.py), within 4
     # SDs of the difference in means' exact SD (it is the more efficient of the two)
     assert abs(item["mle"] - prevalence) < Z4 * _channelled_sd(survey, prevalence, n)
-    assert item["design_effect"] is None
-    assert "post-randomized" in item["warnings"][0] and item["channel"].startswith("geometric")
+    from deniable.analysis import list_design_effect_test
+
+    test = list_design_effect_test(
+        stored, rows["group"].to_numpy(), items=3, channel=survey.questions[0].release_channel
+    )
+    assert item["design_effect"]["pvalue"] == pytest.approx(test.pvalue) and test.pvalue > 0.01
+    assert item["warnings"] == [] and item["channel"].startswith("geometric")
 
 
 def test_what_waits_is_chosen_by_no_count(tmp_path):
@@ -411,6 +416,12 @@ def test_a_list_question_at_every_moment_of_the_study(tmp_path):
     assert client.post("/api/surveys/upset/close", headers=auth).status_code == 200
     closed = look()
     assert closed["list"]["n_treated"] + closed["list"]["n_control"] > 1500
+    # the results page: the test through the channel, and no count seen for certain
+    text = client.get("/surveys/upset/results", headers=auth).text
+    shown = text[text.index('id="list-upset"') :].split("</p>")[0]
+    assert "no design effect p = " in shown and "(through the channel)" in shown
+    assert "no stored count shows an item's answer for certain" in shown
+    assert "an estimated " in shown and "seen for certain" not in shown
     from deniable.errors import SurveyClosedError
 
     with pytest.raises(SurveyClosedError, match="closed"):

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
-from ._item_count import check_list_counts
+from ._item_count import channel_matrix, check_list_counts
 
 __all__ = ["DesignEffectTest", "chi_bar_squared_weights", "list_design_effect_test"]
 
@@ -139,41 +139,46 @@ class DesignEffectTest:
 
 def _cdf_terms(j_items: int) -> list[tuple[tuple[float, int], tuple[float, int]]]:
     """Each proportion as ``c0 * F0(a0) + c1 * F1(a1)`` (F0, F1 the control and
-    treated empirical CDFs; ``F(-1) = 0``): rows ``Z = 1`` then ``Z = 0``."""
+    treated CDFs of the true count; ``F(-1) = 0``): rows ``Z = 1`` then ``Z = 0``."""
     yes = [((1.0, j), (-1.0, j)) for j in range(j_items + 1)]
     no = [((-1.0, j - 1), (1.0, j)) for j in range(j_items + 1)]
     return yes + no
 
 
 def _cdf_moments(
-    y: NDArray[np.float64], t: NDArray[np.bool_], j_items: int
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Estimates and covariance of all 2(J + 1) proportions (exact multinomial
-    covariance of the two independent empirical CDFs, plug-in)."""
-    groups = [y[~t], y[t]]
-    cdf = [
-        np.array([(g <= a).mean() if a >= 0 else 0.0 for a in range(-1, j_items + 2)])
-        for g in groups
-    ]
-    sizes = [len(g) for g in groups]
+    y: NDArray[np.float64],
+    t: NDArray[np.bool_],
+    j_items: int,
+    channel: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Estimates and covariance of all 2(J + 1) proportions, and the treated group's
+    estimated distribution of the true count over 0..J+1.
 
-    def f(g: int, a: int) -> float:
-        return float(cdf[g][a + 1])
-
+    Each group's shares ``q`` of the stored counts 0..J+1 have the multinomial
+    covariance ``(diag q - q q^T) / n``; through a channel ``P`` (``P[r, c]`` the chance
+    of storing ``r`` for a true count ``c``) the true counts' shares are ``P^-1 q``
+    (unbiased, the moment estimator of the channel), with covariance ``P^-1 S P^-T``.
+    The CDFs are cumulative sums, and each proportion a sum of the two groups' CDFs, so
+    the estimates and their covariance follow linearly (without a channel this is the
+    exact plug-in covariance of two independent empirical CDFs)."""
+    size = j_items + 2
+    shares, covs = [], []
+    for g in (y[~t], y[t]):
+        q = np.bincount(g.astype(np.int64), minlength=size)[:size] / len(g)
+        s = (np.diag(q) - np.outer(q, q)) / len(g)
+        if channel is not None:
+            inv = np.linalg.inv(channel)
+            q, s = inv @ q, inv @ s @ inv.T
+        shares.append(q)
+        covs.append(s)
     terms = _cdf_terms(j_items)
-    est = np.array([sum(c * f(g, a) for g, (c, a) in enumerate(term)) for term in terms])
-    cov = np.zeros((len(terms), len(terms)))
-    for p, tp in enumerate(terms):
-        for q, tq in enumerate(terms):
-            cov[p, q] = sum(
-                tp[g][0]
-                * tq[g][0]
-                * f(g, min(tp[g][1], tq[g][1]))
-                * (1 - f(g, max(tp[g][1], tq[g][1])))
-                / sizes[g]
-                for g in (0, 1)
-            )
-    return est, cov
+    a = np.zeros((len(terms), 2 * size))  # proportions = a @ [shares0; shares1]
+    for row, term in enumerate(terms):
+        for g, (c, top) in enumerate(term):
+            a[row, g * size : g * size + top + 1] += c  # F_g(top): shares 0..top
+    joint = np.zeros((2 * size, 2 * size))
+    joint[:size, :size], joint[size:, size:] = covs
+    return a @ np.concatenate(shares), a @ joint @ a.T, shares[1]
 
 
 def _family_pvalue(
@@ -213,6 +218,7 @@ def list_design_effect_test(
     *,
     items: int,
     selection: str | None = "andrews_soares",
+    channel: Any = None,
 ) -> DesignEffectTest:
     """Test the list experiment's assumption of no design effect (Blair & Imai 2012).
 
@@ -236,6 +242,16 @@ def list_design_effect_test(
         the estimate's own (so it drops many more moments; on the race data it keeps
         one moment where the method keeps three, and gives p = 0.0443 against
         0.1539), and uses Welch's t-test when one moment remains. None: no selection.
+    channel : Design, optional
+        A known channel the counts went through before they were stored (the server's
+        post-randomization of a list count, :class:`~deniable.mechanisms.GeometricCount`
+        over ``0..J+1`` in both groups; as :func:`list_difference_in_means`). Each
+        group's distribution of the true count is estimated as ``P^-1 q`` (``q`` the
+        stored counts' shares, ``P`` the misclassification matrix), the proportions and
+        their covariance follow from it, and ``revealed_yes`` and ``revealed_no`` become
+        estimated shares of the true count (clipped to [0, 1]). The wider covariance
+        is the channel's price: the test has less power. Not with
+        ``selection="list_package"``, whose Welch test reads the raw counts.
 
     Returns
     -------
@@ -246,7 +262,8 @@ def list_design_effect_test(
     Raises
     ------
     ValueError
-        On malformed reports or an unknown ``selection``.
+        On malformed reports, an unknown ``selection``, a channel of another size than
+        ``(J + 2) x (J + 2)``, or a channel with ``selection="list_package"``.
 
     Examples
     --------
@@ -256,9 +273,15 @@ def list_design_effect_test(
         raise ValueError(
             f"selection must be 'andrews_soares', 'list_package' or None, got {selection!r}"
         )
-    y, t, j_items = check_list_counts(counts, treated, items)
+    if channel is not None and selection == "list_package":
+        raise ValueError(
+            "selection='list_package' reads the raw counts (its Welch test); through a "
+            "channel use selection='andrews_soares' or None"
+        )
+    y, t, j_items = check_list_counts(counts, treated, items, channelled=channel is not None)
+    P = None if channel is None else channel_matrix(channel, j_items)
     n = len(y)
-    est, cov = _cdf_moments(y, t, j_items)
+    est, cov, treated_shares = _cdf_moments(y, t, j_items, P)
     se = np.sqrt(np.diag(cov))
     size = j_items + 1
     families = {"yes": list(range(0, j_items)), "no": [size + j for j in range(1, j_items + 1)]}
@@ -289,14 +312,13 @@ def list_design_effect_test(
         pvalues[name] = _family_pvalue(est[kept], cov[np.ix_(kept, kept)], welch)
     found = [p for p in pvalues.values() if p is not None]
     pvalue = min(1.0, 2 * min(found)) if found else 1.0
-    treated_counts = y[t]
     return DesignEffectTest(
         pvalue=pvalue,
         pvalue_yes=pvalues["yes"],
         pvalue_no=pvalues["no"],
         proportions=est.reshape(2, size),
         std_errors=se.reshape(2, size),
-        revealed_yes=float((treated_counts == j_items + 1).mean()),
-        revealed_no=float((treated_counts == 0).mean()),
+        revealed_yes=float(np.clip(treated_shares[j_items + 1], 0.0, 1.0)),
+        revealed_no=float(np.clip(treated_shares[0], 0.0, 1.0)),
         selection=str(selection),
     )

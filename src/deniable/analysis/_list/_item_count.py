@@ -195,6 +195,23 @@ def _covariate_matrix(covariates: ArrayLike | None, n: int) -> NDArray[np.float6
     return x
 
 
+def channel_matrix(channel: Any, j_items: int) -> NDArray[np.float64]:
+    """The misclassification matrix of a list count's channel over 0..J+1, checked.
+
+    Raises
+    ------
+    ValueError
+        If the channel is not a ``(J + 2) x (J + 2)`` matrix.
+    """
+    P = np.asarray(channel.matrix, dtype=np.float64)
+    if P.shape != (j_items + 2, j_items + 2):
+        raise ValueError(
+            f"channel must be a {j_items + 2} x {j_items + 2} matrix over the counts "
+            f"0..{j_items + 1}, got {P.shape}"
+        )
+    return P
+
+
 def list_difference_in_means(
     counts: ArrayLike,
     treated: ArrayLike,
@@ -253,12 +270,7 @@ def list_difference_in_means(
     y, t, j = check_list_counts(counts, treated, items, channelled=channel is not None)
     method = "difference_in_means"
     if channel is not None:
-        P = np.asarray(channel.matrix, dtype=np.float64)
-        if P.shape != (j + 2, j + 2):
-            raise ValueError(
-                f"channel must be a {j + 2} x {j + 2} matrix over the counts 0..{j + 1}, "
-                f"got {P.shape}"
-            )
+        P = channel_matrix(channel, j)
         w = np.linalg.solve(P.T, np.arange(j + 2, dtype=np.float64))
         y = np.asarray(w[y.astype(np.int64)], dtype=np.float64)
         method = "difference_in_means_channel"

@@ -49,8 +49,8 @@ def list_item(
         ``{"list": {...}}`` with ``estimate``, ``std_error``, ``low``, ``high``,
         ``mle``, ``n_treated``, ``n_control``, ``items``, ``sensitive_item``,
         ``channel`` (the post-randomization's spec, or ``None``), ``warnings`` and
-        ``design_effect`` (``pvalue``, ``revealed_yes``, ``revealed_no``; ``None``
-        through a channel); or with a
+        ``design_effect`` (``pvalue``, ``revealed_yes``, ``revealed_no``: through a
+        channel the test undoes it and the revealed shares are estimated); or with a
         ``note`` while either group has fewer than 2 rows.
     """
     from ...analysis import list_design_effect_test, list_difference_in_means, list_regression
@@ -72,20 +72,12 @@ def list_item(
     notes = []
     data = pd.DataFrame({"count": counts, "treat": treated})
     mle = list_regression("count ~ 1", data, treat="treat", items=j, channel=channel).prevalence
-    effect = None
-    if channel is None:
-        test = list_design_effect_test(counts, treated, items=j)
-        effect = {
-            "pvalue": test.pvalue,
-            "revealed_yes": test.revealed_yes,
-            "revealed_no": test.revealed_no,
-        }
-    else:  # through the channel: the design-effect test does not take it yet
-        notes.append(
-            f"the counts were post-randomized before they were stored ({channel.spec}); "
-            "the difference in means and the maximum likelihood undo it, the "
-            "design-effect test does not take the channel yet and is not shown"
-        )
+    test = list_design_effect_test(counts, treated, items=j, channel=channel)
+    effect = {
+        "pvalue": test.pvalue,
+        "revealed_yes": test.revealed_yes,
+        "revealed_no": test.revealed_no,
+    }
     return {
         "list": base
         | {

@@ -174,8 +174,8 @@ def _cdf_moments(
     terms = _cdf_terms(j_items)
     a = np.zeros((len(terms), 2 * size))  # proportions = a @ [shares0; shares1]
     for row, term in enumerate(terms):
-        for g, (c, top) in enumerate(term):
-            a[row, g * size : g * size + top + 1] += c  # F_g(top): shares 0..top
+        for part, (c, top) in enumerate(term):
+            a[row, part * size : part * size + top + 1] += c  # F_g(top): shares 0..top
     joint = np.zeros((2 * size, 2 * size))
     joint[:size, :size], joint[size:, size:] = covs
     return a @ np.concatenate(shares), a @ joint @ a.T, shares[1]

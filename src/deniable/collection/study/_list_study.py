@@ -69,7 +69,7 @@ def list_item(
         }
     est = list_difference_in_means(counts, treated, items=j, channel=channel)
     low, high = est.confidence_interval(level)
-    notes = []
+    notes: list[str] = []
     data = pd.DataFrame({"count": counts, "treat": treated})
     mle = list_regression("count ~ 1", data, treat="treat", items=j, channel=channel).prevalence
     test = list_design_effect_test(counts, treated, items=j, channel=channel)

@@ -212,6 +212,40 @@ def _welch(x: NDArray[np.bool_], z: NDArray[np.bool_]) -> tuple[float, float]:
     return float(stat), float(df)
 
 
+def _family(
+    name: str,
+    idx: list[int],
+    moments: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
+    counts: tuple[NDArray[np.float64], NDArray[np.bool_], int],
+    selection: str | None,
+) -> float | None:
+    """One family's p-value (``"yes"`` or ``"no"``, its moments ``idx`` of ``(est,
+    cov, se)``) after moment selection; None when selection kept none."""
+    est, cov, se = moments
+    y, t, j_items = counts
+    n, size = len(y), j_items + 1
+    pi = est[idx]
+    drop = np.isclose(pi, 0.0, atol=1e-15)
+    if selection == "andrews_soares":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            drop |= np.where(se[idx] > 0, pi / se[idx], np.inf * np.sign(pi)) > math.sqrt(
+                math.log(n)
+            )
+    elif selection == "list_package" and len(pi) > 1:
+        spread = float(np.std(pi, ddof=1))
+        if spread > 0:
+            drop |= math.sqrt(n) * pi / spread > math.sqrt(math.log(n))
+    kept = [i for i, d in zip(idx, drop, strict=True) if not d]
+    if not kept:
+        return None
+    welch = None
+    if selection == "list_package" and len(kept) == 1:
+        a = kept[0] % size
+        x_b, z_b = ((y[~t] <= a), (y[t] <= a)) if name == "yes" else ((y[t] <= a), (y[~t] <= a - 1))
+        welch = _welch(x_b, z_b)
+    return _family_pvalue(est[kept], cov[np.ix_(kept, kept)], welch)
+
+
 def list_design_effect_test(
     counts: ArrayLike,
     treated: ArrayLike,
@@ -280,36 +314,14 @@ def list_design_effect_test(
         )
     y, t, j_items = check_list_counts(counts, treated, items, channelled=channel is not None)
     P = None if channel is None else channel_matrix(channel, j_items)
-    n = len(y)
     est, cov, treated_shares = _cdf_moments(y, t, j_items, P)
     se = np.sqrt(np.diag(cov))
     size = j_items + 1
     families = {"yes": list(range(0, j_items)), "no": [size + j for j in range(1, j_items + 1)]}
-    pvalues: dict[str, float | None] = {}
-    for name, idx in families.items():
-        pi = est[idx]
-        drop = np.isclose(pi, 0.0, atol=1e-15)
-        if selection == "andrews_soares":
-            with np.errstate(divide="ignore", invalid="ignore"):
-                drop |= np.where(se[idx] > 0, pi / se[idx], np.inf * np.sign(pi)) > math.sqrt(
-                    math.log(n)
-                )
-        elif selection == "list_package" and len(pi) > 1:
-            spread = float(np.std(pi, ddof=1))
-            if spread > 0:
-                drop |= math.sqrt(n) * pi / spread > math.sqrt(math.log(n))
-        kept = [i for i, d in zip(idx, drop, strict=True) if not d]
-        if not kept:
-            pvalues[name] = None
-            continue
-        welch = None
-        if selection == "list_package" and len(kept) == 1:
-            a = kept[0] % size
-            x_b, z_b = (
-                ((y[~t] <= a), (y[t] <= a)) if name == "yes" else ((y[t] <= a), (y[~t] <= a - 1))
-            )
-            welch = _welch(x_b, z_b)
-        pvalues[name] = _family_pvalue(est[kept], cov[np.ix_(kept, kept)], welch)
+    pvalues = {
+        name: _family(name, idx, (est, cov, se), (y, t, j_items), selection)
+        for name, idx in families.items()
+    }
     found = [p for p in pvalues.values() if p is not None]
     pvalue = min(1.0, 2 * min(found)) if found else 1.0
     return DesignEffectTest(

@@ -25,7 +25,8 @@ from ...estimation import ConfidenceInterval
 from .._formula import model_frame
 from .._likelihood import inverse_information, maximise_score, score_hessian
 from .._results import PredictedPrevalence
-from ._item_count import check_list_counts
+from ._channel import ChannelLikelihood
+from ._item_count import channel_matrix, check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial
 from ._overdispersed import fit_overdispersed, fit_unconstrained
 from ._prediction import delta_prevalence, prediction_rows
@@ -88,51 +89,39 @@ class _Likelihood:
         return ll, score
 
 
-class _ChannelLikelihood:
-    """The standard design's log-likelihood of counts stored through a known channel
-    (the server's post-randomization, ``P[r, y] = Pr(stored r | count y)``): each row's
-    ``log sum_y P[r, y] Pr(count y | x, t)``; its score is the complete-data score of
-    each count weighted by the count's posterior given the stored value (Louis 1982)."""
-
-    def __init__(self, base: _Likelihood, matrix: NDArray[np.float64]):
-        self.base, self.k = base, base.k
-        with np.errstate(divide="ignore"):
-            self.log_p = np.log(matrix)[base.y.astype(np.int64)]  # (n, J + 2)
-
-    def value_and_score(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        n, counts = len(self.base.y), self.log_p.shape[1]
-        terms = [self.base.rows(theta, np.full(n, float(c))) for c in range(counts)]
-        joint = np.column_stack([self.log_p[:, c] + ll for c, (ll, _) in enumerate(terms)])
-        total = special.logsumexp(joint, axis=1)
-        w = np.exp(joint - total[:, None])  # (n, J + 2): Pr(count | stored value)
-        score = sum(w[:, c : c + 1] * s for c, (_, s) in enumerate(terms))
-        return float(total.sum()), np.asarray(score).sum(axis=0)
-
-
-def _through(base: _Likelihood, channel: Any, extended: bool) -> _ChannelLikelihood:
+def _through(base: _Likelihood, channel: Any, refused: bool) -> ChannelLikelihood:
     """The likelihood of ``base``'s counts as stored through ``channel`` (a design over
     the counts ``0..J+1``).
 
     Raises
     ------
     ValueError
-        For an ``extended`` model (liars, an error model, overdispersion), which does not
-        take a channel yet, or a channel of another size.
+        For an error model or overdispersion (``refused``), which does not take a
+        channel yet, or a channel of another size.
     """
-    if extended:
+    if refused:
         raise ValueError(
-            "channel: only the standard design (constrained or not) takes counts stored "
-            "through a channel; liars (ceiling, floor, liar_prior), an error model and "
-            "overdispersion do not yet"
+            "channel: an error model and overdispersion do not take counts stored through "
+            "a channel yet; the standard design (constrained or not) and the ceiling and "
+            "floor liars do"
         )
-    j = base.j
-    matrix = np.asarray(channel.matrix, dtype=np.float64)
-    if matrix.shape != (j + 2, j + 2):
-        raise ValueError(
-            f"channel must be a {j + 2} x {j + 2} matrix over the counts 0..{j + 1}, "
-            f"got {matrix.shape}"
-        )
-    return _ChannelLikelihood(base, matrix)
+    n = len(base.y)
+    return ChannelLikelihood(
+        lambda theta, c: base.rows(theta, np.full(n, float(c))),
+        base.y,
+        channel_matrix(channel, base.j),
+    )
+
+
+def _fit(
+    lik: _Likelihood | ChannelLikelihood, start: NDArray[np.float64], max_iter: int
+) -> tuple[NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64]]:
+    """The maximum of ``lik`` from ``start``: ``(theta, log-likelihood, score,
+    covariance)``, the covariance the inverse observed information."""
+    theta = maximise_score(lik.value_and_score, start, max_iter)
+    ll, score = lik.value_and_score(theta)
+    information = -score_hessian(lik.value_and_score, theta)
+    return theta, ll, score, inverse_information(information, "the observed information")
 
 
 def _start(lik: _Likelihood) -> NDArray[np.float64]:
@@ -179,10 +168,11 @@ def _extended(
     model: tuple[bool | str, bool | str, LiarPrior, str, bool],
     start: NDArray[np.float64],
     max_iter: int,
+    channel: Any = None,
 ) -> tuple[NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64], list[str]]:
     """The constrained model extended by liars, a response error or overdispersion, from
-    its fit ``start``: ``(theta, log-likelihood, score, covariance, the added
-    coefficients' names)``."""
+    its fit ``start`` (through ``channel``, liars only): ``(theta, log-likelihood, score,
+    covariance, the added coefficients' names)``."""
     ceiling, floor, liar_prior, error, overdispersed = model
     liars = ceiling is not False or floor is not False
     if error not in ("none", *ERRORS):
@@ -201,7 +191,8 @@ def _extended(
     if error != "none":
         y, t, j = counts
         return (*fit_response_error(y, t, frame.X, j, error, start, max_iter), ERRORS[error])
-    return fit_liars(frame, data, counts, (ceiling, floor), liar_prior, start, max_iter)
+    matrix = None if channel is None else channel_matrix(channel, counts[2])
+    return fit_liars(frame, data, counts, (ceiling, floor), liar_prior, start, max_iter, matrix)
 
 
 def _std_errors(cov: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
@@ -391,8 +382,9 @@ def list_regression(
         A known channel the counts went through before they were stored (the server's
         post-randomization of a list count, :class:`~deniable.mechanisms.GeometricCount`
         over ``0..J+1`` in both groups): the likelihood sums each stored value over the
-        counts it may come from (the standard design, constrained or not; not with
-        liars, an error model or overdispersion).
+        counts it may come from (:mod:`._channel`): the standard design, constrained or
+        not, and the ceiling and floor liars (``liar_prior`` None or ``"cauchy"``); not
+        an error model or overdispersion.
 
     Returns
     -------
@@ -403,8 +395,9 @@ def list_regression(
     Raises
     ------
     ValueError
-        On a malformed formula, column or report (see :func:`check_list_counts`), or
-        data that identify no model (its information singular, named).
+        On a malformed formula, column or report (see :func:`check_list_counts`), data
+        that identify no model (its information singular, named), or a channel with an
+        error model, overdispersion or ``liar_prior="list_package"``.
 
     Examples
     --------
@@ -414,12 +407,9 @@ def list_regression(
     extended = error != "none" or ceiling is not False or floor is not False or overdispersed
     frame, y, t, j = list_frame(formula, data, treat, items, channel is not None)
     base = _Likelihood(y, t, frame.X, j, constrained)
-    lik = base if channel is None else _through(base, channel, extended or bool(liar_prior))
-    theta = maximise_score(lik.value_and_score, _start(base), max_iter)
-    ll, score = lik.value_and_score(theta)
-    cov = inverse_information(
-        -score_hessian(lik.value_and_score, theta), "the observed information"
-    )
+    refused = error != "none" or bool(overdispersed)
+    lik = base if channel is None else _through(base, channel, refused)
+    theta, ll, score, cov = _fit(lik, _start(base), max_iter)
     parts = (
         ("sensitive", "control") if constrained else ("sensitive", "control.psi0", "control.psi1")
     )
@@ -427,7 +417,7 @@ def list_regression(
     model = (ceiling, floor, liar_prior, error, overdispersed)
     if extended:
         theta, ll, score, cov, more = _extended(
-            frame, data, (y, t, j), constrained, model, theta, max_iter
+            frame, data, (y, t, j), constrained, model, theta, max_iter, channel
         )
         names += more
     return _result(frame, j, (theta, ll, score, cov), names, constrained)

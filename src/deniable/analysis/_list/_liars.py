@@ -36,6 +36,7 @@ from scipy import special
 
 from .._formula import ModelFrame, model_frame
 from .._likelihood import maximise_score, score_hessian
+from ._channel import ChannelLikelihood
 
 __all__ = ["LiarLikelihood", "fit_liars", "liar_prior_scales", "log_binomial"]
 
@@ -138,8 +139,9 @@ class LiarLikelihood:
         w = np.where(np.isfinite(w) & t, w, 0.0)
         return w, ll, cases, h, ql, qu
 
-    def value_and_score(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        _, _, b_floor, b_ceiling = self.split(theta)
+    def rows(self, theta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Each row's log-likelihood (shape (n,), without the prior; -inf where the count
+        is impossible) and its score (shape (n, parameters); 0 there)."""
         x, y, t, j = self.x, self.y, self.t, self.j
         w, ll, cases, h, _, _ = self._cases(theta)
         s_g, s_h, s_l, s_u = (np.zeros(y.size) for _ in range(4))
@@ -149,25 +151,38 @@ class LiarLikelihood:
             s_l += wc * dl
             s_u += wc * du
         s_h = np.where(t, s_h, y - j * h)
-        parts = [x.T @ s_g, x.T @ s_h]
-        value = float(ll.sum())
-        for m, (design, beta, s) in enumerate(
-            ((self.x_floor, b_floor, s_l), (self.x_ceiling, b_ceiling, s_u))
-        ):
-            if design is None:
+        possible = np.isfinite(ll)
+        parts = [x * s_g[:, None], x * s_h[:, None]]
+        for design, s in ((self.x_floor, s_l), (self.x_ceiling, s_u)):
+            if design is not None:
+                parts.append(design * s[:, None])
+        return ll, np.where(possible[:, None], np.concatenate(parts, axis=1), 0.0)
+
+    def log_prior(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        """The liars' coefficients' log prior (Cauchy or Normal, where given) and its
+        gradient (shape (parameters,); 0 for delta and psi)."""
+        _, _, b_floor, b_ceiling = self.split(theta)
+        value, grads = 0.0, [np.zeros(2 * self.k)]
+        for m, beta in enumerate((b_floor, b_ceiling)):
+            if beta.size == 0:
                 continue
-            score = design.T @ s
+            grad = np.zeros(beta.size)
             scale, variance = self.scales[m], self.variances[m]
             if scale is not None:  # Cauchy(0, scale) on each coefficient
                 value -= float(np.sum(np.log(math.pi * scale) + np.log1p((beta / scale) ** 2)))
-                score = score - 2 * beta / (scale**2 + beta**2)
+                grad -= 2 * beta / (scale**2 + beta**2)
             if variance is not None:  # Normal(0, variance) on each coefficient
                 value -= float(
                     np.sum(0.5 * np.log(2 * math.pi * variance) + beta**2 / (2 * variance))
                 )
-                score = score - beta / variance
-            parts.append(score)
-        return value, np.concatenate(parts)
+                grad -= beta / variance
+            grads.append(grad)
+        return value, np.concatenate(grads)
+
+    def value_and_score(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        ll, score = self.rows(theta)
+        prior, grad = self.log_prior(theta)
+        return float(ll.sum()) + prior, score.sum(axis=0) + grad
 
     def liar_information(
         self, theta: NDArray[np.float64]
@@ -190,17 +205,26 @@ def fit_liars(
     prior: LiarPrior,
     start: NDArray[np.float64],
     max_iter: int,
+    channel: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64], list[str]]:
     """The ceiling and floor liar model (module text) from the constrained fit ``start``:
-    ``(theta, log-likelihood, score, covariance, the liars' names)``.
+    ``(theta, log-likelihood, score, covariance, the liars' names)``; with ``channel``
+    (the misclassification matrix over ``0..J+1``) the counts were stored through it
+    (:mod:`._channel`).
 
     Raises
     ------
     ValueError
-        For an unknown ``prior`` or a liar formula with missing values in rows kept.
+        For an unknown ``prior``, a liar formula with missing values in rows kept, or
+        ``prior="list_package"`` (R's fixed point of the counts as sent) with a channel.
     """
     if prior not in (None, "cauchy", "list_package"):
         raise ValueError(f"liar_prior must be None, 'cauchy' or 'list_package', got {prior!r}")
+    if channel is not None and prior == "list_package":
+        raise ValueError(
+            "liar_prior='list_package' reproduces R's fit of counts as sent; through a "
+            "channel use liar_prior=None or 'cauchy'"
+        )
     y, t, j = counts
     designs: list[NDArray[np.float64] | None] = []
     scales: list[NDArray[np.float64] | None] = []
@@ -218,11 +242,9 @@ def fit_liars(
         scales.append(None if prior is None else liar_prior_scales(liar.terms))
         names += [f"{label}.{s}" for s in liar.terms]
     lik = LiarLikelihood(y, t, frame.X, j, designs[0], designs[1], (scales[0], scales[1]))
-    begin = np.zeros(lik.size)
-    begin[: 2 * lik.k] = start
-    for offset, design in ((2 * lik.k, designs[0]), (2 * lik.k + lik.k_floor, designs[1])):
-        if design is not None:
-            begin[offset] = -2.0  # about one in eight lies at the start
+    if channel is not None:
+        return _fit_through(lik, start, max_iter, channel, names)
+    begin = _begin(lik, start)
     if prior == "list_package":
         theta, score = _bayesglm_fixed_point(lik, begin, max_iter)
     else:
@@ -238,6 +260,39 @@ def fit_liars(
         information = LiarLikelihood(y, t, frame.X, j, designs[0], designs[1], (flat[0], flat[1]))
     cov = np.asarray(np.linalg.inv(-score_hessian(information.value_and_score, theta)))
     return theta, ll, score, cov, names
+
+
+def _begin(lik: LiarLikelihood, start: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The liar model's start: the constrained fit, and about one in eight lying."""
+    begin = np.zeros(lik.size)
+    begin[: 2 * lik.k] = start
+    for offset, design in ((2 * lik.k, lik.x_floor), (2 * lik.k + lik.k_floor, lik.x_ceiling)):
+        if design is not None:
+            begin[offset] = -2.0
+    return begin
+
+
+def _fit_through(
+    lik: LiarLikelihood,
+    start: NDArray[np.float64],
+    max_iter: int,
+    channel: NDArray[np.float64],
+    names: list[str],
+) -> tuple[NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64], list[str]]:
+    """:func:`fit_liars` of counts stored through ``channel``: the liar model at each
+    count ``0..J+1`` summed over the counts a stored value may come from."""
+    n = lik.y.size
+    at = [
+        LiarLikelihood(np.full(n, float(c)), lik.t, lik.x, lik.j, lik.x_floor, lik.x_ceiling,
+                       lik.scales)
+        for c in range(lik.j + 2)
+    ]  # fmt: skip
+    through = ChannelLikelihood(lambda theta, c: at[c].rows(theta), lik.y, channel, lik.log_prior)
+    theta = maximise_score(through.value_and_score, _begin(lik, start), max_iter)
+    _, score = through.value_and_score(theta)
+    bare = ChannelLikelihood(lambda th, c: at[c].rows(th), lik.y, channel)  # without the prior
+    cov = np.asarray(np.linalg.inv(-score_hessian(through.value_and_score, theta)))
+    return theta, bare.value_and_score(theta)[0], score, cov, names
 
 
 def _bayesglm_fixed_point(

@@ -210,3 +210,41 @@ def test_the_design_effect_test_refuses_a_channel_it_cannot_take():
         list_design_effect_test(r, t, items=J, channel=channel, selection="list_package")
     with pytest.raises(ValueError, match="channel must be a 5 x 5 matrix"):
         list_design_effect_test(r, t, items=J, channel=Direct(k=3))
+
+
+def test_the_list_models_without_a_channel_refuse_it_by_name():
+    """Every list model that does not take a channel yet refuses one, naming itself,
+    before it reads the data."""
+    from deniable import analysis
+
+    data = simulate(200, 9)
+    channel = GeometricCount(k=J + 2, epsilon=math.log(9))
+    calls = {
+        "list_least_squares": lambda: analysis.list_least_squares(
+            "r ~ x", data, treat="t", items=J, channel=channel
+        ),
+        "list_robust": lambda: analysis.list_robust(
+            "r ~ x", data, treat="t", items=J, channel=channel
+        ),
+        "list_bayes": lambda: analysis.list_bayes(
+            "r ~ x", data, treat="t", items=J, channel=channel
+        ),
+        "list_combined": lambda: analysis.list_combined(
+            data["r"], data["t"], data["t"], items=J, channel=channel
+        ),
+        "list_regression_multi": lambda: analysis.list_regression_multi(
+            "r ~ x", data, treat="t", items=J, channel=channel
+        ),
+        "list_joint_regression": lambda: analysis.list_joint_regression(
+            "r ~ x", data, treat="t", items=J, outcome="x", channel=channel
+        ),
+        "list_bayes_hierarchical": lambda: analysis.list_bayes_hierarchical(
+            "r ~ x", data, treat="t", items=J, group="t", channel=channel
+        ),
+        "list_endorsement_comparison": lambda: analysis.list_endorsement_comparison(
+            data["t"], data["r"], data["t"], channel=channel
+        ),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=f"channel: {name} does not take"):
+            call()

@@ -29,13 +29,14 @@ doubles the smaller tail.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ...estimation import ConfidenceInterval
+from ._item_count import refuse_channel
 
 __all__ = ["EndorsementComparison", "list_endorsement_comparison"]
 
@@ -217,6 +218,7 @@ def list_endorsement_comparison(
     draws: int = 10_000,
     level: float = 0.95,
     seed: int | None = None,
+    channel: Any = None,
 ) -> EndorsementComparison:
     """Compare the list and endorsement experiments' correlations (module text;
     Blair, Lyall & Imai 2014).
@@ -241,6 +243,10 @@ def list_endorsement_comparison(
         The interval's level.
     seed : int, optional
         Seed of the resampling generator (analysis, not a respondent's randomness).
+    channel : Design, optional
+        Counts stored through a channel (the server's post-randomization of a list
+        count): refused, as this model does not take a channel yet (ValueError naming
+        it); :func:`list_regression` and :func:`list_difference_in_means` do.
 
     Returns
     -------
@@ -268,6 +274,7 @@ def list_endorsement_comparison(
     >>> out.p_value < 0.001
     True
     """
+    refuse_channel("list_endorsement_comparison", channel)
     if method not in ("pearson", "kendall"):
         raise ValueError(f"method must be 'pearson' or 'kendall', got {method!r}")
     if alternative not in ("greater", "two-sided"):

@@ -45,6 +45,7 @@ from scipy import special
 
 from ...estimation import ConfidenceInterval
 from .._results import hessian_from_values
+from ._item_count import refuse_channel
 from ._levels import Level, LevelState, build_levels, level_columns
 from ._multi_item import multi_frame
 from ._posterior import batch_se, check_prediction, draws_interval, draws_summary
@@ -426,6 +427,7 @@ def list_bayes_hierarchical(
     coef_precision: float = 1.0,
     group_coef_precision: float = 1.0,
     variance_prior: tuple[float, float] = (5.0, 1.0),
+    channel: Any = None,
 ) -> ListHierarchicalResult:
     """Sample the posterior of a multilevel list-experiment regression, with two, three
     or four levels (module text; :mod:`~deniable.analysis._list._levels`).
@@ -463,6 +465,10 @@ def list_bayes_hierarchical(
     variance_prior : (float, float), default (5, 1)
         Degrees of freedom ``nu0`` and scale ``s0`` of ``sigma_m^2 ~ nu0 s0 /
         chi^2_nu0`` (R's defaults).
+    channel : Design, optional
+        Counts stored through a channel (the server's post-randomization of a list
+        count): refused, as this model does not take a channel yet (ValueError naming
+        it); :func:`list_regression` and :func:`list_difference_in_means` do.
 
     Returns
     -------
@@ -481,6 +487,7 @@ def list_bayes_hierarchical(
     --------
     See :class:`ListHierarchicalResult`.
     """
+    refuse_channel("list_bayes_hierarchical", channel)
     _check_counts(draws, burn_in, thin)
     priors = _priors(coef_precision, group_coef_precision, variance_prior)
     frame, y, arm, labels, j = multi_frame(formula, data, treat, items)

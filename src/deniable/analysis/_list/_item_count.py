@@ -195,6 +195,22 @@ def _covariate_matrix(covariates: ArrayLike | None, n: int) -> NDArray[np.float6
     return x
 
 
+def refuse_channel(model: str, channel: Any) -> None:
+    """Refuse counts stored through a channel for a list model that does not take one.
+
+    Raises
+    ------
+    ValueError
+        If ``channel`` is given, naming ``model`` and the models that take a channel.
+    """
+    if channel is not None:
+        raise ValueError(
+            f"channel: {model} does not take counts stored through a channel yet; "
+            "list_difference_in_means, list_regression (the standard design and the "
+            "ceiling and floor liars) and list_design_effect_test do"
+        )
+
+
 def channel_matrix(channel: Any, j_items: int) -> NDArray[np.float64]:
     """The misclassification matrix of a list count's channel over 0..J+1, checked.
 
@@ -325,6 +341,7 @@ def list_combined(
     *,
     items: int,
     covariates: ArrayLike | None = None,
+    channel: Any = None,
 ) -> CombinedListEstimate:
     """Combine a list experiment with the direct question asked of everyone
     (Aronow, Coppock, Crawford & Green 2015).
@@ -339,6 +356,10 @@ def list_combined(
         As :func:`list_difference_in_means`.
     direct : array_like, shape (n,), 0/1
         Each respondent's direct answer.
+    channel : Design, optional
+        Counts stored through a channel (the server's post-randomization of a list
+        count): refused, as this model does not take a channel yet (ValueError naming
+        it); :func:`list_regression` and :func:`list_difference_in_means` do.
 
     Returns
     -------
@@ -355,6 +376,7 @@ def list_combined(
     --------
     See :class:`CombinedListEstimate`.
     """
+    refuse_channel("list_combined", channel)
     y, t, j = check_list_counts(counts, treated, items)
     d = np.asarray(direct)
     if d.shape != y.shape or not np.isin(d, (0, 1)).all():

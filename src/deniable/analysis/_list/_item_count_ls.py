@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize, special, stats
 
-from ._item_count import hc3_covariance
+from ._item_count import hc3_covariance, refuse_channel
 from ._item_count_ml import ListRegressionResult, list_frame
 
 __all__ = ["ListHausmanTest", "list_hausman_test", "list_least_squares"]
@@ -84,6 +84,7 @@ def list_least_squares(
     treat: str,
     items: int,
     method: Literal["lm", "nls"] = "lm",
+    channel: Any = None,
 ) -> ListRegressionResult:
     """Least-squares regression of a list experiment (Imai 2011): linear with HC3
     standard errors, or two-step nonlinear least squares (module text).
@@ -101,6 +102,10 @@ def list_least_squares(
         ``J``, the number of control items.
     method : {"lm", "nls"}, default "lm"
         R's ``ictreg(method = "lm")`` or ``ictreg(method = "nls")``.
+    channel : Design, optional
+        Counts stored through a channel (the server's post-randomization of a list
+        count): refused, as this model does not take a channel yet (ValueError naming
+        it); :func:`list_regression` and :func:`list_difference_in_means` do.
 
     Returns
     -------
@@ -130,6 +135,7 @@ def list_least_squares(
     >>> round(fit.prevalence, 3), round(fit.prevalence_se, 3)
     (0.37, 0.028)
     """
+    refuse_channel("list_least_squares", channel)
     if method not in ("lm", "nls"):
         raise ValueError(f"method must be 'lm' or 'nls', got {method!r}")
     frame, y, t, j = list_frame(formula, data, treat, items)

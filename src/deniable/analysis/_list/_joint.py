@@ -31,6 +31,7 @@ from scipy import optimize, special
 
 from .._likelihood import inverse_information, maximise_score, score_hessian
 from .._results import PredictedPrevalence
+from ._item_count import refuse_channel
 from ._item_count_ml import _std_errors, list_frame
 from ._liars import log_binomial
 from ._prediction import (
@@ -382,6 +383,7 @@ def list_joint_regression(
     information: Literal["observed", "outer_product"] = "observed",
     start: ArrayLike | None = None,
     max_iter: int = 50,
+    channel: Any = None,
 ) -> JointListResult:
     """Regress an outcome on a list experiment's sensitive answer and covariates, the
     answer never known for anyone (Imai, Park & Greene 2015; module text).
@@ -414,6 +416,10 @@ def list_joint_regression(
         outcome model without the sensitive answer.
     max_iter : int, default 50
         Newton steps at most after BFGS.
+    channel : Design, optional
+        Counts stored through a channel (the server's post-randomization of a list
+        count): refused, as this model does not take a channel yet (ValueError naming
+        it); :func:`list_regression` and :func:`list_difference_in_means` do.
 
     Returns
     -------
@@ -433,6 +439,7 @@ def list_joint_regression(
     See :class:`JointListResult`; on R's ``mexico`` data it reproduces Imai, Park &
     Greene (2015, Tables 4 and 5; docs/analysis.md).
     """
+    refuse_channel("list_joint_regression", channel)
     _check_choices(outcome_model, information)
     frame, y, t, j = list_frame(formula, data, treat, items)
     raw = _outcome_column(data, frame.rows, outcome, outcome_model)

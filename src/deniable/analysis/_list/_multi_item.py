@@ -33,7 +33,7 @@ from scipy import optimize, special, stats
 from ...estimation import ConfidenceInterval
 from .._formula import model_frame
 from .._likelihood import inverse_information, maximise_score, score_hessian
-from ._item_count import check_list_counts
+from ._item_count import check_list_counts, refuse_channel
 from ._item_count_ml import _std_errors
 from ._liars import log_binomial
 
@@ -269,6 +269,7 @@ def list_regression_multi(
     items: int,
     condition: Condition = "none",
     max_iter: int = 50,
+    channel: Any = None,
 ) -> MultiItemListResult:
     """Maximum likelihood regression of a list experiment with several sensitive items,
     each on its own treated list (Blair & Imai 2012; module text).
@@ -291,6 +292,10 @@ def list_regression_multi(
         ``multi.condition``).
     max_iter : int, default 50
         Newton steps at most after BFGS.
+    channel : Design, optional
+        Counts stored through a channel (the server's post-randomization of a list
+        count): refused, as this model does not take a channel yet (ValueError naming
+        it); :func:`list_regression` and :func:`list_difference_in_means` do.
 
     Returns
     -------
@@ -313,6 +318,7 @@ def list_regression_multi(
     age + south + south:age"`` with ``items=3`` and ``condition="level"`` reproduces
     Blair & Imai (2012, Table 3).
     """
+    refuse_channel("list_regression_multi", channel)
     if condition not in ("none", "level", "indicators"):
         raise ValueError(f"condition must be 'none', 'level' or 'indicators', got {condition!r}")
     frame, y, arm, labels, j = multi_frame(formula, data, treat, items)

@@ -32,6 +32,7 @@ from scipy import special
 
 from ...estimation import ConfidenceInterval
 from .._likelihood import inverse_information, maximise_score, score_hessian
+from ._item_count import refuse_channel
 from ._item_count_ml import _Likelihood, _start, list_frame
 from ._multi_item import _MultiLikelihood, multi_frame
 from ._multi_item import _start as multi_start
@@ -420,6 +421,7 @@ def list_bayes(
     seed: int | None = None,
     control: Literal["full", "intercept", "none"] = "full",
     multi_condition: Literal["none", "level"] | None = None,
+    channel: Any = None,
 ) -> ListBayesResult:
     """Sample the posterior of a list-experiment model (module text).
 
@@ -458,6 +460,10 @@ def list_bayes(
         answers independent of the control count (``"none"``, R's ``constrained.multi
         = TRUE``) or depending on it (``"level"``, ``FALSE``). ``control`` is then not
         used.
+    channel : Design, optional
+        Counts stored through a channel (the server's post-randomization of a list
+        count): refused, as this model does not take a channel yet (ValueError naming
+        it); :func:`list_regression` and :func:`list_difference_in_means` do.
 
     Returns
     -------
@@ -475,6 +481,7 @@ def list_bayes(
     --------
     See :class:`ListBayesResult`; on R's ``race`` data, ``ictregBayes``'s examples.
     """
+    refuse_channel("list_bayes", channel)
     _check_arguments(draws, burn_in, control, multi_condition)
     model = _model(formula, data, (treat, items), control, multi_condition)
     d = len(model.names)

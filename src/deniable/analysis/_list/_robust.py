@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -48,6 +48,7 @@ from numpy.typing import NDArray
 from scipy import optimize, special
 
 from .._likelihood import inverse_information, singular
+from ._item_count import refuse_channel
 from ._item_count_ls import list_least_squares
 from ._item_count_ml import _std_errors, list_frame
 
@@ -241,6 +242,7 @@ def list_robust(
     method: Literal["ml", "nls"] = "ml",
     procedure: Procedure = "iterated",
     max_steps: int = 50,
+    channel: Any = None,
 ) -> RobustListResult:
     """Robust regression of a list experiment: the ML or NLS model's moments and the
     difference in means, combined by GMM (Blair, Chou & Imai 2019; module text).
@@ -263,6 +265,10 @@ def list_robust(
         sandwich, or R's three steps and forms (module text).
     max_steps : int, default 50
         Weighting steps at most for ``"iterated"``.
+    channel : Design, optional
+        Counts stored through a channel (the server's post-randomization of a list
+        count): refused, as this model does not take a channel yet (ValueError naming
+        it); :func:`list_regression` and :func:`list_difference_in_means` do.
 
     Returns
     -------
@@ -281,6 +287,7 @@ def list_robust(
     south"`` with ``procedure="list_package"`` reproduces ``ictreg(method = "ml", robust
     = TRUE)``.
     """
+    refuse_channel("list_robust", channel)
     if method not in ("ml", "nls"):
         raise ValueError(f"method must be 'ml' or 'nls', got {method!r}")
     if procedure not in ("iterated", "list_package"):

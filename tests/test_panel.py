@@ -3,6 +3,7 @@ ledger's bound, the estimator on simulated panels, and the change between waves.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -116,22 +117,80 @@ def test_panel_fields_are_checked_and_named():
         load_survey(direct)
 
 
+def exact_shared_epsilon(two: TwoLayerDesign, reports: int) -> float:
+    """The exact epsilon of ``reports`` reports drawn from one permanent report: the
+    largest log ratio, over every sequence of reports and every two answers, of the
+    sequence's probability (each report independent given the permanent report)."""
+    P, M = two.permanent.matrix, two.instantaneous.matrix
+    worst = 0.0
+    for sequence in itertools.product(range(M.shape[0]), repeat=reports):
+        p = np.prod(M[list(sequence), :], axis=0) @ P  # over the answer
+        worst = max(worst, math.log(p.max() / p.min()))
+    return worst
+
+
+def most_over_splits(cost, waves: int) -> float:
+    """The largest sum of ``cost(m)`` over the ways to split ``waves`` into groups."""
+    best = [0.0] * (waves + 1)
+    for w in range(1, waves + 1):
+        best[w] = max(cost(m) + best[w - m] for m in range(1, w + 1))
+    return best[waves]
+
+
+LAYERS = {
+    "warner 0.9 on 0.9": (Warner(p=0.9), Warner(p=0.9)),
+    "warner 0.98 under 0.7": (Warner(p=0.98), Warner(p=0.7)),
+    "warner 0.6 on 0.6": (Warner(p=0.6), Warner(p=0.6)),
+    "kary-rr(4, 1) under (4, 0.5)": (KaryRR(k=4, epsilon=1.0), KaryRR(k=4, epsilon=0.5)),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_the_waves_bound_covers_every_way_devices_can_answer(name):
+    """Waves answered on any mix of devices split into groups sharing one permanent
+    report: the bound is at least the exact epsilon of every split (computed here from
+    the layers' matrices, up to 6 waves), and equals 6 x epsilon_1 where a new device
+    for every wave is the worst case (Warner 0.9 on 0.9). For k-ary RR(4, 1) under
+    (4, 0.5), two reports of one device reveal more than two reports of two devices
+    (0.334 > 2 x 0.161 nats), so charging epsilon_1 a wave would not hold; the bound
+    does."""
+    two = TwoLayerDesign(*LAYERS[name])
+    top = 6 if two.n_truths == 2 else 4
+    exact = [0.0] + [exact_shared_epsilon(two, m) for m in range(1, top + 1)]
+    assert exact[1] == pytest.approx(two.epsilon_1, rel=1e-12)
+    for m in range(1, top + 1):
+        assert exact[m] <= two.shared_bound(m) + 1e-12, m
+    for w in range(top + 1):
+        assert most_over_splits(lambda m: exact[m], w) <= two.waves_bound(w) + 1e-12, w
+    if name == "warner 0.9 on 0.9":
+        assert two.waves_bound(6) == pytest.approx(6 * two.epsilon_1)
+    if name.startswith("kary-rr"):
+        assert exact[2] > 2 * two.epsilon_1
+        assert two.waves_bound(2) >= exact[2]
+    with pytest.raises(ValueError, match="waves must be at least 0"):
+        two.waves_bound(-1)
+
+
 @pytest.mark.parametrize("k", [2, 16])
-def test_the_ledger_charges_a_panel_question_at_most_k_epsilon_inf(k):
-    """10 (or 20) waves of unchanged content: epsilon_inf per wave until k are charged,
-    then nothing; the per-person charge (wave_charge) the same."""
+def test_the_ledger_charges_a_panel_question_in_every_wave_whatever_the_device(k):
+    """10 (or 20) waves of unchanged content: each wave adds what the bound over that
+    many waves adds (epsilon_1 a wave where a new device is the worst case), with no
+    end after k waves; the per-person charge (wave_charge) the same; the words say that
+    k epsilon_inf is the bound of one device."""
     waves = 10 if k == 2 else 20
     versions = [load_survey(panel_survey(v, k)) for v in range(1, waves + 1)]
-    eps_inf = versions[0].questions[0].epsilon_inf
+    two = versions[0].questions[0].two_layer
     ledger = lifetime_ledger(versions)
-    assert ledger.spent == pytest.approx(min(waves, k) * eps_inf)
-    assert ledger.spent <= k * eps_inf + 1e-9
-    added = [a for _, a, _ in ledger.cumulative]
-    assert added[:k] == pytest.approx([eps_inf] * min(k, waves))
-    assert all(a == 0 for a in added[k:])
+    assert [c for _, _, c in ledger.cumulative] == pytest.approx(
+        [two.waves_bound(w) for w in range(1, waves + 1)]
+    )
+    assert ledger.spent > k * two.epsilon_inf or k == 16
+    if k == 2:
+        assert ledger.spent == pytest.approx(waves * two.epsilon_1)
     charges = [wave_charge(versions[i], versions[:i]) for i in range(waves)]
-    assert math.fsum(charges) == pytest.approx(min(waves, k) * eps_inf)
-    assert "at most" in ledger.entries[0].in_words()
+    assert math.fsum(charges) == pytest.approx(two.waves_bound(waves))
+    words = ledger.entries[0].in_words()
+    assert "new device" in words and "a bound per device, not per person" in words
 
 
 def test_a_one_layer_question_still_costs_once_and_the_budget_still_binds():
@@ -140,11 +199,11 @@ def test_a_one_layer_question_still_costs_once_and_the_budget_still_binds():
     versions = [load_survey(one | {"version": v}) for v in (1, 2, 3)]
     assert lifetime_ledger(versions).spent == pytest.approx(math.log(9))
     tight = [load_survey(panel_survey(v, lifetime_budget=5)) for v in (1, 2, 3)]
-    check_lifetime(tight[:1], tight[1])  # 2 ln 9 = 4.39 <= 5
-    check_lifetime(tight[:2], tight[2])  # the third wave adds nothing
-    over = [load_survey(panel_survey(v, 3, lifetime_budget=5)) for v in (1, 2, 3)]
+    check_lifetime(tight[:1], tight[1])  # 2 x 1.516 = 3.03 <= 5
+    check_lifetime(tight[:2], tight[2])  # 3 x 1.516 = 4.55 <= 5
+    fourth = load_survey(panel_survey(4, lifetime_budget=5))
     with pytest.raises(BudgetExceededError, match="lifetime_budget"):
-        check_lifetime(over[:2], over[2])  # a 3-choice question: 3 x 2 nats > 5
+        check_lifetime(tight, fourth)  # 4 x 1.516 = 6.07 > 5: a new device each wave
 
 
 @pytest.mark.slow  # about 3 s: over the fast loop's 180-s budget
@@ -258,12 +317,12 @@ def test_survey_check_prints_both_epsilons_and_the_ledger_in_words(tmp_path):
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())  # whatever width the console wraps at
     assert "Panel q: epsilon_1 1.5163 nats" in text
-    assert "epsilon_inf 2.1972 nats" in text and "2 x 2.1972 = 4.3944" in text
-    assert "at most 2 x 2.197 = 4.394 nats over any number of waves" in text
+    assert "epsilon_1 1.516 nats a wave" in text and "2 x 2.197 = 4.394" in text
+    assert "a bound per device, not per person" in text
     as_json = CliRunner().invoke(app, ["survey", "check", *files, "--json"])
     data = json.loads(as_json.stdout)
     versions = data["ledger"]["versions"]
-    assert [round(v["added"], 4) for v in versions] == [2.1972, 2.1972, 0.0]
+    assert [round(v["added"], 4) for v in versions] == [1.5163, 1.5163, 1.5163]
 
 
 def test_a_numeric_panel_question_estimates_its_mean_through_the_composed_channel():
@@ -294,10 +353,11 @@ def test_a_numeric_panel_question_estimates_its_mean_through_the_composed_channe
     assert abs(float(est.estimate) - values.mean()) <= 4 * math.sqrt(var)
 
 
-def test_a_64_choice_panel_question_at_low_epsilon_is_charged_at_most_64_epsilon_inf():
+def test_a_64_choice_panel_question_at_low_epsilon_is_charged_its_waves_bound():
     """The hard end of the answers (64, the most a question may have) and of epsilon
     (0.05 nats in each layer): the composed channel is still identifiable, and 70 waves
-    cost exactly 64 epsilon_inf."""
+    cost the bound over 70 waves on any devices (two reports of one device reveal at most
+    epsilon_inf, more than two reports of two devices at this epsilon: 35 x 0.05)."""
     data = panel_survey(k=2)
     data["questions"][0] = {
         "id": "q",
@@ -311,4 +371,6 @@ def test_a_64_choice_panel_question_at_low_epsilon_is_charged_at_most_64_epsilon
     q = versions[0].questions[0]
     assert q.epsilon < q.epsilon_inf == pytest.approx(0.05)
     assert np.linalg.matrix_rank(q.mechanism.matrix) == 64
-    assert lifetime_ledger(versions).spent == pytest.approx(64 * 0.05)
+    two = q.two_layer
+    assert lifetime_ledger(versions).spent == pytest.approx(two.waves_bound(70))
+    assert two.waves_bound(70) == pytest.approx(max(35 * 0.05, 70 * q.epsilon))

@@ -134,9 +134,10 @@ def test_a_second_wave_measures_the_new_answer_through_the_composed_channel(pane
     ]
     assert [w["rr1"] for w in status["waves"]] == [1.0, 1.0]
     assert status["waves"][0]["closed"] == status["waves"][1]["opened"]
-    # each person was charged ln 9 per wave: 2 ln 9 = 4.39 nats for two waves
+    # each wave charged what a report from a new device costs: 2 epsilon_1 = 3.03 nats
     entry = status["ledger"]["questions"][0]
-    assert entry["cost"] == pytest.approx(2 * math.log(9)) and entry["panel_answers"] == 2
+    assert entry["cost"] == pytest.approx(2 * math.log(0.82 / 0.18))
+    assert entry["panel_answers"] == 2
 
 
 @pytest.mark.slow
@@ -282,23 +283,36 @@ def store(database_url):
     s.close()
 
 
-def test_the_recipient_ledger_charges_a_panel_at_most_k_epsilon_inf_and_refuses_past_it(
+def test_the_recipient_ledger_charges_a_panel_in_every_wave_and_refuses_past_the_cap(
     store,
 ):
-    """Per person across the server: a yes/no panel question over 10 waves costs
-    2 ln 9 (ln 9 in each of the first two waves, nothing after); a 3-choice question
-    with epsilon_inf 2 nats under a budget of 5 is charged 2, 2, then refused row by row
-    at the third wave (2 + 2 + 2 > 5), with the sums named."""
+    """Per person across the server, whatever device answers: a yes/no panel question
+    (Warner 0.9 on Warner 0.9) charges epsilon_1 = ln(0.82 / 0.18) in every wave, the
+    composition bound of that many reports from new devices (each wave's report an
+    independent draw of the composed channel, so w reports reveal exactly w epsilon_1:
+    computed here from the composed matrix); under a 10-nat cap the 7th wave is refused
+    row by row with the sums named (9.098 + 1.516 = 10.61) and nothing more is charged.
+    A 3-choice question (epsilon_inf 2, epsilon_1 0.87) charges epsilon_1 a wave."""
     from deniable.collection.store._recipients import RecipientKey
     from deniable.errors import RecipientsRefusedError
 
     key = RecipientKey(b"p" * 32)
     people = ["ada@example.org", "bob@example.org"]
+    composed = load_survey(panel("ten")).questions[0].mechanism.matrix
+    one = float(np.max(np.abs(np.log(composed[:, 0] / composed[:, 1]))))
     for version in range(1, 11):
         store.publish(load_survey(panel("ten", version=version)))
+        if version == 7:
+            with pytest.raises(RecipientsRefusedError) as refused:
+                store.invite_recipients("ten", people, 10.0, key)
+            assert "recipients.0" in str(refused.value)
+            assert "9.098 + 1.516 = 10.61 nats" in str(refused.value)
+            break
         store.invite_recipients("ten", people, 10.0, key)
+        for person in people:  # the composition bound of `version` new-device reports
+            assert store.recipient_spent(person, key) == pytest.approx(version * one)
     for person in people:
-        assert store.recipient_spent(person, key) == pytest.approx(2 * math.log(9))
+        assert store.recipient_spent(person, key) == pytest.approx(6 * one)
     three = panel("three", 3)
     three["questions"][0] |= {
         "choices": ["a", "b", "c"],
@@ -306,14 +320,12 @@ def test_the_recipient_ledger_charges_a_panel_at_most_k_epsilon_inf_and_refuses_
         "panel": {"permanent": {"name": "kary-rr", "params": {"epsilon": 2.0}}},
     }
     others = ["cy@example.org", "di@example.org"]
-    for version in (1, 2):
+    two = load_survey(three).questions[0].two_layer
+    for version in (1, 2, 3):
         store.publish(load_survey(three | {"version": version}))
         store.invite_recipients("three", others, 5.0, key)
-    store.publish(load_survey(three | {"version": 3}))
-    with pytest.raises(RecipientsRefusedError) as refused:
-        store.invite_recipients("three", others, 5.0, key)
-    assert "recipients.0" in str(refused.value) and "4 + 2 = 6 nats" in str(refused.value)
-    assert store.recipient_spent(others[0], key) == pytest.approx(4.0)
+        assert store.recipient_spent(others[0], key) == pytest.approx(two.waves_bound(version))
+    assert two.waves_bound(3) == pytest.approx(3 * two.epsilon_1)
 
 
 def panel_study(version: int = 1) -> dict:

@@ -134,9 +134,10 @@ def _print_costs(survey: Any, payload: dict[str, Any], prior: float) -> None:
             console.print(
                 f"Panel {r['id']}: epsilon_1 {r['epsilon_1']:.4f} nats (what one wave's "
                 f"report reveals), epsilon_inf {r['epsilon_inf']:.4f} nats (what every report "
-                f"of one answer reveals together): at most {r['answers']} x "
-                f"{r['epsilon_inf']:.4f} = {r['answers'] * r['epsilon_inf']:.4f} nats over "
-                "any number of waves"
+                f"of one answer on one device reveals together): one device at most "
+                f"{r['answers']} x {r['epsilon_inf']:.4f} = "
+                f"{r['answers'] * r['epsilon_inf']:.4f} nats over any number of waves; the "
+                "ledger charges each wave what a report from a new device costs"
             )
     console.print(
         f"Cost per respondent: {payload['total_epsilon']:.4f} nats of the version's budget "

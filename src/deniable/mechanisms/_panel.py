@@ -117,8 +117,72 @@ class TwoLayerDesign(Design):
 
     @property
     def epsilon_inf(self) -> float:
-        """Nats every report of one answer reveals together (the permanent layer's)."""
+        """Nats every report of one answer reveals together (the permanent layer's):
+        the bound of one device, which keeps one permanent report per answer."""
         return self.permanent.epsilon
+
+    def shared_bound(self, reports: int) -> float:
+        """Nats that ``reports`` reports drawn from one permanent report reveal at most:
+        ``epsilon_1`` for one; for more, ``min(epsilon_inf, reports x epsilon(M))``
+        (post-processing of the permanent report; and each report is
+        ``epsilon(M)``-LDP given it, so the likelihood ratio of the reports between two
+        answers is at most ``e^(reports epsilon(M))``).
+
+        Parameters
+        ----------
+        reports : int, at least 1
+
+        Raises
+        ------
+        ValueError
+            If ``reports`` is below 1.
+        """
+        if reports < 1:
+            raise ValueError(f"reports must be at least 1, got {reports}")
+        if reports == 1:
+            return self.epsilon_1
+        return min(self.epsilon_inf, reports * self.instantaneous.epsilon)
+
+    def waves_bound(self, waves: int) -> float:
+        """Nats a person's reports of ``waves`` waves reveal at most, *whatever devices
+        answer*: each device keeps its own permanent report per answer, so the waves
+        split into groups that share one (a device and an answer), independent of each
+        other; the bound is the largest sum of :meth:`shared_bound` over the ways to
+        split ``waves`` into groups (sequential composition across groups, Dwork & Roth
+        2014, Thm 3.16). Every wave on a new device gives ``waves x epsilon_1``, the
+        usual worst case; RAPPOR's ``k x epsilon_inf`` (Erlingsson et al. 2014) is the
+        bound of one device only.
+
+        Parameters
+        ----------
+        waves : int, at least 0
+
+        Returns
+        -------
+        float
+            Nats; 0 for no waves. Non-decreasing in ``waves``.
+
+        Raises
+        ------
+        ValueError
+            If ``waves`` is negative.
+
+        Examples
+        --------
+        >>> from deniable import Warner
+        >>> from deniable.mechanisms import TwoLayerDesign
+        >>> panel = TwoLayerDesign(Warner(p=0.9), Warner(p=0.9))
+        >>> round(panel.waves_bound(6), 4), round(6 * panel.epsilon_1, 4)
+        (9.0977, 9.0977)
+        """
+        if waves < 0:
+            raise ValueError(f"waves must be at least 0, got {waves}")
+        e_1, e_inf, e_m = self.epsilon_1, self.epsilon_inf, self.instantaneous.epsilon
+        shared = np.array([0.0, e_1] + [min(e_inf, m * e_m) for m in range(2, waves + 1)])
+        best = np.zeros(waves + 1)
+        for w in range(1, waves + 1):  # best[w] = max over the first group's size m
+            best[w] = float(np.max(shared[1 : w + 1] + best[w - 1 :: -1][:w]))
+        return float(best[waves])
 
     def permanent_reports(self, truths: ArrayLike, u: ArrayLike) -> NDArray[np.integer]:
         """The permanent report of each truth for the uniforms ``u``, drawn as

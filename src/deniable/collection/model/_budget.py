@@ -11,12 +11,16 @@ the costs of the *distinct* questions of all versions; that sum must stay within
 lifetime budget, which the first version fixes.
 
 A panel question (``panel``: two layers, :mod:`deniable.mechanisms`) is drawn
-afresh in every wave, so that a changed answer is seen; what it can cost a person is
-bounded by its permanent layer instead: epsilon_inf for each distinct answer they give.
-The ledger charges it epsilon_inf in each version that asks it until it has been
-charged once per possible answer (``k`` epsilon_inf for ``k`` answers), then nothing:
-a yes/no question costs epsilon_inf at the first wave, epsilon_inf once more at the
-second, and nothing after, however many waves follow.
+afresh in every wave, so that a changed answer is seen. On one device what it can cost
+is bounded by its permanent layer: epsilon_inf for each distinct answer (RAPPOR's
+``k`` epsilon_inf; Erlingsson, Pihur & Korolova 2014). That bound is the device's, not
+the person's: a person who answers a wave from a new device (another browser, a cleared
+data directory) draws a new permanent report, and what they spend grows with every
+wave. The ledger holds whatever the device: the ``n``-th version asking a panel question
+adds :meth:`~deniable.mechanisms.TwoLayerDesign.waves_bound` of ``n`` waves less that of
+``n - 1`` (``epsilon_1``, what a report from a new device costs, for the usual designs),
+with no end after ``k`` waves. The page and the docs state ``k`` epsilon_inf as the
+per-device bound it is.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ __all__ = [
     "check_lifetime",
     "lifetime_ledger",
     "panel_answers",
+    "panel_charge",
     "variants_digest",
     "wave_charge",
 ]
@@ -48,11 +53,12 @@ class LedgerEntry:
     digest: str
     cost: float
     versions: tuple[int, ...]
-    #: For a panel question, its number of answers ``k`` (the cost grows by
-    #: epsilon_inf per version up to ``k`` epsilon_inf); ``None`` otherwise.
+    #: For a panel question, its number of answers ``k``; ``None`` otherwise.
     panel_answers: int | None = None
-    #: Nats charged per version that asks it (a panel question's epsilon_inf).
+    #: A panel question's epsilon_1 (what one wave's report from a new device costs).
     per_wave: float = 0.0
+    #: A panel question's epsilon_inf (per distinct answer on one device).
+    per_answer: float = 0.0
 
     def in_words(self) -> str:
         """How the entry is charged, in words."""
@@ -63,10 +69,12 @@ class LedgerEntry:
             )
         k = self.panel_answers
         return (
-            f"{self.question_id} (panel): epsilon_inf {self.per_wave:.4g} nats per distinct "
-            f"answer, at most {k} x {self.per_wave:.4g} = {k * self.per_wave:.4g} nats over "
-            f"any number of waves; {self.cost:.4g} charged over {len(self.versions)} "
-            f"version(s)"
+            f"{self.question_id} (panel): charged what a report from a new device costs, "
+            f"in every wave (epsilon_1 {self.per_wave:.4g} nats a wave); "
+            f"{self.cost:.4g} charged over {len(self.versions)} version(s). One device "
+            f"alone spends at most {k} x {self.per_answer:.4g} = {k * self.per_answer:.4g} "
+            "nats over any number of waves (epsilon_inf per distinct answer): a bound per "
+            "device, not per person"
         )
 
 
@@ -139,25 +147,39 @@ def charged(variants: Sequence[Question]) -> bool:
 
 def panel_answers(variants: Sequence[Question]) -> int | None:
     """A question's number of answers if any of its variants is a panel question (drawn
-    afresh each wave, charged per distinct answer), else ``None``."""
+    afresh each wave), else ``None``."""
     if any(v.two_layer is not None for v in variants):
         return max(v.mechanism.n_truths for v in variants)
     return None
 
 
+def panel_charge(variants: Sequence[Question], asked: int) -> float:
+    """Nats the ``asked``-th version asking a panel question adds (``asked`` >= 1),
+    whatever device answers: the largest over the arms of
+    ``waves_bound(asked) - waves_bound(asked - 1)`` of a panel variant, or of another
+    variant's cost (a direct arm's post-randomization is drawn afresh each version)."""
+    out = 0.0
+    for v in variants:
+        two = v.two_layer
+        if two is None:
+            out = max(out, v.cost)
+        else:
+            out = max(out, two.waves_bound(asked) - two.waves_bound(asked - 1))
+    return out
+
+
 def wave_charge(survey: Survey, earlier: Sequence[Survey]) -> float:
     """Nats one more invitation to ``survey`` can cost a person already invited to the
-    ``earlier`` versions of its id: every randomized question's full cost (a device can
-    lose its memo), except a panel question asked in ``k`` or more of those versions
-    (``k`` its answers), which has reached its bound of ``k`` epsilon_inf and adds nothing.
+    ``earlier`` versions of its id, whatever device answers: every randomized question's
+    full cost (a device can lose its memo), a panel question's :func:`panel_charge`
+    at its count of versions asking it (a new device draws a new permanent report).
     """
     total = 0.0
     for q in survey.questions:
         variants = survey.variants(q.id)
         if not charged(variants):
             continue
-        panel = panel_answers(variants)
-        if panel is not None:
+        if panel_answers(variants) is not None:
             digest = variants_digest(variants)
             asked = sum(
                 1
@@ -166,8 +188,8 @@ def wave_charge(survey: Survey, earlier: Sequence[Survey]) -> float:
                     variants_digest(e.variants(x.id)) == digest for x in e.questions if x.id == q.id
                 )
             )
-            if asked >= panel:
-                continue
+            total += panel_charge(variants, asked + 1)
+            continue
         total += survey.question_cost(q.id)
     return total
 
@@ -197,32 +219,26 @@ def lifetime_ledger(versions: Sequence[Survey]) -> Ledger:
             digest = variants_digest(variants)
             seen = entries.get(digest)
             panel = panel_answers(variants)
-            cost = survey.question_cost(q.id)  # the largest over arms and groups
-            # the server post-randomizes afresh in every version: no memo spares it
-            redrawn = any(v.release_channel is not None for v in variants)
-            if seen is None or redrawn:
-                seen_cost = 0.0 if seen is None else seen.cost
-                versions_so_far = () if seen is None else seen.versions
-                entries[digest] = LedgerEntry(
-                    q.id,
-                    digest,
-                    seen_cost + cost,
-                    (*versions_so_far, survey.version),
-                    panel,
-                    cost if panel else 0.0,
-                )
-                added += cost
+            asked = 1 if seen is None else len(seen.versions) + 1
+            if panel is not None:  # a new device draws again: charged every wave
+                cost = panel_charge(variants, asked)
+            elif seen is None or any(v.release_channel is not None for v in variants):
+                # the largest over arms and groups; the server post-randomizes afresh in
+                # every version, so no memo spares a channelled question
+                cost = survey.question_cost(q.id)
             else:
-                more = cost if panel is not None and len(seen.versions) < panel else 0.0
-                entries[digest] = LedgerEntry(
-                    seen.question_id,
-                    seen.digest,
-                    seen.cost + more,
-                    (*seen.versions, survey.version),
-                    seen.panel_answers,
-                    seen.per_wave,
-                )
-                added += more
+                cost = 0.0  # the device sends its memoized report again
+            two = next((v.two_layer for v in variants if v.two_layer is not None), None)
+            entries[digest] = LedgerEntry(
+                q.id if seen is None else seen.question_id,
+                digest,
+                (0.0 if seen is None else seen.cost) + cost,
+                (*(() if seen is None else seen.versions), survey.version),
+                panel,
+                0.0 if two is None else two.epsilon_1,
+                0.0 if two is None else two.epsilon_inf,
+            )
+            added += cost
         spent += added
         cumulative.append((survey.version, added, spent))
     return Ledger(ordered[0].id, ordered[0].lifetime, list(entries.values()), cumulative)

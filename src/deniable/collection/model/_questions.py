@@ -115,8 +115,9 @@ class Question(NumericAnswers, BaseModel):
         report sent (the instantaneous layer), ``panel.permanent`` is drawn once per
         distinct answer on the device. The question's :attr:`mechanism` is then the
         composed channel, its :attr:`epsilon` what one report reveals (epsilon_1), its
-        :attr:`cost` the permanent layer's epsilon (epsilon_inf), charged once per
-        distinct answer over the waves (:mod:`deniable.collection.model`).
+        :attr:`cost` the permanent layer's epsilon (epsilon_inf, the bound of one device
+        per distinct answer); the ledgers charge what a report from a new device costs
+        in every wave (:mod:`deniable.collection.model`).
     range : NumericRange, optional
         Makes the question numeric: the respondent enters a number in ``[low, high]``,
         randomized by ``duchi`` or ``1bitmean`` (``params: {epsilon}``, in nats); no
@@ -464,8 +465,8 @@ class Question(NumericAnswers, BaseModel):
 
     @property
     def epsilon_inf(self) -> float:
-        """Nats every report of one answer reveals over any number of waves: the
-        permanent layer's epsilon with ``panel``, else :attr:`epsilon`."""
+        """Nats every report of one answer on one device reveals over any number of
+        waves: the permanent layer's epsilon with ``panel``, else :attr:`epsilon`."""
         two = self.two_layer
         return two.epsilon_inf if two is not None else self.epsilon
 

@@ -31,8 +31,8 @@ mechanism, and no proof here covers amplification by shuffling of a draw release
 than once, so across versions and waves the figure stated is the one that can be
 proved: the local epsilon of the person's distinct draws (every release is a
 post-processing of them and of the others' reports), which is what the survey id's
-lifetime ledger counts (one draw per distinct question content, a panel question's
-epsilon_inf per wave up to ``k`` of them): :func:`pooled_statement`.
+lifetime ledger counts (one draw per distinct question content, a panel question what a
+report from a new device costs in every wave): :func:`pooled_statement`.
 
 Against whom. The statement is about readers of the released reports (the results,
 exports and tallies, and whoever later holds them). It says nothing against the live
@@ -219,7 +219,8 @@ def pooled_statement(versions: Sequence[Survey]) -> dict[str, Any]:
             "draw can appear in a release of each version; no proof of amplification by "
             "shuffling covers a draw released more than once, while every release is a "
             "post-processing of the person's draws (the lifetime ledger counts them: one per "
-            "distinct question, a panel question's epsilon_inf per wave). A device that lost "
+            "distinct question, a panel question what a new device's report costs in every "
+            "wave). A device that lost "
             "its memo draws again, up to the server's per-person cap"
         ),
     }

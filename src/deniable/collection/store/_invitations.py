@@ -158,9 +158,9 @@ class InvitationsMixin:
         lifetime budget per person (:mod:`~deniable.collection.store`).
 
         Each row is charged the version's full cost (``Survey.total_epsilon``: a memo
-        can be lost), except that a panel question (two layers) adds nothing once the
-        person has been invited to ``k`` versions asking it (``k`` its answers: its bound
-        of ``k`` epsilon_inf is reached; :func:`~deniable.collection.model.wave_charge`).
+        can be lost), a panel question (two layers) what a report from a new device
+        costs at that wave (:func:`~deniable.collection.model.wave_charge`: ``k``
+        epsilon_inf bounds one device only).
         A row is refused, with the row and the sums named, when the
         recipient was already invited to this version, or when the charge would take
         them past ``lifetime_budget``; the other rows are issued.

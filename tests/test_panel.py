@@ -374,3 +374,33 @@ def test_a_64_choice_panel_question_at_low_epsilon_is_charged_its_waves_bound():
     two = q.two_layer
     assert lifetime_ledger(versions).spent == pytest.approx(two.waves_bound(70))
     assert two.waves_bound(70) == pytest.approx(max(35 * 0.05, 70 * q.epsilon))
+
+
+def test_a_wave_of_a_group_design_says_it_cannot_be_a_panel():
+    """A group design (extended crosswise) cannot take a permanent layer: the wave's
+    refusal says so and gives no advice the model would then refuse; a one-randomizer
+    question is told how to declare its layer, and that advice loads."""
+    from deniable.collection.store._wave_store import check_panel
+
+    data = panel_survey()
+    data["questions"] = [
+        {
+            "id": "plagiarism",
+            "text": "Have you ever handed in someone else's work as your own?",
+            "innocuous_question": "Is your mother's birthday in January, February or March?",
+            "design": {"name": "extended-crosswise", "params": {"p": 0.25}},
+        },
+        {"id": "q", "text": "Did you use it?", "design": {"name": "warner", "params": {"p": 0.9}}},
+    ]
+    with pytest.raises(SurveyError) as refused:
+        check_panel(load_survey(data))
+    text = str(refused.value)
+    grouped = text[text.index("questions.plagiarism.panel") :]
+    assert "cannot be a panel question" in grouped.split("questions.q.panel")[0]
+    assert "Declare its permanent layer" not in grouped.split("questions.q.panel")[0]
+    assert "Declare its permanent layer" in text[text.index("questions.q.panel") :]
+    data["questions"][1]["panel"] = {"permanent": {"name": "warner", "params": {"p": 0.9}}}
+    load_survey(data | {"questions": data["questions"][1:]})  # the advice loads
+    data["questions"][0]["panel"] = {"permanent": {"name": "warner", "params": {"p": 0.9}}}
+    with pytest.raises(SurveyError, match="takes no panel"):
+        load_survey(data)  # and the group design would be refused, as the wave says

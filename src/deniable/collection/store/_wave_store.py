@@ -55,26 +55,31 @@ def check_panel(survey: Survey) -> None:
         Naming each such question and how to declare its permanent layer.
     """
     arms: list[str | None] = list(survey.arm_names) or [None]
-    one_layer = sorted(
-        {
-            q.id
-            for name in arms
-            for q in survey.questions_in(name)
-            if not q.is_direct and q.two_layer is None
-        }
-    )
+    one_layer = {
+        q.id: len(q.groups) > 1
+        for name in arms
+        for q in survey.questions_in(name)
+        if not q.is_direct and q.two_layer is None
+    }
     if one_layer:
         raise SurveyError(
             [
                 (
                     f"questions.{qid}.panel",
                     "a wave re-asks this question, but it has one layer: every device "
-                    "would send its first report again and hide any change. Declare its "
-                    "permanent layer (panel: {permanent: {name: warner, params: {p: 0.9}}} "
-                    "for a yes/no question, kary-rr with epsilon for more answers) in a "
-                    "new survey id",
+                    "would send its first report again and hide any change. "
+                    + (
+                        "A group design (each group its own randomizer) cannot be a panel "
+                        "question: ask it in one wave only (a survey id without it for the "
+                        "waves), or in a new survey id with a one-randomizer design "
+                        "(warner, kary-rr) and its permanent layer"
+                        if grouped
+                        else "Declare its permanent layer (panel: {permanent: {name: warner, "
+                        "params: {p: 0.9}}} for a yes/no question, kary-rr with epsilon for "
+                        "more answers) in a new survey id"
+                    ),
                 )
-                for qid in one_layer
+                for qid, grouped in sorted(one_layer.items())
             ]
         )
 

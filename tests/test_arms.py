@@ -827,3 +827,25 @@ def read_export_bytes(wide: bytes, survey_file: bytes, folder):
     (folder / "pooled.wide.csv").write_bytes(wide)
     (folder / "pooled.survey.json").write_bytes(survey_file)
     return read_export(folder / "pooled.wide.csv")
+
+
+@pytest.mark.anyio
+async def test_the_arm_table_without_released_control_rows_says_so(client):
+    """Only the randomizing arm has released rows: the table's difference column says
+    there are no released control-arm rows yet (never "difference to None"), and no arm
+    is labelled the reference."""
+    from deniable.collection.respondent._devices import simulate_responses
+
+    study = with_(CAMPUS, min_release=1, allow_small_release=True)
+    assert (await client.post("/api/surveys", json=study, headers=AUTH)).status_code == 201
+    survey = load_survey(study)
+    rng = np.random.default_rng(60)
+    sent = [r for r in simulate_responses(survey, campus_truths(200, rng), rng) if r["arm"] == "rr"]
+    client.store.submit_batch(
+        survey, [r["reports"] for r in sent], [r["arm"] for r in sent], [r["groups"] for r in sent]
+    )
+    page = (await client.get("/surveys/campus/results", headers=AUTH)).text
+    table = page[page.index('id="arms-cheat"') :].split("</table>")[0]
+    assert "difference to None" not in page
+    assert "difference (no released control-arm rows yet)" in table
+    assert ">reference<" not in table

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -1487,6 +1488,45 @@ def test_an_invitation_fixes_the_arm_on_every_device(browser, site):
         assert seen[0] == expected
         arms.append(seen[0])
     assert set(arms) <= {"dq", "rr"}
+
+
+@pytest.mark.slow
+def test_a_named_recipient_keeps_one_arm_in_every_wave_on_every_device(browser, site):
+    """Four named recipients of a 3-wave study with a direct arm, each wave's link opened
+    in a fresh browser (no shared storage): each keeps one arm in every wave, the arm
+    the terminal client's assign draws from the owner tag their links carry."""
+    from deniable.collection.respondent._client import assign
+    from deniable.collection.respondent._memo import ReportMemo, owner_of
+    from deniable.collection.store._recipients import RecipientKey
+
+    from .test_arms import CAMPUS
+
+    base, store, _ = site
+    key = RecipientKey(b"b" * 32)
+    people = [f"p{i}@example.org" for i in range(4)]
+    seen: dict[str, list[str]] = {p: [] for p in people}
+    for version in (1, 2, 3):
+        data = copy.deepcopy(CAMPUS) | {"id": "waves-arm", "requires_invitation": True,
+                                        "version": version, "lifetime_budget": 30}  # fmt: skip
+        survey = load_survey(data)
+        store.publish(survey)
+        issued = store.invite_recipients("waves-arm", people, 40.0, key)
+        for address, token, tag in zip(issued.recipients, issued.tokens, issued.owners,
+                                       strict=True):  # fmt: skip
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(f"{base}/s/waves-arm#token={token}&v={version}&owner={tag}")
+            page.locator("#q-cheat").wait_for()
+            stored = json.loads(page.evaluate("JSON.stringify(Object.assign({}, localStorage))"))
+            (arm,) = [json.loads(v) for k, v in stored.items() if k.endswith("/arm")]
+            context.close()
+            memo = ReportMemo(Path(tempfile.mkdtemp()) / "memo.json")
+            python_arm, _ = assign(
+                copy.deepcopy(survey.respondent_view()), memo, owner_of(tag, token), token
+            )
+            assert arm == python_arm
+            seen[address].append(arm)
+    assert all(len(set(arms)) == 1 for arms in seen.values()), seen
 
 
 @pytest.mark.slow

@@ -470,3 +470,35 @@ def test_a_change_between_waves_is_an_estimate_on_the_common_base():
     assert payload["result"] == "WaveChange" and payload["estimate"] == change.difference.tolist()
     assert [a["low"] for a in payload["answers"]] == pytest.approx(ci.low.tolist(), abs=1e-12)
     assert "Change between waves" in change.summary(0.9)
+
+
+def test_a_panel_member_keeps_one_arm_in_every_wave_on_every_device(store, tmp_path):
+    """20 named panel members answer 3 waves, each wave on a fresh device (an empty
+    memo): each keeps one arm across the waves, the arm the owner tag of their links
+    fixes (assign, as the page's assign: tests/test_browser.py). Control: drawn from each
+    wave's token, as before, most members would change arm between waves."""
+    import copy
+
+    from deniable.collection.respondent._client import assign, token_uniform
+    from deniable.collection.respondent._memo import ReportMemo, owner_of
+    from deniable.collection.store._recipients import RecipientKey
+
+    key = RecipientKey(b"a" * 32)
+    people = [f"p{i}@example.org" for i in range(20)]
+    seen: dict[str, list[str]] = {p: [] for p in people}
+    by_token: dict[str, list[str]] = {p: [] for p in people}
+    for version in (1, 2, 3):
+        data = panel_study(version) | {"requires_invitation": True}
+        survey = load_survey(data)
+        store.publish(survey)
+        issued = store.invite_recipients("study", people, 30.0, key)
+        for address, token, tag in zip(issued.recipients, issued.tokens, issued.owners,
+                                       strict=True):  # fmt: skip
+            device = ReportMemo(tmp_path / f"{address}-{version}.json")  # a fresh device
+            view = copy.deepcopy(survey.respondent_view())
+            arm, _ = assign(view, device, owner_of(tag, token), token)
+            seen[address].append(arm)
+            by_token[address].append("dq" if token_uniform(token, "study") < 0.5 else "rr")
+    assert all(len(set(arms)) == 1 for arms in seen.values()), seen
+    assert {arms[0] for arms in seen.values()} == {"dq", "rr"}  # both arms drawn
+    assert sum(len(set(arms)) > 1 for arms in by_token.values()) >= 5  # 15 expected

@@ -37,6 +37,7 @@ from ..credentials import (
 
 __all__ = [
     "SurveyLink",
+    "arm_key",
     "assign",
     "design_from_view",
     "numeric_truth",
@@ -363,16 +364,34 @@ def token_uniform(token: str, survey_id: str) -> float:
     return ((hi >> 5) * 67108864 + (lo >> 6)) / 2**53
 
 
+def arm_key(owner: str, token: str | None) -> str | None:
+    """What fixes a person's arm: the owner tag of a named recipient's links (the same in
+    every wave's link, so every wave and every device draws the same arm), else the
+    invitation ``token`` (an anonymous link: one arm per link), else ``None``.
+
+    Parameters
+    ----------
+    owner : str
+        :func:`~deniable.collection.respondent.owner_of`'s owner (``"tag:..."``,
+        ``"token:..."`` or ``"device"``).
+    token : str, optional
+    """
+    if owner.startswith("tag:"):
+        return owner[len("tag:") :]
+    return token or None
+
+
 def assign(
     view: dict[str, Any], memo: Any, owner: str, token: str | None = None
 ) -> tuple[str | None, dict[str, int]]:
     """This respondent's arm and groups, and the questions as they see them.
 
-    The arm is drawn by the arms' weights, once per survey and owner: with an invitation
-    ``token``, from :func:`token_uniform` (every device that opens the link draws the
-    same arm, so opening it afresh elsewhere cannot change it), otherwise from the
-    operating system's secure source (``secrets``). Each group design's group is drawn
-    with equal chances from ``secrets``, per question content and owner (like the report),
+    The arm is drawn by the arms' weights, once per survey and owner: from
+    :func:`token_uniform` keyed by :func:`arm_key` (a named recipient's owner tag, so
+    the person keeps one arm in every wave and on every device; an anonymous link's
+    token), otherwise from the operating system's secure source (``secrets``). Each
+    group design's group is drawn with equal chances from ``secrets``, per question
+    content and owner (like the report),
     and kept in ``memo`` (:class:`~deniable.collection.respondent.ReportMemo`), so the
     respondent answers the same way however often they are invited. ``view`` (the
     survey's respondent view) has its ``questions`` replaced by the arm's, each group
@@ -395,7 +414,8 @@ def assign(
         index = memo.get(owner, key)
         if index is None or not 0 <= index < len(arms):
             weights = [float(a["weight"]) for a in arms]
-            drawn = token_uniform(token, view["id"]) if token else secrets.randbits(53) / 2**53
+            fixed = arm_key(owner, token)
+            drawn = token_uniform(fixed, view["id"]) if fixed else secrets.randbits(53) / 2**53
             u = drawn * sum(weights)
             index = next((i for i, c in enumerate(np.cumsum(weights)) if u < c), len(weights) - 1)
             memo.put(owner, key, index)

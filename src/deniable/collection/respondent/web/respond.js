@@ -224,16 +224,18 @@ const deniable = (() => {
   refresh();
 
   /**
-   * This person's arm (once per survey and owner; from the invitation token when there
-   * is one, so every device that opens the link draws the same) and groups (once per
-   * question content and owner, as the report, with crypto.getRandomValues), kept on
-   * the device.
+   * This person's arm (once per survey and owner; from a named recipient's owner tag,
+   * the same in every wave's link, so the person keeps one arm in every wave and on
+   * every device; from an anonymous link's token, one arm per link) and groups (once
+   * per question content and owner, as the report, with crypto.getRandomValues), kept
+   * on the device.
    */
   async function assign() {
     let arm = store.get("arm");
     if (survey.arms.length && !survey.arms.some((a) => a.id === arm)) {
-      // an invitation fixes the arm: every device that opens this link draws the same
-      const u = token ? await deniable.tokenUniform(token, survey.id) : deniable.uniform53();
+      // the owner tag (else the invitation) fixes the arm: every device draws the same
+      const fixed = owner.startsWith("tag:") ? owner.slice(4) : token;
+      const u = fixed ? await deniable.tokenUniform(fixed, survey.id) : deniable.uniform53();
       arm = survey.arms[deniable.pickWeighted(survey.arms.map((a) => a.weight), u)].id;
       store.set("arm", arm);
     }

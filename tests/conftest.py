@@ -210,13 +210,30 @@ def assert_error_shape(response, status: int | None = None) -> dict:
     return err
 
 
+def token_arm(view: dict, token: str) -> str | None:
+    """The arm an anonymous invitation's device draws (and the invitation is bound to)."""
+    from deniable.collection.respondent._client import arm_index, token_uniform
+
+    arms = view.get("arms") or []
+    if not arms:
+        return None
+    u = token_uniform(token, view["id"])
+    return arms[arm_index([float(a["weight"]) for a in arms], u)]["id"]
+
+
 def store_credential(store, survey_id: str, token: str):
-    """The respondent's side of RFC 9474 against a store: blind, spend, finalize."""
+    """The respondent's side of RFC 9474 against a store: blind, spend, finalize (in a
+    study with arms, under the key of the arm the invitation is bound to)."""
     from deniable.collection.credentials import Credential, finalize, new_credential_request
 
-    key = store.credential_key(survey_id)
+    survey = store.survey(survey_id)
+    arm = token_arm(survey.respondent_view(), token)
+    index = survey.arm_names.index(arm) if arm is not None else None
+    key = store.credential_key(survey_id, None, index)
     blinded, state = new_credential_request(key.public_key)
-    signature = finalize(key.public_key, state, store.issue_credential(survey_id, token, blinded))
+    signature = finalize(
+        key.public_key, state, store.issue_credential(survey_id, token, blinded, None, index)
+    )
     return Credential(state.prepared, signature)
 
 
@@ -232,7 +249,7 @@ def http_credential(client, survey_id: str, token: str) -> dict:
         assert r.status_code == 201, r.text
         return r.json()
 
-    return request_credential(view, token, post).to_json()
+    return request_credential(view, token, post, token_arm(view, token)).to_json()
 
 
 async def async_http_credential(client, survey_id: str, token: str) -> dict:
@@ -247,9 +264,10 @@ async def async_http_credential(client, survey_id: str, token: str) -> dict:
     )
 
     view = (await client.get(f"/api/surveys/{survey_id}")).json()
-    key = load_public_key(view["credential_key"])
+    arm = token_arm(view, token)
+    key = load_public_key(view["credential_keys"][arm] if arm else view["credential_key"])
     blinded, state = new_credential_request(key)
-    body = {"token": token, "blinded_msg": b64url(blinded)}
+    body = {"token": token, "blinded_msg": b64url(blinded)} | ({"arm": arm} if arm else {})
     r = await client.post(f"/api/surveys/{survey_id}/credentials", json=body)
     assert r.status_code == 201, r.text
     signature = finalize(key, state, b64url_decode(r.json()["blind_sig"], "blind_sig", 512))

@@ -622,10 +622,11 @@ def test_a_database_from_before_arms_is_migrated_and_its_waiting_responses_relea
         conn.execute(text("UPDATE staging_counts SET n = n + 1"))
     store.close()
     store = Store(url)
-    assert store.applied_migrations()[-3:] == [
+    assert store.applied_migrations()[-4:] == [
         "0007_report_arm_group",
         "0008_release_number_no_arrival_time",
         "0009_post_randomized_direct_answers",
+        "0010_arm_bound_invitations",
     ]
     store.submit(survey, {"q": 0})  # completes the next crowd with the old payload
     store.release()
@@ -849,3 +850,47 @@ async def test_the_arm_table_without_released_control_rows_says_so(client):
     assert "difference to None" not in page
     assert "difference (no released control-arm rows yet)" in table
     assert ">reference<" not in table
+
+
+@pytest.mark.anyio
+async def test_an_invitation_is_bound_to_its_arm_and_a_response_claiming_another_is_refused(
+    client,
+):
+    """In a study with invitations, each invitation is bound to the arm its link draws
+    and its credential is signed with that arm's key: an exchange that names another
+    arm, or none, is refused and spends nothing; a response that claims another arm
+    than its credential's is refused (its credential does not verify under that arm's
+    key) and stores nothing; the right arm is taken."""
+    from deniable.collection.respondent._devices import simulate_responses
+
+    from .conftest import async_http_credential, token_arm
+
+    study = with_(CAMPUS, requires_invitation=True, min_release=1, allow_small_release=True)
+    assert (await client.post("/api/surveys", json=study, headers=AUTH)).status_code == 201
+    survey = load_survey(study)
+    view = (await client.get("/api/surveys/campus")).json()
+    assert set(view["credential_keys"]) == {"dq", "rr"}
+    token = client.store.issue_tokens("campus", 1)[0]
+    mine = token_arm(view, token)
+    other = next(a for a in ("dq", "rr") if a != mine)
+    from deniable.collection.credentials import b64url, load_public_key, new_credential_request
+
+    blinded, _ = new_credential_request(load_public_key(view["credential_keys"][other]))
+    body = {"token": token, "blinded_msg": b64url(blinded), "version": 1}
+    r = await client.post("/api/surveys/campus/credentials", json=body | {"arm": other})
+    assert r.status_code == 403 and "bound to another arm" in r.text, r.text
+    for wrong in ({}, {"arm": "nope"}):
+        r = await client.post("/api/surveys/campus/credentials", json=body | wrong)
+        assert r.status_code == 422 and "arm must be one of ['dq', 'rr']" in r.text, r.text
+    credential = await async_http_credential(client, "campus", token)  # not spent above
+    rng = np.random.default_rng(1)
+    sent = simulate_responses(survey, campus_truths(40, rng), rng)
+    reports = next(s for s in sent if s["arm"] == mine)["reports"]
+    claim = {"version": 1, "credential": credential, "reports": reports, "groups": {}}
+    if "plagiarism" in reports:
+        claim["groups"] = next(s for s in sent if s["arm"] == mine)["groups"]
+    refused = await client.post("/api/surveys/campus/responses", json=claim | {"arm": other})
+    assert refused.status_code in (403, 422) and f"arm {other!r}" in refused.text
+    assert sum(client.store.arrivals(survey)) == 0  # nothing stored
+    taken = await client.post("/api/surveys/campus/responses", json=claim | {"arm": mine})
+    assert taken.status_code == 201, taken.text

@@ -26,7 +26,7 @@ from deniable.collection.store._storage import Store
 from deniable.mechanisms._binary import ForcedResponse, Kuk
 from deniable.mechanisms._designs import KaryRR
 
-from .conftest import ANALYST, SURVEY
+from .conftest import ANALYST, SURVEY, token_arm
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(
@@ -1265,7 +1265,7 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     base, store, _ = site
     survey = load_survey(copy.deepcopy(E2E_STUDY))
     store.publish(survey)
-    tokens = store.issue_tokens(survey.id, 320)
+    tokens = store.issue_tokens(survey.id, 900)  # more than enough of each arm
     rng = np.random.default_rng(20261126)
     n = 310
     faculty = rng.integers(0, 4, size=n)
@@ -1286,14 +1286,20 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
             assert r.status_code == 201, r.text
             return r.json()
 
-        for i, body in enumerate(sent):
-            credential = request_credential(view, tokens[i], post)
+        # each invitation is bound to the arm its link draws: a body drawn for an arm
+        # goes with an invitation of that arm
+        by_arm: dict[str, list[str]] = {}
+        for token in tokens:
+            by_arm.setdefault(token_arm(view, token), []).append(token)
+        for body in sent:
+            token = by_arm[body["arm"]].pop()
+            credential = request_credential(view, token, post, body["arm"])
             post(
                 "/api/surveys/e2e/responses",
                 {"version": 1, "credential": credential.to_json()} | body,
             )
     # ten more through the browser, each answering "law", "graduate", "yes", "no"
-    for token in tokens[n:]:
+    for token in [t for left in by_arm.values() for t in left][:10]:
         context = browser.new_context(viewport={"width": 1200, "height": 900})
         page = context.new_page()
         posted = _posted_responses(page)

@@ -247,7 +247,7 @@ def test_the_migration_post_randomizes_what_waits_and_counts_what_was_released(t
         conn.execute(text(f"UPDATE staging_counts SET n = {n}"))
     store.close()
     store = Store(f"sqlite:///{path}")
-    assert store.applied_migrations()[-1] == "0009_post_randomized_direct_answers"
+    assert "0009_post_randomized_direct_answers" in store.applied_migrations()
     with store.connection() as conn:
         rows = conn.execute(select(staging.c.payload).where(staging.c.filled.is_(True)))
         cheat = np.array([unpack(bytes(p)).codes[2] for (p,) in rows])

@@ -75,6 +75,7 @@ def test_schema_has_no_place_for_identity_or_truth(store):
         "used",
         "version",  # the survey version it is bound to
         "blinded_hash",  # SHA-256 of the blinded message it was spent for (retries)
+        "arm",  # the arm it is bound to in a study with arms (the analyst knows it)
     }
 
 

@@ -76,16 +76,17 @@ def respond(
                 design_from_view(q)  # checks the stated epsilon before anything is asked
             _print_intro(out, view)
             credential = None
-            if view.get("requires_invitation"):
-                if not token:
-                    token = typer.prompt("Invitation token", hide_input=True, err=as_json)
-                # first, so no one answers on an invitation that does not work; the
-                # credential cannot be tied to the invitation it was obtained with
-                credential = _credential(http, view, token)
-                out.print("Your invitation was accepted (exchanged for an anonymous credential).")
+            if view.get("requires_invitation") and not token:
+                token = typer.prompt("Invitation token", hide_input=True, err=as_json)
             owner = owner_of(link.owner, token if view.get("requires_invitation") else None)
-            # only this arm's and group's questions; an invitation fixes the arm
+            # only this arm's and group's questions; the owner tag (or invitation) fixes
+            # the arm, and in a study with arms the invitation is bound to it
             arm, groups = assign(view, memo, owner, token)
+            if view.get("requires_invitation"):
+                # before any question, so no one answers on an invitation that does not
+                # work; the credential cannot be tied to the invitation it came from
+                credential = _credential(http, view, str(token), arm)
+                out.print("Your invitation was accepted (exchanged for an anonymous credential).")
             if view.get("control_arm"):
                 out.print(catalog("en")["control_arm"])
             out.print(_stays_here(view))
@@ -171,7 +172,7 @@ def _print_intro(out: Any, view: dict[str, Any]) -> None:
         raise fail(f"survey {view['id']!r} is closed: it takes no responses")
 
 
-def _credential(http: Any, view: dict[str, Any], token: str) -> Any:
+def _credential(http: Any, view: dict[str, Any], token: str, arm: str | None) -> Any:
     """Spend the invitation for an unlinkable credential (blind signature); a transport
     error is retried with the same blinded message (the same signature)."""
     import httpx
@@ -191,7 +192,7 @@ def _credential(http: Any, view: dict[str, Any], token: str) -> Any:
         result: dict[str, Any] = answer.json()
         return result
 
-    return request_credential(view, token, post)
+    return request_credential(view, token, post, arm)
 
 
 def _ask_direct(out: Any, i: int, q: dict[str, Any], to_stderr: bool) -> int | None:

@@ -13,7 +13,7 @@ needs invitations it first exchanges the invitation for an unlinkable credential
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -37,6 +37,7 @@ from ..credentials import (
 
 __all__ = [
     "SurveyLink",
+    "arm_index",
     "arm_key",
     "assign",
     "design_from_view",
@@ -290,24 +291,31 @@ def respond_reports(
 
 
 def request_credential(
-    view: dict[str, Any], token: str, post: Callable[[str, dict[str, Any]], dict[str, Any]]
+    view: dict[str, Any],
+    token: str,
+    post: Callable[[str, dict[str, Any]], dict[str, Any]],
+    arm: str | None = None,
 ) -> Credential:
     """Exchange an invitation for a credential the server cannot link to it.
 
     Blinds a fresh random message under the survey's ``credential_key`` (RFC 9474,
-    RSABSSA-SHA384-PSS-Randomized), sends ``{"token", "blinded_msg"}`` with
-    ``post(path, body)`` (which returns the JSON answer or raises), and finalizes the
-    blind signature, checking it against the key.
+    RSABSSA-SHA384-PSS-Randomized), or in a study with arms under its ``arm``'s key
+    (``credential_keys``: the credential then verifies for that arm only), sends
+    ``{"token", "blinded_msg", "version"[, "arm"]}`` with ``post(path, body)`` (which
+    returns the JSON answer or raises), and finalizes the blind signature, checking it
+    against the key.
 
     Parameters
     ----------
     view : dict
         The survey as served (``id``, ``version``, ``credential_key``,
-        ``credential_variant``).
+        ``credential_variant``, and ``credential_keys`` by arm in a study with arms).
     token : str
         The invitation token from the link's fragment.
     post : callable ``(path, body) -> dict``
         Sends a JSON body to the server and returns its JSON answer.
+    arm : str, optional
+        The arm :func:`assign` drew (the one the invitation is bound to).
 
     Returns
     -------
@@ -341,9 +349,18 @@ def request_credential(
             f"the survey's credential_variant must be {VARIANT!r}, "
             f"got {view.get('credential_variant')!r}"
         )
-    public_key = load_public_key(view["credential_key"])
+    keys = view.get("credential_keys") or {}
+    if keys and arm not in keys:
+        raise CredentialError(f"arm must be one of {sorted(keys)}, got {arm!r}")
+    public_key = load_public_key(keys[arm] if keys else view["credential_key"])
     blinded, state = new_credential_request(public_key)
-    body = {"token": token, "blinded_msg": b64url(blinded), "version": view["version"]}
+    body: dict[str, Any] = {
+        "token": token,
+        "blinded_msg": b64url(blinded),
+        "version": view["version"],
+    }
+    if keys:
+        body["arm"] = arm
     answer = post(f"/api/surveys/{view['id']}/credentials", body)
     signature = finalize(
         public_key, state, b64url_decode(str(answer["blind_sig"]), "blind_sig", 512)
@@ -381,6 +398,19 @@ def arm_key(owner: str, token: str | None) -> str | None:
     return token or None
 
 
+def arm_index(weights: Sequence[float], u: float) -> int:
+    """The arm drawn by the weights from a uniform ``u`` on [0, 1): the first whose
+    cumulative weight exceeds ``u`` times their sum (the page's ``pickWeighted``).
+
+    Parameters
+    ----------
+    weights : sequence of float, each > 0
+    u : float in [0, 1)
+    """
+    total = u * sum(weights)
+    return next((i for i, c in enumerate(np.cumsum(weights)) if total < c), len(weights) - 1)
+
+
 def assign(
     view: dict[str, Any], memo: Any, owner: str, token: str | None = None
 ) -> tuple[str | None, dict[str, int]]:
@@ -416,8 +446,7 @@ def assign(
             weights = [float(a["weight"]) for a in arms]
             fixed = arm_key(owner, token)
             drawn = token_uniform(fixed, view["id"]) if fixed else secrets.randbits(53) / 2**53
-            u = drawn * sum(weights)
-            index = next((i for i, c in enumerate(np.cumsum(weights)) if u < c), len(weights) - 1)
+            index = arm_index(weights, drawn)
             memo.put(owner, key, index)
         arm = names[index]
     chosen = next((a for a in arms if a["id"] == arm), None)

@@ -17,6 +17,7 @@ import logging
 import re
 from typing import Any
 
+from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -122,17 +123,36 @@ async def ingest_credential_request(
     except ValidationError as exc:
         raise body_validation_error(exc) from None
     blinded = b64url_decode(parsed.blinded_msg, "blinded_msg", 512)
-    version = parsed.version
-    if version is None:  # a client that does not say: the latest version
-        version = (await run_in_threadpool(store.survey, survey_id)).version
-    key = store.cached_credential_key(survey_id, version)
+    survey = store.cached_survey(survey_id, parsed.version) if parsed.version else None
+    if survey is None:  # a client that does not say: the latest version
+        survey = await run_in_threadpool(store.survey, survey_id, parsed.version)
+    version = survey.version
+    arm = _arm_index(survey, parsed.arm)
+    key = store.cached_credential_key(survey_id, version, arm)
     if key is None:  # a read, once per process and version
-        key = await run_in_threadpool(store.credential_key, survey_id, version)
-    await committer.submit(store.prepare_spend(survey_id, parsed.token, blinded, version))
+        key = await run_in_threadpool(store.credential_key, survey_id, version, arm)
+    await committer.submit(store.prepare_spend(survey_id, parsed.token, blinded, version, arm))
     # on the event loop (0.85 ms with OpenSSL, 1.1 ms with GMP): a thread hop costs more
     # CPU than it saves at one core; measured in bench/ingest.py (docs/collection.md)
     signature = key.blind_sign(blinded)
     return CredentialOut(blind_sig=b64url(signature), variant=VARIANT)
+
+
+def _arm_index(survey: Any, arm: str | None) -> int | None:
+    """The position of a credential request's ``arm`` in a study with arms.
+
+    Raises
+    ------
+    RequestValidationError
+        Naming the field and the allowed arms, for a study with arms and no or another
+        arm, or an arm for a survey without arms.
+    """
+    names = list(survey.arm_names)
+    if (arm is None) == (not names) and (arm is None or arm in names):
+        return names.index(arm) if arm is not None else None
+    allowed = f"one of {names}" if names else "absent (the survey has no arms)"
+    error = {"loc": ("body", "arm"), "msg": f"arm must be {allowed}, got {arm!r}"}
+    raise RequestValidationError([error | {"type": "value_error"}])
 
 
 class BodyLimit:

@@ -124,12 +124,18 @@ def respondent_view(
     store: Store, survey_id: str, version: int | None = None, lang: str = "en"
 ) -> dict[str, Any]:
     """The survey as the respondent's device needs it, in ``lang``, with the survey's
-    credential key (base64 DER SubjectPublicKeyInfo) when it needs invitations."""
+    credential key (base64 DER SubjectPublicKeyInfo) when it needs invitations, and with
+    arms each arm's (``credential_keys``)."""
     survey = store.survey(survey_id, version)
     view = survey.respondent_view(lang)
     view["closed"] = store.is_closed(survey.id)
     if survey.requires_invitation:
         view["credential_key"] = store.credential_key(survey.id, survey.version).public_spki_b64()
+        if survey.arms:  # the invitation is bound to an arm: the credential to its key
+            view["credential_keys"] = {
+                name: store.credential_key(survey.id, survey.version, i).public_spki_b64()
+                for i, name in enumerate(survey.arm_names)
+            }
         view["credential_variant"] = VARIANT
     return view
 

@@ -63,6 +63,13 @@ class CredentialRequest(BaseModel):
         description="The survey version the invitation is bound to (its link's v=...); "
         "default the latest. The credential answers that version only.",
     )
+    arm: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="In a study with arms, the arm the invitation is bound to (the one "
+        "the device drew); the credential verifies for that arm only.",
+    )
 
 
 class CredentialOut(BaseModel):

@@ -40,6 +40,7 @@ from ._recipients import (
     normalise_address,
 )
 from ._schema import (
+    arm_keys,
     hash_token,
     ingestion_keys,
     invitations,
@@ -57,6 +58,10 @@ __all__ = ["INVITATION_MESSAGES", "InvitationsMixin", "IssuedInvitations", "Pend
 INVITATION_MESSAGES = {
     "unknown": "the invitation is not valid for this survey",
     "used": "this invitation has already been used",
+    "arm": (
+        "this invitation is bound to another arm of the study than the credential asked "
+        "for (its link draws the arm: open it again)"
+    ),
 }
 
 
@@ -73,6 +78,8 @@ class PendingSpend:
     token_hash: str
     version: int = 0
     blinded_hash: str = ""
+    #: The arm (index) the credential is asked for, in a study with arms.
+    arm: int | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,7 @@ class InvitationsMixin:
     reader: Engine
     url: str
     is_sqlite: bool
-    _keys: dict[tuple[str, int], CredentialKey]
+    _keys: dict[tuple[str, int, int | None], CredentialKey]
 
     def survey(self, survey_id: str, version: int | None = None) -> Survey:
         raise NotImplementedError
@@ -138,9 +145,10 @@ class InvitationsMixin:
         """
         if not 1 <= count <= 100_000:
             raise ValueError(f"count must be in 1..100000, got {count}")
-        version = self.survey(survey_id).version
+        survey = self.survey(survey_id)
+        version = survey.version
         tokens = [secrets.token_urlsafe(24) for _ in range(count)]
-        rows = [_invitation_row(t, survey_id, version) for t in tokens]
+        rows = [_invitation_row(t, survey_id, version, _arm_of(survey, t)) for t in tokens]
         with self.engine.begin() as conn:
             _refuse_closed(conn, survey_id)
             conn.execute(insert(invitations), rows)
@@ -225,10 +233,13 @@ class InvitationsMixin:
                     token = secrets.token_urlsafe(24)
                     entry = {"recipient": name, "survey_id": survey_id, "cost": cost}
                     ledger_rows.append(entry | {"version": survey.version})
-                    invitation_rows.append(_invitation_row(token, survey_id, survey.version))
+                    tag = key.owner_tag(address)  # the arm travels with the person
+                    invitation_rows.append(
+                        _invitation_row(token, survey_id, survey.version, _arm_of(survey, tag))
+                    )
                     issued.tokens.append(token)
                     issued.recipients.append(address)
-                    issued.owners.append(key.owner_tag(address))
+                    issued.owners.append(tag)
                     issued.rows.append(row)
             refused.sort()
             issued.refused.extend(refused)
@@ -257,7 +268,9 @@ class InvitationsMixin:
             return float(conn.execute(q).scalar() or 0.0)
 
     @staticmethod
-    def _ensure_key(conn: Connection, survey_id: str, version: int) -> None:
+    def _ensure_key(conn: Connection, survey: Survey) -> None:
+        """The version's blind-signature key, and one per arm in a study with arms."""
+        survey_id, version = survey.id, survey.version
         exists = conn.execute(
             select(version_keys.c.version).where(
                 version_keys.c.survey_id == survey_id, version_keys.c.version == version
@@ -268,15 +281,35 @@ class InvitationsMixin:
             conn.execute(
                 insert(version_keys).values(survey_id=survey_id, version=version, private_key=pem)
             )
+        have = set(
+            conn.execute(
+                select(arm_keys.c.arm).where(
+                    arm_keys.c.survey_id == survey_id, arm_keys.c.version == version
+                )
+            ).scalars()
+        )
+        rows = [
+            {"survey_id": survey_id, "version": version, "arm": i,
+             "private_key": CredentialKey.generate().to_pem().decode()}
+            for i in range(len(survey.arm_names)) if i not in have
+        ]  # fmt: skip
+        if rows:
+            conn.execute(insert(arm_keys), rows)
 
-    def cached_credential_key(self, survey_id: str, version: int) -> CredentialKey | None:
-        """The version's key if this process has already loaded it."""
-        return self._keys.get((survey_id, version))
+    def cached_credential_key(
+        self, survey_id: str, version: int, arm: int | None = None
+    ) -> CredentialKey | None:
+        """The version's (or its arm's) key if this process has already loaded it."""
+        return self._keys.get((survey_id, version, arm))
 
-    def credential_key(self, survey_id: str, version: int | None = None) -> CredentialKey:
-        """The blind-signature key of a survey version (default the latest): created
-        when the version is published, if it needs invitations. A credential signed
-        under it verifies for that version only.
+    def credential_key(
+        self, survey_id: str, version: int | None = None, arm: int | None = None
+    ) -> CredentialKey:
+        """The blind-signature key of a survey version (default the latest), or of one of
+        its arms (the arm's position in ``Survey.arm_names``): created when the version
+        is published, if it needs invitations. A credential signed under it verifies for
+        that version (and arm) only. A version published before keys per arm existed
+        has none: its arms share the version's key.
 
         Raises
         ------
@@ -285,22 +318,39 @@ class InvitationsMixin:
         """
         if version is None:
             version = self.survey(survey_id).version
-        key = self._keys.get((survey_id, version))
+        key = self._keys.get((survey_id, version, arm))
         if key is None:
-            q = select(version_keys.c.private_key).where(
-                version_keys.c.survey_id == survey_id, version_keys.c.version == version
-            )
+            pem = None
             with self.reader.connect() as conn:
-                pem = conn.execute(q).scalar()
+                if arm is not None:
+                    pem = conn.execute(
+                        select(arm_keys.c.private_key).where(
+                            arm_keys.c.survey_id == survey_id,
+                            arm_keys.c.version == version,
+                            arm_keys.c.arm == arm,
+                        )
+                    ).scalar()
+                if pem is None:
+                    pem = conn.execute(
+                        select(version_keys.c.private_key).where(
+                            version_keys.c.survey_id == survey_id,
+                            version_keys.c.version == version,
+                        )
+                    ).scalar()
             if pem is None:
                 raise SurveyNotFoundError(
                     f"survey {survey_id!r} version {version} takes no invitations"
                 )
-            key = self._keys[survey_id, version] = CredentialKey.from_pem(pem.encode())
+            key = self._keys[survey_id, version, arm] = CredentialKey.from_pem(pem.encode())
         return key
 
     def issue_credential(
-        self, survey_id: str, token: str, blinded: bytes, version: int | None = None
+        self,
+        survey_id: str,
+        token: str,
+        blinded: bytes,
+        version: int | None = None,
+        arm: int | None = None,
     ) -> bytes:
         """Spend an invitation and return the blind signature of ``blinded`` (RFC 9474).
 
@@ -321,14 +371,19 @@ class InvitationsMixin:
         SurveyNotFoundError
             If the survey takes no invitations.
         """
-        spend = self.prepare_spend(survey_id, token, blinded, version)
+        spend = self.prepare_spend(survey_id, token, blinded, version, arm)
         (outcome,) = self.commit_group([spend])
         if outcome is not None:
             raise outcome
-        return self.credential_key(survey_id, spend.version).blind_sign(blinded)
+        return self.credential_key(survey_id, spend.version, arm).blind_sign(blinded)
 
     def prepare_spend(
-        self, survey_id: str, token: str, blinded: bytes, version: int | None = None
+        self,
+        survey_id: str,
+        token: str,
+        blinded: bytes,
+        version: int | None = None,
+        arm: int | None = None,
     ) -> PendingSpend:
         """Check ``blinded`` against the version's key (no database write); the spend is
         then to commit, and the signature to make after it.
@@ -340,9 +395,9 @@ class InvitationsMixin:
         """
         if version is None:
             version = self.survey(survey_id).version
-        self.credential_key(survey_id, version).check_blinded(blinded)
+        self.credential_key(survey_id, version, arm).check_blinded(blinded)
         return PendingSpend(
-            survey_id, hash_token(token), version, hashlib.sha256(blinded).hexdigest()
+            survey_id, hash_token(token), version, hashlib.sha256(blinded).hexdigest(), arm
         )
 
     def add_ingestion_key(self, survey_id: str) -> str:
@@ -384,6 +439,7 @@ class InvitationsMixin:
             invitations.c.version,
             invitations.c.used,
             invitations.c.blinded_hash,
+            invitations.c.arm,
         ).where(invitations.c.token_hash.in_(list(first)))
         if conn.dialect.name == "postgresql":
             q = q.with_for_update()  # SQLite: the transaction already holds the write lock
@@ -400,6 +456,8 @@ class InvitationsMixin:
                     f"{item.version}; open its link again",
                     int(row.version),
                 )
+            elif row.arm is not None and row.arm != item.arm:
+                outcomes[i] = InvitationError(INVITATION_MESSAGES["arm"])
             elif not row.used:
                 outcomes[i] = None
                 spend.append({"h": token_hash, "b": item.blinded_hash})
@@ -420,7 +478,9 @@ class InvitationsMixin:
         return outcomes
 
 
-def _invitation_row(token: str, survey_id: str, version: int) -> dict[str, Any]:
+def _invitation_row(
+    token: str, survey_id: str, version: int, arm: int | None = None
+) -> dict[str, Any]:
     return {
         "token_hash": hash_token(token),
         "survey_id": survey_id,
@@ -428,7 +488,20 @@ def _invitation_row(token: str, survey_id: str, version: int) -> dict[str, Any]:
         "used": False,
         # a placeholder of the same size: the spend overwrites the cell in place
         "blinded_hash": secrets.token_hex(32),
+        "arm": arm,
     }
+
+
+def _arm_of(survey: Survey, fixed: str) -> int | None:
+    """The arm (index) an invitation is bound to in a study with arms: the one the
+    respondent's device draws from ``fixed`` (a named recipient's owner tag, else the
+    token: :func:`~deniable.collection.respondent.assign`); ``None`` without arms."""
+    from ..respondent._client import arm_index, token_uniform
+
+    if not survey.arms:
+        return None
+    weights = [float(a.weight) for a in survey.arms.values()]
+    return arm_index(weights, token_uniform(fixed, survey.id))
 
 
 def _refuse_closed(conn: Connection, survey_id: str) -> None:

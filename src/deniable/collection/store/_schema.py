@@ -83,6 +83,7 @@ from ._pram import post_randomize
 __all__ = [
     "DEFAULT_SQLITE_FILE",
     "MIGRATIONS",
+    "arm_keys",
     "arrivals",
     "audit_log",
     "credential_keys",
@@ -130,6 +131,8 @@ invitations = Table(
     Column("used", Boolean, nullable=False),
     Column("version", Integer),  # added by migration 0005 to older databases
     Column("blinded_hash", String(64)),  # likewise
+    # the arm (index) the invitation is bound to in a study with arms (migration 0010)
+    Column("arm", Integer),
     sqlite_with_rowid=False,
 )
 reports = Table(
@@ -166,6 +169,16 @@ version_keys = Table(
     metadata,
     Column("survey_id", String(64), primary_key=True),
     Column("version", Integer, primary_key=True),
+    Column("private_key", Text, nullable=False),
+)
+#: One blind-signature key per arm of a version with arms and invitations: a credential
+#: verifies for the arm its invitation is bound to only (migration 0010).
+arm_keys = Table(
+    "arm_keys",
+    metadata,
+    Column("survey_id", String(64), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("arm", Integer, primary_key=True),
     Column("private_key", Text, nullable=False),
 )
 recipient_ledger = Table(
@@ -413,6 +426,15 @@ def _post_randomize(conn: Connection) -> None:
         )
 
 
+def _arm_bound(conn: Connection) -> None:
+    """Invitations bound to an arm and a key per arm (invitations issued before, and
+    versions published before, keep no arm: their credentials verify for any arm, as
+    they did)."""
+    arm_keys.create(conn, checkfirst=True)
+    if "arm" not in {c["name"] for c in inspect(conn).get_columns("invitations")}:
+        conn.execute(text("ALTER TABLE invitations ADD COLUMN arm INTEGER"))
+
+
 #: Ordered, named schema migrations; never edit one that has shipped, append a new one.
 MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0001_initial", _initial),
@@ -424,6 +446,7 @@ MIGRATIONS: Sequence[tuple[str, Callable[[Connection], None]]] = (
     ("0007_report_arm_group", _arms),
     ("0008_release_number_no_arrival_time", _no_arrival_time),
     ("0009_post_randomized_direct_answers", _post_randomize),
+    ("0010_arm_bound_invitations", _arm_bound),
 )
 
 

@@ -152,7 +152,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, Releasin
             self.engine = create_engine(self.url, pool_size=10, max_overflow=40)
             self.reader = self.engine
         self._cache: dict[tuple[str, int], Survey] = {}
-        self._keys: dict[tuple[str, int], CredentialKey] = {}
+        self._keys: dict[tuple[str, int, int | None], CredentialKey] = {}
         self._free = FreeSlots()  # this process's list of free staging slots
         self._nullifiers = WaitingNullifiers()  # this process's view of the slots' nullifiers
         self._periods: dict[str, int] = {}  # each survey id's last scheduled release period
@@ -225,7 +225,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, Releasin
                 )
             check_lifetime(earlier, survey)
             if survey.requires_invitation:
-                self._ensure_key(conn, survey.id, survey.version)
+                self._ensure_key(conn, survey)
             try:
                 conn.execute(
                     insert(surveys).values(
@@ -406,11 +406,14 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, Releasin
                 raise CredentialRejectedError(
                     "this survey needs a credential (obtained with an invitation)"
                 )
-            key = self.credential_key(survey.id, survey.version)
+            index = survey.arm_names.index(arm) if arm in survey.arm_names else None
+            key = self.credential_key(survey.id, survey.version, index)
             if not key.verify(credential.message, credential.signature):
                 raise CredentialRejectedError(
-                    f"the credential is not valid for this survey's version {survey.version} "
-                    "(a credential answers the version its invitation was issued for)"
+                    f"the credential is not valid for this survey's version {survey.version}"
+                    + (f" and arm {arm!r}" if index is not None else "")
+                    + " (a credential answers the version, and the arm, its invitation "
+                    "was issued for)"
                 )
             spent = nullifier(credential.message)
             staged = replace(staged, nullifier=bytes.fromhex(spent))

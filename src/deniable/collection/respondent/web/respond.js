@@ -50,13 +50,19 @@ const deniable = (() => {
    * once and handed to `keep` before it is sent; a later call with `saved` (after a
    * dropped connection) sends the same one, and the server answers it with the same
    * signature. Returns {message, signature} in base64url; the token is not part of it.
+   * In a study with arms the invitation is bound to the person's `arm`: the request
+   * names it and is blinded under that arm's key (view.credential_keys), so the
+   * credential verifies for that arm only.
    */
-  async function obtainCredential(view, token, post, saved = null, keep = () => {}) {
+  async function obtainCredential(view, token, post, saved = null, keep = () => {}, arm = null) {
     if (view.credential_variant !== "RSABSSA-SHA384-PSS-Randomized") {
       throw new Error(`unsupported credential variant ${view.credential_variant}`);
     }
+    const keys = view.credential_keys || null;
+    if (keys && !(arm in keys)) throw new Error(`no credential key for arm ${arm}`);
     const publicKey = await crypto.subtle.importKey(
-      "spki", fromB64(view.credential_key), { name: "RSA-PSS", hash: "SHA-384" }, true, ["verify"],
+      "spki", fromB64(keys ? keys[arm] : view.credential_key), { name: "RSA-PSS", hash: "SHA-384" },
+      true, ["verify"],
     );
     const suite = blindrsa.RSABSSA.SHA384.PSS.Randomized();
     let request = saved;
@@ -66,8 +72,9 @@ const deniable = (() => {
       request = { prepared: b64url(prepared), blinded: b64url(blindedMsg), inv: b64url(inv) };
       keep(request);
     }
-    const answer = await post(`/api/surveys/${encodeURIComponent(view.id)}/credentials`,
-      { token, blinded_msg: request.blinded, version: view.version });
+    const body = { token, blinded_msg: request.blinded, version: view.version };
+    if (keys) body.arm = arm;
+    const answer = await post(`/api/surveys/${encodeURIComponent(view.id)}/credentials`, body);
     const signature = await suite.finalize(
       publicKey, fromB64(request.prepared), fromB64(answer.blind_sig), fromB64(request.inv),
     );
@@ -337,6 +344,7 @@ const deniable = (() => {
       try {
         credential = await deniable.obtainCredential(
           survey, token, postJson, store.get(requestKey), (req) => store.set(requestKey, req),
+          assignment.arm,
         );
         store.set(credentialKey, credential);
         store.remove(requestKey);

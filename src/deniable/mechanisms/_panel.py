@@ -173,7 +173,7 @@ class TwoLayerDesign(Design):
         >>> from deniable.mechanisms import TwoLayerDesign
         >>> panel = TwoLayerDesign(Warner(p=0.9), Warner(p=0.9))
         >>> round(panel.waves_bound(6), 4), round(6 * panel.epsilon_1, 4)
-        (9.0977, 9.0977)
+        (9.0981, 9.0981)
         """
         if waves < 0:
             raise ValueError(f"waves must be at least 0, got {waves}")

@@ -412,6 +412,17 @@ def _run(
     return np.asarray(out), accepted / (draws * thin)
 
 
+def _starts(y: Any, arm: Any, j: int, sensitive: int) -> NDArray[np.float64]:
+    """The chain's start: the logit of the control items' share, and of each sensitive
+    item's difference in means (each clipped to [0.02, 0.98])."""
+    share0 = float(np.clip(y[arm == 0].mean() / j, 0.02, 0.98))
+    starts = [special.logit(share0)]
+    for k in range(1, sensitive + 1):
+        gap = float(np.clip(y[arm == k].mean() - y[arm == 0].mean(), 0.02, 0.98))
+        starts.append(special.logit(gap))
+    return np.asarray(starts, dtype=np.float64)
+
+
 def list_bayes_hierarchical(
     formula: str,
     data: pd.DataFrame,
@@ -498,12 +509,7 @@ def list_bayes_hierarchical(
     if draws * len(columns) > MAX_CELLS:
         raise ValueError(f"draws x parameters must be at most {MAX_CELLS:,}, got "
                          f"{draws:,} x {len(columns):,}")  # fmt: skip
-    share0 = float(np.clip(y[arm == 0].mean() / j, 0.02, 0.98))
-    starts = [special.logit(share0)]
-    for k in range(1, len(labels) + 1):
-        gap = float(np.clip(y[arm == k].mean() - y[arm == 0].mean(), 0.02, 0.98))
-        starts.append(special.logit(gap))
-    chain = _Chain(d, np.asarray(starts), priors)
+    chain = _Chain(d, _starts(y, arm, j, len(labels)), priors)
     kept, rates = _run(chain, (burn_in, draws, thin), np.random.default_rng(seed))
     frame_draws = pd.DataFrame(kept, columns=columns)
     acceptance = pd.Series(rates, index=["slopes", *(f"{m}.intercepts" for m in models)])

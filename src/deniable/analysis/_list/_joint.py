@@ -371,6 +371,27 @@ class JointListResult:
         return answer_table(designs, model, level, method, (draws, seed))
 
 
+def _estimates(
+    model: Any, theta: NDArray[np.float64], information: str, outcome_model: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The reported coefficients and their covariance at the maximum ``theta``: the
+    inverse observed information or the scores' outer product; a linear outcome's sigma
+    reported, not its log (delta method)."""
+    rows = model.scores(theta)[1]
+    cov = (
+        inverse_information(-score_hessian(model.value_and_score, theta), "the information")
+        if information == "observed"
+        else inverse_information(rows.T @ rows, "the scores' outer product")
+    )
+    params = theta.copy()
+    if outcome_model == "linear":
+        params[-1] = math.exp(theta[-1])
+        scale = np.ones(theta.size)
+        scale[-1] = params[-1]
+        cov = cov * np.outer(scale, scale)
+    return params, cov
+
+
 def list_joint_regression(
     formula: str,
     data: pd.DataFrame,
@@ -446,19 +467,8 @@ def list_joint_regression(
     model = _Joint(y, t, frame.X, raw, j, outcome_model, constrained)
     theta = maximise_score(model.value_and_score, _given_start(model, start), max_iter)
     ll, score = model.value_and_score(theta)
-    rows = model.scores(theta)[1]
-    cov = (
-        inverse_information(-score_hessian(model.value_and_score, theta), "the information")
-        if information == "observed"
-        else inverse_information(rows.T @ rows, "the scores' outer product")
-    )
+    params, cov = _estimates(model, theta, information, outcome_model)
     names = _names(list(frame.terms), constrained, outcome_model)
-    params = theta.copy()
-    if outcome_model == "linear":  # report sigma, not its log (delta method)
-        params[-1] = math.exp(theta[-1])
-        scale = np.ones(theta.size)
-        scale[-1] = params[-1]
-        cov = cov * np.outer(scale, scale)
     k = frame.X.shape[1]
     c = k + (0 if constrained else 1)
     g = special.expit(frame.X @ theta[c : c + k])

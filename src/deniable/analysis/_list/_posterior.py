@@ -408,6 +408,31 @@ def _adaptive_metropolis(
     return chain, accepted / draws
 
 
+def _log_posterior(
+    model: Any, prior_mean: Any, prior_precision: Any
+) -> Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]]:
+    """The model's log posterior under independent normal priors on its coefficients,
+    and its gradient.
+
+    Raises
+    ------
+    ValueError
+        For a prior of another length than the coefficients, or a precision <= 0.
+    """
+    d = len(model.names)
+    mean = _prior(prior_mean, d, "prior_mean")
+    precision = _prior(prior_precision, d, "prior_precision")
+    if (precision <= 0).any():
+        raise ValueError("prior_precision must be > 0")
+
+    def log_post(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        value, score = model.value_and_score(theta)
+        gap = theta - mean
+        return value - 0.5 * float(gap @ (precision * gap)), score - precision * gap
+
+    return log_post
+
+
 def list_bayes(
     formula: str,
     data: pd.DataFrame,
@@ -484,17 +509,7 @@ def list_bayes(
     refuse_channel("list_bayes", channel)
     _check_arguments(draws, burn_in, control, multi_condition)
     model = _model(formula, data, (treat, items), control, multi_condition)
-    d = len(model.names)
-    mean = _prior(prior_mean, d, "prior_mean")
-    precision = _prior(prior_precision, d, "prior_precision")
-    if (precision <= 0).any():
-        raise ValueError("prior_precision must be > 0")
-
-    def log_post(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        value, score = model.value_and_score(theta)
-        gap = theta - mean
-        return value - 0.5 * float(gap @ (precision * gap)), score - precision * gap
-
+    log_post = _log_posterior(model, prior_mean, prior_precision)
     mode = maximise_score(log_post, model.start)
     cov = inverse_information(-score_hessian(log_post, mode), "the posterior's curvature")
     sampler = _adaptive_metropolis if control == "none" and multi_condition is None else _metropolis

@@ -233,6 +233,26 @@ class RobustListResult:
     converged: bool
 
 
+def _iterate(
+    theta: NDArray[np.float64], d: _Data, procedure: str, max_steps: int
+) -> tuple[NDArray[np.float64], bool]:
+    """Iterated GMM from ``theta``: reweight and minimise until the estimate moves by
+    less than 1e-9 (``"iterated"``, at most ``max_steps``), or three steps as R's list
+    package (``"list_package"``); the estimate and whether it converged."""
+    converged = procedure == "list_package"
+    for _ in range(3 if procedure == "list_package" else max_steps):
+        weight = inverse_information(_covariance(theta, d, "weight"), "the moments' covariance")
+        new, ok = _minimise(theta, d, weight)
+        moved = float(np.abs(new - theta).max())
+        theta = new
+        if procedure == "list_package":
+            converged &= ok
+        elif ok and moved < 1e-9:
+            converged = True
+            break
+    return theta, converged
+
+
 def list_robust(
     formula: str,
     data: pd.DataFrame,
@@ -299,17 +319,7 @@ def list_robust(
     else:
         nls = list_least_squares(formula, data, treat=treat, items=items, method="nls")
         theta = nls.params.to_numpy(dtype=np.float64)
-    converged = procedure == "list_package"
-    for _ in range(3 if procedure == "list_package" else max_steps):
-        weight = inverse_information(_covariance(theta, d, "weight"), "the moments' covariance")
-        new, ok = _minimise(theta, d, weight)
-        moved = float(np.abs(new - theta).max())
-        theta = new
-        if procedure == "list_package":
-            converged &= ok
-        elif ok and moved < 1e-9:
-            converged = True
-            break
+    theta, converged = _iterate(theta, d, procedure, max_steps)
     weight = inverse_information(_covariance(theta, d, "weight"), "the moments' covariance")
     if procedure == "list_package":
         f = _covariance(theta, d, "list_package")

@@ -283,8 +283,12 @@ def wave_analysis(
         arm (``"pooled"`` over the arms) and answer (a yes/no question: its second
         answer only; a numeric question: its mean, in its units), ``n`` (the two waves'
         respondents), ``first``, ``first_std_error``, ``second``, ``second_std_error``,
-        ``difference``, ``std_error``, ``low``, ``high``. Group designs (two
-        randomizers per arm) are left out.
+        ``difference``, ``std_error``, ``low``, ``high``, ``left_out`` and ``cells``.
+        The change is on like cells (:func:`deniable.analysis._waves.wave_change_by_cell`):
+        the key cells (the survey's key variables) with reports in both waves, each
+        wave read at their common mix, with each wave's share left out; the key
+        variables themselves are not outcomes and are left out, as are group designs
+        (two randomizers per arm).
 
     Examples
     --------
@@ -311,18 +315,21 @@ def wave_analysis(
     ...     _ = store.release()
     >>> [(w["question"], w["first"], w["second"]) for w in
     ...  wave_analysis(wide_frame(store, "campus"), [first, second])][:2]
-    [('faculty', 1, 2), ('year', 1, 2)]
+    [('cheat', 1, 2), ('transplant', 1, 2)]
     """
-    from ...analysis._waves import wave_change
+    from ...analysis._waves import wave_change_by_cell
     from ..model._budget import variants_digest
 
     ordered = sorted(versions, key=lambda s: s.version)
     out: list[dict[str, Any]] = []
     for before, after in itertools.pairwise(ordered):
-        old = frame[frame["version"] == before.version]
-        new = frame[frame["version"] == after.version]
+        keys = [after.questions[i].id for i in after.key_positions]
+        old = _with_cells(frame[frame["version"] == before.version], keys)
+        new = _with_cells(frame[frame["version"] == after.version], keys)
         for q in after.questions:
             if q.id not in {x.id for x in before.questions} or q.id not in frame:
+                continue
+            if q.id in keys:  # a key variable: the cells themselves, not an outcome
                 continue
             if variants_digest(after.variants(q.id)) != variants_digest(before.variants(q.id)):
                 continue  # changed content: not a wave of the same question
@@ -334,11 +341,14 @@ def wave_analysis(
             for arm, variant in zip(arms, after.variants(q.id), strict=True):
                 a = old if arm is None else old[old["arm"].astype(str) == arm]
                 b = new if arm is None else new[new["arm"].astype(str) == arm]
-                r1 = a[q.id].dropna().to_numpy(np.int64)
-                r2 = b[q.id].dropna().to_numpy(np.int64)
-                if r1.size == 0 or r2.size == 0:
+                a, b = a[a[q.id].notna()], b[b[q.id].notna()]
+                if not set(a["__cell"]) & set(b["__cell"]):
                     continue
-                change = wave_change(variant.mechanism, r1, variant.mechanism, r2, level)
+                change = wave_change_by_cell(
+                    (variant.mechanism, a[q.id].to_numpy(np.int64), a["__cell"].to_numpy()),
+                    (variant.mechanism, b[q.id].to_numpy(np.int64), b["__cell"].to_numpy()),
+                    level,
+                )
                 parts.append(change)
                 rows.extend(_wave_rows(q, "pooled" if arm is None else arm, change))
             if not parts:
@@ -357,6 +367,13 @@ def wave_analysis(
     return out
 
 
+def _with_cells(rows: Any, keys: list[str]) -> Any:
+    """``rows`` with a ``__cell`` column: each row's key cell (its key answers joined;
+    one cell for a survey without keys)."""
+    cell = rows[keys].astype("string").fillna("-").agg("|".join, axis=1) if keys else "all"
+    return rows.assign(__cell=cell)
+
+
 def _pool(parts: list[Any], level: float) -> Any:
     """The arms' estimates of each wave weighted by their respondents (each arm a random
     part of the wave: an unbiased estimate of the whole), variances by the squares."""
@@ -373,8 +390,12 @@ def _pool(parts: list[Any], level: float) -> Any:
     se2 = np.sqrt(sum((w * p.second_std_error) ** 2 for w, p in zip(w2, parts, strict=True)))
     z = float(stats.norm.ppf(0.5 + level / 2))
     diff, se = second - first, np.hypot(se1, se2)
+    # each arm's reports before its cells were matched: n / (1 - share left out)
+    total = [sum(p.n[w] / (1 - p.left_out[w]) for p in parts) for w in (0, 1)]
     return replace(
         parts[0],
+        left_out=(1 - float(n1.sum()) / total[0], 1 - float(n2.sum()) / total[1]),
+        cells=max(p.cells or 0 for p in parts),
         n=(int(n1.sum()), int(n2.sum())),
         first=first,
         second=second,
@@ -403,5 +424,8 @@ def _wave_rows(q: Any, arm: str, change: Any) -> list[dict[str, Any]]:
         for key in ("first_std_error", "second_std_error", "difference", "std_error"):
             row[key] = scale * row[key]
         row["low"], row["high"] = scale * row["low"], scale * row["high"]
-        rows.append({"arm": arm, "answer": name or labels[j], "n": list(change.n)} | row)
+        rows.append(
+            {"arm": arm, "answer": name or labels[j], "n": list(change.n),
+             "left_out": list(change.left_out), "cells": change.cells} | row
+        )  # fmt: skip
     return rows

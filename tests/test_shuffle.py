@@ -161,19 +161,13 @@ def test_binary_randomized_response_is_exact_over_every_dataset(n, eps0, delta):
 GRID = [(eps0, delta) for eps0 in (0.5, 1.0, 2.0, 4.0) for delta in (1e-6, 1e-9)]
 
 
-@pytest.mark.parametrize(
-    "n",
-    [
-        1_000,
-        pytest.param(10_000, marks=pytest.mark.slow),
-        pytest.param(10**5, marks=pytest.mark.slow),
-    ],
-)
+@pytest.mark.parametrize("n", [1_000, pytest.param(10_000, marks=pytest.mark.slow)])
 def test_the_one_release_bound_on_the_grid(n):
     """Issue 43's grid: for binary RR the bound is never below the exact curve of the
     dataset where every other person answers 0 (a lower bound on the exact epsilon, from
     full pmfs) and within 5% of it (measured: within 0.07%); the clones' pair is 10-40%
-    above it. At n = 1,000 the exact curve over every dataset is enumerated too."""
+    above it. At n = 1,000 the exact curve over every dataset is enumerated too.
+    ``bench/simulation_grids.py`` runs the grid at n = 100,000 (157 s)."""
     for eps0, delta in GRID:
         r = shuffle_amplification(n, eps0, delta, randomizer="binary_randomized_response")
         floor = _curve_epsilon(n, eps0, delta, [0])

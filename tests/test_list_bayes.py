@@ -164,7 +164,7 @@ def test_the_other_designs_posterior_means_equal_importance_sampling(
     assert list(fit.prevalence.index) == ([1] if multi_condition is None else ["affirm", "race"])
 
 
-@pytest.mark.slow  # about 60 s: 130,000 draws and 40,000 importance draws
+@pytest.mark.slow  # about 30 s: 70,000 draws and 40,000 importance draws
 def test_the_unconstrained_posterior_equals_importance_sampling() -> None:
     """``control="none"`` (ictregBayes's ``constrained.single = "none"`` example, race
     data, R's priors): the mode's t is no reference here (an effective 5 of 40,000
@@ -178,8 +178,8 @@ def test_the_unconstrained_posterior_equals_importance_sampling() -> None:
     (``control.psi1``'s is nearly the prior's N(0, 100): few respondents hold the
     item)."""
     data = pd.read_csv(DATA / "list_race.csv")
-    fit = list_bayes(FORMULA, data, treat="treat", items=3, control="none", draws=100_000,
-                     burn_in=30_000, seed=3)  # fmt: skip
+    fit = list_bayes(FORMULA, data, treat="treat", items=3, control="none", draws=50_000,
+                     burn_in=20_000, seed=3)  # fmt: skip
     assert list(fit.params.index[5:7]) == ["control.psi0.Intercept", "control.psi0.male"]
     chain = fit.draws.to_numpy()
     log_post, _, _ = posterior(data, "none", None)

@@ -1640,3 +1640,33 @@ def base64_bytes(text: str) -> bytes:
     import base64
 
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def test_a_direct_arm_page_offers_no_coin_and_says_what_is_released(browser, site):
+    """A study whose control arm asks its one sensitive question directly: that arm's
+    page offers no coin (nothing is randomized on the device) and states what the
+    server's post-randomization releases (epsilon > 0, not "1 times surer ... 0.00");
+    the randomizing arm's page keeps the coin and the device's budget."""
+    from .test_waves import panel_study
+
+    base, store, _ = site
+    data = panel_study() | {"id": "dq-page", "requires_invitation": True}
+    store.publish(load_survey(data))
+    view = load_survey(data).respondent_view()
+    tokens = store.issue_tokens("dq-page", 30)  # both arms drawn (all one: 2e-9)
+    by_arm = {token_arm(view, t): t for t in tokens}
+    assert set(by_arm) == {"dq", "rr"}
+    texts = {}
+    for arm, token in by_arm.items():
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{base}/s/dq-page#token={token}&v=1")
+        page.locator("#q-q").wait_for()
+        coin = page.locator("#own-device").is_visible()
+        texts[arm] = (page.locator("#budget").inner_text(), coin)
+        context.close()
+    budget, coin = texts["dq"]
+    assert not coin and "sent as you give them" in budget and "0.00" not in budget
+    assert "1 times surer" not in budget and "epsilon = 1.52 nats" in budget
+    budget, coin = texts["rr"]
+    assert coin and "All your reports together" in budget

@@ -175,13 +175,19 @@ const deniable = (() => {
     window.location.replace(window.location.pathname + window.location.search);
   });
 
-  // what this person's questions spend (their arm's; the survey's worst case without one)
+  // what this person's questions spend (their arm's; the survey's worst case without
+  // one): a randomized question its cost, a direct one the server's post-randomization
   const eps = owner === null || !survey.arms.length
     ? Number(survey.total_epsilon)
-    : survey.questions.reduce((sum, q) => sum + (q.direct ? 0 : Number(q.cost)), 0);
-  document.getElementById("budget").textContent = t("budget", {
-    times: times(Math.exp(eps)), eps: eps.toFixed(2), limit: survey.privacy_budget,
-  });
+    : survey.questions.reduce((sum, q) => sum + (q.direct
+      ? (q.release ? Number(q.release.epsilon) : 0) : Number(q.cost)), 0);
+  const deviceDraws = survey.questions.some((q) => !q.direct);
+  const serverDraws = survey.questions.some((q) => q.direct && q.release);
+  // nothing to randomize on this device: no coin to offer, and say what is released
+  document.getElementById("own-device").hidden = !deviceDraws;
+  document.getElementById("budget").textContent = deviceDraws || !serverDraws
+    ? t("budget", { times: times(Math.exp(eps)), eps: eps.toFixed(2), limit: survey.privacy_budget })
+    : t("budget_released", { times: times(Math.exp(eps)), eps: eps.toFixed(2) });
   const direct = survey.questions.filter((q) => q.direct);
   if (direct.length) {
     // "no one can know your true answer" holds for the randomized questions only

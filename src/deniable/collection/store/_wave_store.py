@@ -317,9 +317,6 @@ def wave_analysis(
     ...  wave_analysis(wide_frame(store, "campus"), [first, second])][:2]
     [('cheat', 1, 2), ('transplant', 1, 2)]
     """
-    from ...analysis._waves import wave_change_by_cell
-    from ..model._budget import variants_digest
-
     ordered = sorted(versions, key=lambda s: s.version)
     out: list[dict[str, Any]] = []
     for before, after in itertools.pairwise(ordered):
@@ -327,44 +324,54 @@ def wave_analysis(
         old = _with_cells(frame[frame["version"] == before.version], keys)
         new = _with_cells(frame[frame["version"] == after.version], keys)
         for q in after.questions:
-            if q.id not in {x.id for x in before.questions} or q.id not in frame:
-                continue
-            if q.id in keys:  # a key variable: the cells themselves, not an outcome
-                continue
-            if variants_digest(after.variants(q.id)) != variants_digest(before.variants(q.id)):
-                continue  # changed content: not a wave of the same question
-            if any(len(v.groups) > 1 for v in after.variants(q.id)):
-                continue
-            rows: list[dict[str, Any]] = []
-            arms: list[str | None] = list(after.arm_names) or [None]
-            parts = []  # per arm: (first est, se, n), (second est, se, n), labels
-            for arm, variant in zip(arms, after.variants(q.id), strict=True):
-                a = old if arm is None else old[old["arm"].astype(str) == arm]
-                b = new if arm is None else new[new["arm"].astype(str) == arm]
-                a, b = a[a[q.id].notna()], b[b[q.id].notna()]
-                if not set(a["__cell"]) & set(b["__cell"]):
-                    continue
-                change = wave_change_by_cell(
-                    (variant.mechanism, a[q.id].to_numpy(np.int64), a["__cell"].to_numpy()),
-                    (variant.mechanism, b[q.id].to_numpy(np.int64), b["__cell"].to_numpy()),
-                    level,
-                )
-                parts.append(change)
-                rows.extend(_wave_rows(q, "pooled" if arm is None else arm, change))
-            if not parts:
-                continue
-            if len(parts) > 1:  # arms drawn at random: their estimates weighted by size
-                rows.extend(_wave_rows(q, "pooled", _pool(parts, level)))
-            out.append(
-                {
-                    "question": q.id,
-                    "text": q.text,
-                    "first": before.version,
-                    "second": after.version,
-                    "rows": rows,
-                }
-            )
+            if q.id in {x.id for x in before.questions} and q.id in frame and q.id not in keys:
+                change = _question_change(q, (before, old), (after, new), level)
+                if change is not None:
+                    out.append(change)
     return out
+
+
+def _question_change(
+    q: Any, first: tuple[Survey, Any], second: tuple[Survey, Any], level: float
+) -> dict[str, Any] | None:
+    """One question's change between two consecutive waves (:func:`wave_analysis`), per
+    arm and pooled; ``None`` if its content changed, it is a group design, or no arm has
+    a key cell with responses in both waves."""
+    from ...analysis._waves import wave_change_by_cell
+    from ..model._budget import variants_digest
+
+    (before, old), (after, new) = first, second
+    if variants_digest(after.variants(q.id)) != variants_digest(before.variants(q.id)):
+        return None  # changed content: not a wave of the same question
+    if any(len(v.groups) > 1 for v in after.variants(q.id)):
+        return None
+    rows: list[dict[str, Any]] = []
+    arms: list[str | None] = list(after.arm_names) or [None]
+    parts = []  # per arm: the change on like cells
+    for arm, variant in zip(arms, after.variants(q.id), strict=True):
+        a = old if arm is None else old[old["arm"].astype(str) == arm]
+        b = new if arm is None else new[new["arm"].astype(str) == arm]
+        a, b = a[a[q.id].notna()], b[b[q.id].notna()]
+        if not set(a["__cell"]) & set(b["__cell"]):
+            continue
+        change = wave_change_by_cell(
+            (variant.mechanism, a[q.id].to_numpy(np.int64), a["__cell"].to_numpy()),
+            (variant.mechanism, b[q.id].to_numpy(np.int64), b["__cell"].to_numpy()),
+            level,
+        )
+        parts.append(change)
+        rows.extend(_wave_rows(q, "pooled" if arm is None else arm, change))
+    if not parts:
+        return None
+    if len(parts) > 1:  # arms drawn at random: their estimates weighted by size
+        rows.extend(_wave_rows(q, "pooled", _pool(parts, level)))
+    return {
+        "question": q.id,
+        "text": q.text,
+        "first": before.version,
+        "second": after.version,
+        "rows": rows,
+    }
 
 
 def _with_cells(rows: Any, keys: list[str]) -> Any:

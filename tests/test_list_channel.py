@@ -22,15 +22,21 @@ TRUTH = {"sensitive.Intercept": -1.0, "sensitive.x": 0.5, "control.Intercept": 0
          "control.x": -0.3}  # fmt: skip
 
 
-def simulate(n: int, seed: int) -> pd.DataFrame:
+def simulate(n: int, seed: int, ceiling: float = 0.0, floor: float = 0.0) -> pd.DataFrame:
     """Imai's (2011) constrained model with one covariate; the count as sent (``y``) and
-    as stored through the geometric channel at ln 9 (``r``)."""
+    as stored through the geometric channel at ln 9 (``r``). With Blair & Imai's (2012)
+    liars: of the treated with the sensitive item, a share ``ceiling`` of those with
+    every control item report J, and a share ``floor`` of those with none report 0."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=n)
     t = rng.integers(0, 2, n)
     z = rng.random(n) < 1 / (1 + np.exp(-(TRUTH["sensitive.Intercept"] + 0.5 * x)))
     c = rng.binomial(J, 1 / (1 + np.exp(-(TRUTH["control.Intercept"] - 0.3 * x))))
     y = c + t * z
+    if ceiling or floor:
+        u = rng.random(n)
+        y = np.where((t == 1) & z & (c == J) & (u < ceiling), J, y)
+        y = np.where((t == 1) & z & (c == 0) & (u < floor), 0, y)
     r = GeometricCount(k=J + 2, epsilon=math.log(9)).randomize(y, rng)
     return pd.DataFrame({"y": y, "r": r, "t": t, "x": x})
 
@@ -83,30 +89,13 @@ def test_what_does_not_take_the_channel_refuses_it_by_name():
         list_regression("r ~ x", data, treat="t", items=J, channel=Direct(k=3))
 
 
-def simulate_liars(n: int, seed: int, ceiling: float, floor: float) -> pd.DataFrame:
-    """:func:`simulate` with Blair & Imai's (2012) liars: of the treated with the
-    sensitive item, a share ``ceiling`` of those with every control item report J, and a
-    share ``floor`` of those with none report 0."""
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=n)
-    t = rng.integers(0, 2, n)
-    z = rng.random(n) < 1 / (1 + np.exp(-(TRUTH["sensitive.Intercept"] + 0.5 * x)))
-    c = rng.binomial(J, 1 / (1 + np.exp(-(TRUTH["control.Intercept"] - 0.3 * x))))
-    y = c + t * z
-    u = rng.random(n)
-    y = np.where((t == 1) & z & (c == J) & (u < ceiling), J, y)
-    y = np.where((t == 1) & z & (c == 0) & (u < floor), 0, y)
-    r = GeometricCount(k=J + 2, epsilon=math.log(9)).randomize(y, rng)
-    return pd.DataFrame({"y": y, "r": r, "t": t, "x": x})
-
-
 def test_the_liars_take_the_channel():
     """The ceiling and floor liars through the channel: the identity channel gives the
     plain liar fit (also with the Cauchy prior), and the score is the log posterior's
     gradient."""
     from deniable.analysis._list._liars import LiarLikelihood
 
-    data = simulate_liars(3000, 6, 0.4, 0.3)
+    data = simulate(3000, 6, 0.4, 0.3)
     for prior in (None, "cauchy"):
         plain = list_regression("y ~ x", data, treat="t", items=J, ceiling=True, floor=True,
                                 liar_prior=prior)  # fmt: skip
@@ -136,7 +125,7 @@ def test_liars_stored_through_the_channel_are_recovered():
     """30,000 respondents with 40% ceiling and 30% floor liars stored through the
     channel at ln 9: every coefficient within 4 observed-information SEs of the truth
     (logit 0.4 and logit 0.3 for the liars)."""
-    data = simulate_liars(30_000, 8, 0.4, 0.3)
+    data = simulate(30_000, 8, 0.4, 0.3)
     fit = list_regression("r ~ x", data, treat="t", items=J, ceiling=True, floor=True,
                           channel=GeometricCount(k=J + 2, epsilon=math.log(9)))  # fmt: skip
     assert fit.converged

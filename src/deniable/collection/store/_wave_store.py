@@ -377,7 +377,11 @@ def _question_change(
 def _with_cells(rows: Any, keys: list[str]) -> Any:
     """``rows`` with a ``__cell`` column: each row's key cell (its key answers joined;
     one cell for a survey without keys)."""
-    cell = rows[keys].astype("string").fillna("-").agg("|".join, axis=1) if keys else "all"
+    if not keys:
+        return rows.assign(__cell="all")
+    cell = rows[keys[0]].astype("string").fillna("-")
+    for key in keys[1:]:  # column by column: an empty frame stays a column
+        cell = cell + "|" + rows[key].astype("string").fillna("-")
     return rows.assign(__cell=cell)
 
 

@@ -469,7 +469,7 @@ def test_bayes_on_kary_rr_covers_near_1():
 
 @pytest.mark.slow
 def test_the_warning_the_estimate_gives_is_the_rule_enumerated(rng):
-    """600 simulated surveys at each of five cells (200 where each draws a posterior):
+    """300 simulated surveys at each of five cells (100 where each draws a posterior):
     the share that ``confidence_interval`` warns, and the coverage among the unwarned,
     agree with warned_coverage's exact figures within 4 Monte-Carlo standard errors; the warning
     names the mean coverage over the neighbourhood and recommends feldman_cousins. The
@@ -489,7 +489,7 @@ def test_the_warning_the_estimate_gives_is_the_rule_enumerated(rng):
         (ForcedResponse(p_yes=0.25, p_no=0.25), 1_000, "wilson", 0.3, None),  # silent
     ]
     for design, n, method, pi, prior in cells:
-        surveys = 600 if prior is None else 200  # the Bayes estimate draws its posterior
+        surveys = 300 if prior is None else 100  # the Bayes estimate draws its posterior
         j = 0 if isinstance(design, KaryRR) else design.n_truths - 1
         every, unwarned, share = warned_coverage(design, n, method, 0.95, j, (pi,), prior)
         k = design.n_truths

@@ -91,7 +91,7 @@ def test_the_posterior_means_equal_importance_sampling_on_the_race_data() -> Non
     combined Monte Carlo SEs (the chain's batch means, the importance estimate's); and
     within 4 combined Monte Carlo SEs of R's means from a chain of 10^6 draws."""
     race = pd.read_csv(DATA / "list_race.csv")
-    fit = list_bayes(FORMULA, race, treat="treat", items=3, draws=20_000, seed=11)
+    fit = list_bayes(FORMULA, race, treat="treat", items=3, draws=10_000, seed=11)
     assert 0.15 < fit.acceptance < 0.45
     mean, is_se, _ = _importance_means(race, "full", None)
     combined = np.sqrt(is_se**2 + fit.mc_se.to_numpy() ** 2)
@@ -154,7 +154,7 @@ def test_the_other_designs_posterior_means_equal_importance_sampling(
     above."""
     data = pd.read_csv(DATA / data_file)
     fit = list_bayes(
-        FORMULA, data, treat="treat", items=3, draws=20_000, seed=11, control=control,
+        FORMULA, data, treat="treat", items=3, draws=10_000, seed=11, control=control,
         multi_condition=multi_condition,
     )  # fmt: skip
     mean, is_se, effective = _importance_means(data, control, multi_condition)

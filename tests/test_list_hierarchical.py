@@ -81,7 +81,7 @@ def test_the_posterior_equals_rs_sampler_with_its_prior_fixed() -> None:
     slope's and intercept's posterior SD within 4 of them too."""
     data, _ = simulated(21, n=2000, groups=5)
     fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
-                                  draws=20000, burn_in=5000, seed=1)  # fmt: skip
+                                  draws=10000, burn_in=3000, seed=1)  # fmt: skip
     assert_matches(fit, R_SMALL)
 
 
@@ -136,7 +136,7 @@ def test_two_items_equal_rs_sampler_with_its_prior_fixed() -> None:
     """Two sensitive items sharing the control model: every posterior mean and every
     slope's and intercept's SD within 4 combined Monte Carlo SEs of R's."""
     fit = list_bayes_hierarchical("y ~ x", simulated_two(31), treat="treat", items=3,
-                                  group="g", draws=20000, burn_in=5000, seed=1)  # fmt: skip
+                                  group="g", draws=10000, burn_in=3000, seed=1)  # fmt: skip
     assert_matches(fit, R_TWO)
 
 
@@ -292,7 +292,7 @@ def test_rs_documented_example_keeps_what_the_model_implies() -> None:
     0.03 has not explored intercepts whose SD is 0.87 (docs/analysis.md)."""
     data = pd.read_csv(DATA / "list_multi.csv")
     fit = list_bayes_hierarchical("y ~ male + college", data, treat="treat", items=3,
-                                  group="state", draws=15000, burn_in=5000, seed=22)  # fmt: skip
+                                  group="state", draws=8000, burn_in=3000, seed=22)  # fmt: skip
     assert not (data["treat"].eq("race") & data["state"].isin(["SD", "VT", "DC"])).any()
     sigma2 = fit.draws["sensitive.race.sigma2"].to_numpy()
     for state in ("SD", "VT", "DC"):
@@ -473,7 +473,7 @@ def test_three_levels_equal_rs_sampler_with_its_prior_fixed() -> None:
     slope's and intercept's SD, within 4 combined Monte Carlo SEs of R's."""
     fit = list_bayes_hierarchical("y ~ x", simulated_levels_w(), treat="treat", items=3,
                                   group=["v", "d"], group_formula=["~ w", "~ 1"],
-                                  draws=12000, burn_in=3000, seed=1)  # fmt: skip
+                                  draws=6000, burn_in=2000, seed=1)  # fmt: skip
     assert_matches(fit, R_THREE)
 
 
@@ -550,7 +550,7 @@ def test_four_levels_equal_rs_sampler_with_its_prior_fixed() -> None:
     Carlo SEs of R's."""
     fit = list_bayes_hierarchical("y ~ x", simulated_levels_four(), treat="treat", items=3,
                                   group=["v", "d", "p"], group_formula=["~ w", "~ u", "~ 1"],
-                                  draws=12000, burn_in=3000, seed=1)  # fmt: skip
+                                  draws=6000, burn_in=2000, seed=1)  # fmt: skip
     assert_matches(fit, R_FOUR)
 
 

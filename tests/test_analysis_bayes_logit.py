@@ -96,7 +96,7 @@ def test_a_weak_prior_on_a_large_sample_gives_the_maximum_likelihood_fit():
 @pytest.mark.slow
 def test_simulation_based_calibration():
     """Talts et al. (2018): 200 replicates, each drawing beta from its N(0, 1) prior,
-    a survey of 200 through forced response, and the posterior (2 chains of 1,000
+    a survey of 200 through forced response, and the posterior (2 chains of 500
     draws): the share of the draws below the true beta (the normalised rank) is
     uniform on [0, 1] (a chi-square test over 10 bins, p > 0.001 for each
     coefficient). All draws are used: ranks among a thinned subset of autocorrelated
@@ -113,7 +113,7 @@ def test_simulation_based_calibration():
             FR,
             prior_sd=1.0,
             chains=2,
-            draws=1000,
+            draws=500,
             burn_in=300,
             rng=rng,
             max_rhat=1.1,

@@ -1,5 +1,6 @@
 """A list-experiment question on the respondent page, in Chromium: the group's list, the
-words "can be seen for certain", the count sent as given with its group, nothing kept."""
+words "can be seen for certain", the count sent as given with its group (the server
+post-randomizes it before its first write), nothing kept."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import pytest
 
 from deniable.collection.model._survey import load_survey
 
-from .test_browser import CHROMIUM, _no_horizontal_scroll, _screenshot, browser, site  # noqa: F401
+from .test_browser import (  # noqa: F401
+    CHROMIUM,
+    _no_horizontal_scroll,
+    _posted_responses,
+    _screenshot,
+    browser,
+    site,
+)
 from .test_list_question import ITEMS, _study
 
 pytestmark = pytest.mark.skipif(
@@ -29,6 +37,7 @@ def test_a_list_question_shows_the_groups_list_and_sends_the_count(browser, site
     page.on("pageerror", lambda e: errors.append(str(e)))
     q = survey.questions[0]
     # this device's group for the question, drawn before the page reads it
+    posted = _posted_responses(page)
     page.goto(f"{base}/s/upset")
     page.evaluate(
         "([key, g]) => localStorage.setItem(key, JSON.stringify(g))",
@@ -51,9 +60,13 @@ def test_a_list_question_shows_the_groups_list_and_sends_the_count(browser, site
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
     store.release()  # what waits is released at the next release time
+    # the page sends the count as given, with its group ...
+    assert [(b["reports"]["upset"], b["groups"]["upset"]) for b in posted] == [(len(shown), group)]
+    # ... and the store keeps it only through the list's release channel (a count in
+    # 0..J+1 for either group, issue 58), never the count as sent
     frame = store.export("upset")
     row = frame[frame["question_id"] == "upset"].iloc[0]
-    assert int(row["report"]) == len(shown) and int(row["group"]) == group
+    assert 0 <= int(row["report"]) <= len(ITEMS) + 1 and int(row["group"]) == group
     kept = json.loads(page.evaluate("JSON.stringify(Object.assign({}, localStorage))"))
     assert not any(k.endswith(q.memo_digest) and "group/" not in k for k in kept)
     assert errors == []

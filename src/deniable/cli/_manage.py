@@ -496,9 +496,9 @@ def _bundle(survey_id: str, folder: Path, server: str | None, as_json: bool) -> 
     csv_name = f"{survey_id}.wide.csv"
     (folder / csv_name).write_bytes(wide.content)
     (folder / f"{survey_id}.survey.json").write_bytes(survey.content)
-    latest = max((load_survey(v) for v in survey.json()["versions"]), key=lambda s: s.version)
+    versions = [load_survey(v) for v in survey.json()["versions"]]  # every wave
     script = folder / f"{survey_id}.R"
-    script.write_text(r_script(latest, csv_name), encoding="utf-8")
+    script.write_text(r_script(versions, csv_name), encoding="utf-8")
     files = [str(folder / csv_name), str(folder / f"{survey_id}.survey.json"), str(script)]
     waves = _call(server, "GET", f"/api/surveys/{survey_id}/status").json()["waves"]
     if len(waves) > 1:  # a panel: each wave's field period and response rate

@@ -561,3 +561,29 @@ def test_change_on_like_cells_is_unbiased_and_covers_over_500_panels():
         assert covered[name] / panels >= 0.94, (name, covered[name] / panels)
     bias = np.array(plain)
     assert abs(bias.mean()) > 3 * bias.std(ddof=1) / math.sqrt(panels)  # the control
+
+
+def test_field_periods_are_dated_to_the_minute_of_publication_and_close(tmp_path, monkeypatch):
+    """A wave's field period runs from its publication's minute to the next wave's (or
+    the close's), as the researcher did them; every audit entry's own date stays the
+    hour."""
+    import time as time_module
+
+    from deniable.collection.store._storage import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    clock = [1_789_999_200.0 + 17 * 60 + 5]  # 17 minutes and 5 seconds past an hour
+    monkeypatch.setattr(time_module, "time", lambda: clock[0])
+    for version in (1, 2):
+        store.publish(load_survey(panel("minutes", version=version, requires_invitation=False)))
+        store.audit("analyst", "publish", "minutes", version)
+        clock[0] += 50 * 60  # the next act 50 minutes later
+    store.set_closed("minutes", True, actor="analyst")
+    waves = store.waves("minutes")
+    start = 1_789_999_200 + 17 * 60
+    assert [(w["opened"], w["closed"]) for w in waves] == [
+        (start, start + 50 * 60),
+        (start + 50 * 60, start + 100 * 60),
+    ]
+    assert waves[0]["period"] == "2026-09-21 14:17 .. 2026-09-21 15:07"
+    assert all(e["at"] % 3600 == 0 for e in store.audit_log("minutes"))

@@ -296,6 +296,9 @@ class LifecycleMixin:
             raise ValueError(f"action must be one of {AUDIT_ACTIONS}, got {action!r}")
         now = int(time.time())
         hour = now - now % 3600
+        if action in ("publish", "close"):
+            # a researcher's act, no respondent's: its minute dates a wave's field period
+            detail = detail | {"minute": now - now % 60}
         conn.execute(
             insert(audit_log).values(
                 # the hour, then random: no entry is dated (or ordered) within its hour

@@ -6,8 +6,9 @@ bounded by the panel questions' permanent layer (:mod:`deniable.collection.model
 :func:`check_panel` refuses a wave of a survey whose randomized questions are one-layer
 (their devices would re-send the first wave's reports, hiding every change).
 
-The store's side (:class:`WavesMixin`): each wave's field period (from the audit log's
-hours: its publication to the next wave's, or to the close), invitations and responses,
+The store's side (:class:`WavesMixin`): each wave's field period (to the minute its
+publication and close record in the audit log: its publication to the next wave's, or
+to the close), invitations and responses,
 and the AAPOR response rate RR1 (complete responses over invitations issued, every
 invited person counted eligible; AAPOR Standard Definitions 2023); and which of a
 researcher's own invitations are still unused, for reminders that store nothing.
@@ -104,17 +105,27 @@ def next_wave(versions: Sequence[Survey]) -> dict[str, Any]:
 
 
 def field_period(opened: int | None, closed: int | None) -> str:
-    """A wave's field period in hours, UTC: ``"2026-11-27 10:00 .. open"``; ``"not
+    """A wave's field period to the minute, UTC: ``"2026-11-27 10:42 .. open"``; ``"not
     recorded"`` for a version published without the audit log (the Python API)."""
     import datetime as dt
 
     if opened is None:
         return "not recorded (published outside the server's API)"
 
-    def hour(t: int) -> str:
-        return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:00")
+    def minute(t: int) -> str:
+        return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M")
 
-    return f"{hour(opened)} .. {'open' if closed is None else hour(closed)}"
+    return f"{minute(opened)} .. {'open' if closed is None else minute(closed)}"
+
+
+def _minute(at: int, detail: str | None) -> int:
+    """An audit entry's minute: the one a publication or a close records (epoch
+    seconds), else its hour (entries written before minutes were recorded)."""
+    try:
+        minute = json.loads(detail or "{}").get("minute")
+    except ValueError:
+        minute = None
+    return int(minute) if isinstance(minute, int) and 0 <= minute - int(at) < 3600 else int(at)
 
 
 class WavesMixin:
@@ -134,7 +145,7 @@ class WavesMixin:
 
     def waves(self, survey_id: str) -> list[dict[str, Any]]:
         """One row per version (wave), oldest first: ``wave``, ``title``, ``opened`` and
-        ``closed`` (epoch seconds of the hour; ``closed`` ``None`` while it is the open
+        ``closed`` (epoch seconds of the minute; ``closed`` ``None`` while it is the open
         wave; ``period`` the two as text), ``invited`` and ``started`` (invitations
         issued and spent), ``responses`` (stored: released and waiting) and ``rr1`` (responses over
         invitations issued; ``None`` without invitations).
@@ -148,22 +159,19 @@ class WavesMixin:
             raise SurveyNotFoundError(f"no published survey {survey_id!r}")
         with self.reader.connect() as conn:
             published: dict[int, int] = {}
-            q = (
-                select(audit_log.c.version, func.min(audit_log.c.at))
-                .where(audit_log.c.survey_id == survey_id, audit_log.c.action == "publish")
-                .group_by(audit_log.c.version)
+            closes: list[int] = []
+            q = select(
+                audit_log.c.action, audit_log.c.version, audit_log.c.at, audit_log.c.detail
+            ).where(
+                audit_log.c.survey_id == survey_id, audit_log.c.action.in_(("publish", "close"))
             )
-            for version, at in conn.execute(q):
-                if version is not None:
-                    published[int(version)] = int(at)
-            closes = sorted(
-                int(at)
-                for at in conn.execute(
-                    select(audit_log.c.at).where(
-                        audit_log.c.survey_id == survey_id, audit_log.c.action == "close"
-                    )
-                ).scalars()
-            )
+            for action, version, at, detail in conn.execute(q):
+                when = _minute(at, detail)
+                if action == "close":
+                    closes.append(when)
+                elif version is not None:
+                    published[int(version)] = min(when, published.get(int(version), when))
+            closes.sort()
             issued: dict[int, list[int]] = {}
             q2 = (
                 select(invitations.c.version, invitations.c.used, func.count())

@@ -976,7 +976,8 @@ def test_a_direct_question_is_sent_as_given_and_never_kept(browser, site, tmp_pa
     assert "to the randomized questions never leave this device" in how
     assert "sent as given" in how
     small = page.locator("#small-release").inner_text()  # min_release 1, opted in
-    assert small.startswith("Responses are published in groups of at least 1, fewer than")
+    assert small.startswith("Responses are published in groups of at least 1: the researchers")
+    assert "fewer than the 10 this software otherwise requires (its default is 30)" in small
     page.locator("#q-faculty [data-role=use-answer]").click()
     assert page.locator("#report-faculty").inner_text() == "Choose your true answer first."
     page.locator("#truth-faculty-2").check()  # science

@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ...planning.plots import headless_figure
 from ..model._i18n import LANGUAGES, catalog
-from ..model._survey import Survey
+from ..model._survey import MIN_RELEASE, SMALL_RELEASE, Survey
 from ..store._storage import Store
 from ..study._by_arm import covariate_ids, regressable
 from ..study._survey_results import survey_results
@@ -61,7 +61,9 @@ def respondent_page(survey: Survey, view: dict[str, Any] | None = None, lang: st
         description=view["description"],
         consent=view["consent"],
         control_arm=view.get("control_arm", False),
-        small_release=survey.min_release if survey.allow_small_release else None,
+        small_release=survey.min_release if survey.min_release < SMALL_RELEASE else None,
+        release_floor=SMALL_RELEASE,
+        release_default=MIN_RELEASE,
         no_lifetime_budget=survey.no_lifetime_budget,
         survey_json=data,
         messages_json=json.dumps(messages).replace("<", "\\u003c"),

@@ -93,16 +93,16 @@ def test_a_weak_prior_on_a_large_sample_gives_the_maximum_likelihood_fit():
     assert payload["rhat"] == fit.rhat.tolist() and payload["chains"] == fit.draws.shape[0]
 
 
-@pytest.mark.slow
-def test_simulation_based_calibration():
-    """Talts et al. (2018): 200 replicates, each drawing beta from its N(0, 1) prior,
+@pytest.mark.slow  # about 22 s; bench/simulation_grids.py (``sbc``) runs 800 replicates
+def test_simulation_based_calibration(replicates: int = 100):
+    """Talts et al. (2018): ``replicates`` replicates (100 here: 10 expected in each of
+    the 10 bins, enough for the chi-square test), each drawing beta from its N(0, 1) prior,
     a survey of 200 through forced response, and the posterior (2 chains of 500
     draws): the share of the draws below the true beta (the normalised rank) is
     uniform on [0, 1] (a chi-square test over 10 bins, p > 0.001 for each
     coefficient). All draws are used: ranks among a thinned subset of autocorrelated
     draws are noisier for no gain."""
     rng = np.random.default_rng(5)
-    replicates = 200
     ranks = np.empty((replicates, 2))
     for i in range(replicates):
         beta = rng.standard_normal(2)

@@ -524,6 +524,18 @@ def test_start_on_one_device_continue_on_another(browser, site, tmp_path):
     other.locator("#q-status [data-role=draw]").click()
     other.get_by_role("button", name="Send my reports").click()
     other.get_by_text("Sent and stored").wait_for()
+    # the phone, opened again, says the answers are to go from the other device and
+    # offers no blank form (it asks the server nothing); it may continue here after all
+    start.reload()
+    assert start.locator("#moved-box").is_visible()
+    assert "continues on your other device" in start.locator("#moved-heading").inner_text()
+    assert start.locator("#submit").is_disabled()
+    assert start.locator("#q-status [data-role=draw]").is_disabled()
+    assert not start.locator("#transfer-box").is_visible()
+    _screenshot(start, "respondent-moved", tmp_path)
+    start.get_by_role("button", name="Continue on this device instead").click()
+    start.locator("#report-drugs").wait_for()
+    assert not start.locator("#moved-box").is_visible()
     # the phone sends too: the credential is spent, and the page says where it went
     start.get_by_role("radio", name="married").check()
     start.locator("#q-status [data-role=draw]").click()

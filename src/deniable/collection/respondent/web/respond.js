@@ -160,6 +160,7 @@ const deniable = (() => {
   });
   const sentKey = `sent/${survey.version}`;
   const credentialKey = `credential/${survey.version}`;
+  const movedKey = `moved/${survey.version}`; // a transfer link was made here
   const requestKey = `request/${survey.version}`;
   let credential = owner && survey.requires_invitation ? store.get(credentialKey) : null;
 
@@ -231,6 +232,8 @@ const deniable = (() => {
     status.textContent = t("already_sent");
   } else if (survey.closed) {
     lockAll();
+  } else if (credential && store.get(movedKey)) {
+    waitForOtherDevice();
   } else if (credential) {
     offerTransfer();
   }
@@ -309,7 +312,34 @@ const deniable = (() => {
       field.value = transferLink();
       field.hidden = false;
       field.select();
+      // from now on this device waits for the other one (until "continue here")
+      store.set(movedKey, true);
+      document.getElementById("moved-box").hidden = false;
+      document.getElementById("moved-text").textContent = t("moved_here_after_link");
+      document.getElementById("moved-here").onclick = continueHere;
     };
+  }
+
+  /**
+   * This device made a transfer link: the answers were to be sent from the other
+   * device. Say so instead of showing a blank form (nothing is asked of the server:
+   * whether the other device sent is learned only if this one tries to send, and is
+   * refused), and offer to continue here after all.
+   */
+  function waitForOtherDevice() {
+    lockAll();
+    document.getElementById("moved-box").hidden = false;
+    document.getElementById("moved-text").textContent = t("moved_elsewhere");
+    status.textContent = t("moved_elsewhere_status");
+    const here = document.getElementById("moved-here");
+    here.disabled = false;
+    here.onclick = continueHere;
+  }
+
+  function continueHere() {
+    store.remove(movedKey);
+    tab.set("carry", "1"); // the same person's page again, after the reload
+    window.location.reload();
   }
 
   async function postJson(path, body) {
@@ -420,6 +450,8 @@ const deniable = (() => {
     store.set(sentKey, true);
     survey.questions.forEach((q) => { if (q.panel) store.remove(waveKey(q)); });
     store.remove(credentialKey); // spent
+    store.remove(movedKey);
+    document.getElementById("moved-box").hidden = true;
     tab.remove("token");
     document.getElementById("transfer-box").hidden = true;
     lockAll();
@@ -721,7 +753,8 @@ const deniable = (() => {
     const sent = store.get(sentKey) === true;
     submit.disabled = missing.length > 0 || sent || Boolean(survey.closed) || owner === null;
     const hint = document.getElementById("hint");
-    hint.textContent = sent || survey.closed || owner === null ? "" : missing.length
+    const waiting = Boolean(credential) && store.get(movedKey) === true && !sent;
+    hint.textContent = sent || waiting || survey.closed || owner === null ? "" : missing.length
       ? t("hint_missing", { list: missing.map((q) => survey.questions.indexOf(q) + 1).join(", ") })
       : survey.requires_invitation && !credential && !token
         ? t("hint_code")

@@ -89,6 +89,10 @@ def test_every_page_fits_a_phone_at_every_moment_of_a_three_wave_study(browser, 
         results = phone.new_page()
         results.goto(f"{base}/surveys/panel/results")
         text = results.inner_text("body")
+        plots = [
+            results.locator(f"#change-plot-{q} img").get_attribute("src") for q in ("q", "brand")
+        ]
+        results.locator("#change-plot-brand").screenshot(path=str(tmp_path / "plot.png"))
         phone.close()
     desk.close()
     store.close()
@@ -98,3 +102,6 @@ def test_every_page_fits_a_phone_at_every_moment_of_a_three_wave_study(browser, 
     # the last moment shows both changes, per arm, pooled, with a share left out
     assert "wave 1 to wave 2" in text and "wave 2 to wave 3" in text
     assert "pooled" in text and "left out" in text
+    # a change plot per question, drawn (a PNG of some size) and captioned
+    assert all(src.startswith("data:image/png;base64,") and len(src) > 5_000 for src in plots)
+    assert "brand: the change between waves, per arm and pooled" in text

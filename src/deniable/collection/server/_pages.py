@@ -99,6 +99,7 @@ def results_page(
     rows = [row for q in res["questions"] for row in _table_rows(q)]
     warnings = [f"{q['id']}: {w}" for q in res["questions"] for w in q.get("warnings", [])]
     images = _plots(rows, store.timeline(survey.id))
+    change_images = change_plots(res.get("wave_change", []), res.get("confidence_level", 0.95))
     status = store.status(survey.id)
     template = _TEMPLATES.get_template("results.html")
     page = template.render(
@@ -106,6 +107,7 @@ def results_page(
         results=res,
         rows=rows,
         images=images,
+        change_images=change_images,
         warnings=warnings,
         status=status,
         methods=sorted({r["method"] for r in rows if r["method"]}),
@@ -214,6 +216,46 @@ def _plots(rows: list[dict[str, Any]], timeline: list[Any]) -> list[tuple[str, s
         fig.autofmt_xdate()
         images.append(("Responses released, by the hour of their release", _png(fig)))
     return images
+
+
+def change_plots(changes: list[dict[str, Any]], level: float) -> list[tuple[str, str, str]]:
+    """One plot per question asked in several waves: each change between consecutive
+    waves with its interval, per arm and pooled (a row per answer shown), so a glance
+    tells which changes exclude 0.
+
+    Parameters
+    ----------
+    changes : list of dict
+        The results' ``wave_change`` entries (:func:`deniable.collection.store.
+        wave_analysis`).
+    level : float in (0, 1)
+        Their intervals' confidence level.
+
+    Returns
+    -------
+    list of (str, str, str)
+        ``(question id, caption, PNG data URL)``, in the order the questions appear.
+    """
+    by_question: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for c in changes:
+        for r in c["rows"]:
+            label = f"{c['first']}→{c['second']} · {r['arm']} · {_short(str(r['answer']), 16)}"
+            by_question.setdefault(c["question"], []).append((label, r))
+    out = []
+    for question, rows in by_question.items():
+        fig = headless_figure(figsize=(7, 0.32 * len(rows) + 1.3))
+        ax = fig.subplots()
+        y = np.arange(len(rows))[::-1]
+        colors = ["C3" if r["arm"] == "pooled" else "C0" for _, r in rows]
+        ax.hlines(y, [r["low"] for _, r in rows], [r["high"] for _, r in rows], colors=colors, lw=2)
+        ax.scatter([r["difference"] for _, r in rows], y, c=colors, zorder=3, s=18)
+        ax.set_yticks(y, [label for label, _ in rows], fontsize=8)
+        ax.axvline(0, color="0.6", lw=0.8)
+        ax.set_xlabel(f"change between waves with {100 * level:.0f}% interval (pooled in red)")
+        ax.set_title(question, fontsize=10)
+        caption = f"{question}: the change between waves, per arm and pooled"
+        out.append((question, caption, _png(fig)))
+    return out
 
 
 def dashboard_refresh() -> int:

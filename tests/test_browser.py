@@ -713,7 +713,7 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     assert "400 responses to this version" in body
     # the numeric question's mean has a plot of its own, on its range in hours
     assert "Means with 95% confidence intervals, each in its range" in body
-    _screenshot(page, "dashboard", tmp_path)
+    _screenshot(page, "test-dashboard", tmp_path)
     for fmt in ("csv", "wide", "parquet", "sav", "dta", "survey"):
         link = page.locator(f"a[href$='format={fmt}']")
         with page.expect_download() as info:
@@ -750,10 +750,10 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
     small.goto(f"{base}/surveys/{survey.id}/results")
     small.get_by_text("Have you been harassed").first.wait_for()
     _no_horizontal_scroll(small)
-    _screenshot(small, "dashboard-phone", tmp_path)
+    _screenshot(small, "test-dashboard-phone", tmp_path)
     small.goto(f"{base}/s/{survey.id}")
     _no_horizontal_scroll(small)
-    _screenshot(small, "respondent-phone", tmp_path)
+    _screenshot(small, "test-respondent-phone", tmp_path)
     phone.close()
     # signing out drops the session: the results page asks for the token again
     page.get_by_role("button", name="Sign out").click()
@@ -774,7 +774,7 @@ def test_respondent_page_screenshot(browser, site, tmp_path):
     page.locator("#q-drugs [data-role=draw]").click()
     page.get_by_text("exchanged for an anonymous credential").wait_for()
     _no_horizontal_scroll(page)
-    _screenshot(page, "respondent", tmp_path)
+    _screenshot(page, "test-respondent", tmp_path)
     context.close()
 
 
@@ -1073,7 +1073,7 @@ def test_the_dashboard_breaks_a_question_down_by_a_direct_one(browser, site, tmp
     assert "direct, sent as given" in page.inner_text("body")
     _no_horizontal_scroll(page)
     table.scroll_into_view_if_needed()
-    _screenshot(page, "dashboard-breakdown", tmp_path)
+    _screenshot(page, "test-dashboard-breakdown", tmp_path)
     context.close()
 
 
@@ -1194,7 +1194,7 @@ def test_a_study_page_shows_one_arm_and_one_group_and_sends_them(browser, site, 
         page.locator("#q-plagiarism [data-role=draw]").click()
         if person == 0:
             _no_horizontal_scroll(page)
-            _screenshot(page, "respondent-study", tmp_path)
+            _screenshot(page, "test-respondent-study", tmp_path)
         page.get_by_role("button", name="Send my reports").click()
         page.get_by_text("Sent and stored").wait_for()
         (body,) = posted
@@ -1416,7 +1416,7 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     assert page.locator("#arms-cheat tbody tr").count() == 3
     assert page.locator("#regression tbody tr").count() == len(ours.params)
     assert "test of fit G²" in page.locator("#groups-plagiarism").inner_text()
-    _screenshot(page, "dashboard-study", tmp_path)
+    _screenshot(page, "test-dashboard-study", tmp_path)
     context.close()
 
 
@@ -1636,7 +1636,7 @@ def test_a_panel_question_keeps_one_permanent_report_per_answer_in_the_browser(
     assert "100.0%" in rows.nth(0).inner_text()  # 6 invited, 6 responses
     assert page.locator("#change-q-2").is_visible() and page.locator("#change-q-3").is_visible()
     assert "No one's own change can be known" in page.inner_text("body")
-    _screenshot(page, "dashboard-waves", tmp_path)
+    _screenshot(page, "test-dashboard-waves", tmp_path)
     phone = browser.new_context(
         viewport={"width": 390, "height": 844}, storage_state=context.storage_state()
     )

@@ -13,7 +13,7 @@ needs invitations it first exchanges the invitation for an unlinkable credential
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -34,6 +34,7 @@ from ..credentials import (
     load_public_key,
     new_credential_request,
 )
+from ..model._arms import arm_index, token_uniform
 
 __all__ = [
     "SurveyLink",
@@ -368,19 +369,6 @@ def request_credential(
     return Credential(state.prepared, signature)
 
 
-def token_uniform(token: str, survey_id: str) -> float:
-    """A uniform on [0, 1) that the invitation ``token`` fixes: the first 53 bits of
-    ``HMAC-SHA256(key=token, "deniable arm|" + survey_id)`` (RFC 2104), as the page
-    computes it with ``crypto.subtle``. Whoever holds the token (the respondent's
-    devices, and an analyst who kept the links file) can compute it."""
-    import hashlib
-    import hmac
-
-    mac = hmac.new(token.encode(), f"deniable arm|{survey_id}".encode(), hashlib.sha256).digest()
-    hi, lo = int.from_bytes(mac[0:4], "big"), int.from_bytes(mac[4:8], "big")
-    return ((hi >> 5) * 67108864 + (lo >> 6)) / 2**53
-
-
 def arm_key(owner: str, token: str | None) -> str | None:
     """What fixes a person's arm: the owner tag of a named recipient's links (the same in
     every wave's link, so every wave and every device draws the same arm), else the
@@ -396,19 +384,6 @@ def arm_key(owner: str, token: str | None) -> str | None:
     if owner.startswith("tag:"):
         return owner[len("tag:") :]
     return token or None
-
-
-def arm_index(weights: Sequence[float], u: float) -> int:
-    """The arm drawn by the weights from a uniform ``u`` on [0, 1): the first whose
-    cumulative weight exceeds ``u`` times their sum (the page's ``pickWeighted``).
-
-    Parameters
-    ----------
-    weights : sequence of float, each > 0
-    u : float in [0, 1)
-    """
-    total = u * sum(weights)
-    return next((i for i, c in enumerate(np.cumsum(weights)) if total < c), len(weights) - 1)
 
 
 def assign(

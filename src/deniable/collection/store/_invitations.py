@@ -32,6 +32,7 @@ from ...errors import (
     SurveyNotFoundError,
 )
 from ..credentials import CredentialKey
+from ..model._arms import invitation_arm
 from ..model._budget import wave_charge
 from ._recipients import (
     MAX_RECIPIENTS,
@@ -148,7 +149,7 @@ class InvitationsMixin:
         survey = self.survey(survey_id)
         version = survey.version
         tokens = [secrets.token_urlsafe(24) for _ in range(count)]
-        rows = [_invitation_row(t, survey_id, version, _arm_of(survey, t)) for t in tokens]
+        rows = [_invitation_row(t, survey_id, version, invitation_arm(survey, t)) for t in tokens]
         with self.engine.begin() as conn:
             _refuse_closed(conn, survey_id)
             conn.execute(insert(invitations), rows)
@@ -216,17 +217,8 @@ class InvitationsMixin:
             ledger_rows: list[dict[str, Any]] = []
             invitation_rows: list[dict[str, Any]] = []
             for name, (row, address) in wanted.items():
-                before = spent.get(name, 0.0)
                 cost = charge(frozenset(waves.get(name, ())))
-                if name in here:
-                    reason = f"already invited to {survey_id} version {survey.version}"
-                elif before + cost > budget + 1e-9:
-                    reason = (
-                        f"would spend {before:.4g} + {cost:.4g} = {before + cost:.4g} nats, "
-                        f"over the server's lifetime budget of {budget:g} nats per person"
-                    )
-                else:
-                    reason = ""
+                reason = _refusal(name in here, spent.get(name, 0.0), cost, budget, survey)
                 if reason:
                     refused.append((row, address, reason))
                 else:
@@ -235,7 +227,9 @@ class InvitationsMixin:
                     ledger_rows.append(entry | {"version": survey.version})
                     tag = key.owner_tag(address)  # the arm travels with the person
                     invitation_rows.append(
-                        _invitation_row(token, survey_id, survey.version, _arm_of(survey, tag))
+                        _invitation_row(
+                            token, survey_id, survey.version, invitation_arm(survey, tag)
+                        )
                     )
                     issued.tokens.append(token)
                     issued.recipients.append(address)
@@ -492,16 +486,17 @@ def _invitation_row(
     }
 
 
-def _arm_of(survey: Survey, fixed: str) -> int | None:
-    """The arm (index) an invitation is bound to in a study with arms: the one the
-    respondent's device draws from ``fixed`` (a named recipient's owner tag, else the
-    token: :func:`~deniable.collection.respondent.assign`); ``None`` without arms."""
-    from ..respondent._client import arm_index, token_uniform
-
-    if not survey.arms:
-        return None
-    weights = [float(a.weight) for a in survey.arms.values()]
-    return arm_index(weights, token_uniform(fixed, survey.id))
+def _refusal(invited: bool, before: float, cost: float, budget: float, survey: Survey) -> str:
+    """Why a named recipient is not invited to this version (already invited, or the
+    charge would pass the lifetime budget), or ``""``."""
+    if invited:
+        return f"already invited to {survey.id} version {survey.version}"
+    if before + cost > budget + 1e-9:
+        return (
+            f"would spend {before:.4g} + {cost:.4g} = {before + cost:.4g} nats, "
+            f"over the server's lifetime budget of {budget:g} nats per person"
+        )
+    return ""
 
 
 def _refuse_closed(conn: Connection, survey_id: str) -> None:

@@ -200,7 +200,9 @@ def test_the_campus_example_checks():
         ("plagiarism", None, 1),
         ("transplant", None, None),
     ]
-    assert payload["direct_cells"] == 20 and payload["warnings"] == []
+    assert payload["direct_cells"] == 20
+    # an open study with arms: one arm per device, not per person (issue 59)
+    assert [w.split(":")[0] for w in payload["warnings"]] == ["arms without invitations"]
     assert [a["id"] for a in payload["arms"]] == ["dq", "rr"]
     # the release rule's planning report: 600 expected over 25 key cells (skipping the
     # faculty is a category), the arms together, so every arm's released share is the

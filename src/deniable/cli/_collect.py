@@ -100,9 +100,22 @@ def _check_payload(survey: Any, ledger: Any, prior: float) -> dict[str, Any]:
         # the sample-ratio test's power against a quarter of a control arm leaving
         "self_selection": _self_selection(survey),
         "arms": arm_rows(survey),
-        "warnings": [w for w in [cell_warning(survey)] if w],
+        "warnings": [w for w in [cell_warning(survey), _open_arms(survey)] if w],
         "untranslated": survey.untranslated(),
     }
+
+
+def _open_arms(survey: Any) -> str | None:
+    """What an open study with arms cannot hold: one arm per person."""
+    if not survey.arms or survey.requires_invitation:
+        return None
+    return (
+        "arms without invitations: each device draws its arm, so a respondent can draw "
+        "again (cleared storage, another device) and a panel member can change arm "
+        "between waves; to keep one arm per person in every wave and on every device, "
+        "set requires_invitation: true and invite named recipients (survey invite "
+        "--recipients)"
+    )
 
 
 def _print_costs(survey: Any, payload: dict[str, Any], prior: float) -> None:

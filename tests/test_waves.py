@@ -515,7 +515,7 @@ def test_change_on_like_cells_is_unbiased_and_covers_over_500_panels():
     answered, at the common mix) and covers it in >= 94% of panels. Control: the change
     of the waves' plain prevalences is biased by the attrition."""
     from deniable.analysis._waves import wave_change, wave_change_by_cell
-    from deniable.collection.store._wave_store import _pool
+    from deniable.analysis import pool_wave_changes
     from deniable.mechanisms import ForcedResponse, Warner
 
     rng = np.random.default_rng(59)
@@ -548,7 +548,7 @@ def test_change_on_like_cells_is_unbiased_and_covers_over_500_panels():
             truths.append((s1, s2))
             if arm == "rr":
                 plain.append(wave_change(design, r1, design, r2).difference[1] - (s2 - s1))
-        pooled = _pool(parts, 0.95)  # each wave: the arms weighted by their reports
+        pooled = pool_wave_changes(parts, 0.95)  # each wave: the arms weighted by their reports
         n1 = np.array([p.n[0] for p in parts], dtype=float)
         n2 = np.array([p.n[1] for p in parts], dtype=float)
         s1s, s2s = zip(*truths, strict=True)

@@ -85,6 +85,7 @@ from ._rrtcs_devices import (
     unknown_innocuous_two_replies,
 )
 from ._subgroups import Contrast, SubgroupResult, subgroup_prevalence
+from ._waves import WaveChange, pool_wave_changes, wave_change, wave_change_by_cell
 
 __all__ = [
     "AnchorCorrection",
@@ -124,6 +125,7 @@ __all__ = [
     "SurveyEstimate",
     "UnknownInnocuous",
     "ValidationCheck",
+    "WaveChange",
     "WithDirectQuestioning",
     "adult_parity_audit",
     "anchor_correction",
@@ -149,6 +151,7 @@ __all__ = [
     "list_robust",
     "mangat_singh",
     "mangat_singh_singh",
+    "pool_wave_changes",
     "power_coefficient",
     "power_difference",
     "rank_items",
@@ -169,6 +172,8 @@ __all__ = [
     "two_reply_codes",
     "unknown_innocuous_two_replies",
     "validation_check",
+    "wave_change",
+    "wave_change_by_cell",
 ]
 
 #: Old names, with a DeprecationWarning for one release (``Channel`` is ``GroupModel``).

@@ -8,27 +8,15 @@ arm's name to an :class:`Arm`; the survey builds each arm's questions from them
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ._fields import DesignChoice, Slug, Text
 from ._groups import GROUP_DESIGNS, INNOCUOUS_DESIGNS
 from ._questions import Question
 
-__all__ = [
-    "MAX_ARMS",
-    "Arm",
-    "ArmDesign",
-    "arm_index",
-    "arm_questions",
-    "invitation_arm",
-    "token_uniform",
-]
+__all__ = ["MAX_ARMS", "Arm", "ArmDesign", "arm_questions"]
 
 #: Question fields a question asked directly in an arm drops.
 _NOT_DIRECT = (
@@ -137,44 +125,3 @@ def arm_questions(questions: list[Question], name: str, arm: Arm) -> list[Questi
                 "same answers as the question's own"
             )
     return out
-
-
-def token_uniform(token: str, survey_id: str) -> float:
-    """A uniform on [0, 1) that the invitation ``token`` fixes: the first 53 bits of
-    ``HMAC-SHA256(key=token, "deniable arm|" + survey_id)`` (RFC 2104), as the page
-    computes it with ``crypto.subtle``. Whoever holds the token (the respondent's
-    devices, and an analyst who kept the links file) can compute it."""
-    mac = hmac.new(token.encode(), f"deniable arm|{survey_id}".encode(), hashlib.sha256).digest()
-    hi, lo = int.from_bytes(mac[0:4], "big"), int.from_bytes(mac[4:8], "big")
-    return ((hi >> 5) * 67108864 + (lo >> 6)) / 2**53
-
-
-def arm_index(weights: Sequence[float], u: float) -> int:
-    """The arm drawn by the weights from a uniform ``u`` on [0, 1): the first whose
-    cumulative weight exceeds ``u`` times their sum (the page's ``pickWeighted``).
-
-    Parameters
-    ----------
-    weights : sequence of float, each > 0
-    u : float in [0, 1)
-    """
-    total = u * sum(weights)
-    return next((i for i, c in enumerate(np.cumsum(weights)) if total < c), len(weights) - 1)
-
-
-def invitation_arm(survey: Any, fixed: str) -> int | None:
-    """The arm (index) an invitation is bound to in a study with arms: the one the
-    respondent's device draws from ``fixed`` (a named recipient's owner tag, else the
-    token: :func:`~deniable.collection.respondent.assign`, the page's ``assign``);
-    ``None`` without arms.
-
-    Parameters
-    ----------
-    survey : Survey
-    fixed : str
-        The owner tag or the token.
-    """
-    if not survey.arms:
-        return None
-    weights = [float(a.weight) for a in survey.arms.values()]
-    return arm_index(weights, token_uniform(fixed, survey.id))

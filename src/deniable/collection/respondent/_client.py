@@ -25,6 +25,7 @@ from ...mechanisms._designs import Design, MatrixDesign
 from ...mechanisms._panel import TwoLayerDesign
 from ...mechanisms._protocol import check_stated_epsilon
 from ...mechanisms._randomness import RandomSource, SecureRandom
+from .._assignment import arm_index, token_uniform
 from ..credentials import (
     VARIANT,
     Credential,
@@ -34,7 +35,6 @@ from ..credentials import (
     load_public_key,
     new_credential_request,
 )
-from ..model._arms import arm_index, token_uniform
 
 __all__ = [
     "SurveyLink",

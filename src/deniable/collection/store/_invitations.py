@@ -31,8 +31,8 @@ from ...errors import (
     SurveyClosedError,
     SurveyNotFoundError,
 )
+from .._assignment import invitation_arm
 from ..credentials import CredentialKey
-from ..model._arms import invitation_arm
 from ..model._budget import wave_charge
 from ._recipients import (
     MAX_RECIPIENTS,

@@ -345,7 +345,7 @@ def _question_change(
     """One question's change between two consecutive waves (:func:`wave_analysis`), per
     arm and pooled; ``None`` if its content changed, it is a group design, or no arm has
     a key cell with responses in both waves."""
-    from ...analysis._waves import wave_change_by_cell
+    from ...analysis._waves import pool_wave_changes, wave_change_by_cell
     from ..model._budget import variants_digest
 
     (before, old), (after, new) = first, second
@@ -372,7 +372,7 @@ def _question_change(
     if not parts:
         return None
     if len(parts) > 1:  # arms drawn at random: their estimates weighted by size
-        rows.extend(_wave_rows(q, "pooled", _pool(parts, level)))
+        rows.extend(_wave_rows(q, "pooled", pool_wave_changes(parts, level)))
     return {
         "question": q.id,
         "text": q.text,
@@ -391,40 +391,6 @@ def _with_cells(rows: Any, keys: list[str]) -> Any:
     for key in keys[1:]:  # column by column: an empty frame stays a column
         cell = cell + "|" + rows[key].astype("string").fillna("-")
     return rows.assign(__cell=cell)
-
-
-def _pool(parts: list[Any], level: float) -> Any:
-    """The arms' estimates of each wave weighted by their respondents (each arm a random
-    part of the wave: an unbiased estimate of the whole), variances by the squares."""
-    from dataclasses import replace
-
-    from scipy import stats
-
-    n1 = np.array([p.n[0] for p in parts], dtype=np.float64)
-    n2 = np.array([p.n[1] for p in parts], dtype=np.float64)
-    w1, w2 = n1 / n1.sum(), n2 / n2.sum()
-    first = sum(w * p.first for w, p in zip(w1, parts, strict=True))
-    second = sum(w * p.second for w, p in zip(w2, parts, strict=True))
-    se1 = np.sqrt(sum((w * p.first_std_error) ** 2 for w, p in zip(w1, parts, strict=True)))
-    se2 = np.sqrt(sum((w * p.second_std_error) ** 2 for w, p in zip(w2, parts, strict=True)))
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    diff, se = second - first, np.hypot(se1, se2)
-    # each arm's reports before its cells were matched: n / (1 - share left out)
-    total = [sum(p.n[w] / (1 - p.left_out[w]) for p in parts) for w in (0, 1)]
-    return replace(
-        parts[0],
-        left_out=(1 - float(n1.sum()) / total[0], 1 - float(n2.sum()) / total[1]),
-        cells=max(p.cells or 0 for p in parts),
-        n=(int(n1.sum()), int(n2.sum())),
-        first=first,
-        second=second,
-        first_std_error=se1,
-        second_std_error=se2,
-        difference=diff,
-        std_error=se,
-        low=diff - z * se,
-        high=diff + z * se,
-    )
 
 
 def _wave_rows(q: Any, arm: str, change: Any) -> list[dict[str, Any]]:

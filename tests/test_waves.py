@@ -514,8 +514,8 @@ def test_change_on_like_cells_is_unbiased_and_covers_over_500_panels():
     3 Monte Carlo SEs against its estimand (each cell's true prevalence among who
     answered, at the common mix) and covers it in >= 94% of panels. Control: the change
     of the waves' plain prevalences is biased by the attrition."""
-    from deniable.analysis._waves import wave_change, wave_change_by_cell
     from deniable.analysis import pool_wave_changes
+    from deniable.analysis._waves import wave_change, wave_change_by_cell
     from deniable.mechanisms import ForcedResponse, Warner
 
     rng = np.random.default_rng(59)

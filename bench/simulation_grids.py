@@ -16,6 +16,8 @@ Usage::
   sampling with 20,000 chain draws (50,000 for ``control="none"``) and 40,000
   importance draws (the suite: 10,000 or 40,000, and 16,000;
   ``tests/test_list_bayes.py``, ``tests/test_list_bayes_predict.py``).
+* ``zipf``: prefix-extension heavy hitters on a Zipf population of 10^5 strings, 10
+  runs of n = 10^6 (the suite runs 4; ``tests/test_prefix.py``).
 * ``sbc``: simulation-based calibration of ``rr_logit_bayes`` over 800 replicates (the
   suite runs 100; ``tests/test_analysis_bayes_logit.py``).
 
@@ -46,7 +48,7 @@ def _load(name: str) -> ModuleType:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=["shuffle", "ecwm", "list_bayes", "sbc"])
+    parser.add_argument("--only", choices=["shuffle", "ecwm", "list_bayes", "sbc", "zipf"])
     args = parser.parse_args()
     if args.only in (None, "shuffle"):
         shuffle = _load("test_shuffle")
@@ -62,6 +64,12 @@ def main() -> None:
                 print(f"  ({time.perf_counter() - start:.0f} s)")
     if args.only in (None, "list_bayes"):
         _list_bayes()
+    if args.only in (None, "zipf"):
+        start = time.perf_counter()
+        _load("test_prefix").test_zipf_heavy_hitters_are_found_with_few_misses_and_false_positives(
+            10
+        )
+        print(f"Zipf heavy hitters, 10 runs of 10^6: goals met ({_since(start)})")
     if args.only in (None, "sbc"):
         start = time.perf_counter()
         _load("test_analysis_bayes_logit").test_simulation_based_calibration(800)

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
+from deniable.collection.exports._export import wide_frame
 from deniable.collection.exports._rscript import glmmrr_row, r_script, rrreg_call
 from deniable.collection.model._survey import load_survey
 from deniable.collection.respondent._devices import simulate_responses
@@ -216,4 +217,37 @@ def test_the_bundle_of_a_panel_writes_the_script_of_every_wave(tmp_path):
     script = (folder / "panel.R").read_text()
     assert script == r_script(store.versions("panel"), "panel.wide.csv")
     assert json.loads((folder / "panel.survey.json").read_text())["versions"]
+    store.close()
+
+
+@pytest.mark.skipif(
+    RSCRIPT is None, reason="needs Rscript (Debian's r-base-core; .ci/run installs it)"
+)
+def test_a_wave_with_no_released_rows_yet_runs_and_says_so(tmp_path):
+    """The hard end: wave 2 published, nothing of it released (fewer than its crowd).
+    The script still runs in base R: each of wave 2's arms says "no released rows", no
+    change is computed (none can be), and wave 1's estimates are written."""
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    rng = np.random.default_rng(7)
+    first = load_survey(study(1))
+    store.publish(first)
+    truths = {"region": rng.integers(0, 3, 200), "q": rng.integers(0, 2, 200),
+              "brand": rng.integers(0, 3, 200)}  # fmt: skip
+    sent = simulate_responses(first, truths, rng)
+    store.submit_batch(first, [b["reports"] for b in sent], [b["arm"] for b in sent])
+    store.release()
+    second = load_survey(study(2))
+    store.publish(second)
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    frame = wide_frame(store, "panel")
+    frame.to_csv(folder / "panel.wide.csv", index=False)
+    script = r_script(store.versions("panel"), "panel.wide.csv")
+    (folder / "panel.R").write_text(script)
+    out = subprocess.run([RSCRIPT, "panel.R"], cwd=folder, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "q, rr: no released rows" in out.stdout and "brand, dq: no released rows" in out.stdout
+    assert "waves: no question has released reports in two consecutive waves" in out.stdout
+    written = pd.read_csv(folder / "panel.estimates.csv", keep_default_na=False)
+    assert set(written["version"]) == {1} and not (folder / "panel.change.csv").exists()
     store.close()

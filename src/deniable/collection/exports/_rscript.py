@@ -151,7 +151,7 @@ def r_script(survey: Survey | Sequence[Survey], csv_name: str) -> str:
     body: list[str] = []
     for v in versions:
         body += _version_part(v)
-    body += waves_part(versions, csv_name)
+    body += waves_part(versions)
     out = [
         f"# {latest.id}.R: written by deniable for survey {r_str(latest.id)}, "
         f"versions {', '.join(str(v.version) for v in versions)}",
@@ -274,10 +274,11 @@ def _question(survey: Survey, q: Question, covariates: list[str]) -> list[str]:
     grouped = len(q.groups) > 1
     column = f"{q.id}{GROUP_SUFFIX}"
     rows = f"rows_{q.id.replace('-', '_')}"
-    group = f"{rows}${column}" if grouped else "0"
+    # a group per row (0 without groups; rep(), so that no rows give no keys)
+    group = f"{rows}${column}" if grouped else f"rep(0, nrow({rows}))"
     out = [
         f"{rows} <- d[!is.na(d${q.id}), ]",
-        f'{rows}$key <- paste({rows}$arm, {group if grouped else 0}, sep = ":")',
+        f'{rows}$key <- paste({rows}$arm, {group}, sep = ":")',
     ]
     keys, models, p1s, p2s = [], [], [], []
     missing = []

@@ -25,15 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = ["waves_part"]
 
-#: The base-R functions of the change on like cells and of the arms' pooling.
-_FUNCTIONS = r"""moment <- function(codes, Q) {
-  # the moment estimate Q f of one cell's reports and its standard errors
-  n <- length(codes)
-  f <- tabulate(codes + 1, nbins = ncol(Q)) / n
-  V <- Q %*% (diag(f, nrow = length(f)) - f %o% f) %*% t(Q) / n
-  list(est = drop(Q %*% f), se = sqrt(pmax(diag(V), 0)))
-}
-key_cell <- function(x, keys) {
+#: The base-R functions of the change on like cells and of the arms' pooling (the
+#: script's ``moment``, :mod:`._rscript`, gives each cell's estimate).
+_FUNCTIONS = r"""key_cell <- function(x, keys) {
   # each row's key cell: its key answers joined ("-" where missing)
   if (length(keys) == 0) return(rep("all", nrow(x)))
   cells <- lapply(keys, function(k) ifelse(is.na(x[[k]]), "-", as.character(x[[k]])))
@@ -92,7 +86,7 @@ change_rows <- function(question, first, second, arm, ch, answers, labels, scale
 }"""
 
 
-def waves_part(versions: Sequence[Survey], csv_name: str, level: float = 0.95) -> list[str]:
+def waves_part(versions: Sequence[Survey], level: float = 0.95) -> list[str]:
     """The R lines of the waves: for each pair of consecutive waves, every question the
     results compare (:func:`deniable.collection.store.wave_analysis`'s rules: asked
     unchanged in both, not a key variable, not a group design), per arm and pooled.
@@ -101,16 +95,14 @@ def waves_part(versions: Sequence[Survey], csv_name: str, level: float = 0.95) -
     ----------
     versions : sequence of Survey
         The survey id's published versions (waves); fewer than two give no lines.
-    csv_name : str
-        The wide CSV the script reads; the change table is written beside it as
-        ``ID.change.csv``.
     level : float in (0, 1), default 0.95
         The intervals' confidence level (the results' default).
 
     Returns
     -------
     list of str
-        R code (base R only).
+        R code (base R only) that reads the script's ``d_all`` (the wide CSV, its
+        ``arm`` column filled) and its ``moment``, and writes ``ID.change.csv``.
     """
     from ..model._budget import variants_digest
 
@@ -129,9 +121,7 @@ def waves_part(versions: Sequence[Survey], csv_name: str, level: float = 0.95) -
         "# computation as the study's results (deniable's wave_analysis).",
         f"level <- {level!r}",
         _FUNCTIONS,
-        f"waves <- read.csv({r_str(csv_name)}, stringsAsFactors = FALSE)",
-        'if (!("arm" %in% names(waves))) waves$arm <- ""',
-        'waves$arm[is.na(waves$arm)] <- ""',
+        "waves <- d_all  # the wide CSV the script read, every version",
         "change <- list()",
     ]
     for before, after in itertools.pairwise(ordered):

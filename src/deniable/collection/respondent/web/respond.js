@@ -338,8 +338,7 @@ const deniable = (() => {
 
   function continueHere() {
     store.remove(movedKey);
-    tab.set("carry", "1"); // the same person's page again, after the reload
-    window.location.reload();
+    window.location.reload(); // a reload keeps this tab's person (tab storage)
   }
 
   async function postJson(path, body) {

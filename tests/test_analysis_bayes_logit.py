@@ -61,7 +61,7 @@ def test_unconverged_chains_are_not_summarised():
     for read in (
         lambda: short.summary(),
         lambda: short.estimate,
-        lambda: short.credible_interval(),
+        lambda: short.conf_int(),
     ):
         with pytest.raises(NotConvergedError, match="split R-hat of"):
             read()
@@ -85,7 +85,7 @@ def test_a_weak_prior_on_a_large_sample_gives_the_maximum_likelihood_fit():
     assert np.all(np.abs(fit.std_error / mle.bse - 1) < 0.1)
     assert "R-hat" in fit.summary()
     # an estimate on the common base: the credible interval, the one JSON shape
-    ci, equal_tailed = fit.confidence_interval(0.9), fit.credible_interval(0.9)
+    ci, equal_tailed = fit.confidence_interval(0.9), fit.conf_int(0.9)
     assert ci.low.equals(equal_tailed["low"]) and ci.high.equals(equal_tailed["high"])
     payload = fit.to_dict(0.9)
     assert payload["result"] == "RRLogitBayesResult" and payload["labels"] == ["Intercept", "x"]

@@ -102,7 +102,7 @@ def test_the_posterior_means_equal_importance_sampling_on_the_race_data(
     combined Monte Carlo SEs (the chain's batch means, the importance estimate's); and
     within 4 combined Monte Carlo SEs of R's means from a chain of 10^6 draws."""
     race = pd.read_csv(DATA / "list_race.csv")
-    fit = list_bayes(FORMULA, race, treat="treat", items=3, draws=draws, seed=11)
+    fit = list_bayes(FORMULA, race, treat="treat", items=3, draws=draws, rng=11)
     assert 0.15 < fit.acceptance < 0.45
     mean, is_se, _ = _importance_means(race, "full", None, importance)
     combined = np.sqrt(is_se**2 + fit.mc_se.to_numpy() ** 2)
@@ -123,10 +123,10 @@ def test_the_posterior_recovers_a_simulated_model() -> None:
     z = rng.random(n) < 1 / (1 + np.exp(-(-0.6 + 0.8 * x)))
     y0 = rng.binomial(3, 1 / (1 + np.exp(-(0.1 - 0.3 * x))))
     data = pd.DataFrame({"y": y0 + t * z, "x": x, "treat": t})
-    fit = list_bayes("y ~ x", data, treat="treat", items=3, draws=3000, burn_in=500, seed=2)
+    fit = list_bayes("y ~ x", data, treat="treat", items=3, draws=3000, burn_in=500, rng=2)
     truth = pd.Series([-0.6, 0.8, 0.1, -0.3], index=fit.params.index)
     assert ((fit.params - truth).abs() < Z4 * fit.bse).all()
-    interval = fit.credible_interval()
+    interval = fit.confidence_interval()
     assert ((interval.low - fit.bse <= truth) & (truth <= interval.high + fit.bse)).all()
     assert math.isclose(fit.draws.shape[0], 3000)
 
@@ -171,7 +171,7 @@ def test_the_other_designs_posterior_means_equal_importance_sampling(
     ``control.z`` (a gap of 4.5 SEs), so these keep 40,000."""
     data = pd.read_csv(DATA / data_file)
     fit = list_bayes(
-        FORMULA, data, treat="treat", items=3, draws=draws, seed=11, control=control,
+        FORMULA, data, treat="treat", items=3, draws=draws, rng=11, control=control,
         multi_condition=multi_condition,
     )  # fmt: skip
     mean, is_se, effective = _importance_means(data, control, multi_condition, importance)
@@ -198,7 +198,7 @@ def test_the_unconstrained_posterior_equals_importance_sampling(
     item)."""
     data = pd.read_csv(DATA / "list_race.csv")
     fit = list_bayes(FORMULA, data, treat="treat", items=3, control="none", draws=draws,
-                     burn_in=burn_in, seed=3)  # fmt: skip
+                     burn_in=burn_in, rng=3)  # fmt: skip
     assert list(fit.params.index[5:7]) == ["control.psi0.Intercept", "control.psi0.male"]
     chain = fit.draws.to_numpy()
     log_post, _, _ = posterior(data, "none", None)

@@ -12,7 +12,7 @@ import pytest
 from scipy import special
 
 from deniable.analysis import list_bayes
-from deniable.analysis._list._posterior import batch_se
+from deniable.analysis._list._draws import batch_se
 
 from .conftest import Z4
 from .test_list_bayes import importance_sample, posterior, weighted_mean
@@ -28,7 +28,7 @@ def race() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def fit(race: pd.DataFrame):
-    return list_bayes(FORMULA, race, treat="treat", items=3, draws=3000, seed=2)
+    return list_bayes(FORMULA, race, treat="treat", items=3, draws=3000, rng=2)
 
 
 def rows(data: pd.DataFrame) -> np.ndarray:
@@ -56,7 +56,7 @@ def test_new_rows_and_a_difference_are_each_draws_average(fit, race) -> None:
     table = fit.predicted_prevalence(south)
     assert table["mean"].iloc[0] == pytest.approx(each_s.mean(), abs=1e-12)
     assert table["sd"].iloc[0] == pytest.approx(each_s.std(ddof=1), abs=1e-12)
-    gap = fit.predicted_prevalence(south, versus=north, level=0.9)
+    gap = fit.predicted_prevalence(south, versus=north, confidence_level=0.9)
     diff = each_s - each_n
     assert gap["mean"].iloc[0] == pytest.approx(diff.mean(), abs=1e-12)
     assert gap["low"].iloc[0] == pytest.approx(np.quantile(diff, 0.05), abs=1e-12)
@@ -78,7 +78,7 @@ def test_several_items_predict_each_item(condition: str) -> None:
         items=3,
         draws=200,
         burn_in=200,
-        seed=4,
+        rng=4,
         multi_condition=condition,
     )
     table = fit.predicted_prevalence()
@@ -94,8 +94,8 @@ def test_malformed_predictions_are_refused(fit, race) -> None:
         fit.predicted_prevalence(versus=race)
     with pytest.raises(ValueError, match="covariates"):
         fit.predicted_prevalence(race.drop(columns="south"))
-    with pytest.raises(ValueError, match="level must be in"):
-        fit.predicted_prevalence(race, level=1.3)
+    with pytest.raises(ValueError, match="confidence_level must be a probability in"):
+        fit.predicted_prevalence(race, confidence_level=1.3)
 
 
 @pytest.mark.slow  # about 20 s: 10,000 draws and 16,000 importance draws
@@ -106,7 +106,7 @@ def test_the_south_gap_equals_importance_sampling(
     Carlo SEs of self-normalised importance sampling (R's priors; a t with 4 degrees of
     freedom at the mode, 1.5 times its Laplace covariance), whose SE is
     ``sqrt(sum w^2 (g - m)^2)``; ours is the batch-means SE of the gap's draws."""
-    fit = list_bayes(FORMULA, race, treat="treat", items=3, draws=draws, seed=5)
+    fit = list_bayes(FORMULA, race, treat="treat", items=3, draws=draws, rng=5)
     south, north = rows(race.assign(south=1)), rows(race.assign(south=0))
     gap = fit.predicted_prevalence(race.assign(south=1), versus=race.assign(south=0))
     delta = fit.draws.to_numpy()[:, :5]

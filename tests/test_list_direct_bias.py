@@ -70,10 +70,10 @@ def r_list_fit(mis: pd.DataFrame) -> ListRegressionResult:
                           items=4)  # fmt: skip
     params = fit.params.copy()
     params.iloc[:5], params.iloc[5:] = R_LIST_SENSITIVE, np.nan
-    cov = pd.DataFrame(np.nan, index=fit.cov_params.index, columns=fit.cov_params.columns)
-    cov.iloc[:5, :5] = R_LIST_COV
+    cov = np.full(fit.covariance.shape, np.nan)
+    cov[:5, :5] = R_LIST_COV
     return ListRegressionResult(
-        params=params, bse=fit.bse, cov_params=cov, llf=math.nan, prevalence=math.nan,
+        params=params, covariance=cov, llf=math.nan, prevalence=math.nan,
         prevalence_se=math.nan, n=fit.n, items=4, constrained=True, converged=True,
         spec=fit.spec, fitted=fit.fitted,
     )  # fmt: skip
@@ -98,7 +98,7 @@ def test_simulation_equals_predict_ictreg_direct_glm(mis) -> None:
     question and the difference lie within 4 combined Monte Carlo SDs of R's 40 runs
     (R's SD over its runs at 10,000 draws, ours scaled to 400,000)."""
     got = social_desirability_bias(r_list_fit(mis), direct_fit(mis), method="simulation",
-                                   draws=DRAWS, seed=2)  # fmt: skip
+                                   draws=DRAWS, rng=2)  # fmt: skip
     for column, (means, sds) in (("estimate", (R_MEAN[0], R_SD[0])),
                                  ("std_error", (R_MEAN[1], R_SD[1]))):  # fmt: skip
         for i in range(3):
@@ -176,7 +176,7 @@ def test_a_linear_list_fit_and_new_rows(mis) -> None:
     [
         ({"method": "bootstrap"}, "method must be 'delta' or 'simulation'"),
         ({"draws": 0}, "draws must be in 2..10,000,000"),
-        ({"level": 0.0}, r"level must be in \(0, 1\)"),
+        ({"confidence_level": 0.0}, r"confidence_level must be a probability in \(0, 1\)"),
         ({"data": pd.DataFrame({"age": [3.0]})}, "data must hold the formula's covariates"),
     ],
 )

@@ -38,7 +38,7 @@ def four_sigma(q: float) -> float:
 def test_it_agrees_with_r(method: str) -> None:
     data = pd.read_csv(DATA)
     endorsement = data[["e1", "e2", "e3"]]
-    out = list_endorsement_comparison(endorsement, data.y, data.treat, method=method, seed=3)
+    out = list_endorsement_comparison(endorsement, data.y, data.treat, method=method, rng=3)
     treated, control, p, low, high_r = R[method]
     assert out.correlation_treated == pytest.approx(treated, abs=1e-9)
     assert out.correlation_control == pytest.approx(control, abs=1e-9)
@@ -57,8 +57,8 @@ def test_it_agrees_with_r(method: str) -> None:
 def test_the_two_sided_p_value_doubles_the_smaller_tail() -> None:
     data = pd.read_csv(DATA)
     args = (data[["e1", "e2", "e3"]], data.y, data.treat)
-    one = list_endorsement_comparison(*args, seed=4, draws=2000)
-    two = list_endorsement_comparison(*args, seed=4, draws=2000, alternative="two-sided")
+    one = list_endorsement_comparison(*args, rng=4, draws=2000)
+    two = list_endorsement_comparison(*args, rng=4, draws=2000, alternative="two-sided")
     assert two.p_value == pytest.approx(2 * min(one.p_value, 1 - one.p_value), abs=1e-12)
     assert two.interval == one.interval
 
@@ -97,7 +97,7 @@ def test_the_interval_covers_the_true_difference() -> None:
     for s in range(surveys):
         x, y = rng.multivariate_normal([0, 0], cov, size=n).T
         t = rng.integers(0, 2, n)
-        out = list_endorsement_comparison(x, y, t, draws=500, seed=s)
+        out = list_endorsement_comparison(x, y, t, draws=500, rng=s)
         covered += out.interval.low <= 0 <= out.interval.high
     sd = math.sqrt(0.95 * 0.05 / surveys)
     assert abs(covered / surveys - 0.95) <= 4 * sd
@@ -110,7 +110,7 @@ def test_the_interval_covers_the_true_difference() -> None:
         ({"alternative": "less"}, "alternative must be"),
         ({"draws": 10}, "draws must be an integer in 100"),
         ({"draws": 10**9}, "draws must be an integer in 100"),
-        ({"level": 1.3}, r"level must be in \(0, 1\)"),
+        ({"confidence_level": 1.3}, r"confidence_level must be a probability in \(0, 1\)"),
     ],
 )
 def test_bad_arguments_are_refused(kwargs: dict, match: str) -> None:

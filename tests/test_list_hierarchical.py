@@ -81,7 +81,7 @@ def test_the_posterior_equals_rs_sampler_with_its_prior_fixed() -> None:
     slope's and intercept's posterior SD within 4 of them too."""
     data, _ = simulated(21, n=2000, groups=5)
     fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
-                                  draws=10000, burn_in=3000, seed=1)  # fmt: skip
+                                  draws=10000, burn_in=3000, rng=1)  # fmt: skip
     assert_matches(fit, R_SMALL)
 
 
@@ -136,7 +136,7 @@ def test_two_items_equal_rs_sampler_with_its_prior_fixed() -> None:
     """Two sensitive items sharing the control model: every posterior mean and every
     slope's and intercept's SD within 4 combined Monte Carlo SEs of R's."""
     fit = list_bayes_hierarchical("y ~ x", simulated_two(31), treat="treat", items=3,
-                                  group="g", draws=10000, burn_in=3000, seed=1)  # fmt: skip
+                                  group="g", draws=10000, burn_in=3000, rng=1)  # fmt: skip
     assert_matches(fit, R_TWO)
 
 
@@ -147,22 +147,22 @@ def test_known_coefficients_are_recovered() -> None:
     posterior SD (its batch-means SE below a fifth of it)."""
     data, truth = simulated(7)
     fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
-                                  draws=3000, burn_in=3000, seed=3)  # fmt: skip
+                                  draws=3000, burn_in=3000, rng=3)  # fmt: skip
     for name, value in truth.items():
         assert abs(fit.params[name] - value) <= Z4 * fit.bse[name], name
         assert fit.mc_se[name] < fit.bse[name] / 5, name
     assert list(fit.groups) == sorted(data["g"].unique())
     assert 0.15 < fit.acceptance["slopes"] < 0.4
-    interval = fit.credible_interval()
+    interval = fit.confidence_interval()
     assert (interval.low <= fit.params).all() and (fit.params <= interval.high).all()
 
 
 def test_the_same_seed_gives_the_same_chain() -> None:
     data, _ = simulated(8, n=600, groups=6)
     one = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
-                                  draws=100, burn_in=100, seed=5)  # fmt: skip
+                                  draws=100, burn_in=100, rng=5)  # fmt: skip
     two = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
-                                  draws=100, burn_in=100, seed=5)  # fmt: skip
+                                  draws=100, burn_in=100, rng=5)  # fmt: skip
     pd.testing.assert_frame_equal(one.draws, two.draws)
     prevalence = one.draws["prevalence.1"]
     assert ((prevalence > 0) & (prevalence < 1)).all()
@@ -174,7 +174,7 @@ def test_a_group_without_a_treated_row_keeps_a_proper_intercept() -> None:
     data, _ = simulated(9, n=800, groups=5)
     data.loc[(data["g"] == "g00") & (data["treat"] == 1), "treat"] = 0
     fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
-                                  draws=400, burn_in=400, seed=6)  # fmt: skip
+                                  draws=400, burn_in=400, rng=6)  # fmt: skip
     lone = fit.draws["sensitive.1.intercept[g00]"]
     assert np.isfinite(lone).all() and lone.std() > 0.2
 
@@ -189,7 +189,7 @@ def test_predictions_are_each_draws_average_over_the_rows() -> None:
 
     data, _ = simulated(12, n=800, groups=6)
     fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
-                                  draws=150, burn_in=150, seed=7)  # fmt: skip
+                                  draws=150, burn_in=150, rng=7)  # fmt: skip
     table = fit.predicted_prevalence()
     assert list(table.index) == [1] and list(table.columns) == ["mean", "sd", "low", "high"]
     assert table["mean"].iloc[0] == pytest.approx(fit.draws["prevalence.1"].mean(), abs=1e-12)
@@ -199,7 +199,7 @@ def test_predictions_are_each_draws_average_over_the_rows() -> None:
     slope = fit.draws["sensitive.1.x"].to_numpy()[:, None]
     own = fit.draws[[f"sensitive.1.intercept[{g}]" for g in new["g"]]].to_numpy()
     by_hand = special.expit(slope * 1.5 + own).mean(axis=1)
-    got = fit.predicted_prevalence(new, level=0.8)
+    got = fit.predicted_prevalence(new, confidence_level=0.8)
     assert got["mean"].iloc[0] == pytest.approx(by_hand.mean(), abs=1e-12)
     assert got["low"].iloc[0] == pytest.approx(np.quantile(by_hand, 0.1), abs=1e-12)
     level = fit.draws["sensitive.1.group.Intercept"].to_numpy()
@@ -216,7 +216,7 @@ def test_predictions_are_each_draws_average_over_the_rows() -> None:
 def test_malformed_predictions_are_refused() -> None:
     data, _ = simulated(13, n=400, groups=4)
     fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
-                                  draws=100, burn_in=0, seed=8)  # fmt: skip
+                                  draws=100, burn_in=0, rng=8)  # fmt: skip
     with pytest.raises(ValueError, match="groups the fit did not see: g99"):
         fit.predicted_prevalence(data.assign(g="g99"))
     with pytest.raises(ValueError, match="group column 'g'"):
@@ -227,8 +227,8 @@ def test_malformed_predictions_are_refused() -> None:
         fit.predicted_prevalence(versus=data)
     with pytest.raises(ValueError, match="intercepts must be 'group' or 'level'"):
         fit.predicted_prevalence(data, intercepts="mean")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="level must be in"):
-        fit.predicted_prevalence(data, level=0)
+    with pytest.raises(ValueError, match="confidence_level must be a probability in"):
+        fit.predicted_prevalence(data, confidence_level=0)
 
 
 @pytest.mark.parametrize(
@@ -292,7 +292,7 @@ def test_rs_documented_example_keeps_what_the_model_implies() -> None:
     0.03 has not explored intercepts whose SD is 0.87 (docs/analysis.md)."""
     data = pd.read_csv(DATA / "list_multi.csv")
     fit = list_bayes_hierarchical("y ~ male + college", data, treat="treat", items=3,
-                                  group="state", draws=8000, burn_in=3000, seed=22)  # fmt: skip
+                                  group="state", draws=8000, burn_in=3000, rng=22)  # fmt: skip
     assert not (data["treat"].eq("race") & data["state"].isin(["SD", "VT", "DC"])).any()
     sigma2 = fit.draws["sensitive.race.sigma2"].to_numpy()
     for state in ("SD", "VT", "DC"):
@@ -307,7 +307,7 @@ def test_rs_documented_example_keeps_what_the_model_implies() -> None:
 def test_two_items_predict_each_item() -> None:
     multi = pd.read_csv(DATA / "list_multi.csv")
     fit = list_bayes_hierarchical("y ~ male + college", multi, treat="treat", items=3,
-                                  group="state", draws=100, burn_in=50, seed=2)  # fmt: skip
+                                  group="state", draws=100, burn_in=50, rng=2)  # fmt: skip
     table = fit.predicted_prevalence()
     assert list(table.index) == ["affirm", "race"]
     means = fit.draws[["prevalence.affirm", "prevalence.race"]].mean().to_numpy()
@@ -390,7 +390,7 @@ def test_three_levels_recover_known_coefficients() -> None:
 
     data, truth = simulated_levels(5)
     fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group=["v", "d"],
-                                  draws=3000, burn_in=2000, seed=2)  # fmt: skip
+                                  draws=3000, burn_in=2000, rng=2)  # fmt: skip
     for name, value in truth.items():
         assert abs(fit.params[name] - value) <= Z4 * fit.bse[name], name
     assert "sensitive.1.group.Intercept" not in fit.draws  # the district takes its place
@@ -473,7 +473,7 @@ def test_three_levels_equal_rs_sampler_with_its_prior_fixed() -> None:
     slope's and intercept's SD, within 4 combined Monte Carlo SEs of R's."""
     fit = list_bayes_hierarchical("y ~ x", simulated_levels_w(), treat="treat", items=3,
                                   group=["v", "d"], group_formula=["~ w", "~ 1"],
-                                  draws=6000, burn_in=2000, seed=1)  # fmt: skip
+                                  draws=6000, burn_in=2000, rng=1)  # fmt: skip
     assert_matches(fit, R_THREE)
 
 
@@ -550,7 +550,7 @@ def test_four_levels_equal_rs_sampler_with_its_prior_fixed() -> None:
     Carlo SEs of R's."""
     fit = list_bayes_hierarchical("y ~ x", simulated_levels_four(), treat="treat", items=3,
                                   group=["v", "d", "p"], group_formula=["~ w", "~ u", "~ 1"],
-                                  draws=6000, burn_in=2000, seed=1)  # fmt: skip
+                                  draws=6000, burn_in=2000, rng=1)  # fmt: skip
     assert_matches(fit, R_FOUR)
 
 
@@ -560,7 +560,7 @@ def test_four_levels_run_and_name_their_columns() -> None:
     data["w"] = data["v"].str[1:].astype(int) % 2  # a village covariate
     fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3,
                                   group=["v", "d", "p"], group_formula=["~ w", "~ 1", "~ 1"],
-                                  draws=100, burn_in=100, seed=1)  # fmt: skip
+                                  draws=100, burn_in=100, rng=1)  # fmt: skip
     for column in ("control.group.w", "control.sigma2", "control.intercept[v00]",
                    "control.level3.sigma2", "control.level3.intercept[d03]",
                    "control.level4.group.Intercept", "control.level4.sigma2",
@@ -606,7 +606,7 @@ def test_the_kept_row_log_likelihoods_are_the_states(monkeypatch) -> None:
     monkeypatch.setattr(_hierarchical, "_run", spy)
     data, _ = simulated_levels(8, n=600, districts=3, villages=2)
     list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group=["v", "d"],
-                            draws=100, burn_in=200, seed=3)  # fmt: skip
+                            draws=100, burn_in=200, rng=3)  # fmt: skip
     (chain,) = seen
     every = np.arange(len(chain.d.y))
     fresh = chain.row_loglik(every, chain.eta[0], chain.eta[chain.d.arm, every])

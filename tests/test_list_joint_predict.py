@@ -56,8 +56,7 @@ def r_fit(mexico: pd.DataFrame, name: str, ref: dict) -> JointListResult:
     names = [f"control.{s}" for s in frame.terms] + [f"sensitive.{s}" for s in frame.terms]
     names += [f"outcome.{s}" for s in frame.terms] + ["outcome.z"]
     return JointListResult(
-        params=pd.Series(params, index=names), bse=pd.Series(np.nan, index=names),
-        cov_params=pd.DataFrame(cov, index=names, columns=names), llf=math.nan,
+        params=pd.Series(params, index=names), covariance=cov, llf=math.nan,
         prevalence=math.nan, n=len(y), items=j,
         outcome="logistic" if name == "loyal" else "linear", constrained=True,
         information="outer_product", converged=True, spec=frame.spec,
@@ -80,7 +79,7 @@ def test_simulation_equals_predict_ictreg_joint(mexico, reference, name: str) ->
     and the sensitive item's simulated prevalence."""
     ref = reference[name]
     fit = r_fit(mexico, name, ref)
-    ours = fit.predicted_outcome(method="simulation", draws=DRAWS, seed=3)
+    ours = fit.predicted_outcome(method="simulation", draws=DRAWS, rng=3)
     for i in range(3):
         assert abs(ours.estimate.iloc[i] - ref["mean40"]["fit"][i]) <= tolerance(ref, "fit", i)
     for i in range(2):  # the difference's spread: the next test
@@ -88,7 +87,7 @@ def test_simulation_equals_predict_ictreg_joint(mexico, reference, name: str) ->
         assert abs(ours.lower.iloc[i] - ref["mean40"]["lower"][i]) <= tolerance(ref, "lower", i)
     sens = fit._blocks[0]
     prevalence = simulated_averages(
-        [fit.fitted[0]], fit.params.to_numpy()[sens], fit.cov_params.to_numpy()[sens, sens],
+        [fit.fitted[0]], fit.params.to_numpy()[sens], fit.covariance[sens, sens],
         False, DRAWS, np.random.default_rng(4),
     )[0].mean()  # fmt: skip
     assert abs(prevalence - ref["mean40"]["fitsens"][0]) <= tolerance(ref, "fitsens", 0)
@@ -112,12 +111,12 @@ def test_r_draws_the_two_answers_apart_so_its_difference_se_is_wrong(
     fit = r_fit(mexico, name, ref)
     se0, se1, se_diff = ref["mean40"]["se"]
     assert abs(se_diff - math.hypot(se0, se1)) <= tolerance(ref, "se", 2) + tolerance(ref, "se", 1)
-    ours = fit.predicted_outcome(method="simulation", draws=DRAWS, seed=5).std_error.iloc[2]
+    ours = fit.predicted_outcome(method="simulation", draws=DRAWS, rng=5).std_error.iloc[2]
     assert ours > se_diff + tolerance(ref, "se", 2)
     if name == "approval":  # linear: the simulation's limit is the delta method's SE
         delta = fit.predicted_outcome().std_error.iloc[2]
         assert abs(ours - delta) <= Z4 * delta / math.sqrt(2 * (DRAWS - 1))
-        assert delta == pytest.approx(math.sqrt(fit.cov_params.loc["outcome.z", "outcome.z"]))
+        assert delta == pytest.approx(math.sqrt(fit.cov_params().loc["outcome.z", "outcome.z"]))
     assert (round(se_diff, 4), round(ours, 4)) == R_DIFFERENCE_SE[name]
 
 
@@ -135,7 +134,7 @@ def test_the_linear_delta_method_is_the_simulations_limit(mexico, reference) -> 
     for i in range(2):
         sd = ref["sd40"]["se"][i] / math.sqrt(R_RUNS)
         assert abs(delta.std_error.iloc[i] - ref["mean40"]["se"][i]) <= Z4 * sd
-    sim = fit.predicted_outcome(method="simulation", draws=DRAWS, seed=6)
+    sim = fit.predicted_outcome(method="simulation", draws=DRAWS, rng=6)
     # the SD of a simulated SD from D normal draws is SE / sqrt(2 (D - 1))
     assert abs(sim.std_error.iloc[2] - delta.std_error.iloc[2]) <= Z4 * delta.std_error.iloc[
         2
@@ -155,10 +154,10 @@ def test_the_logistic_simulation_converges_to_its_quadrature(mexico, reference) 
     ref = reference["loyal"]
     fit = r_fit(mexico, "loyal", ref)
     out = fit._blocks[1]
-    beta, cov = fit.params.to_numpy()[out], fit.cov_params.to_numpy()[out, out]
+    beta, cov = fit.params.to_numpy()[out], fit.covariance[out, out]
     nodes, weights = np.polynomial.hermite_e.hermegauss(60)
     weights = weights / weights.sum()
-    sim = fit.predicted_outcome(method="simulation", draws=DRAWS, seed=7)
+    sim = fit.predicted_outcome(method="simulation", draws=DRAWS, rng=7)
     delta = fit.predicted_outcome()
     for z in (0, 1):
         x = np.column_stack([fit.fitted[0], np.full(fit.n, float(z))])
@@ -229,7 +228,7 @@ def test_unconstrained_predictions_use_each_rows_control_count() -> None:
         ({"draws": 10**9}, "draws must be in 2..10,000,000"),
         ({"draws": True}, "draws must be an int"),
         ({"draws": 2.5}, "draws must be an int"),
-        ({"level": 1.5}, r"level must be in \(0, 1\)"),
+        ({"confidence_level": 1.5}, r"confidence_level must be a probability in \(0, 1\)"),
     ],
 )
 def test_bad_prediction_arguments_are_named(mexico, reference, kwargs, message) -> None:

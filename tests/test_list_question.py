@@ -181,7 +181,8 @@ def test_the_study_estimates_the_prevalence_from_the_two_lists(tmp_path):
     )
     assert item["estimate"] == pytest.approx(direct.estimate)
     assert abs(item["estimate"] - prevalence) < Z4 * _channelled_sd(survey, prevalence, n)
-    assert item["low"] < item["estimate"] < item["high"]
+    assert item["result"] == "ListEstimate"  # the one shape of every estimate
+    assert item["interval"]["low"] < item["estimate"] < item["interval"]["high"]
     # the maximum likelihood through the channel (tests/test_list_channel.py), within 4
     # SDs of the difference in means' exact SD (it is the more efficient of the two)
     assert abs(item["mle"] - prevalence) < Z4 * _channelled_sd(survey, prevalence, n)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
+from collections.abc import Callable
 from numbers import Real
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -16,7 +20,11 @@ __all__ = [
     "check_memory",
     "check_probability",
     "check_real",
+    "renamed_keywords",
 ]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 #: Default ``memory_limit`` of allocations that grow with reports x candidates: 2 GiB.
 MEMORY_LIMIT = 1 << 31
@@ -109,3 +117,49 @@ def as_codes(
             bad = lo if lo < 0 else hi
             raise error(f"{name} must hold codes in 0..{size - 1}, found {bad}")
     return arr
+
+
+def renamed_keywords(**renamed: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A decorator keeping old keyword names for one release: ``old=value`` becomes
+    ``new=value`` with a ``DeprecationWarning`` naming the function and both names
+    (CHANGELOG.md). Type checkers see the new names only.
+
+    Raises
+    ------
+    TypeError
+        If a call passes both the old and the new name.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> @renamed_keywords(level="confidence_level")
+    ... def width(*, confidence_level: float = 0.95) -> float:
+    ...     return confidence_level
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     width(level=0.9), caught[0].category.__name__
+    (0.9, 'DeprecationWarning')
+    """
+
+    def decorate(func: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(func)
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            for old, new in renamed.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise TypeError(
+                        f"{func.__qualname__}: give {new}= only ({old}= is its old name)"
+                    )
+                warnings.warn(
+                    f"{func.__qualname__}: {old}= is renamed {new}= (the package's one name "
+                    f"for it); {old}= goes in the next release",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    return decorate

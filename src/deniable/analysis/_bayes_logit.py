@@ -38,12 +38,11 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
 from .._validation import check_integer
-from ..estimation import EstimateResult
-from ..estimation._estimates import ConfidenceInterval
 from ..mechanisms._designs import Design
 from ._formula import model_frame
 from ._group_channels import GroupModel, as_channel
 from ._regression import report_codes, rr_logit
+from ._results import PosteriorMixin
 
 __all__ = [
     "METROPOLIS_STEPS",
@@ -121,7 +120,7 @@ def effective_sample_size(draws: ArrayLike) -> _Array:
 
 
 @dataclass(frozen=True)
-class RRLogitBayesResult(EstimateResult):
+class RRLogitBayesResult(PosteriorMixin):
     """Posterior draws of a Bayesian randomized-response logistic regression: an
     estimate on the common base (``estimate`` the posterior means, ``std_error`` the
     posterior standard deviations, ``confidence_interval`` the equal-tailed credible
@@ -167,32 +166,15 @@ class RRLogitBayesResult(EstimateResult):
     prior_mean: _Array = field(repr=False)
     prior_sd: _Array = field(repr=False)
 
+    def _draws_frame(self) -> pd.DataFrame:
+        """Every chain's kept draws, one column per term (raises as :attr:`estimate`)."""
+        self._check()
+        return pd.DataFrame(self.draws.reshape(-1, self.draws.shape[2]), columns=self.terms)
+
     @property
     def labels(self) -> list[str]:
         """The terms, as every estimate names its entries."""
         return list(self.terms)
-
-    @property
-    def default_interval_method(self) -> str:
-        """``bayes``: the equal-tailed credible interval of the draws."""
-        return "bayes"
-
-    def confidence_interval(
-        self, confidence_level: float = 0.95, method: str | None = None
-    ) -> ConfidenceInterval[pd.Series[float]]:
-        """The equal-tailed credible interval of each term (``bayes``, the only method),
-        Series by term.
-
-        Raises
-        ------
-        NotConvergedError, ValueError
-            Unconverged chains; a level outside (0, 1) or another method.
-        """
-        if method not in (None, "bayes"):
-            got = repr(method)
-            raise ValueError(f"a Bayesian fit has credible intervals (bayes) only, got {got}")
-        ci = self.credible_interval(confidence_level)
-        return ConfidenceInterval(ci["low"], ci["high"])
 
     def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
         """The one JSON shape, with each term's ``rhat`` and ``ess``, the ``acceptance``
@@ -222,48 +204,34 @@ class RRLogitBayesResult(EstimateResult):
             )
 
     @property
-    def estimate(self) -> pd.Series[float]:
-        """Posterior means by term.
-
-        Raises
-        ------
-        NotConvergedError
-        """
-        self._check()
-        return pd.Series(self.draws.mean(axis=(0, 1)), index=self.terms)
-
-    @property
-    def std_error(self) -> pd.Series[float]:
-        """Posterior standard deviations by term (raises as :attr:`estimate`)."""
-        self._check()
-        flat = self.draws.reshape(-1, self.draws.shape[2])
-        return pd.Series(flat.std(axis=0, ddof=1), index=self.terms)
-
-    @property
     def mc_std_error(self) -> pd.Series:
         """Monte-Carlo standard error of each posterior mean: sd / sqrt(ESS)."""
         return self.std_error / np.sqrt(self.ess)
 
     def credible_interval(self, level: float = 0.95) -> pd.DataFrame:
-        """Equal-tailed credible intervals, columns ``low`` and ``high`` by term.
+        """The old name of :meth:`conf_int` (equal-tailed credible intervals, columns
+        ``low`` and ``high`` by term), kept one release with a ``DeprecationWarning``.
 
         Raises
         ------
         NotConvergedError, ValueError
             Unconverged chains; a level outside (0, 1).
         """
-        if not 0 < level < 1:
-            raise ValueError(f"level must be in (0, 1), got {level!r}")
-        self._check()
-        flat = self.draws.reshape(-1, self.draws.shape[2])
-        low, high = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=0)
-        return pd.DataFrame({"low": low, "high": high}, index=self.terms)
+        import warnings
+
+        warnings.warn(
+            "RRLogitBayesResult.credible_interval is renamed conf_int (the package's one "
+            "name); the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.conf_int(level)
 
     def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
         """Posterior mean, sd, credible interval, R-hat and ESS by term (raises as
         :attr:`estimate`; ``method`` is ``bayes`` or None)."""
         level = confidence_level
-        ci = self.credible_interval(level)
+        ci = self.conf_int(level)
         mean, sd = self.estimate, self.std_error
         head = (
             f"{'':14s} {'mean':>9s} {'sd':>8s} {'low':>9s} {'high':>9s} {'R-hat':>6s} {'ESS':>7s}"

@@ -309,10 +309,12 @@ class ArmStudy(EstimateResult):
         return ConfidenceInterval(low, high)
 
     def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
-        """``{"question", "text", "answer", "control", "known", "arms": [{"arm", "design",
-        "n", "estimate", "std_error", "low", "high", "validation"}], "reference",
-        "differences", "pooled": {... "method", "arms", "heterogeneity"}, "groups"}``,
-        JSON-ready (``validation`` only for a validation item)."""
+        """The one JSON shape of every estimate (``result``, ``labels`` the arms,
+        ``estimate``, ``std_error``, ``interval``, ``warnings``) with ``{"question",
+        "text", "answer", "control", "known", "arms": [{"arm", "design", "n", "estimate",
+        "std_error", "low", "high", "validation"}], "reference", "differences", "pooled":
+        {... "method", "arms", "heterogeneity"}, "groups"}``, JSON-ready (``validation``
+        only for a validation item)."""
         rows = [
             {"arm": arm, "design": design} | _row(a, confidence_level)
             for arm, design, a in zip(self.labels, self.designs, self.arms, strict=True)
@@ -328,7 +330,7 @@ class ArmStudy(EstimateResult):
                 if self.heterogeneity is None
                 else self.heterogeneity.to_dict(),
             }
-        return {
+        return super().to_dict(confidence_level, method) | {
             "question": self.question,
             "text": self.text,
             "answer": self.answer,

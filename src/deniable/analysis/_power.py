@@ -32,6 +32,7 @@ from ..mechanisms._designs import Design
 from ._formula import model_frame
 from ._group_channels import KnownChannel
 from ._regression import fit_result
+from ._results import WaldResult
 
 __all__ = [
     "PowerResult",
@@ -43,8 +44,18 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class PowerResult:
-    """Power of a test, with its Monte Carlo standard error when simulated.
+class PowerResult(WaldResult):
+    """Power of a test, with its Monte Carlo standard error when simulated, on the common
+    base (:class:`~deniable.estimation.EstimateResult`: ``estimate`` is the power,
+    ``confidence_interval()`` Wald's on the Monte Carlo SE clipped to [0, 1], a single
+    point for a formula).
+
+    Attributes
+    ----------
+    power : float in [0, 1]
+    method : {"formula", "simulation"}
+    std_error : float >= 0
+        The Monte Carlo standard error ``sqrt(p (1 - p) / reps)``; 0 for a formula.
 
     Examples
     --------
@@ -57,6 +68,20 @@ class PowerResult:
     power: float
     method: str
     std_error: float = 0.0
+
+    @property
+    def estimate(self) -> float:
+        """The power (= :attr:`power`)."""
+        return self.power
+
+    @property
+    def labels(self) -> list[str]:
+        """One label: ``"power"``."""
+        return ["power"]
+
+    def _wald(self, z: float) -> tuple[float, float]:
+        half = z * self.std_error
+        return max(0.0, self.power - half), min(1.0, self.power + half)
 
 
 def _affine(design: Design) -> tuple[float, float]:

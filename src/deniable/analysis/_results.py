@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from scipy import stats
 from scipy.special import expit
 
+from .._validation import check_confidence_level
 from ..estimation._estimates import ConfidenceInterval, EstimateResult
 from ..estimation._normal_theory import z_quantile
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CoefficientsMixin",
     "LikelihoodFit",
+    "PosteriorMixin",
     "PredictedPrevalence",
     "TestResult",
     "WaldResult",
@@ -329,6 +331,84 @@ class CoefficientsMixin(WaldResult):
         V = self.covariance[np.ix_(idx, idx)]
         stat = float(b @ np.linalg.solve(V, b))
         return TestResult(stat, len(idx), float(stats.chi2.sf(stat, len(idx))))
+
+
+class PosteriorMixin(EstimateResult):
+    """The common base of a fit summarised by posterior draws: ``params``/``estimate``
+    the posterior means, ``bse``/``std_error`` the posterior standard deviations,
+    ``confidence_interval`` and ``conf_int`` the equal-tailed credible interval
+    (``bayes``, the only method), ``cov_params()`` the draws' covariance.
+
+    Subclasses give ``_draws_frame()``: the kept draws, one row per draw, one column
+    per term (pandas.DataFrame of float64).
+    """
+
+    def _draws_frame(self) -> pd.DataFrame:
+        raise NotImplementedError
+
+    @property
+    def labels(self) -> list[str]:
+        """The terms (the draws' columns)."""
+        return [str(c) for c in self._draws_frame().columns]
+
+    @property
+    def params(self) -> pd.Series[float]:
+        """Posterior means by term."""
+        return self._draws_frame().mean()
+
+    @property
+    def bse(self) -> pd.Series[float]:
+        """Posterior standard deviations by term (``ddof=1``)."""
+        return self._draws_frame().std(ddof=1)
+
+    @property
+    def estimate(self) -> pd.Series[float]:
+        """Posterior means by term (= :attr:`params`)."""
+        return self.params
+
+    @property
+    def std_error(self) -> pd.Series[float]:
+        """Posterior standard deviations by term (= :attr:`bse`)."""
+        return self.bse
+
+    @property
+    def default_interval_method(self) -> str:
+        """``bayes``: the equal-tailed credible interval of the draws."""
+        return "bayes"
+
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[Any]:
+        """Each term's equal-tailed credible interval: the ``(1 - level) / 2`` and
+        ``(1 + level) / 2`` quantiles of its draws, Series by term.
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1) or a method other than ``bayes``.
+        """
+        if method not in (None, "bayes"):
+            raise ValueError(
+                f"method must be 'bayes' (a posterior's credible interval), got {method!r}"
+            )
+        level = check_confidence_level(confidence_level)
+        draws = self._draws_frame()
+        return ConfidenceInterval(draws.quantile((1 - level) / 2), draws.quantile((1 + level) / 2))
+
+    def conf_int(self, confidence_level: float = 0.95) -> pd.DataFrame:
+        """The credible intervals as a DataFrame with columns ``low`` and ``high``.
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1).
+        """
+        ci = self.confidence_interval(confidence_level)
+        return pd.DataFrame({"low": ci.low, "high": ci.high})
+
+    def cov_params(self) -> pd.DataFrame:
+        """The posterior covariance of the terms, a DataFrame indexed by term."""
+        return self._draws_frame().cov()
 
 
 def coefficient_table(result: CoefficientsMixin, confidence_level: float = 0.95) -> str:

@@ -115,7 +115,8 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
             table.add_row(
                 item["question"], f"yes (list of {got['items']})",
                 f"{got['n_treated'] + got['n_control']:,}", f"{got['estimate']:.4f}",
-                f"{got['std_error']:.4f}", f"{got['low']:.4f} - {got['high']:.4f}",
+                f"{got['std_error']:.4f}",
+                f"{got['interval']['low']:.4f} - {got['interval']['high']:.4f}",
                 str(item["refused"]),
             )  # fmt: skip
             continue

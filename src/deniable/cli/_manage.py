@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from .. import __version__
+from ..collection.exports._formats import CLI_FORMATS
 from ._collect import survey_app
 from ._common import JsonOpt, app, console, emit_json, err, fail
 
@@ -34,7 +35,7 @@ _ServerOpt = Annotated[
         help="The server's base URL (default: DENIABLE_SERVER or http://127.0.0.1:8000).",
     ),
 ]
-FORMATS = ("csv", "wide", "parquet", "sav", "dta", "bundle")
+FORMATS = CLI_FORMATS
 
 
 def _version(value: bool) -> None:

@@ -99,7 +99,8 @@ class HeavyHitters(EstimateResult):
     def to_frame(
         self, confidence_level: float | None = None, method: str | None = None
     ) -> pd.DataFrame:
-        """Columns ``value``, ``estimate``, ``std_error``, ``low``, ``high``, ``z``.
+        """Indexed by label (each value's text, as every estimate's frame): columns
+        ``value``, ``estimate``, ``std_error``, ``low``, ``high``, ``z``.
 
         Raises
         ------
@@ -118,7 +119,8 @@ class HeavyHitters(EstimateResult):
                 "low": ci.low,
                 "high": ci.high,
                 "z": self.z,
-            }
+            },
+            index=pd.Index(self.labels, name="category"),
         )
         frame.attrs["threshold_z"] = self.threshold_z
         return frame

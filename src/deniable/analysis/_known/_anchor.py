@@ -26,11 +26,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
-from ..._validation import check_integer, check_probability
+from ..._validation import check_integer, check_probability, renamed_keywords
+from ...estimation import ConfidenceInterval
 from .._formula import model_frame
 from .._likelihood import maximise_score, score_hessian
+from .._results import LikelihoodFit, WaldResult, normal_only
 
 __all__ = ["AnchorCorrection", "AnchorRegressionResult", "anchor_correction", "anchor_regression"]
 
@@ -49,8 +51,10 @@ def _design(p: object, p_anchor: object) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class AnchorCorrection:
-    """The crosswise prevalence corrected for inattention by a zero-prevalence anchor.
+class AnchorCorrection(WaldResult):
+    """The crosswise prevalence corrected for inattention by a zero-prevalence anchor,
+    on the common base (:class:`~deniable.estimation.EstimateResult`:
+    ``confidence_interval()``, ``summary()``, ``to_frame()``, ``to_dict()``).
 
     Attributes
     ----------
@@ -101,15 +105,36 @@ class AnchorCorrection:
         """The estimate clipped to [0, 1]."""
         return min(1.0, max(0.0, self.estimate))
 
-    def confidence_interval(self, level: float = 0.95) -> tuple[float, float]:
-        """Wald interval on the delta-method standard error, clipped to [0, 1]."""
-        z = float(stats.norm.ppf(0.5 + level / 2))
+    @property
+    def labels(self) -> list[str]:
+        """One label: ``"prevalence"``."""
+        return ["prevalence"]
+
+    def _wald(self, z: float) -> tuple[float, float]:
+        """Wald's interval on the delta-method standard error, clipped to [0, 1]."""
         low, high = self.estimate - z * self.std_error, self.estimate + z * self.std_error
         return max(0.0, low), min(1.0, high)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+    @renamed_keywords(level="confidence_level")
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[float]:
+        """Wald interval on the delta-method standard error, clipped to [0, 1].
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1) or a method other than ``normal``.
+        """
+        return super().confidence_interval(confidence_level, method)
+
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape of every estimate, with the other fields (the naive and
+        attentive estimates, the independent SE and the bootstrap)."""
+        out = super().to_dict(confidence_level, method)
+        fields = ("std_error_independent", "naive", "naive_std_error", "attentive",
+                  "attentive_std_error", "bootstrap")  # fmt: skip
+        return out | {name: getattr(self, name) for name in fields}
 
 
 def _corrected(
@@ -260,23 +285,27 @@ class _AnchorLikelihood:
 
 
 @dataclass(frozen=True)
-class AnchorRegressionResult:
+class AnchorRegressionResult(LikelihoodFit):
     """A crosswise regression with inattention modelled by the anchor (cWise's
-    ``cmreg``).
+    ``cmreg``), a :class:`LikelihoodFit` on the common base (``params``, ``bse``,
+    ``conf_int()``, ``summary()``, ``to_frame()``, ``to_dict()``).
 
     Attributes
     ----------
     params : pandas.Series
         ``prevalence.<term>`` (logit of carrying the item) then ``attentive.<term>``
         (logit of being attentive).
-    bse : pandas.Series
-        Observed-information standard errors (cWise's).
-    bse_robust : pandas.Series
-        Sandwich standard errors, valid although the two reports of one respondent
-        are dependent (the likelihood multiplies them as if they were not).
+    covariance : numpy.ndarray of float64, shape (k, k)
+        The inverse observed information (``bse``: cWise's standard errors).
     llf : float
-    n : int
+    nobs : int
+        Respondents (also :attr:`n`).
     converged : bool
+    formula : str
+    covariance_robust : numpy.ndarray of float64, shape (k, k)
+        The sandwich covariance (:attr:`bse_robust`), valid although the two reports
+        of one respondent are dependent (the likelihood multiplies them as if they
+        were not).
 
     Examples
     --------
@@ -294,12 +323,32 @@ class AnchorRegressionResult:
     [-1.62, 0.62, 1.47, -0.27]
     """
 
-    params: pd.Series
-    bse: pd.Series
-    bse_robust: pd.Series
-    llf: float
-    n: int
-    converged: bool
+    covariance_robust: NDArray[np.float64]
+
+    @property
+    def bse_robust(self) -> pd.Series[float]:
+        """Sandwich standard errors by term."""
+        se = np.sqrt(np.maximum(np.diag(self.covariance_robust), 0.0))
+        return pd.Series(se, index=self.params.index)
+
+    @property
+    def n(self) -> int:
+        """Respondents (:attr:`nobs`)."""
+        return self.nobs
+
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+        """The fit and its coefficient table (observed-information standard errors;
+        ``method`` is ``normal`` or None).
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1) or another method.
+        """
+        normal_only(method)
+        return self._summary(
+            "Crosswise regression with an anchor (Atsusaka & Stevenson 2023)", confidence_level
+        )
 
 
 def anchor_regression(
@@ -350,9 +399,10 @@ def anchor_regression(
     names = [f"prevalence.{t}" for t in frame.terms] + [f"attentive.{t}" for t in frame.terms]
     return AnchorRegressionResult(
         params=pd.Series(theta, index=names),
-        bse=pd.Series(np.sqrt(np.diag(bread)), index=names),
-        bse_robust=pd.Series(np.sqrt(np.diag(robust)), index=names),
+        covariance=np.asarray(bread, dtype=np.float64),
         llf=ll,
-        n=len(y),
+        nobs=len(y),
         converged=bool(np.abs(score).max() < 1e-6),
+        formula=formula,
+        covariance_robust=np.asarray(robust, dtype=np.float64),
     )

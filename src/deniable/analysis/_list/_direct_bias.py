@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from ..._validation import check_confidence_level, renamed_keywords
 from .._regression import RRLogitResult
 from ._item_count_ml import ListRegressionResult
 from ._prediction import (
@@ -65,7 +66,7 @@ def _models(
     x_list = list_fit.fitted if data is None else prediction_rows(list_fit.spec, data)
     if x_list is None:
         raise ValueError("this list fit kept no rows: give data to predict on")
-    cov = list_fit.cov_params.to_numpy()[:width, :width]
+    cov = list_fit.covariance[:width, :width]
     return (
         (_floats(x_list), _floats(list_fit.params.to_numpy()[:width]), _floats(cov),
          list_fit.linear),
@@ -75,16 +76,17 @@ def _models(
     )  # fmt: skip
 
 
+@renamed_keywords(level="confidence_level", seed="rng")
 def social_desirability_bias(
     list_fit: ListRegressionResult,
     direct_fit: RRLogitResult,
     *,
     data: pd.DataFrame | None = None,
     direct_data: pd.DataFrame | None = None,
-    level: float = 0.95,
+    confidence_level: float = 0.95,
     method: Literal["delta", "simulation"] = "delta",
     draws: int = 10_000,
-    seed: int | np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
 ) -> pd.DataFrame:
     """The list experiment's average prediction minus a direct question's (module text).
 
@@ -96,13 +98,13 @@ def social_desirability_bias(
         ``rr_logit("answer ~ <the same covariates>", direct_sample, Direct())``.
     data, direct_data : pandas.DataFrame, optional
         The rows to average each prediction over (default: each fit's own rows).
-    level : float in (0, 1), default 0.95
+    confidence_level : float in (0, 1), default 0.95
     method : {"delta", "simulation"}, default "delta"
         The delta method, or R's simulation from each estimate's normal law (King, Tomz
         & Wittenberg 2000), the two fits drawn independently (:mod:`._prediction`).
     draws : int in 2..10,000,000, default 10,000
-    seed : int or numpy.random.Generator, optional
-        The simulation's seed.
+    rng : numpy.random.Generator or int, optional
+        The simulation's generator or seed.
 
     Returns
     -------
@@ -115,7 +117,7 @@ def social_desirability_bias(
     Raises
     ------
     ValueError
-        On fits of the wrong kind, a ``level`` outside (0, 1), an unknown ``method``,
+        On fits of the wrong kind, a ``confidence_level`` outside (0, 1), an unknown ``method``,
         ``draws`` out of range, or rows lacking a covariate.
 
     Examples
@@ -139,12 +141,11 @@ def social_desirability_bias(
     """
     _check_fits(list_fit, direct_fit)
     check_simulation(method, draws)
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    level = check_confidence_level(confidence_level)
     models = _models(list_fit, direct_fit, data, direct_data)
     if method == "simulation":
-        rng = np.random.default_rng(seed)
-        sims = [simulated_averages([x], b, v, lin, draws, rng)[0] for x, b, v, lin in models]
+        generator = np.random.default_rng(rng)
+        sims = [simulated_averages([x], b, v, lin, draws, generator)[0] for x, b, v, lin in models]
         table = [summarise_draws(s, level) for s in (*sims, sims[0] - sims[1])]
     else:
         parts = []

@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from ..._validation import check_confidence_level, renamed_keywords
 from ...estimation import ConfidenceInterval
 from ._item_count import refuse_channel
 
@@ -78,7 +79,7 @@ class EndorsementComparison:
     >>> rng = np.random.default_rng(3)
     >>> t, attitude = rng.integers(0, 2, 600), rng.normal(size=600)
     >>> counts = rng.binomial(3, 0.4, 600) + t * (attitude > 0)
-    >>> out = list_endorsement_comparison(attitude, counts, t, draws=1000, seed=1)
+    >>> out = list_endorsement_comparison(attitude, counts, t, draws=1000, rng=1)
     >>> out.interval.low < out.difference < out.interval.high
     True
     """
@@ -208,6 +209,7 @@ def _kendall_each(
     return out
 
 
+@renamed_keywords(level="confidence_level", seed="rng")
 def list_endorsement_comparison(
     endorsement: ArrayLike,
     counts: ArrayLike,
@@ -216,8 +218,8 @@ def list_endorsement_comparison(
     method: Literal["pearson", "kendall"] = "pearson",
     alternative: Literal["greater", "two-sided"] = "greater",
     draws: int = 10_000,
-    level: float = 0.95,
-    seed: int | None = None,
+    confidence_level: float = 0.95,
+    rng: np.random.Generator | int | None = None,
     channel: Any = None,
 ) -> EndorsementComparison:
     """Compare the list and endorsement experiments' correlations (module text;
@@ -239,10 +241,10 @@ def list_endorsement_comparison(
         The treated correlate more (R's one-sided p-value), or differently.
     draws : int in 100..10^6, default 10,000
         Bootstrap resamples.
-    level : float in (0, 1), default 0.95
+    confidence_level : float in (0, 1), default 0.95
         The interval's level.
-    seed : int, optional
-        Seed of the resampling generator (analysis, not a respondent's randomness).
+    rng : numpy.random.Generator or int, optional
+        The resampling generator or its seed (analysis, not a respondent's randomness).
     channel : Design, optional
         Counts stored through a channel (the server's post-randomization of a list
         count): refused, as this model does not take a channel yet (ValueError naming
@@ -257,7 +259,7 @@ def list_endorsement_comparison(
     ValueError
         On inputs of different lengths or dimensions, a treatment other than 0 or 1,
         fewer than 3 complete rows in a group, an input constant within a group, an
-        unknown ``method`` or ``alternative``, ``draws`` or ``level`` out of range, or no
+        unknown ``method`` or ``alternative``, ``draws`` or ``confidence_level`` out of range, or no
         resample with both correlations defined.
 
     Examples
@@ -268,25 +270,24 @@ def list_endorsement_comparison(
     >>> t, attitude = rng.integers(0, 2, n), rng.normal(size=n)
     >>> counts = rng.binomial(3, 0.4, n) + t * (attitude > 0.5)
     >>> endorsement = np.round(3 + attitude[:, None] + rng.normal(size=(n, 3)))
-    >>> out = list_endorsement_comparison(endorsement, counts, t, seed=1)
+    >>> out = list_endorsement_comparison(endorsement, counts, t, rng=1)
     >>> round(out.correlation_treated, 2), round(out.correlation_control, 2)
     (0.23, -0.02)
     >>> out.p_value < 0.001
     True
     """
     refuse_channel("list_endorsement_comparison", channel)
+    level = check_confidence_level(confidence_level)
     if method not in ("pearson", "kendall"):
         raise ValueError(f"method must be 'pearson' or 'kendall', got {method!r}")
     if alternative not in ("greater", "two-sided"):
         raise ValueError(f"alternative must be 'greater' or 'two-sided', got {alternative!r}")
     if isinstance(draws, bool) or not isinstance(draws, int) or not 100 <= draws <= MAX_DRAWS:
         raise ValueError(f"draws must be an integer in 100..{MAX_DRAWS:,}, got {draws!r}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
     e, y, t = _inputs(endorsement, counts, treat)
     treated = _correlation(e[t], y[t], method)
     control = _correlation(e[~t], y[~t], method)
-    boot = _bootstrap(e, y, t, method, draws, np.random.default_rng(seed))
+    boot = _bootstrap(e, y, t, method, draws, np.random.default_rng(rng))
     boot = boot[~np.isnan(boot)]
     if boot.size == 0:
         raise ValueError("no resample had both correlations defined (constant answers?)")

@@ -43,12 +43,19 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import special
 
+from ..._validation import renamed_keywords
 from ...estimation import ConfidenceInterval
-from .._results import hessian_from_values
+from .._results import PosteriorMixin, hessian_from_values
+from ._draws import (
+    batch_se,
+    check_prediction,
+    deprecated_credible_interval,
+    draws_summary,
+    posterior_table,
+)
 from ._item_count import refuse_channel
 from ._levels import Level, LevelState, build_levels, level_columns
 from ._multi_item import multi_frame
-from ._posterior import batch_se, check_prediction, draws_interval, draws_summary
 from ._prediction import GroupLayout
 
 __all__ = ["ListHierarchicalResult", "list_bayes_hierarchical"]
@@ -58,8 +65,12 @@ MAX_CELLS = 50_000_000
 
 
 @dataclass(frozen=True)
-class ListHierarchicalResult:
-    """Posterior draws of a multilevel list-experiment regression.
+class ListHierarchicalResult(PosteriorMixin):
+    """Posterior draws of a multilevel list-experiment regression, on the common base
+    (:class:`~deniable.estimation.EstimateResult`: ``params``/``estimate`` the posterior
+    means of every column of ``draws``, ``bse``/``std_error`` their SDs, ``conf_int()``
+    and ``confidence_interval()`` the equal-tailed credible intervals, ``summary()``,
+    ``to_frame()``, ``to_dict()``).
 
     Attributes
     ----------
@@ -70,10 +81,6 @@ class ListHierarchicalResult:
         the same three kinds for level ``l`` under ``<model>.level<l>.``
         (``control.level3.intercept[<district>]``); then ``prevalence.<label>``, each
         item's prevalence averaged over the rows.
-    params : pandas.Series
-        Posterior means.
-    bse : pandas.Series
-        Posterior standard deviations.
     mc_se : pandas.Series
         Monte Carlo standard errors of the means (batch means, 50 batches).
     acceptance : pandas.Series
@@ -98,35 +105,57 @@ class ListHierarchicalResult:
     >>> data = pd.DataFrame({"y": rng.binomial(3, 0.4, n) + t * z, "x": x, "treat": t,
     ...                      "g": g})
     >>> fit = list_bayes_hierarchical("y ~ x", data, treat="treat", items=3, group="g",
-    ...                               draws=200, burn_in=300, seed=1)
+    ...                               draws=200, burn_in=300, rng=1)
     >>> round(float(fit.params["sensitive.1.x"]), 1), round(float(fit.bse["sensitive.1.x"]), 1)
     (0.8, 0.1)
     """
 
     draws: pd.DataFrame
-    params: pd.Series
-    bse: pd.Series
     mc_se: pd.Series
     acceptance: pd.Series
     groups: list[Any]
     layout: GroupLayout | None = field(default=None, repr=False, compare=False)
 
+    def _draws_frame(self) -> pd.DataFrame:
+        return self.draws
+
     def credible_interval(self, level: float = 0.95) -> ConfidenceInterval[pd.Series]:
-        """Equal-tailed posterior intervals of every column, ``level`` in (0, 1).
+        """The old name of :meth:`confidence_interval` (``method="bayes"``), kept one
+        release with a ``DeprecationWarning``."""
+        return deprecated_credible_interval(self, level)
+
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+        """Posterior mean, SD, Monte Carlo SE and equal-tailed interval of every column.
 
         Raises
         ------
         ValueError
-            For a level outside (0, 1).
+            For a level outside (0, 1) or a method other than ``bayes``.
         """
-        return draws_interval(self.draws, level)
+        table = posterior_table(self, self.mc_se, confidence_level, method)
+        rates = ", ".join(f"{k} {v:.2f}" for k, v in self.acceptance.items())
+        return (
+            f"Multilevel Bayesian list-experiment regression (Blair, Imai & Lyall 2014); "
+            f"{len(self.draws):,} draws, {len(self.groups)} groups\nAcceptance: {rates}\n{table}"
+        )
 
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape, with ``mc_se``, ``acceptance``, ``groups`` and the number
+        of ``draws``."""
+        return super().to_dict(confidence_level, method) | {
+            "mc_se": self.mc_se.tolist(),
+            "acceptance": {str(k): float(v) for k, v in self.acceptance.items()},
+            "groups": [str(g) for g in self.groups],
+            "draws": len(self.draws),
+        }
+
+    @renamed_keywords(level="confidence_level")
     def predicted_prevalence(
         self,
         data: pd.DataFrame | None = None,
         *,
         versus: pd.DataFrame | None = None,
-        level: float = 0.95,
+        confidence_level: float = 0.95,
         intercepts: Literal["group", "level"] = "group",
     ) -> pd.DataFrame:
         """The posterior of each sensitive item's prevalence averaged over the rows of
@@ -144,13 +173,13 @@ class ListHierarchicalResult:
         pandas.DataFrame
             One row per sensitive item (its label), columns ``mean``, ``sd``, ``low``,
             ``high`` (posterior mean, SD and equal-tailed credible interval at
-            ``level``).
+            ``confidence_level``).
 
         Raises
         ------
         ValueError
             If ``data`` lacks a covariate or the group column, has no complete row or a
-            group the fit did not see; ``versus`` without ``data``; ``level`` outside
+            group the fit did not see; ``versus`` without ``data``; ``confidence_level`` outside
             (0, 1); an unknown ``intercepts``.
 
         Examples
@@ -158,7 +187,7 @@ class ListHierarchicalResult:
         See :class:`ListHierarchicalResult`; then
         ``fit.predicted_prevalence(data.assign(x=1), versus=data.assign(x=0))``.
         """
-        check_prediction(data, versus, level)
+        level = check_prediction(data, versus, confidence_level)
         if intercepts not in ("group", "level"):
             raise ValueError(f"intercepts must be 'group' or 'level', got {intercepts!r}")
         assert self.layout is not None
@@ -423,6 +452,7 @@ def _starts(y: Any, arm: Any, j: int, sensitive: int) -> NDArray[np.float64]:
     return np.asarray(starts, dtype=np.float64)
 
 
+@renamed_keywords(seed="rng")
 def list_bayes_hierarchical(
     formula: str,
     data: pd.DataFrame,
@@ -434,7 +464,7 @@ def list_bayes_hierarchical(
     draws: int = 2_000,
     burn_in: int = 2_000,
     thin: int = 1,
-    seed: int | None = None,
+    rng: np.random.Generator | int | None = None,
     coef_precision: float = 1.0,
     group_coef_precision: float = 1.0,
     variance_prior: tuple[float, float] = (5.0, 1.0),
@@ -468,8 +498,8 @@ def list_bayes_hierarchical(
         Sweeps discarded first, during which the proposals adapt.
     thin : int >= 1, default 1
         Keep every ``thin``-th sweep.
-    seed : int, optional
-        The chain's seed (analysis: nothing a respondent sends).
+    rng : numpy.random.Generator or int, optional
+        The chain's generator or its seed (analysis: nothing a respondent sends).
     coef_precision, group_coef_precision : float > 0, default 1
         Precision of the normal priors (mean 0) on ``beta_m`` and ``gamma_m`` (R's
         defaults).
@@ -510,13 +540,11 @@ def list_bayes_hierarchical(
         raise ValueError(f"draws x parameters must be at most {MAX_CELLS:,}, got "
                          f"{draws:,} x {len(columns):,}")  # fmt: skip
     chain = _Chain(d, _starts(y, arm, j, len(labels)), priors)
-    kept, rates = _run(chain, (burn_in, draws, thin), np.random.default_rng(seed))
+    kept, rates = _run(chain, (burn_in, draws, thin), np.random.default_rng(rng))
     frame_draws = pd.DataFrame(kept, columns=columns)
     acceptance = pd.Series(rates, index=["slopes", *(f"{m}.intercepts" for m in models)])
     return ListHierarchicalResult(
         draws=frame_draws,
-        params=frame_draws.mean(),
-        bse=frame_draws.std(ddof=1),
         mc_se=pd.Series(batch_se(kept), index=columns),
         acceptance=acceptance,
         groups=levels[0].units,

@@ -36,8 +36,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ..._validation import check_confidence_level
+from ..._validation import renamed_keywords
 from ...estimation import ConfidenceInterval
+from .._results import WaldResult
 
 __all__ = [
     "CombinedListEstimate",
@@ -99,8 +100,10 @@ def check_list_counts(
 
 
 @dataclass(frozen=True)
-class ListEstimate:
-    """A prevalence from a list experiment.
+class ListEstimate(WaldResult):
+    """A prevalence from a list experiment, on the common base
+    (:class:`~deniable.estimation.EstimateResult`: ``confidence_interval()``,
+    ``summary()``, ``to_frame()``, ``to_dict()``).
 
     Attributes
     ----------
@@ -119,8 +122,8 @@ class ListEstimate:
     Examples
     --------
     >>> est = list_difference_in_means([2, 3, 1, 2, 1, 1, 2, 1], [1, 1, 1, 1, 0, 0, 0, 0], items=3)
-    >>> round(est.estimate, 4), est.method
-    (0.75, 'difference_in_means')
+    >>> round(est.estimate, 4), est.method, est.n
+    (0.75, 'difference_in_means', 8)
     >>> [round(b, 3) for b in est.confidence_interval(0.95)]
     [-0.188, 1.688]
     """
@@ -132,20 +135,38 @@ class ListEstimate:
     items: int
     method: str
 
-    def confidence_interval(self, level: float = 0.95) -> ConfidenceInterval[float]:
-        """Wald interval ``estimate +- z * std_error`` (not clipped)."""
-        z = float(stats.norm.ppf(0.5 + check_confidence_level(level) / 2))
-        return ConfidenceInterval(
-            self.estimate - z * self.std_error, self.estimate + z * self.std_error
-        )
+    @property
+    def labels(self) -> list[str]:
+        """One label: ``"prevalence"``."""
+        return ["prevalence"]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The attributes and the 95% interval, JSON-ready."""
-        ci = self.confidence_interval()
-        return {
-            "estimate": self.estimate,
-            "std_error": self.std_error,
-            "ci95": [ci.low, ci.high],
+    @property
+    def n(self) -> int:
+        """Reports in both groups."""
+        return self.n_treated + self.n_control
+
+    def _wald(self, z: float) -> tuple[float, float]:
+        """``estimate +- z * std_error``, not clipped (the moment estimate is not)."""
+        return self.estimate - z * self.std_error, self.estimate + z * self.std_error
+
+    @renamed_keywords(level="confidence_level")
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval[float]:
+        """Wald interval ``estimate +- z * std_error`` (not clipped).
+
+        Raises
+        ------
+        ValueError
+            For a level outside (0, 1) or a method other than ``normal``.
+        """
+        return super().confidence_interval(confidence_level, method)
+
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape of every estimate, with ``n_treated``, ``n_control``,
+        ``items`` and ``method``."""
+        out = super().to_dict(confidence_level, method)
+        return out | {
             "n_treated": self.n_treated,
             "n_control": self.n_control,
             "items": self.items,

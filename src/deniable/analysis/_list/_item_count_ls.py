@@ -163,9 +163,8 @@ def list_least_squares(
     names = [f"{part}.{s}" for part in ("sensitive", "control") for s in frame.terms]
     fitted = x @ theta[:p] if method == "lm" else special.expit(x @ theta[:p])
     return ListRegressionResult(
-        params=pd.Series(theta, index=names),
-        bse=pd.Series(np.sqrt(np.diag(cov)), index=names),
-        cov_params=pd.DataFrame(cov, index=names, columns=names),
+        params=pd.Series(np.asarray(theta, dtype=np.float64), index=names),
+        covariance=np.asarray(cov, dtype=np.float64),
         llf=math.nan,
         prevalence=float(fitted.mean()),
         prevalence_se=math.sqrt(float(grad @ cov[:p, :p] @ grad)),
@@ -256,7 +255,7 @@ def list_hausman_test(
             f"{list(ml.params.index)} and {list(nls.params.index)}"
         )
     d = ml.params.to_numpy() - nls.params.to_numpy()
-    gap = nls.cov_params.to_numpy() - ml.cov_params.to_numpy()
+    gap = nls.covariance - ml.covariance
     statistic = float(d @ np.linalg.pinv(gap, rcond=math.sqrt(np.finfo(float).eps)) @ d)
     if statistic < 0 and not absolute:
         raise ValueError(

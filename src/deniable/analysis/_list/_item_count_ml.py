@@ -19,15 +19,15 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
-from ...estimation import ConfidenceInterval
 from .._formula import model_frame
 from .._likelihood import inverse_information, maximise_score, score_hessian
 from .._results import PredictedPrevalence
 from ._channel import ChannelLikelihood
 from ._item_count import channel_matrix, check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial
+from ._list_fit import ListFit
 from ._overdispersed import fit_overdispersed, fit_unconstrained
 from ._prediction import delta_prevalence, prediction_rows
 from ._response_error import ERRORS, fit_response_error
@@ -195,16 +195,11 @@ def _extended(
     return fit_liars(frame, data, counts, (ceiling, floor), liar_prior, start, max_iter, matrix)
 
 
-def _std_errors(cov: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
-    """Square roots of the variances; NaN where one is negative (R's standard errors of
-    ``liar_prior="list_package"`` can be: its information is not the objective's)."""
-    variance = np.diag(cov)
-    return np.asarray(np.where(variance >= 0, np.sqrt(np.abs(variance)), np.nan), dtype=np.float64)
-
-
 @dataclass(frozen=True)
-class ListRegressionResult:
-    """A fitted list-experiment regression.
+class ListRegressionResult(ListFit):
+    """A fitted list-experiment regression, on the common base (:class:`ListFit`:
+    ``params``, ``bse``, ``cov_params()``, ``conf_int()``, ``summary()``,
+    ``to_frame()``, ``to_dict()``).
 
     Attributes
     ----------
@@ -212,10 +207,9 @@ class ListRegressionResult:
         Coefficients labelled ``sensitive.<term>`` (``delta``), ``control.<term>``
         (constrained) or ``control.psi0.<term>`` and ``control.psi1.<term>``; then
         ``floor.<term>`` and ``ceiling.<term>`` for a liar model (log-odds of lying).
-    bse : pandas.Series
-        Standard errors from the observed information.
-    cov_params : pandas.DataFrame
-        The inverse observed information.
+    covariance : numpy.ndarray of float64, shape (k, k)
+        The inverse observed information (``bse`` its diagonal's square roots, NaN
+        where negative).
     llf : float
         The log-likelihood at the estimate (the maximum; with a prior on the liars, its
         value at the posterior mode).
@@ -225,9 +219,9 @@ class ListRegressionResult:
         Its delta-method standard error (covariates held at the sample).
     n : int
     items : int
-    constrained : bool
     converged : bool
         The score's largest entry is below 1e-6 at the estimate.
+    constrained : bool
     spec : formulaic.ModelSpec or None
         The formula's right-hand side, to build new rows' covariates
         (:meth:`predicted_prevalence`).
@@ -254,24 +248,31 @@ class ListRegressionResult:
     (0.342, 0.034)
     """
 
-    params: pd.Series
-    bse: pd.Series
-    cov_params: pd.DataFrame
     llf: float
     prevalence: float
     prevalence_se: float
-    n: int
-    items: int
     constrained: bool
-    converged: bool
     spec: Any = None
     linear: bool = False
     fitted: Any = field(default=None, repr=False, compare=False)
 
-    def conf_int(self, level: float = 0.95) -> ConfidenceInterval[pd.Series]:
-        """Wald intervals of the coefficients."""
-        z = float(stats.norm.ppf(0.5 + level / 2))
-        return ConfidenceInterval(self.params - z * self.bse, self.params + z * self.bse)
+    TITLE = "List-experiment regression (Imai 2011)"
+
+    def _summary_lines(self) -> list[str]:
+        model = "linear" if self.linear else "constrained" if self.constrained else "unconstrained"
+        return [
+            f"Model: {model}   Log-likelihood: {self.llf:.4f}",
+            f"Prevalence: {self.prevalence:.4f} (SE {self.prevalence_se:.4f})",
+        ]
+
+    def _dict_fields(self) -> dict[str, Any]:
+        return {
+            "llf": self.llf,
+            "prevalence": self.prevalence,
+            "prevalence_se": self.prevalence_se,
+            "constrained": self.constrained,
+            "linear": self.linear,
+        }
 
     def predicted_prevalence(
         self, data: pd.DataFrame | None = None, *, versus: pd.DataFrame | None = None
@@ -319,8 +320,8 @@ class ListRegressionResult:
             prediction_rows(self.spec, data),
             None if versus is None else prediction_rows(self.spec, versus),
         )
-        delta = self.params.to_numpy()[:width]
-        cov = self.cov_params.to_numpy()[:width, :width]
+        delta = np.asarray(self.params, dtype=np.float64)[:width]
+        cov = self.covariance[:width, :width]
         return delta_prevalence(rows, delta, cov, self.linear)
 
 
@@ -438,8 +439,7 @@ def _result(
     grad = (g * (1 - g)) @ frame.X / len(g)
     return ListRegressionResult(
         params=pd.Series(theta, index=names),
-        bse=pd.Series(_std_errors(cov), index=names),
-        cov_params=pd.DataFrame(cov, index=names, columns=names),
+        covariance=np.asarray(cov, dtype=np.float64),
         llf=ll,
         prevalence=float(g.mean()),
         prevalence_se=math.sqrt(float(grad @ cov[:k, :k] @ grad)),

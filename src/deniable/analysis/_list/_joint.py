@@ -29,11 +29,13 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
+from ..._validation import check_confidence_level, renamed_keywords
 from .._likelihood import inverse_information, maximise_score, score_hessian
 from .._results import PredictedPrevalence
 from ._item_count import refuse_channel
-from ._item_count_ml import _std_errors, list_frame
+from ._item_count_ml import list_frame
 from ._liars import log_binomial
+from ._list_fit import ListFit
 from ._prediction import (
     answer_table,
     check_simulation,
@@ -206,8 +208,9 @@ def _given_start(m: _Joint, start: ArrayLike | None) -> NDArray[np.float64]:
 
 
 @dataclass(frozen=True)
-class JointListResult:
-    """A list experiment's sensitive answer as an explanatory variable of an outcome.
+class JointListResult(ListFit):
+    """A list experiment's sensitive answer as an explanatory variable of an outcome, on
+    the common base (:class:`ListFit`).
 
     Attributes
     ----------
@@ -216,21 +219,20 @@ class JointListResult:
         ``outcome.<term>`` (and ``outcome.y0``, unconstrained) and ``outcome.z``, the
         sensitive answer's effect (``gamma``: log-odds for ``"logistic"``, the outcome's
         units for ``"linear"``); then ``sigma`` for ``"linear"``.
-    bse : pandas.Series
-        Standard errors from the ``information`` asked; NaN where its inverse has a
-        negative variance (a fit at a boundary).
-    cov_params : pandas.DataFrame
+    covariance : numpy.ndarray of float64, shape (k, k)
+        The inverse of the ``information`` asked (``bse`` its diagonal's square roots,
+        NaN where negative: a fit at a boundary).
     llf : float
         The log-likelihood at the maximum.
     prevalence : float
         Mean over the rows of ``g(x'delta)``.
     n : int
     items : int
+    converged : bool
+        The score's largest entry is below 1e-6 at the estimate.
     outcome : str
     constrained : bool
     information : str
-    converged : bool
-        The score's largest entry is below 1e-6 at the estimate.
     spec : formulaic.ModelSpec or None
         The formula's right-hand side, to build new rows' covariates.
     fitted : tuple of ndarray or None
@@ -253,19 +255,31 @@ class JointListResult:
     (-0.88, 0.21)
     """
 
-    params: pd.Series
-    bse: pd.Series
-    cov_params: pd.DataFrame
     llf: float
     prevalence: float
-    n: int
-    items: int
     outcome: str
     constrained: bool
     information: str
-    converged: bool
     spec: Any = None
     fitted: Any = field(default=None, repr=False, compare=False)
+
+    TITLE = "List experiment with an outcome (Imai, Park & Greene 2015)"
+
+    def _summary_lines(self) -> list[str]:
+        model = "constrained" if self.constrained else "unconstrained"
+        return [
+            f"Outcome: {self.outcome}   Model: {model}   information: {self.information}",
+            f"Log-likelihood: {self.llf:.4f}   Prevalence: {self.prevalence:.4f}",
+        ]
+
+    def _dict_fields(self) -> dict[str, Any]:
+        return {
+            "llf": self.llf,
+            "prevalence": self.prevalence,
+            "outcome": self.outcome,
+            "constrained": self.constrained,
+            "information": self.information,
+        }
 
     @property
     def _blocks(self) -> tuple[slice, slice]:
@@ -305,17 +319,19 @@ class JointListResult:
             raise ValueError("versus needs data: the rows to compare it with")
         sens = self._blocks[0]
         rows = (self._rows(data), None if versus is None else self._rows(versus))
-        cov = self.cov_params.to_numpy()[sens, sens]
-        return delta_prevalence(rows, self.params.to_numpy()[sens], cov, linear=False)
+        cov = self.covariance[sens, sens]
+        delta = np.asarray(self.params, dtype=np.float64)[sens]
+        return delta_prevalence(rows, delta, cov, linear=False)
 
+    @renamed_keywords(level="confidence_level", seed="rng")
     def predicted_outcome(
         self,
         data: pd.DataFrame | None = None,
         *,
-        level: float = 0.95,
+        confidence_level: float = 0.95,
         method: Literal["delta", "simulation"] = "delta",
         draws: int = 10_000,
-        seed: int | np.random.Generator | None = None,
+        rng: np.random.Generator | int | None = None,
     ) -> pd.DataFrame:
         """The outcome averaged over the rows of ``data`` (default: the fitted rows) with
         the sensitive answer set to 0 for everyone, and to 1, and the difference (Imai,
@@ -329,14 +345,15 @@ class JointListResult:
             Rows holding the formula's covariates. Not with ``constrained=False``: that
             outcome model takes each row's control count ``Y(0)``, known on the fitted
             rows only (there ``y`` for 0, ``y - treat`` for 1, as R).
-        level : float in (0, 1), default 0.95
+        confidence_level : float in (0, 1), default 0.95
         method : {"delta", "simulation"}, default "delta"
             The delta method, or R's simulation from the estimate's normal law with the
             draws shared by both values of the answer (:mod:`._prediction`).
         draws : int in 2..10,000,000, default 10,000
             Simulation draws (R's 10,000).
-        seed : int or numpy.random.Generator, optional
-            The simulation's seed (a simulation draws no respondent's randomness).
+        rng : numpy.random.Generator or int, optional
+            The simulation's generator or seed (a simulation draws no respondent's
+            randomness).
 
         Returns
         -------
@@ -349,12 +366,11 @@ class JointListResult:
         Raises
         ------
         ValueError
-            On a ``level`` outside (0, 1), an unknown ``method``, ``draws`` out of
+            On a ``confidence_level`` outside (0, 1), an unknown ``method``, ``draws`` out of
             range, ``data`` with ``constrained=False``, or ``data`` lacking a covariate.
         """
         check_simulation(method, draws)
-        if not 0 < level < 1:
-            raise ValueError(f"level must be in (0, 1), got {level!r}")
+        level = check_confidence_level(confidence_level)
         if data is not None and not self.constrained:
             raise ValueError(
                 "data: the unconstrained outcome model takes each row's control count "
@@ -365,10 +381,10 @@ class JointListResult:
         for z in (0, 1):
             extra = [] if self.constrained else [self.fitted[1] - z * self.fitted[2]]
             designs.append(np.column_stack([x, *extra, np.full(len(x), float(z))]))
-        out = self.params.to_numpy()[self._blocks[1]]
-        cov = self.cov_params.to_numpy()[self._blocks[1], self._blocks[1]]
+        out = np.asarray(self.params, dtype=np.float64)[self._blocks[1]]
+        cov = self.covariance[self._blocks[1], self._blocks[1]]
         model = (out, cov, self.outcome == "linear")
-        return answer_table(designs, model, level, method, (draws, seed))
+        return answer_table(designs, model, level, method, (draws, rng))
 
 
 def _estimates(
@@ -474,8 +490,7 @@ def list_joint_regression(
     g = special.expit(frame.X @ theta[c : c + k])
     return JointListResult(
         params=pd.Series(params, index=names),
-        bse=pd.Series(_std_errors(cov), index=names),
-        cov_params=pd.DataFrame(cov, index=names, columns=names),
+        covariance=np.asarray(cov, dtype=np.float64),
         llf=ll,
         prevalence=float(g.mean()),
         n=len(y),

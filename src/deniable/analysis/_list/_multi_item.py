@@ -28,14 +28,13 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
-from ...estimation import ConfidenceInterval
 from .._formula import model_frame
 from .._likelihood import inverse_information, maximise_score, score_hessian
 from ._item_count import check_list_counts, refuse_channel
-from ._item_count_ml import _std_errors
 from ._liars import log_binomial
+from ._list_fit import ListFit
 
 __all__ = ["MultiItemListResult", "list_regression_multi"]
 
@@ -138,8 +137,9 @@ def _start(lik: _MultiLikelihood) -> NDArray[np.float64]:
 
 
 @dataclass(frozen=True)
-class MultiItemListResult:
-    """A fitted list-experiment regression with several sensitive items.
+class MultiItemListResult(ListFit):
+    """A fitted list-experiment regression with several sensitive items, on the common
+    base (:class:`ListFit`).
 
     Attributes
     ----------
@@ -148,9 +148,7 @@ class MultiItemListResult:
         value) ``sensitive.<v>.<term>`` (delta_v) and, by ``condition``,
         ``sensitive.<v>.y0`` (level) or ``sensitive.<v>.y0=<c>`` for ``c`` in
         ``0..J-1`` (indicators).
-    bse : pandas.Series
-        Standard errors from the observed information.
-    cov_params : pandas.DataFrame
+    covariance : numpy.ndarray of float64, shape (k, k)
         The inverse observed information.
     llf : float
         The log-likelihood at the maximum.
@@ -161,9 +159,9 @@ class MultiItemListResult:
         Their delta-method standard errors (covariates held at the sample).
     n : int
     items : int
-    condition : str
     converged : bool
         The score's largest entry is below 1e-6 at the estimate.
+    condition : str
 
     Examples
     --------
@@ -179,21 +177,28 @@ class MultiItemListResult:
     [0.28, 0.55]
     """
 
-    params: pd.Series
-    bse: pd.Series
-    cov_params: pd.DataFrame
     llf: float
     prevalence: pd.Series
     prevalence_se: pd.Series
-    n: int
-    items: int
     condition: str
-    converged: bool
 
-    def conf_int(self, level: float = 0.95) -> ConfidenceInterval[pd.Series]:
-        """Wald intervals of the coefficients."""
-        z = float(stats.norm.ppf(0.5 + level / 2))
-        return ConfidenceInterval(self.params - z * self.bse, self.params + z * self.bse)
+    TITLE = "List-experiment regression, several sensitive items (Blair & Imai 2012)"
+
+    def _summary_lines(self) -> list[str]:
+        items = ", ".join(
+            f"{label}: {self.prevalence[label]:.4f} (SE {self.prevalence_se[label]:.4f})"
+            for label in self.prevalence.index
+        )
+        return [f"Condition: {self.condition}   Log-likelihood: {self.llf:.4f}",
+                f"Prevalence: {items}"]  # fmt: skip
+
+    def _dict_fields(self) -> dict[str, Any]:
+        return {
+            "llf": self.llf,
+            "condition": self.condition,
+            "prevalence": {str(k): float(v) for k, v in self.prevalence.items()},
+            "prevalence_se": {str(k): float(v) for k, v in self.prevalence_se.items()},
+        }
 
 
 def _arms(values: NDArray[np.generic], column: str) -> tuple[NDArray[np.int64], list[int | str]]:
@@ -335,8 +340,7 @@ def list_regression_multi(
     prevalence, prevalence_se = _prevalences(lik, theta, np.asarray(cov, dtype=np.float64))
     return MultiItemListResult(
         params=pd.Series(theta, index=names),
-        bse=pd.Series(_std_errors(cov), index=names),
-        cov_params=pd.DataFrame(cov, index=names, columns=names),
+        covariance=np.asarray(cov, dtype=np.float64),
         llf=ll,
         prevalence=pd.Series(prevalence, index=labels),
         prevalence_se=pd.Series(prevalence_se, index=labels),

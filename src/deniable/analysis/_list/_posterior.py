@@ -30,8 +30,17 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from ..._validation import renamed_keywords
 from ...estimation import ConfidenceInterval
 from .._likelihood import inverse_information, maximise_score, score_hessian
+from .._results import PosteriorMixin
+from ._draws import (
+    batch_se,
+    check_prediction,
+    deprecated_credible_interval,
+    draws_summary,
+    posterior_table,
+)
 from ._item_count import refuse_channel
 from ._item_count_ml import _Likelihood, _start, list_frame
 from ._multi_item import _MultiLikelihood, multi_frame
@@ -52,18 +61,18 @@ Prevalence = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.flo
 
 
 @dataclass(frozen=True)
-class ListBayesResult:
-    """Posterior draws of a Bayesian list-experiment regression.
+class ListBayesResult(PosteriorMixin):
+    """Posterior draws of a Bayesian list-experiment regression, on the common base
+    (:class:`~deniable.estimation.EstimateResult`: ``params``/``estimate`` the posterior
+    means, ``bse``/``std_error`` the posterior SDs, ``conf_int()`` and
+    ``confidence_interval()`` the equal-tailed credible intervals, ``summary()``,
+    ``to_frame()``, ``to_dict()``).
 
     Attributes
     ----------
     draws : pandas.DataFrame
         One row per kept draw, one column per coefficient (``sensitive.<term>``,
         ``control.<term>``).
-    params : pandas.Series
-        Posterior means.
-    bse : pandas.Series
-        Posterior standard deviations.
     mc_se : pandas.Series
         Monte Carlo standard errors of the posterior means (batch means, 50 batches).
     prevalence : pandas.Series
@@ -91,14 +100,12 @@ class ListBayesResult:
     >>> z = rng.random(n) < 1 / (1 + np.exp(1 - x))
     >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "x": x, "treat": t})
     >>> fit = list_bayes("y ~ x", data, treat="treat", items=3, draws=1000, burn_in=500,
-    ...                  seed=5)
+    ...                  rng=5)
     >>> round(float(fit.prevalence[1]), 2), round(fit.acceptance, 2)
     (0.35, 0.28)
     """
 
     draws: pd.DataFrame
-    params: pd.Series
-    bse: pd.Series
     mc_se: pd.Series
     prevalence: pd.Series
     prevalence_sd: pd.Series
@@ -107,22 +114,52 @@ class ListBayesResult:
     fitted: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     prevalence_model: Prevalence | None = field(default=None, repr=False, compare=False)
 
+    def _draws_frame(self) -> pd.DataFrame:
+        return self.draws
+
     def credible_interval(self, level: float = 0.95) -> ConfidenceInterval[pd.Series]:
-        """Equal-tailed posterior intervals of the coefficients, ``level`` in (0, 1).
+        """The old name of :meth:`confidence_interval` (``method="bayes"``), kept one
+        release with a ``DeprecationWarning``."""
+        return deprecated_credible_interval(self, level)
+
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+        """Posterior mean, SD, Monte Carlo SE and equal-tailed interval by coefficient,
+        then each item's prevalence.
 
         Raises
         ------
         ValueError
-            For a level outside (0, 1).
+            For a level outside (0, 1) or a method other than ``bayes``.
         """
-        return draws_interval(self.draws, level)
+        table = posterior_table(self, self.mc_se, confidence_level, method)
+        sds = self.prevalence_sd.tolist()
+        items = ", ".join(
+            f"{k}: {v:.4f} (SD {sd:.4f})"
+            for (k, v), sd in zip(self.prevalence.items(), sds, strict=True)
+        )
+        return (
+            f"Bayesian list-experiment regression (Blair & Imai 2012); {len(self.draws):,} "
+            f"draws, acceptance {self.acceptance:.2f}\nPrevalence: {items}\n{table}"
+        )
 
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+        """The one JSON shape, with ``mc_se``, ``prevalence``, ``prevalence_sd``,
+        ``acceptance`` and the number of ``draws``."""
+        return super().to_dict(confidence_level, method) | {
+            "mc_se": self.mc_se.tolist(),
+            "prevalence": {str(k): float(v) for k, v in self.prevalence.items()},
+            "prevalence_sd": {str(k): float(v) for k, v in self.prevalence_sd.items()},
+            "acceptance": self.acceptance,
+            "draws": len(self.draws),
+        }
+
+    @renamed_keywords(level="confidence_level")
     def predicted_prevalence(
         self,
         data: pd.DataFrame | None = None,
         *,
         versus: pd.DataFrame | None = None,
-        level: float = 0.95,
+        confidence_level: float = 0.95,
     ) -> pd.DataFrame:
         """The posterior of each sensitive item's prevalence averaged over the rows of
         ``data`` (default: the fitted rows, as :attr:`prevalence`), ``mean_i P(Z = 1 |
@@ -137,13 +174,13 @@ class ListBayesResult:
         pandas.DataFrame
             One row per sensitive item (indexed as :attr:`prevalence`), columns
             ``mean``, ``sd`` (posterior mean and SD) and ``low``, ``high`` (the
-            equal-tailed credible interval at ``level``).
+            equal-tailed credible interval at ``confidence_level``).
 
         Raises
         ------
         ValueError
             If ``data`` lacks a covariate or has no complete row, ``versus`` is given
-            without ``data``, or ``level`` is outside (0, 1).
+            without ``data``, or ``confidence_level`` is outside (0, 1).
 
         Examples
         --------
@@ -155,13 +192,13 @@ class ListBayesResult:
         >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "south": south,
         ...                      "treat": t})
         >>> fit = list_bayes("y ~ south", data, treat="treat", items=3, draws=500,
-        ...                  burn_in=500, seed=1)
+        ...                  burn_in=500, rng=1)
         >>> gap = fit.predicted_prevalence(data.assign(south=1),
         ...                                versus=data.assign(south=0))
         >>> round(float(gap["mean"].iloc[0]), 1)
         0.3
         """
-        check_prediction(data, versus, level)
+        level = check_prediction(data, versus, confidence_level)
         assert self.prevalence_model is not None and self.fitted is not None
         chain = self.draws.to_numpy()
         x = self.fitted if data is None else prediction_rows(self.spec, data)
@@ -183,50 +220,11 @@ def _prevalence_draws(
     return np.concatenate([prevalence(block, x) for block in blocks])
 
 
-def check_prediction(data: object, versus: object, level: float) -> None:
-    """Refuse a level outside (0, 1), or ``versus`` without ``data`` (ValueError)."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    if data is None and versus is not None:
-        raise ValueError("versus needs data: the rows to compare it with")
-
-
-def draws_summary(table: pd.DataFrame, level: float) -> pd.DataFrame:
-    """Each column's posterior mean, SD and equal-tailed interval at ``level``: one row
-    per column, columns ``mean``, ``sd``, ``low``, ``high``."""
-    interval = draws_interval(table, level)
-    return pd.DataFrame(
-        {"mean": table.mean(), "sd": table.std(ddof=1), "low": interval.low,
-         "high": interval.high}
-    )  # fmt: skip
-
-
-def draws_interval(draws: pd.DataFrame, level: float) -> ConfidenceInterval[pd.Series]:
-    """Each column's equal-tailed interval of posterior draws, ``level`` in (0, 1).
-
-    Raises
-    ------
-    ValueError
-        For a level outside (0, 1).
-    """
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
-    tail = (1 - level) / 2
-    return ConfidenceInterval(draws.quantile(tail), draws.quantile(1 - tail))
-
-
 def _prior(value: ArrayLike | float, k: int, name: str) -> NDArray[np.float64]:
     arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (k,)).copy()
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite")
     return arr
-
-
-def batch_se(chain: NDArray[np.float64], batches: int = 50) -> NDArray[np.float64]:
-    """Batch-means Monte Carlo SE of each column's mean."""
-    size = chain.shape[0] // batches
-    means = chain[: size * batches].reshape(batches, size, -1).mean(axis=1)
-    return np.asarray(means.std(axis=0, ddof=1) / math.sqrt(batches), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -339,7 +337,7 @@ def _metropolis(
     mode: NDArray[np.float64],
     cov: NDArray[np.float64],
     lengths: tuple[int, int],
-    seed: int | None,
+    seed: np.random.Generator | int | None,
 ) -> tuple[NDArray[np.float64], float]:
     """Random-walk Metropolis from ``mode`` with proposals ``N(0, (2.38^2 / d) cov)``:
     the kept draws, shape (draws, d), and the share of their proposals accepted."""
@@ -369,7 +367,7 @@ def _adaptive_metropolis(
     mode: NDArray[np.float64],
     cov: NDArray[np.float64],
     lengths: tuple[int, int],
-    seed: int | None,
+    seed: np.random.Generator | int | None,
 ) -> tuple[NDArray[np.float64], float]:
     """Random-walk Metropolis whose proposal is learned during the burn-in (Haario,
     Saksman & Tamminen 2001; Roberts & Rosenthal 2009): it starts as
@@ -433,6 +431,7 @@ def _log_posterior(
     return log_post
 
 
+@renamed_keywords(seed="rng")
 def list_bayes(
     formula: str,
     data: pd.DataFrame,
@@ -443,7 +442,7 @@ def list_bayes(
     burn_in: int = 2_000,
     prior_mean: ArrayLike | float = 0.0,
     prior_precision: ArrayLike | float = 0.01,
-    seed: int | None = None,
+    rng: np.random.Generator | int | None = None,
     control: Literal["full", "intercept", "none"] = "full",
     multi_condition: Literal["none", "level"] | None = None,
     channel: Any = None,
@@ -468,8 +467,8 @@ def list_bayes(
     prior_mean, prior_precision : float or array_like, default 0 and 0.01
         The normal prior's means and (diagonal) precisions, one value for all or one per
         coefficient in ``params`` order; precisions > 0.
-    seed : int, optional
-        Seed of the sampler's generator.
+    rng : numpy.random.Generator or int, optional
+        The sampler's generator or its seed (analysis: nothing a respondent sends).
     control : {"full", "intercept", "none"}, default "full"
         One sensitive item: the control items' model the same whatever the sensitive
         answer (``"full"``, Imai 2011's constrained model), differing in the intercept
@@ -513,14 +512,12 @@ def list_bayes(
     mode = maximise_score(log_post, model.start)
     cov = inverse_information(-score_hessian(log_post, mode), "the posterior's curvature")
     sampler = _adaptive_metropolis if control == "none" and multi_condition is None else _metropolis
-    chain, acceptance = sampler(log_post, mode, cov, (burn_in, draws), seed)
+    chain, acceptance = sampler(log_post, mode, cov, (burn_in, draws), rng)
     names = model.names
     prevalence = pd.DataFrame(_prevalence_draws(model.prevalence, chain, model.x),
                               columns=model.labels)  # fmt: skip
     return ListBayesResult(
         draws=pd.DataFrame(chain, columns=names),
-        params=pd.Series(chain.mean(axis=0), index=names),
-        bse=pd.Series(chain.std(axis=0, ddof=1), index=names),
         mc_se=pd.Series(batch_se(chain), index=names),
         prevalence=prevalence.mean(),
         prevalence_sd=prevalence.std(ddof=1),

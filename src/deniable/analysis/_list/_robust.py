@@ -50,7 +50,8 @@ from scipy import optimize, special
 from .._likelihood import inverse_information, singular
 from ._item_count import refuse_channel
 from ._item_count_ls import list_least_squares
-from ._item_count_ml import _std_errors, list_frame
+from ._item_count_ml import list_frame
+from ._list_fit import ListFit
 
 __all__ = ["RobustListResult", "list_robust"]
 
@@ -183,16 +184,16 @@ def _r_start(d: _Data) -> NDArray[np.float64]:
 
 
 @dataclass(frozen=True)
-class RobustListResult:
-    """A robust list-experiment regression (Blair, Chou & Imai 2019).
+class RobustListResult(ListFit):
+    """A robust list-experiment regression (Blair, Chou & Imai 2019), on the common base
+    (:class:`ListFit`).
 
     Attributes
     ----------
     params : pandas.Series
         ``sensitive.<term>`` (``delta``) then ``control.<term>`` (``psi``).
-    bse : pandas.Series
-        GMM sandwich standard errors.
-    cov_params : pandas.DataFrame
+    covariance : numpy.ndarray of float64, shape (k, k)
+        The GMM sandwich covariance.
     prevalence : float
         Mean over the rows of ``g(x'delta)``: close to the difference in means.
     prevalence_se : float
@@ -200,11 +201,11 @@ class RobustListResult:
     difference_in_means : float
     n : int
     items : int
-    method : str
-    procedure : str
     converged : bool
         Every minimisation ended on its tolerance and (``"iterated"``) the weighting
         reached its fixed point.
+    method : str
+    procedure : str
 
     Examples
     --------
@@ -220,17 +221,29 @@ class RobustListResult:
     (0.223, 0.222)
     """
 
-    params: pd.Series
-    bse: pd.Series
-    cov_params: pd.DataFrame
     prevalence: float
     prevalence_se: float
     difference_in_means: float
-    n: int
-    items: int
     method: str
     procedure: str
-    converged: bool
+
+    TITLE = "Robust list-experiment regression (Blair, Chou & Imai 2019)"
+
+    def _summary_lines(self) -> list[str]:
+        return [
+            f"Method: {self.method}   procedure: {self.procedure}",
+            f"Prevalence: {self.prevalence:.4f} (SE {self.prevalence_se:.4f})   "
+            f"difference in means: {self.difference_in_means:.4f}",
+        ]
+
+    def _dict_fields(self) -> dict[str, Any]:
+        return {
+            "prevalence": self.prevalence,
+            "prevalence_se": self.prevalence_se,
+            "difference_in_means": self.difference_in_means,
+            "method": self.method,
+            "procedure": self.procedure,
+        }
 
 
 def _iterate(
@@ -318,7 +331,7 @@ def list_robust(
         theta = _r_start(d)
     else:
         nls = list_least_squares(formula, data, treat=treat, items=items, method="nls")
-        theta = nls.params.to_numpy(dtype=np.float64)
+        theta = np.asarray(nls.params, dtype=np.float64)
     theta, converged = _iterate(theta, d, procedure, max_steps)
     weight = inverse_information(_covariance(theta, d, "weight"), "the moments' covariance")
     if procedure == "list_package":
@@ -334,8 +347,7 @@ def list_robust(
     names = [f"{part}.{s}" for part in ("sensitive", "control") for s in frame.terms]
     return RobustListResult(
         params=pd.Series(theta, index=names),
-        bse=pd.Series(_std_errors(cov), index=names),
-        cov_params=pd.DataFrame(cov, index=names, columns=names),
+        covariance=np.asarray(cov, dtype=np.float64),
         prevalence=float(g.mean()),
         prevalence_se=math.sqrt(float(grad @ cov[:p, :p] @ grad)),
         difference_in_means=d.dim,

@@ -1,11 +1,21 @@
 """What leaves the store and comes back: deniable's own exports (CSV, Parquet, SPSS,
 Stata) and their R bundle, the files that put a survey into other survey tools
-(``deniable embed``), and the reading of those tools' exports."""
+(``deniable embed``), and the reading of those tools' exports.
 
-from ._embed import EMBED_HOSTS, embed
-from ._export import EXPORT_FORMATS, export_bytes, read_export, sidecar_path, survey_file
-from ._hosts import HostExport, read_host_export
-from ._rscript import r_script
+The names load on first use (PEP 562), so the command line reads the export formats
+(``_formats``, declared once) without pandas.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._embed import EMBED_HOSTS, embed
+    from ._export import EXPORT_FORMATS, export_bytes, read_export, sidecar_path, survey_file
+    from ._hosts import HostExport, read_host_export
+    from ._rscript import r_script
 
 __all__ = [
     "EMBED_HOSTS",
@@ -19,3 +29,27 @@ __all__ = [
     "sidecar_path",
     "survey_file",
 ]
+
+_HOME = {
+    "EMBED_HOSTS": "_embed",
+    "embed": "_embed",
+    "EXPORT_FORMATS": "_export",
+    "export_bytes": "_export",
+    "read_export": "_export",
+    "sidecar_path": "_export",
+    "survey_file": "_export",
+    "HostExport": "_hosts",
+    "read_host_export": "_hosts",
+    "r_script": "_rscript",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Each public name from its module, imported on first use."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

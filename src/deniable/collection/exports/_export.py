@@ -1,6 +1,7 @@
 """Exports of a survey's reports that go back into ``deniable analyze``.
 
-Formats (:data:`EXPORT_FORMATS`):
+Formats (:data:`EXPORT_FORMATS`, declared once in :mod:`._formats`; each one's writer is
+in :data:`WRITERS`):
 
 - ``csv``: one row per (response, question): ``response_id, version, question_id,
   report, report_label, release, arm, group`` (:meth:`Store.export`).
@@ -29,12 +30,14 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..model._survey import Survey, load_survey
+from ._formats import FORMATS, SERVER_FORMATS, export_format
 
 if TYPE_CHECKING:
     from ..store._storage import Store
@@ -44,6 +47,7 @@ __all__ = [
     "GROUP_SUFFIX",
     "MEDIA_TYPES",
     "PARQUET_KEY",
+    "WRITERS",
     "export_bytes",
     "read_export",
     "sidecar_path",
@@ -51,23 +55,15 @@ __all__ = [
     "wide_frame",
 ]
 
-#: The export formats, by file suffix.
-EXPORT_FORMATS = ("csv", "wide", "parquet", "sav", "dta", "survey")
+#: The formats the server writes (:data:`._formats.FORMATS`).
+EXPORT_FORMATS = SERVER_FORMATS
 #: Media type of each format.
-MEDIA_TYPES = {
-    "csv": "text/csv",
-    "wide": "text/csv",
-    "parquet": "application/vnd.apache.parquet",
-    "sav": "application/x-spss-sav",
-    "dta": "application/x-stata-dta",
-    "survey": "application/json",
-}
+MEDIA_TYPES = {f.name: f.media_type for f in FORMATS if f.server}
 #: Suffix of a group-design question's group column in the wide exports.
 GROUP_SUFFIX = "__group"
 #: Parquet metadata key holding the survey file.
 PARQUET_KEY = b"deniable.survey"
-_SUFFIX = {"csv": ".csv", "wide": ".wide.csv", "parquet": ".parquet", "sav": ".sav"}
-_SUFFIX |= {"dta": ".dta", "survey": ".survey.json"}
+_SUFFIX = {f.name: f.suffix for f in FORMATS if f.server}
 
 
 def survey_file(store: Store, survey_id: str) -> dict[str, Any]:
@@ -152,7 +148,7 @@ def export_bytes(store: Store, survey_id: str, fmt: str) -> tuple[bytes, str, st
     survey_id : str
     fmt : str
         One of :data:`EXPORT_FORMATS` (``csv``, ``wide``, ``parquet``, ``sav``, ``dta``,
-        ``dta``, ...).
+        ``survey``).
 
     Returns
     -------
@@ -188,33 +184,35 @@ def export_bytes(store: Store, survey_id: str, fmt: str) -> tuple[bytes, str, st
     >>> media_type, name
     ('text/csv', 'campus.wide.csv')
     """
-    if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
+    spec = export_format(fmt)
+    if fmt not in WRITERS:
+        raise ValueError(f"format must be one of {', '.join(WRITERS)}, got {fmt!r}")
     store.survey(survey_id)
-    name = survey_id + _SUFFIX[fmt]
-    if fmt == "survey":
-        return json.dumps(survey_file(store, survey_id), indent=1).encode(), MEDIA_TYPES[fmt], name
-    if fmt == "csv":
-        return store.export(survey_id).to_csv(index=False).encode(), MEDIA_TYPES[fmt], name
-    frame = wide_frame(store, survey_id)
-    if fmt == "wide":
-        return frame.to_csv(index=False).encode(), MEDIA_TYPES[fmt], name
-    if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        meta = dict(table.schema.metadata or {})
-        meta[PARQUET_KEY] = json.dumps(survey_file(store, survey_id)).encode()
-        buf = io.BytesIO()
-        pq.write_table(table.replace_schema_metadata(meta), buf)
-        return buf.getvalue(), MEDIA_TYPES[fmt], name
-    return _readstat(store, survey_id, frame, fmt), MEDIA_TYPES[fmt], name
+    return WRITERS[fmt](store, survey_id), spec.media_type, survey_id + spec.suffix
 
 
-def _readstat(store: Store, survey_id: str, frame: pd.DataFrame, fmt: str) -> bytes:
+def _parquet(store: Store, survey_id: str) -> bytes:
+    """The wide table with the survey file in the Parquet metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(wide_frame(store, survey_id), preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[PARQUET_KEY] = json.dumps(survey_file(store, survey_id)).encode()
+    buf = io.BytesIO()
+    pq.write_table(table.replace_schema_metadata(meta), buf)
+    return buf.getvalue()
+
+
+def _readstat(fmt: str) -> Callable[[Store, str], bytes]:
+    """The writer of SPSS (``sav``) or Stata (``dta``) files through ``pyreadstat``."""
+    return lambda store, survey_id: _readstat_bytes(store, survey_id, fmt)
+
+
+def _readstat_bytes(store: Store, survey_id: str, fmt: str) -> bytes:
     import pyreadstat
 
+    frame = wide_frame(store, survey_id)
     latest = store.survey(survey_id)
     labels: dict[str, str] = {
         "response_id": "random response id",
@@ -356,3 +354,14 @@ def read_export(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
     if "question_id" in frame.columns:  # the long export
         frame = _widen(frame, versions)
     return frame, versions
+
+
+#: Each server format's writer, ``(store, survey_id) -> bytes``.
+WRITERS: dict[str, Callable[[Store, str], bytes]] = {
+    "csv": lambda store, survey_id: store.export(survey_id).to_csv(index=False).encode(),
+    "wide": lambda store, survey_id: wide_frame(store, survey_id).to_csv(index=False).encode(),
+    "parquet": _parquet,
+    "sav": _readstat("sav"),
+    "dta": _readstat("dta"),
+    "survey": lambda store, survey_id: json.dumps(survey_file(store, survey_id), indent=1).encode(),
+}

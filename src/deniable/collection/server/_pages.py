@@ -17,6 +17,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ...planning.plots import headless_figure
+from ..exports._formats import FORMATS
 from ..model._i18n import LANGUAGES, catalog
 from ..model._survey import MIN_RELEASE, SMALL_RELEASE, Survey
 from ..store._storage import Store
@@ -111,6 +112,7 @@ def results_page(
         warnings=warnings,
         status=status,
         methods=sorted({r["method"] for r in rows if r["method"]}),
+        formats=[f for f in FORMATS if f.server],
         regressable=regressable(survey),
         covariates=covariate_ids(survey),
         chosen=on or [],
@@ -153,7 +155,9 @@ def _table_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
             "list": li,
         }
         if "estimate" in li:
-            row |= {k: li[k] for k in ("std_error", "low", "high")} | {"mle": li["mle"] or 0.0}
+            ci = li["interval"]
+            row |= {"std_error": li["std_error"], "low": ci["low"], "high": ci["high"],
+                    "mle": li["mle"] or 0.0}  # fmt: skip
         return [row]
     rows = []
     for j, cat in enumerate(q["categories"]):

@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 
 from ..credentials import VARIANT
 from ..exports._export import export_bytes
+from ..exports._formats import FormatName
 from ..model._i18n import choose_language
 from ..model._survey import parse_survey
 from ..store._storage import Store
@@ -490,7 +491,7 @@ def export(
     survey_id: SurveyId,
     request: Request,
     store: _StoreDep,
-    format: Literal["csv", "wide", "parquet", "sav", "dta", "survey"] = "csv",
+    format: FormatName = "csv",
 ) -> Response:
     """All reports of the survey (see :mod:`deniable.collection.exports` for the formats;
     ``survey`` is the survey file the others are analysed with). Audited."""
@@ -507,7 +508,7 @@ def export_download(
     request: Request,
     store: _StoreDep,
     credentials: _BearerCredentials,
-    format: Literal["csv", "wide", "parquet", "sav", "dta", "survey"] = "csv",
+    format: FormatName = "csv",
 ) -> Response:
     """The dashboard's download buttons (session cookie): as ``/api/.../export``."""
     _analyst(request, credentials)

@@ -46,9 +46,11 @@ def list_item(
     Returns
     -------
     dict
-        ``{"list": {...}}`` with ``estimate``, ``std_error``, ``low``, ``high``,
-        ``mle``, ``n_treated``, ``n_control``, ``items``, ``sensitive_item``,
-        ``channel`` (the post-randomization's spec, or ``None``), ``warnings`` and
+        ``{"list": {...}}``: the difference in means in the one JSON shape of every
+        estimate (:meth:`ListEstimate.to_dict`: ``result``, ``n``, ``labels``,
+        ``estimate``, ``std_error``, ``interval``, ``warnings``, ``n_treated``,
+        ``n_control``, ``items``, ``method``) with ``mle``, ``sensitive_item``,
+        ``channel`` (the post-randomization's spec, or ``None``) and
         ``design_effect`` (``pvalue``, ``revealed_yes``, ``revealed_no``: through a
         channel the test undoes it and the revealed shares are estimated); or with a
         ``note`` while either group has fewer than 2 rows.
@@ -68,8 +70,6 @@ def list_item(
             "list": base | {"n_treated": n1, "n_control": n0, "note": "each group needs 2 rows"}
         }
     est = list_difference_in_means(counts, treated, items=j, channel=channel)
-    low, high = est.confidence_interval(level)
-    notes: list[str] = []
     data = pd.DataFrame({"count": counts, "treat": treated})
     mle = list_regression("count ~ 1", data, treat="treat", items=j, channel=channel).prevalence
     test = list_design_effect_test(counts, treated, items=j, channel=channel)
@@ -80,16 +80,10 @@ def list_item(
     }
     return {
         "list": base
+        | est.to_dict(level)
         | {
-            "estimate": est.estimate,
-            "std_error": est.std_error,
-            "low": low,
-            "high": high,
             "mle": mle if math.isfinite(mle) else None,
-            "n_treated": n1,
-            "n_control": n0,
             "channel": None if channel is None else channel.spec,
-            "warnings": notes,
             "design_effect": effect,
         }
     }

@@ -17,8 +17,11 @@ CSV and the survey file.
   package fits the rest (``ictreg``), which ``deniable analyze`` and the study's
   results give too. A list count is never a covariate: it is a report about the
   sensitive item.
-- What R has no model for is said in the script: the extended crosswise model's test of
-  fit (Heck, Hoffmann & Moshagen 2018), which ``deniable analyze EXPORT --arms`` gives.
+- What R has no model for is said in the script, in the words of the design's entry in
+  the survey designs' registry (:mod:`deniable.collection.model._survey_designs`, which
+  also holds every RRreg and GLMMRR mapping below): k-ary designs, numeric mechanisms,
+  the list experiment, the extended crosswise model's test of fit (Heck, Hoffmann &
+  Moshagen 2018), which ``deniable analyze EXPORT --arms`` gives.
 
 Design parameters map to GLMMRR's (``Forced``: ``p1`` the chance to answer truthfully,
 ``p2`` the share of forced "yes"; Mangat's device is ``Forced`` with ``p2 = 1``) and to
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...mechanisms._designs import Design
+from ..model._survey_designs import SURVEY_DESIGNS, survey_design
 from ._export import GROUP_SUFFIX
 from ._rscript_common import r_matrix, r_str, r_vector
 
@@ -48,47 +52,27 @@ __all__ = ["glmmrr_row", "r_script", "rrreg_call"]
 def glmmrr_row(d: Design) -> tuple[str, float, float] | None:
     """GLMMRR's ``(RRmodel, p1, p2)`` of a yes/no design; ``None`` where GLMMRR has no
     model for it (a Warner design with ``p < 0.5``, k-ary designs). Read from the
-    design's registry key and parameters."""
-    key, p = _binary_kary(d)
-    if key == "direct" and d.n_truths == 2:
-        return "DQ", 0.0, 0.0
-    if key == "warner":
-        return ("Warner", p["p"], 0.0) if p["p"] >= 0.5 else None
-    if key == "forced-response":
-        forced = p["p_yes"] + p["p_no"]
-        return "Forced", 1.0 - forced, p["p_yes"] / forced if forced > 0 else 0.0
-    if key == "mangat":  # non-carriers forced to "yes" with 1 - p
-        return "Forced", p["p"], 1.0
-    if key == "unrelated-question":
-        return "UQM", p["p"], p["innocuous_prevalence"]
-    if key in ("crosswise", "triangular"):
-        return key.capitalize(), p["p"], 0.0
-    if key == "kuk" and p["draws"] == 1:
-        return "Kuk", p["p_carrier"], p["p_noncarrier"]
-    return None
-
-
-#: RRreg's model name and ``p`` vector of each design key (RRreg's parameter order).
-_RRREG = {
-    "warner": ("Warner", ("p",)),
-    "forced-response": ("FR", ("p_no", "p_yes")),
-    "mangat": ("Mangat", ("p",)),
-    "unrelated-question": ("UQTknown", ("p", "innocuous_prevalence")),
-    "crosswise": ("Crosswise", ("p",)),
-    "triangular": ("Triangular", ("p",)),
-    "kuk": ("Kuk", ("p_carrier", "p_noncarrier")),
-}
+    design's entry in the survey designs' registry
+    (:data:`~deniable.collection.model._survey_designs.SURVEY_DESIGNS`)."""
+    key, params = _binary_kary(d)
+    entry = SURVEY_DESIGNS.get(key)
+    if entry is None or entry.glmmrr is None or d.n_truths != 2:
+        return None
+    p = entry.glmmrr.p(params)
+    return None if p is None else (entry.glmmrr.model, float(p[0]), float(p[1]))
 
 
 def rrreg_call(d: Design, column: str, data: str) -> str | None:
     """RRreg's ``RRuni(...)`` for a yes/no design (``None`` for direct questioning or a
-    design RRreg has no model for)."""
+    design RRreg has no model for), from the design's registry entry."""
     key, params = _binary_kary(d)
-    if key not in _RRREG or (key == "kuk" and params["draws"] != 1):
+    entry = SURVEY_DESIGNS.get(key)
+    if entry is None or entry.rrreg is None or entry.rrreg.grouped:
         return None
-    model, names = _RRREG[key]
-    p = [float(params[name]) for name in names]
-    return f'RRuni({column}, data = {data}, model = "{model}", p = {r_vector(p)})'
+    p = entry.rrreg.p(params)
+    if p is None:
+        return None
+    return f'RRuni({column}, data = {data}, model = "{entry.rrreg.model}", p = {r_vector(list(p))})'
 
 
 def _binary_kary(d: Design) -> tuple[str, dict[str, Any]]:
@@ -233,6 +217,8 @@ def _version_part(survey: Survey) -> list[str]:
         )
     for q in survey.questions:
         variants = survey.variants(q.id)
+        said = [survey_design(name) for name in dict.fromkeys(v.design.name for v in variants)]
+        out += [f"# {q.id} ({d.name}, {d.source}): {d.no_r}." for d in said if d.no_r]
         if q.is_list:
             out += ["", *_list_question(survey, q)]
         elif not all(x.is_direct and x.release_channel is None for x in variants):
@@ -337,18 +323,16 @@ def _question(survey: Survey, q: Question, covariates: list[str]) -> list[str]:
                 out.append(f"# RRreg has no model for {label}: {var.mechanism!r}")
             else:
                 calls.append((where, call))
-        elif var.design.name == "extended-crosswise":
+        elif (entry := survey_design(var.design.name)).per_group:
             for g, d in enumerate(var.groups):
                 calls.append((f"subset({where}, {column} == {g})", str(rrreg_call(d, q.id, "x"))))
-            out += [
-                "# R has no model for the extended crosswise model's test of fit (Heck,",
-                "# Hoffmann & Moshagen 2018): deniable analyze FILE --arms gives its G2 on 1 df.",
-            ]
-        else:  # the cheating detection model and the stochastic lie detector
-            model = "CDM" if var.design.name == "cheating-detection" else "SLD"
-            p = r_vector([var.design.params["p1"], var.design.params["p2"]])
+        elif entry.rrreg is not None and entry.rrreg.grouped:  # RRreg's group = argument
+            p = r_vector(list(entry.rrreg.p(var.design.params) or ()))
+            model = entry.rrreg.model
             fit = f'RRuni({q.id}, data = x, model = "{model}", p = {p}, group = {column} + 1)'
             calls.append((where, fit))
+        else:
+            out.append(f"# RRreg has no model for {label}: {entry.no_r or var.design.name}")
         for data, call in calls:
             out.append(
                 f"local({{ x <- {data}; if (has_rrreg && nrow(x) > 0) print(summary({call})) }})"

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...mechanisms._binary import Crosswise, ForcedResponse, Mangat
 from ...mechanisms._designs import Design
+from ._survey_designs import innocuous_designs
 
 if TYPE_CHECKING:
     from ...analysis._group_channels import GroupModel
@@ -53,7 +54,7 @@ __all__ = [
 
 #: Designs that ask an innocuous question beside the sensitive one (they alone take
 #: ``innocuous_question``; Greenberg et al. 1969, Yu, Tian & Tang 2008, Heck et al. 2018).
-INNOCUOUS_DESIGNS = ("unrelated-question", "crosswise", "triangular", "extended-crosswise")
+INNOCUOUS_DESIGNS = innocuous_designs()
 
 
 def check_validation_item(design: str, ranged: bool, answers: int, question: Any) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._i18n import catalog
+from ._survey_designs import SURVEY_DESIGNS
 
 if TYPE_CHECKING:
     from ...mechanisms._designs import Design
@@ -104,8 +105,9 @@ def physical_instructions(
     d = design or q.mechanism
     labels = reports or q.report_labels
     inn = innocuous or q.innocuous_question
-    key, p = d.spec_name, d.params  # the physical recipe is read from the design's key
-    if key == "forced-response":
+    entry = SURVEY_DESIGNS.get(d.spec_name)  # the recipe is the design's registry entry's
+    key, p = (entry.recipe if entry else None), d.params
+    if key == "forced_response":
         keep = 1 - p["p_yes"] - p["p_no"]
         return str(t_["forced_response"]).format(
             p_yes=_pct(p["p_yes"]),
@@ -116,7 +118,7 @@ def physical_instructions(
         )
     if key == "warner":
         return str(t_["warner"]).format(p=_pct(p["p"]))
-    if key == "unrelated-question":
+    if key == "unrelated":
         inn = inn or t_["unrelated_default"].format(share=_pct(p["innocuous_prevalence"]))
         return str(t_["unrelated"]).format(p=_pct(p["p"]), innocuous=inn)
     if key == "crosswise":

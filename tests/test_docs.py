@@ -115,3 +115,30 @@ def test_every_name_of_the_package_face_has_numpydoc_sections():
         if lacking:
             missing[name] = lacking
     assert missing == {}
+
+
+#: Lines that rebuild an example's simulated data instead of importing it.
+REBUILT = {
+    "the regression survey (deniable.data.regression_example)": (
+        "truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))"
+    ),
+    "the list experiment (deniable.data.list_example)": (
+        '>>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "x": x, "treat": t})'
+    ),
+    "the campus store (deniable.collection.study.campus_store)": (
+        "rng.integers(0, 2, 600) for q in survey.questions}, rng)"
+    ),
+}
+
+
+def test_examples_import_the_shared_example_data_instead_of_rebuilding_it():
+    """The examples' simulated surveys are built once (``deniable.data._examples``,
+    ``deniable.collection.study._campus``) and imported; no docstring rebuilds one."""
+    found = [
+        f"{path.relative_to(SRC.parent)}: rebuilds {what}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path.name not in ("_examples.py", "_campus.py")
+        for what, line in REBUILT.items()
+        if line in path.read_text(encoding="utf-8")
+    ]
+    assert found == []

@@ -7,12 +7,13 @@ import math
 import warnings
 from collections.abc import Callable
 from numbers import Real
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TypeAlias, TypeVar, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "JSON",
     "MEMORY_LIMIT",
     "as_codes",
     "check_confidence_level",
@@ -22,6 +23,9 @@ __all__ = [
     "check_real",
     "renamed_keywords",
 ]
+
+#: A JSON value: what every result's ``to_dict`` gives (``json.dumps`` writes it as is).
+JSON: TypeAlias = Union[dict[str, "JSON"], list["JSON"], str, int, float, bool, None]  # noqa: UP007
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")

@@ -37,7 +37,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
-from .._validation import check_integer
+from .._validation import JSON, check_integer
 from ..mechanisms._designs import Design
 from ._formula import model_frame
 from ._group_channels import GroupModel, as_channel
@@ -143,14 +143,10 @@ class RRLogitBayesResult(PosteriorMixin):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from deniable import ForcedResponse
-    >>> rng = np.random.default_rng(0)
-    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.data import regression_example
+    >>> example = regression_example()  # r (forced response) and x
+    >>> data, design = example.data, example.design
+    >>> x = example.data["x"]
     >>> from deniable.analysis import rr_logit_bayes
     >>> fit = rr_logit_bayes("r ~ x", data, design, draws=500, burn_in=200, max_rhat=1.1)
     >>> fit.labels, fit.converged
@@ -176,7 +172,7 @@ class RRLogitBayesResult(PosteriorMixin):
         """The terms, as every estimate names its entries."""
         return list(self.terms)
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape, with each term's ``rhat`` and ``ess``, the ``acceptance``
         and the chains' shape (raises as :attr:`estimate`)."""
         out = super().to_dict(confidence_level, method)

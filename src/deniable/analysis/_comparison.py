@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from .._validation import JSON
 from ..estimation import ConfidenceInterval, EstimateResult
 from ._results import WaldResult
 
@@ -74,7 +75,7 @@ class ArmDifferences(WaldResult):
         """``d -/+ z se`` (not clipped: a difference lies in [-1, 1])."""
         return self.estimate - z * self.std_error, self.estimate + z * self.std_error
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape of an estimate, with ``reference`` and ``pvalue``."""
         out = super().to_dict(confidence_level, method)
         return out | {"reference": self.reference, "pvalue": self.pvalue.tolist()}
@@ -176,7 +177,7 @@ class Heterogeneity:
     df: int
     pvalue: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSON]:
         """``{"statistic", "df", "pvalue"}``, JSON-ready."""
         return {"statistic": self.statistic, "df": self.df, "pvalue": self.pvalue}
 
@@ -308,7 +309,7 @@ class ArmStudy(EstimateResult):
         high = np.array([float(c.high[1]) for c in cis], dtype=np.float64)
         return ConfidenceInterval(low, high)
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape of every estimate (``result``, ``labels`` the arms,
         ``estimate``, ``std_error``, ``interval``, ``warnings``) with ``{"question",
         "text", "answer", "control", "known", "arms": [{"arm", "design", "n", "estimate",
@@ -330,7 +331,7 @@ class ArmStudy(EstimateResult):
                 if self.heterogeneity is None
                 else self.heterogeneity.to_dict(),
             }
-        return super().to_dict(confidence_level, method) | {
+        own: dict[str, Any] = {
             "question": self.question,
             "text": self.text,
             "answer": self.answer,
@@ -344,6 +345,7 @@ class ArmStudy(EstimateResult):
             "pooled": pooled,
             "groups": self.groups,
         }
+        return super().to_dict(confidence_level, method) | own
 
     def _title(self) -> str:
         return f"{self.question} ({self.answer}) by arm"

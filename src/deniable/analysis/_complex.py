@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_probability
+from .._validation import JSON, check_probability
 from ..mechanisms._designs import Design, is_design
 from ._complex_variance import _point, _Sample, _variance
 from ._results import WaldResult
@@ -381,7 +381,7 @@ class SurveyEstimate(WaldResult):
         """Not clipped: a proportion's interval may leave [0, 1]."""
         return self.estimate - z * self.std_error, self.estimate + z * self.std_error
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape (:meth:`~deniable.estimation.EstimateResult.to_dict`), plus
         ``kind`` (total or mean) and ``variance`` (the variance estimator)."""
         return super().to_dict(confidence_level, method) | {

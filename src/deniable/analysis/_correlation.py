@@ -79,14 +79,10 @@ class CorrelationResult(EstimateResult):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from deniable import ForcedResponse
-    >>> rng = np.random.default_rng(0)
-    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.data import regression_example
+    >>> example = regression_example()  # r (forced response) and x
+    >>> data, design = example.data, example.design
+    >>> x = example.data["x"]
     >>> from deniable.analysis import rr_correlation
     >>> result = rr_correlation(data, ["r", "x"], {"r": design}, bootstrap=50)
     >>> list(result.estimate.index)
@@ -263,14 +259,10 @@ def rr_correlation(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from deniable import ForcedResponse
-    >>> rng = np.random.default_rng(0)
-    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.data import regression_example
+    >>> example = regression_example()  # r (forced response) and x
+    >>> data, design = example.data, example.design
+    >>> x = example.data["x"]
     >>> result = rr_correlation(data, ["r", "x"], {"r": design}, bootstrap=50)
     >>> list(result.estimate.index), bool(result.estimate.iloc[0] > 0.2)
     (['r ~ x'], True)

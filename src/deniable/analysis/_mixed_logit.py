@@ -72,13 +72,10 @@ class RRMixedLogitResult(LikelihoodFit):
     Examples
     --------
     >>> import numpy as np
-    >>> import pandas as pd
-    >>> from deniable import ForcedResponse
-    >>> rng = np.random.default_rng(0)
-    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.data import regression_example
+    >>> example = regression_example()  # r (forced response) and x
+    >>> data, design = example.data, example.design
+    >>> x = example.data["x"]
     >>> from deniable.analysis import rr_mixed_logit
     >>> data["school"] = np.arange(2000) % 20
     >>> fit = rr_mixed_logit("r ~ x + (1 | school)", data, design)

@@ -265,14 +265,10 @@ def sample_size_coefficient(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from deniable import ForcedResponse
-    >>> rng = np.random.default_rng(0)
-    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.data import regression_example
+    >>> example = regression_example()  # r (forced response) and x
+    >>> data, design = example.data, example.design
+    >>> x = example.data["x"]
     >>> from deniable.analysis import sample_size_coefficient
     >>> sample_size_coefficient("r ~ x", data, design, [-1.0, 1.0], "x") < 500
     True
@@ -351,14 +347,10 @@ def power_coefficient(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from deniable import ForcedResponse
-    >>> rng = np.random.default_rng(0)
-    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.data import regression_example
+    >>> example = regression_example()  # r (forced response) and x
+    >>> data, design = example.data, example.design
+    >>> x = example.data["x"]
     >>> from deniable.analysis import power_coefficient
     >>> result = power_coefficient("r ~ x", data, design, [-1.0, 1.0], "x", n=500)
     >>> bool(result.power > 0.9), result.method

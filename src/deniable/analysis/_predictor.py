@@ -56,13 +56,10 @@ class RRPredictorResult(LikelihoodFit):
     Examples
     --------
     >>> import numpy as np
-    >>> import pandas as pd
-    >>> from deniable import ForcedResponse
-    >>> rng = np.random.default_rng(0)
-    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.data import regression_example
+    >>> example = regression_example()  # r (forced response) and x
+    >>> data, design = example.data, example.design
+    >>> rng, truth = example.rng, example.truth
     >>> from deniable.analysis import rr_predictor
     >>> data["y"] = (rng.random(2000) < np.where(truth, 0.7, 0.3)).astype(int)
     >>> fit = rr_predictor("y ~ r", data, design, rr_item="r")
@@ -143,13 +140,10 @@ def rr_predictor(
     Examples
     --------
     >>> import numpy as np
-    >>> import pandas as pd
-    >>> from deniable import ForcedResponse
-    >>> rng = np.random.default_rng(0)
-    >>> design = ForcedResponse(p_yes=1 / 6, p_no=1 / 6)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"r": design.randomize(truth, rng), "x": x})
+    >>> from deniable.data import regression_example
+    >>> example = regression_example()  # r (forced response) and x
+    >>> data, design = example.data, example.design
+    >>> rng, truth = example.rng, example.truth
     >>> from deniable.analysis import rr_predictor
     >>> data["y"] = (rng.random(2000) < np.where(truth, 0.7, 0.3)).astype(int)
     >>> list(rr_predictor("y ~ r", data, design, rr_item="r").params.index)[:2]

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 from scipy.special import expit
 
+from .._validation import JSON
 from ..mechanisms._designs import Design
 from ._formula import model_frame
 from ._group_channels import GroupModel, as_channel
@@ -95,15 +96,11 @@ class RRLogitResult(CoefficientsMixin):
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from deniable import Warner
     >>> from deniable.analysis import rr_logit
-    >>> rng = np.random.default_rng(0)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> design = Warner(p=0.85)
-    >>> df = pd.DataFrame({"y": design.randomize(truth.astype(int), rng), "x": x})
-    >>> fit = rr_logit("y ~ x", df, design)
+    >>> from deniable.data import regression_example
+    >>> example = regression_example(Warner(p=0.85))  # the examples' survey: r and x
+    >>> fit = rr_logit("r ~ x", example.data, example.design)
     >>> fit.params.round(1).to_dict(), fit.converged
     ({'Intercept': -0.9, 'x': 0.9}, True)
     """
@@ -364,7 +361,7 @@ class RRLogitResult(CoefficientsMixin):
             note += f"\nNote: {profile}"
         return "\n".join(head) + coefficient_table(self, confidence_level) + note
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape (:meth:`~deniable.estimation.EstimateResult.to_dict`): one
         label per term, the coefficients as ``estimate``; plus ``formula``, ``nobs``,
         ``llf`` and ``converged``."""

@@ -506,15 +506,11 @@ class PredictedPrevalence(WaldResult):
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from deniable import Warner
     >>> from deniable.analysis import rr_logit
-    >>> rng = np.random.default_rng(0)
-    >>> x = rng.normal(size=2000)
-    >>> truth = rng.random(2000) < 1 / (1 + np.exp(1 - x))
-    >>> design = Warner(p=0.85)
-    >>> df = pd.DataFrame({"y": design.randomize(truth.astype(int), rng), "x": x})
-    >>> prevalence = rr_logit("y ~ x", df, design).predicted_prevalence()
+    >>> from deniable.data import regression_example
+    >>> example = regression_example(Warner(p=0.85))  # the examples' survey: r and x
+    >>> prevalence = rr_logit("r ~ x", example.data, example.design).predicted_prevalence()
     >>> round(prevalence.estimate, 3), round(prevalence.std_error, 3)
     (0.317, 0.015)
     """

@@ -488,7 +488,7 @@ def _analyze_codes(
     try:
         est = estimate(d, values, method=method)
         intervals = tuple(interval or [est.default_interval_method])
-        payload = est.to_dict(confidence_level, methods=intervals)
+        payload: dict[str, Any] = est.to_dict(confidence_level, methods=intervals)
     except (ValueError, DeniableError) as exc:
         raise fail(str(exc)) from None
     payload["missing"] = missing

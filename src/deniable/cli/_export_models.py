@@ -243,7 +243,7 @@ def analyze_export_waves(path: Path, question: str | None, level: float, as_json
     if len(versions) < 2:
         raise fail("--waves needs an export of two or more waves (versions); this has one")
     try:
-        changes = wave_analysis(frame, versions, level)
+        changes: list[dict[str, Any]] = wave_analysis(frame, versions, level)
     except ValueError as exc:
         raise fail(str(exc)) from None
     if question is not None:

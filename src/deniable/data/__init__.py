@@ -7,6 +7,7 @@
 """
 
 from ._demo import DemoRow, adult_survey, real_surveys
+from ._examples import ListExample, RegressionExample, list_example, regression_example
 from ._sets import (
     ADULT_COLUMNS,
     HORVITZ_INNOCUOUS,
@@ -23,11 +24,15 @@ __all__ = [
     "HORVITZ_INNOCUOUS",
     "RR_SURVEYS",
     "DemoRow",
+    "ListExample",
     "RealSurveyItem",
+    "RegressionExample",
     "adult_survey",
     "data_file",
+    "list_example",
     "load_adult",
     "load_rr_survey",
     "real_survey_items",
     "real_surveys",
+    "regression_example",
 ]

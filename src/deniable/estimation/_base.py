@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._extras import require
+from .._validation import JSON
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,7 +113,7 @@ class EstimateResult(ABC):
         has a better one)."""
         return "normal"
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape of every estimate (the CLI's ``--json`` prints it).
 
         ``{"result": class name, "n": reports, "labels": [...], "estimate": ...,

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_confidence_level, check_probability
+from .._validation import JSON, check_confidence_level, check_probability
 from ..errors import IntervalCoverageWarning
 from ..mechanisms._channels import BloomChannel, MatrixChannel, SupportChannel
 from ..mechanisms._protocol import CategoricalMechanism
@@ -345,7 +345,7 @@ class PrevalenceEstimate(EstimateResult):
         method: str | None = None,
         *,
         methods: tuple[str, ...] = (),
-    ) -> dict[str, Any]:
+    ) -> dict[str, JSON]:
         """The one JSON shape (:meth:`EstimateResult.to_dict`) plus ``mechanism``,
         ``estimator`` (moment, mle, bayes) and ``counts``; with several ``methods``, also
         ``intervals``, one interval dict per method (``interval`` is the first)."""

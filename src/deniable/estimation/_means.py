@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_confidence_level
+from .._validation import JSON, check_confidence_level
 from ..errors import ReportValidationError
 from ..mechanisms._dbitflip import DBitFlip, DBitFlipReports
 from ..mechanisms._numeric import NumericMechanism
@@ -231,7 +231,7 @@ class RangeMean(EstimateResult):
         """The share's default interval method."""
         return str(self.share.default_interval_method)
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape (:meth:`EstimateResult.to_dict`) with ``range`` and ``unit``."""
         return super().to_dict(confidence_level, method) | {
             "range": [self.low, self.high],

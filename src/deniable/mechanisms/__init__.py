@@ -62,6 +62,7 @@ from ._registry import (
     mechanism_from_spec,
     numeric_from_spec,
     oracle_from_spec,
+    tally,
 )
 from ._selection import frequency_oracle
 from ._unary import UnaryEncoding
@@ -118,4 +119,5 @@ __all__ = [
     "mechanism_from_spec",
     "numeric_from_spec",
     "oracle_from_spec",
+    "tally",
 ]

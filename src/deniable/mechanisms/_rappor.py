@@ -388,7 +388,7 @@ class Rappor:
 
     def randomize(
         self,
-        values: Sequence[str],
+        values: Sequence[str] | ArrayLike,
         rng: RandomSource | np.random.Generator | None = None,
         *,
         secrets: Sequence[bytes] | None = None,
@@ -398,6 +398,7 @@ class Rappor:
         Parameters
         ----------
         values : sequence of str, length n
+            Strings (anything else raises TypeError, naming it).
         rng : numpy.random.Generator or RandomSource, optional
             Source of the IRR bytes; default the secure source (:class:`SecureRandom`).
             With a seeded generator and no ``secrets`` (simulation), the cohorts and
@@ -412,7 +413,7 @@ class Rappor:
         ValueError, TypeError
             For values that are not strings, or secrets that are too short.
         """
-        values = list(values)
+        values = values if isinstance(values, list) else np.asarray(values, dtype=object).tolist()
         if not all(isinstance(v, str) for v in values):
             raise TypeError("values must be strings")
         n = len(values)

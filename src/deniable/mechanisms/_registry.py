@@ -20,8 +20,12 @@ only their kind.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, overload
 
+import numpy as np
+from numpy.typing import NDArray
+
+from ..tallies import DBitFlipTally, MeanTally, RapporTally, SupportTally, Tally
 from ._binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
 from ._byte_prefix import BytePrefixExtension
 from ._dbitflip import DBitFlip
@@ -50,6 +54,7 @@ __all__ = [
     "numeric_from_spec",
     "oracle_from_spec",
     "parse_spec",
+    "tally",
 ]
 
 #: Named finite designs (survey files accept these).
@@ -220,6 +225,61 @@ def mechanism_from_spec(spec: str) -> AnyMechanism:
     name, kwargs = parse_spec(spec)
     built: AnyMechanism = _build("mechanism", MECHANISMS, name, kwargs)
     return built
+
+
+@overload
+def tally(mechanism: Design, reports: Any) -> Tally: ...
+@overload
+def tally(mechanism: FrequencyOracle, reports: Any) -> SupportTally: ...
+@overload
+def tally(mechanism: Rappor, reports: Any) -> RapporTally: ...
+@overload
+def tally(mechanism: NumericMechanism, reports: Any) -> MeanTally: ...
+@overload
+def tally(mechanism: DBitFlip, reports: Any) -> DBitFlipTally: ...
+@overload
+def tally(mechanism: PrefixExtension | BytePrefixExtension, reports: Any) -> NDArray[np.void]: ...
+
+
+def tally(
+    mechanism: AnyMechanism, reports: Any
+) -> Tally | SupportTally | RapporTally | MeanTally | DBitFlipTally | NDArray[np.void]:
+    """The sufficient statistic of ``mechanism``'s reports: the one tally beside the one
+    builder (:func:`mechanism_from_spec`) and the one estimator (:func:`deniable.estimate`),
+    so that a mechanism built from a spec goes through ``randomize``, ``tally`` and
+    ``estimate`` without narrowing (each overload gives its kind's tally; a union of
+    mechanisms gets the union of their tallies).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Any mechanism of the package.
+    reports : array_like or reports
+        What ``mechanism.randomize`` returned (report codes, oracle reports, RAPPOR's
+        reports, numeric reports, PEM's reports).
+
+    Returns
+    -------
+    Tally, SupportTally, RapporTally, MeanTally, DBitFlipTally or ndarray of void
+        ``mechanism.tally(reports)``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As the mechanism's own ``tally`` (reports of another mechanism, a malformed
+        report).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> built = mechanism_from_spec("warner:p=0.75")
+    >>> tally(built, built.randomize(np.array([1, 1, 0, 1]), np.random.default_rng(0))).n
+    4
+    """
+    method: Callable[[Any], Any] = mechanism.tally
+    out: Tally | SupportTally | RapporTally | MeanTally | DBitFlipTally | NDArray[np.void]
+    out = method(reports)
+    return out
 
 
 def as_design(mechanism: Mechanism[Any, Any]) -> Design:

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from ..._validation import check_integer, check_probability, renamed_keywords
+from ..._validation import JSON, check_integer, check_probability, renamed_keywords
 from ...estimation import ConfidenceInterval
 from .._formula import model_frame
 from .._likelihood import maximise_score, score_hessian
@@ -128,7 +127,7 @@ class AnchorCorrection(WaldResult):
         """
         return super().confidence_interval(confidence_level, method)
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape of every estimate, with the other fields (the naive and
         attentive estimates, the independent SE and the bootstrap)."""
         out = super().to_dict(confidence_level, method)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_probability
+from ..._validation import JSON, check_probability
 from ...estimation import PrevalenceEstimate
 
 __all__ = ["ValidationCheck", "validation_check"]
@@ -74,7 +74,7 @@ class ValidationCheck:
     pvalue_false_negatives: float
     n: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSON]:
         """The attributes, JSON-ready."""
         return {
             "known": self.known,

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
+from ..._validation import JSON
 from ._item_count import channel_matrix, check_list_counts
 
 __all__ = ["DesignEffectTest", "chi_bar_squared_weights", "list_design_effect_test"]
@@ -123,7 +124,7 @@ class DesignEffectTest:
     revealed_no: float
     selection: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSON]:
         """JSON-ready."""
         return {
             "pvalue": self.pvalue,

@@ -43,7 +43,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import special
 
-from ..._validation import renamed_keywords
+from ..._validation import JSON, renamed_keywords
 from ...estimation import ConfidenceInterval
 from .._results import PosteriorMixin, hessian_from_values
 from ._draws import (
@@ -139,7 +139,7 @@ class ListHierarchicalResult(PosteriorMixin):
             f"{len(self.draws):,} draws, {len(self.groups)} groups\nAcceptance: {rates}\n{table}"
         )
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape, with ``mc_se``, ``acceptance``, ``groups`` and the number
         of ``draws``."""
         return super().to_dict(confidence_level, method) | {

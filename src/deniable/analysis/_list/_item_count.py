@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ..._validation import renamed_keywords
+from ..._validation import JSON, renamed_keywords
 from ...estimation import ConfidenceInterval
 from .._results import WaldResult
 
@@ -162,7 +162,7 @@ class ListEstimate(WaldResult):
         """
         return super().confidence_interval(confidence_level, method)
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape of every estimate, with ``n_treated``, ``n_control``,
         ``items`` and ``method``."""
         out = super().to_dict(confidence_level, method)

@@ -122,13 +122,8 @@ def list_least_squares(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(1)
-    >>> n = 4000
-    >>> t = rng.integers(0, 2, n)
-    >>> x = rng.normal(size=n)
-    >>> z = rng.random(n) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "x": x, "treat": t})
+    >>> from deniable.data import list_example
+    >>> data = list_example(4000).data  # y (a count of 0..4), x, treat
     >>> fit = list_least_squares("y ~ x", data, treat="treat", items=3, method="nls")
     >>> fit.params.round(2).tolist()
     [-0.63, 0.95, -0.07, 0.01]
@@ -235,14 +230,9 @@ def list_hausman_test(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from deniable.analysis import list_regression
-    >>> rng = np.random.default_rng(3)
-    >>> n = 4000
-    >>> t = rng.integers(0, 2, n)
-    >>> x = rng.normal(size=n)
-    >>> z = rng.random(n) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "x": x, "treat": t})
+    >>> from deniable.data import list_example
+    >>> data = list_example(4000, seed=3).data  # y (a count of 0..4), x, treat
     >>> ml = list_regression("y ~ x", data, treat="treat", items=3)
     >>> nls = list_least_squares("y ~ x", data, treat="treat", items=3, method="nls")
     >>> test = list_hausman_test(ml, nls, absolute=True)

@@ -234,13 +234,8 @@ class ListRegressionResult(ListFit):
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(1)
-    >>> n = 2000
-    >>> t = rng.integers(0, 2, n)
-    >>> x = rng.normal(size=n)
-    >>> z = rng.random(n) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "x": x, "treat": t})
+    >>> from deniable.data import list_example
+    >>> data = list_example().data  # y (a count of 0..4), x, treat
     >>> fit = list_regression("y ~ x", data, treat="treat", items=3)
     >>> fit.params.round(2).tolist()
     [-0.87, 1.23, 0.06, -0.06]

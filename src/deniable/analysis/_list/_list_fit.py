@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..._validation import renamed_keywords
+from ..._validation import JSON, renamed_keywords
 from .._results import CoefficientsMixin, coefficient_table, normal_only
 
 __all__ = ["ListFit"]
@@ -102,7 +102,7 @@ class ListFit(CoefficientsMixin):
         """The fit's own JSON fields beside the common shape."""
         return {}
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape of every estimate (:meth:`EstimateResult.to_dict`), with
         ``items``, ``converged`` and the fit's own fields (its prevalence)."""
         out = super().to_dict(confidence_level, method)

@@ -30,7 +30,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from ..._validation import renamed_keywords
+from ..._validation import JSON, renamed_keywords
 from ...estimation import ConfidenceInterval
 from .._likelihood import inverse_information, maximise_score, score_hessian
 from .._results import PosteriorMixin
@@ -92,13 +92,8 @@ class ListBayesResult(PosteriorMixin):
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(1)
-    >>> n = 2000
-    >>> t = rng.integers(0, 2, n)
-    >>> x = rng.normal(size=n)
-    >>> z = rng.random(n) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "x": x, "treat": t})
+    >>> from deniable.data import list_example
+    >>> data = list_example().data  # y (a count of 0..4), x, treat
     >>> fit = list_bayes("y ~ x", data, treat="treat", items=3, draws=1000, burn_in=500,
     ...                  rng=5)
     >>> round(float(fit.prevalence[1]), 2), round(fit.acceptance, 2)
@@ -142,7 +137,7 @@ class ListBayesResult(PosteriorMixin):
             f"draws, acceptance {self.acceptance:.2f}\nPrevalence: {items}\n{table}"
         )
 
-    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, Any]:
+    def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape, with ``mc_se``, ``prevalence``, ``prevalence_sd``,
         ``acceptance`` and the number of ``draws``."""
         return super().to_dict(confidence_level, method) | {

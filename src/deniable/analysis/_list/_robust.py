@@ -209,13 +209,8 @@ class RobustListResult(ListFit):
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(1)
-    >>> n = 3000
-    >>> t = rng.integers(0, 2, n)
-    >>> x = rng.normal(size=n)
-    >>> z = rng.random(n) < 1 / (1 + np.exp(1 - x))
-    >>> data = pd.DataFrame({"y": rng.binomial(3, 0.5, n) + t * z, "x": x, "treat": t})
+    >>> from deniable.data import list_example
+    >>> data = list_example(3000).data  # y (a count of 0..4), x, treat
     >>> fit = list_robust("y ~ x", data, treat="treat", items=3)
     >>> round(fit.prevalence, 3), round(fit.difference_in_means, 3)
     (0.223, 0.222)

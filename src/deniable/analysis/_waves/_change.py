@@ -52,13 +52,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ..._validation import as_codes, check_probability
+from ..._validation import JSON, as_codes, check_probability
 from ...estimation._estimates import interval_dict
 from ...estimation._normal_theory import moment_covariance
 from ...mechanisms._designs import Design
@@ -132,7 +131,7 @@ class WaveChange(WaldResult):
 
     def to_dict(
         self, confidence_level: float | None = None, method: str | None = None
-    ) -> dict[str, Any]:
+    ) -> dict[str, JSON]:
         """The one JSON shape of an estimate (the change), with each wave's ``n`` and
         one row per answer (each wave's estimate, the change and its interval) as the
         dashboard shows them; the level defaults to the one the change was made at."""

@@ -81,22 +81,9 @@ def survey_file(store: Store, survey_id: str) -> dict[str, Any]:
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> import numpy as np
-    >>> from deniable.collection.model import load_survey
-    >>> from deniable.collection.respondent import simulate_responses
-    >>> from deniable.collection.store import Store
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> store = Store(f"sqlite:///{folder / 'rr.sqlite'}")
-    >>> survey = load_survey("examples/campus.yaml")
-    >>> store.publish(survey)
-    True
-    >>> rng = np.random.default_rng(0)
-    >>> bodies = simulate_responses(
-    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
-    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
-    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
-    600
+    >>> from deniable.collection.study import campus_store
+    >>> campus = campus_store()  # the campus survey, 600 simulated responses
+    >>> store, survey = campus.store, campus.survey
     >>> sorted(survey_file(store, "campus"))
     ['survey', 'versions']
     """
@@ -164,22 +151,9 @@ def export_bytes(store: Store, survey_id: str, fmt: str) -> tuple[bytes, str, st
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> import numpy as np
-    >>> from deniable.collection.model import load_survey
-    >>> from deniable.collection.respondent import simulate_responses
-    >>> from deniable.collection.store import Store
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> store = Store(f"sqlite:///{folder / 'rr.sqlite'}")
-    >>> survey = load_survey("examples/campus.yaml")
-    >>> store.publish(survey)
-    True
-    >>> rng = np.random.default_rng(0)
-    >>> bodies = simulate_responses(
-    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
-    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
-    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
-    600
+    >>> from deniable.collection.study import campus_store
+    >>> campus = campus_store()  # the campus survey, 600 simulated responses
+    >>> store, survey = campus.store, campus.survey
     >>> content, media_type, name = export_bytes(store, "campus", "wide")
     >>> media_type, name
     ('text/csv', 'campus.wide.csv')
@@ -300,22 +274,9 @@ def read_export(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> import numpy as np
-    >>> from deniable.collection.model import load_survey
-    >>> from deniable.collection.respondent import simulate_responses
-    >>> from deniable.collection.store import Store
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> store = Store(f"sqlite:///{folder / 'rr.sqlite'}")
-    >>> survey = load_survey("examples/campus.yaml")
-    >>> store.publish(survey)
-    True
-    >>> rng = np.random.default_rng(0)
-    >>> bodies = simulate_responses(
-    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
-    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
-    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
-    600
+    >>> from deniable.collection.study import campus_store
+    >>> campus = campus_store()  # the campus survey, 600 simulated responses
+    >>> store, survey, folder = campus.store, campus.survey, campus.folder
     >>> import json
     >>> content, _, name = export_bytes(store, "campus", "wide")
     >>> _ = (folder / name).write_bytes(content)

@@ -26,10 +26,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlalchemy import Engine, func, select
 
+from ..._validation import JSON
 from ...errors import RateLimitedError, SurveyError, SurveyNotFoundError
 from ._schema import audit_log, invitations
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..model._survey import Survey
 
 __all__ = [
@@ -266,8 +269,8 @@ class WavesMixin:
 
 
 def wave_analysis(
-    frame: Any, versions: Sequence[Survey], level: float = 0.95
-) -> list[dict[str, Any]]:
+    frame: pd.DataFrame, versions: Sequence[Survey], level: float = 0.95
+) -> list[dict[str, JSON]]:
     """Each wave's prevalence and the change from each wave to the next, per arm and
     pooled over the arms, for every question asked unchanged in both waves
     (:func:`deniable.analysis._waves.wave_change`: its estimand, variance and interval).
@@ -303,30 +306,17 @@ def wave_analysis(
     Two waves of the campus survey (version 2 asks the same questions again; the direct
     arm's post-randomized answer is charged in each, so the lifetime budget allows two):
 
-    >>> import json, tempfile, pathlib
-    >>> import numpy as np
     >>> from deniable.collection.exports._export import wide_frame
-    >>> from deniable.collection.model import load_survey
-    >>> from deniable.collection.respondent import simulate_responses
-    >>> from deniable.collection.store import Store, wave_analysis
-    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
-    >>> campus = json.loads(load_survey("examples/campus.yaml").canonical_json())
-    >>> first = load_survey(campus | {"lifetime_budget": 8.0})
-    >>> second = load_survey(campus | {"lifetime_budget": 8.0, "version": 2})
-    >>> rng = np.random.default_rng(0)
-    >>> for survey in (first, second):
-    ...     _ = store.publish(survey)
-    ...     bodies = simulate_responses(
-    ...         survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
-    ...     _ = store.submit_batch(survey, [b["reports"] for b in bodies],
-    ...                            [b["arm"] for b in bodies], [b["groups"] for b in bodies])
-    ...     _ = store.release()
+    >>> from deniable.collection.store import wave_analysis
+    >>> from deniable.collection.study import campus_store
+    >>> campus = campus_store(waves=2, release=True)  # 600 simulated responses a wave
+    >>> store, (first, second) = campus.store, campus.surveys
     >>> [(w["question"], w["first"], w["second"]) for w in
     ...  wave_analysis(wide_frame(store, "campus"), [first, second])][:2]
     [('cheat', 1, 2), ('transplant', 1, 2)]
     """
     ordered = sorted(versions, key=lambda s: s.version)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JSON]] = []
     for before, after in itertools.pairwise(ordered):
         keys = [after.questions[i].id for i in after.key_positions]
         old = _with_cells(frame[frame["version"] == before.version], keys)

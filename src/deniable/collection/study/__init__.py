@@ -1,14 +1,18 @@
 """A study's results: estimates by arm and group and their comparison, a survey's
 results page and API read from the store, and the demo's study (simulated responses of
-the bundled survey). Needs the ``server`` extra."""
+the bundled survey), and the documentation's example store (:func:`campus_store`).
+Needs the ``server`` extra."""
 
 from ._by_arm import arm_analysis, pooled_estimate
+from ._campus import CampusStore, campus_store
 from ._demo_study import StudyRow, run_study
 from ._survey_results import survey_results
 
 __all__ = [
+    "CampusStore",
     "StudyRow",
     "arm_analysis",
+    "campus_store",
     "pooled_estimate",
     "run_study",
     "survey_results",

@@ -204,23 +204,10 @@ def pooled_estimate(
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> import numpy as np
     >>> from deniable.collection.exports._export import wide_frame
-    >>> from deniable.collection.model import load_survey
-    >>> from deniable.collection.respondent import simulate_responses
-    >>> from deniable.collection.store import Store
-    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
-    >>> survey = load_survey("examples/campus.yaml")
-    >>> store.publish(survey)
-    True
-    >>> rng = np.random.default_rng(0)
-    >>> bodies = simulate_responses(
-    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
-    >>> _ = store.submit_batch(survey, [b["reports"] for b in bodies],
-    ...                        [b["arm"] for b in bodies], [b["groups"] for b in bodies])
-    >>> store.release()  # as the next scheduled release would
-    600
+    >>> from deniable.collection.study import campus_store
+    >>> campus = campus_store(release=True)  # 600 simulated responses
+    >>> store, survey = campus.store, campus.survey
     >>> pooled = pooled_estimate(wide_frame(store, "campus"), survey, "cheat")
     >>> pooled.labels, bool(0 <= pooled.estimate[1] <= 1)
     (['no', 'yes'], True)
@@ -289,23 +276,10 @@ def arm_analysis(
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> import numpy as np
     >>> from deniable.collection.exports._export import wide_frame
-    >>> from deniable.collection.model import load_survey
-    >>> from deniable.collection.respondent import simulate_responses
-    >>> from deniable.collection.store import Store
-    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
-    >>> survey = load_survey("examples/campus.yaml")
-    >>> store.publish(survey)
-    True
-    >>> rng = np.random.default_rng(0)
-    >>> bodies = simulate_responses(
-    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
-    >>> _ = store.submit_batch(survey, [b["reports"] for b in bodies],
-    ...                        [b["arm"] for b in bodies], [b["groups"] for b in bodies])
-    >>> store.release()  # as the next scheduled release would
-    600
+    >>> from deniable.collection.study import campus_store
+    >>> campus = campus_store(release=True)  # 600 simulated responses
+    >>> store, survey = campus.store, campus.survey
     >>> study = arm_analysis(wide_frame(store, "campus"), survey)
     >>> [(item.question, item.labels) for item in study]
     [('cheat', ['dq', 'rr']), ('plagiarism', [])]

@@ -172,22 +172,10 @@ def survey_results(
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> import numpy as np
     >>> from deniable.collection.exports._export import wide_frame
-    >>> from deniable.collection.model import load_survey
-    >>> from deniable.collection.respondent import simulate_responses
-    >>> from deniable.collection.store import Store
-    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
-    >>> survey = load_survey("examples/campus.yaml")
-    >>> store.publish(survey)
-    True
-    >>> rng = np.random.default_rng(0)
-    >>> bodies = simulate_responses(
-    ...     survey, {q.id: rng.integers(0, 2, 600) for q in survey.questions}, rng)
-    >>> store.submit_batch(survey, [b["reports"] for b in bodies],
-    ...                    [b["arm"] for b in bodies], [b["groups"] for b in bodies])
-    600
+    >>> from deniable.collection.study import campus_store
+    >>> campus = campus_store()  # the campus survey, 600 simulated responses
+    >>> store, survey = campus.store, campus.survey
     >>> results = survey_results(store, survey, 0.95)
     >>> results["responses"], [q["id"] for q in results["questions"]][:3]
     (600, ['faculty', 'year', 'cheat'])

@@ -491,3 +491,47 @@ def test_each_room_of_collection_offers_its_use_not_its_parts():
             where = getattr(getattr(face, name), "__module__", None)
             if where is not None and where.startswith("deniable."):
                 assert where.startswith(f"deniable.collection.{room}._"), (name, where)
+
+
+#: The basement: the package root's private modules, which every room may import.
+BASEMENT = {"deniable._validation", "deniable._extras"}
+
+
+def room_of(module: str) -> str:
+    """The room of a module: the subpackage of ``deniable`` it lives in, or for
+    ``collection`` its subpackage (model, store, ...); the package root and its
+    modules (errors, tallies, the basement) are the root."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "collection" and not parts[2].startswith("_"):
+        return ".".join(parts[:3])
+    return ".".join(parts[:2])
+
+
+def through_private_modules(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every import from one room into another room's private module."""
+    crossing = []
+    for name, deps in graph.items():
+        for dep in deps:
+            there = room_of(dep)
+            inner = dep[len(there) + 1 :].split(".") if dep != there else []
+            private = any(part.startswith("_") for part in inner)
+            if room_of(name) != there and dep not in BASEMENT and private:
+                crossing.append((name, dep))
+    return sorted(crossing)
+
+
+def test_rooms_import_each_other_through_their_faces():
+    """A room imports another room only through its face (its ``__init__``, which names
+    what other rooms use: the public names in ``__all__``, the internal ones beside it,
+    loaded lazily where the face would otherwise load more), never a private module of
+    it; imports inside functions included. The basement (``_validation``, ``_extras``)
+    is every room's."""
+    assert through_private_modules(GRAPH) == []
+
+
+def test_the_face_check_finds_an_import_into_a_private_module():
+    graph = {"deniable.analysis._power": {"deniable.mechanisms._designs"}}
+    assert through_private_modules(graph) == [
+        ("deniable.analysis._power", "deniable.mechanisms._designs")
+    ]
+    assert through_private_modules({"deniable.analysis._power": {"deniable.mechanisms"}}) == []

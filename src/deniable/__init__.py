@@ -106,7 +106,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """``deniable.statistical_parity`` loads the analysis subpackage (pandas) on first use."""
     if name == "statistical_parity":
-        from .analysis._fairness import statistical_parity
+        from .analysis import statistical_parity
 
         return statistical_parity
     raise AttributeError(f"module 'deniable' has no attribute {name!r}")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from types import ModuleType
+from typing import Any
 
-__all__ = ["EXTRAS", "require"]
+__all__ = ["EXTRAS", "lazy_attributes", "require"]
 
 #: The extras of ``pip install 'deniable[...]'`` and what each brings.
 EXTRAS = {
@@ -35,3 +37,22 @@ def require(module: str, extra: str) -> ModuleType:
             f"pip install 'deniable[{extra}]'",
             name=exc.name,
         ) from exc
+
+
+def lazy_attributes(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A face's module ``__getattr__`` (PEP 562): each name of ``homes`` comes from its
+    module (``homes[name]``, a module of ``package``) on first use, so that a face names
+    what it offers without loading what a caller does not use.
+
+    Raises
+    ------
+    AttributeError
+        From the returned function, for a name not in ``homes``.
+    """
+
+    def attribute(name: str) -> Any:
+        if name not in homes:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{homes[name]}"), name)
+
+    return attribute

@@ -18,7 +18,7 @@ from ._validation import as_codes
 from .errors import ReportValidationError
 
 if TYPE_CHECKING:
-    from .mechanisms._dbitflip import DBitFlip, DBitFlipReports
+    from .mechanisms import DBitFlip, DBitFlipReports
 
 __all__ = ["DBitFlipTally", "MeanTally", "RapporTally", "SupportTally", "Tally"]
 

@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
 from .._validation import JSON, check_integer
-from ..mechanisms._designs import Design
+from ..mechanisms import Design
 from ._formula import model_frame
 from ._group_channels import GroupModel, as_channel
 from ._regression import report_codes, rr_logit

@@ -63,7 +63,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import JSON, check_probability
-from ..mechanisms._designs import Design, is_design
+from ..mechanisms import Design, is_design
 from ._complex_variance import _point, _Sample, _variance
 from ._results import WaldResult
 

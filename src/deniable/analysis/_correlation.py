@@ -43,8 +43,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .._validation import check_confidence_level, check_integer
-from ..estimation._estimates import ConfidenceInterval, EstimateResult
-from ..mechanisms._designs import Design, is_design
+from ..estimation import ConfidenceInterval, EstimateResult
+from ..mechanisms import Design, is_design
 from ._group_channels import GroupModel
 from ._prevalence import _maximise, estimate_channel
 
@@ -118,7 +118,7 @@ class CorrelationResult(EstimateResult):
             low = np.nanquantile(self.replicates, alpha, axis=0)
             high = np.nanquantile(self.replicates, 1 - alpha, axis=0)
         elif method == "normal":
-            from ..estimation._normal_theory import z_quantile
+            from ..estimation import z_quantile
 
             half = z_quantile(level) * self.std_error.to_numpy()
             low, high = self.estimate.to_numpy() - half, self.estimate.to_numpy() + half

@@ -26,8 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import as_codes, check_confidence_level
-from ..mechanisms._binary import Warner
-from ..mechanisms._designs import Design
+from ..mechanisms import Design, Warner
 from ._results import WaldResult
 
 __all__ = [

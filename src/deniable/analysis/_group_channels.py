@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_probability
-from ..mechanisms._designs import Design, is_design
+from ..mechanisms import Design, is_design
 
 __all__ = [
     "CheatingDetection",

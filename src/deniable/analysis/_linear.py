@@ -34,7 +34,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize
 
-from ..mechanisms._designs import Design, is_design
+from ..mechanisms import Design, is_design
 from ._formula import model_frame
 from ._group_channels import GroupModel, KnownChannel
 from ._linear_model import (

@@ -17,8 +17,15 @@ import math
 import pandas as pd
 
 from .._validation import check_probability
-from ..mechanisms._binary import Crosswise, ForcedResponse, Kuk, UnrelatedQuestion, Warner
-from ..mechanisms._designs import Design, MatrixDesign
+from ..mechanisms import (
+    Crosswise,
+    Design,
+    ForcedResponse,
+    Kuk,
+    MatrixDesign,
+    UnrelatedQuestion,
+    Warner,
+)
 
 __all__ = ["GLMMRR_MODELS", "designs_by_row", "glmmrr_design"]
 

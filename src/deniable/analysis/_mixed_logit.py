@@ -28,7 +28,7 @@ from scipy import optimize, stats
 from scipy.special import expit
 
 from .._validation import check_integer
-from ..mechanisms._designs import Design
+from ..mechanisms import Design
 from ._formula import model_frame
 from ._group_channels import as_channel
 from ._profile import Profile

@@ -27,8 +27,8 @@ from scipy import optimize, stats
 from scipy.special import expit
 
 from .._validation import check_confidence_level, check_integer, check_probability
-from ..estimation._normal_theory import z_quantile
-from ..mechanisms._designs import Design
+from ..estimation import z_quantile
+from ..mechanisms import Design
 from ._formula import model_frame
 from ._group_channels import KnownChannel
 from ._regression import fit_result

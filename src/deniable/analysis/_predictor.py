@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from scipy import optimize
 from scipy.special import expit, log_expit
 
-from ..mechanisms._designs import Design, is_design
+from ..mechanisms import Design, is_design
 from ._formula import model_frame
 from ._regression import report_codes
 from ._results import LikelihoodFit, hessian_from_gradient, normal_only, observed_covariance

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
 from .._validation import as_codes
-from ..mechanisms._designs import Design
+from ..mechanisms import Design
 from ._group_channels import GroupModel, as_channel
 from ._results import (
     CoefficientsMixin,

@@ -27,9 +27,8 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import as_codes, check_confidence_level
-from ..estimation._bayes import posterior_draws
-from ..estimation._estimates import ConfidenceInterval, EstimateResult
-from ..mechanisms._designs import Design
+from ..estimation import ConfidenceInterval, EstimateResult, posterior_draws
+from ..mechanisms import Design
 
 __all__ = [
     "RankingResult",

@@ -25,7 +25,7 @@ from scipy import stats
 from scipy.special import expit
 
 from .._validation import JSON
-from ..mechanisms._designs import Design
+from ..mechanisms import Design
 from ._formula import model_frame
 from ._group_channels import GroupModel, as_channel
 from ._likelihood import (

@@ -14,8 +14,7 @@ from scipy import stats
 from scipy.special import expit
 
 from .._validation import check_confidence_level
-from ..estimation._estimates import ConfidenceInterval, EstimateResult
-from ..estimation._normal_theory import z_quantile
+from ..estimation import ConfidenceInterval, EstimateResult, z_quantile
 
 if TYPE_CHECKING:
     from ._profile import Profile

@@ -21,9 +21,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from .._validation import as_codes
-from ..estimation._estimates import ConfidenceInterval, EstimateResult, PrevalenceEstimate
-from ..estimation._estimators import estimate
-from ..mechanisms._designs import Design
+from ..estimation import ConfidenceInterval, EstimateResult, PrevalenceEstimate, estimate
+from ..mechanisms import Design
 from ..tallies import Tally
 from ._results import TestResult, WaldResult
 

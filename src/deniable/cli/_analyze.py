@@ -15,9 +15,8 @@ import pandas as pd
 from rich.table import Table
 
 from ..errors import DeniableError
-from ..estimation._estimators import estimate
-from ..estimation._heavy_hitters import heavy_hitters
-from ..mechanisms._designs import Design
+from ..estimation import estimate, heavy_hitters
+from ..mechanisms import Design
 from ..tables.frames import reports_from_frame
 from ..tallies import Tally
 from ._analyze_options import (
@@ -84,7 +83,7 @@ __all__ = [
 
 def _post_processed(oracle: Any, reports: Any, result: Any, method: str) -> Any:
     """The oracle's frequencies as a distribution, by the named post-processing."""
-    from ..estimation._postprocess import empirical_bayes, norm_sub, oracle_em, project_simplex
+    from ..estimation import empirical_bayes, norm_sub, oracle_em, project_simplex
 
     if method == "projection":
         return project_simplex(result.estimate)

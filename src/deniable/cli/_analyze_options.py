@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..estimation._estimators import ESTIMATION_METHODS
-from ..estimation._intervals import INTERVAL_METHODS
+from ..estimation import ESTIMATION_METHODS, INTERVAL_METHODS
 
 __all__ = [
     "POST_PROCESSINGS",

@@ -8,11 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..collection.model._i18n import catalog
-from ..collection.model._questions import Question
-from ..collection.model._survey import Survey
-from ..mechanisms._designs import Design
-from ..planning._disclosure import answer_odds_factors, disclosure_risk
+from ..collection.model import Question, Survey, catalog
+from ..mechanisms import Design
+from ..planning import answer_odds_factors, disclosure_risk
 
 __all__ = ["arm_rows", "cost_rows"]
 
@@ -74,7 +72,7 @@ def _row(
 
 
 def _protected(q: Question, d: Design) -> float:
-    from ..mechanisms._designs import protected_epsilon
+    from ..mechanisms import protected_epsilon
 
     return protected_epsilon(d.matrix, q.sensitive_indices)
 

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ..collection.model._survey import load_survey
-from ..collection.store._release_control import cell_warning, disclosure_report
+from ..collection.model import load_survey
+from ..collection.store import cell_warning, disclosure_report
 from ..errors import DeniableError
 from ._common import JsonOpt, app, console, emit_json, err, fail, short_spec
 
@@ -56,7 +56,7 @@ def survey_check(
 def _load_versions(files: list[Path]) -> tuple[Any, Any]:
     """The latest version and its lifetime ledger over the versions given; a bad file
     prints every error (field and message) and exits with code 2."""
-    from ..collection.model._budget import check_lifetime
+    from ..collection.model import check_lifetime
 
     try:
         versions = sorted((load_survey(f) for f in files), key=lambda s: s.version)
@@ -291,7 +291,7 @@ def serve(
 
     import uvicorn
 
-    from ..collection.store._storage import database_url as resolve
+    from ..collection.store import database_url as resolve
 
     url = resolve(database_url)
     os.environ["DENIABLE_DATABASE_URL"] = url
@@ -325,7 +325,7 @@ def _analyst_token(workers: int) -> None:
     import os
     import secrets
 
-    from ..collection.server._app import MIN_TOKEN_CHARS
+    from ..collection.server import MIN_TOKEN_CHARS
 
     given = os.environ.get("DENIABLE_ANALYST_TOKEN", "")
     if given and len(given) < MIN_TOKEN_CHARS:
@@ -349,7 +349,7 @@ def _analyst_token(workers: int) -> None:
 def _prepare_database(url: str) -> None:
     """Create and migrate the database once, before the workers start; warn where
     PostgreSQL's row versions could order invitation spends against responses."""
-    from ..collection.store._storage import Store
+    from ..collection.store import Store
 
     store = Store(url)
     invited = [

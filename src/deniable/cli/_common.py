@@ -13,9 +13,7 @@ import typer
 from rich.console import Console
 
 from ..data import RR_SURVEYS, load_adult, load_rr_survey
-from ..mechanisms._designs import Design
-from ..mechanisms._protocol import Mechanism
-from ..mechanisms._registry import as_design, design_from_spec, mechanism_from_spec
+from ..mechanisms import Design, Mechanism, as_design, design_from_spec, mechanism_from_spec
 
 app = typer.Typer(
     help="Randomized response: simulate private surveys, analyze reports, plan sample sizes.",

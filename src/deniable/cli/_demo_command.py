@@ -11,7 +11,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from ..data._demo import DemoRow, adult_survey, real_surveys
+from ..data import DemoRow, adult_survey, real_surveys
 from ._common import JsonOpt, SeedOpt, app, console, emit_json, err, short_spec
 
 __all__ = ["demo"]
@@ -62,7 +62,7 @@ def demo(
 ) -> None:
     """The main job: a private survey of UCI Adult (in-process and live over HTTP), and real
     surveys analysed."""
-    from ..collection.server._live import LiveDemoResult, live_demo
+    from ..collection.server import LiveDemoResult, live_demo
 
     rng = np.random.default_rng(seed) if seed is not None else None
     if not console.is_terminal:

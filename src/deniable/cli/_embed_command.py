@@ -23,8 +23,8 @@ def embed(
     """Write the files that put a survey's randomized questions into HOST, with a README:
     the browser component (the respondent page's own randomizer), the questions and
     messages in the survey's languages, and the host's own glue."""
-    from ..collection.exports._embed import embed as write
-    from ..collection.model._survey import load_survey
+    from ..collection.exports import embed as write
+    from ..collection.model import load_survey
     from ..errors import SurveyError
 
     try:

@@ -18,8 +18,8 @@ from ._fits import _analyze_by, _analyze_formula
 from ._stream import is_parquet
 
 if TYPE_CHECKING:
-    from ..collection.model._survey import Survey
-    from ..mechanisms._designs import Design
+    from ..collection.model import Survey
+    from ..mechanisms import Design
 
 __all__ = [
     "NumericQuestionMean",
@@ -52,7 +52,7 @@ def analyze_export_model(
     left out. With ``host_columns`` (a host's export, ``--survey``) the host's other
     columns may be named too: ``--by`` takes their values as groups, ``--formula`` as
     they are (numbers, or text as categories)."""
-    from ..collection.study._by_arm import answer_labels, design_keys, has_variants, study_frame
+    from ..collection.study import answer_labels, design_keys, has_variants, study_frame
 
     frame, versions = _read(path)
     survey = _version(versions, question, version)
@@ -120,7 +120,7 @@ def formula_question(formula: str, reports: Path, host: bool) -> str | None:
     """The question a formula's left side names, on a file that carries its survey (a
     host's export read with ``--survey``, a deniable export with its survey file beside
     it, or a Parquet export); None elsewhere (then ``--design`` is needed)."""
-    from ..collection.exports._export import sidecar_path
+    from ..collection.exports import sidecar_path
 
     lhs = formula.partition("~")[0].strip()
     carries = host or is_parquet(reports) or sidecar_path(reports).exists()
@@ -140,7 +140,7 @@ def export_question(
     """(design, report codes, missing) of one question of a deniable export: of one
     version, or with ``pooled`` of every version that asks it unchanged (the same
     content digest, so one design)."""
-    from ..collection.study._by_arm import has_variants
+    from ..collection.study import has_variants
 
     frame, versions = _read(path)
     survey = _version(versions, question, version)
@@ -168,7 +168,7 @@ def export_question(
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
-    from ..collection.exports._export import read_export
+    from ..collection.exports import read_export
 
     try:
         return read_export(path)
@@ -201,7 +201,7 @@ def analyze_export_arms(
     each question unchanged (the dashboard's numbers, its pooled view's with
     ``--pooled``), printed as tables or JSON (``{"survey", "version", "pooled",
     "confidence_level", "questions": [...]}``)."""
-    from ..collection.study._by_arm import arm_analysis
+    from ..collection.study import arm_analysis
 
     frame, versions = _read(path)
     survey = _version(versions, question, version)
@@ -237,7 +237,7 @@ def analyze_export_waves(path: Path, question: str | None, level: float, as_json
     """``deniable analyze EXPORT --waves``: :func:`deniable.collection.store.wave_analysis`
     on the export's rows (the dashboard's numbers), as tables or JSON (``{"survey",
     "confidence_level", "changes": [...]}``)."""
-    from ..collection.store._wave_store import wave_analysis
+    from ..collection.store import wave_analysis
 
     frame, versions = _read(path)
     if len(versions) < 2:

@@ -11,7 +11,7 @@ import pandas as pd
 from rich.table import Table
 
 from ..errors import DeniableError
-from ..mechanisms._designs import Design
+from ..mechanisms import Design
 from ._common import console, emit_json, fail, require_columns
 
 __all__ = ["_analyze_by", "_analyze_formula"]

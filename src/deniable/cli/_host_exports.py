@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from rich.table import Table
 
-from ..estimation._estimators import estimate
+from ..estimation import estimate
 
 if TYPE_CHECKING:
-    from ..collection.exports._hosts import HostExport
+    from ..collection.exports import HostExport
 from ._common import console, emit_json, err, fail
 
 __all__ = ["host_estimates", "host_wide_export"]
@@ -28,10 +28,8 @@ def host_wide_export(
     the export as read."""
     import tempfile
 
-    from ..collection.exports._export import sidecar_path
-    from ..collection.exports._hosts import read_host_export
-    from ..collection.exports._rscript import r_script
-    from ..collection.model._survey import load_survey
+    from ..collection.exports import r_script, read_host_export, sidecar_path
+    from ..collection.model import load_survey
     from ..errors import SurveyError
 
     try:
@@ -67,9 +65,8 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
     """Every randomized question of a host's export (read to ``path``): the one JSON
     shape of an estimate per question, beside the rows refused; a list experiment's
     ``list`` entry (the difference in means, :mod:`deniable.collection.study._list_study`)."""
-    from ..collection.exports._export import read_export
-    from ..collection.study._by_arm import has_variants
-    from ..collection.study._list_study import list_item
+    from ..collection.exports import read_export
+    from ..collection.study import has_variants, list_item
 
     frame, (survey,) = read_export(path)
     out: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from .. import __version__
-from ..collection.exports._formats import CLI_FORMATS
+from ..collection.exports import CLI_FORMATS
 from ._collect import survey_app
 from ._common import JsonOpt, app, console, emit_json, err, fail
 
@@ -216,7 +216,7 @@ def _write_links(output: Path, out: dict[str, Any]) -> None:
 def _read_links(path: Path) -> list[dict[str, str]]:
     """The rows of a links file ``survey invite`` (or ``survey wave``) wrote:
     ``{"recipient", "link", "token"}`` (``recipient`` empty for anonymous links)."""
-    from ..collection.respondent._client import parse_survey_url
+    from ..collection.respondent import parse_survey_url
 
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:
@@ -260,8 +260,8 @@ def survey_wave(
     """Publish the next wave (the latest version's content, one version up) and invite
     its recipients. Refused if a randomized question has no panel (two layers): its
     devices would send the first wave's reports again and hide every change."""
-    from ..collection.model._survey import load_survey
-    from ..collection.store._wave_store import next_wave
+    from ..collection.model import load_survey
+    from ..collection.store import next_wave
     from ..errors import SurveyError
 
     if (recipients is None) == (links is None):
@@ -464,7 +464,7 @@ def survey_export(
     writes a folder (``--output``, default ``ID-bundle``) with the wide CSV, the survey
     file and ``ID.R``, an R script that fits what RRreg and GLMMRR can
     (:mod:`deniable.collection.exports`)."""
-    from ..collection.exports._export import sidecar_path
+    from ..collection.exports import sidecar_path
 
     if format not in FORMATS:
         raise fail(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -488,8 +488,8 @@ def survey_export(
 
 def _bundle(survey_id: str, folder: Path, server: str | None, as_json: bool) -> None:
     """The wide CSV, the survey file and the R script, in ``folder``."""
-    from ..collection.exports._rscript import r_script
-    from ..collection.model._survey import load_survey
+    from ..collection.exports import r_script
+    from ..collection.model import load_survey
 
     folder.mkdir(parents=True, exist_ok=True)
     wide = _call(server, "GET", f"/api/surveys/{survey_id}/export", params={"format": "wide"})

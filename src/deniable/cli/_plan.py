@@ -9,8 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ..planning._disclosure import disclosure_risk
-from ..planning._sample_size import sample_size
+from ..planning import disclosure_risk, sample_size
 from ._common import DesignOpt, JsonOpt, SeedOpt, app, console, emit_json, fail, parse_design
 
 __all__ = ["audit", "plan"]
@@ -87,7 +86,7 @@ def plan(
     """Sample size, epsilon and disclosure risk of a design; with --direct-prevalence
     and --rr-prevalence the arm sizes of a validation study (Lensvelt-Mulders et al.
     2005); with --ecwm the size of an extended crosswise study (Heck et al. 2018)."""
-    from ..planning._validation_arms import arm_comparison_size, ecwm_size
+    from ..planning import arm_comparison_size, ecwm_size
 
     d = parse_design(design)
     if (direct_prevalence is None) != (rr_prevalence is None):

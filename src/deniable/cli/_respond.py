@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from ..collection.model._i18n import catalog
+from ..collection.model import catalog
 from ._common import JsonOpt, app, console, emit_json, err, fail
 
 __all__ = ["respond"]
@@ -49,8 +49,13 @@ def respond(
     """
     import httpx
 
-    from ..collection.respondent._client import assign, design_from_view, parse_survey_url
-    from ..collection.respondent._memo import ReportMemo, owner_of
+    from ..collection.respondent import (
+        ReportMemo,
+        assign,
+        design_from_view,
+        owner_of,
+        parse_survey_url,
+    )
 
     out = err if as_json else console
     memo = ReportMemo()
@@ -177,7 +182,7 @@ def _credential(http: Any, view: dict[str, Any], token: str, arm: str | None) ->
     error is retried with the same blinded message (the same signature)."""
     import httpx
 
-    from ..collection.respondent._client import request_credential
+    from ..collection.respondent import request_credential
 
     def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
         for attempt in range(3):
@@ -229,7 +234,7 @@ def _ask_randomized(
     """A randomized question's report, drawn on this computer (or the memo's earlier
     draw sent again; a panel question's from its permanent layer); the true answer is
     dropped once drawn."""
-    from ..collection.respondent._client import design_from_view, numeric_truth, panel_report
+    from ..collection.respondent import design_from_view, numeric_truth, panel_report
 
     eps = q["epsilon"]
     eps_text = "no limit" if eps == "inf" else f"{float(eps):.2f} nats"

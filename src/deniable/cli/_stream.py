@@ -17,8 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..errors import ReportValidationError
-from ..mechanisms._designs import Design
-from ..mechanisms._protocol import CategoricalMechanism
+from ..mechanisms import CategoricalMechanism, Design
 from ..tables.arrow import AnyTally, parquet_rows, scan_parquet, tally_parquet
 from ..tallies import Tally
 

@@ -19,4 +19,25 @@ The model, the credentials and the client need NumPy (and ``cryptography``) only
 rest needs the ``server`` extra: ``pip install 'deniable[server]'``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._extras import lazy_attributes
+
 __all__: list[str] = []
+
+
+# Internal names other rooms import, loaded on first use (PEP 562; not in __all__).
+if TYPE_CHECKING:
+    from ._assignment import arm_index as arm_index
+    from ._assignment import invitation_arm as invitation_arm
+    from ._assignment import token_uniform as token_uniform
+
+_INTERNAL = {
+    "arm_index": "_assignment",
+    "invitation_arm": "_assignment",
+    "token_uniform": "_assignment",
+}
+
+__getattr__ = lazy_attributes(__name__, _INTERNAL)

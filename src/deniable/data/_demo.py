@@ -15,9 +15,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..estimation._estimators import estimate
-from ..mechanisms._binary import ForcedResponse
-from ..mechanisms._designs import Design, KaryRR
+from ..estimation import estimate
+from ..mechanisms import Design, ForcedResponse, KaryRR
 from ._sets import load_adult, real_survey_items
 
 __all__ = ["DemoRow", "adult_survey", "real_surveys"]

@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..mechanisms._binary import ForcedResponse
-from ..mechanisms._designs import Design
+from ..mechanisms import Design, ForcedResponse
 
 __all__ = ["ListExample", "RegressionExample", "list_example", "regression_example"]
 

@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..mechanisms._binary import Crosswise, ForcedResponse, UnrelatedQuestion
-from ..mechanisms._designs import Design
+from ..mechanisms import Crosswise, Design, ForcedResponse, UnrelatedQuestion
 
 __all__ = [
     "ADULT_COLUMNS",

@@ -21,10 +21,24 @@ module                    what it holds
 ========================  ===============================================================
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._extras import lazy_attributes
 from ._arithmetic import detection_limit, search_cost
+from ._base import summary_table as summary_table
+from ._bayes import posterior_draws as posterior_draws
+from ._byte_prefix_search import counts_from_spectrum as counts_from_spectrum
+from ._byte_prefix_search import extension_spectrum as extension_spectrum
 from ._byte_prefix_search import find_string_heavy_hitters
+from ._byte_prefix_search import search_string_levels as search_string_levels
+from ._byte_prefix_search import support_counts as support_counts
 from ._estimates import ConfidenceInterval, EstimateResult, PrevalenceEstimate, RapporEstimate
+from ._estimates import interval_dict as interval_dict
 from ._estimators import ESTIMATION_METHODS, estimate
+from ._extension_select import PARENTS_AT_ONCE as PARENTS_AT_ONCE
+from ._finite import as_tally as as_tally
 from ._heavy_hitters import HeavyHitters, heavy_hitters
 from ._intervals import INTERVAL_METHODS
 from ._level_search import PrefixHeavyHitters, SearchCost
@@ -36,8 +50,16 @@ from ._means import (
     estimate_histogram,
     estimate_mean,
 )
+from ._normal_theory import moment_batch as moment_batch
+from ._normal_theory import moment_covariance as moment_covariance
+from ._normal_theory import z_quantile as z_quantile
+from ._pooled import moment_covariance_at as moment_covariance_at
 from ._postprocess import OracleEMResult, empirical_bayes, norm_sub, oracle_em, project_simplex
 from ._prefix_search import find_heavy_hitters
+from ._prefix_search import level_counts as level_counts
+from ._prefix_search import search_levels as search_levels
+from ._variance import affine_map as affine_map
+from ._variance import worst_case_variance as worst_case_variance
 
 __all__ = [
     "ESTIMATION_METHODS",
@@ -67,3 +89,14 @@ __all__ = [
     "project_simplex",
     "search_cost",
 ]
+
+
+# Internal names other rooms import, loaded on first use (PEP 562; not in __all__).
+if TYPE_CHECKING:
+    from ._coverage_warning import interval_coverage as interval_coverage
+
+_INTERNAL = {
+    "interval_coverage": "_coverage_warning",
+}
+
+__getattr__ = lazy_attributes(__name__, _INTERNAL)

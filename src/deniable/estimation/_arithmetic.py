@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import check_integer
-from ..mechanisms._channels import (
+from ..mechanisms import (
     BloomChannel,
     BucketChannel,
     BytePrefixChannel,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..mechanisms._channels import FiniteChannel
+from ..mechanisms import FiniteChannel
 
 __all__ = ["DEFAULT_BURN_IN", "DEFAULT_DRAWS", "category_prior", "check_prior", "posterior_draws"]
 

@@ -38,8 +38,13 @@ from scipy import special
 
 from .._validation import check_integer
 from ..errors import ReportValidationError
-from ..mechanisms._byte_prefix import BytePrefixExtension, prefix_hashes
-from ..mechanisms._kernels import hadamard_spectrum, linear_hash_counts, walsh_hadamard_rows
+from ..mechanisms import (
+    BytePrefixExtension,
+    hadamard_spectrum,
+    linear_hash_counts,
+    prefix_hashes,
+    walsh_hadamard_rows,
+)
 from ._extension_select import dense_blocks, strongest
 from ._level_search import (
     FoundModel,

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..mechanisms._channels import FiniteChannel
+from ..mechanisms import FiniteChannel
 from ._bayes import category_prior
 from ._intervals import binary_hpd, prevalence_intervals
 from ._variance import affine_map

@@ -25,8 +25,7 @@ from numpy.typing import NDArray
 
 from .._validation import JSON, check_confidence_level, check_probability
 from ..errors import IntervalCoverageWarning
-from ..mechanisms._channels import BloomChannel, MatrixChannel, SupportChannel
-from ..mechanisms._protocol import CategoricalMechanism
+from ..mechanisms import BloomChannel, CategoricalMechanism, MatrixChannel, SupportChannel
 from ..tallies import RapporTally, SupportTally, Tally
 from ._base import ConfidenceInterval, EstimateResult, interval_dict, summary_table
 from ._intervals import (

@@ -32,18 +32,20 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..mechanisms._protocol import CategoricalMechanism, Mechanism
+from ..mechanisms import CategoricalMechanism, Mechanism
 from ._arithmetic import channel_estimate
 from ._estimates import EstimateResult, PrevalenceEstimate
 from ._finite import ESTIMATION_METHODS, EstimationMethod, as_tally
 from ._pooled import boundary_std_errors, pooled_design, pooled_moment
 
 if TYPE_CHECKING:
-    from ..mechanisms._byte_prefix import BytePrefixExtension
-    from ..mechanisms._dbitflip import DBitFlip
-    from ..mechanisms._numeric import NumericMechanism
-    from ..mechanisms._prefix import PrefixExtension
-    from ..mechanisms._rappor import Rappor
+    from ..mechanisms import (
+        BytePrefixExtension,
+        DBitFlip,
+        NumericMechanism,
+        PrefixExtension,
+        Rappor,
+    )
     from ._estimates import RapporEstimate
     from ._level_search import PrefixHeavyHitters
     from ._means import HistogramEstimate, MeanEstimate

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    from ..mechanisms._byte_prefix import BytePrefixExtension
+    from ..mechanisms import BytePrefixExtension
 
 __all__ = ["PARENTS_AT_ONCE", "dense_blocks", "strongest"]
 

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
-from ..mechanisms._channels import FiniteChannel, SupportChannel
+from ..mechanisms import FiniteChannel, SupportChannel
 from ..tallies import SupportTally, Tally
 from ._bayes import check_prior, posterior_draws
 from ._estimates import PrevalenceEstimate

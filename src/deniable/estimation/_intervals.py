@@ -75,7 +75,7 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..mechanisms._channels import FiniteChannel
+from ..mechanisms import FiniteChannel
 from ._bayes import category_prior, posterior_draws
 from ._normal_theory import moment_batch, z_quantile
 from ._variance import AffineMap, affine_map, worst_case_variance

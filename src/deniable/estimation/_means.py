@@ -18,8 +18,7 @@ from numpy.typing import NDArray
 
 from .._validation import JSON, check_confidence_level
 from ..errors import ReportValidationError
-from ..mechanisms._dbitflip import DBitFlip, DBitFlipReports
-from ..mechanisms._numeric import NumericMechanism
+from ..mechanisms import DBitFlip, DBitFlipReports, NumericMechanism
 from ..tallies import DBitFlipTally, MeanTally
 from ._estimates import ConfidenceInterval, EstimateResult
 from ._normal_theory import normal_only_interval

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from .._validation import check_confidence_level, check_probability
-from ..mechanisms._channels import FiniteChannel
+from ..mechanisms import FiniteChannel
 
 __all__ = [
     "bonferroni_z",

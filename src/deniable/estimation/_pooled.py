@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ReportValidationError
-from ..mechanisms._designs import Design, MatrixDesign
+from ..mechanisms import Design, MatrixDesign
 
 __all__ = [
     "boundary_std_errors",

@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._validation import MEMORY_LIMIT
 
 if TYPE_CHECKING:
-    from ..mechanisms._oracle import FrequencyOracle
+    from ..mechanisms import FrequencyOracle
 
 __all__ = ["OracleEMResult", "empirical_bayes", "norm_sub", "oracle_em", "project_simplex"]
 

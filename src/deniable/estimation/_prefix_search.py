@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ..errors import ReportValidationError
-from ..mechanisms._prefix import PrefixExtension
+from ..mechanisms import PrefixExtension
 from ._level_search import (
     FoundModel,
     Plan,
@@ -50,7 +50,7 @@ def level_counts(
     The unit of work of :func:`find_heavy_hitters`; integer counts, so partial counts
     over any split of the reports (files, Spark tasks) add up to the same.
     """
-    from ..mechanisms._kernels import olh_candidate_counts
+    from ..mechanisms import olh_candidate_counts
 
     mine = reports[reports["level"] == level]
     if mine.size == 0:

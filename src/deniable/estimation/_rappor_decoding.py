@@ -7,7 +7,7 @@ import numpy as np
 from .._extras import require
 from .._validation import MEMORY_LIMIT
 from ..errors import ReportValidationError
-from ..mechanisms._rappor import Rappor, RapporReports
+from ..mechanisms import Rappor, RapporReports
 from ..tallies import RapporTally
 from ._estimates import RapporEstimate
 from ._normal_theory import bonferroni_z

@@ -12,7 +12,7 @@ import importlib
 import numpy as np
 from numpy.typing import NDArray
 
-from ..mechanisms._kernels import kernel_backend
+from ..mechanisms import kernel_backend
 
 __all__ = ["unified_share_interval"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..mechanisms._channels import FiniteChannel
+from ..mechanisms import FiniteChannel
 
 __all__ = ["AffineMap", "affine_map", "per_respondent_variance", "worst_case_variance"]
 

@@ -32,6 +32,7 @@ module                    what it holds
 
 from ._binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
 from ._byte_prefix import BytePrefixExtension, MemoizedBytePrefixClient
+from ._byte_prefix import prefix_hashes as prefix_hashes
 from ._channels import (
     CHANNELS,
     BloomChannel,
@@ -43,19 +44,37 @@ from ._channels import (
     PrefixChannel,
     SupportChannel,
 )
+from ._channels import FiniteChannel as FiniteChannel
+from ._columns import hex_rows as hex_rows
 from ._dbitflip import DBitFlip
+from ._dbitflip import DBitFlipReports as DBitFlipReports
 from ._designs import Design, KaryRR, MatrixDesign, ReportCodes, ldp_epsilon
+from ._designs import is_design as is_design
+from ._designs import protected_epsilon as protected_epsilon
 from ._direct import Direct
 from ._geometric import GeometricCount
 from ._hadamard import HadamardResponse
+from ._kernels import hadamard_spectrum as hadamard_spectrum
+from ._kernels import kernel_backend as kernel_backend
+from ._kernels import linear_hash_counts as linear_hash_counts
+from ._kernels import olh_candidate_counts as olh_candidate_counts
+from ._kernels import walsh_hadamard_rows as walsh_hadamard_rows
 from ._local_hashing import LocalHashing
 from ._numeric import DuchiMean, HybridMean, OneBitMean, Piecewise
+from ._numeric import NumericMechanism as NumericMechanism
 from ._oracle import FrequencyOracle, OracleReports
 from ._panel import TwoLayerDesign
 from ._prefix import PrefixExtension
+from ._protocol import MAX_EPSILON as MAX_EPSILON
 from ._protocol import CategoricalMechanism, Mechanism, ReportField, check_epsilon
+from ._protocol import check_question_epsilon as check_question_epsilon
+from ._protocol import check_stated_epsilon as check_stated_epsilon
 from ._randomness import BlumBlumShub, SecureRandom
+from ._randomness import RandomSource as RandomSource
 from ._rappor import Rappor, RapporReports
+from ._registry import DESIGNS as DESIGNS
+from ._registry import as_design as as_design
+from ._registry import check_parameters as check_parameters
 from ._registry import (
     design_from_spec,
     mechanism_from_dict,

@@ -21,10 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_confidence_level, check_integer, check_probability
-from ..estimation._coverage_warning import interval_coverage
-from ..estimation._intervals import INTERVAL_METHODS
-from ..estimation._variance import affine_map
-from ..mechanisms._designs import Design
+from ..estimation import INTERVAL_METHODS, affine_map, interval_coverage
+from ..mechanisms import Design
 
 __all__ = [
     "ENUMERABLE_METHODS",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..mechanisms._designs import Design
+from ..mechanisms import Design
 
 __all__ = ["DisclosureRisk", "answer_odds_factors", "disclosure_risk"]
 

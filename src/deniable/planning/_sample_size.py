@@ -8,9 +8,8 @@ from typing import Literal
 import numpy as np
 
 from .._validation import check_confidence_level, check_probability
-from ..estimation._normal_theory import z_quantile
-from ..estimation._variance import affine_map, worst_case_variance
-from ..mechanisms._designs import Design
+from ..estimation import affine_map, worst_case_variance, z_quantile
+from ..mechanisms import Design
 
 __all__ = ["SampleSizeMethod", "sample_size"]
 

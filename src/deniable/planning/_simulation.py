@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_integer
-from ..mechanisms._designs import Design
+from ..mechanisms import Design
 
 __all__ = ["simulate_tallies"]
 

@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_integer, check_probability
-from ..estimation._finite import as_tally
-from ..mechanisms._designs import Design
+from ..estimation import as_tally
+from ..mechanisms import Design
 from ..tallies import Tally
 
 __all__ = [

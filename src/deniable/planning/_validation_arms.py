@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from .._validation import check_probability, check_real
-from ..mechanisms._designs import Design
+from ..mechanisms import Design
 from ._sample_size import sample_size
 
 __all__ = [
@@ -220,7 +220,7 @@ def ecwm_size(
     >>> ecwm_size(0.25, margin=0.05)
     1538
     """
-    from ..mechanisms._binary import Crosswise
+    from ..mechanisms import Crosswise
 
     n = sample_size(Crosswise(p=p), margin, confidence_level, "normal", prevalence)
     return n + n % 2

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._extras import require
-from ..estimation._normal_theory import z_quantile
-from ..estimation._variance import worst_case_variance
-from ..mechanisms._designs import Design
+from ..estimation import worst_case_variance, z_quantile
+from ..mechanisms import Design
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -17,9 +17,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from pyspark.sql import SparkSession
 
-    from ..estimation._level_search import PrefixHeavyHitters
-    from ..mechanisms._byte_prefix import BytePrefixExtension
-    from ..mechanisms._prefix import PrefixExtension
+    from ..estimation import PrefixHeavyHitters
+    from ..mechanisms import BytePrefixExtension, PrefixExtension
 
 __all__ = ["heavy_hitters_parquet"]
 
@@ -97,8 +96,8 @@ def heavy_hitters_parquet(
     >>> heavy_hitters_parquet(pem, local_session(), str(path), threshold=0.1).values
     ['q', 'abc', 'xyz']
     """
-    from ..estimation._prefix_search import search_levels
-    from ..mechanisms._byte_prefix import BytePrefixExtension
+    from ..estimation import search_levels
+    from ..mechanisms import BytePrefixExtension
 
     columns = report_columns(pem)
     dataset = _parquet_dataset(source, columns)
@@ -125,7 +124,7 @@ def _level_counter(
     """PEM's counting on Spark: ``count(level, candidates)``, one job over the row
     groups ``groups`` (an RDD of (file, row group)) that broadcasts the candidates and
     adds up each task's count vector."""
-    from ..estimation._prefix_search import level_counts
+    from ..estimation import level_counts
 
     context = groups.context
 
@@ -175,8 +174,7 @@ def _string_heavy_hitters(
     reports."""
     from pyspark import StorageLevel
 
-    from ..estimation._byte_prefix_search import search_string_levels
-    from ..estimation._extension_select import PARENTS_AT_ONCE
+    from ..estimation import PARENTS_AT_ONCE, search_string_levels
 
     columns = report_columns(bpem)
     context = groups.context
@@ -275,7 +273,7 @@ def _level_counts(
     """Support counts (P, 2^(8 step)) of ``cands``' extensions among a task's reports of
     one level, counted as one array (a spectrum a batch would allocate and add P x
     65,536 int64 each time)."""
-    from ..estimation._byte_prefix_search import counts_from_spectrum, extension_spectrum
+    from ..estimation import counts_from_spectrum, extension_spectrum
 
     reports = np.concatenate(arrs) if arrs else np.zeros(0, dtype=bpem.dtype)
     return counts_from_spectrum(bpem, extension_spectrum(bpem, reports, cands), reports.size)
@@ -286,7 +284,7 @@ def _partial_counts(
 ) -> Iterator[NDArray[np.int32]]:
     """A task's own counts of a block of parents (integers: any split adds up), sent as
     int32 (each at most the task's reports): half the bytes of a spectrum."""
-    from ..estimation._extension_select import PARENTS_AT_ONCE
+    from ..estimation import PARENTS_AT_ONCE
 
     yield _level_counts(bpem, list(items), shared.value[p0 : p0 + PARENTS_AT_ONCE]).astype(np.int32)
 
@@ -301,8 +299,7 @@ def _entries(
     """Every report of the level is in this task: the final counts of every block of
     parents, of which only the entries at or above ``least`` are sent, and the support
     of ``ids`` (the values that ended) from the same reports."""
-    from ..estimation._byte_prefix_search import support_counts
-    from ..estimation._extension_select import PARENTS_AT_ONCE
+    from ..estimation import PARENTS_AT_ONCE, support_counts
 
     arrs, cands, out = list(items), shared.value, []
     reports = np.concatenate(arrs) if arrs else np.zeros(0, dtype=bpem.dtype)
@@ -318,7 +315,7 @@ def _support(
     bpem: BytePrefixExtension, shared: Any, items: Iterable[NDArray[np.void]]
 ) -> Iterator[NDArray[np.int64]]:
     """A task's support counts of the values that ended, its reports as one array."""
-    from ..estimation._byte_prefix_search import support_counts
+    from ..estimation import support_counts
 
     arrs = list(items)
     if not arrs:

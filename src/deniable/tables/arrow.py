@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from .._extras import require
 from ..errors import ReportValidationError
-from ..mechanisms._protocol import Mechanism
+from ..mechanisms import Mechanism
 from ..tallies import RapporTally, SupportTally, Tally
 from ._batches import (
     BATCH_SHARE,
@@ -183,7 +183,7 @@ def _bits(col: Any, width: int, name: str) -> NDArray[np.uint8]:
             raise ReportValidationError(f"column {name!r} must hold {width} bytes per report")
         data = np.frombuffer(col.buffers()[2], dtype=np.uint8)
         return data[offsets[0] : offsets[0] + len(col) * width].reshape(len(col), width)
-    from ..mechanisms._columns import hex_rows
+    from ..mechanisms import hex_rows
 
     return hex_rows(col.to_pylist(), width)
 

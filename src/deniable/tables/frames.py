@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._extras import require
 from ..errors import ReportValidationError
-from ..mechanisms._protocol import Mechanism
+from ..mechanisms import Mechanism
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -29,9 +29,9 @@ import numpy as np
 
 from .._extras import require
 from ..errors import ReportValidationError
-from ..estimation._estimates import PrevalenceEstimate
-from ..estimation._estimators import estimate as _estimate
-from ..mechanisms._protocol import CategoricalMechanism
+from ..estimation import PrevalenceEstimate
+from ..estimation import estimate as _estimate
+from ..mechanisms import CategoricalMechanism
 from ._spark_cluster import standalone_session
 from ._spark_rows import (
     _parquet_dataset,

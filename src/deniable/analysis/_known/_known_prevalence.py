@@ -124,7 +124,7 @@ def validation_check(result: PrevalenceEstimate, known: float) -> ValidationChec
     """
     from scipy import stats
 
-    from ...estimation._normal_theory import moment_batch, moment_covariance
+    from ...estimation import moment_batch, moment_covariance
     from ...tallies import Tally
 
     known = check_probability("known", known)

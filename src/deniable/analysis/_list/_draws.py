@@ -15,8 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ..._validation import check_confidence_level
-from ...estimation import ConfidenceInterval
-from ...estimation._base import summary_table
+from ...estimation import ConfidenceInterval, summary_table
 from .._results import PosteriorMixin
 
 __all__ = [

@@ -58,9 +58,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ..._validation import JSON, as_codes, check_probability
-from ...estimation._estimates import interval_dict
-from ...estimation._normal_theory import moment_covariance
-from ...mechanisms._designs import Design
+from ...estimation import interval_dict, moment_covariance
+from ...mechanisms import Design
 from .._results import WaldResult
 
 __all__ = ["WaveChange", "pool_wave_changes", "wave_change", "wave_change_by_cell"]

@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from ..._validation import as_codes
-from ...mechanisms._designs import Design
+from ...mechanisms import Design
 from ._change import wave_change
 
 __all__ = ["conditional_variance", "coverage_grid", "simulate_wave_change"]

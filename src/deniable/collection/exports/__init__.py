@@ -8,12 +8,18 @@ The names load on first use (PEP 562), so the command line reads the export form
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..._extras import lazy_attributes
 
 if TYPE_CHECKING:
     from ._embed import EMBED_HOSTS, embed
     from ._export import EXPORT_FORMATS, export_bytes, read_export, sidecar_path, survey_file
+    from ._export import GROUP_SUFFIX as GROUP_SUFFIX
+    from ._export import wide_frame as wide_frame
+    from ._formats import CLI_FORMATS as CLI_FORMATS
+    from ._formats import FORMATS as FORMATS
+    from ._formats import FormatName as FormatName
     from ._hosts import HostExport, read_host_export
     from ._rscript import r_script
 
@@ -31,6 +37,11 @@ __all__ = [
 ]
 
 _HOME = {
+    "GROUP_SUFFIX": "_export",
+    "wide_frame": "_export",
+    "CLI_FORMATS": "_formats",
+    "FORMATS": "_formats",
+    "FormatName": "_formats",
     "EMBED_HOSTS": "_embed",
     "embed": "_embed",
     "EXPORT_FORMATS": "_export",
@@ -43,12 +54,7 @@ _HOME = {
     "r_script": "_rscript",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """Each public name from its module, imported on first use."""
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+__getattr__ = lazy_attributes(__name__, _HOME)
 
 
 def __dir__() -> list[str]:

@@ -32,7 +32,7 @@ from ._host_forms import otree_files, qualtrics_files
 from ._host_limesurvey import limesurvey_files
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = ["EMBED_HOSTS", "embed"]
 

@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..model._survey import Survey, load_survey
+from ..model import Survey, load_survey
 from ._formats import FORMATS, SERVER_FORMATS, export_format
 
 if TYPE_CHECKING:
-    from ..store._storage import Store
+    from ..store import Store
 
 __all__ = [
     "EXPORT_FORMATS",

@@ -11,10 +11,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..model._i18n import catalog
+from ..model import catalog
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = ["MODULES", "classic_bundle", "question_data", "questions_module", "write_readme"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ._host_common import MODULES, classic_bundle, question_data, questions_module, write_readme
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = ["otree_files", "qualtrics_files"]
 

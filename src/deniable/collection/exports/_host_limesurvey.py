@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._host_common import classic_bundle, question_data
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = ["limesurvey_files", "limesurvey_lss"]
 

@@ -60,7 +60,7 @@ from ._export import GROUP_SUFFIX
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = [
     "HOSTS",
@@ -197,7 +197,7 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
     """
     import pandas as pd
 
-    from ..model._views import design_digest
+    from ..model import design_digest
 
     if path.stat().st_size > MAX_EXPORT_BYTES:
         raise ValueError(f"{path.name} is over {MAX_EXPORT_BYTES // 2**20} MiB")

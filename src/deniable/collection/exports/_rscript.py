@@ -37,14 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...mechanisms._designs import Design
-from ..model._survey_designs import SURVEY_DESIGNS, survey_design
+from ...mechanisms import Design
+from ..model import SURVEY_DESIGNS, survey_design
 from ._export import GROUP_SUFFIX
 from ._rscript_common import r_matrix, r_str, r_vector
 
 if TYPE_CHECKING:
-    from ..model._questions import Question
-    from ..model._survey import Survey
+    from ..model import Question, Survey
 
 __all__ = ["glmmrr_row", "r_script", "rrreg_call"]
 
@@ -125,7 +124,7 @@ def r_script(survey: Survey | Sequence[Survey], csv_name: str) -> str:
     >>> 'requireNamespace("RRreg"' in code and "campus.wide.csv" in code
     True
     """
-    from ..model._survey import Survey
+    from ..model import Survey
     from ._rscript_waves import waves_part
 
     versions = sorted([survey] if isinstance(survey, Survey) else survey, key=_version)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ._rscript_common import r_matrix, r_str, r_vector
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = ["waves_part"]
 
@@ -104,7 +104,7 @@ def waves_part(versions: Sequence[Survey], level: float = 0.95) -> list[str]:
         R code (base R only) that reads the script's ``d_all`` (the wide CSV, its
         ``arm`` column filled) and its ``moment``, and writes ``ID.change.csv``.
     """
-    from ..model._budget import variants_digest
+    from ..model import variants_digest
 
     ordered = sorted(versions, key=lambda s: s.version)
     if len(ordered) < 2:

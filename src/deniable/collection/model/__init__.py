@@ -2,11 +2,25 @@
 translations, its privacy budget, and the respondent's view of it (what the page and
 the clients draw from). Pure Python over the library's mechanisms; no database."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._extras import lazy_attributes
 from ._arms import Arm
 from ._fields import Panel
+from ._groups import GROUP_DESIGNS as GROUP_DESIGNS
 from ._i18n import LANGUAGES
+from ._i18n import catalog as catalog
+from ._i18n import choose_language as choose_language
 from ._questions import Question
+from ._survey import MIN_RELEASE as MIN_RELEASE
+from ._survey import SLUG_PATTERN as SLUG_PATTERN
+from ._survey import SMALL_RELEASE as SMALL_RELEASE
 from ._survey import Survey, load_survey, parse_survey
+from ._survey_designs import SURVEY_DESIGNS as SURVEY_DESIGNS
+from ._survey_designs import survey_design as survey_design
+from ._views import design_digest as design_digest
 
 __all__ = [
     "LANGUAGES",
@@ -17,3 +31,22 @@ __all__ = [
     "load_survey",
     "parse_survey",
 ]
+
+
+# Internal names other rooms import, loaded on first use (PEP 562; not in __all__).
+if TYPE_CHECKING:
+    from ._budget import Ledger as Ledger
+    from ._budget import check_lifetime as check_lifetime
+    from ._budget import lifetime_ledger as lifetime_ledger
+    from ._budget import variants_digest as variants_digest
+    from ._budget import wave_charge as wave_charge
+
+_INTERNAL = {
+    "Ledger": "_budget",
+    "check_lifetime": "_budget",
+    "lifetime_ledger": "_budget",
+    "variants_digest": "_budget",
+    "wave_charge": "_budget",
+}
+
+__getattr__ = lazy_attributes(__name__, _INTERNAL)

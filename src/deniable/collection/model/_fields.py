@@ -15,11 +15,15 @@ from pydantic import (
     model_validator,
 )
 
-from ...mechanisms._designs import Design
-from ...mechanisms._numeric import DuchiMean, OneBitMean
-from ...mechanisms._panel import TwoLayerDesign
-from ...mechanisms._protocol import check_question_epsilon
-from ...mechanisms._registry import DESIGNS, check_parameters
+from ...mechanisms import (
+    DESIGNS,
+    Design,
+    DuchiMean,
+    OneBitMean,
+    TwoLayerDesign,
+    check_parameters,
+    check_question_epsilon,
+)
 from ._groups import GROUP_DESIGNS
 from ._list_question import LIST_EXPERIMENT
 

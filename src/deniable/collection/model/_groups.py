@@ -36,12 +36,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...mechanisms._binary import Crosswise, ForcedResponse, Mangat
-from ...mechanisms._designs import Design
+from ...mechanisms import Crosswise, Design, ForcedResponse, Mangat
 from ._survey_designs import innocuous_designs
 
 if TYPE_CHECKING:
-    from ...analysis._group_channels import GroupModel
+    from ...analysis import GroupModel
 
 __all__ = [
     "GROUP_DESIGNS",
@@ -128,19 +127,19 @@ def _sld(p: Mapping[str, float]) -> tuple[Design, Design]:
 
 # the channels import the analysis subpackage (SciPy) only when an analysis asks
 def _ecwm_channel(p: Mapping[str, float]) -> GroupModel:
-    from ...analysis._group_channels import KnownChannel
+    from ...analysis import KnownChannel
 
     return KnownChannel(dict(enumerate(_ecwm(p))))
 
 
 def _cdm_channel(p: Mapping[str, float]) -> GroupModel:
-    from ...analysis._group_channels import CheatingDetection
+    from ...analysis import CheatingDetection
 
     return CheatingDetection([p["p1"], p["p2"]], group_labels=[0, 1])
 
 
 def _sld_channel(p: Mapping[str, float]) -> GroupModel:
-    from ...analysis._group_channels import StochasticLieDetector
+    from ...analysis import StochasticLieDetector
 
     return StochasticLieDetector([p["p1"], p["p2"]], group_labels=[0, 1])
 

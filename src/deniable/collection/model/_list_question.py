@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ...mechanisms._direct import Direct
+from ...mechanisms import Direct
 
 __all__ = ["LIST_EXPERIMENT", "MAX_LIST_ITEMS", "build_list_question", "list_labels"]
 

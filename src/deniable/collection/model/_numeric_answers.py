@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...estimation._estimates import PrevalenceEstimate
-from ...estimation._means import MeanEstimate, MeanTally, RangeMean, estimate_mean
+from ...estimation import MeanEstimate, MeanTally, PrevalenceEstimate, RangeMean, estimate_mean
 
 if TYPE_CHECKING:
-    from ...mechanisms._numeric import DuchiMean, OneBitMean
+    from ...mechanisms import DuchiMean, OneBitMean
     from ._fields import NumericRange
 
 __all__ = ["NumericAnswers"]

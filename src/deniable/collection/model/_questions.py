@@ -31,14 +31,22 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from ...mechanisms._binary import ForcedResponse, UnrelatedQuestion, Warner
-from ...mechanisms._designs import Design, KaryRR, protected_epsilon
-from ...mechanisms._direct import Direct
-from ...mechanisms._numeric import DuchiMean, OneBitMean
-from ...mechanisms._panel import TwoLayerDesign
-from ...mechanisms._protocol import check_question_epsilon
-from ...mechanisms._registry import DESIGNS, check_parameters
-from ...planning._disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
+from ...mechanisms import (
+    DESIGNS,
+    Design,
+    Direct,
+    DuchiMean,
+    ForcedResponse,
+    KaryRR,
+    OneBitMean,
+    TwoLayerDesign,
+    UnrelatedQuestion,
+    Warner,
+    check_parameters,
+    check_question_epsilon,
+    protected_epsilon,
+)
+from ...planning import DisclosureRisk, answer_odds_factors, disclosure_risk
 from ._fields import (
     MAX_CATEGORIES,
     NUMERIC_DESIGNS,

@@ -23,7 +23,7 @@ from ._i18n import catalog
 from ._survey_designs import SURVEY_DESIGNS
 
 if TYPE_CHECKING:
-    from ...mechanisms._designs import Design
+    from ...mechanisms import Design
     from ._survey import Question
 
 __all__ = ["DEVICES", "NO_RECIPE", "dice_recipe", "physical_instructions"]

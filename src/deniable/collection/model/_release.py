@@ -45,8 +45,7 @@ import math
 import re
 from typing import TYPE_CHECKING
 
-from ...mechanisms._designs import KaryRR
-from ...mechanisms._geometric import GeometricCount
+from ...mechanisms import GeometricCount, KaryRR
 
 if TYPE_CHECKING:
     from ._questions import Question

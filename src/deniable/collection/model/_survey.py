@@ -64,7 +64,7 @@ from pydantic import (
 )
 
 from ...errors import BudgetExceededError, SurveyError
-from ...mechanisms._protocol import MAX_EPSILON
+from ...mechanisms import MAX_EPSILON
 from ._arms import MAX_ARMS, Arm, arm_questions
 from ._canonical import L_DIVERSITY, MIN_RELEASE, canonical_json
 from ._fields import SLUG_PATTERN, Slug, Text

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...mechanisms._designs import Design
-from ...mechanisms._direct import Direct
-from ...planning._disclosure import answer_odds_factors, disclosure_risk
+from ...mechanisms import Design, Direct
+from ...planning import answer_odds_factors, disclosure_risk
 from ._i18n import QuestionTranslation, SurveyTranslation, catalog, default_label
 from ._questions import Question
 from ._recipes import physical_instructions

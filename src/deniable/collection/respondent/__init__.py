@@ -9,8 +9,13 @@ from ._client import (
     request_credential,
     respond_reports,
 )
+from ._client import assign as assign
+from ._client import design_from_view as design_from_view
+from ._client import numeric_truth as numeric_truth
+from ._client import panel_report as panel_report
 from ._devices import simulate_responses
 from ._memo import ReportMemo
+from ._memo import owner_of as owner_of
 
 __all__ = [
     "ReportMemo",

@@ -21,11 +21,15 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 
 from ...errors import CredentialError
-from ...mechanisms._designs import Design, MatrixDesign
-from ...mechanisms._panel import TwoLayerDesign
-from ...mechanisms._protocol import check_stated_epsilon
-from ...mechanisms._randomness import RandomSource, SecureRandom
-from .._assignment import arm_index, token_uniform
+from ...mechanisms import (
+    Design,
+    MatrixDesign,
+    RandomSource,
+    SecureRandom,
+    TwoLayerDesign,
+    check_stated_epsilon,
+)
+from .. import arm_index, token_uniform
 from ..credentials import (
     VARIANT,
     Credential,

@@ -13,6 +13,7 @@ require("fastapi", "server")
 require("jinja2", "server")
 require("sqlalchemy", "server")
 
+from ._app import MIN_TOKEN_CHARS as MIN_TOKEN_CHARS
 from ._app import app_from_environment, create_app
 from ._live import LiveDemoResult, live_demo, serve_in_thread
 from ._schemas import MAX_BATCH

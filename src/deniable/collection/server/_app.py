@@ -50,8 +50,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from ...errors import DeniableError
-from ..store._recipients import lifetime_budget_from_environment
-from ..store._storage import Store
+from ..store import Store, lifetime_budget_from_environment
 from ._http_errors import error_for
 from ._ingestion import (
     BODY_TIMEOUT_SECONDS,

@@ -26,8 +26,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from ..credentials import VARIANT, Credential, b64url, b64url_decode
-from ..store._invitations import PendingSpend
-from ..store._storage import PendingResponse, Store
+from ..store import PendingResponse, PendingSpend, Store
 from ._http_errors import body_validation_error, error_for, error_response
 from ._schemas import CredentialOut, CredentialRequest, ResponseIn, Stored
 from ._security import RateLimiter

@@ -30,9 +30,9 @@ import numpy as np
 import uvicorn
 
 from ...data import load_adult
-from ..respondent._client import design_from_view, request_credential
-from ..store._storage import Store
-from ..study._demo_study import StudyRow, run_study
+from ..respondent import design_from_view, request_credential
+from ..store import Store
+from ..study import StudyRow, run_study
 from ._app import create_app
 from ._http_protocol import HeaderDeadlineProtocol
 

@@ -17,12 +17,10 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ...planning.plots import headless_figure
-from ..exports._formats import FORMATS
-from ..model._i18n import LANGUAGES, catalog
-from ..model._survey import MIN_RELEASE, SMALL_RELEASE, Survey
-from ..store._storage import Store
-from ..study._by_arm import covariate_ids, regressable
-from ..study._survey_results import survey_results
+from ..exports import FORMATS
+from ..model import LANGUAGES, MIN_RELEASE, SMALL_RELEASE, Survey, catalog
+from ..store import Store
+from ..study import covariate_ids, regressable, survey_results
 from ._security import CSP
 
 __all__ = [

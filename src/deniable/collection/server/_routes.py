@@ -23,12 +23,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from ..credentials import VARIANT
-from ..exports._export import export_bytes
-from ..exports._formats import FormatName
-from ..model._i18n import choose_language
-from ..model._survey import parse_survey
-from ..store._storage import Store
-from ..study._survey_results import survey_results
+from ..exports import FormatName, export_bytes
+from ..model import choose_language, parse_survey
+from ..store import Store
+from ..study import survey_results
 from ._ingestion import (
     GroupCommitter,
     acknowledgement,

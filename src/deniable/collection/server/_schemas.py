@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, model_validator
 
-from ..model._survey import SLUG_PATTERN
-from ..store._recipients import MAX_RECIPIENTS
+from ..model import SLUG_PATTERN
+from ..store import MAX_RECIPIENTS
 
 __all__ = [
     "MAX_BATCH",

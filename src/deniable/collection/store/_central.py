@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
     from ._staging import StagedResponse
 
 __all__ = [
@@ -116,7 +116,7 @@ def release_statement(survey: Survey, n: int, anonymous_invitations: int) -> dic
         the looser closed form (``inf`` outside its range), ``statement`` the plain
         words: what holds, against whom, under which conditions.
     """
-    from ...planning._shuffle import shuffle_amplification
+    from ...planning import shuffle_amplification
 
     if n < 2 or not conditions_hold(survey, anonymous_invitations):
         return None
@@ -192,7 +192,7 @@ def pooled_statement(versions: Sequence[Survey]) -> dict[str, Any]:
     ValueError
         If ``versions`` is empty or mixes survey ids (``lifetime_ledger``).
     """
-    from ..model._budget import lifetime_ledger
+    from ..model import lifetime_ledger
 
     ledger = lifetime_ledger(versions)
     numbers = [v for v, _, _ in ledger.cumulative]

@@ -31,9 +31,9 @@ from ...errors import (
     SurveyClosedError,
     SurveyNotFoundError,
 )
-from .._assignment import invitation_arm
+from .. import invitation_arm
 from ..credentials import CredentialKey
-from ..model._budget import wave_charge
+from ..model import wave_charge
 from ._recipients import (
     MAX_RECIPIENTS,
     RecipientKey,
@@ -51,7 +51,7 @@ from ._schema import (
 )
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
     from ._storage import PendingResponse
 
 __all__ = ["INVITATION_MESSAGES", "InvitationsMixin", "IssuedInvitations", "PendingSpend"]

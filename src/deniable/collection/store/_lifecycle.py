@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from ...errors import SurveyNotFoundError
-from ..model._budget import lifetime_ledger
+from ..model import lifetime_ledger
 from ._central import pooled_statement, version_statement
 from ._recipients import lifetime_budget_from_environment
 from ._schema import audit_log, invitations, recipient_ledger, survey_state, surveys
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = ["AUDIT_ACTIONS", "LifecycleMixin"]
 

@@ -19,7 +19,7 @@ from ...tallies import Tally
 from ._schema import arrivals, reports, staging_counts
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = ["ReadingMixin"]
 

@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import stats
 
-from ...mechanisms._direct import Direct
+from ...mechanisms import Direct
 
 if TYPE_CHECKING:
-    from ...mechanisms._designs import Design
-    from ..model._survey import Survey
+    from ...mechanisms import Design
+    from ..model import Survey
 
 __all__ = [
     "DisclosurePlan",

@@ -28,7 +28,7 @@ from ._staging import (
 )
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = ["ReleasingMixin"]
 

@@ -76,7 +76,7 @@ from sqlalchemy import (
     update,
 )
 
-from ..model._survey import parse_survey
+from ..model import parse_survey
 from ._payload import pack, unpack
 from ._pram import post_randomize
 

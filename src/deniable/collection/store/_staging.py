@@ -67,7 +67,7 @@ from ._release_control import disclosure_plan, select_release
 from ._schema import arrivals, nullifiers, reports, staging, staging_counts, surveys
 
 if TYPE_CHECKING:
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = [
     "CHUNK",
@@ -278,7 +278,7 @@ def surveys_in(
     """A lookup of published survey versions that reads through ``conn`` (the release's
     own transaction: on SQLite another connection would wait for the write lock it holds
     once it spills pages), keeping what it parses in ``cache``."""
-    from ..model._survey import parse_survey
+    from ..model import parse_survey
 
     def read(survey_id: str, version: int) -> Survey:
         known = cache.get((survey_id, version))

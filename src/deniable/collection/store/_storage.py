@@ -61,8 +61,7 @@ from ...errors import (
     SurveyNotFoundError,
 )
 from ..credentials import Credential, CredentialKey, nullifier
-from ..model._budget import Ledger, check_lifetime, lifetime_ledger
-from ..model._survey import Survey, parse_survey
+from ..model import Ledger, Survey, check_lifetime, lifetime_ledger, parse_survey
 from ._invitations import InvitationsMixin, PendingSpend
 from ._lifecycle import LifecycleMixin
 from ._pram import post_randomize

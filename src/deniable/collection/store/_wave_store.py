@@ -33,7 +33,7 @@ from ._schema import audit_log, invitations
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..model._survey import Survey
+    from ..model import Survey
 
 __all__ = [
     "MAX_REMIND",
@@ -335,8 +335,8 @@ def _question_change(
     """One question's change between two consecutive waves (:func:`wave_analysis`), per
     arm and pooled; ``None`` if its content changed, it is a group design, or no arm has
     a key cell with responses in both waves."""
-    from ...analysis._waves import pool_wave_changes, wave_change_by_cell
-    from ..model._budget import variants_digest
+    from ...analysis import pool_wave_changes, wave_change_by_cell
+    from ..model import variants_digest
 
     (before, old), (after, new) = first, second
     if variants_digest(after.variants(q.id)) != variants_digest(before.variants(q.id)):

@@ -40,12 +40,12 @@ import pandas as pd
 
 from ...errors import IntervalCoverageWarning
 from ...estimation import estimate
-from ...mechanisms._designs import Design
-from ..exports._export import GROUP_SUFFIX
+from ...mechanisms import Design
+from ..exports import GROUP_SUFFIX
 
 if TYPE_CHECKING:
-    from ...analysis._comparison import ArmStudy
-    from ..model._survey import Question, Survey
+    from ...analysis import ArmStudy
+    from ..model import Question, Survey
 
 __all__ = [
     "MAX_COVARIATES",
@@ -230,7 +230,7 @@ def pooled_rows(
     """The rows of every version that asks ``question_id`` as ``survey`` does: the same
     arms and, in every arm, the same question (text, labels, design, groups), as the
     dashboard's pooled view and ``deniable analyze --pooled`` pool them."""
-    from ..model._budget import variants_digest
+    from ..model import variants_digest
 
     digest = variants_digest(survey.variants(question_id))
     same = [
@@ -284,7 +284,7 @@ def arm_analysis(
     >>> [(item.question, item.labels) for item in study]
     [('cheat', ['dq', 'rr']), ('plagiarism', [])]
     """
-    from ...analysis._comparison import ArmStudy, arm_differences
+    from ...analysis import ArmStudy, arm_differences
 
     one = study_frame(frame, survey)
     out: list[ArmStudy] = []
@@ -334,7 +334,7 @@ def arm_analysis(
 def _validation(q: Question, arms: list[Any]) -> list[Any] | None:
     """A validation item's check against its known prevalence, arm by arm (one design
     an arm: a group design's arm is a stacked estimate, not checked)."""
-    from ...analysis._known import validation_check
+    from ...analysis import validation_check
 
     known = q.validation_prevalence
     if known is None or len(q.groups) > 1:
@@ -354,8 +354,8 @@ def _pooled_fit(
     arm weighted by its information at the common prevalence, iterated to convergence
     by EM), the arms pooled (those with rows), and Cochran's Q of the arms' estimates
     around it."""
-    from ...analysis._comparison import cochran_q
-    from ...estimation._pooled import moment_covariance_at
+    from ...analysis import cochran_q
+    from ...estimation import moment_covariance_at
 
     pool = pooled_arms(survey, question_id)
     keep = np.isin(arms, pool) if pool else np.ones(codes.size, dtype=bool)
@@ -396,7 +396,7 @@ def _group_fit(
 ) -> dict[str, Any] | None:
     """The group design's joint fit on the rows of the arms that ask it so."""
     from ...analysis import estimate_channel
-    from ..model._groups import GROUP_DESIGNS
+    from ..model import GROUP_DESIGNS
 
     arms = [
         arm

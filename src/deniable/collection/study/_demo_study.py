@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..model._survey import load_survey
-from ..respondent._devices import simulate_responses
+from ..model import load_survey
+from ..respondent import simulate_responses
 
 __all__ = ["STUDY_SURVEY", "StudyRow", "run_study"]
 
@@ -98,8 +98,7 @@ def _released(survey: Any, sent: list[dict[str, Any]]) -> np.ndarray:
     """Which responses of ``sent`` one release of everything sent takes: every key
     cell with at least ``min_release`` (:func:`~deniable.collection.store.select_release`,
     as the server applies it). Boolean, shape ``(len(sent),)``."""
-    from ..store._release_control import disclosure_plan, select_release
-    from ..store._staging import NO_ANSWER
+    from ..store import NO_ANSWER, disclosure_plan, select_release
 
     ids = survey.report_plan.ids
     codes = [

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exports._export import GROUP_SUFFIX
+from ..exports import GROUP_SUFFIX
 
 __all__ = ["list_item"]
 

@@ -19,13 +19,11 @@ import numpy as np
 import pandas as pd
 
 from ...errors import IntervalCoverageWarning
-from ...estimation._estimators import estimate
+from ...estimation import estimate
 from ...tallies import Tally
-from ..exports._export import wide_frame
-from ..model._survey import Survey
-from ..store._release_control import disclosure_plan, disclosure_report
-from ..store._storage import Store
-from ..store._wave_store import wave_analysis
+from ..exports import wide_frame
+from ..model import Survey
+from ..store import Store, disclosure_plan, disclosure_report, wave_analysis
 from ._by_arm import (
     arm_analysis,
     design_keys,
@@ -328,7 +326,7 @@ def _question_item(
         )
     known = q.validation_prevalence
     if known is not None and est.n > 0:  # Höglinger & Diekmann 2017
-        from ...analysis._known import validation_check
+        from ...analysis import validation_check
 
         check = validation_check(est, known)
         item["validation"] = check.to_dict()

@@ -27,6 +27,7 @@ The seed fixes the invitees' order.
 from __future__ import annotations
 
 import re
+import secrets
 import sqlite3
 import threading
 import time
@@ -42,7 +43,7 @@ from deniable.collection.store import _staging as staging_module
 from deniable.collection.store._staging import unpack
 from deniable.collection.store._storage import Store
 
-from .conftest import AUTH, http_credential, store_credential
+from .conftest import AUTH, POSTGRES_URL, http_credential, store_credential
 from .test_server_process import Server
 
 SEED = 20261125
@@ -490,66 +491,194 @@ def test_the_nullifiers_table_keeps_no_arrival_order(tmp_path):
     assert p < ALPHA, p
 
 
-@pytest.mark.slow
-def test_the_stored_bytes_hold_no_true_direct_answer_idle_or_after_a_sigkill(tmp_path):
-    """400 respondents of a real server process, each answering a direct question
-    marked ``pram: true`` with "yes" (epsilon ln 9: the server keeps it with chance 9/10)
-    and a list count of 4 ("every item", the sensitive one included). Right after a
-    SIGKILL under load, and again at idle after a restart, the database file and its
-    journal are read byte by byte: every waiting response's payload found there holds
-    the randomized values, so about a tenth of the answers read "no" and the counts are
-    spread over 0..4 (the channel's column, within 4 binomial SEs), never the 400 as
-    sent."""
-    from .test_server_process import Server
-
-    survey = {
-        "id": "kill",
+def _kill_survey(survey_id: str) -> dict:
+    """One direct question marked ``pram: true`` (epsilon ln 9: the server keeps the
+    answer with chance 9/10) and a list experiment of three items (its count through
+    the geometric channel over 0..4)."""
+    return {
+        "id": survey_id,
         "version": 1,
         "title": "Kill",
         "privacy_budget": 6.0,
+        "min_release": 10,
         "questions": [
             {"id": "yes", "text": "Yes?", "design": {"name": "direct"}, "pram": True},
             {"id": "upset", "text": "How many?", "design": {"name": "list-experiment"},
              "items": ["x", "y", "z"], "sensitive_item": "s"},
         ],
     }  # fmt: skip
+
+
+def _send_all_yes_and_kill(server: Server, survey: dict, n: int) -> None:
+    """n responses that all say "yes" and count 4 (every item, the sensitive one
+    included): n - 10 in one batch, the last ten one by one, the server SIGKILLed right
+    after the last acknowledgement."""
+    sid = survey["id"]
+    body = {"version": 1, "reports": {"yes": 1, "upset": 4}, "groups": {"upset": 1}}
+    with httpx.Client(base_url=server.base, timeout=30) as http:
+        assert http.post("/api/surveys", json=survey, headers=AUTH).status_code == 201
+        key = http.post(f"/api/surveys/{sid}/ingestion-keys", headers=AUTH).json()["key"]
+        item = {"reports": body["reports"], "groups": body["groups"]}
+        batch = {"version": 1, "responses": [item] * (n - 10)}
+        auth = {"Authorization": f"Bearer {key}"}
+        assert http.post(f"/api/surveys/{sid}/batch", json=batch, headers=auth).status_code == 201
+        for _ in range(10):
+            assert http.post(f"/api/surveys/{sid}/responses", json=body).status_code == 201
+    server.kill()
+
+
+def _payload_codes(raw: bytes, survey_id: str) -> dict[bytes, tuple[int, int]]:
+    """Every staged payload of ``survey_id`` found in ``raw``: its first 64 bytes (the
+    header, the codes and random padding: one key per response) and its two codes."""
+    sid = survey_id.encode()
+    header = bytes([0xA7, len(sid)]) + sid + (1).to_bytes(4, "big")
+    found = {}
+    at = raw.find(header)
+    while at >= 0:
+        codes = raw[at + len(header) + 9 : at + len(header) + 11]
+        found[raw[at : at + 64]] = (codes[0], codes[1])
+        at = raw.find(header, at + 1)
+    return found
+
+
+def _follow_the_channels(found, survey: dict, n: int, where: str) -> None:
+    """The codes found are the channels' outputs, not the n answers as sent: the share
+    of "yes" is the channel's keep probability 9/10 and the counts spread over 0..4 as
+    the channel's column for a true 4, each within 4 binomial SEs."""
     parsed = load_survey(survey)
     keep = parsed.question("yes").release_channel.matrix[1, 1]
     column = parsed.question("upset").release_channel.matrix[:, 4]
+    codes = list(found.values())
+    m = len(codes)
+    yes = np.array([c[0] for c in codes])
+    counts = np.bincount([c[1] for c in codes], minlength=5) / m
+    assert abs(yes.mean() - keep) <= 4 * np.sqrt(keep * (1 - keep) / m), (where, yes.mean())
+    se = np.sqrt(column * (1 - column) / m)
+    assert np.all(np.abs(counts - column) <= 4 * se), (where, counts, column)
+
+
+@pytest.mark.slow
+def test_the_stored_bytes_hold_no_true_direct_answer_idle_or_after_a_sigkill(tmp_path):
+    """400 respondents of a real server process, each answering a direct question
+    marked ``pram: true`` with "yes" and a list count of 4. Right after a SIGKILL under
+    load, and again at idle after a restart, the database file and its journal are
+    read byte by byte: every waiting response's payload found there holds the
+    randomized values, so about a tenth of the answers read "no" and the counts are
+    spread over 0..4 (the channel's column, within 4 binomial SEs), never the 400 as
+    sent."""
+    survey = _kill_survey("kill")
     data = tmp_path / "data"
     data.mkdir()
     server = Server(f"sqlite:///{data / 'db.sqlite'}", tmp_path)
     server.start()
     n = 400
-    body = {"version": 1, "reports": {"yes": 1, "upset": 4}, "groups": {"upset": 1}}
-    with httpx.Client(base_url=server.base, timeout=30) as http:
-        assert http.post("/api/surveys", json=survey, headers=AUTH).status_code == 201
-        key = http.post("/api/surveys/kill/ingestion-keys", headers=AUTH).json()["key"]
-        item = {"reports": body["reports"], "groups": body["groups"]}
-        batch = {"version": 1, "responses": [item] * (n - 10)}
-        auth = {"Authorization": f"Bearer {key}"}
-        assert http.post("/api/surveys/kill/batch", json=batch, headers=auth).status_code == 201
-        for _ in range(10):  # the last ones one by one, killed right after
-            assert http.post("/api/surveys/kill/responses", json=body).status_code == 201
-    server.kill()
-    header = bytes([0xA7, 4]) + b"kill" + (1).to_bytes(4, "big")
+    _send_all_yes_and_kill(server, survey, n)
     for moment in ("right after a SIGKILL", "idle"):
         files = read_files(data)
-        found = []
-        for name, raw in files.items():
-            at = raw.find(header)
-            while at >= 0:
-                codes = raw[at + len(header) + 9 : at + len(header) + 11]
-                if name == "db.sqlite":
-                    found.append(tuple(codes))
-                at = raw.find(header, at + 1)
+        found = _payload_codes(files["db.sqlite"], "kill")
         assert len(found) == n, (moment, len(found))
-        yes = np.array([c[0] for c in found])
-        counts = np.bincount([c[1] for c in found], minlength=5) / n
-        assert abs(yes.mean() - keep) <= 4 * np.sqrt(keep * (1 - keep) / n), moment
-        assert np.all(np.abs(counts - column) <= 4 * np.sqrt(column * (1 - column) / n))
+        _follow_the_channels(found, survey, n, moment)
+        journal = _payload_codes(files.get("db.sqlite-journal", b""), "kill")
+        assert set(journal) <= set(found), moment  # pre-images hold no other payload
         if moment == "idle":
             break
         server.start()  # the hot journal is rolled back; then idle
         time.sleep(0.5)
         server.stop()
+
+
+def _postgres_files(conn, since: str) -> dict[str, bytes]:
+    """After a CHECKPOINT, the heap file of every table of the schema (live rows and
+    the dead versions no VACUUM has removed) and every WAL segment written since the
+    log sequence number ``since``, read by the server itself (``pg_read_binary_file``,
+    which the test role may call as a superuser)."""
+    from sqlalchemy import text
+
+    conn.execute(text("CHECKPOINT"))
+    files = {}
+    tables = conn.execute(
+        text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+    ).scalars()
+    for table in tables:
+        path = conn.execute(text("SELECT pg_relation_filepath(:t)"), {"t": table}).scalar()
+        files[table] = conn.execute(text("SELECT pg_read_binary_file(:p)"), {"p": path}).scalar()
+    first = conn.execute(text("SELECT pg_walfile_name(CAST(:l AS pg_lsn))"), {"l": since}).scalar()
+    last = conn.execute(text("SELECT pg_walfile_name(pg_current_wal_lsn())")).scalar()
+    segments = conn.execute(
+        text("SELECT name FROM pg_ls_waldir() WHERE name BETWEEN :a AND :b ORDER BY name"),
+        {"a": first, "b": last},
+    ).scalars()
+    for name in segments:
+        raw = bytes(
+            conn.execute(text("SELECT pg_read_binary_file(:p)"), {"p": f"pg_wal/{name}"}).scalar()
+        )
+        # a record continues across WAL pages: drop each 8 KiB page's header (40 bytes
+        # on a segment's first page, 24 on the others) to read it whole
+        files[f"pg_wal/{name}"] = b"".join(
+            raw[at + (40 if at == 0 else 24) : at + 8192] for at in range(0, len(raw), 8192)
+        )
+    return {name: bytes(raw) for name, raw in files.items()}
+
+
+@pytest.mark.slow
+def test_postgresql_heap_and_wal_hold_no_true_direct_answer_after_a_sigkill_and_a_release(
+    tmp_path,
+):
+    """The same 400 respondents against PostgreSQL. Right after a SIGKILL, and again
+    after a restart and a release (each slot's payload overwritten by random bytes:
+    updates that leave the old versions in the heap, no VACUUM run), every table's
+    heap file and every WAL segment written since the survey began are read byte by
+    byte: each holds exactly the 400 responses' payloads (dead versions included), and
+    their codes follow the channels, never the answers as sent."""
+    if not POSTGRES_URL:
+        pytest.skip("DENIABLE_TEST_POSTGRES_URL is not set (.ci/run starts PostgreSQL)")
+    from sqlalchemy import create_engine, text
+
+    from deniable.collection.store._storage import database_url
+
+    from .conftest import reset_postgres
+
+    reset_postgres(POSTGRES_URL)
+    # a survey id of its own: WAL segments recycled from earlier runs keep old bytes
+    survey_id = f"kill{secrets.token_hex(4)}"
+    survey = _kill_survey(survey_id)
+    engine = create_engine(database_url(POSTGRES_URL), isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        since = conn.execute(text("SELECT CAST(pg_current_wal_lsn() AS text)")).scalar()
+    server = Server(POSTGRES_URL, tmp_path)
+    server.start()
+    n = 400
+    _send_all_yes_and_kill(server, survey, n)
+    try:
+        for moment in ("right after a SIGKILL", "after a release"):
+            with engine.connect() as conn:
+                files = _postgres_files(conn, since)
+            heap = _payload_codes(files["staging"], survey_id)
+            assert len(heap) == n, (moment, len(heap))
+            _follow_the_channels(heap, survey, n, f"heap, {moment}")
+            wal: dict[bytes, tuple[int, int]] = {}
+            for name, raw in files.items():
+                if name.startswith("pg_wal/"):
+                    wal |= _payload_codes(raw, survey_id)
+                elif name != "staging":
+                    assert not _payload_codes(raw, survey_id), (moment, name)
+            # every payload passed through the log; a record split by a WAL page
+            # header can add a key, never an answer as sent (4 SEs of the channels)
+            assert set(heap) <= set(wal), moment
+            _follow_the_channels(wal, survey, len(wal), f"WAL, {moment}")
+            if moment == "after a release":
+                with engine.connect() as conn:
+                    released = conn.execute(
+                        text("SELECT report FROM reports WHERE survey_id = :s AND "
+                             "question_id = 'yes'"), {"s": survey_id}
+                    ).scalars().all()  # fmt: skip
+                assert len(released) == n
+                break
+            server.start()
+            with httpx.Client(base_url=server.base, timeout=30) as http:
+                r = http.post(f"/api/surveys/{survey_id}/release", headers=AUTH)
+                assert r.status_code == 200, r.text
+            server.stop()
+    finally:
+        server.stop()
+        engine.dispose()

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import ast
 import gc
+import os
 
 import anyio
 import numpy as np
 import pytest
+
+# pytest-xdist's workers start with COLUMNS=80, and rich's consoles (the CLI's are made
+# at import) keep a COLUMNS they find at creation for good: without it they read the
+# width at each use, so a test's ``env={"COLUMNS": ...}`` holds under -n as without.
+os.environ.pop("COLUMNS", None)
 
 #: Two-sided z for a false-failure rate of about 6e-5 per assertion (4 sigma).
 Z4 = 4.0
@@ -44,7 +50,6 @@ def numeric_gradient(value, theta: np.ndarray, step: float = 1e-6) -> np.ndarray
 
 
 # -- collection service --------------------------------------------------------------
-import os  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 

@@ -433,8 +433,8 @@ def test_rrreg_predictor_em_stops_short_of_the_maximum() -> None:
     weight of a truthful answer and drops the forced answers' information about z; its
     fixed point is not the maximum of the likelihood it states. Evaluated with our
     likelihood, R's estimates give R's own log-likelihood, and our maximum is higher."""
+    from deniable._fitting._formula import model_frame
     from deniable.analysis import rr_predictor
-    from deniable.analysis._formula import model_frame
     from deniable.analysis._predictor import _negll
 
     nigeria = load_rr_survey("rr/nigeria")

@@ -142,6 +142,8 @@ FLOORS = [
     {"estimation"},
     {"planning", "tables"},
     {"data"},
+    {"_fitting"},
+    {"list_experiment"},
     {"analysis"},
     {"collection"},
     {"cli"},

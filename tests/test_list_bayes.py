@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from deniable._fitting._optimise import maximise_score, score_hessian
 from deniable.analysis import list_bayes
-from deniable.analysis._likelihood import maximise_score, score_hessian
 
 from .conftest import Z4
 
@@ -43,7 +43,7 @@ R_MC_SE = [0.0774681, 0.0248587, 0.0192991, 0.0114184, 0.0322257,
 def posterior(data: pd.DataFrame, control: str, multi_condition: str | None):
     """The log posterior under R's priors N(0, 100) (value and score), its mode and the
     inverse of its negative Hessian there (the Laplace covariance)."""
-    from deniable.analysis._list._posterior import _model
+    from deniable.list_experiment._posterior import _model
 
     model = _model(FORMULA, data, ("treat", 3), control, multi_condition)
 

@@ -12,7 +12,7 @@ import pytest
 from scipy import special
 
 from deniable.analysis import list_bayes
-from deniable.analysis._list._draws import batch_se
+from deniable.list_experiment._draws import batch_se
 
 from .conftest import Z4
 from .test_list_bayes import importance_sample, posterior, weighted_mean

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from deniable.analysis import list_regression
-from deniable.analysis._list._item_count_ml import _Likelihood, _through
+from deniable.list_experiment._item_count_ml import _Likelihood, _through
 from deniable.mechanisms import Direct, GeometricCount
 
 from .conftest import Z4, numeric_gradient
@@ -93,7 +93,7 @@ def test_the_liars_take_the_channel():
     """The ceiling and floor liars through the channel: the identity channel gives the
     plain liar fit (also with the Cauchy prior), and the score is the log posterior's
     gradient."""
-    from deniable.analysis._list._liars import LiarLikelihood
+    from deniable.list_experiment._liars import LiarLikelihood
 
     data = simulate(3000, 6, 0.4, 0.3)
     for prior in (None, "cauchy"):
@@ -109,7 +109,7 @@ def test_the_liars_take_the_channel():
     lik = LiarLikelihood(data["r"].to_numpy(float), data["t"].to_numpy(bool), X, J, one, one,
                          (np.array([10.0]), np.array([10.0])))  # fmt: skip
     theta = np.random.default_rng(7).normal(scale=0.3, size=lik.size)
-    from deniable.analysis._list._channel import ChannelLikelihood
+    from deniable.list_experiment._channel import ChannelLikelihood
 
     at = [LiarLikelihood(np.full(len(data), float(c)), lik.t, X, J, one, one, lik.scales)
           for c in range(J + 2)]  # fmt: skip

@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from deniable.analysis import list_endorsement_comparison
-from deniable.analysis._list._endorsement import _bootstrap, _inputs, _weighted_pearson
+from deniable.list_experiment._endorsement import _bootstrap, _inputs, _weighted_pearson
 
 DATA = Path(__file__).parent / "data" / "list_endorse.csv"
 #: method -> (cor.treat, cor.control, p.value, ci[1], ci[2]) printed by R (10 digits).
@@ -134,7 +134,7 @@ def test_bad_data_are_refused() -> None:
 def test_weighted_kendall_is_tau_b_on_the_resample() -> None:
     """With ties within x and y (answers on a 5-point scale), against SciPy's tau-b on
     the resample written out, and against the one-at-a-time path."""
-    from deniable.analysis._list._endorsement import _kendall_each, _weighted_kendall
+    from deniable.list_experiment._endorsement import _kendall_each, _weighted_kendall
 
     rng = np.random.default_rng(7)
     x, y = rng.integers(1, 6, 60).astype(float), rng.integers(0, 4, 60).astype(float)
@@ -150,7 +150,7 @@ def test_large_groups_take_the_one_at_a_time_path_with_the_same_draws(monkeypatc
     """Groups over ``KENDALL_ROWS`` (whose n x n sign matrix would be too big) take one
     resample at a time: the same resamples give the same taus; and blocks shrink so a
     block's counts stay under ``BLOCK_CELLS`` (here 10 resamples of 4,000 rows)."""
-    from deniable.analysis._list import _endorsement
+    from deniable.list_experiment import _endorsement
 
     rng = np.random.default_rng(8)
     n = 4000

@@ -28,7 +28,7 @@ from deniable.analysis import (
     list_difference_in_means,
     list_regression,
 )
-from deniable.analysis._list._design_effect import chi_bar_squared_weights
+from deniable.list_experiment._design_effect import chi_bar_squared_weights
 
 from .conftest import Z4
 
@@ -261,7 +261,7 @@ def test_the_liar_model_is_a_distribution_and_its_score_is_the_gradient(j: int) 
     to 1 under the ceiling and floor liar model (J = 1 included, where a count of 1 can
     be a floor liar's truth or a ceiling liar's lie), and the analytic score of the log
     posterior equals its central differences."""
-    from deniable.analysis._list._liars import LiarLikelihood, liar_prior_scales
+    from deniable.list_experiment._liars import LiarLikelihood, liar_prior_scales
 
     rng = np.random.default_rng(j)
     n = j + 2
@@ -476,7 +476,7 @@ def test_the_top_coding_model_recovers_a_population_of_top_coders() -> None:
     count whatever their items: the model without error misses the prevalence by more
     than 4 standard errors; the top-coding model is within 4 of it and of the 8%. Its
     score is the gradient of its log-likelihood (central differences)."""
-    from deniable.analysis._list._response_error import ResponseErrorLikelihood
+    from deniable.list_experiment._response_error import ResponseErrorLikelihood
 
     rng = np.random.default_rng(2018)
     n, j = 20_000, 3

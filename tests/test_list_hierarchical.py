@@ -347,7 +347,7 @@ def test_the_upper_levels_sample_their_posterior_given_the_groups() -> None:
     intercepts integrated out, the villages are ``Normal(gamma 1, s2 I + s3 B)``
     (``B`` ones within a district), whose posterior means importance sampling from the
     prior gives. Each chain mean within 4 combined Monte Carlo SEs of it."""
-    from deniable.analysis._list._levels import Level, LevelState
+    from deniable.list_experiment._levels import Level, LevelState
 
     a2 = np.array([-0.5, 0.3, 1.2, 0.9])
     parent = np.array([0, 0, 1, 1])
@@ -593,7 +593,7 @@ def test_the_kept_row_log_likelihoods_are_the_states(monkeypatch) -> None:
     """The sampler keeps each row's log-likelihood up to date through every accepted
     step (the slopes' block, each model's intercepts) instead of recomputing it: after
     a whole run it equals a fresh computation at the final state to 1e-9."""
-    from deniable.analysis._list import _hierarchical
+    from deniable.list_experiment import _hierarchical
 
     seen = []
     run = _hierarchical._run

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from deniable.analysis import list_joint_regression
-from deniable.analysis._list._item_count_ml import list_frame
-from deniable.analysis._list._joint import _Joint
+from deniable.list_experiment._item_count_ml import list_frame
+from deniable.list_experiment._joint import _Joint
 
 from .conftest import Z4, numeric_gradient
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from deniable.analysis import JointListResult, list_joint_regression
-from deniable.analysis._list._item_count_ml import list_frame
-from deniable.analysis._list._prediction import simulated_averages
+from deniable.list_experiment._item_count_ml import list_frame
+from deniable.list_experiment._prediction import simulated_averages
 
 from .conftest import Z4
 from .test_list_joint import APPROVAL, LOYAL

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from deniable.analysis import list_regression_multi
-from deniable.analysis._list._multi_item import _MultiLikelihood
+from deniable.list_experiment._multi_item import _MultiLikelihood
 
 from .conftest import Z4, numeric_gradient
 

@@ -12,7 +12,7 @@ import pytest
 from scipy import special, stats
 
 from deniable.analysis import list_regression
-from deniable.analysis._list._overdispersed import (
+from deniable.list_experiment._overdispersed import (
     _Overdispersed,
     _Unconstrained,
     log_beta_binomial,
@@ -135,7 +135,7 @@ def test_a_fit_that_reaches_the_binomial_stays_finite() -> None:
     """Binomial control counts (no overdispersion): the fit's logit rho runs towards the
     boundary, held at -THETA_BOUND at most, with every coefficient finite and the
     prevalence the binomial model's within 1e-4."""
-    from deniable.analysis._list._overdispersed import THETA_BOUND
+    from deniable.list_experiment._overdispersed import THETA_BOUND
 
     rng = np.random.default_rng(23)
     n = 3000
@@ -214,7 +214,7 @@ def test_an_unconstrained_rho_at_the_boundary_is_held_and_said() -> None:
     finite."""
     import warnings
 
-    from deniable.analysis._list._overdispersed import BOUNDARY_LOGIT, THETA_BOUND
+    from deniable.list_experiment._overdispersed import BOUNDARY_LOGIT, THETA_BOUND
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

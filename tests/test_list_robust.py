@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from deniable.analysis import list_regression, list_robust
-from deniable.analysis._list import _robust
+from deniable.list_experiment import _robust
 
 from .conftest import Z4
 
@@ -67,7 +67,7 @@ def test_robust_nls_in_r_stops_above_its_minimum(affirm: pd.DataFrame) -> None:
     fit = list_robust(
         FORMULA, affirm, treat="treat", items=3, method="nls", procedure="list_package"
     )
-    from deniable.analysis._list._item_count_ml import list_frame
+    from deniable.list_experiment._item_count_ml import list_frame
 
     frame, y, t, j = list_frame(FORMULA, affirm, "treat", 3)
     d = _robust._Data(frame.X, y, t, j, "nls")

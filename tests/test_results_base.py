@@ -39,11 +39,11 @@ NOT_FITS = {
 
 #: Abstract bases: the vocabulary itself, not a fit one can build.
 BASES = {
-    "deniable.analysis._results.CoefficientsMixin",
-    "deniable.analysis._results.LikelihoodFit",
-    "deniable.analysis._results.PosteriorMixin",
-    "deniable.analysis._results.WaldResult",
-    "deniable.analysis._list._list_fit.ListFit",
+    "deniable._fitting._results.CoefficientsMixin",
+    "deniable._fitting._results.LikelihoodFit",
+    "deniable._fitting._results.PosteriorMixin",
+    "deniable._fitting._results.WaldResult",
+    "deniable.list_experiment._list_fit.ListFit",
 }
 
 
@@ -245,20 +245,20 @@ FACTORIES: dict[str, Callable[[], Any]] = {
     "deniable.analysis._ratings.RankingResult": lambda: an.rank_items(
         ["a", "a", "b"], [4, 3, 0], k=5
     ),
-    "deniable.analysis._results.PredictedPrevalence": _predicted,
+    "deniable._fitting._results.PredictedPrevalence": _predicted,
     "deniable.analysis._subgroups.SubgroupResult": _subgroups,
     "deniable.analysis._subgroups.Contrast": lambda: _subgroups().difference("b", "a"),
     "deniable.analysis._waves._change.WaveChange": _waves,
     "deniable.analysis._power.PowerResult": _power,
     "deniable.analysis._known._anchor.AnchorCorrection": lambda: _anchor(False),
     "deniable.analysis._known._anchor.AnchorRegressionResult": lambda: _anchor(True),
-    "deniable.analysis._list._item_count.ListEstimate": lambda: _list("dim"),
-    "deniable.analysis._list._item_count_ml.ListRegressionResult": lambda: _list("ml"),
-    "deniable.analysis._list._robust.RobustListResult": lambda: _list("robust"),
-    "deniable.analysis._list._joint.JointListResult": lambda: _list("joint"),
-    "deniable.analysis._list._multi_item.MultiItemListResult": lambda: _list("multi"),
-    "deniable.analysis._list._posterior.ListBayesResult": lambda: _list("bayes"),
-    "deniable.analysis._list._hierarchical.ListHierarchicalResult": lambda: _list("hier"),
+    "deniable.list_experiment._item_count.ListEstimate": lambda: _list("dim"),
+    "deniable.list_experiment._item_count_ml.ListRegressionResult": lambda: _list("ml"),
+    "deniable.list_experiment._robust.RobustListResult": lambda: _list("robust"),
+    "deniable.list_experiment._joint.JointListResult": lambda: _list("joint"),
+    "deniable.list_experiment._multi_item.MultiItemListResult": lambda: _list("multi"),
+    "deniable.list_experiment._posterior.ListBayesResult": lambda: _list("bayes"),
+    "deniable.list_experiment._hierarchical.ListHierarchicalResult": lambda: _list("hier"),
 }
 
 

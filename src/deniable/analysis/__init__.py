@@ -13,29 +13,8 @@ from .._extras import require
 require("pandas", "analysis")
 require("formulaic", "analysis")
 
-from ._bayes_logit import RRLogitBayesResult, rr_logit_bayes
-from ._comparison import ArmDifferences, ArmStudy, Heterogeneity, arm_differences, cochran_q
-from ._complex import Revision, SurveyEstimate, survey_estimate
-from ._correlation import CorrelationResult, rr_correlation
-from ._fairness import ParityResult, adult_parity_audit, statistical_parity
-from ._group_channels import (
-    CheatingDetection,
-    GroupModel,
-    KnownChannel,
-    StochasticLieDetector,
-    UnknownInnocuous,
-    WithDirectQuestioning,
-)
-from ._known import (
-    AnchorCorrection,
-    AnchorRegressionResult,
-    ValidationCheck,
-    anchor_correction,
-    anchor_regression,
-    validation_check,
-)
-from ._linear import RRLinearResult, rr_linear
-from ._list import (
+from .._fitting import PredictedPrevalence
+from ..list_experiment import (
     CombinedListEstimate,
     DesignEffectTest,
     EndorsementComparison,
@@ -59,8 +38,30 @@ from ._list import (
     list_regression,
     list_regression_multi,
     list_robust,
-    social_desirability_bias,
 )
+from ._bayes_logit import RRLogitBayesResult, rr_logit_bayes
+from ._comparison import ArmDifferences, ArmStudy, Heterogeneity, arm_differences, cochran_q
+from ._complex import Revision, SurveyEstimate, survey_estimate
+from ._correlation import CorrelationResult, rr_correlation
+from ._direct_bias import social_desirability_bias
+from ._fairness import ParityResult, adult_parity_audit, statistical_parity
+from ._group_channels import (
+    CheatingDetection,
+    GroupModel,
+    KnownChannel,
+    StochasticLieDetector,
+    UnknownInnocuous,
+    WithDirectQuestioning,
+)
+from ._known import (
+    AnchorCorrection,
+    AnchorRegressionResult,
+    ValidationCheck,
+    anchor_correction,
+    anchor_regression,
+    validation_check,
+)
+from ._linear import RRLinearResult, rr_linear
 from ._mixed import designs_by_row, glmmrr_design
 from ._mixed_logit import RRMixedLogitResult, rr_mixed_logit
 from ._power import (
@@ -74,7 +75,6 @@ from ._predictor import RRPredictorResult, rr_predictor
 from ._prevalence import ChannelEstimate, closed_form, estimate_channel
 from ._ratings import RankingResult, rank_items
 from ._regression import RRLogitResult, rr_logit
-from ._results import PredictedPrevalence
 from ._rrtcs_devices import (
     devore,
     mangat_singh,

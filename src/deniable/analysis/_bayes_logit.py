@@ -37,12 +37,11 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
+from .._fitting import PosteriorMixin, model_frame
 from .._validation import JSON, check_integer
 from ..mechanisms import Design
-from ._formula import model_frame
 from ._group_channels import GroupModel, as_channel
 from ._regression import report_codes, rr_logit
-from ._results import PosteriorMixin
 
 __all__ = [
     "METROPOLIS_STEPS",

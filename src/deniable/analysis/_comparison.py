@@ -18,9 +18,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from .._fitting import WaldResult
 from .._validation import JSON
 from ..estimation import ConfidenceInterval, EstimateResult
-from ._results import WaldResult
 
 __all__ = [
     "ArmDifferences",

@@ -62,10 +62,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._fitting import WaldResult
 from .._validation import JSON, check_probability
 from ..mechanisms import Design, is_design
 from ._complex_variance import _point, _Sample, _variance
-from ._results import WaldResult
 
 __all__ = [
     "VARIANCE_METHODS",

@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from .._fitting import WaldResult
 from .._validation import as_codes, check_confidence_level
 from ..mechanisms import Design, Warner
-from ._results import WaldResult
 
 __all__ = [
     "ADULT_GROUPS",

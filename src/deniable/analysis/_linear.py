@@ -34,8 +34,8 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize
 
+from .._fitting import LikelihoodFit, Profile, model_frame, normal_only
 from ..mechanisms import Design, is_design
-from ._formula import model_frame
 from ._group_channels import GroupModel, KnownChannel
 from ._linear_model import (
     _cells,
@@ -52,8 +52,6 @@ from ._linear_model import (
     _undefined_at_bound,
 )
 from ._prevalence import estimate_channel
-from ._profile import Profile
-from ._results import LikelihoodFit, normal_only
 
 __all__ = ["MAX_RR_PREDICTORS", "RRLinearResult", "rr_linear"]
 

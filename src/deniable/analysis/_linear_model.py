@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._fitting import hessian_from_gradient, observed_covariance
 from ._group_channels import GroupModel
-from ._results import hessian_from_gradient, observed_covariance
 
 _Array = NDArray[np.float64]
 _LOG_2PI = math.log(2 * math.pi)

@@ -27,19 +27,19 @@ from numpy.typing import NDArray
 from scipy import optimize, stats
 from scipy.special import expit
 
-from .._validation import check_integer
-from ..mechanisms import Design
-from ._formula import model_frame
-from ._group_channels import as_channel
-from ._profile import Profile
-from ._regression import report_codes, rr_logit
-from ._results import (
+from .._fitting import (
     LikelihoodFit,
+    Profile,
     TestResult,
     hessian_from_values,
+    model_frame,
     normal_only,
     observed_covariance,
 )
+from .._validation import check_integer
+from ..mechanisms import Design
+from ._group_channels import as_channel
+from ._regression import report_codes, rr_logit
 
 __all__ = ["DEFAULT_QUADRATURE", "RRMixedLogitResult", "rr_mixed_logit"]
 

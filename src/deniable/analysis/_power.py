@@ -26,13 +26,12 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 from scipy.special import expit
 
+from .._fitting import WaldResult, model_frame
 from .._validation import check_confidence_level, check_integer, check_probability
 from ..estimation import z_quantile
 from ..mechanisms import Design
-from ._formula import model_frame
 from ._group_channels import KnownChannel
 from ._regression import fit_result
-from ._results import WaldResult
 
 __all__ = [
     "PowerResult",

@@ -27,10 +27,15 @@ from numpy.typing import NDArray
 from scipy import optimize
 from scipy.special import expit, log_expit
 
+from .._fitting import (
+    LikelihoodFit,
+    hessian_from_gradient,
+    model_frame,
+    normal_only,
+    observed_covariance,
+)
 from ..mechanisms import Design, is_design
-from ._formula import model_frame
 from ._regression import report_codes
-from ._results import LikelihoodFit, hessian_from_gradient, normal_only, observed_covariance
 
 __all__ = ["RRPredictorResult", "rr_predictor"]
 

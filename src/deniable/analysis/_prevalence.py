@@ -21,16 +21,16 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
-from .._validation import as_codes
-from ..mechanisms import Design
-from ._group_channels import GroupModel, as_channel
-from ._results import (
+from .._fitting import (
     CoefficientsMixin,
     TestResult,
     coefficient_table,
     normal_only,
     observed_covariance,
 )
+from .._validation import as_codes
+from ..mechanisms import Design
+from ._group_channels import GroupModel, as_channel
 
 __all__ = ["ChannelEstimate", "closed_form", "estimate_channel"]
 

@@ -24,9 +24,18 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 from scipy.special import expit
 
+from .._fitting import (
+    CoefficientsMixin,
+    PredictedPrevalence,
+    Profile,
+    TestResult,
+    coefficient_table,
+    model_frame,
+    normal_only,
+    observed_covariance,
+)
 from .._validation import JSON
 from ..mechanisms import Design
-from ._formula import model_frame
 from ._group_channels import GroupModel, as_channel
 from ._likelihood import (
     expected_information,
@@ -35,15 +44,6 @@ from ._likelihood import (
     row_posteriors,
     scores,
     start_beta,
-)
-from ._profile import Profile
-from ._results import (
-    CoefficientsMixin,
-    PredictedPrevalence,
-    TestResult,
-    coefficient_table,
-    normal_only,
-    observed_covariance,
 )
 
 __all__ = [

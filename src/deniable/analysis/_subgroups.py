@@ -20,11 +20,11 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from .._fitting import TestResult, WaldResult
 from .._validation import as_codes
 from ..estimation import ConfidenceInterval, EstimateResult, PrevalenceEstimate, estimate
 from ..mechanisms import Design
 from ..tallies import Tally
-from ._results import TestResult, WaldResult
 
 __all__ = ["Contrast", "SubgroupResult", "subgroup_prevalence"]
 

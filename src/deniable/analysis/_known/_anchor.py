@@ -27,11 +27,16 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from ..._fitting import (
+    LikelihoodFit,
+    WaldResult,
+    maximise_score,
+    model_frame,
+    normal_only,
+    score_hessian,
+)
 from ..._validation import JSON, check_integer, check_probability, renamed_keywords
 from ...estimation import ConfidenceInterval
-from .._formula import model_frame
-from .._likelihood import maximise_score, score_hessian
-from .._results import LikelihoodFit, WaldResult, normal_only
 
 __all__ = ["AnchorCorrection", "AnchorRegressionResult", "anchor_correction", "anchor_regression"]
 

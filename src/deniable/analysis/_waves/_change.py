@@ -57,10 +57,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from ..._fitting import WaldResult
 from ..._validation import JSON, as_codes, check_probability
 from ...estimation import interval_dict, moment_covariance
 from ...mechanisms import Design
-from .._results import WaldResult
 
 __all__ = ["WaveChange", "pool_wave_changes", "wave_change", "wave_change_by_cell"]
 

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..._validation import check_confidence_level
-from ...estimation import ConfidenceInterval, summary_table
-from .._results import PosteriorMixin
+from .._fitting import PosteriorMixin
+from .._validation import check_confidence_level
+from ..estimation import ConfidenceInterval, summary_table
 
 __all__ = [
     "batch_se",

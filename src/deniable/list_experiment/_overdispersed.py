@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from .._likelihood import inverse_information, maximise_score, score_hessian
+from .._fitting import inverse_information, maximise_score, score_hessian
 
 __all__ = ["THETA_BOUND", "fit_overdispersed", "fit_unconstrained", "log_beta_binomial"]
 

@@ -29,9 +29,8 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
-from ..._validation import check_confidence_level, renamed_keywords
-from .._likelihood import inverse_information, maximise_score, score_hessian
-from .._results import PredictedPrevalence
+from .._fitting import PredictedPrevalence, inverse_information, maximise_score, score_hessian
+from .._validation import check_confidence_level, renamed_keywords
 from ._item_count import refuse_channel
 from ._item_count_ml import list_frame
 from ._liars import log_binomial

@@ -34,8 +34,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import special
 
-from .._formula import ModelFrame, model_frame
-from .._likelihood import maximise_score, score_hessian
+from .._fitting import ModelFrame, maximise_score, model_frame, score_hessian
 from ._channel import ChannelLikelihood
 
 __all__ = ["LiarLikelihood", "fit_liars", "liar_prior_scales", "log_binomial"]

@@ -32,7 +32,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import special, stats
 
-from .._results import PredictedPrevalence
+from .._fitting import PredictedPrevalence
 
 __all__ = [
     "GroupLayout",
@@ -195,7 +195,7 @@ def answer_table(
 class GroupLayout:
     """What a multilevel fit's prediction needs (``ListHierarchicalResult``): the
     formula's spec and the slopes' positions in it, the group levels
-    (:class:`~deniable.analysis._list._levels.Level`, the first naming each row's group
+    (:class:`~deniable.list_experiment._levels.Level`, the first naming each row's group
     column and holding the groups' covariates), the items' labels, the draws' columns
     and the fitted rows' slopes' covariates (n, p) and group codes (n,)."""
 

@@ -35,8 +35,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ..._validation import check_confidence_level, renamed_keywords
-from ...estimation import ConfidenceInterval
+from .._validation import check_confidence_level, renamed_keywords
+from ..estimation import ConfidenceInterval
 from ._item_count import refuse_channel
 
 __all__ = ["EndorsementComparison", "list_endorsement_comparison"]

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..._validation import JSON, renamed_keywords
-from .._results import CoefficientsMixin, coefficient_table, normal_only
+from .._fitting import CoefficientsMixin, coefficient_table, normal_only
+from .._validation import JSON, renamed_keywords
 
 __all__ = ["ListFit"]
 

@@ -30,10 +30,9 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from ..._validation import JSON, renamed_keywords
-from ...estimation import ConfidenceInterval
-from .._likelihood import inverse_information, maximise_score, score_hessian
-from .._results import PosteriorMixin
+from .._fitting import PosteriorMixin, inverse_information, maximise_score, score_hessian
+from .._validation import JSON, renamed_keywords
+from ..estimation import ConfidenceInterval
 from ._draws import (
     batch_se,
     check_prediction,

@@ -30,8 +30,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize, special
 
-from .._formula import model_frame
-from .._likelihood import inverse_information, maximise_score, score_hessian
+from .._fitting import inverse_information, maximise_score, model_frame, score_hessian
 from ._item_count import check_list_counts, refuse_channel
 from ._liars import log_binomial
 from ._list_fit import ListFit

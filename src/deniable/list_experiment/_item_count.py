@@ -36,9 +36,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ..._validation import JSON, renamed_keywords
-from ...estimation import ConfidenceInterval
-from .._results import WaldResult
+from .._fitting import WaldResult
+from .._validation import JSON, renamed_keywords
+from ..estimation import ConfidenceInterval
 
 __all__ = [
     "CombinedListEstimate",

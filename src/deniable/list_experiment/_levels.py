@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from .._formula import quote_columns
+from .._fitting import quote_columns
 
 __all__ = ["MAX_GROUPS", "Level", "LevelState", "build_levels", "level_columns"]
 

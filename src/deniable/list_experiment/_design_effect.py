@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
-from ..._validation import JSON
+from .._validation import JSON
 from ._item_count import channel_matrix, check_list_counts
 
 __all__ = ["DesignEffectTest", "chi_bar_squared_weights", "list_design_effect_test"]

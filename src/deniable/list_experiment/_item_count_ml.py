@@ -21,9 +21,13 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize, special
 
-from .._formula import model_frame
-from .._likelihood import inverse_information, maximise_score, score_hessian
-from .._results import PredictedPrevalence
+from .._fitting import (
+    PredictedPrevalence,
+    inverse_information,
+    maximise_score,
+    model_frame,
+    score_hessian,
+)
 from ._channel import ChannelLikelihood
 from ._item_count import channel_matrix, check_list_counts
 from ._liars import LiarPrior, fit_liars, log_binomial

@@ -22,10 +22,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..._validation import check_confidence_level, renamed_keywords
-from .._regression import RRLogitResult
-from ._item_count_ml import ListRegressionResult
-from ._prediction import (
+from .._validation import check_confidence_level, renamed_keywords
+from ..list_experiment import (
+    ListRegressionResult,
     average_prediction,
     check_simulation,
     prediction_rows,
@@ -33,6 +32,7 @@ from ._prediction import (
     summarise_draws,
     wald_row,
 )
+from ._regression import RRLogitResult
 
 __all__ = ["social_desirability_bias"]
 

@@ -14,7 +14,7 @@ Bernoulli(g(eta_ki))`` on the list that held item ``k``. Priors (R's defaults):
 ``beta_m ~ N(0, I)``, ``gamma_m ~ N(0, I)`` and ``sigma_m^2 ~ Scaled-Inv-chi^2(5, 1)``
 (``5 * 1 / chi^2_5``). With three or four levels the groups' intercepts have, in place of
 ``gamma_m``'s constant, the intercept of the unit above (a district, a province), which
-has a model of the same form (:mod:`~deniable.analysis._list._levels`).
+has a model of the same form (:mod:`~deniable.list_experiment._levels`).
 
 The sampler augments each treated row with its answer and control count (R does the
 same), then updates ``beta_m`` by block random-walk Metropolis, every group's
@@ -43,9 +43,9 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import special
 
-from ..._validation import JSON, renamed_keywords
-from ...estimation import ConfidenceInterval
-from .._results import PosteriorMixin, hessian_from_values
+from .._fitting import PosteriorMixin, hessian_from_values
+from .._validation import JSON, renamed_keywords
+from ..estimation import ConfidenceInterval
 from ._draws import (
     batch_se,
     check_prediction,
@@ -471,7 +471,7 @@ def list_bayes_hierarchical(
     channel: Any = None,
 ) -> ListHierarchicalResult:
     """Sample the posterior of a multilevel list-experiment regression, with two, three
-    or four levels (module text; :mod:`~deniable.analysis._list._levels`).
+    or four levels (module text; :mod:`~deniable.list_experiment._levels`).
 
     Parameters
     ----------

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from .._likelihood import inverse_information, maximise_score, score_hessian
+from .._fitting import inverse_information, maximise_score, score_hessian
 from ._liars import log_binomial
 
 __all__ = ["ERRORS", "ResponseErrorLikelihood", "fit_response_error"]

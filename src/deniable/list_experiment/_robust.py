@@ -47,7 +47,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize, special
 
-from .._likelihood import inverse_information, singular
+from .._fitting import inverse_information, singular
 from ._item_count import refuse_channel
 from ._item_count_ls import list_least_squares
 from ._item_count_ml import list_frame

@@ -386,7 +386,11 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
     res = res.json()
     assert [s["question"] for s in res["study"]] == ["cheat", "plagiarism"]
     board = {(b["question"], b["by"]): b for b in res["breakdowns"]}
-    coefficients = {c["term"]: c for c in res["regression"]["coefficients"]}
+    fit = res["regression"]  # the fit's one shape: a label per term
+    coefficients = {
+        term: {"coef": fit["estimate"][i], "std_error": fit["std_error"][i]}
+        for i, term in enumerate(fit["labels"])
+    }
     counts = res["arms"]["counts"]
     assert sum(counts) == 900 and res["arms"]["pvalue"] > 1e-3  # drawn by weight
     by_question = {q["id"]: q for q in res["questions"]}
@@ -419,7 +423,7 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
         path = tmp_path / f"campus.{'wide.csv' if fmt == 'wide' else fmt}"
         path.write_bytes(body.content)
         frame, versions = read_export(path)
-        again = [item.to_dict(0.95) for item in arm_analysis(frame, versions[-1], 0.95)]
+        again = [item.to_dict(0.95) for item in arm_analysis(frame, versions[-1])]
         assert_close(again, res["study"])
         out = CliRunner().invoke(app, ["analyze", str(path), "--arms", "--json"])
         assert out.exit_code == 0, out.output

@@ -1399,10 +1399,10 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
         }
     )
     ours = rr_logit("cheat ~ faculty + level", data, designs, group="arm")
-    got = {c["term"]: c for c in res["regression"]["coefficients"]}
-    for term in ours.params.index:
-        assert abs(got[term]["coef"] - ours.params[term]) < 1e-8
-        assert abs(got[term]["std_error"] - ours.bse[term]) < 1e-8
+    fit = res["regression"]  # the fit's one shape: a label per term
+    assert fit["labels"] == list(ours.params.index)
+    assert np.allclose(fit["estimate"], ours.params, rtol=0, atol=1e-8)
+    assert np.allclose(fit["std_error"], ours.bse, rtol=0, atol=1e-8)
     # the page shows the same tables
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()

@@ -241,6 +241,9 @@ FACTORIES: dict[str, Callable[[], Any]] = {
     "deniable.analysis._predictor.RRPredictorResult": lambda: _analysis("predictor"),
     "deniable.analysis._correlation.CorrelationResult": lambda: _analysis("correlation"),
     "deniable.analysis._prevalence.ChannelEstimate": lambda: _analysis("channel"),
+    "deniable.analysis._study_fits.GroupFit": lambda: an.GroupFit(
+        "cheating-detection", "Clark & Desharnais 1998", _analysis("channel"), "gamma"
+    ),
     "deniable.analysis._fairness.ParityResult": lambda: _analysis("parity"),
     "deniable.analysis._ratings.RankingResult": lambda: an.rank_items(
         ["a", "a", "b"], [4, 3, 0], k=5

@@ -84,6 +84,7 @@ from ._rrtcs_devices import (
     two_reply_codes,
     unknown_innocuous_two_replies,
 )
+from ._study_fits import GroupFit, StudyRegression
 from ._subgroups import Contrast, SubgroupResult, subgroup_prevalence
 from ._waves import WaveChange, pool_wave_changes, wave_change, wave_change_by_cell
 
@@ -99,6 +100,7 @@ __all__ = [
     "CorrelationResult",
     "DesignEffectTest",
     "EndorsementComparison",
+    "GroupFit",
     "GroupModel",
     "Heterogeneity",
     "JointListResult",
@@ -121,6 +123,7 @@ __all__ = [
     "Revision",
     "RobustListResult",
     "StochasticLieDetector",
+    "StudyRegression",
     "SubgroupResult",
     "SurveyEstimate",
     "UnknownInnocuous",

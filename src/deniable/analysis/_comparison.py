@@ -21,6 +21,7 @@ from scipy import special
 from .._fitting import WaldResult
 from .._validation import JSON
 from ..estimation import ConfidenceInterval, EstimateResult
+from ._study_fits import GroupFit
 
 __all__ = [
     "ArmDifferences",
@@ -254,9 +255,9 @@ class ArmStudy(EstimateResult):
         The arms pooled (empty: every row, a study without arms).
     heterogeneity : Heterogeneity or None
         Cochran's Q of the pooled arms' estimates.
-    groups : dict or None
+    groups : GroupFit or None
         A group design's joint fit (prevalence, its non-adherence parameter or its G²
-        test), as printed.
+        test).
     known : float or None
         A validation item's true prevalence (0 for a zero-prevalence control).
     validation : list of ValidationCheck or None
@@ -286,7 +287,7 @@ class ArmStudy(EstimateResult):
     pooled: Any = None
     pooled_arms: list[str] | None = None
     heterogeneity: Heterogeneity | None = None
-    groups: dict[str, Any] | None = None
+    groups: GroupFit | None = None
     known: float | None = None
     validation: list[Any] | None = None
 
@@ -343,7 +344,7 @@ class ArmStudy(EstimateResult):
             if self.differences is None
             else self.differences.rows(confidence_level),
             "pooled": pooled,
-            "groups": self.groups,
+            "groups": None if self.groups is None else self.groups.to_dict(confidence_level),
         }
         return super().to_dict(confidence_level, method) | own
 

@@ -208,7 +208,7 @@ def analyze_export_arms(
     try:
         rows = [
             item.to_dict(level)
-            for item in arm_analysis(frame, survey, level, versions if pooled else None)
+            for item in arm_analysis(frame, survey, versions=versions if pooled else None)
         ]
     except ValueError as exc:
         raise fail(str(exc)) from None
@@ -323,7 +323,8 @@ def print_arm_rows(r: dict[str, Any], level: float) -> None:
     if g is not None:
         line = (
             f"  {g['design']} ({g['source']}): prevalence {g['estimate']:.4f} "
-            f"(SE {g['std_error']:.4f}, {level:.0%} CI {g['low']:.4f} - {g['high']:.4f})"
+            f"(SE {g['std_error']:.4f}, {level:.0%} CI {g['interval']['low']:.4f} - "
+            f"{g['interval']['high']:.4f})"
         )
         if g["parameter"] is not None:
             q = g["parameter"]

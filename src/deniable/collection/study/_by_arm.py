@@ -44,7 +44,7 @@ from ...mechanisms import Design
 from ..exports import GROUP_SUFFIX
 
 if TYPE_CHECKING:
-    from ...analysis import ArmStudy
+    from ...analysis import ArmStudy, GroupFit, StudyRegression
     from ..model import Question, Survey
 
 __all__ = [
@@ -141,17 +141,6 @@ def design_keys(
     return keys, designs
 
 
-def _summary(est: Any, level: float) -> dict[str, Any]:
-    ci = est.confidence_interval(level)
-    return {
-        "n": int(est.n),
-        "estimate": float(est.estimate[1]),
-        "std_error": float(est.std_error[1]),
-        "low": float(ci.low[1]),
-        "high": float(ci.high[1]),
-    }
-
-
 def _pooled_estimate(
     codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], method: str = "moment"
 ) -> Any:
@@ -162,17 +151,14 @@ def _pooled_estimate(
     return estimate(used, codes, method, groups=keys)
 
 
-def _pooled(
-    codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design], level: float
-) -> tuple[Any, dict[str, Any]]:
-    """The estimate pooled over the designs the rows used, and its summary row."""
+def _pooled(codes: np.ndarray, keys: np.ndarray, designs: dict[str, Design]) -> Any:
+    """The estimate pooled over the designs the rows used."""
     with warnings.catch_warnings():
         # the stacked design's only interval is the (power-constrained) Wald interval:
         # the grid warning of single designs' Wald intervals does not apply to it
         if len(set(keys.tolist())) > 1:
             warnings.simplefilter("ignore", IntervalCoverageWarning)
-        est = _pooled_estimate(codes, keys, designs)
-        return est, _summary(est, level)
+        return _pooled_estimate(codes, keys, designs)
 
 
 def pooled_estimate(
@@ -246,7 +232,7 @@ def pooled_rows(
 def arm_analysis(
     frame: pd.DataFrame,
     survey: Survey,
-    level: float = 0.95,
+    *,
     versions: Sequence[Survey] | None = None,
 ) -> list[ArmStudy]:
     """Per question with several designs (:func:`has_variants`): estimates by arm, the
@@ -260,8 +246,6 @@ def arm_analysis(
         :func:`deniable.collection.exports.read_export`'s.
     survey : Survey
         The version analysed (its rows are selected).
-    level : float in (0, 1)
-        Confidence level of every interval.
     versions : sequence of Survey, optional
         Pool the rows of every one of these versions that asks a question unchanged
         (:func:`pooled_rows`); default ``survey``'s rows only.
@@ -270,8 +254,9 @@ def arm_analysis(
     -------
     list of ArmStudy
         One :class:`~deniable.analysis.ArmStudy` per question, a result on the common
-        base. Its ``to_dict(level)`` (whose keys :meth:`ArmStudy.to_dict` lists) is what
-        the dashboard, the API and ``analyze --arms`` print; a validation item's arms
+        base (its intervals at any level). Its ``to_dict(level)`` (whose keys
+        :meth:`ArmStudy.to_dict` lists) is what the dashboard, the API and ``analyze
+        --arms`` print; a validation item's arms
         carry their :func:`~deniable.analysis.validation_check`.
 
     Examples
@@ -307,7 +292,7 @@ def arm_analysis(
             for arm, v in zip(survey.arm_names, survey.variants(q.id), strict=True):
                 mine = arm_array == arm
                 if mine.any():
-                    by_arm[arm] = _pooled(codes[mine], key_array[mine], designs, level)[0]
+                    by_arm[arm] = _pooled(codes[mine], key_array[mine], designs)
                     names.append(_design_name(v))
         reference = (survey.control_arms or survey.arm_names or [""])[0]
         pooled, pool, heterogeneity = _pooled_fit(
@@ -323,7 +308,7 @@ def arm_analysis(
                 pooled=pooled,
                 pooled_arms=pool,
                 heterogeneity=heterogeneity,
-                groups=_group_fit(q, survey, rows, level) if len(q.groups) > 1 else None,
+                groups=_group_fit(q, survey, rows) if len(q.groups) > 1 else None,
                 known=q.validation_prevalence,
                 validation=_validation(q, list(by_arm.values())),
             )
@@ -391,11 +376,9 @@ def _design_name(q: Question) -> str:
     )
 
 
-def _group_fit(
-    q: Question, survey: Survey, rows: pd.DataFrame, level: float
-) -> dict[str, Any] | None:
+def _group_fit(q: Question, survey: Survey, rows: pd.DataFrame) -> GroupFit | None:
     """The group design's joint fit on the rows of the arms that ask it so."""
-    from ...analysis import estimate_channel
+    from ...analysis import GroupFit, estimate_channel
     from ..model import GROUP_DESIGNS
 
     arms = [
@@ -412,37 +395,8 @@ def _group_fit(
         rows.loc[mine, q.id].to_numpy(np.int64),
         rows.loc[mine, column].to_numpy(np.int64),
     )
-    se = fit.std_error
-    ci = fit.confidence_interval(level)
-    pi = float(fit.params["pi"])
     spec = GROUP_DESIGNS[q.design.name]
-    out: dict[str, Any] = {
-        "design": _design_name(q),
-        "source": spec.source,
-        "n": fit.nobs,
-        "counts": fit.counts.to_numpy().tolist(),
-        "estimate": pi,
-        "std_error": float(se["pi"]),
-        "low": max(0.0, float(ci.low["pi"])),
-        "high": min(1.0, float(ci.high["pi"])),
-        "parameter": None,
-        "fit": None,
-    }
-    if spec.non_adherence is not None:
-        name = spec.non_adherence
-        out["parameter"] = {
-            "name": name,
-            "estimate": float(fit.params[name]),
-            "std_error": float(se[name]),
-        }
-    else:
-        test = fit.goodness_of_fit()
-        out["fit"] = {
-            "statistic": float(test.statistic),
-            "df": int(test.df),
-            "pvalue": float(test.pvalue),
-        }
-    return out
+    return GroupFit(_design_name(q), spec.source, fit, spec.non_adherence)
 
 
 def answer_labels(codes: pd.Series, labels: list[str]) -> pd.Series:
@@ -479,9 +433,8 @@ def regression(
     survey: Survey,
     question_id: str,
     covariates: list[str],
-    level: float = 0.95,
     information: str = "observed",
-) -> dict[str, Any]:
+) -> StudyRegression:
     """Logistic regression of a randomized yes/no question on direct questions
     (:func:`deniable.analysis.rr_logit`, each row through its own arm's and group's
     design), as ``deniable analyze EXPORT --question Q --formula 'Q ~ A + B'`` fits it:
@@ -497,24 +450,22 @@ def regression(
         A randomized question with two answers.
     covariates : list of str
         1 to :data:`MAX_COVARIATES` ids of questions asked directly in every arm.
-    level : float in (0, 1)
     information : {"observed", "opg", "expected"}
         The standard errors' information (``rr_logit``'s; GLMMRR uses ``expected``).
 
     Returns
     -------
-    dict
-        ``question``, ``covariates``, ``formula``, ``n``, ``llf``, ``notes`` (each
-        answer of a covariate that no released response gave, left out) and
-        ``coefficients`` (``term``, ``coef``, ``std_error``, ``z``, ``pvalue``,
-        ``low``, ``high``).
+    StudyRegression
+        The fit with ``question``, ``covariates`` and ``notes`` (each answer of a
+        covariate that no released response gave, left out); its ``to_dict()`` is
+        what the dashboard and the API print.
 
     Raises
     ------
     ValueError
         Naming the allowed questions, for a question or covariate that does not fit.
     """
-    from ...analysis import rr_logit
+    from ...analysis import StudyRegression, rr_logit
 
     randomized = regressable(survey)
     if question_id not in randomized:
@@ -550,24 +501,4 @@ def regression(
     names = [f"`{c}`" if "-" in c else c for c in covariates]
     formula = f"{question_id} ~ {' + '.join(names)}"
     fit = rr_logit(formula, data, design, group=group, information=information)
-    ci = fit.conf_int(level)
-    return {
-        "question": question_id,
-        "covariates": covariates,
-        "formula": formula,
-        "n": int(fit.nobs),
-        "llf": float(fit.llf),
-        "notes": notes,
-        "coefficients": [
-            {
-                "term": str(t),
-                "coef": float(fit.params[t]),
-                "std_error": float(fit.bse[t]),
-                "z": float(fit.tvalues[t]),
-                "pvalue": float(fit.pvalues[t]),
-                "low": float(ci.loc[t, "low"]),
-                "high": float(ci.loc[t, "high"]),
-            }
-            for t in fit.params.index
-        ],
-    }
+    return StudyRegression(question_id, covariates, fit, notes)

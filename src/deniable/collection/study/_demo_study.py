@@ -230,8 +230,8 @@ def _item_rows(
                 g["n"],
                 g["estimate"],
                 g["std_error"],
-                g["low"],
-                g["high"],
+                g["interval"]["low"],
+                g["interval"]["high"],
                 float(truth[kept].mean()),
                 note,
             )

@@ -200,7 +200,7 @@ def survey_results(
     if regress is not None:
         if not released:
             raise ValueError("regress: nothing is released yet")
-        out["regression"] = regression(wide(), survey, regress, on or [], level)
+        out["regression"] = regression(wide(), survey, regress, on or []).to_dict(level)
     return out
 
 
@@ -255,7 +255,7 @@ def _arms_part(
 ) -> dict[str, tuple[Any, Any]]:  # fmt: skip
     """``study`` and ``arms`` into ``out``; each question's pooled ``(moment, mle)``."""
     versions = store.versions(survey.id) if pooled else None
-    studies = arm_analysis(frame, survey, level, versions)
+    studies = arm_analysis(frame, survey, versions=versions)
     out["study"] = [item.to_dict(level) for item in studies]
     out["arms"] = arm_counts(frame, survey, store.arrivals(survey))
     estimates: dict[str, tuple[Any, Any]] = {}

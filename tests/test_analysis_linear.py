@@ -36,6 +36,7 @@ def test_direct_questioning_is_least_squares():
     assert fit.params["pi"] == pytest.approx(frame.r.mean(), abs=1e-6)
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 def test_unbiased_with_covering_wald_intervals():
     """200 simulated surveys of n = 1,500 under forced response: each parameter's mean
     estimate is within 4 standard errors (of the mean over surveys) of the truth, and the

@@ -201,6 +201,7 @@ RRCOR_SLD_SE = {
 }
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 def test_rrcor_sld_minarets(minarets: pd.DataFrame) -> None:
     """RRcor with the SLD in two groups: the correlations to four significant digits;
     the bootstrap SEs (2,000 replicates on each side, clipped to [-1, 1] as RRcor

@@ -834,6 +834,7 @@ def read_export_bytes(wide: bytes, survey_file: bytes, folder):
     return read_export(folder / "pooled.wide.csv")
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 @pytest.mark.anyio
 async def test_the_arm_table_without_released_control_rows_says_so(client):
     """Only the randomizing arm has released rows: the table's difference column says

@@ -93,6 +93,7 @@ def test_the_direct_logit_is_rs_glm(mis) -> None:
         assert same_4_digits(float(ours), r), (ours, r)
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 def test_simulation_equals_predict_ictreg_direct_glm(mis) -> None:
     """From R's estimates, our simulation's estimates and SEs for the list, the direct
     question and the difference lie within 4 combined Monte Carlo SDs of R's 40 runs

@@ -340,6 +340,7 @@ def simulated_levels(seed: int, n: int = 4000, districts: int = 8, villages: int
     return data, truth
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 def test_the_upper_levels_sample_their_posterior_given_the_groups() -> None:
     """The Gibbs scan of the levels above the groups (``LevelState.update``), run with
     four village intercepts held fixed in two districts, has as its stationary law the

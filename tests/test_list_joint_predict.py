@@ -97,6 +97,7 @@ def test_simulation_equals_predict_ictreg_joint(mexico, reference, name: str) ->
 R_DIFFERENCE_SE = {"loyal": (0.0935, 0.1093), "approval": (0.3842, 0.4673)}
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 @pytest.mark.parametrize("name", ["loyal", "approval"])
 def test_r_draws_the_two_answers_apart_so_its_difference_se_is_wrong(
     mexico, reference, name: str

@@ -177,7 +177,9 @@ def _run(tmp_path, seed: int, target: tuple, every: int = 7):
     ("target", "flipped", "column"),
     [
         (_body(1, 0, 1, 1, 2, 1, "dq"), _body(1, 0, 0, 1, 2, 1, "dq"), 4),  # cheat
-        (_body(2, 1, 0, 0, 3, 1, "dq"), _body(2, 1, 0, 0, 4, 1, "dq"), 6),  # the count
+        pytest.param(  # the count (over 5 s on one of the fast loop's two workers)
+            _body(2, 1, 0, 0, 3, 1, "dq"), _body(2, 1, 0, 0, 4, 1, "dq"), 6, marks=pytest.mark.slow
+        ),
     ],
 )
 def test_flipping_one_answer_changes_only_its_randomized_value(tmp_path, target, flipped, column):
@@ -377,6 +379,7 @@ def test_allow_unprotected_release_stores_the_answer_as_sent_and_says_so(tmp_pat
     store.close()
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 def test_an_analyst_who_injects_is_held_to_the_bound_on_a_list_item(tmp_path):
     """200 targets in the longer list (one control item known to the analyst, the
     sensitive item balanced by design), each with min_release - 1 injected rows in its

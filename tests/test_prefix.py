@@ -116,6 +116,7 @@ def _population(rng: np.random.Generator, alphabet: str, length: int, shares: li
     return domain.astype(str), weights
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 def test_false_discoveries_are_controlled_at_low_signal():
     """Epsilon 1, 20,000 reports, threshold 10%: two values at 20%, ten just below half
     the threshold (4.5%) and a tail; the old rule (upper bound reaches the threshold)
@@ -142,6 +143,7 @@ def test_false_discoveries_are_controlled_at_low_signal():
         assert np.mean(returned) <= 2 / threshold
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 def test_the_final_test_is_exact_at_half_the_threshold():
     """One level, so the only rule is the binomial test: a value whose share is exactly
     threshold / 2 in every sample is returned with probability at most (and, the test

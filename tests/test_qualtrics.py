@@ -124,6 +124,7 @@ def test_the_question_script_keeps_only_the_report_in_embedded_data(
     assert item["question"] == "cheat" and item["n"] == 1 and item["refused"] == 0
 
 
+@pytest.mark.slow  # over 5 s on one of the fast loop's two workers
 def test_the_question_script_in_each_language_at_both_widths(page_at, generated, tmp_path):  # noqa: F811
     """Qualtrics pipes ``${e://Field/Q_Language}`` into the script on its server before
     the page loads; the stand-in does the same, and the question shows in that language."""

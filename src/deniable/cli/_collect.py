@@ -8,8 +8,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ..collection.model import load_survey
-from ..collection.store import cell_warning, disclosure_report
 from ..errors import DeniableError
 from ._common import JsonOpt, app, console, emit_json, err, fail, short_spec
 
@@ -56,7 +54,7 @@ def survey_check(
 def _load_versions(files: list[Path]) -> tuple[Any, Any]:
     """The latest version and its lifetime ledger over the versions given; a bad file
     prints every error (field and message) and exits with code 2."""
-    from ..collection.model import check_lifetime
+    from ..collection.model import check_lifetime, load_survey  # lazy: pydantic
 
     try:
         versions = sorted((load_survey(f) for f in files), key=lambda s: s.version)
@@ -80,6 +78,7 @@ def _load_versions(files: list[Path]) -> tuple[Any, Any]:
 
 def _check_payload(survey: Any, ledger: Any, prior: float) -> dict[str, Any]:
     """What ``survey check --json`` prints."""
+    from ..collection.store import cell_warning, disclosure_report  # lazy: SQLAlchemy
     from ._check_rows import arm_rows, cost_rows
 
     return {

@@ -9,8 +9,15 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from ..collection.model import catalog
 from ._common import JsonOpt, app, console, emit_json, err, fail
+
+
+def _english() -> dict[str, str]:
+    """The page's English texts (the survey model loaded only when a command prints one)."""
+    from ..collection.model import catalog
+
+    return catalog("en")
+
 
 __all__ = ["respond"]
 
@@ -93,7 +100,7 @@ def respond(
                 credential = _credential(http, view, str(token), arm)
                 out.print("Your invitation was accepted (exchanged for an anonymous credential).")
             if view.get("control_arm"):
-                out.print(catalog("en")["control_arm"])
+                out.print(_english()["control_arm"])
             out.print(_stays_here(view))
             reports: dict[str, int | None] = {}
             for i, q in enumerate(view["questions"], 1):
@@ -172,7 +179,7 @@ def _print_intro(out: Any, view: dict[str, Any]) -> None:
         out.print(view["description"])
     if view.get("consent"):
         out.print(f"\n[bold]Consent and contact[/]\n{view['consent']}")
-    out.print(catalog("en")["no_withdrawal"])
+    out.print(_english()["no_withdrawal"])
     if view.get("closed"):
         raise fail(f"survey {view['id']!r} is closed: it takes no responses")
 
@@ -207,10 +214,10 @@ def _ask_direct(out: Any, i: int, q: dict[str, Any], to_stderr: bool) -> int | N
     for item in q.get("items") or ():  # a list experiment: this group's list
         out.print(f"  - {item}", markup=False)
     release = q.get("release")  # the server randomizes it before storing it
-    release_note = release and catalog("en")["release_note"].format(
+    release_note = release and _english()["release_note"].format(
         eps=f"{float(release['epsilon']):.2f}"
     )
-    out.print(f"[yellow]{q.get('list_note') or release_note or catalog('en')['direct_note']}[/]")
+    out.print(f"[yellow]{q.get('list_note') or release_note or _english()['direct_note']}[/]")
     if q.get("list_note") and release_note:
         out.print(f"[yellow]{release_note}[/]")
     if q.get("bins"):  # a number, sent as the bin it falls in
@@ -221,7 +228,7 @@ def _ask_direct(out: Any, i: int, q: dict[str, Any], to_stderr: bool) -> int | N
     if q.get("list"):  # a count: its labels are numbers, so the number typed is the count
         return _ask_count(len(labels) - 1, to_stderr)
     if q.get("allow_no_answer"):
-        labels.append(catalog("en")["no_answer"])
+        labels.append(_english()["no_answer"])
     for j, label in enumerate(labels):
         out.print(f"  {j + 1}) {label}")
     code = _ask_choice(labels, to_stderr, direct=True)
@@ -251,7 +258,7 @@ def _ask_randomized(
         )
         return int(earlier)
     if q.get("innocuous_question"):
-        out.print(catalog("en")["innocuous"].format(question=q["innocuous_question"]))
+        out.print(_english()["innocuous"].format(question=q["innocuous_question"]))
     numeric = q.get("numeric")
     if numeric:
         truth = numeric_truth(numeric, _ask_number(numeric, to_stderr))
@@ -259,7 +266,7 @@ def _ask_randomized(
         factors = q["disclosure"]["max_odds_factor"]
         for j, label in enumerate(q["choices"]):
             exposed = factors[j] is None
-            note = f"  [bold red]({catalog('en')['answer_exposed']})[/]" if exposed else ""
+            note = f"  [bold red]({_english()['answer_exposed']})[/]" if exposed else ""
             out.print(f"  {j + 1}) {label}{note}")
         truth = _ask_choice(q["choices"], to_stderr)
     if panel:  # a fresh draw from this answer's permanent report; none kept

@@ -136,6 +136,24 @@ def test_memory_is_bounded_by_the_batch_even_in_one_row_group(tmp_path):
     assert held[0] > n * 32 / 2, held[0]
 
 
+def test_analyze_on_parquet_gives_the_arrow_pool_back(tmp_path):
+    """``deniable analyze`` reads Parquet through Arrow's jemalloc pool, which is
+    process-wide: run in process (a notebook, a test), the command gives the caller's
+    pool back when it ends, so the memory test above measures the pool it means in
+    any order (it failed under pytest-xdist after an in-process analyze)."""
+    from typer.testing import CliRunner
+
+    from deniable.cli import app
+
+    before = pa.default_memory_pool().backend_name
+    path = tmp_path / "r.parquet"
+    pq.write_table(pa.table({"report": np.array([0, 1, 1, 0] * 50)}), path)
+    out = CliRunner().invoke(app, ["analyze", str(path), "--design", "warner:p=0.7"])
+    assert out.exit_code == 0, out.output
+    assert "Warner" in out.output or "warner" in out.output
+    assert pa.default_memory_pool().backend_name == before
+
+
 def test_bad_columns_are_named(tmp_path):
     mechanism = KaryRR(k=3, epsilon=1.0)
     path = tmp_path / "bad.parquet"

@@ -302,6 +302,95 @@ def test_a_hosts_export_gives_the_librarys_estimates_and_refuses_wrong_digests(
     assert f"cheat: {WRONG} row(s) refused" in out.stderr
 
 
+def _declared_fields(tmp: Path) -> list[str]:
+    """The embedded-data fields the generated ``.qsf`` declares in its flow (both
+    engines' names: Qualtrics makes each a column of every export)."""
+    out = tmp / "qualtrics-embed"
+    done = CliRunner().invoke(
+        app, ["embed", "qualtrics", str(tmp / "hosted.yaml"), "--output", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    qsf = json.loads((out / "deniable.qsf").read_text(encoding="utf-8"))
+    flow = next(e for e in qsf["SurveyElements"] if e["Element"] == "FL")
+    return [f["Field"] for f in flow["Payload"]["Flow"][0]["EmbeddedData"]]
+
+
+@pytest.mark.parametrize("header_rows", [2, 3])
+@pytest.mark.parametrize("engine", ["classic", "simplified"])
+def test_a_qualtrics_export_of_every_declared_field_reads_in_either_engine(
+    simulated, engine, header_rows
+):
+    """Qualtrics' own export of the generated survey: every field the .qsf declares is a
+    column (the classic engine's ``deniable_*`` and the simplified engine's
+    ``__js_deniable_*``), the engine that ran fills its own and leaves the other empty,
+    columns in shuffled order, with the names row and the question-text row, and the
+    ImportId row with 3 header rows. The estimates equal the library's to 1e-12 (the
+    reader took the first column that existed, empty or not, and found no report)."""
+    tmp, survey, reports, digests, age, hours = simulated
+    fields = _declared_fields(tmp)
+    assert {"deniable_cheat", "__js_deniable_cheat", "deniable_drug_digest"} <= set(fields)
+    prefix = "" if engine == "classic" else "__js_"
+    meta = ["StartDate", "EndDate", "Status", "ResponseId", "Q_age", "Q_hours"]
+    names = meta + fields
+    order = np.random.default_rng(61).permutation(len(names))
+    names = [names[i] for i in order]
+
+    def row(i: int) -> list[object]:
+        filled = {
+            "StartDate": "2026-11-27 10:00:00", "EndDate": "2026-11-27 10:05:00",
+            "Status": "IP Address", "ResponseId": f"R_{i}", "Q_age": age[i],
+            "Q_hours": hours[i], f"{prefix}deniable_version": 1,
+            f"{prefix}deniable_cheat": reports["cheat"][i],
+            f"{prefix}deniable_cheat_digest": digests["cheat"][i],
+            f"{prefix}deniable_drug": reports["drug"][i],
+            f"{prefix}deniable_drug_digest": digests["drug"][i],
+        }  # fmt: skip
+        return [filled.get(name, "") for name in names]
+
+    path = tmp / f"qualtrics-{engine}-{header_rows}.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        labels = {"StartDate": "Start Date", "EndDate": "End Date", "Status": "Response Type",
+                  "ResponseId": "Response ID", "Q_age": "Your age", "Q_hours": "Hours"}  # fmt: skip
+        w.writerow([labels.get(n, n) for n in names])
+        if header_rows == 3:
+            w.writerow([json.dumps({"ImportId": n}) for n in names])
+        w.writerows(row(i) for i in range(N))
+    assert detect_host(path) == "qualtrics"
+    out = CliRunner().invoke(
+        app, ["analyze", str(path), "--survey", str(tmp / "hosted.yaml"), "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["host"] == "qualtrics" and data["rows"] == N
+    by_id = {item["question"]: item for item in data["questions"]}
+    assert by_id["cheat"]["refused"] == WRONG and by_id["drug"]["refused"] == 0
+    for q in survey.questions:
+        kept = reports[q.id][WRONG:] if q.id == "cheat" else reports[q.id]
+        lib = estimate(q.mechanism, kept)
+        np.testing.assert_allclose(by_id[q.id]["estimate"], lib.estimate, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(by_id[q.id]["std_error"], lib.std_error, rtol=0, atol=1e-12)
+
+
+def test_a_qualtrics_field_with_two_values_under_its_two_names_is_refused(simulated):
+    """A row whose classic and simplified names of one field disagree is refused with
+    both column names and the row (exit 2), never read from either."""
+    tmp, *_ = simulated
+    path = tmp / "qualtrics-clash.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["StartDate", "ResponseId", "deniable_cheat", "__js_deniable_cheat"])
+        w.writerow(["Start Date", "Response ID", "cheat", "cheat"])
+        w.writerow(["2026-11-27 10:00:00", "R_1", "1", ""])
+        w.writerow(["2026-11-27 10:00:00", "R_2", "1", "0"])
+    out = CliRunner().invoke(
+        app, ["analyze", str(path), "--survey", str(tmp / "hosted.yaml"), "--json"]
+    )
+    assert out.exit_code == 2, out.output
+    assert "deniable_cheat and __js_deniable_cheat hold different values in row 1" in out.output
+
+
 def test_the_hosts_own_columns_break_the_estimate_down_and_enter_a_regression(simulated):
     tmp, _, reports, digests, age, hours = simulated
     path = _write("qualtrics", tmp, reports, digests, age, hours)

@@ -328,10 +328,54 @@ def _qualtrics(path: Path) -> pd.DataFrame:
     frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     skip = 0
     for i in range(min(2, len(frame))):
-        first = str(frame.iloc[i, 0]) if frame.shape[1] else ""
-        if first.startswith('{"ImportId"') or first in ("Start Date", "StartDate"):
+        cells = [str(v) for v in frame.iloc[i] if isinstance(v, str)]
+        if any(v.startswith('{"ImportId"') or v in _QUALTRICS_LABELS for v in cells):
             skip = i + 1
-    return frame.iloc[skip:].reset_index(drop=True)
+    return _one_column_per_field(frame.iloc[skip:].reset_index(drop=True))
+
+
+#: The question-text row's labels of the columns every Qualtrics export has (the header
+#: rows are found by these or by the ImportId row, in whatever order the columns come).
+_QUALTRICS_LABELS = frozenset(
+    {"Start Date", "End Date", "Response Type", "Response ID", "Recorded Date", "StartDate"}
+)
+
+
+def _one_column_per_field(frame: pd.DataFrame) -> pd.DataFrame:
+    """Qualtrics' two engines store one embedded field under two names (the classic
+    engine's ``deniable_x``, the simplified engine's ``__js_deniable_x``), and the
+    generated ``.qsf`` declares both, so both are columns of every export, one of them
+    empty. Each field becomes one column (the first name) holding whichever value a
+    row has, so the reader takes the column that holds the value, not the first that
+    exists.
+
+    Raises
+    ------
+    ValueError
+        For a row whose two names hold different values, naming both columns and the
+        row.
+    """
+    names: dict[str, list[str]] = {}
+    for column in frame.columns:
+        key = _norm(str(column))
+        field = key.removeprefix("js") if key.startswith("jsdeniable") else key
+        names.setdefault(field, []).append(column)
+    for key, columns in names.items():
+        if len(columns) < 2 or not key.startswith("deniable"):
+            continue
+        merged = frame[columns[0]]
+        for other in columns[1:]:
+            clash = merged.notna() & frame[other].notna() & (merged != frame[other])
+            if clash.any():
+                row = int(np.flatnonzero(clash.to_numpy())[0])
+                raise ValueError(
+                    f"{columns[0]} and {other} hold different values in row {row} "
+                    f"({merged.iloc[row]!r} and {frame[other].iloc[row]!r}): one embedded "
+                    "field, two engines' names"
+                )
+            merged = merged.fillna(frame[other])
+        frame = frame.drop(columns=columns[1:]).assign(**{columns[0]: merged})
+    return frame
 
 
 def _jspsych(path: Path, survey: Survey) -> pd.DataFrame:

@@ -153,6 +153,30 @@ def test_each_hosts_export_is_read_to_the_difference_in_means(host: str, tmp_pat
     assert abs(item["estimate"] - 0.3) < Z4 * item["std_error"]
 
 
+def test_a_pilot_of_six_rows_gives_the_estimate_and_says_what_it_cannot(tmp_path: Path) -> None:
+    """A 6-row pilot in an oTree export (3 per list, counts too uniform for the
+    design-effect test's covariance): ``analyze`` gives the difference in means, exit 0,
+    and says on stderr why there is no design-effect test, never a traceback (it ended
+    in numpy's LinAlgError). The library refuses the test by name with the sizes."""
+    from deniable.analysis import list_design_effect_test
+
+    group, counts = np.array([0, 0, 0, 1, 1, 1]), np.array([3, 3, 3, 3, 1, 4])
+    with pytest.raises(ValueError, match="3 treated and 3 control reports"):
+        list_design_effect_test(counts, group, items=3)
+    path = _write_export("otree", tmp_path / "pilot.csv", group, counts)
+    survey_file = tmp_path / "listed.json"
+    survey_file.write_text(json.dumps(SURVEY), encoding="utf-8")
+    args = ["analyze", str(path), "--survey", str(survey_file), "--host", "otree"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "done: no design-effect test: the design-effect test needs more varied" in " ".join(
+        result.stderr.split()
+    )
+    want = list_difference_in_means(counts, group, items=3)
+    assert f"{want.estimate:.4f}" in result.stdout
+    assert "Traceback" not in result.output
+
+
 @pytest.mark.parametrize(
     "host, group, count, match",
     [

@@ -128,3 +128,6 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
                 str(item["refused"]) if j == 0 else "",
             )
     console.print(table)
+    for item in out:  # what a list experiment could not give (a pilot's few rows)
+        for note in item.get("list", {}).get("warnings") or []:
+            err.print(f"{item['question']}: {note}")

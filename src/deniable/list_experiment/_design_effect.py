@@ -192,6 +192,11 @@ def _family_pvalue(
             stat, df = welch
             return float(stats.t.cdf(stat, df))
         return float(stats.norm.cdf(est[0] / math.sqrt(cov[0, 0])))
+    if np.any(np.diag(cov) <= 0) or np.linalg.matrix_rank(cov) < len(est):
+        raise ValueError(
+            "the covariance of the proportions the test compares is singular (too few "
+            "rows, or counts that never vary, to tell them apart)"
+        )
     vals, vecs = np.linalg.eigh(cov)
     keep = vals > vals.max() * 1e-12
     root_inv = (vecs[:, keep] / np.sqrt(vals[keep])) @ vecs[:, keep].T
@@ -298,7 +303,9 @@ def list_design_effect_test(
     ------
     ValueError
         On malformed reports, an unknown ``selection``, a channel of another size than
-        ``(J + 2) x (J + 2)``, or a channel with ``selection="list_package"``.
+        ``(J + 2) x (J + 2)``, a channel with ``selection="list_package"``, or counts
+        too few or too uniform for the proportions' covariance to be of full rank (a
+        pilot of a few rows), naming the groups' sizes.
 
     Examples
     --------
@@ -319,10 +326,16 @@ def list_design_effect_test(
     se = np.sqrt(np.diag(cov))
     size = j_items + 1
     families = {"yes": list(range(0, j_items)), "no": [size + j for j in range(1, j_items + 1)]}
-    pvalues = {
-        name: _family(name, idx, (est, cov, se), (y, t, j_items), selection)
-        for name, idx in families.items()
-    }
+    try:
+        pvalues = {
+            name: _family(name, idx, (est, cov, se), (y, t, j_items), selection)
+            for name, idx in families.items()
+        }
+    except ValueError as exc:  # a pilot's few rows: say so, with the sizes
+        raise ValueError(
+            f"the design-effect test needs more varied counts: {exc}; got "
+            f"{int(t.sum())} treated and {int((~t).sum())} control reports"
+        ) from None
     found = [p for p in pvalues.values() if p is not None]
     pvalue = min(1.0, 2 * min(found)) if found else 1.0
     return DesignEffectTest(

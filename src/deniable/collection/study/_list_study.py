@@ -71,19 +71,32 @@ def list_item(
         }
     est = list_difference_in_means(counts, treated, items=j, channel=channel)
     data = pd.DataFrame({"count": counts, "treat": treated})
-    mle = list_regression("count ~ 1", data, treat="treat", items=j, channel=channel).prevalence
-    test = list_design_effect_test(counts, treated, items=j, channel=channel)
-    effect = {
-        "pvalue": test.pvalue,
-        "revealed_yes": test.revealed_yes,
-        "revealed_no": test.revealed_no,
-    }
+    said: list[str] = []  # a pilot's few rows: the estimate, and why the rest is missing
+    try:
+        fit = list_regression("count ~ 1", data, treat="treat", items=j, channel=channel)
+        mle: float | None = fit.prevalence if math.isfinite(fit.prevalence) else None
+    except ValueError as exc:
+        mle = None
+        said.append(f"no maximum likelihood estimate: {exc}")
+    effect: dict[str, float] | None = None
+    try:
+        test = list_design_effect_test(counts, treated, items=j, channel=channel)
+        effect = {
+            "pvalue": test.pvalue,
+            "revealed_yes": test.revealed_yes,
+            "revealed_no": test.revealed_no,
+        }
+    except ValueError as exc:
+        said.append(f"no design-effect test: {exc}")
+    out = est.to_dict(level)
+    warned = out.get("warnings")
     return {
         "list": base
-        | est.to_dict(level)
+        | out
         | {
-            "mle": mle if math.isfinite(mle) else None,
+            "mle": mle,
             "channel": None if channel is None else channel.spec,
             "design_effect": effect,
+            "warnings": [*(warned if isinstance(warned, list) else []), *said],
         }
     }

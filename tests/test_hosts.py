@@ -373,6 +373,31 @@ def test_a_qualtrics_export_of_every_declared_field_reads_in_either_engine(
         np.testing.assert_allclose(by_id[q.id]["std_error"], lib.std_error, rtol=0, atol=1e-12)
 
 
+def test_a_question_with_every_row_refused_is_reported_with_its_count(simulated):
+    """Every row of ``cheat`` carries another design's digest: the question is in the
+    output with its count refused and no estimate (it vanished with exit 0), and
+    ``drug`` is estimated as before; with every question refused, exit 2 names them."""
+    tmp, survey, reports, digests, age, hours = simulated
+    wrong = dict(digests, cheat=["0" * 64] * N)
+    path = _write("qualtrics", tmp, reports, wrong, age, hours)
+    args = ["analyze", str(path), "--survey", str(tmp / "hosted.yaml")]
+    out = CliRunner().invoke(app, [*args, "--json"])
+    assert out.exit_code == 0, out.output
+    by_id = {item["question"]: item for item in json.loads(out.stdout)["questions"]}
+    assert by_id["cheat"]["refused"] == N and by_id["cheat"]["n"] == 0
+    assert "every row refused (2000)" in by_id["cheat"]["note"]
+    lib = estimate(survey.question("drug").mechanism, reports["drug"])
+    np.testing.assert_allclose(by_id["drug"]["estimate"], lib.estimate, rtol=0, atol=1e-12)
+    table = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert table.exit_code == 0 and "every row refused (2000)" in table.stdout
+    none = dict(wrong, drug=["0" * 64] * N)
+    path = _write("qualtrics", tmp, reports, none, age, hours)
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 2
+    text = " ".join(out.output.split())
+    assert "cheat: every row refused (2000)" in text and "drug: every row refused" in text
+
+
 def test_a_qualtrics_field_with_two_values_under_its_two_names_is_refused(simulated):
     """A row whose classic and simplified names of one field disagree is refused with
     both column names and the row (exit 2), never read from either."""

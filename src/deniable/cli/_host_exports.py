@@ -71,18 +71,21 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
     frame, (survey,) = read_export(path)
     out: list[dict[str, Any]] = []
     for q in survey.questions:
-        if q.is_list and q.id in frame and frame[q.id].notna().any():
-            counts = {
-                "refused": read.refused.get(q.id, 0),
-                "missing_digest": read.missing_digest.get(q.id, 0),
-            }
+        counts = {
+            "refused": read.refused.get(q.id, 0),
+            "missing_digest": read.missing_digest.get(q.id, 0),
+        }
+        given = q.id in frame and bool(frame[q.id].notna().any())
+        if not given and counts["refused"] and not q.is_direct:  # said, never dropped
+            note = f"every row refused ({counts['refused']}): another design's digest"
+            out.append({"question": q.id} | counts | {"n": 0, "note": note})
+            continue
+        if q.is_list and given:
             out.append({"question": q.id} | counts | list_item(frame, q, level))
             continue
-        if q.is_direct or q.id not in frame or has_variants(survey, q.id):
+        if q.is_direct or not given or has_variants(survey, q.id):
             continue
         codes = frame[q.id].dropna().to_numpy(np.int64)
-        if codes.size == 0:
-            continue
         est = estimate(q.mechanism, codes)
         out.append(
             {
@@ -92,10 +95,11 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
             }
             | est.to_dict(level)
         )
-    if not out:
+    if not any("note" not in item for item in out):
+        refused = "; ".join(f"{item['question']}: {item['note']}" for item in out)
         raise fail(
             "no randomized question or list experiment of the survey file has reports in "
-            "this export"
+            "this export" + (f" ({refused})" if refused else "")
         )
     if as_json:
         emit_json({"host": read.host, "rows": read.rows, "questions": out})
@@ -104,6 +108,9 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
     for col in ("question", "answer", "n", "estimate", "SE", f"{level:.0%} CI", "refused"):
         table.add_column(col, justify="left" if col in ("question", "answer") else "right")
     for item in out:
+        if "note" in item:  # every row refused
+            table.add_row(item["question"], "", "0", item["note"], "", "", str(item["refused"]))
+            continue
         if "list" in item:  # a list experiment: the difference in means
             got = item["list"]
             if "estimate" not in got:

@@ -398,6 +398,35 @@ def test_a_question_with_every_row_refused_is_reported_with_its_count(simulated)
     assert "cheat: every row refused (2000)" in text and "drug: every row refused" in text
 
 
+def test_a_participant_saved_twice_is_counted_and_said(simulated):
+    """jsPsych: 5 participants whose ``drug`` trial was saved twice (a second run of the
+    timeline) are collapsed to their first report, as before, but now counted and said
+    (they were collapsed silently); oTree: 4 rows whose participant code came before
+    are counted and said (each row kept)."""
+    tmp, survey, reports, digests, age, hours = simulated
+    path = _write("jspsych-json", tmp, reports, digests, age, hours)
+    trials = json.loads(path.read_text())
+    again = [t for t in trials if t.get("question") == "drug"][:5]
+    path.write_text(json.dumps(trials + [dict(t, report=(t["report"] + 1) % 3) for t in again]))
+    args = ["analyze", str(path), "--survey", str(tmp / "hosted.yaml"), "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    by_id = {item["question"]: item for item in json.loads(out.stdout)["questions"]}
+    assert by_id["drug"]["duplicates"] == 5 and by_id["cheat"]["duplicates"] == 0
+    lib = estimate(survey.question("drug").mechanism, reports["drug"])  # the first kept
+    np.testing.assert_allclose(by_id["drug"]["estimate"], lib.estimate, rtol=0, atol=1e-12)
+    assert "drug: 5 participant(s) sent it more than once (the first report of each kept)" in (
+        " ".join(out.stderr.split())
+    )
+    path = _write("otree", tmp, reports, digests, age, hours)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines, *lines[1:5]]) + "\n")
+    out = CliRunner().invoke(app, ["analyze", str(path), "--survey", str(tmp / "hosted.yaml")])
+    assert out.exit_code == 0, out.output
+    said = " ".join(out.stderr.split())
+    assert "cheat: 4 participant(s) sent it more than once (each row kept)" in said
+
+
 def test_a_qualtrics_field_with_two_values_under_its_two_names_is_refused(simulated):
     """A row whose classic and simplified names of one field disagree is refused with
     both column names and the row (exit 2), never read from either."""

@@ -56,6 +56,10 @@ def host_wide_export(
     for qid, n in read.missing_digest.items():
         if n:
             err.print(f"[yellow]{qid}: {n} row(s) carry no design digest (not checked)[/]")
+    for qid, n in read.duplicates.items():
+        if n:
+            kept = "the first report of each kept" if read.host == "jspsych" else "each row kept"
+            err.print(f"[yellow]{qid}: {n} participant(s) sent it more than once ({kept})[/]")
     if not as_json:
         err.print(f"{read.host} export: {read.rows} row(s) read")
     return wide, read
@@ -74,6 +78,7 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
         counts = {
             "refused": read.refused.get(q.id, 0),
             "missing_digest": read.missing_digest.get(q.id, 0),
+            "duplicates": read.duplicates.get(q.id, 0),
         }
         given = q.id in frame and bool(frame[q.id].notna().any())
         if not given and counts["refused"] and not q.is_direct:  # said, never dropped
@@ -87,14 +92,7 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
             continue
         codes = frame[q.id].dropna().to_numpy(np.int64)
         est = estimate(q.mechanism, codes)
-        out.append(
-            {
-                "question": q.id,
-                "refused": read.refused.get(q.id, 0),
-                "missing_digest": read.missing_digest.get(q.id, 0),
-            }
-            | est.to_dict(level)
-        )
+        out.append({"question": q.id} | counts | est.to_dict(level))
     if not any("note" not in item for item in out):
         refused = "; ".join(f"{item['question']}: {item['note']}" for item in out)
         raise fail(

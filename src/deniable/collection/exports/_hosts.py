@@ -100,6 +100,11 @@ class HostExport:
     missing_digest : dict of str to int
         Per question, rows with a report but no digest (kept: a host that did not store
         it; said, so the analyst knows the design was not checked there).
+    duplicates : dict of str to int
+        Per question, participants who sent more than one report: jsPsych's extra
+        trials of one participant (the first kept), or the other hosts' rows whose
+        participant id (oTree's ``participant.code``, Qualtrics' ``ResponseId``,
+        LimeSurvey's ``id``) came before (each row kept); said, never silent.
 
     Examples
     --------
@@ -111,6 +116,7 @@ class HostExport:
     rows: int
     refused: dict[str, int] = field(default_factory=dict)
     missing_digest: dict[str, int] = field(default_factory=dict)
+    duplicates: dict[str, int] = field(default_factory=dict)
 
 
 def _norm(name: str) -> str:
@@ -204,14 +210,16 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
     host = host or detect_host(path)
     if host not in HOSTS:
         raise ValueError(f"host must be one of {', '.join(HOSTS)}, got {host!r}")
+    collapsed: dict[str, int] = {}
     if host == "jspsych":
-        frame = _jspsych(path, survey)
+        frame, collapsed = _jspsych(path, survey)
     elif host == "qualtrics":
         frame = _qualtrics(path)
     else:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     randomized = [q for q in survey.questions if not q.is_direct or q.is_list]
     out = HostExport(host, frame, len(frame))
+    repeated = _repeated_participants(host, frame)
     columns = {_norm(c): c for c in frame.columns}
     found = 0
     result = frame.copy()
@@ -227,6 +235,7 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
         ).where(frame[report_col].notna())
         if q.is_list:
             result[q.id + GROUP_SUFFIX] = _list_groups(host, q, frame, report_col, codes)
+        out.duplicates[q.id] = collapsed.get(q.id, 0) + int((repeated & codes.notna()).sum())
         bad = codes.notna() & ~codes.isin(range(q.mechanism.n_reports))
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
@@ -378,10 +387,26 @@ def _one_column_per_field(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _jspsych(path: Path, survey: Survey) -> pd.DataFrame:
+def _repeated_participants(host: str, frame: pd.DataFrame) -> pd.Series:
+    """Rows whose participant id came before in the export (False where a host keeps
+    none, or for jsPsych, whose trials are already one row per participant)."""
+    import pandas as pd
+
+    names = {"otree": "participant.code", "qualtrics": "ResponseId", "limesurvey": "id"}
+    column = next(
+        (c for c in frame.columns if host in names and str(c).endswith(names[host])), None
+    )
+    if column is None:
+        return pd.Series(False, index=frame.index)
+    ids = frame[column]
+    return ids.notna() & ids.duplicated(keep="first")
+
+
+def _jspsych(path: Path, survey: Survey) -> tuple[pd.DataFrame, dict[str, int]]:
     """jsPsych's trials, the plugin's pivoted to one row per participant: ``<q>`` (the
     report) and ``<q>__digest`` per question; the participant's other data (from its
-    first trial) kept."""
+    first trial) kept. Also, per question, the participants with more than one of its
+    trials (a participant saved twice): only the first is kept, and the count is said."""
     import pandas as pd
 
     if path.suffix.lower() == ".json":
@@ -403,6 +428,8 @@ def _jspsych(path: Path, survey: Survey) -> pd.DataFrame:
         who = "_respondent"
     ours["digest"] = ours["digest"].astype("string")
     values = ["report", "digest", *(["group"] if "group" in ours else [])]
+    per = ours.groupby([who, "question"]).size()
+    collapsed = {str(q): int(n) for q, n in (per > 1).groupby(level="question").sum().items()}
     wide = ours.pivot_table(index=who, columns="question", values=values, aggfunc="first")
     frame = pd.DataFrame(index=wide.index)
     ids = {q.id for q in survey.questions}
@@ -416,4 +443,4 @@ def _jspsych(path: Path, survey: Survey) -> pd.DataFrame:
         extra = others.groupby(who).first()
         extra = extra.drop(columns=[c for c in extra if c in ("trial_type", "trial_index")])
         frame = frame.join(extra, how="left")
-    return frame.reset_index()
+    return frame.reset_index(), collapsed

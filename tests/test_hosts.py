@@ -427,6 +427,75 @@ def test_a_participant_saved_twice_is_counted_and_said(simulated):
     assert "cheat: 4 participant(s) sent it more than once (each row kept)" in said
 
 
+def test_otrees_dotted_columns_work_in_formula_and_by(simulated):
+    """oTree names a player's field ``rr.1.player.age``: ``--formula`` takes such a
+    name whole, bare or in backticks (it was split at the dots: "'hours' must be another
+    question"), and the fit is rr_logit's on the same rows to 1e-8; ``--by`` takes it
+    too."""
+    import pandas as pd
+
+    from deniable.analysis import rr_logit
+
+    tmp, survey, reports, digests, age, hours = simulated
+    path = _write("otree", tmp, reports, digests, age, hours)
+    base = ["analyze", str(path), "--survey", str(tmp / "hosted.yaml"), "--question", "cheat"]
+    formula = "cheat ~ rr.1.player.hours + `rr.1.player.age`"
+    out = CliRunner().invoke(app, [*base, "--formula", formula, "--json"])
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.stdout)
+    data = pd.DataFrame({"cheat": reports["cheat"], "h": hours, "a": age}).iloc[
+        WRONG:
+    ]  # the refused rows left out
+    ours = rr_logit("cheat ~ h + a", data, survey.question("cheat").mechanism)
+    assert got["labels"] == [
+        t.replace("h", "rr.1.player.hours", 1) if t == "h" else t.replace("a[", "rr.1.player.age[")
+        for t in ours.params.index
+    ]
+    np.testing.assert_allclose(got["estimate"], ours.params, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(got["std_error"], ours.bse, rtol=0, atol=1e-8)
+    by = CliRunner().invoke(app, [*base, "--by", "rr.1.player.age", "--json"])
+    assert by.exit_code == 0, by.output
+    assert all(g in by.stdout for g in ("18-29", "30-49", "50+"))
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_jspsychs_survey_answers_inside_response_work_in_by(simulated, fmt):
+    """jsPsych's survey plugins keep the demographics in one ``response`` object (a JSON
+    string in the CSV export): ``--by gender`` names the field inside it (it failed:
+    no column 'gender'), and each group's estimate is the library's on its rows."""
+    tmp, survey, reports, digests, age, hours = simulated
+    trials = json.loads(_write("jspsych-json", tmp, reports, digests, age, hours).read_text())
+    gender = {}
+    for t in trials:
+        if t["trial_type"] == "survey-html-form":
+            i = int(t["subject"][1:])
+            gender[i] = "f" if i % 3 else "m"
+            t["response"] = {"gender": gender[i], "age": str(age[i])}
+            del t["age"]
+    if fmt == "json":
+        path = tmp / "survey-response.json"
+        path.write_text(json.dumps(trials))
+    else:
+        path = tmp / "survey-response.csv"
+        names = sorted({k for t in trials for k in t})
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, names)
+            w.writeheader()
+            w.writerows(
+                {k: json.dumps(v) if isinstance(v, dict) else v for k, v in t.items()}
+                for t in trials
+            )
+    args = ["analyze", str(path), "--survey", str(tmp / "hosted.yaml"), "--question", "drug"]
+    out = CliRunner().invoke(app, [*args, "--by", "gender", "--json"])
+    assert out.exit_code == 0, out.output
+    groups = {g["group"]: g for g in json.loads(out.stdout)["groups"]}
+    who = np.array([gender[i] for i in range(N)])
+    for g in ("f", "m"):  # the share of the answer --by reports ("cannabis")
+        lib = estimate(survey.question("drug").mechanism, reports["drug"][who == g])
+        assert groups[g]["n"] == (who == g).sum()
+        assert groups[g]["estimate"] == pytest.approx(lib.estimate[1], abs=1e-12)
+
+
 def test_a_qualtrics_field_with_two_values_under_its_two_names_is_refused(simulated):
     """A row whose classic and simplified names of one field disagree is refused with
     both column names and the row (exit 2), never read from either."""

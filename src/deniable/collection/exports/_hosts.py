@@ -387,6 +387,35 @@ def _one_column_per_field(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _responses_as_columns(trials: pd.DataFrame) -> pd.DataFrame:
+    """jsPsych's survey plugins keep a trial's answers in one ``response`` field, an
+    object by question name (``{"gender": "f", "age": "31"}``; a JSON string in the
+    CSV export): each name becomes a column of its own (``response.<name>`` where the
+    trials already have a column of that name), so ``--by gender`` and ``--formula``
+    can name it. Other values of ``response`` are left as they are."""
+    import pandas as pd
+
+    if "response" not in trials:
+        return trials
+
+    def as_object(value: Any) -> dict[str, Any] | None:
+        if isinstance(value, str) and value.startswith("{"):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return None
+        return value if isinstance(value, dict) else None
+
+    objects = trials["response"].map(as_object)
+    if not objects.notna().any():
+        return trials
+    expanded = pd.DataFrame.from_records(
+        [o if o is not None else {} for o in objects], index=trials.index
+    )
+    names = {c: f"response.{c}" if c in trials else str(c) for c in expanded.columns}
+    return trials.join(expanded.rename(columns=names))
+
+
 def _repeated_participants(host: str, frame: pd.DataFrame) -> pd.Series:
     """Rows whose participant id came before in the export (False where a host keeps
     none, or for jsPsych, whose trials are already one row per participant)."""
@@ -438,7 +467,7 @@ def _jspsych(path: Path, survey: Survey) -> tuple[pd.DataFrame, dict[str, int]]:
         frame[f"{qid}__digest"] = wide.get(("digest", qid), None)
         if ("group", qid) in wide:
             frame[f"{qid}{GROUP_SUFFIX}"] = wide[("group", qid)]
-    others = trials[trials["trial_type"] != TRIAL_TYPE]
+    others = _responses_as_columns(trials[trials["trial_type"] != TRIAL_TYPE])
     if who in others and len(others):
         extra = others.groupby(who).first()
         extra = extra.drop(columns=[c for c in extra if c in ("trial_type", "trial_index")])

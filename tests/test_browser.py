@@ -171,7 +171,7 @@ def test_own_coin_mode_sends_the_entered_outcome(browser, site):
     page = context.new_page()
     page.goto(f"{base}/s/health#token={token}")
     page.locator("#q-drugs [data-role=physical]").click()
-    assert "both heads" in page.locator("#q-drugs").inner_text()
+    assert "heads-heads is 1" in page.locator("#q-drugs").inner_text()
     page.locator("#outcome-drugs-1").check()
     page.locator("#q-drugs [data-role=use-outcome]").click()
     page.locator("#report-drugs").wait_for()  # after the invitation is spent

@@ -207,7 +207,10 @@ def test_respondent_view_columns_are_the_design_matrix():
     drugs = view["questions"][0]
     # two-coin design at prior 1/2: posterior of "yes" after report yes is 3/4
     assert drugs["disclosure"]["posterior"][1][1] == pytest.approx(0.75)
-    assert "both heads" in drugs["instructions"]
+    assert (
+        "heads-heads is 1" in drugs["instructions"]
+        and "outcome is 1, answer" in drugs["instructions"]
+    )
     assert json.dumps(view)  # JSON-ready
 
 
@@ -325,6 +328,51 @@ def test_dice_recipes_give_the_designs_chances_exactly(design, device, outcomes)
     np.testing.assert_allclose(chances, q.mechanism.matrix.T, atol=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("p_yes", "p_no", "outcomes"),
+    [(0.25, 0.25, 4), (1 / 6, 1 / 6, 6), (0.125, 0.25, 8), (1 / 12, 1 / 4, 36), (0.2, 0.1, None)],
+)
+def test_forced_response_by_hand_realises_the_designs_chances_or_is_not_offered(
+    p_yes, p_no, outcomes
+):
+    """The own-coin instructions of forced response name a device and outcome spans
+    whose chances are the design's exactly (they said "flip coins or roll a die for 20%
+    / 10%" and then gave two coins, right only at 25% / 25%); 20% and 10% need tenths,
+    which no coin or die gives: no recipe, and the page offers no own coin."""
+    import re
+    from fractions import Fraction
+
+    from deniable.collection.model._i18n import catalog
+
+    design = {"name": "forced-response", "params": {"p_yes": p_yes, "p_no": p_no}}
+    one = load_survey(survey(questions=[{"id": "q", "text": "?", "design": design}]))
+    text = physical_instructions(one.questions[0])
+    view = one.respondent_view()["questions"][0]
+    if outcomes is None:
+        assert text == NO_RECIPE and view["by_hand"] is False
+        return
+    assert view["by_hand"] is True and text.startswith(
+        {4: "Flip two coins", 6: "Roll a die", 8: "Flip three coins", 36: "Roll two dice"}[outcomes]
+    )
+
+    def chance(pattern: str) -> Fraction:
+        found = re.search(pattern, text)
+        if found is None:
+            return Fraction(0)
+        first, last = int(found.group(1)), int(found.group(2) or found.group(1))
+        return Fraction(last - first + 1, outcomes)
+
+    assert chance(r"outcome is (\d+)(?:-(\d+))?, answer 'yes'") == Fraction(
+        p_yes
+    ).limit_denominator(36)
+    assert chance(r"it is (\d+)(?:-(\d+))?, answer 'no'") == Fraction(p_no).limit_denominator(36)
+    for lang in ("de",):  # every language gives the same device
+        assert (
+            physical_instructions(one.questions[0], lang)
+            != catalog(lang)["instructions"]["no_recipe"]
+        )
+
+
 def test_no_recipe_where_no_dice_give_the_chances():
     q = load_survey(
         survey(
@@ -361,7 +409,7 @@ def test_languages_and_translations():
     view = s.respondent_view("de")
     drugs = view["questions"][0]
     assert drugs["text"] == "Drogen?" and drugs["choices"] == ["nein", "ja"]
-    assert drugs["instructions"].startswith("Werfen Sie privat Münzen")
+    assert drugs["instructions"].startswith("Werfen Sie zwei Münzen")
     assert drugs["memo_key"] == s.respondent_view("en")["questions"][0]["memo_key"]
     assert view["title"] == s.title  # not translated: shown as written
     # a digest does not change when the new fields are at their defaults

@@ -83,6 +83,38 @@ def dice_recipe(
     return None
 
 
+def _forced_response(p_yes: float, p_no: float, labels: list[str], lang: str) -> str:
+    """Forced response (Boruch 1971) by the fewest coins or dice whose equally likely
+    outcomes give ``p_yes`` and ``p_no`` exactly: outcomes ``1..a`` force the second
+    label, the next ``b`` the first, the rest the truth. No such device (20% and 10%
+    need tenths): :data:`NO_RECIPE`, and the page offers no own coin."""
+    t_ = catalog(lang)["instructions"]
+    for outcomes in DEVICES:
+        a, b = p_yes * outcomes, p_no * outcomes
+        if abs(a - round(a)) > 1e-9 or abs(b - round(b)) > 1e-9 or round(a) + round(b) == 0:
+            continue
+        n_yes, n_no = round(a), round(b)
+        parts = []
+        if n_yes:
+            span = "1" if n_yes == 1 else f"1-{n_yes}"
+            parts.append(t_["forced_response_yes"].format(span=span, yes=labels[1]))
+        if n_no:
+            first, last = n_yes + 1, n_yes + n_no
+            span = f"{first}" if n_no == 1 else f"{first}-{last}"
+            parts.append(t_["forced_response_no"].format(span=span, no=labels[0]))
+        said = "; ".join(parts)
+        return str(t_["forced_response"]).format(
+            device=t_[f"device_{outcomes}"],
+            parts=said[:1].upper() + said[1:],
+            p_yes=_pct(p_yes),
+            p_no=_pct(p_no),
+            keep=_pct(1 - p_yes - p_no),
+            yes=labels[1],
+            no=labels[0],
+        )
+    return str(t_["no_recipe"])
+
+
 def physical_instructions(
     q: Question,
     lang: str = "en",
@@ -108,14 +140,7 @@ def physical_instructions(
     entry = SURVEY_DESIGNS.get(d.spec_name)  # the recipe is the design's registry entry's
     key, p = (entry.recipe if entry else None), d.params
     if key == "forced_response":
-        keep = 1 - p["p_yes"] - p["p_no"]
-        return str(t_["forced_response"]).format(
-            p_yes=_pct(p["p_yes"]),
-            p_no=_pct(p["p_no"]),
-            keep=_pct(keep),
-            yes=labels[1],
-            no=labels[0],
-        )
+        return _forced_response(p["p_yes"], p["p_no"], labels, lang)
     if key == "warner":
         return str(t_["warner"]).format(p=_pct(p["p"]))
     if key == "unrelated":

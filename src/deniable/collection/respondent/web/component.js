@@ -112,7 +112,8 @@ export function mount(container, question, options = {}) {
       });
       if (numberInput) numberInput.value = "";
       line.hidden = false;
-      line.textContent = t("report_shown", { report: q.reports[report], how });
+      // the host records it: there is no deniable server here to name
+      line.textContent = t("report_recorded", { report: q.reports[report], how });
       line.dataset.report = String(report);
       resolve({ question: q.id, report, digest: q.design_digest, version: COMPONENT_VERSION });
     };

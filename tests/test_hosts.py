@@ -496,6 +496,53 @@ def test_jspsychs_survey_answers_inside_response_work_in_by(simulated, fmt):
         assert groups[g]["estimate"] == pytest.approx(lib.estimate[1], abs=1e-12)
 
 
+@pytest.mark.parametrize("sep", [",", ";"])
+@pytest.mark.parametrize("answers", ["codes", "full"])
+def test_limesurveys_four_export_variants_read_alike(simulated, answers, sep):
+    """LimeSurvey's CSV export with "answer codes" (``A1``) or "full answers" (the
+    answer's text, here the report's label), separated by ``,`` or by ``;`` (a locale
+    whose decimal mark is the comma): all four give the library's estimates to 1e-12
+    (full answers and ``;`` failed: "no randomized question ... has reports")."""
+    tmp, survey, reports, digests, age, _ = simulated
+    labels = {q.id: q.report_labels for q in survey.questions}
+    path = tmp / f"results-{answers}-{'semicolon' if sep == ';' else 'comma'}.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh, delimiter=sep)
+        w.writerow(["id", "submitdate", "lastpage", "startlanguage", "deniablecheat",
+                    "deniablecheat[comment]", "deniabledrug", "deniabledrug[comment]",
+                    "age"])  # fmt: skip
+        for i in range(N):
+            cell = {
+                qid: f"A{reports[qid][i]}" if answers == "codes" else labels[qid][reports[qid][i]]
+                for qid in ("cheat", "drug")
+            }
+            w.writerow([i + 1, "2026-11-27 10:05:00", 2, "en", cell["cheat"], digests["cheat"][i],
+                        cell["drug"], digests["drug"][i], age[i]])  # fmt: skip
+    out = CliRunner().invoke(
+        app, ["analyze", str(path), "--survey", str(tmp / "hosted.yaml"), "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["host"] == "limesurvey" and data["rows"] == N
+    by_id = {item["question"]: item for item in data["questions"]}
+    assert by_id["cheat"]["refused"] == WRONG
+    for q in survey.questions:
+        kept = reports[q.id][WRONG:] if q.id == "cheat" else reports[q.id]
+        lib = estimate(q.mechanism, kept)
+        np.testing.assert_allclose(by_id[q.id]["estimate"], lib.estimate, rtol=0, atol=1e-12)
+
+
+def test_a_limesurvey_answer_that_is_neither_code_nor_text_is_named(simulated):
+    tmp, *_ = simulated
+    path = tmp / "results-odd.csv"
+    path.write_text("id,submitdate,deniablecheat,deniablecheat[comment]\n1,2026-11-27,maybe,x\n")
+    out = CliRunner().invoke(app, ["analyze", str(path), "--survey", str(tmp / "hosted.yaml")])
+    assert out.exit_code == 2
+    text = " ".join(out.output.split())
+    assert "deniablecheat row 0: 'maybe' is neither an answer code (A0, A1)" in text
+    assert "'no', 'yes'" in text
+
+
 def test_a_qualtrics_field_with_two_values_under_its_two_names_is_refused(simulated):
     """A row whose classic and simplified names of one field disagree is refused with
     both column names and the row (exit 2), never read from either."""

@@ -14,7 +14,7 @@ from ._host_common import classic_bundle, question_data
 if TYPE_CHECKING:
     from ..model import Survey
 
-__all__ = ["limesurvey_files", "limesurvey_lss"]
+__all__ = ["answer_codes", "limesurvey_files", "limesurvey_lss"]
 
 
 _LIMESURVEY_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
@@ -173,7 +173,7 @@ def _table(doc: Any, name: str, fields: list[str], rows: list[dict[str, str]]) -
             ET.SubElement(r, f).text = row.get(f, "")
 
 
-def _answer_codes(view: dict[str, Any]) -> list[tuple[str, str]]:
+def answer_codes(view: dict[str, Any]) -> list[tuple[str, str]]:
     """A question's answer codes and labels: ``A<report>`` per report; a list
     experiment's ``A<count>`` on the control list and ``B<count>`` on the list with the
     sensitive item (the code carries the group the browser drew)."""
@@ -219,7 +219,7 @@ def _question_rows(
                     "language": lang,
                 }
             )
-            for order, (code, label) in enumerate(_answer_codes(view)):
+            for order, (code, label) in enumerate(answer_codes(view)):
                 aid = f"{n}{order:02d}"
                 if lang == languages[0]:
                     out["answers"].append(
@@ -322,7 +322,7 @@ def limesurvey_files(survey: Survey, randomized: list[str], output: Path) -> lis
         written += [config, script]
     view = {q["id"]: q for q in survey.respondent_view("en")["questions"]}
     reports = "; ".join(
-        f"{qid}: " + ", ".join(f"{code} = {label}" for code, label in _answer_codes(view[qid]))
+        f"{qid}: " + ", ".join(f"{code} = {label}" for code, label in answer_codes(view[qid]))
         for qid in randomized
     )
     lss = output / "deniable.lss"

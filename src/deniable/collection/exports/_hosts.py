@@ -138,7 +138,7 @@ def detect_host(path: Path) -> str:
         head = [fh.readline() for _ in range(3)]
     import csv
 
-    rows = list(csv.reader(head))
+    rows = list(csv.reader(head, delimiter=_delimiter(path)))
     names = rows[0] if rows else []
     if "trial_type" in names:
         return "jspsych"
@@ -216,7 +216,9 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
     elif host == "qualtrics":
         frame = _qualtrics(path)
     else:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        frame = pd.read_csv(
+            path, dtype=str, keep_default_na=False, na_values=[""], sep=_delimiter(path)
+        )
     randomized = [q for q in survey.questions if not q.is_direct or q.is_list]
     out = HostExport(host, frame, len(frame))
     repeated = _repeated_participants(host, frame)
@@ -229,6 +231,8 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
             result[q.id] = np.nan
             continue
         found += 1
+        if host == "limesurvey":  # a "full answers" export: the answers' texts
+            frame[report_col] = _answer_codes_of(survey, q.id, frame[report_col], report_col)
         codes = pd.to_numeric(
             frame[report_col].astype(str).str.replace(r"^[A-Za-z]+", "", regex=True),
             errors="coerce",
@@ -385,6 +389,47 @@ def _one_column_per_field(frame: pd.DataFrame) -> pd.DataFrame:
             merged = merged.fillna(frame[other])
         frame = frame.drop(columns=columns[1:]).assign(**{columns[0]: merged})
     return frame
+
+
+def _delimiter(path: Path) -> str:
+    """``;`` where the header line has more semicolons than commas outside quotes (a
+    LimeSurvey or Excel export in a locale whose decimal mark is the comma), else ``,``."""
+    with path.open(encoding="utf-8-sig", errors="replace") as fh:
+        header = re.sub(r'"[^"]*"', "", fh.readline())
+    return ";" if header.count(";") > header.count(",") else ","
+
+
+def _answer_codes_of(survey: Survey, qid: str, values: pd.Series, column: str) -> pd.Series:
+    """LimeSurvey's answers as their codes: a "full answers" export writes each
+    answer's text (the report's label, in the language answered) where the "answer
+    codes" export writes ``A<report>`` (a list's ``A``/``B<count>``); both read.
+
+    Raises
+    ------
+    ValueError
+        For a value that is neither an answer code nor an answer's text, naming the
+        column, the row and what is allowed.
+    """
+    from ._host_limesurvey import answer_codes
+
+    languages = ["en", *sorted(survey.translations)]
+    texts: dict[str, str] = {}
+    for lang in languages:
+        view = next(v for v in survey.respondent_view(lang)["questions"] if v["id"] == qid)
+        texts |= {label: code for code, label in answer_codes(view)}
+    codes = set(texts.values())
+    given = values.astype("string").str.strip()
+    coded = given.str.fullmatch(r"[A-Za-z]\d+").fillna(False).astype(bool)  # checked later
+    mapped = given.where(coded, given.map(texts))
+    bad = given.notna() & ~coded & mapped.isna()
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ValueError(
+            f"{column} row {row}: {given.iloc[row]!r} is neither an answer code "
+            f"({', '.join(sorted(codes))}) nor an answer's text of {qid!r} "
+            f"({', '.join(repr(t) for t in texts)}): export answer codes or full answers"
+        )
+    return mapped
 
 
 def _responses_as_columns(trials: pd.DataFrame) -> pd.DataFrame:

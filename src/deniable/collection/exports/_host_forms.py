@@ -90,9 +90,15 @@ def _qsf(survey: Survey, scripts: dict[str, str]) -> dict[str, object]:
                          "NextChoiceId": 1, "NextAnswerId": 1, "QuestionID": f"QID{i}",
                          "QuestionJS": script}}
         )  # fmt: skip
+    # one deniable question a page: each script keeps Next disabled until its own report
+    # is drawn, so a page holding two let the second go undrawn (issue 61)
+    elements: list[dict[str, str]] = []
+    for i in range(1, len(scripts) + 1):
+        if elements:
+            elements.append({"Type": "Page Break"})
+        elements.append({"Type": "Question", "QuestionID": f"QID{i}"})
     block = {"Type": "Default", "Description": "deniable", "ID": "BL_deniable",
-             "BlockElements": [{"Type": "Question", "QuestionID": f"QID{i}"}
-                               for i in range(1, len(scripts) + 1)]}  # fmt: skip
+             "BlockElements": elements}  # fmt: skip
     flow = {"Type": "Root", "FlowID": "FL_1", "Properties": {"Count": 3}, "Flow": [
         {"Type": "EmbeddedData", "FlowID": "FL_2", "EmbeddedData": fields},
         {"Type": "Block", "ID": "BL_deniable", "FlowID": "FL_3", "Autofill": []},

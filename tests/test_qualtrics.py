@@ -74,11 +74,7 @@ def test_the_qsf_declares_the_fields_and_carries_the_scripts(generated):
         assert {f"__js_deniable_{qid}", f"__js_deniable_{qid}_digest", f"deniable_{qid}"} <= fields
     # one deniable question a page (each script disables Next until its own draw): no
     # page lets a second question go undrawn
-    block = (
-        next(b for b in elements["BL"]["Payload"].values() if b["ID"] == "BL_deniable")
-        if (isinstance(elements["BL"]["Payload"], dict))
-        else next(b for b in elements["BL"]["Payload"] if b["ID"] == "BL_deniable")
-    )
+    block = next(b for b in elements["BL"]["Payload"] if b["ID"] == "BL_deniable")
     kinds = [e["Type"] for e in block["BlockElements"]]
     assert kinds == ["Question", "Page Break", "Question"], kinds
     scripts = [e["Payload"]["QuestionJS"] for e in qsf["SurveyElements"] if e["Element"] == "SQ"]

@@ -66,7 +66,9 @@ async ([url, question, messages, options]) => {
   document.documentElement.lang = "en";
   const C = await import(url);
   const store = new Map();
-  const storage = options.storage
+  const storage = options.storage === "local"
+    ? window.localStorage
+    : options.storage
     ? { getItem: (k) => (store.has(k) ? store.get(k) : null), setItem: (k, v) => store.set(k, v) }
     : null;
   window.__result = C.mount(document.getElementById("slot"), question,
@@ -164,7 +166,10 @@ def test_own_coin_mode_and_a_panel_question_with_and_without_storage(page_at):
     page.get_by_role("button", name="Randomize my answer on this device").click()
     assert page.evaluate("window.__result")["report"] in (0, 1)
     kept = page.evaluate("Object.fromEntries(window.__store)")
-    assert list(kept) == ["deniable/panel/P-17"] and len(kept["deniable/panel/P-17"]) == 43
+    memo = f"deniable/report/P-17/panel/{_view('panel')['design_digest']}"
+    assert set(kept) == {"deniable/panel/P-17", memo}  # the secret, and the report drawn
+    assert len(kept["deniable/panel/P-17"]) == 43
+    assert kept[memo] == str(page.evaluate("window.__result")["report"])
     # without storage it says so, and still sends a report of the composed channel
     page = open_page()
     page.evaluate(MOUNT, [f"{base}/static/component.js", _view("panel"), catalog("en"), {}])
@@ -199,3 +204,54 @@ def test_axe_core_finds_no_violation_in_the_component_at_phone_width(page_at):
     page.evaluate(MOUNT, [f"{base}/static/component.js", _view("cheat"), catalog("en"), {}])
     found = Axe().run(page, context={"include": [["fieldset.deniable-rr"]]})
     assert found.violations_count == 0, json.dumps(found.response["violations"])[:2000]
+
+
+def test_a_reload_or_a_second_tab_shows_the_report_drawn_before_and_draws_no_other(page_at):
+    """Reloading until another report comes up gains nothing: after a draw, 10 reloads
+    of the tab show the same report (inputs disabled, "drawn earlier"), and so does a
+    second tab of the same participant (the host's participant id and localStorage); a
+    new tab with no participant id (the next person at a lab computer) starts fresh. A
+    list question shows the same list across 10 reloads. Only reports and groups are
+    kept."""
+    from .test_embed_list import _list_view
+
+    base, open_page = page_at
+    url = f"{base}/static/component.js"
+    page = open_page()
+    page.evaluate(MOUNT, [url, _view("cheat"), catalog("en"), {}])
+    page.get_by_role("radio", name="yes").check()
+    page.get_by_role("button", name="Randomize my answer on this device").click()
+    first = page.evaluate("window.__result")["report"]
+    for _ in range(10):
+        page.reload()
+        page.evaluate(MOUNT, [url, _view("cheat"), catalog("en"), {}])
+        assert page.evaluate("window.__result")["report"] == first
+        assert "drawn earlier on this page" in page.inner_text("fieldset")
+        assert page.get_by_role("button", name="Randomize my answer on this device").is_disabled()
+    kept = page.evaluate("Object.entries(sessionStorage)")
+    assert kept == [
+        [f"deniable/report/session/cheat/{_view('cheat')['design_digest']}", str(first)]
+    ]
+    fresh = page.context.new_page()  # another tab, no participant id: nothing carried over
+    fresh.goto(f"{base}/healthz")
+    fresh.evaluate(MOUNT, [url, _view("cheat"), catalog("en"), {}])
+    assert fresh.get_by_role("button", name="Randomize my answer on this device").is_enabled()
+    # one participant in two tabs, with the host's id and localStorage
+    who = {"participant": "P-17", "storage": "local"}
+    one = open_page()
+    one.evaluate(MOUNT, [url, _view("cheat"), catalog("en"), who])
+    one.get_by_role("radio", name="no").check()
+    one.get_by_role("button", name="Randomize my answer on this device").click()
+    drawn = one.evaluate("window.__result")["report"]
+    two = one.context.new_page()
+    two.goto(f"{base}/healthz")
+    two.evaluate(MOUNT, [url, _view("cheat"), catalog("en"), who])
+    assert two.evaluate("window.__result")["report"] == drawn
+    # a list question: one list across reloads
+    lists = open_page()
+    lists.evaluate(MOUNT, [url, _list_view(), catalog("en"), {}])
+    shown = lists.inner_text("fieldset")
+    for _ in range(10):
+        lists.reload()
+        lists.evaluate(MOUNT, [url, _list_view(), catalog("en"), {}])
+        assert lists.inner_text("fieldset") == shown

@@ -295,6 +295,7 @@ def test_the_component_shows_the_drawn_groups_list_and_keeps_the_count_and_group
           const C = await import(url);
           let ones = 0;
           for (let i = 0; i < 400; i++) {
+            sessionStorage.clear(); // 400 tabs: each draws its own group
             const slot = document.createElement("div");
             C.mount(slot, question, { messages, lang: "en" });
             ones += slot.querySelectorAll("li").length === 4 ? 1 : 0;
@@ -396,7 +397,10 @@ def test_the_jspsych_experiment_asks_the_list_and_its_data_reads_back(
         browser.close()
     (trial,) = [t for t in data if t.get("question") == "done"]
     assert trial["report"] == 1 and trial["group"] == int(longer)
-    assert kept == ["deniable/list/P-3/done/" + design_digest(_survey().question("done"))]
+    assert sorted(kept) == [  # the list's group, and the randomized question's report
+        "deniable/list/P-3/done/" + design_digest(_survey().question("done")),
+        "deniable/report/P-3/cheat/" + design_digest(_survey().question("cheat")),
+    ]
     saved = tmp_path / "data.json"
     saved.write_text(json.dumps(data))
     survey_file = tmp_path / "listed.json"

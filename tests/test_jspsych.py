@@ -153,8 +153,11 @@ def test_the_experiment_runs_in_jspsych_and_keeps_only_reports(experiment, tmp_p
     from deniable.collection.model._views import design_digest
 
     assert [t["digest"] for t in trials] == [design_digest(digests[t["question"]]) for t in trials]
-    # the panel question kept its secret for the participant; nothing else is stored
-    assert kept == ["deniable/panel/P-17"]
+    # the panel question kept its secret for the participant, and each question the
+    # report drawn (a reload shows it again); nothing else is stored
+    assert set(kept) == {"deniable/panel/P-17"} | {
+        f"deniable/report/P-17/{t['question']}/{t['digest']}" for t in trials
+    }
     # no request but files: nothing posted anywhere
     assert all(s.startswith("GET ") for s in sent), [s for s in sent if not s.startswith("GET")]
     for mode in ("data-only", "visual"):

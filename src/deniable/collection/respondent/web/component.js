@@ -49,6 +49,7 @@ export function mount(container, question, options = {}) {
   if (q.list) return mountList(container, q, options, t);
   if (q.direct) throw new Error(`question ${q.id} is asked directly: it needs no component`);
   style();
+  const memo = memoOf(options);
   const uid = `deniable-${q.id}-${(mounted += 1)}`;
   const fs = fieldset(q, uid, "deniable-rr");
   if (q.innocuous_question) fs.appendChild(para(t("innocuous", { question: q.innocuous_question })));
@@ -115,8 +116,16 @@ export function mount(container, question, options = {}) {
       // the host records it: there is no deniable server here to name
       line.textContent = t("report_recorded", { report: q.reports[report], how });
       line.dataset.report = String(report);
+      if (memo.store) memo.store.setItem(memo.key("report", q), String(report));
       resolve({ question: q.id, report, digest: q.design_digest, version: COMPONENT_VERSION });
     };
+    // drawn before (a reload, a second tab of the same participant): that report again,
+    // never a new draw, so reloading until another report comes up gains nothing
+    const kept = memo.store ? memo.store.getItem(memo.key("report", q)) : null;
+    if (kept !== null && /^\d+$/.test(kept) && Number(kept) < q.reports.length) {
+      finish(Number(kept), t("how_kept"));
+      return;
+    }
     draw.addEventListener("click", async () => {
       const truth = readTruth();
       if (truth === null) return;
@@ -233,15 +242,33 @@ function mountList(container, q, options, t) {
   });
 }
 
-/** The respondent's group for a list question: drawn once with equal chances, and kept
- * under the participant's id where the host gives one and a storage. */
-function listGroup(q, options) {
+/** Where a drawn report and a list's group are kept: under the participant's id in the
+ * host's storage where the host gives both (every tab of that participant), otherwise in
+ * this tab's sessionStorage (a reload keeps it; the next participant at a shared lab
+ * computer, in a new tab, starts fresh). Only reports and groups are kept, never an
+ * answer. */
+function memoOf(options) {
   const { storage, participant } = options;
-  const key = participant ? `deniable/list/${participant}/${q.id}/${q.design_digest}` : null;
-  const kept = storage && key ? storage.getItem(key) : null;
+  let store = storage && participant ? storage : null;
+  if (!store) {
+    try {
+      store = globalThis.sessionStorage || null;
+    } catch {
+      store = null; // storage blocked (a sandboxed frame): nothing kept, said nowhere
+    }
+  }
+  const who = storage && participant ? participant : "session";
+  return { store, key: (kind, q) => `deniable/${kind}/${who}/${q.id}/${q.design_digest}` };
+}
+
+/** The respondent's group for a list question: drawn once with equal chances, and kept
+ * (:func:`memoOf`) so a reload or a second tab shows the same list. */
+function listGroup(q, options) {
+  const memo = memoOf(options);
+  const kept = memo.store ? memo.store.getItem(memo.key("list", q)) : null;
   if (kept === "0" || kept === "1") return Number(kept);
   const group = uniform53() < 0.5 ? 0 : 1;
-  if (storage && key) storage.setItem(key, String(group));
+  if (memo.store) memo.store.setItem(memo.key("list", q), String(group));
   return group;
 }
 

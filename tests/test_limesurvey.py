@@ -121,6 +121,8 @@ def test_the_theme_writes_only_the_report_and_the_digest_into_limesurveys_form(
     page.add_script_tag(content=(script / "deniable-rr.js").read_text())
     assert page.locator(".answers-list").is_hidden()  # the core list gives way
     assert page.locator(".question-title-container").is_hidden()  # the text shown once
+    # Submit waits for the report: an empty answer cannot be posted past the question
+    assert page.locator("#ls-button-submit").is_disabled()
     page.get_by_role("radio", name="yes").check()
     form = "Object.fromEntries(new FormData(document.getElementById('limesurvey')))"
     assert page.evaluate(form) == {
@@ -128,6 +130,7 @@ def test_the_theme_writes_only_the_report_and_the_digest_into_limesurveys_form(
     }  # fmt: skip
     page.get_by_role("button", name="Randomize my answer on this device").click()
     page.wait_for_function("window.__conditions.length === 1")
+    assert page.locator("#ls-button-submit").is_enabled()
     fields = page.evaluate(form)
     digest = design_digest(load_survey(SURVEY).question("cheat"))
     assert fields["123456X1X42comment"] == digest

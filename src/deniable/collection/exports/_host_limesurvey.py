@@ -68,10 +68,20 @@ def _limesurvey_script(survey: Survey, qid: str) -> str:
         + classic_bundle()
         + f"\n  var data = {json.dumps(data, ensure_ascii=False)};\n"
         f'  var selector = ".question-container.deniable-{qid}";\n'
+        "  // Next and Submit wait until every deniable question on the page has its report\n"
+        "  // (the page-wide count is shared by every deniable theme on the page)\n"
+        '  var moves = "#ls-button-submit, #ls-button-next, button[name=move]";\n'
+        "  function hold(change) {\n"
+        "    window.__deniablePending = (window.__deniablePending || 0) + change;\n"
+        "    document.querySelectorAll(moves).forEach(function (b) {\n"
+        "      b.disabled = window.__deniablePending > 0;\n"
+        "    });\n"
+        "  }\n"
         "  function start() {\n"
         "    document.querySelectorAll(selector).forEach(function (box) {\n"
         "      if (box.dataset.deniableMounted) return;\n"
         '      box.dataset.deniableMounted = "1";\n'
+        "      hold(1);\n"
         '      var list = box.querySelector(".answers-list");\n'
         '      var comment = box.querySelector("textarea, input[type=text]");\n'
         "      list.hidden = true; // the core inputs stay: LimeSurvey submits the report\n"
@@ -93,6 +103,7 @@ def _limesurvey_script(survey: Survey, qid: str) -> str:
         "          radio.checked = true;\n"
         '          radio.dispatchEvent(new Event("change", { bubbles: true }));\n'
         "          if (comment) comment.value = result.digest;\n"
+        "          hold(-1);\n"
         '          if (typeof window.checkconditions === "function") {\n'
         "            window.checkconditions(radio.value, radio.name, radio.type);\n"
         "          }\n"

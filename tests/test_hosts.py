@@ -532,6 +532,27 @@ def test_limesurveys_four_export_variants_read_alike(simulated, answers, sep):
         np.testing.assert_allclose(by_id[q.id]["estimate"], lib.estimate, rtol=0, atol=1e-12)
 
 
+def test_an_otree_export_saved_by_excel_reads_alike(simulated):
+    """oTree's CSV opened and saved by Excel in a locale whose decimal mark is the comma:
+    a UTF-8 byte-order mark and ``;`` between fields; the estimates equal the library's
+    to 1e-12, as from oTree's own CSV."""
+    tmp, survey, reports, digests, age, hours = simulated
+    rows = list(csv.reader(_write("otree", tmp, reports, digests, age, hours).open()))
+    path = tmp / "all_apps_wide_excel.csv"
+    with path.open("w", newline="", encoding="utf-8-sig") as fh:
+        csv.writer(fh, delimiter=";").writerows(rows)
+    assert detect_host(path) == "otree"
+    out = CliRunner().invoke(
+        app, ["analyze", str(path), "--survey", str(tmp / "hosted.yaml"), "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    by_id = {item["question"]: item for item in json.loads(out.stdout)["questions"]}
+    for q in survey.questions:
+        kept = reports[q.id][WRONG:] if q.id == "cheat" else reports[q.id]
+        lib = estimate(q.mechanism, kept)
+        np.testing.assert_allclose(by_id[q.id]["estimate"], lib.estimate, rtol=0, atol=1e-12)
+
+
 def test_a_limesurvey_answer_that_is_neither_code_nor_text_is_named(simulated):
     tmp, *_ = simulated
     path = tmp / "results-odd.csv"

@@ -203,22 +203,12 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
     """
     import pandas as pd
 
-    from ..model import design_digest
-
     if path.stat().st_size > MAX_EXPORT_BYTES:
         raise ValueError(f"{path.name} is over {MAX_EXPORT_BYTES // 2**20} MiB")
     host = host or detect_host(path)
     if host not in HOSTS:
         raise ValueError(f"host must be one of {', '.join(HOSTS)}, got {host!r}")
-    collapsed: dict[str, int] = {}
-    if host == "jspsych":
-        frame, collapsed = _jspsych(path, survey)
-    elif host == "qualtrics":
-        frame = _qualtrics(path)
-    else:
-        frame = pd.read_csv(
-            path, dtype=str, keep_default_na=False, na_values=[""], sep=_delimiter(path)
-        )
+    frame, collapsed = _read_frame(path, host, survey)
     randomized = [q for q in survey.questions if not q.is_direct or q.is_list]
     out = HostExport(host, frame, len(frame))
     repeated = _repeated_participants(host, frame)
@@ -247,15 +237,7 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
                 f"{report_col} row {row}: {frame[report_col].iloc[row]!r} is not a report "
                 f"code of {q.id!r} (0..{q.mechanism.n_reports - 1})"
             )
-        if digest_col is not None:
-            digests = frame[digest_col].astype("string").str.strip()
-            wrong = codes.notna() & digests.notna() & (digests != design_digest(q))
-            absent = codes.notna() & digests.isna()
-            out.refused[q.id] = int(wrong.sum())
-            out.missing_digest[q.id] = int(absent.sum())
-            codes = codes.where(~wrong)
-        else:
-            out.missing_digest[q.id] = int(codes.notna().sum())
+        codes = _checked_digests(q, codes, None if digest_col is None else frame[digest_col], out)
         result[q.id] = codes.astype("Float64").astype("float64")
     if not found:
         raise ValueError(
@@ -265,6 +247,37 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
     result["version"] = survey.version
     out.frame = result
     return out
+
+
+def _read_frame(path: Path, host: str, survey: Survey) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The host's file as a frame of text cells, one row per respondent, and per
+    question the participants whose extra reports were collapsed (jsPsych's trials)."""
+    import pandas as pd
+
+    if host == "jspsych":
+        return _jspsych(path, survey)
+    if host == "qualtrics":
+        return _qualtrics(path), {}
+    sep = _delimiter(path)
+    return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], sep=sep), {}
+
+
+def _checked_digests(
+    q: Any, codes: pd.Series, digests: pd.Series | None, out: HostExport
+) -> pd.Series:
+    """``codes`` without the rows whose design digest is not the question's (counted in
+    ``out.refused``); rows with a report and no digest are kept and counted in
+    ``out.missing_digest`` (a host that did not store it)."""
+    from ..model import design_digest
+
+    if digests is None:
+        out.missing_digest[q.id] = int(codes.notna().sum())
+        return codes
+    given = digests.astype("string").str.strip()
+    wrong = codes.notna() & given.notna() & (given != design_digest(q))
+    out.refused[q.id] = int(wrong.sum())
+    out.missing_digest[q.id] = int((codes.notna() & given.isna()).sum())
+    return codes.where(~wrong)
 
 
 def _list_groups(

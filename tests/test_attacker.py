@@ -432,8 +432,9 @@ def test_the_nullifiers_table_keeps_no_arrival_order(tmp_path):
     credential's nullifier enters the table with the release, the crowd's in random
     order: within the pages, the byte offsets of the nullifiers do not follow arrival
     (p >= ALPHA). A second use of a credential is refused while it waits and after it
-    is released. Control: the same nullifiers inserted one by one in arrival order (the
-    layout before) are ordered within their pages (p < ALPHA)."""
+    is released. Control: the same nullifiers, and four sets of fresh ones, inserted one
+    by one in arrival order (the layout before) are ordered within their pages (the five
+    tables' evidence combined, p < ALPHA)."""
     import sqlite3 as sqlite
 
     from deniable.collection.credentials import nullifier
@@ -477,17 +478,26 @@ def test_the_nullifiers_table_keeps_no_arrival_order(tmp_path):
     p = _page_order(offsets(path.read_bytes()))
     print(f"nullifiers: p = {p:.3g}")
     assert p >= ALPHA, p
-    control = tmp_path / "control.sqlite"
-    with sqlite.connect(control) as conn:
-        conn.execute(
-            "CREATE TABLE nullifiers (nullifier VARCHAR(64) PRIMARY KEY, survey_id "
-            "VARCHAR(64) NOT NULL) WITHOUT ROWID"
-        )
-        for n in names:  # one transaction per response, as the spends came
-            conn.execute("INSERT INTO nullifiers VALUES (?, 'n')", (n,))
-            conn.commit()
-    p = _page_order(offsets(control.read_bytes()))
-    print(f"control, in arrival order: p = {p:.3g}")
+    # the control: 60 cells in one or two pages leave the detector p >= ALPHA in about
+    # 6% of tables (how the random keys fall across a page split; 3e-5 was seen in CI),
+    # so five such tables are tried, these nullifiers' and four of fresh ones of the
+    # same form, and their evidence combined (Stouffer): the order of any one survives
+    z = []
+    for trial in range(5):
+        control = tmp_path / f"control{trial}.sqlite"
+        if trial:
+            names[:] = [secrets.token_hex(32) for _ in names]
+        with sqlite.connect(control) as conn:
+            conn.execute(
+                "CREATE TABLE nullifiers (nullifier VARCHAR(64) PRIMARY KEY, survey_id "
+                "VARCHAR(64) NOT NULL) WITHOUT ROWID"
+            )
+            for n in names:  # one transaction per response, as the spends came
+                conn.execute("INSERT INTO nullifiers VALUES (?, 'n')", (n,))
+                conn.commit()
+        z.append(stats.norm.isf(_page_order(offsets(control.read_bytes())) / 2))
+    p = float(2 * stats.norm.sf(sum(z) / np.sqrt(len(z))))
+    print(f"control, in arrival order (5 tables combined): p = {p:.3g}")
     assert p < ALPHA, p
 
 
@@ -541,20 +551,27 @@ def _payload_codes(raw: bytes, survey_id: str) -> dict[bytes, tuple[int, int]]:
     return found
 
 
+#: Two-sided 4 sigma of the normal law: the exact binomial tests below reject a cell at
+#: this p-value (a tail of 6e-5 per cell).
+FOUR_SIGMA = 2 * stats.norm.sf(4.0)
+
+
 def _follow_the_channels(found, survey: dict, n: int, where: str) -> None:
-    """The codes found are the channels' outputs, not the n answers as sent: the share
-    of "yes" is the channel's keep probability 9/10 and the counts spread over 0..4 as
-    the channel's column for a true 4, each within 4 binomial SEs."""
+    """The codes found are the channels' outputs, not the n answers as sent: the number
+    of "yes" follows Binomial(m, 9/10) (the channel keeps the answer) and the number of
+    each count Binomial(m, column) (the geometric channel's column for a true 4), each
+    by the exact two-sided binomial test at :data:`FOUR_SIGMA` (a normal bound failed a
+    cell of probability 1.4e-4 whenever one such count was drawn, 1 in 20 runs)."""
     parsed = load_survey(survey)
     keep = parsed.question("yes").release_channel.matrix[1, 1]
     column = parsed.question("upset").release_channel.matrix[:, 4]
     codes = list(found.values())
     m = len(codes)
-    yes = np.array([c[0] for c in codes])
-    counts = np.bincount([c[1] for c in codes], minlength=5) / m
-    assert abs(yes.mean() - keep) <= 4 * np.sqrt(keep * (1 - keep) / m), (where, yes.mean())
-    se = np.sqrt(column * (1 - column) / m)
-    assert np.all(np.abs(counts - column) <= 4 * se), (where, counts, column)
+    yes = int(sum(c[0] for c in codes))
+    assert stats.binomtest(yes, m, keep).pvalue >= FOUR_SIGMA, (where, yes, m, keep)
+    counts = np.bincount([c[1] for c in codes], minlength=5)
+    for k, (got, want) in enumerate(zip(counts, column, strict=True)):
+        assert stats.binomtest(int(got), m, float(want)).pvalue >= FOUR_SIGMA, (where, k, got)
 
 
 @pytest.mark.slow

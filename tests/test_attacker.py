@@ -556,7 +556,7 @@ def _payload_codes(raw: bytes, survey_id: str) -> dict[bytes, tuple[int, int]]:
 FOUR_SIGMA = 2 * stats.norm.sf(4.0)
 
 
-def _follow_the_channels(found, survey: dict, n: int, where: str) -> None:
+def _follow_the_channels(found, survey: dict, where: str) -> None:
     """The codes found are the channels' outputs, not the n answers as sent: the number
     of "yes" follows Binomial(m, 9/10) (the channel keeps the answer) and the number of
     each count Binomial(m, column) (the geometric channel's column for a true 4), each
@@ -594,7 +594,7 @@ def test_the_stored_bytes_hold_no_true_direct_answer_idle_or_after_a_sigkill(tmp
         files = read_files(data)
         found = _payload_codes(files["db.sqlite"], "kill")
         assert len(found) == n, (moment, len(found))
-        _follow_the_channels(found, survey, n, moment)
+        _follow_the_channels(found, survey, moment)
         journal = _payload_codes(files.get("db.sqlite-journal", b""), "kill")
         assert set(journal) <= set(found), moment  # pre-images hold no other payload
         if moment == "idle":
@@ -672,7 +672,7 @@ def test_postgresql_heap_and_wal_hold_no_true_direct_answer_after_a_sigkill_and_
                 files = _postgres_files(conn, since)
             heap = _payload_codes(files["staging"], survey_id)
             assert len(heap) == n, (moment, len(heap))
-            _follow_the_channels(heap, survey, n, f"heap, {moment}")
+            _follow_the_channels(heap, survey, f"heap, {moment}")
             wal: dict[bytes, tuple[int, int]] = {}
             for name, raw in files.items():
                 if name.startswith("pg_wal/"):
@@ -682,7 +682,7 @@ def test_postgresql_heap_and_wal_hold_no_true_direct_answer_after_a_sigkill_and_
             # every payload passed through the log; a record split by a WAL page
             # header can add a key, never an answer as sent (4 SEs of the channels)
             assert set(heap) <= set(wal), moment
-            _follow_the_channels(wal, survey, len(wal), f"WAL, {moment}")
+            _follow_the_channels(wal, survey, f"WAL, {moment}")
             if moment == "after a release":
                 with engine.connect() as conn:
                     released = conn.execute(

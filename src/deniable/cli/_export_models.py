@@ -74,9 +74,8 @@ def analyze_export_model(
         lhs, _, rhs = formula.partition("~")
         if lhs.strip() != question:
             raise fail(f"--formula must have --question {question!r} on its left, got {formula!r}")
-        named = _host_names(rhs, rows.columns) if host_columns else set()
-        for name in named:  # a host's dotted name (oTree's rr.1.player.age) is one name
-            rhs = re.sub(rf"(?<![\w.`])`?{re.escape(name)}`?(?![\w.`])", " ", rhs)
+        # a host's dotted name (oTree's rr.1.player.age) is one name
+        named, rhs = _host_names(rhs, rows.columns) if host_columns else (set(), rhs)
         named |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", rhs)) - _FORMULA_FUNCTIONS
     else:
         assert by is not None
@@ -119,10 +118,11 @@ def analyze_export_model(
         _analyze_by(used, d, question, by, level, as_json, group)
 
 
-def _host_names(rhs: str, columns: Any) -> set[str]:
+def _host_names(rhs: str, columns: Any) -> tuple[set[str], str]:
     """The host's column names that are not Python identifiers (oTree's
     ``rr.1.player.age``, a name with a space in backticks) named whole in a formula's
-    right side, longest first (the formula frame quotes them for formulaic)."""
+    right side, longest first (the formula frame quotes them for formulaic), and the
+    right side without them."""
     named: set[str] = set()
     odd = sorted((str(c) for c in columns if not str(c).isidentifier()), key=len, reverse=True)
     for name in odd:
@@ -130,7 +130,7 @@ def _host_names(rhs: str, columns: Any) -> set[str]:
         if re.search(pattern, rhs):
             named.add(name)
             rhs = re.sub(pattern, " ", rhs)
-    return named
+    return named, rhs
 
 
 def formula_question(formula: str, reports: Path, host: bool) -> str | None:

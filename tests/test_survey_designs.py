@@ -6,6 +6,7 @@ counterpart and without the reason R has none, fails here with its name."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -89,6 +90,40 @@ def test_entries_agree_with_the_survey_files_checks() -> None:
         assert d.export_columns == (("__group",) if d.kind in ("group", "list") else ()), name
         for lang in LANGUAGES:  # each instruction key is in every language's catalog
             assert d.recipe is None or d.recipe in catalog(lang)["instructions"], (name, lang)
+        if name in DESIGNS:  # each parameter rule names a parameter the design takes
+            takes = set(inspect.signature(DESIGNS[name]).parameters)
+            assert set(d.whole_params) <= takes, name
+            assert not d.answers_from_choices or {"k", "labels"} <= takes, name
+        assert d.complement <= d.innocuous, name  # a complement of an innocuous question
+
+
+def test_the_parameter_rules_come_from_the_entries() -> None:
+    """A design's whole-number parameters, its answers from its choices and its
+    complement are read from its entry: a k-ary question's k must be whole and bounded,
+    a Kuk design's draws too, and only the entry with ``complement`` takes one."""
+    kary = {"id": "q", "text": "Did you?", "design": {"name": "kary-rr", "params": {}}}
+    body = {"id": "s", "title": "T", "version": 1, "privacy_budget": 30.0}
+    cases = [
+        ({"params": {"epsilon": 1, "k": 2.5}}, "design.params.k must be a whole number"),
+        ({"params": {"epsilon": 1, "k": 10**12}}, r"design.params.k must be in 1\.\."),
+        ({"params": {"epsilon": 1}}, "kary-rr needs choices"),
+        (
+            {"name": "kuk", "params": {"p_carrier": 0.8, "p_noncarrier": 0.2, "draws": 1.5}},
+            "design.params.draws must be a whole number",
+        ),
+    ]
+    for change, message in cases:
+        q = kary | {"design": kary["design"] | change}
+        with pytest.raises(ValueError, match=message):
+            load_survey(body | {"questions": [q]})
+    q = kary | {"design": {"name": "kary-rr", "params": {"epsilon": 1, "k": 3.0}}}
+    assert load_survey(body | {"questions": [q]}).questions[0].mechanism.n_truths == 3
+    crosswise = {
+        "id": "q", "text": "Did you?", "design": {"name": "crosswise", "params": {"p": 0.2}},
+        "innocuous_question": "Spring?", "innocuous_complement": "Not spring?",
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="innocuous_complement: only an extended-crosswise"):
+        load_survey(body | {"questions": [crosswise]})
 
 
 def _survey(name: str) -> Any:

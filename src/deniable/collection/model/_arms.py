@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ._fields import DesignChoice, Slug, Text
-from ._groups import GROUP_DESIGNS, INNOCUOUS_DESIGNS
 from ._questions import Question
+from ._survey_designs import survey_design
 
 __all__ = ["MAX_ARMS", "Arm", "ArmDesign", "arm_questions"]
 
@@ -102,14 +102,15 @@ def arm_questions(questions: list[Question], name: str, arm: Arm) -> list[Questi
             continue
         design = {"name": override.name, "params": override.params}
         data = q.model_dump(exclude_defaults=True) | {"design": design}
-        if override.name == "direct":
+        entry = survey_design(override.name)
+        if entry.is_direct:
             for field in _NOT_DIRECT:
                 data.pop(field, None)
-        if override.name not in INNOCUOUS_DESIGNS:  # the question's own goes
+        if not entry.innocuous:  # the question's own goes
             data.pop("innocuous_question", None)
-        if override.name != "extended-crosswise":
+        if not entry.complement:
             data.pop("innocuous_complement", None)
-        if override.name in GROUP_DESIGNS:  # drawn per group: one layer
+        if entry.kind == "group":  # drawn per group: one layer
             data.pop("panel", None)
         for field in ("innocuous_question", "innocuous_complement"):
             if getattr(override, field) is not None:

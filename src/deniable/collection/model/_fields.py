@@ -26,6 +26,7 @@ from ...mechanisms import (
 )
 from ._groups import GROUP_DESIGNS
 from ._list_question import LIST_EXPERIMENT
+from ._survey_designs import survey_design
 
 __all__ = [
     "MAX_CATEGORIES",
@@ -149,12 +150,12 @@ def two_layers(
     """
     k = instantaneous.n_truths
     params: dict[str, Any] = dict(spec.params)
-    if spec.name in NUMERIC_DESIGNS or spec.name in GROUP_DESIGNS or spec.name == "direct":
+    if survey_design(spec.name).kind != "finite":
         raise ValueError(
             f"panel.permanent: {spec.name!r} is not a design over the answers; use "
             "warner (two answers) or kary-rr"
         )
-    if spec.name == "kary-rr":
+    if survey_design(spec.name).answers_from_choices:
         params.setdefault("k", k)
         if params["k"] != k:
             raise ValueError(

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...mechanisms import Crosswise, Design, ForcedResponse, Mangat
-from ._survey_designs import innocuous_designs
+from ._survey_designs import innocuous_designs, survey_design
 
 if TYPE_CHECKING:
     from ...analysis import GroupModel
@@ -62,7 +62,7 @@ def check_validation_item(design: str, ranged: bool, answers: int, question: Any
     ``control: zero`` (which is the known prevalence 0)."""
     if question.known_prevalence is None:
         return
-    if design == "direct" or ranged or answers != 2:
+    if survey_design(design).kind != "finite" or ranged or answers != 2:
         raise ValueError(
             "known_prevalence: only a randomized question with two answers can be a "
             f"validation item (design {design!r}, {answers} answers)"

@@ -60,8 +60,9 @@ from ._fields import (
     two_layers,
 )
 from ._groups import GROUP_DESIGNS, check_innocuous, check_validation_item, group_design
-from ._list_question import LIST_EXPERIMENT, MAX_LIST_ITEMS, build_list_question
+from ._list_question import MAX_LIST_ITEMS, build_list_question
 from ._numeric_answers import NumericAnswers
+from ._survey_designs import survey_design
 
 __all__ = ["Question"]
 
@@ -170,46 +171,54 @@ class Question(NumericAnswers, BaseModel):
 
     @model_validator(mode="after")
     def _build(self) -> Question:
-        numeric = self.design.name in NUMERIC_DESIGNS
-        if self.range is None and numeric:
+        entry = survey_design(self.design.name)
+        direct = entry.is_direct
+        if self.range is None and entry.kind == "numeric":
             raise ValueError(
                 f"design {self.design.name!r} randomizes a number: give the question a "
                 "range: {low, high}"
             )
-        if self.design.name == LIST_EXPERIMENT or self.items or self.sensitive_item:
+        if entry.kind == "list" or self.items or self.sensitive_item:
             return build_list_question(self)
-        if self.allow_no_answer and self.design.name != "direct":
+        if self.allow_no_answer and not direct:
             raise ValueError(
                 "allow_no_answer: only a direct question may go unanswered (a randomized "
                 "question always sends a report, so that sending one reveals nothing)"
             )
-        if self.bins is not None and not (self.design.name == "direct" and self.range):
+        if self.bins is not None and not (direct and self.range):
             raise ValueError("bins: only a direct question with a range takes bins")
-        if self.control is not None and (self.design.name == "direct" or self.range):
+        if self.control is not None and (direct or self.range):
             raise ValueError("control: only a randomized question with choices can be a control")
         check_validation_item(self.design.name, bool(self.range), len(self.choices or "ab"), self)
         check_innocuous(self.design.name, self.innocuous_question, self.range is not None)
-        if self.innocuous_complement is not None and self.design.name != "extended-crosswise":
+        if self.innocuous_complement is not None and not entry.complement:
             raise ValueError("innocuous_complement: only an extended-crosswise question takes one")
-        if self.panel is not None and (self.design.name in GROUP_DESIGNS or self.is_direct):
+        if self.panel is not None and (entry.kind == "group" or self.is_direct):
             raise ValueError(
                 f"panel: a {self.design.name!r} question takes no panel (a direct question "
                 "is sent as given; a group design is drawn per group): give panel to a "
                 "question randomized by one design"
             )
-        if self.design.name in GROUP_DESIGNS:
+        if entry.kind == "group":
             return self._build_groups()
-        if self.range is not None and self.design.name == "direct":
+        if self.range is not None and direct:
             return self._build_binned()
         if self.range is not None:
             return self._build_numeric()
         params: dict[str, Any] = dict(self.design.params)
-        for name in ("k", "draws"):  # sizes are bounded before anything is allocated
-            if name in params and not 1 <= params[name] <= MAX_CATEGORIES:
+        for name in entry.whole_params:  # sizes are bounded before anything is allocated
+            if name not in params:
+                continue
+            if not 1 <= params[name] <= MAX_CATEGORIES:
                 raise ValueError(
                     f"design.params.{name} must be in 1..{MAX_CATEGORIES}, got {params[name]:g}"
                 )
-        if self.design.name == "direct":
+            if not float(params[name]).is_integer():
+                raise ValueError(
+                    f"design.params.{name} must be a whole number, got {params[name]:g}"
+                )
+            params[name] = int(params[name])
+        if direct:
             for name in ("reports", "sensitive", "innocuous_question"):
                 if getattr(self, name) is not None:
                     raise ValueError(
@@ -218,21 +227,12 @@ class Question(NumericAnswers, BaseModel):
                     )
             if set(params) - {"k"}:
                 raise ValueError("design.params of 'direct' take at most k")
-        if self.design.name in ("kary-rr", "direct"):
-            if self.choices is None and "k" not in params and self.design.name == "kary-rr":
-                raise ValueError("kary-rr needs choices (or params.k)")
+        if entry.answers_from_choices:
+            if self.choices is None and "k" not in params and not direct:
+                raise ValueError(f"{entry.name} needs choices (or params.k)")
             params.setdefault("k", len(self.choices or ["no", "yes"]))
-            if not float(params["k"]).is_integer():
-                raise ValueError(f"design.params.k must be a whole number, got {params['k']}")
-            params["k"] = int(params["k"])
             if self.choices is not None:
                 params["labels"] = tuple(self.choices)
-        if self.design.name == "kuk" and "draws" in params:
-            if not float(params["draws"]).is_integer():
-                raise ValueError(
-                    f"design.params.draws must be a whole number, got {params['draws']}"
-                )
-            params["draws"] = int(params["draws"])
         try:
             check_parameters("design", self.design.name, DESIGNS[self.design.name], params)
         except ValueError as exc:
@@ -252,7 +252,7 @@ class Question(NumericAnswers, BaseModel):
                 f"has {design.n_reports} report symbols"
             )
         check_validation_item(self.design.name, False, design.n_truths, self)
-        if self.design.name == "direct":  # outside the accounting: protects nothing
+        if direct:  # outside the accounting: protects nothing
             self._design, self._cost = design, 0.0
             return self
         if self.panel is not None:
@@ -373,7 +373,7 @@ class Question(NumericAnswers, BaseModel):
     def is_direct(self) -> bool:
         """Whether the answer is sent as given (``direct``, or a list experiment's count):
         never memoized, costs no budget as it protects nothing (listed apart)."""
-        return self.design.name in ("direct", LIST_EXPERIMENT)
+        return survey_design(self.design.name).kind in ("direct", "list")
 
     @property
     def release_channel(self) -> Design | None:
@@ -397,7 +397,7 @@ class Question(NumericAnswers, BaseModel):
     @property
     def is_list(self) -> bool:
         """Whether the question is a list experiment (:mod:`._list_question`)."""
-        return self.design.name == LIST_EXPERIMENT
+        return survey_design(self.design.name).kind == "list"
 
     @property
     def numeric(self) -> DuchiMean | OneBitMean | None:

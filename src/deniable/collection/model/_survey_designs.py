@@ -82,6 +82,15 @@ class SurveyDesign:
     export_columns : tuple of str
         Suffixes of the wide export's columns beside ``ID`` (``("__group",)`` where
         the device draws a group or a list).
+    whole_params : tuple of str
+        Parameters that are whole numbers: sizes, bounded before anything is allocated
+        (k-ary RR's ``k``, Kuk's ``draws``).
+    answers_from_choices : bool
+        Its number of answers ``k`` is the question's ``choices`` (or ``params.k``),
+        whose labels name the answers; where it is not a direct question, one of the
+        two must be given.
+    complement : bool
+        It takes ``innocuous_complement`` (the extended crosswise model's second group).
     """
 
     name: str
@@ -94,6 +103,14 @@ class SurveyDesign:
     no_r: str = ""
     per_group: bool = False
     export_columns: tuple[str, ...] = ()
+    whole_params: tuple[str, ...] = ()
+    answers_from_choices: bool = False
+    complement: bool = False
+
+    @property
+    def is_direct(self) -> bool:
+        """Whether the answer is sent as given (direct questioning)."""
+        return self.kind == "direct"
 
 
 def _forced(p: Params) -> tuple[float, float]:
@@ -148,6 +165,7 @@ SURVEY_DESIGNS: Mapping[str, SurveyDesign] = {
         SurveyDesign(
             "kuk", "finite", "Kuk (1990)",
             rrreg=RModel("Kuk", _one_draw), glmmrr=RModel("Kuk", _one_draw),
+            whole_params=("draws",),
         ),
         SurveyDesign(
             "mangat", "finite", "Mangat (1994)",
@@ -155,16 +173,18 @@ SURVEY_DESIGNS: Mapping[str, SurveyDesign] = {
             glmmrr=RModel("Forced", lambda p: (p["p"], 1.0)),  # non-carriers: "yes" w.p. 1 - p
         ),
         SurveyDesign(
-            "kary-rr", "finite", "Warner (1965); Kairouz et al. (2016)", no_r=_YES_NO_ONLY
+            "kary-rr", "finite", "Warner (1965); Kairouz et al. (2016)", no_r=_YES_NO_ONLY,
+            whole_params=("k",), answers_from_choices=True,
         ),
         SurveyDesign(
             "direct", "direct", "direct questioning (the control of validation studies)",
             glmmrr=RModel("DQ", lambda p: (0.0, 0.0)),
             no_r="a direct question: its sample share is the estimate",
+            whole_params=("k",), answers_from_choices=True,
         ),
         SurveyDesign(
             "extended-crosswise", "group", "Heck, Hoffmann & Moshagen (2018)", innocuous=True,
-            per_group=True, export_columns=(_GROUP,),
+            per_group=True, export_columns=(_GROUP,), complement=True,
             no_r="R has no model for the extended crosswise model's test of fit: "
             "deniable analyze FILE --arms gives its G2 on 1 df",
         ),

@@ -59,9 +59,35 @@ os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="deniable-test-data-")
 
 from sqlalchemy import create_engine, text  # noqa: E402
 
+
+
+def _database_of_this_worker(url: str) -> str:
+    """``url`` itself, or under pytest-xdist (``-n 2``) a database of this worker's own
+    beside it (``deniable_test_gw0``, created if missing): two workers resetting one
+    database's schema would drop each other's tables mid-test."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not url or not worker:
+        return url
+    from sqlalchemy.engine import make_url
+
+    from deniable.collection.store._storage import database_url
+
+    own = make_url(url).set(database=f"{make_url(url).database}_{worker}")
+    engine = create_engine(database_url(url), isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        known = conn.execute(
+            text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": own.database}
+        ).first()
+        if known is None:
+            conn.execute(text(f'CREATE DATABASE "{own.database}"'))
+    engine.dispose()
+    return own.render_as_string(hide_password=False)
+
+
 #: PostgreSQL for the storage and API suites; `.ci/run` installs and starts a server
-#: from Debian's packages and sets this. Without it those parametrizations are skipped.
-POSTGRES_URL = os.environ.get("DENIABLE_TEST_POSTGRES_URL", "")
+#: from Debian's packages and sets this (the role may create databases: each worker of
+#: ``-n 2`` has its own). Without it those parametrizations are skipped.
+POSTGRES_URL = _database_of_this_worker(os.environ.get("DENIABLE_TEST_POSTGRES_URL", ""))
 
 SURVEY: dict = {
     "format": 1,
@@ -101,9 +127,9 @@ def reset_postgres(url: str) -> None:
 collect_ignore = ["typing"]
 
 #: Suites that start a browser, a server process or Spark: every case is slow but the
-#: ones marked ``smoke`` (the fast loop, ``-m "not slow"``, keeps one of the browser,
-#: the server process and Spark; the abuse and command-line suites start a server
-#: process each and keep none).
+#: ones marked ``smoke``. The fast loop (``-m "not slow"``) keeps one browser case; a
+#: server process (6-10 s to import the app and start) and Spark (11 s to start a JVM)
+#: are over the 5 s of a fast test, so their suites run in the whole suite only.
 SERVICE_SUITES = {
     "test_browser.py",
     "test_server_process.py",
@@ -120,7 +146,7 @@ SPARK_EXAMPLES = {"spark.py", "_spark_search.py"}
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every case of :data:`SERVICE_SUITES` and every PostgreSQL case but
     those marked ``smoke``, a service suite's smoke case on SQLite only: the fast loop
-    keeps one browser, one server process, one Spark and one PostgreSQL case."""
+    keeps one browser and one PostgreSQL case."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         postgres = "postgresql" in params.values()

@@ -34,6 +34,7 @@ def test_direct_variables_give_pearson():
     assert res.matrix.loc["y", "y"] == 1.0 and res.n == 500
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_unbiased_and_bootstrap_standard_errors_calibrated():
     """200 simulated surveys of n = 2,000 (forced response on X): the mean estimate of
     cor(X, Y) is within 4 standard errors of the population value, cor(X, Z) = 0 too,

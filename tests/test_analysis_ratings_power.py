@@ -53,6 +53,7 @@ def test_ghost_ratings_pull_sparse_items_to_the_prior() -> None:
     assert by_lower.table.index[0] == "many"
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_randomized_ratings_credible_intervals_cover() -> None:
     """Items drawn from the prior: Bayesian intervals cover at the nominal rate."""
     rng = np.random.default_rng(12)

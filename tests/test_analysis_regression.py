@@ -320,6 +320,7 @@ def test_channel_estimates_start_from_a_grid_and_keep_the_best(minarets_rr: pd.D
     assert est.llf >= best - 1e-9
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_expected_information_standard_errors(nigeria: pd.DataFrame) -> None:
     """information="expected" (GLMMRR's default): for an intercept-only model the MLE
     matches the report share, where expected and observed information coincide; with
@@ -388,6 +389,7 @@ def test_designs_varying_by_respondent_on_ethbe() -> None:
         glmmrr_design("Mangat", 0.5)
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_goodness_of_fit_is_calibrated_and_has_power() -> None:
     """gof() (GLMMRR's RRglmGOF): under a correct model (a 6-level covariate, forced
     response, n = 2,000) the 5%-level Pearson, deviance and Hosmer-Lemeshow tests reject

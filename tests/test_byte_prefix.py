@@ -129,6 +129,7 @@ def test_levels_are_drawn_with_the_stated_probabilities():
         BytePrefixExtension(1.0, max_bytes=248, step=1, level_decay=0.5)
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_the_variance_is_local_hashings():
     """One level, one prefix at 30% of 2,000 reports, 400 seeded surveys: the measured
     variance of its estimate matches ``s (1 - s) / (n (p* - q*)^2)`` (a chi-square

@@ -206,6 +206,7 @@ def test_axe_core_finds_no_violation_in_the_component_at_phone_width(page_at):
     assert found.violations_count == 0, json.dumps(found.response["violations"])[:2000]
 
 
+@pytest.mark.slow  # 7 s: two reloads and a second tab
 def test_a_reload_or_a_second_tab_shows_the_report_drawn_before_and_draws_no_other(page_at):
     """Reloading until another report comes up gains nothing: after a draw, 10 reloads
     of the tab show the same report (inputs disabled, "drawn earlier"), and so does a

@@ -444,6 +444,7 @@ def test_bayes_on_kary_rr_covers_prevalence_0():
         assert warned[0] >= 0.999 or unwarned[0] >= 0.94, (n, unwarned, warned)
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_bayes_on_kary_rr_covers_near_1():
     """Issue 43: under the uniform Dirichlet prior over 7 categories a category's
     marginal prior is Beta(1, 6), and its credible interval covered 0.000-0.108 at

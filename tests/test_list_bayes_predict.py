@@ -28,7 +28,7 @@ def race() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def fit(race: pd.DataFrame):
-    return list_bayes(FORMULA, race, treat="treat", items=3, draws=3000, rng=2)
+    return list_bayes(FORMULA, race, treat="treat", items=3, draws=800, burn_in=400, rng=2)
 
 
 def rows(data: pd.DataFrame) -> np.ndarray:

@@ -61,6 +61,7 @@ def test_the_score_is_the_gradient_of_the_channel_log_likelihood(constrained):
     assert np.allclose(score, numeric, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_a_channelled_study_is_recovered_within_four_standard_errors():
     """20,000 respondents, counts stored through the channel: every coefficient within
     4 of its observed-information SE of the truth, and the SEs larger than the fit of
@@ -89,6 +90,7 @@ def test_what_does_not_take_the_channel_refuses_it_by_name():
         list_regression("r ~ x", data, treat="t", items=J, channel=Direct(k=3))
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_the_liars_take_the_channel():
     """The ceiling and floor liars through the channel: the identity channel gives the
     plain liar fit (also with the Cauchy prior), and the score is the log posterior's

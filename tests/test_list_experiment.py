@@ -194,6 +194,7 @@ def test_design_effect_test_holds_its_size_and_finds_a_design_effect() -> None:
     assert effect_reject / surveys > 0.5
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 @pytest.mark.parametrize(("rho", "m"), [(-0.6, 3), (0.0, 3), (0.45, 3), (0.5, 4), (-0.3, 5)])
 def test_chi_bar_squared_weights_are_the_projections_law(rho: float, m: int) -> None:
     lag = np.abs(np.subtract.outer(np.arange(m), np.arange(m)))
@@ -290,6 +291,7 @@ def test_the_liar_model_is_a_distribution_and_its_score_is_the_gradient(j: int) 
         np.testing.assert_allclose(score, numeric, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_the_ceiling_model_recovers_a_population_of_ceiling_liars() -> None:
     """20,000 respondents, J = 3, control items held with probability 0.7 (34% hold all
     three), prevalence 0.3, and 60% of those whose truthful count would be 4 answer 3.
@@ -354,6 +356,7 @@ LIAR_CASES = {
 }  # fmt: skip
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 @pytest.mark.parametrize("case", sorted(LIAR_CASES))
 def test_liar_models_equal_ictregs_documented_examples(case: str, affirm: pd.DataFrame) -> None:
     """``liar_prior="list_package"`` (bayesglm's fixed point, R's information) gives R's

@@ -121,6 +121,7 @@ def test_r_draws_the_two_answers_apart_so_its_difference_se_is_wrong(
     assert (round(se_diff, 4), round(ours, 4)) == R_DIFFERENCE_SE[name]
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_the_linear_delta_method_is_the_simulations_limit(mexico, reference) -> None:
     """For a linear outcome the average prediction is linear in the coefficients: the
     delta method's estimates and SEs are exactly what the simulation estimates, so they

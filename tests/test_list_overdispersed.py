@@ -206,6 +206,7 @@ def test_the_unconstrained_overdispersed_model_recovers_both_rhos() -> None:
     assert fit.converged and not fit.constrained
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_an_unconstrained_rho_at_the_boundary_is_held_and_said() -> None:
     """Binomial control counts given Z = 1: on this sample the maximum is at rho_1 = 0
     (the log-likelihood falls as rho_1 leaves 0); it is held at -THETA_BOUND with a NaN

@@ -135,6 +135,7 @@ def exact_variance(mechanism) -> float:
     "epsilon",
     [e if e == 1.0 else pytest.param(e, marks=pytest.mark.slow) for e in EPSILONS],
 )
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_means_are_unbiased_with_the_exact_variance_and_intervals_cover(epsilon):
     """20,000 simulated surveys of 500 values each per mechanism.
 

@@ -201,6 +201,7 @@ def test_flipping_one_answer_changes_only_its_randomized_value(tmp_path, target,
         assert sum(differ.values()) <= 1
 
 
+@pytest.mark.slow  # 6.7 s
 def test_an_analyst_who_injects_and_polls_is_held_to_the_channels_bound(tmp_path):
     """200 targets (balanced yes/no), each alone with min_release - 1 injected rows in
     its key cell and a release right after: the best guess's balanced accuracy is at

@@ -243,6 +243,7 @@ def test_the_detection_limit_falls_with_reports_and_epsilon():
         detection_limit(pem, 10**6, 0.01, recall=1.0)
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_the_detection_limit_predicts_the_recall():
     """A value placed at the limit for recall 0.5 is found in about half the runs (the
     limit is a normal approximation: within 4 binomial sigmas plus 0.1)."""

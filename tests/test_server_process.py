@@ -177,7 +177,6 @@ async def load(base: str, numbers: list[list[int]], acked: list[int], stop_on_er
     await asyncio.gather(*(worker(m) for m in numbers))
 
 
-@pytest.mark.smoke
 def test_openapi_and_flow_on_a_real_process(server):
     doc = httpx.get(f"{server.base}/openapi.json").json()
     assert doc["info"]["title"] == "deniable collection server"

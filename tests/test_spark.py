@@ -106,7 +106,6 @@ def test_randomize_on_spark_is_reproducible_when_seeded_and_secure_otherwise(spa
     assert not same(secure.tally, a)
 
 
-@pytest.mark.smoke
 def test_a_missing_column_is_named(spark):
     from deniable.tables import spark as on_spark
 

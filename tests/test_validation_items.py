@@ -49,6 +49,7 @@ def test_bad_arguments_are_named():
         validation_check(kary, 0.2)
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_the_test_holds_its_level_and_finds_false_positives_and_negatives(rng):
     """2,000 surveys of 1,000 through Crosswise(0.25): where respondents follow the
     design, a zero-prevalence item is flagged at 5% about 5% of the time (within 4

@@ -210,6 +210,7 @@ def test_three_waves_of_a_16_choice_question_keep_one_permanent_report_per_answe
     assert agree < n  # a one-layer memo would agree on all 12
 
 
+@pytest.mark.slow  # starts the module's server process (7.4 s)
 def test_a_wave_of_one_layer_questions_is_refused_with_how_to_declare_a_panel(
     panel_server, tmp_path
 ):
@@ -506,6 +507,7 @@ def test_a_panel_member_keeps_one_arm_in_every_wave_on_every_device(store, tmp_p
     assert sum(len(set(arms)) > 1 for arms in by_token.values()) >= 5  # 15 expected
 
 
+@pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_change_on_like_cells_is_unbiased_and_covers_over_500_panels():
     """500 simulated two-wave panels, two arms (Warner 0.8 and forced response 0.2/0.2),
     four key cells whose prevalence differs (0.1 to 0.7) and rises by 0.05 x cell, and

@@ -60,7 +60,6 @@ os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="deniable-test-data-")
 from sqlalchemy import create_engine, text  # noqa: E402
 
 
-
 def _database_of_this_worker(url: str) -> str:
     """``url`` itself, or under pytest-xdist (``-n 2``) a database of this worker's own
     beside it (``deniable_test_gw0``, created if missing): two workers resetting one

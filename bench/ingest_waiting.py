@@ -65,12 +65,12 @@ def response(rng: np.random.Generator, keys: bool) -> dict[str, int]:
 
 def credentials(store: Store, survey_id: str, n: int) -> list[Credential]:
     """``n`` credentials, made before the clock starts."""
-    key = store.credential_key(survey_id)
+    key = store.invitations.credential_key(survey_id)
     out = []
-    for token in store.issue_tokens(survey_id, n):
+    for token in store.invitations.issue_tokens(survey_id, n):
         blinded, state = new_credential_request(key.public_key)
         signature = finalize(
-            key.public_key, state, store.issue_credential(survey_id, token, blinded)
+            key.public_key, state, store.invitations.issue_credential(survey_id, token, blinded)
         )
         out.append(Credential(state.prepared, signature))
     return out

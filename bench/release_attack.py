@@ -101,7 +101,10 @@ def attack(tmp_path, targets: int, seed: int, min_release: int = 10) -> tuple[fl
         submit(store, survey, [body(0, 0, 0, 1, 1, 0, "fr")] * (min_release - 1))
         store.release()
         # what they keep of every release: the released count and the tally of cheat
-        now, now_yes = store.released_count("study"), int(store.tallies(survey)["cheat"].counts[1])
+        now, now_yes = (
+            store.released.count("study"),
+            int(store.released.tallies(survey)["cheat"].counts[1]),
+        )
         assert now - released == min_release  # the release is exactly this cell's
         guesses.append(now_yes - yes)  # their own reports are all 0
         released, yes = now, now_yes
@@ -136,7 +139,7 @@ def attack_list(
         submit(store, survey, [body(0, 0, 0, 1, 1 + int(z), 1, "fr")])  # the target
         submit(store, survey, [body(0, 0, 0, 1, 0, 0, "fr")] * (min_release - 1))
         store.release()
-        now = int(store.tallies(survey)["upset"].counts @ np.arange(channel.n_reports))
+        now = int(store.released.tallies(survey)["upset"].counts @ np.arange(channel.n_reports))
         guesses.append(int(now - total - (min_release - 1) * theirs > 1.5))
         total = now
     store.close()

@@ -259,10 +259,12 @@ def store_credential(store, survey_id: str, token: str):
     survey = store.survey(survey_id)
     arm = token_arm(survey.respondent_view(), token)
     index = survey.arm_names.index(arm) if arm is not None else None
-    key = store.credential_key(survey_id, None, index)
+    key = store.invitations.credential_key(survey_id, None, index)
     blinded, state = new_credential_request(key.public_key)
     signature = finalize(
-        key.public_key, state, store.issue_credential(survey_id, token, blinded, None, index)
+        key.public_key,
+        state,
+        store.invitations.issue_credential(survey_id, token, blinded, None, index),
     )
     return Credential(state.prepared, signature)
 

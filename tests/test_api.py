@@ -270,7 +270,7 @@ async def test_malformed_responses_are_rejected_and_nothing_stored(client, body,
     err = assert_error_shape(await client.post("/api/surveys/health/responses", json=body), 422)
     if field:
         assert err["field"] == field
-    assert client.store.report_count() == 0
+    assert client.store.released.report_count() == 0
 
 
 async def test_unknown_survey_version_media_and_size(client):
@@ -320,7 +320,7 @@ async def test_unknown_survey_version_media_and_size(client):
     assert assert_error_shape(plain, 422)["field"] == "body"
     assert_error_shape(await client.delete("/api/surveys/health"), 405)
     assert_error_shape(await client.get("/no/such/path"), 404)
-    assert client.store.report_count() == 0
+    assert client.store.released.report_count() == 0
 
 
 async def test_respondent_page_and_openapi(client):

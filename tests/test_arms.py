@@ -259,7 +259,7 @@ def test_stored_rows_hold_arm_and_group_and_bad_ones_store_nothing(tmp_path):
             {"plagiarism": i % 2},
         )
     store.release()
-    long = store.export("campus")
+    long = store.released.export("campus")
     assert list(long.columns[-2:]) == ["arm", "group"]
     assert sorted(long.groupby("response_id")["arm"].first()) == ["dq"] * 4 + ["rr"] * 6
     plag = long[long.question_id == "plagiarism"]
@@ -513,7 +513,7 @@ def test_the_terminal_client_draws_arm_and_group_once_and_sends_them(tmp_path):
             assert printed["arm"] == arms[-1] and set(printed["groups"]) == {"plagiarism"}
             assert set(printed["reports"]) == {"faculty", "cheat", "plagiarism"}
     store.release()  # as the next scheduled release would
-    long = store.export("campus")
+    long = store.released.export("campus")
     stored = long.groupby("response_id")["arm"].first()
     assert sorted(stored) == sorted(arms * 2)
     assert {"dq", "rr"} == set(arms)  # 12 draws at 1/3 and 2/3: both (chance 0.992)
@@ -634,7 +634,7 @@ def test_a_database_from_before_arms_is_migrated_and_its_waiting_responses_relea
     ]
     store.submit(survey, {"q": 0})  # completes the next crowd with the old payload
     store.release()
-    frame = store.export("old")
+    frame = store.released.export("old")
     assert len(frame) == 4 and set(frame["arm"]) == {""} and set(frame["group"]) == {0}
     assert sorted(frame["report"]) == [0, 0, 1, 1]
     store.close()
@@ -766,7 +766,7 @@ def test_sixteen_arms_are_stored_and_read_back_and_seventeen_refused(tmp_path):
             {"plagiarism": i % 2},
         )
     store.release()
-    long = store.export("campus")
+    long = store.released.export("campus")
     assert sorted(long.groupby("response_id")["arm"].first()) == sorted(arms)
     store.close()
 
@@ -875,7 +875,7 @@ async def test_an_invitation_is_bound_to_its_arm_and_a_response_claiming_another
     survey = load_survey(study)
     view = (await client.get("/api/surveys/campus")).json()
     assert set(view["credential_keys"]) == {"dq", "rr"}
-    token = client.store.issue_tokens("campus", 1)[0]
+    token = client.store.invitations.issue_tokens("campus", 1)[0]
     mine = token_arm(view, token)
     other = next(a for a in ("dq", "rr") if a != mine)
     from deniable.collection.credentials import b64url, load_public_key, new_credential_request
@@ -896,6 +896,6 @@ async def test_an_invitation_is_bound_to_its_arm_and_a_response_claiming_another
         claim["groups"] = next(s for s in sent if s["arm"] == mine)["groups"]
     refused = await client.post("/api/surveys/campus/responses", json=claim | {"arm": other})
     assert refused.status_code in (403, 422) and f"arm {other!r}" in refused.text
-    assert sum(client.store.arrivals(survey)) == 0  # nothing stored
+    assert sum(client.store.released.arrivals(survey)) == 0  # nothing stored
     taken = await client.post("/api/surveys/campus/responses", json=claim | {"arm": mine})
     assert taken.status_code == 201, taken.text

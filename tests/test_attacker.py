@@ -270,7 +270,7 @@ def test_the_attack_orders_responses_when_slots_follow_arrival(tmp_path, monkeyp
     store = Store(f"sqlite:///{data / 'db.sqlite'}")
     survey = load_survey(CHOICE64)
     store.publish(survey)
-    tokens = store.issue_tokens("digits", N)
+    tokens = store.invitations.issue_tokens("digits", N)
     arrival = [int(i) for i in np.random.default_rng(SEED).permutation(N)]
     for i in arrival:
         store.submit(survey, encode(CHOICE64, i), store_credential(store, "digits", tokens[i]))
@@ -298,7 +298,7 @@ def test_postgresql_xmin_orders_spends_against_responses() -> None:
     try:
         survey = load_survey(BINARY7)  # min_release 100: all 60 wait in their slots
         store.publish(survey)
-        tokens = store.issue_tokens("digits", N)
+        tokens = store.invitations.issue_tokens("digits", N)
         order = np.random.default_rng(SEED).permutation(N)
         for i in order:
             credential = store_credential(store, "digits", tokens[i])
@@ -456,7 +456,7 @@ def test_the_nullifiers_table_keeps_no_arrival_order(tmp_path):
         }
     )
     store.publish(survey)
-    tokens = store.issue_tokens("n", 60)
+    tokens = store.invitations.issue_tokens("n", 60)
     credentials = [store_credential(store, "n", t) for t in tokens]
     for i, credential in enumerate(credentials):
         store.submit(survey, {"q": i % 2}, credential)
@@ -464,7 +464,7 @@ def test_the_nullifiers_table_keeps_no_arrival_order(tmp_path):
             with pytest.raises(CredentialRejectedError):
                 store.submit(survey, {"q": 0}, credentials[3])
     store.release()  # the scheduled release after the 60
-    assert store.released_count("n") == 60
+    assert store.released.count("n") == 60
     with pytest.raises(CredentialRejectedError):  # released: refused too
         store.submit(survey, {"q": 0}, credentials[7])
     store.close()

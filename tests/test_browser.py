@@ -77,7 +77,7 @@ def site(tmp_path):
 @pytest.mark.smoke
 def test_true_answer_never_leaves_the_browser(browser, site):
     base, store, survey = site
-    token = store.issue_tokens(survey.id, 1)[0]
+    token = store.invitations.issue_tokens(survey.id, 1)[0]
     # a phone-sized screen, driven with the keyboard only
     context = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True)
     page = context.new_page()
@@ -152,7 +152,7 @@ def test_true_answer_never_leaves_the_browser(browser, site):
     }
     # the server stored exactly what the page showed
     store.release()  # what waits is released at the next release time
-    frame = store.export("health")
+    frame = store.released.export("health")
     assert dict(zip(frame["question_id"], frame["report"], strict=True)) == shown
     # a reload shows the same reports and cannot draw or send again
     seen.clear()
@@ -166,7 +166,7 @@ def test_true_answer_never_leaves_the_browser(browser, site):
 
 def test_own_coin_mode_sends_the_entered_outcome(browser, site):
     base, store, survey = site
-    token = store.issue_tokens(survey.id, 1)[0]
+    token = store.invitations.issue_tokens(survey.id, 1)[0]
     context = browser.new_context()
     page = context.new_page()
     page.goto(f"{base}/s/health#token={token}")
@@ -183,7 +183,7 @@ def test_own_coin_mode_sends_the_entered_outcome(browser, site):
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
     store.release()  # what waits is released at the next release time
-    frame = store.export("health")
+    frame = store.released.export("health")
     assert dict(zip(frame["question_id"], frame["report"], strict=True))["drugs"] == 1
     # the risk in plain words first, the figures behind a toggle
     assert "cannot become more than 3 times surer" in page.locator("#q-drugs").inner_text()
@@ -288,7 +288,7 @@ def test_rfc9474_vector_in_chromium(browser, site):
 
 
 def _recipient_link(base: str, store: Store, survey_id: str, address: str) -> str:
-    issued = store.invite_recipients(survey_id, [address], lifetime_budget=100.0)
+    issued = store.invitations.invite_recipients(survey_id, [address], lifetime_budget=100.0)
     return (
         f"{base}/s/{survey_id}#token={issued.tokens[0]}&v={issued.version}&owner={issued.owners[0]}"
     )
@@ -376,7 +376,9 @@ def test_a_reinvited_person_sends_the_memoized_report_across_versions_and_survey
         page.get_by_text("Sent and stored").wait_for()
     assert len(set(sent)) == 1
     store.release()  # what waits is released at the next release time
-    stored = [int(r) for sid in {s for s, _ in targets} for r in store.export(sid)["report"]]
+    stored = [
+        int(r) for sid in {s for s, _ in targets} for r in store.released.export(sid)["report"]
+    ]
     assert stored == [sent[0]] * 30
     page.goto("about:blank")
     page.goto(_recipient_link(base, store, "again", "bob@example.org"))
@@ -389,7 +391,7 @@ def test_an_invitation_code_typed_by_hand(browser, site):
     """Without a link, the page asks for the invitation code and shows nothing else; the
     first draw spends it; a code already used says plainly what happened and what to do."""
     base, store, survey = site
-    (token,) = store.issue_tokens(survey.id, 1)
+    (token,) = store.invitations.issue_tokens(survey.id, 1)
     for attempt in ("fresh", "used"):
         context = browser.new_context()
         page = context.new_page()
@@ -428,7 +430,7 @@ def test_a_failed_exchange_spends_nothing_and_a_reload_keeps_the_invitation(brow
     after a reload the token, kept in this tab's session storage and never in the
     address, is exchanged on the first draw and the reports are sent."""
     base, store, survey = site
-    (token,) = store.issue_tokens(survey.id, 1)
+    (token,) = store.invitations.issue_tokens(survey.id, 1)
     context = browser.new_context()
     page = context.new_page()
     page.route("**/credentials", lambda route: route.abort())
@@ -450,7 +452,7 @@ def test_a_dropped_answer_does_not_burn_the_invitation(browser, site):
     page: the page asks again with the same blinded message and gets the same
     signature, so the person can still answer."""
     base, store, survey = site
-    (token,) = store.issue_tokens(survey.id, 1)
+    (token,) = store.invitations.issue_tokens(survey.id, 1)
     context = browser.new_context()
     page = context.new_page()
     bodies = []
@@ -475,7 +477,7 @@ def test_look_on_the_phone_answer_on_the_laptop(browser, site):
     """Two devices (browser contexts). Opening the link on one spends nothing, so the
     other can answer with it."""
     base, store, survey = site
-    (token,) = store.issue_tokens(survey.id, 1)
+    (token,) = store.invitations.issue_tokens(survey.id, 1)
     phone = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True)
     laptop = browser.new_context()
     look = phone.new_page()
@@ -495,7 +497,7 @@ def test_start_on_one_device_continue_on_another(browser, site, tmp_path):
     carries the credential and the drawn report; the laptop sends; stored once, and the
     phone then learns the reports were sent from the other device."""
     base, store, survey = site
-    (token,) = store.issue_tokens(survey.id, 1)
+    (token,) = store.invitations.issue_tokens(survey.id, 1)
     phone = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True)
     laptop = browser.new_context()
     start = phone.new_page()
@@ -542,7 +544,7 @@ def test_start_on_one_device_continue_on_another(browser, site, tmp_path):
     start.get_by_role("button", name="Send my reports").click()
     start.get_by_text("already sent from your other device").wait_for()
     store.release()  # what waits is released at the next release time
-    frame = store.export("health")
+    frame = store.released.export("health")
     assert store.response_count("health") == 1
     assert int(frame.loc[frame["question_id"] == "drugs", "report"].iloc[0]) == drawn
     phone.close()
@@ -554,7 +556,7 @@ def test_a_shared_device_never_shows_another_persons_report(browser, site):
     B's link pasted into the same tab (only the fragment changes), and B's own page
     after "someone else" show none of A's reports, and B answers afresh."""
     base, store, survey = site
-    token_a, token_b, token_c = store.issue_tokens(survey.id, 3)
+    token_a, token_b, token_c = store.invitations.issue_tokens(survey.id, 3)
     context = browser.new_context()
     page = context.new_page()
     page.goto(f"{base}/s/health#token={token_a}")
@@ -591,7 +593,7 @@ def test_a_shared_device_never_shows_another_persons_report(browser, site):
 
 def test_a_closed_survey_says_so_and_takes_nothing(browser, site):
     base, store, survey = site
-    (token,) = store.issue_tokens(survey.id, 1)
+    (token,) = store.invitations.issue_tokens(survey.id, 1)
     store.set_closed(survey.id, True)
     page = browser.new_page()
     page.goto(f"{base}/s/health#token={token}")
@@ -766,7 +768,7 @@ def test_dashboard_in_a_browser(browser, site, tmp_path, monkeypatch):
 
 def test_respondent_page_screenshot(browser, site, tmp_path):
     base, store, survey = site
-    (token,) = store.issue_tokens(survey.id, 1)
+    (token,) = store.invitations.issue_tokens(survey.id, 1)
     context = browser.new_context(viewport={"width": 900, "height": 900})
     page = context.new_page()
     page.goto(f"{base}/s/health#token={token}")
@@ -867,7 +869,7 @@ def test_a_numeric_question_in_the_browser(browser, site, tmp_path):
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
     store.release()  # what waits is released at the next release time
-    frame = store.export("hours")
+    frame = store.released.export("hours")
     assert dict(zip(frame["question_id"], frame["report"], strict=True))["overtime"] == report
     stored = page.evaluate("JSON.stringify(Object.assign({}, localStorage))")
     assert all("12.75" not in s for s in [*seen, stored]), "the number left the page"
@@ -946,7 +948,7 @@ def test_a_link_answers_the_version_its_invitation_was_issued_for(browser, site)
     base, store, _ = site
     data = copy.deepcopy(SURVEY) | {"id": "bound", "requires_invitation": True}
     store.publish(load_survey(data))
-    issued = store.issue_invitations("bound", 1)
+    issued = store.invitations.issue_invitations("bound", 1)
     store.publish(load_survey(data | {"version": 2, "title": "Health survey, take two"}))
     page = browser.new_page()
     page.goto(f"{base}/s/bound#token={issued.tokens[0]}&v=1")
@@ -1009,7 +1011,7 @@ def test_a_direct_question_is_sent_as_given_and_never_kept(browser, site, tmp_pa
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
     store.release()  # what waits is released at the next release time
-    frame = store.export("campus")
+    frame = store.released.export("campus")
     sent = dict(zip(frame["question_id"], frame["report"], strict=True))
     assert sent["faculty"] == 2 and "year" not in sent  # prefer not to say: missing
     kept = json.loads(page.evaluate("JSON.stringify(Object.assign({}, localStorage))"))
@@ -1102,7 +1104,7 @@ def test_a_direct_number_is_sent_as_its_bin_in_the_browser(browser, site):
     page.get_by_role("button", name="Send my reports").click()
     page.get_by_text("Sent and stored").wait_for()
     store.release()  # what waits is released at the next release time
-    frame = store.export("ages")
+    frame = store.released.export("ages")
     assert dict(zip(frame["question_id"], frame["report"], strict=True))["age"] == 2
     _no_horizontal_scroll(page)
     context.close()
@@ -1205,7 +1207,7 @@ def test_a_study_page_shows_one_arm_and_one_group_and_sends_them(browser, site, 
         assert errors == []
         context.close()
     store.release()  # what waits is released at the next release time
-    long = store.export("campus")
+    long = store.released.export("campus")
     assert long.groupby("response_id")["arm"].first().value_counts().sum() == 8
     plag = long[long.question_id == "plagiarism"]
     assert sorted(plag["group"].tolist()) == sorted(seen["sent_groups"])  # stored as sent
@@ -1278,7 +1280,7 @@ def test_a_study_end_to_end_through_the_protocol_and_the_browser(browser, site, 
     base, store, _ = site
     survey = load_survey(copy.deepcopy(E2E_STUDY))
     store.publish(survey)
-    tokens = store.issue_tokens(survey.id, 900)  # more than enough of each arm
+    tokens = store.invitations.issue_tokens(survey.id, 900)  # more than enough of each arm
     rng = np.random.default_rng(20261126)
     n = 310
     faculty = rng.integers(0, 4, size=n)
@@ -1437,7 +1439,7 @@ def test_a_studys_arm_and_group_move_with_the_transfer_link(browser, site):
     store.publish(survey)
     complement = "Is the answer to “Is your mother's birthday in January"
     for _ in range(3):  # three people, so both arms are likely met
-        (token,) = store.issue_tokens(survey.id, 1)
+        (token,) = store.invitations.issue_tokens(survey.id, 1)
         phone = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True)
         laptop = browser.new_context()
         start = phone.new_page()
@@ -1485,7 +1487,7 @@ def test_an_invitation_fixes_the_arm_on_every_device(browser, site):
     base, store, _ = site
     data = copy.deepcopy(CAMPUS) | {"id": "bound-arm", "requires_invitation": True}
     store.publish(load_survey(data))
-    tokens = store.issue_tokens("bound-arm", 8)
+    tokens = store.invitations.issue_tokens("bound-arm", 8)
     weights = [data["arms"][a]["weight"] for a in sorted(data["arms"])]
     arms = []
     for token in tokens:
@@ -1529,7 +1531,7 @@ def test_a_named_recipient_keeps_one_arm_in_every_wave_on_every_device(browser, 
                                         "version": version, "lifetime_budget": 30}  # fmt: skip
         survey = load_survey(data)
         store.publish(survey)
-        issued = store.invite_recipients("waves-arm", people, 40.0, key)
+        issued = store.invitations.invite_recipients("waves-arm", people, 40.0, key)
         for address, token, tag in zip(issued.recipients, issued.tokens, issued.owners,
                                        strict=True):  # fmt: skip
             context = browser.new_context()
@@ -1666,7 +1668,7 @@ def test_a_direct_arm_page_offers_no_coin_and_says_what_is_released(browser, sit
     data = panel_study() | {"id": "dq-page", "requires_invitation": True}
     store.publish(load_survey(data))
     view = load_survey(data).respondent_view()
-    tokens = store.issue_tokens("dq-page", 30)  # both arms drawn (all one: 2e-9)
+    tokens = store.invitations.issue_tokens("dq-page", 30)  # both arms drawn (all one: 2e-9)
     by_arm = {token_arm(view, t): t for t in tokens}
     assert set(by_arm) == {"dq", "rr"}
     texts = {}

@@ -36,7 +36,7 @@ def answer_as_recipients(store, survey, answers, arms=None, groups=None, first=0
     submit it with their credential; the analyst asks for a release after each one (a
     release still takes only complete key cells)."""
     addresses = [f"person{first + i}@example.org" for i in range(len(answers))]
-    issued = store.invite_recipients(survey.id, addresses, key=KEY)
+    issued = store.invitations.invite_recipients(survey.id, addresses, key=KEY)
     for i, (token, answer) in enumerate(zip(issued.tokens, answers, strict=True)):
         credential = store_credential_for(store, survey.id, token, survey.version)
         arm = arms[i] if arms else None
@@ -148,7 +148,7 @@ def test_an_anonymous_invitation_silences_the_statement(store):
     store.publish(survey)
     answer_as_recipients(store, survey, [{"q": 1}] * 3)
     assert store.central_privacy(survey) is not None
-    (token,) = store.issue_tokens("w", 1)
+    (token,) = store.invitations.issue_tokens("w", 1)
     assert store.central_privacy(survey) is None
     credential = store_credential_for(store, "w", token, 1)
     store.submit(survey, {"q": 0}, credential)

@@ -155,7 +155,7 @@ def test_the_terminal_client_sends_a_direct_answer_as_given_and_keeps_none(tmp_p
     assert "1-4 or its label; sent as given" in out.output
     assert "1-2 or its label; stays on this computer" in out.output
     assert "Sent as given: this answer is not randomized" in out.output
-    frame = store.export("campus")
+    frame = store.released.export("campus")
     sent = dict(zip(frame["question_id"], frame["report"], strict=True))
     assert sent["faculty"] == 2 and sent["year"] == 3 and sent["cheat"] in (0, 1)
     keys = {q.id: q.memo_digest for q in store.survey("campus").questions}
@@ -234,12 +234,12 @@ def test_a_cell_of_direct_answers_under_min_release_waits_whole(tmp_path):
     batch = [{"faculty": f, "year": y, "cheat": 1} for f, y in cells]
     store.submit_batch(survey, batch)
     store.release()
-    assert store.released_count("campus") == 11 and store.waiting("campus") == {1: 2}
-    tallies = store.tallies(survey)
+    assert store.released.count("campus") == 11 and store.waiting("campus") == {1: 2}
+    tallies = store.released.tallies(survey)
     assert tallies["faculty"].counts.tolist() == [6, 5, 0, 0]
     assert tallies["year"].counts.tolist() == [11, 0, 0, 0, 0]
     assert tallies["cheat"].n == 11
-    long = store.export("campus")
+    long = store.released.export("campus")
     assert len(long) == 3 * 11
     assert "second" not in set(long["report_label"])
     for fmt in ("wide", "parquet"):
@@ -247,8 +247,8 @@ def test_a_cell_of_direct_answers_under_min_release_waits_whole(tmp_path):
         assert len(wide) == 11 and wide[["faculty", "year", "cheat"]].notna().all().all()
     store.submit_batch(survey, batch[-1:] * 3)  # (law, second) x 3 more: the cell holds 5
     store.release()
-    assert store.released_count("campus") == 16 and store.waiting("campus") == {}
-    assert store.tallies(survey)["year"].counts.tolist() == [11, 5, 0, 0, 0]
+    assert store.released.count("campus") == 16 and store.waiting("campus") == {}
+    assert store.released.tallies(survey)["year"].counts.tolist() == [11, 5, 0, 0, 0]
     store.close()
 
 
@@ -286,12 +286,12 @@ async def test_prefer_not_to_say_is_stored_as_missing(client):
         assert "must be an integer report code" in r.json()["error"]["message"]
     store = client.store
     store.release()
-    assert store.released_count("campus") == 4
+    assert store.released.count("campus") == 4
     survey = store.survey("campus")
-    tallies = store.tallies(survey)
+    tallies = store.released.tallies(survey)
     assert tallies["year"].counts.tolist() == [0, 0, 2, 0, 0]
     assert tallies["faculty"].n == 4 and tallies["cheat"].n == 4
-    long = store.export("campus")
+    long = store.released.export("campus")
     assert len(long) == 10 and (long["question_id"] == "year").sum() == 2
 
 
@@ -388,7 +388,7 @@ def test_the_terminal_client_sends_a_direct_number_as_its_bin(tmp_path):
     data["questions"].insert(0, copy.deepcopy(AGE))
     out, store = respond_in_terminal(tmp_path, data, "27.5\nlaw\n6\nno\n")
     assert "its range is sent as given" in out.output
-    frame = store.export("campus")
+    frame = store.released.export("campus")
     sent = dict(zip(frame["question_id"], frame["report_label"], strict=True))
     assert sent["age"] == "25–30" and sent["faculty"] == "law" and "year" not in sent
     store.close()

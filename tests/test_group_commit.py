@@ -61,7 +61,7 @@ async def test_no_arrival_releases_anything(store):
         await send(committer, store, s, 1)
     await send(committer, store, s, 28)
     await asyncio.sleep(0.3)  # the idle writer releases nothing either
-    assert store.released_count(s.id) == 0 and store.waiting(s.id) == {1: 40}
+    assert store.released.count(s.id) == 0 and store.waiting(s.id) == {1: 40}
     assert releases(store, s.id) == []
     await committer.close()
 
@@ -129,9 +129,9 @@ async def test_the_application_runs_the_schedule_and_stops_it(database_url):
         await send(app.state.committer, store, s, 12)
         for _ in range(100):
             await asyncio.sleep(0.05)
-            if store.released_count(s.id):
+            if store.released.count(s.id):
                 break
-        assert store.released_count(s.id) == 12
+        assert store.released.count(s.id) == 12
         schedule = app.state.schedule._task
         assert schedule is not None and not schedule.done()
     assert schedule.done()

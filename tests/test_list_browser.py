@@ -64,7 +64,7 @@ def test_a_list_question_shows_the_groups_list_and_sends_the_count(browser, site
     assert [(b["reports"]["upset"], b["groups"]["upset"]) for b in posted] == [(len(shown), group)]
     # ... and the store keeps it only through the list's release channel (a count in
     # 0..J+1 for either group, issue 58), never the count as sent
-    frame = store.export("upset")
+    frame = store.released.export("upset")
     row = frame[frame["question_id"] == "upset"].iloc[0]
     assert 0 <= int(row["report"]) <= len(ITEMS) + 1 and int(row["group"]) == group
     kept = json.loads(page.evaluate("JSON.stringify(Object.assign({}, localStorage))"))

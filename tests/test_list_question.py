@@ -171,7 +171,7 @@ def test_the_study_estimates_the_prevalence_from_the_two_lists(tmp_path):
     out = survey_results(store, survey, 0.95)
     item = next(q for q in out["questions"] if q["id"] == "upset")["list"]
     assert out["released"] == n and item["n_treated"] + item["n_control"] == n
-    frame = store.export("upset")
+    frame = store.released.export("upset")
     rows = frame[frame["question_id"] == "upset"]
     stored = rows["report"].to_numpy()
     sent = np.array([b["reports"]["upset"] for b in bodies])
@@ -259,7 +259,7 @@ def test_the_terminal_client_shows_the_groups_list_and_sends_the_count(tmp_path,
     assert "can be seen for certain" in text
     assert "randomized by the server before it is stored" in text
     assert f"Please type a whole number from 0 to {most}." in text  # J + 2 refused
-    frame = store.export("campus")
+    frame = store.released.export("campus")
     row = frame[frame["question_id"] == "upset"].iloc[0]
     # stored through the channel over 0..J+1 (tests/test_pram.py checks its law)
     assert 0 <= int(row["report"]) <= 4 and int(row["group"]) == group

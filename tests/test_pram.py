@@ -157,7 +157,7 @@ def _run(tmp_path, seed: int, target: tuple, every: int = 7):
         _submit(store, survey, [body])
         if (i + 1) % every == 0 or i == len(bodies) - 1:
             store.release()
-            frame = store.export("study")
+            frame = store.released.export("study")
             if frame.empty:
                 out.append(([], store.waiting("study").get(1, 0)))
                 continue
@@ -256,7 +256,7 @@ def test_the_migration_post_randomizes_what_waits_and_counts_what_was_released(t
         cheat = np.array([unpack(bytes(p)).codes[2] for (p,) in rows])
     assert cheat.size == n
     assert abs(cheat.mean() - 0.75) <= Z4 * math.sqrt(0.75 * 0.25 / n)
-    assert store.withheld("study")[1] == {"withheld": 0, "as_given": 20}
+    assert store.released.withheld("study")[1] == {"withheld": 0, "as_given": 20}
     out = survey_results(store, survey, 0.95)
     assert out["released_as_given"] == 20 and "released as given" in out["note"]
     store.close()
@@ -309,7 +309,7 @@ def test_the_respondent_is_told_and_the_device_sends_the_answer_as_given(tmp_pat
     assert next(v for v in view["questions"] if v["id"] == "faculty")["release"] is None
     out, store = respond_in_terminal(tmp_path, data, "1\n2\n")
     assert "randomized by the server before it is stored (epsilon 2.20 nats)" in out.output
-    frame = store.export("campus")
+    frame = store.released.export("campus")
     assert set(frame["question_id"]) == {"faculty", "cheat"}
     assert int(frame.loc[frame["question_id"] == "cheat", "report"].iloc[0]) in (0, 1)
     store.close()
@@ -349,16 +349,16 @@ def test_withheld_at_the_close_stays_withheld_after_a_reopen_and_arrivals_are_co
     cell = [_body(0, 0, 1, 1, 1, 0, ["dq", "fr"][i % 2]) for i in range(30)]
     small = [_body(1, 0, 1, 1, 1, 0, "fr")] * 4
     _submit(store, survey, cell + small)
-    assert store.arrivals(survey) == [15, 19]  # dq, fr: before any release
+    assert store.released.arrivals(survey) == [15, 19]  # dq, fr: before any release
     store.set_closed("study", True)
-    assert store.released_count("study") == 30 and store.waiting("study") == {}
-    assert store.withheld("study")[1]["withheld"] == 4
+    assert store.released.count("study") == 30 and store.waiting("study") == {}
+    assert store.released.withheld("study")[1]["withheld"] == 4
     store.set_closed("study", False)
     _submit(store, survey, [_body(1, 0, 0, 1, 1, 0, "dq")] * 7)
     store.release()
-    assert store.released_count("study") == 30  # 7 in faculty 1: still under 10
-    assert store.waiting("study") == {1: 7} and store.withheld("study")[1]["withheld"] == 4
-    assert store.arrivals(survey) == [22, 19]
+    assert store.released.count("study") == 30  # 7 in faculty 1: still under 10
+    assert store.waiting("study") == {1: 7} and store.released.withheld("study")[1]["withheld"] == 4
+    assert store.released.arrivals(survey) == [22, 19]
     release = [e for e in store.audit_log("study") if e["action"] == "release"]
     assert [e["detail"].get("withheld") for e in release] == [4]
     store.close()

@@ -110,13 +110,13 @@ def test_one_mailbox_spelled_eleven_ways_is_issued_one_invitation(store):
     refused (not plain, a repeat, or already invited), so one person draws one report
     and spends one version's cost."""
     store.publish(load_survey(warner()))
-    issued = store.invite_recipients("w", ONE_MAILBOX, 2.5, KEY)
+    issued = store.invitations.invite_recipients("w", ONE_MAILBOX, 2.5, KEY)
     assert len(issued.tokens) == 1 and len(issued.refused) == len(ONE_MAILBOX) - 1
     reasons = " ".join(m for _, _, m in issued.refused)
     assert "repeats row 0" in reasons and "write it as" in reasons
     for spelling in ONE_MAILBOX[1:]:
         with pytest.raises(RecipientsRefusedError, match=r"already invited|write it as"):
-            store.invite_recipients("w", [spelling], 2.5, KEY)
+            store.invitations.invite_recipients("w", [spelling], 2.5, KEY)
 
 
 def test_the_server_budget_caps_a_person_across_versions_and_surveys(store):
@@ -124,16 +124,18 @@ def test_the_server_budget_caps_a_person_across_versions_and_surveys(store):
     the sums, a second one to the same version too, whatever survey id it comes under;
     other rows of the same request are issued."""
     store.publish(load_survey(warner()))
-    first = store.invite_recipients("w", [" Ada@Example.org"], 2.5, KEY)
+    first = store.invitations.invite_recipients("w", [" Ada@Example.org"], 2.5, KEY)
     assert first.version == 1 and first.recipients == ["ada@example.org"]
     with pytest.raises(RecipientsRefusedError, match="already invited to w version 1") as info:
-        store.invite_recipients("w", ["ada@example.org"], 2.5, KEY)
+        store.invitations.invite_recipients("w", ["ada@example.org"], 2.5, KEY)
     assert info.value.errors[0][0] == "recipients.0"
     store.publish(load_survey(warner(version=2)))  # unchanged question, new version
-    second = store.invite_recipients("w", ["ada@example.org", "bob@example.org"], 2.5, KEY)
+    second = store.invitations.invite_recipients(
+        "w", ["ada@example.org", "bob@example.org"], 2.5, KEY
+    )
     assert second.version == 2 and second.recipients == ["ada@example.org", "bob@example.org"]
     store.publish(load_survey(warner(version=3)))
-    mixed = store.invite_recipients(
+    mixed = store.invitations.invite_recipients(
         "w", ["ada@example.org", "bob@example.org", "ADA@example.org"], 2.5, KEY
     )
     assert mixed.recipients == ["bob@example.org"]  # bob: 2 x ln 3 = 2.197 <= 2.5
@@ -144,20 +146,20 @@ def test_the_server_budget_caps_a_person_across_versions_and_surveys(store):
     # the same question under another survey id: the same person, the same cap
     store.publish(load_survey(warner("other")))
     with pytest.raises(RecipientsRefusedError, match="over the server's lifetime budget"):
-        store.invite_recipients("other", ["ada@example.org"], 2.5, KEY)
-    assert store.recipient_spent("ada@example.org", KEY) == pytest.approx(2 * LN3)
+        store.invitations.invite_recipients("other", ["ada@example.org"], 2.5, KEY)
+    assert store.invitations.recipient_spent("ada@example.org", KEY) == pytest.approx(2 * LN3)
     assert store.invitation_counts("w")["named"] == 4
 
 
 def test_an_invitation_answers_only_the_version_it_was_issued_for(store):
     store.publish(load_survey(warner()))
-    (token,) = store.issue_tokens("w", 1)
+    (token,) = store.invitations.issue_tokens("w", 1)
     store.publish(load_survey(warner(version=2)))  # published after the invitation
-    key1, key2 = store.credential_key("w", 1), store.credential_key("w", 2)
+    key1, key2 = store.invitations.credential_key("w", 1), store.invitations.credential_key("w", 2)
     assert key1.public_spki_b64() != key2.public_spki_b64()
     blinded, _ = new_credential_request(key2.public_key)
     with pytest.raises(InvitationVersionError, match="for version 1") as info:
-        store.issue_credential("w", token, blinded, version=2)
+        store.invitations.issue_credential("w", token, blinded, version=2)
     assert info.value.version == 1
     credential = store_credential_for(store, "w", token, 1)
     v2 = store.survey("w", 2)
@@ -168,9 +170,9 @@ def test_an_invitation_answers_only_the_version_it_was_issued_for(store):
 
 
 def store_credential_for(store, survey_id, token, version):
-    key = store.credential_key(survey_id, version)
+    key = store.invitations.credential_key(survey_id, version)
     blinded, state = new_credential_request(key.public_key)
-    sig = store.issue_credential(survey_id, token, blinded, version=version)
+    sig = store.invitations.issue_credential(survey_id, token, blinded, version=version)
     from deniable.collection.credentials import Credential
 
     return Credential(state.prepared, finalize(key.public_key, state, sig))
@@ -180,16 +182,16 @@ def test_a_dropped_connection_does_not_burn_the_invitation(store):
     """The spend committed but the answer was lost: the same blinded message gets the
     same signature again; any other blinded message is refused."""
     store.publish(load_survey(warner()))
-    (token,) = store.issue_tokens("w", 1)
-    key = store.credential_key("w")
+    (token,) = store.invitations.issue_tokens("w", 1)
+    key = store.invitations.credential_key("w")
     blinded, state = new_credential_request(key.public_key)
-    first = store.issue_credential("w", token, blinded)
-    again = store.issue_credential("w", token, blinded)
+    first = store.invitations.issue_credential("w", token, blinded)
+    again = store.invitations.issue_credential("w", token, blinded)
     assert first == again
     finalize(key.public_key, state, again)  # verifies
     other, _ = new_credential_request(key.public_key)
     with pytest.raises(InvitationUsedError):
-        store.issue_credential("w", token, other)
+        store.invitations.issue_credential("w", token, other)
 
 
 @pytest.mark.anyio
@@ -389,10 +391,10 @@ def test_a_closed_survey_issues_no_invitations_and_charges_no_ledger(store):
     store.publish(load_survey(warner()))
     store.set_closed("w", True)
     with pytest.raises(SurveyClosedError, match="issues no invitations"):
-        store.invite_recipients("w", ["ada@example.org"], 2.5, KEY)
+        store.invitations.invite_recipients("w", ["ada@example.org"], 2.5, KEY)
     with pytest.raises(SurveyClosedError):
-        store.issue_invitations("w", 3)
-    assert store.recipient_spent("ada@example.org", KEY) == 0
+        store.invitations.issue_invitations("w", 3)
+    assert store.invitations.recipient_spent("ada@example.org", KEY) == 0
     assert store.invitation_counts("w")["issued"] == 0
     store.set_closed("w", False)
-    assert len(store.invite_recipients("w", ["ada@example.org"], 2.5, KEY).tokens) == 1
+    assert len(store.invitations.invite_recipients("w", ["ada@example.org"], 2.5, KEY).tokens) == 1

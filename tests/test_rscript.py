@@ -143,7 +143,7 @@ def test_r_runs_the_script_and_agrees_with_the_library(tmp_path):
     out = subprocess.run([RSCRIPT, "campus.R"], cwd=folder, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     pooled = dict(re.findall(r"(\w+), pooled prevalence \(GLMMRR\): ([0-9.e-]+)", out.stdout))
-    frame = store.export("campus")
+    frame = store.released.export("campus")
     wide = frame.pivot(index="response_id", columns="question_id", values="report")
     arms = frame.groupby("response_id")["arm"].first()
     survey = store.survey("campus")  # the dq arm's answers are post-randomized

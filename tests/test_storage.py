@@ -99,7 +99,7 @@ def test_published_surveys_are_immutable(store):
 def test_tokens_are_hashed_and_spent_once(store):
     s = invited()
     store.publish(s)
-    tokens = store.issue_tokens(s.id, 3)
+    tokens = store.invitations.issue_tokens(s.id, 3)
     assert len(set(tokens)) == 3 and all(len(t) >= 32 for t in tokens)
     with store.connection() as conn:
         stored = set(conn.execute(select(invitations.c.token_hash)).scalars())
@@ -149,7 +149,7 @@ def test_tokens_are_hashed_and_spent_once(store):
 def test_invalid_response_stores_nothing_and_keeps_the_token(store, response):
     s = invited()
     store.publish(s)
-    (token,) = store.issue_tokens(s.id, 1)
+    (token,) = store.invitations.issue_tokens(s.id, 1)
     credential = store_credential(store, s.id, token)
     with pytest.raises(ReportValidationError, match="responses\\[0\\]"):
         store.submit(s, response, credential)
@@ -191,10 +191,10 @@ def test_tallies_match_numpy_and_estimates_run(store, rng):
         s, [{"drugs": int(a), "status": int(b)} for a, b in zip(drugs, status, strict=True)]
     )
     store.release()
-    t = store.tallies(s)
+    t = store.released.tallies(s)
     assert t["drugs"].counts.tolist() == np.bincount(drugs, minlength=2).tolist()
     assert t["status"].counts.tolist() == np.bincount(status, minlength=3).tolist()
-    ((hour, n),) = store.timeline(s.id)  # one release, at the hour (the audit log's)
+    ((hour, n),) = store.released.timeline(s.id)  # one release, at the hour (the audit log's)
     assert n == 3000 and hour % 3600 == 0
 
 
@@ -207,7 +207,7 @@ def test_export_and_storage_order_do_not_follow_arrival(store):
         store.submit(s, {"drugs": i % 2, "status": i % 3})
         if i % 30 == 29:
             store.release()
-    frame = store.export(s.id)
+    frame = store.released.export(s.id)
     assert len(frame) == 120 and frame["response_id"].nunique() == 60
     assert list(frame.columns) == [
         "response_id",
@@ -241,17 +241,17 @@ def test_releases_come_in_crowds_of_min_release(store):
     for i in range(30):
         store.submit(s, {"drugs": i % 2, "status": i % 3})
         store.release()
-        released.append(store.released_count(s.id))
+        released.append(store.released.count(s.id))
         assert store.response_count(s.id) == i + 1
         assert released[-1] + store.waiting(s.id).get(1, 0) == i + 1
-        assert sum(store.tallies(s)["drugs"].counts) == released[-1]
+        assert sum(store.released.tallies(s)["drugs"].counts) == released[-1]
     steps = sorted(set(released))
     assert steps == [0, 7, 14, 21, 28]
     assert all(b - a >= 7 for a, b in itertools.pairwise(steps))
     entries = [e for e in store.audit_log(s.id) if e["action"] == "release"]
     assert sorted(e["detail"]["released"] for e in entries) == [7, 14, 21, 28]
     assert all(e["actor"] == "server" and e["at"] % 3600 == 0 for e in entries)
-    assert len(store.export(s.id)) == 2 * 28
+    assert len(store.released.export(s.id)) == 2 * 28
 
 
 def test_database_url_resolution(monkeypatch, tmp_path):
@@ -319,9 +319,9 @@ def test_two_processes_filling_slots_lose_nothing(tmp_path):
         sent += 12
         (a if i % 2 else b).release()
     assert a.response_count(s.id) == sent == b.response_count(s.id)
-    released = a.released_count(s.id)
+    released = a.released.count(s.id)
     assert 0 <= sent - released < 11  # each release takes all waiting, at least 11
-    assert len(a.export(s.id)) == 2 * released
+    assert len(a.released.export(s.id)) == 2 * released
     a.close()
     b.close()
 
@@ -335,14 +335,14 @@ def test_a_big_batch_grows_the_slots_and_is_released_whole(store):
     first = [{"drugs": i % 2, "status": i % 3} for i in range(5000)]
     assert store.submit_batch(s, first) == 5000
     store.release()
-    assert store.released_count(s.id) == 0 and store.waiting(s.id) == {1: 5000}
+    assert store.released.count(s.id) == 0 and store.waiting(s.id) == {1: 5000}
     with store.connection() as conn:
         slots = conn.execute(select(func.count()).select_from(staging)).scalar()
     assert slots >= 10_000
     store.submit_batch(s, first[:1000])
     store.release()
-    assert store.released_count(s.id) == 6000 and store.waiting(s.id) == {}
-    counts = store.tallies(s)["drugs"].counts.tolist()
+    assert store.released.count(s.id) == 6000 and store.waiting(s.id) == {}
+    counts = store.released.tallies(s)["drugs"].counts.tolist()
     assert counts == [3000, 3000]
     with store.connection() as conn:
         filled = conn.execute(
@@ -360,7 +360,7 @@ def test_a_credential_spent_in_another_process_is_refused_while_it_waits(tmp_pat
     a, b = Store(url), Store(url)
     s = invited(min_release=1000)  # everything waits in slots
     a.publish(s)
-    tokens = a.issue_tokens(s.id, 3)
+    tokens = a.invitations.issue_tokens(s.id, 3)
     first, second, third = (store_credential(a, s.id, t) for t in tokens)
     a.submit(s, {"drugs": 1, "status": 0}, first)
     with pytest.raises(CredentialRejectedError, match="already used"):
@@ -371,6 +371,6 @@ def test_a_credential_spent_in_another_process_is_refused_while_it_waits(tmp_pat
     a.submit(s, {"drugs": 1, "status": 2}, third)
     with pytest.raises(CredentialRejectedError, match="already used"):
         a.submit(s, {"drugs": 1, "status": 2}, third)  # its own copy, just added
-    assert a.waiting(s.id) == {1: 3} and a.released_count(s.id) == 0
+    assert a.waiting(s.id) == {1: 3} and a.released.count(s.id) == 0
     a.close()
     b.close()

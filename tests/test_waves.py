@@ -305,15 +305,15 @@ def test_the_recipient_ledger_charges_a_panel_in_every_wave_and_refuses_past_the
         store.publish(load_survey(panel("ten", version=version)))
         if version == 7:
             with pytest.raises(RecipientsRefusedError) as refused:
-                store.invite_recipients("ten", people, 10.0, key)
+                store.invitations.invite_recipients("ten", people, 10.0, key)
             assert "recipients.0" in str(refused.value)
             assert "9.098 + 1.516 = 10.61 nats" in str(refused.value)
             break
-        store.invite_recipients("ten", people, 10.0, key)
+        store.invitations.invite_recipients("ten", people, 10.0, key)
         for person in people:  # the composition bound of `version` new-device reports
-            assert store.recipient_spent(person, key) == pytest.approx(version * one)
+            assert store.invitations.recipient_spent(person, key) == pytest.approx(version * one)
     for person in people:
-        assert store.recipient_spent(person, key) == pytest.approx(6 * one)
+        assert store.invitations.recipient_spent(person, key) == pytest.approx(6 * one)
     three = panel("three", 3)
     three["questions"][0] |= {
         "choices": ["a", "b", "c"],
@@ -324,8 +324,10 @@ def test_the_recipient_ledger_charges_a_panel_in_every_wave_and_refuses_past_the
     two = load_survey(three).questions[0].two_layer
     for version in (1, 2, 3):
         store.publish(load_survey(three | {"version": version}))
-        store.invite_recipients("three", others, 5.0, key)
-        assert store.recipient_spent(others[0], key) == pytest.approx(two.waves_bound(version))
+        store.invitations.invite_recipients("three", others, 5.0, key)
+        assert store.invitations.recipient_spent(others[0], key) == pytest.approx(
+            two.waves_bound(version)
+        )
     assert two.waves_bound(3) == pytest.approx(3 * two.epsilon_1)
 
 
@@ -377,7 +379,7 @@ async def test_a_panel_study_at_every_moment_of_its_life(client, tmp_path):
     res = (await client.get("/api/surveys/study/results", headers=AUTH)).json()
     assert [w["responses"] for w in res["waves"]] == [40, 3]
     # the direct arm's answers are released in crowds of 5 per answer: most of wave 1
-    assert store.released_count("study", 2) == 0 and store.released_count("study", 1) >= 30
+    assert store.released.count("study", 2) == 0 and store.released.count("study", 1) >= 30
     assert res["wave_change"] == []  # nothing of wave 2 released
     page = await client.get("/surveys/study/results", headers=AUTH)
     assert page.status_code == 200 and 'id="waves"' in page.text
@@ -398,7 +400,7 @@ async def test_a_panel_study_at_every_moment_of_its_life(client, tmp_path):
         assert row["n"] == [len(rows[0]), len(rows[1])]
         assert row["left_out"] == [0.0, 0.0] and row["cells"] == 1  # no key: one cell
     pooled = next(r for r in change["rows"] if r["arm"] == "pooled")
-    released = [store.released_count("study", v) for v in (1, 2)]
+    released = [store.released.count("study", v) for v in (1, 2)]
     assert pooled["n"] == released and pooled["low"] < pooled["difference"] < pooled["high"]
     page = await client.get("/surveys/study/results", headers=AUTH)
     assert 'id="change-q-2"' in page.text and "wave 1 to wave 2" in page.text
@@ -494,7 +496,7 @@ def test_a_panel_member_keeps_one_arm_in_every_wave_on_every_device(store, tmp_p
         data = panel_study(version) | {"requires_invitation": True}
         survey = load_survey(data)
         store.publish(survey)
-        issued = store.invite_recipients("study", people, 30.0, key)
+        issued = store.invitations.invite_recipients("study", people, 30.0, key)
         for address, token, tag in zip(issued.recipients, issued.tokens, issued.owners,
                                        strict=True):  # fmt: skip
             device = ReportMemo(tmp_path / f"{address}-{version}.json")  # a fresh device

@@ -4,7 +4,7 @@ Formats (:data:`EXPORT_FORMATS`, declared once in :mod:`._formats`; each one's w
 in :data:`WRITERS`):
 
 - ``csv``: one row per (response, question): ``response_id, version, question_id,
-  report, report_label, release, arm, group`` (:meth:`Store.export`).
+  report, report_label, release, arm, group`` (``store.released.export``).
 - ``wide``: CSV, one row per response: ``response_id, version, release``,
   ``arm`` (the arm's name, for a survey with arms), one column per question id holding
   its report code (empty where that response's version does not ask it) and
@@ -22,7 +22,7 @@ from the sidecar ``FILE.survey.json`` that ``deniable survey export`` writes bes
 the file (the ``survey`` download). No estimate is in any export: estimates are
 released only through the results (see ``min_release``). No export carries a time:
 ``release`` numbers the version's releases; the response ids are drawn afresh and the
-rows shuffled in every export (:meth:`Store.export`).
+rows shuffled in every export (``store.released.export``).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def survey_file(store: Store, survey_id: str) -> dict[str, Any]:
 
 def wide_frame(store: Store, survey_id: str) -> pd.DataFrame:
     """One row per response (see the module docstring); codes as nullable ``Int64``."""
-    return _widen(store.export(survey_id), store.versions(survey_id))
+    return _widen(store.released.export(survey_id), store.versions(survey_id))
 
 
 def _widen(long: pd.DataFrame, versions: list[Survey]) -> pd.DataFrame:
@@ -319,7 +319,7 @@ def read_export(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
 
 #: Each server format's writer, ``(store, survey_id) -> bytes``.
 WRITERS: dict[str, Callable[[Store, str], bytes]] = {
-    "csv": lambda store, survey_id: store.export(survey_id).to_csv(index=False).encode(),
+    "csv": lambda store, survey_id: store.released.export(survey_id).to_csv(index=False).encode(),
     "wide": lambda store, survey_id: wide_frame(store, survey_id).to_csv(index=False).encode(),
     "parquet": _parquet,
     "sav": _readstat("sav"),

@@ -127,10 +127,12 @@ async def ingest_credential_request(
         survey = await run_in_threadpool(store.survey, survey_id, parsed.version)
     version = survey.version
     arm = _arm_index(survey, parsed.arm)
-    key = store.cached_credential_key(survey_id, version, arm)
+    key = store.invitations.cached_credential_key(survey_id, version, arm)
     if key is None:  # a read, once per process and version
-        key = await run_in_threadpool(store.credential_key, survey_id, version, arm)
-    await committer.submit(store.prepare_spend(survey_id, parsed.token, blinded, version, arm))
+        key = await run_in_threadpool(store.invitations.credential_key, survey_id, version, arm)
+    await committer.submit(
+        store.invitations.prepare_spend(survey_id, parsed.token, blinded, version, arm)
+    )
     # on the event loop (0.85 ms with OpenSSL, 1.1 ms with GMP): a thread hop costs more
     # CPU than it saves at one core; measured in bench/ingest.py (docs/collection.md)
     signature = key.blind_sign(blinded)

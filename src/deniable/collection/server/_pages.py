@@ -97,7 +97,7 @@ def results_page(
     res = survey_results(store, survey, 0.95, pooled, regress, on)
     rows = [row for q in res["questions"] for row in _table_rows(q)]
     warnings = [f"{q['id']}: {w}" for q in res["questions"] for w in q.get("warnings", [])]
-    images = _plots(rows, store.timeline(survey.id))
+    images = _plots(rows, store.released.timeline(survey.id))
     change_images = change_plots(res.get("wave_change", []), res.get("confidence_level", 0.95))
     status = store.status(survey.id)
     template = _TEMPLATES.get_template("results.html")

@@ -129,10 +129,14 @@ def respondent_view(
     view = survey.respondent_view(lang)
     view["closed"] = store.is_closed(survey.id)
     if survey.requires_invitation:
-        view["credential_key"] = store.credential_key(survey.id, survey.version).public_spki_b64()
+        view["credential_key"] = store.invitations.credential_key(
+            survey.id, survey.version
+        ).public_spki_b64()
         if survey.arms:  # the invitation is bound to an arm: the credential to its key
             view["credential_keys"] = {
-                name: store.credential_key(survey.id, survey.version, i).public_spki_b64()
+                name: store.invitations.credential_key(
+                    survey.id, survey.version, i
+                ).public_spki_b64()
                 for i, name in enumerate(survey.arm_names)
             }
         view["credential_variant"] = VARIANT
@@ -212,7 +216,9 @@ def submit_batch(
     Needs ``Authorization: Bearer <ingestion key>`` (issued by the analyst per survey):
     401 without it, and nothing is stored.
     """
-    if credentials is None or not store.ingestion_key_valid(survey_id, credentials.credentials):
+    if credentials is None or not store.invitations.ingestion_key_valid(
+        survey_id, credentials.credentials
+    ):
         raise HTTPException(
             401, "batches need 'Authorization: Bearer <ingestion key>' issued for this survey"
         )
@@ -401,7 +407,7 @@ def invitations(
     """
     base = str(request.base_url).rstrip("/")
     if body.recipients is not None:
-        issued = store.invite_recipients(survey_id, body.recipients)
+        issued = store.invitations.invite_recipients(survey_id, body.recipients)
         links = [
             f"{base}/s/{survey_id}#token={t}&v={issued.version}&owner={o}"
             for t, o in zip(issued.tokens, issued.owners, strict=True)
@@ -424,7 +430,7 @@ def invitations(
             "refused": [{"row": r, "recipient": a, "message": m} for r, a, m in issued.refused],
         }
     assert body.count is not None
-    issued = store.issue_invitations(survey_id, body.count)
+    issued = store.invitations.issue_invitations(survey_id, body.count)
     store.audit(_actor(request), "invite", survey_id, issued.version, {"count": body.count})
     return {
         "version": issued.version,
@@ -458,7 +464,7 @@ def release(survey_id: SurveyId, request: Request, store: _StoreDep) -> dict[str
 def ingestion_key(survey_id: SurveyId, store: _StoreDep) -> dict[str, str]:
     """Issue a key for telemetry batches to this survey (shown once; only its hash is
     stored). Send it as ``Authorization: Bearer <key>`` to ``/batch``."""
-    return {"key": store.add_ingestion_key(survey_id)}
+    return {"key": store.invitations.add_ingestion_key(survey_id)}
 
 
 @analyst_router.get("/api/surveys/{survey_id}/results")

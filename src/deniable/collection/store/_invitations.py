@@ -1,6 +1,6 @@
 """Invitations, blind-signature credentials and ingestion keys of the collection store.
 
-:class:`InvitationsMixin` is part of :class:`~deniable.collection.store.Store`: it
+:class:`Invitations` is a store's ``store.invitations``: it
 issues invitation tokens (anonymous, or to named recipients within the server's
 lifetime budget per person, :mod:`~deniable.collection.store`), spends one for a
 blind signature (RFC 9474, see :mod:`~deniable.collection.credentials`), and issues and
@@ -20,10 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, bindparam, func, insert, select, text, update
+from sqlalchemy import Connection, bindparam, func, insert, select, text, update
 
 from ...errors import (
-    DeniableError,
     InvitationError,
     InvitationUsedError,
     InvitationVersionError,
@@ -52,9 +51,9 @@ from ._schema import (
 
 if TYPE_CHECKING:
     from ..model import Survey
-    from ._storage import PendingResponse
+    from ._storage import Store
 
-__all__ = ["INVITATION_MESSAGES", "InvitationsMixin", "IssuedInvitations", "PendingSpend"]
+__all__ = ["INVITATION_MESSAGES", "Invitations", "IssuedInvitations", "PendingSpend"]
 
 INVITATION_MESSAGES = {
     "unknown": "the invitation is not valid for this survey",
@@ -99,27 +98,31 @@ class IssuedInvitations:
     refused: list[tuple[int, str, str]] = field(default_factory=list)
 
 
-class InvitationsMixin:
-    """Invitation, credential and ingestion-key methods of the store."""
+class Invitations:
+    """Who may answer a survey: its invitation tokens (anonymous, or to named recipients
+    within the lifetime budget per person), the blind-signature credentials they buy,
+    and the ingestion keys of telemetry batches. A store's ``store.invitations``.
 
-    engine: Engine
-    reader: Engine
-    url: str
-    is_sqlite: bool
-    _keys: dict[tuple[str, int, int | None], CredentialKey]
+    Parameters
+    ----------
+    store : Store
+        The store whose database holds them (its surveys, engines and write path).
 
-    def survey(self, survey_id: str, version: int | None = None) -> Survey:
-        raise NotImplementedError
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.store import Store
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> _ = store.publish(load_survey("examples/campus.yaml"))
+    >>> len(store.invitations.issue_tokens("campus", 3))
+    3
+    """
 
-    def forget_history(self) -> None:
-        raise NotImplementedError
-
-    def commit_group(
-        self,
-        pending: Sequence[PendingResponse | PendingSpend],
-        forget: bool = True,
-    ) -> list[DeniableError | None]:
-        raise NotImplementedError
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        #: this process's cache of the version-bound signing keys
+        self._keys: dict[tuple[str, int, int | None], CredentialKey] = {}
 
     # -- invitations and credentials ---------------------------------------------
     def issue_tokens(self, survey_id: str, count: int) -> list[str]:
@@ -146,14 +149,14 @@ class InvitationsMixin:
         """
         if not 1 <= count <= 100_000:
             raise ValueError(f"count must be in 1..100000, got {count}")
-        survey = self.survey(survey_id)
+        survey = self._store.survey(survey_id)
         version = survey.version
         tokens = [secrets.token_urlsafe(24) for _ in range(count)]
         rows = [_invitation_row(t, survey_id, version, invitation_arm(survey, t)) for t in tokens]
-        with self.engine.begin() as conn:
+        with self._store.engine.begin() as conn:
             _refuse_closed(conn, survey_id)
             conn.execute(insert(invitations), rows)
-        self.forget_history()
+        self._store.forget_history()
         return IssuedInvitations(survey_id, version, tokens)
 
     def invite_recipients(
@@ -198,19 +201,19 @@ class InvitationsMixin:
             raise ValueError(f"recipients must list 1..{MAX_RECIPIENTS} addresses")
         budget = lifetime_budget_from_environment() if lifetime_budget is None else lifetime_budget
         key = key or self.recipient_key()
-        survey = self.survey(survey_id)
+        survey = self._store.survey(survey_id)
         charges: dict[frozenset[int], float] = {}  # earlier versions -> this one's charge
 
         def charge(earlier: frozenset[int]) -> float:
             if earlier not in charges:
-                before = [self.survey(survey_id, v) for v in sorted(earlier)]
+                before = [self._store.survey(survey_id, v) for v in sorted(earlier)]
                 charges[earlier] = wave_charge(survey, before)
             return charges[earlier]
 
         wanted, refused = _wanted(addresses, key)
         issued = IssuedInvitations(survey_id, survey.version, [])
-        with self.engine.begin() as conn:
-            if not self.is_sqlite:  # one ledger writer at a time (SQLite: BEGIN IMMEDIATE)
+        with self._store.engine.begin() as conn:
+            if not self._store.is_sqlite:  # one ledger writer at a time (SQLite: BEGIN IMMEDIATE)
                 conn.execute(text("SELECT pg_advisory_xact_lock(7317)"))
             _refuse_closed(conn, survey_id)  # nothing issued, nothing charged
             spent, here, waves = _ledger_of(conn, list(wanted), survey_id, survey.version)
@@ -247,22 +250,22 @@ class InvitationsMixin:
             order.shuffle(invitation_rows)
             conn.execute(insert(recipient_ledger), ledger_rows)
             conn.execute(insert(invitations), invitation_rows)
-        self.forget_history()
+        self._store.forget_history()
         return issued
 
     def recipient_key(self) -> RecipientKey:
         """The key of recipient hashes and owner tags (:meth:`RecipientKey.load`)."""
-        return RecipientKey.load(self.url)
+        return RecipientKey.load(self._store.url)
 
     def recipient_spent(self, address: str, key: RecipientKey | None = None) -> float:
         """Nats charged to a recipient across the server (0 if never invited)."""
         name = (key or self.recipient_key()).recipient(normalise_address(address))
         q = select(func.sum(recipient_ledger.c.cost)).where(recipient_ledger.c.recipient == name)
-        with self.reader.connect() as conn:
+        with self._store.reader.connect() as conn:
             return float(conn.execute(q).scalar() or 0.0)
 
     @staticmethod
-    def _ensure_key(conn: Connection, survey: Survey) -> None:
+    def ensure_key(conn: Connection, survey: Survey) -> None:
         """The version's blind-signature key, and one per arm in a study with arms."""
         survey_id, version = survey.id, survey.version
         exists = conn.execute(
@@ -311,11 +314,11 @@ class InvitationsMixin:
             If that version takes no invitations (or does not exist).
         """
         if version is None:
-            version = self.survey(survey_id).version
+            version = self._store.survey(survey_id).version
         key = self._keys.get((survey_id, version, arm))
         if key is None:
             pem = None
-            with self.reader.connect() as conn:
+            with self._store.reader.connect() as conn:
                 if arm is not None:
                     pem = conn.execute(
                         select(arm_keys.c.private_key).where(
@@ -366,7 +369,7 @@ class InvitationsMixin:
             If the survey takes no invitations.
         """
         spend = self.prepare_spend(survey_id, token, blinded, version, arm)
-        (outcome,) = self.commit_group([spend])
+        (outcome,) = self._store.commit_group([spend])
         if outcome is not None:
             raise outcome
         return self.credential_key(survey_id, spend.version, arm).blind_sign(blinded)
@@ -388,7 +391,7 @@ class InvitationsMixin:
             As :meth:`issue_credential`.
         """
         if version is None:
-            version = self.survey(survey_id).version
+            version = self._store.survey(survey_id).version
         self.credential_key(survey_id, version, arm).check_blinded(blinded)
         return PendingSpend(
             survey_id, hash_token(token), version, hashlib.sha256(blinded).hexdigest(), arm
@@ -397,13 +400,13 @@ class InvitationsMixin:
     def add_ingestion_key(self, survey_id: str) -> str:
         """A new ingestion key for telemetry batches to a published survey (shown once;
         only its SHA-256 is stored)."""
-        self.survey(survey_id)
+        self._store.survey(survey_id)
         key = secrets.token_urlsafe(32)
-        with self.engine.begin() as conn:
+        with self._store.engine.begin() as conn:
             conn.execute(
                 insert(ingestion_keys).values(key_hash=hash_token(key), survey_id=survey_id)
             )
-        self.forget_history()
+        self._store.forget_history()
         return key
 
     def ingestion_key_valid(self, survey_id: str, key: str) -> bool:
@@ -411,11 +414,11 @@ class InvitationsMixin:
         q = select(ingestion_keys.c.survey_id).where(
             ingestion_keys.c.key_hash == hash_token(key), ingestion_keys.c.survey_id == survey_id
         )
-        with self.reader.connect() as conn:
+        with self._store.reader.connect() as conn:
             return conn.execute(q).first() is not None
 
     @staticmethod
-    def _spend_all(
+    def spend_all(
         conn: Connection, spends: Sequence[PendingSpend]
     ) -> dict[int, InvitationError | None]:
         """Spend invitations (one read and one batched UPDATE, in this transaction);

@@ -1,49 +1,56 @@
 """Reading what a survey has collected: tallies, counts, the timeline and the export.
 
-:class:`ReadingMixin` is part of :class:`~deniable.collection.store.Store`. Every
-read but :meth:`ReadingMixin.response_count` sees released responses only (crowds of at
-least ``min_release``, :mod:`.staging`); rows come ordered by their random ids, never
-by arrival.
+:class:`Released` is a store's ``store.released``. Every read sees released
+responses only (crowds of at least ``min_release``, :mod:`.staging`), but the arrival
+and withheld counts; rows come ordered by their random ids, never by arrival.
 """
 
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 
 from ...tallies import Tally
 from ._schema import arrivals, reports, staging_counts
 
 if TYPE_CHECKING:
     from ..model import Survey
+    from ._storage import Store
 
-__all__ = ["ReadingMixin"]
+__all__ = ["Released"]
 
 #: The columns of the released report rows the reads work on (``_long``): all but the
 #: row's own id and the survey (one survey is read at a time).
 _LONG_COLUMNS = tuple(c.name for c in reports.columns if c.name not in ("report_id", "survey_id"))
 
 
-class ReadingMixin:
-    """Tallies, counts, timeline and export methods of the store."""
+class Released:
+    """What a store's releases have made readable, which is all an analyst reads: the
+    tallies, counts, timeline and export of released responses (and the arrival and
+    withheld counts beside them). A store's ``store.released``.
 
-    reader: Engine
+    Parameters
+    ----------
+    store : Store
+        The store whose database holds them.
 
-    def survey(self, survey_id: str, version: int | None = None) -> Survey:
-        raise NotImplementedError
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deniable.collection.model import load_survey
+    >>> from deniable.collection.store import Store
+    >>> store = Store(f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'rr.sqlite'}")
+    >>> _ = store.publish(load_survey("examples/campus.yaml"))
+    >>> store.released.count("campus"), len(store.released.export("campus"))
+    (0, 0)
+    """
 
-    def waiting(self, survey_id: str) -> dict[int, int]:
-        raise NotImplementedError
-
-    if TYPE_CHECKING:  # LifecycleMixin's (a stub here would shadow it)
-
-        def versions(self, survey_id: str) -> list[Survey]: ...
-
-        def audit_log(self, survey_id: str | None = None, limit: int = 1000) -> list[Any]: ...
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
     def tallies(self, survey: Survey) -> dict[str, Tally]:
         """Report counts per question (SQL ``GROUP BY``) of the released responses, as
@@ -55,7 +62,7 @@ class ReadingMixin:
             .where(reports.c.survey_id == survey.id, reports.c.version == survey.version)
             .group_by(reports.c.question_id, reports.c.report)
         )
-        with self.reader.connect() as conn:
+        with self._store.reader.connect() as conn:
             for qid, code, n in conn.execute(q):
                 if qid in counts and 0 <= code < counts[qid].size:
                     counts[qid][code] = n
@@ -69,7 +76,7 @@ class ReadingMixin:
         q = select(arrivals.c.arm, arrivals.c.n).where(
             arrivals.c.survey_id == survey.id, arrivals.c.version == survey.version
         )
-        with self.reader.connect() as conn:
+        with self._store.reader.connect() as conn:
             for arm, n in conn.execute(q):
                 if 0 <= arm < len(out):
                     out[arm] = int(n)
@@ -82,7 +89,7 @@ class ReadingMixin:
         q = select(
             staging_counts.c.version, staging_counts.c.withheld, staging_counts.c.as_given
         ).where(staging_counts.c.survey_id == survey_id)
-        with self.reader.connect() as conn:
+        with self._store.reader.connect() as conn:
             return {int(v): {"withheld": int(w), "as_given": int(g)} for v, w, g in conn.execute(q)}
 
     def _long(self, survey_id: str, version: int | None = None) -> pd.DataFrame:
@@ -96,18 +103,11 @@ class ReadingMixin:
         )
         if version is not None:
             q = q.where(reports.c.version == version)
-        with self.reader.connect() as conn:
+        with self._store.reader.connect() as conn:
             rows = conn.execute(q).all()
         return pd.DataFrame(rows, columns=list(_LONG_COLUMNS))
 
-    def response_count(self, survey_id: str, version: int | None = None) -> int:
-        """Number of stored responses of a survey (all versions unless given): those
-        released and those waiting for their crowd."""
-        waiting = self.waiting(survey_id)
-        extra = sum(waiting.values()) if version is None else waiting.get(version, 0)
-        return self.released_count(survey_id, version) + extra
-
-    def released_count(self, survey_id: str, version: int | None = None) -> int:
+    def count(self, survey_id: str, version: int | None = None) -> int:
         """Number of released responses (in results and exports), all versions unless
         given: a sum of crowds of at least ``min_release`` each."""
         q = select(func.count(func.distinct(reports.c.response_id))).where(
@@ -115,19 +115,19 @@ class ReadingMixin:
         )
         if version is not None:
             q = q.where(reports.c.version == version)
-        with self.reader.connect() as conn:
+        with self._store.reader.connect() as conn:
             return int(conn.execute(q).scalar() or 0)
 
     def report_count(self) -> int:
         """Number of stored report rows, all surveys."""
-        with self.reader.connect() as conn:
+        with self._store.reader.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(reports)).scalar() or 0)
 
     def timeline(self, survey_id: str) -> list[tuple[int, int]]:
         """``(hour, epoch seconds; responses released in it)`` per hour with a release,
         in time order, from the audit log (no report row carries a time)."""
         hours: dict[int, int] = {}
-        for entry in self.audit_log(survey_id, limit=10_000):
+        for entry in self._store.audit_log(survey_id, limit=10_000):
             if entry["action"] == "release":
                 hour = int(entry["at"]) - int(entry["at"]) % 3600
                 hours[hour] = hours.get(hour, 0) + int(entry["detail"].get("responses", 0))
@@ -148,7 +148,7 @@ class ReadingMixin:
         kept), ``arm`` (str, the arm's name; empty without arms) and ``group`` (int, 0
         or 1, the group of a group design; 0 otherwise).
         """
-        versions = {s.version: s for s in self.versions(survey_id)}
+        versions = {s.version: s for s in self._store.versions(survey_id)}
         frame = self._long(survey_id)
         fresh = {rid: secrets.token_hex(16) for rid in frame["response_id"].unique()}
         frame["response_id"] = frame["response_id"].map(fresh)

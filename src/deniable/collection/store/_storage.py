@@ -60,12 +60,12 @@ from ...errors import (
     SurveyConflictError,
     SurveyNotFoundError,
 )
-from ..credentials import Credential, CredentialKey, nullifier
+from ..credentials import Credential, nullifier
 from ..model import Ledger, Survey, check_lifetime, lifetime_ledger, parse_survey
-from ._invitations import InvitationsMixin, PendingSpend
+from ._invitations import Invitations, PendingSpend
 from ._lifecycle import LifecycleMixin
 from ._pram import post_randomize
-from ._reading import ReadingMixin
+from ._reading import Released
 from ._releasing import ReleasingMixin
 from ._schema import (
     DEFAULT_SQLITE_FILE,
@@ -113,7 +113,7 @@ class PendingResponse:
     staged: StagedResponse
 
 
-class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, ReleasingMixin):
+class Store(LifecycleMixin, WavesMixin, ReleasingMixin):
     """The collection database.
 
     Parameters
@@ -151,7 +151,10 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, Releasin
             self.engine = create_engine(self.url, pool_size=10, max_overflow=40)
             self.reader = self.engine
         self._cache: dict[tuple[str, int], Survey] = {}
-        self._keys: dict[tuple[str, int, int | None], CredentialKey] = {}
+        #: who may answer: invitation tokens, credentials, ingestion keys
+        self.invitations = Invitations(self)
+        #: what the releases made readable: tallies, counts, timeline, export
+        self.released = Released(self)
         self._free = FreeSlots()  # this process's list of free staging slots
         self._nullifiers = WaitingNullifiers()  # this process's view of the slots' nullifiers
         self._periods: dict[str, int] = {}  # each survey id's last scheduled release period
@@ -224,7 +227,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, Releasin
                 )
             check_lifetime(earlier, survey)
             if survey.requires_invitation:
-                self._ensure_key(conn, survey)
+                self.invitations.ensure_key(conn, survey)
             try:
                 conn.execute(
                     insert(surveys).values(
@@ -406,7 +409,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, Releasin
                     "this survey needs a credential (obtained with an invitation)"
                 )
             index = survey.arm_names.index(arm) if arm in survey.arm_names else None
-            key = self.credential_key(survey.id, survey.version, index)
+            key = self.invitations.credential_key(survey.id, survey.version, index)
             if not key.verify(credential.message, credential.signature):
                 raise CredentialRejectedError(
                     f"the credential is not valid for this survey's version {survey.version}"
@@ -455,7 +458,7 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, Releasin
             spends = [(i, p) for i, p in live if isinstance(p, PendingSpend)]
             answers = [(i, p) for i, p in live if isinstance(p, PendingResponse)]
             if spends:
-                spent = self._spend_all(conn, [p for _, p in spends])
+                spent = self.invitations.spend_all(conn, [p for _, p in spends])
                 for j, (i, _) in enumerate(spends):
                     outcomes[i] = spent[j]
             if answers and not self.is_sqlite:  # one writer of the slots at a time
@@ -523,6 +526,13 @@ class Store(ReadingMixin, InvitationsMixin, LifecycleMixin, WavesMixin, Releasin
             if refused is not None:  # a closed survey: every entry refused, nothing stored
                 raise refused
         return len(responses)
+
+    def response_count(self, survey_id: str, version: int | None = None) -> int:
+        """Number of stored responses of a survey (all versions unless given): those
+        released and those waiting for their crowd."""
+        waiting = self.waiting(survey_id)
+        extra = sum(waiting.values()) if version is None else waiting.get(version, 0)
+        return self.released.count(survey_id, version) + extra
 
     def waiting(self, survey_id: str) -> dict[int, int]:
         """Responses waiting for their crowd (``min_release``), per version."""

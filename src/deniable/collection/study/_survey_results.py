@@ -73,7 +73,7 @@ def arm_counts(
     and Pearson's chi-square test of the weights (a sample-ratio test: a respondent who
     re-draws an arm, by clearing storage or on another device, to avoid a direct
     question makes the counts depart from the weights). The counts are ``arrived``
-    (per arm, in arm order: what the server staged, :meth:`Store.arrivals`) where given,
+    (per arm, in arm order: what the server staged, ``store.released.arrivals``) where given,
     else the released rows of the wide export ``frame`` (a release takes whole key
     cells, which come before treatment, so it does not select on the arm); ``None``
     without arms."""
@@ -102,12 +102,12 @@ def arm_counts(
 def pooled_tallies(store: Store, survey: Survey) -> dict[str, Tally]:
     """Each question's tally summed over every version that asks it unchanged (the same
     content digest: text, labels and design), so the reports share one design."""
-    pooled = store.tallies(survey)
+    pooled = store.released.tallies(survey)
     digests = {q.id: q.content_digest for q in survey.questions}
     for other in store.versions(survey.id):
         if other.version == survey.version:
             continue
-        tallies = store.tallies(other)
+        tallies = store.released.tallies(other)
         for q in other.questions:
             if digests.get(q.id) == q.content_digest:
                 pooled[q.id] = pooled[q.id] + tallies[q.id]
@@ -178,7 +178,7 @@ def survey_results(
     >>> results["responses"], [q["id"] for q in results["questions"]][:3]
     (600, ['faculty', 'year', 'cheat'])
     """
-    tallies = pooled_tallies(store, survey) if pooled else store.tallies(survey)
+    tallies = pooled_tallies(store, survey) if pooled else store.released.tallies(survey)
     out = _summary(store, survey, level, pooled)
     released, waiting = out["released"], out["waiting"]
     pooled_estimates: dict[str, tuple[Any, Any]] = {}  # question -> (moment, mle)
@@ -213,7 +213,7 @@ def _waves_and_disclosure(
     versions_all = store.versions(survey.id)
     if len(versions_all) > 1:  # waves: their field periods, response rates and change
         out["waves"] = store.waves(survey.id)
-        any_released = store.released_count(survey.id) > 0
+        any_released = store.released.count(survey.id) > 0
         out["wave_change"] = wave_analysis(wide(), versions_all, level) if any_released else []
     plan = disclosure_plan(survey)
     channelled = any(c is not None for arm in survey.report_plan.channels for c in arm)
@@ -227,8 +227,8 @@ def _waves_and_disclosure(
 def _summary(store: Store, survey: Survey, level: float, pooled: bool) -> dict[str, Any]:
     """The results' header: counts, the release note, the central epsilon."""
     waiting = store.waiting(survey.id).get(survey.version, 0)
-    released = store.released_count(survey.id, survey.version)
-    held = store.withheld(survey.id).get(survey.version, {"withheld": 0, "as_given": 0})
+    released = store.released.count(survey.id, survey.version)
+    held = store.released.withheld(survey.id).get(survey.version, {"withheld": 0, "as_given": 0})
     return {
         "survey": survey.id,
         "version": survey.version,
@@ -257,7 +257,7 @@ def _arms_part(
     versions = store.versions(survey.id) if pooled else None
     studies = arm_analysis(frame, survey, versions=versions)
     out["study"] = [item.to_dict(level) for item in studies]
-    out["arms"] = arm_counts(frame, survey, store.arrivals(survey))
+    out["arms"] = arm_counts(frame, survey, store.released.arrivals(survey))
     estimates: dict[str, tuple[Any, Any]] = {}
     for study in studies:  # the pooled MLE is the study's, over the same rows
         if study.pooled is not None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from deniable.collection.model import design_digest
 from deniable.collection.model._i18n import catalog
 from deniable.collection.model._survey import load_survey
-from deniable.collection.model._views import design_digest
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(

@@ -20,9 +20,9 @@ from deniable.analysis import list_difference_in_means
 from deniable.cli import app
 from deniable.collection.exports import embed, read_host_export
 from deniable.collection.exports._export import GROUP_SUFFIX
+from deniable.collection.model import design_digest
 from deniable.collection.model._i18n import catalog
 from deniable.collection.model._survey import load_survey
-from deniable.collection.model._views import design_digest
 
 from .conftest import Z4
 from .test_jspsych import node_modules  # noqa: F401 (the fixture)

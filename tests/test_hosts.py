@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from deniable.cli import app
 from deniable.collection.exports._hosts import detect_host, read_host_export
+from deniable.collection.model import design_digest
 from deniable.collection.model._survey import load_survey
-from deniable.collection.model._views import design_digest
 from deniable.estimation import estimate
 
 SURVEY = {

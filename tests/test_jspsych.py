@@ -150,7 +150,7 @@ def test_the_experiment_runs_in_jspsych_and_keeps_only_reports(experiment, tmp_p
         assert {"question", "report", "digest", "component_version", "rt"} <= set(t)
         assert t["subject"] == "P-17"
         assert not {"truth", "answer", "response"} & set(t)
-    from deniable.collection.model._views import design_digest
+    from deniable.collection.model import design_digest
 
     assert [t["digest"] for t in trials] == [design_digest(digests[t["question"]]) for t in trials]
     # the panel question kept its secret for the participant, and each question the

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from deniable.cli import app
+from deniable.collection.model import design_digest
 from deniable.collection.model._survey import load_survey
-from deniable.collection.model._views import design_digest
 
 from .test_component import SURVEY, TEXTS, page_at  # noqa: F401 (the fixture)
 

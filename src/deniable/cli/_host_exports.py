@@ -81,7 +81,7 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
             "duplicates": read.duplicates.get(q.id, 0),
         }
         given = q.id in frame and bool(frame[q.id].notna().any())
-        if not given and counts["refused"] and not q.is_direct:  # said, never dropped
+        if not given and counts["refused"] and (q.is_list or not q.is_direct):  # said
             note = f"every row refused ({counts['refused']}): another design's digest"
             out.append({"question": q.id} | counts | {"n": 0, "note": note})
             continue

@@ -187,7 +187,7 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
 
     >>> import csv, tempfile, pathlib
     >>> from deniable.collection.model import load_survey
-    >>> from deniable.collection.model._views import design_digest
+    >>> from deniable.collection.model import design_digest
     >>> from deniable.collection.exports import read_host_export
     >>> survey = load_survey("examples/campus.yaml")
     >>> digest = design_digest(next(q for q in survey.questions if q.id == "cheat"))

@@ -13,6 +13,7 @@ from ._groups import GROUP_DESIGNS as GROUP_DESIGNS
 from ._i18n import LANGUAGES
 from ._i18n import catalog as catalog
 from ._i18n import choose_language as choose_language
+from ._meaning import design_digest as design_digest
 from ._questions import Question
 from ._survey import MIN_RELEASE as MIN_RELEASE
 from ._survey import SLUG_PATTERN as SLUG_PATTERN
@@ -20,7 +21,6 @@ from ._survey import SMALL_RELEASE as SMALL_RELEASE
 from ._survey import Survey, load_survey, parse_survey
 from ._survey_designs import SURVEY_DESIGNS as SURVEY_DESIGNS
 from ._survey_designs import survey_design as survey_design
-from ._views import design_digest as design_digest
 
 __all__ = [
     "LANGUAGES",

@@ -61,6 +61,7 @@ from ._fields import (
 )
 from ._groups import GROUP_DESIGNS, check_innocuous, check_validation_item, group_design
 from ._list_question import MAX_LIST_ITEMS, build_list_question
+from ._meaning import check_meaning_ids
 from ._numeric_answers import NumericAnswers
 from ._survey_designs import survey_design
 
@@ -79,6 +80,11 @@ class Question(NumericAnswers, BaseModel):
     choices : list of str, optional
         Labels of the true answers (default the design's, ``["no", "yes"]`` for binary
         designs); their number must equal the design's number of truths.
+    choice_ids : list of str, optional
+        The canonical ids of ``choices`` (in the same order, up to 200 characters each;
+        default the labels themselves): what the design digest covers, so that a
+        label's wording can be corrected without changing what a report means
+        (:mod:`._meaning`).
     reports : list of str, optional
         Labels of the report symbols (default the design's).
     design : DesignChoice
@@ -111,6 +117,8 @@ class Question(NumericAnswers, BaseModel):
         ``innocuous_question``, true for ``1 - p`` of people).
     items, sensitive_item : list of str, str, optional
         A list experiment's 2 to 20 control items and its sensitive item (:mod:`._list_question`).
+    item_ids, sensitive_item_id : list of str, str, optional
+        Their canonical ids (default the texts), as ``choice_ids``.
     pram : bool, default False
         A question asked directly in every arm whose answer is sensitive: the server
         post-randomizes it before storing (PRAM, :mod:`._release`), as it does a
@@ -144,6 +152,7 @@ class Question(NumericAnswers, BaseModel):
     id: Slug
     text: Text
     choices: list[Label] | None = Field(default=None, min_length=2, max_length=MAX_CATEGORIES)
+    choice_ids: list[Label] | None = Field(default=None, min_length=2, max_length=MAX_CATEGORIES)
     reports: list[Label] | None = Field(default=None, min_length=2, max_length=MAX_CATEGORIES)
     design: DesignChoice
     innocuous_question: Text | None = None
@@ -160,6 +169,8 @@ class Question(NumericAnswers, BaseModel):
     innocuous_complement: Text | None = None
     items: list[Text] | None = Field(default=None, max_length=MAX_LIST_ITEMS)
     sensitive_item: Text | None = None
+    item_ids: list[Label] | None = Field(default=None, max_length=MAX_LIST_ITEMS)
+    sensitive_item_id: Label | None = None
     panel: Panel | None = None
     pram: bool = False
     release_epsilon: float | None = Field(default=None, gt=0, le=30, allow_inf_nan=False)
@@ -173,6 +184,7 @@ class Question(NumericAnswers, BaseModel):
     def _build(self) -> Question:
         entry = survey_design(self.design.name)
         direct = entry.is_direct
+        check_meaning_ids(self)
         if self.range is None and entry.kind == "numeric":
             raise ValueError(
                 f"design {self.design.name!r} randomizes a number: give the question a "

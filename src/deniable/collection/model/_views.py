@@ -11,33 +11,14 @@ import numpy as np
 from ...mechanisms import Design, Direct
 from ...planning import answer_odds_factors, disclosure_risk
 from ._i18n import QuestionTranslation, SurveyTranslation, catalog, default_label
+from ._meaning import design_digest
 from ._questions import Question
 from ._recipes import physical_instructions
 
 if TYPE_CHECKING:
     from ._survey import Survey
 
-__all__ = ["design_digest", "question_view", "survey_view"]
-
-
-def design_digest(q: Question) -> str:
-    """SHA-256 (hex) of a question's design as the reports depend on it: the design's
-    name, its matrix (a panel question's composed channel), each group's matrix, the
-    range, and the permanent layer; not the texts or labels, which a host may translate.
-    A browser component hands it back with each report, and
-    :func:`~deniable.collection.exports.read_host_export` refuses reports whose digest is
-    not the question's."""
-    import hashlib
-    import json
-
-    content = {
-        "design": q.design.name,
-        "matrix": q.mechanism.matrix.round(15).tolist(),
-        "groups": [d.matrix.round(15).tolist() for d in q.groups] if len(q.groups) > 1 else None,
-        "range": q.range.model_dump(exclude={"unit"}) if q.range is not None else None,
-        "permanent": q.permanent_key,
-    }
-    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+__all__ = ["question_view", "survey_view"]
 
 
 def question_view(

@@ -36,21 +36,28 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def node_modules(tmp_path_factory) -> Path:
-    """jsPsych from the npm registry, installed once (a cache beside the user's home)."""
+def npm_installed(package: str, version: str, marker: str) -> Path:
+    """``package@version`` from the npm registry, installed once in a cache beside the
+    user's home (``marker``: a file the installed package has); its ``node_modules``.
+    Skips the test where npm cannot install it."""
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deniable-tests"
-    target = cache / f"jspsych-{JSPSYCH}"
-    if not (target / "node_modules" / "jspsych" / "dist" / "index.browser.js").exists():
+    target = cache / f"{package}-{version}"
+    if not (target / "node_modules" / package / marker).exists():
         target.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
             ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(target),
-             f"jspsych@{JSPSYCH}"],
+             f"{package}@{version}"],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         if done.returncode != 0:
-            pytest.skip(f"npm could not install jspsych@{JSPSYCH}: {done.stderr[-300:]}")
+            pytest.skip(f"npm could not install {package}@{version}: {done.stderr[-300:]}")
     return target / "node_modules"
+
+
+@pytest.fixture(scope="module")
+def node_modules(tmp_path_factory) -> Path:
+    """jsPsych from the npm registry, installed once (a cache beside the user's home)."""
+    return npm_installed("jspsych", JSPSYCH, "dist/index.browser.js")
 
 
 @pytest.fixture

@@ -3,12 +3,13 @@
 // module; its data holds the report code, the design's digest and the component's
 // version, never the true answer, the die or the coin. Licence: the project's.
 //
-// Load jsPsych first (its browser build defines jsPsychModule), then import this
-// module: deniable embed jspsych writes an experiment.html that does both.
+// In a page, load jsPsych's browser build first (it defines jsPsychModule), then import
+// this module: deniable embed jspsych writes an experiment.html that does both. In Node
+// or a bundler (import "deniable-rr/jspsych"), jsPsych comes from the "jspsych" package.
 import { COMPONENT_VERSION, mount } from "./component.js";
 import { drawReport, uniform53 } from "./randomizer.js";
 
-const { ParameterType } = globalThis.jsPsychModule;
+const { ParameterType } = globalThis.jsPsychModule ?? (await import("jspsych"));
 
 const info = {
   name: "deniable-rr",

@@ -121,6 +121,11 @@ def test_the_experiment_runs_in_jspsych_and_keeps_only_reports(experiment, tmp_p
             return view
 
         _four_views(open_view, "host-jspsych", tmp_path)
+        german = open_view("de", 1000)  # the trial's button in the survey's language
+        german.locator("fieldset.deniable-rr input[type=radio]").first.check()
+        german.get_by_role("button", name="Meine Antwort auf diesem Gerät verlosen").click()
+        german.get_by_role("button", name="Weiter", exact=True).wait_for()
+        assert german.get_by_role("button", name="Continue").count() == 0
         page.goto(f"{base}/experiment.html?participant=P-17")
         shown = []
         for truth in ("yes", "no"):

@@ -153,6 +153,11 @@ def test_the_app_runs_under_otree_devserver_and_keeps_only_reports(devserver):
             return view
 
         _four_views(open_view, "host-otree", tmp_path)
+        german = open_view("de", 1000)  # oTree's next button in the survey's language
+        german.locator("fieldset.deniable-rr input[type=radio]").first.check()
+        german.get_by_role("button", name="Meine Antwort auf diesem Gerät verlosen").click()
+        german.get_by_role("button", name="Weiter", exact=True).wait_for()
+        assert german.get_by_role("button", name="Next").count() == 0
         start(page, "deniable")
         page.locator("fieldset.deniable-rr").wait_for()
         shown = []
@@ -160,7 +165,7 @@ def test_the_app_runs_under_otree_devserver_and_keeps_only_reports(devserver):
             page.get_by_role("radio", name=truth).check()
             page.get_by_role("button", name="Randomize my answer on this device").click()
             shown.append(int(page.locator(".deniable-report").get_attribute("data-report")))
-            page.get_by_role("button", name="Next").click()
+            page.get_by_role("button", name="Continue").click()
             page.wait_for_load_state()
         page.get_by_text("No more pages left").wait_for()
         browser.close()

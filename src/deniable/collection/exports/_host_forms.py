@@ -242,6 +242,9 @@ document.getElementById("deniable-digest").value = result.digest;
 document.getElementById("deniable-version").value = result.version;
 const group = document.getElementById("deniable-group");  // a list experiment's
 if (group && result.group !== undefined) group.value = String(result.group);
+// oTree's own next button, in the survey's language (oTree's follows its LANGUAGE_CODE)
+const next = document.querySelector("#deniable-next button");
+if (next && messages[lang].continue) next.textContent = messages[lang].continue;
 document.getElementById("deniable-next").hidden = false;
 </script>
 {{{{ endblock }}}}

@@ -23,8 +23,9 @@ const info = {
     lang: { type: ParameterType.STRING, default: "en" },
     /** A participant id: with it a panel question keeps its permanent layer in localStorage. */
     participant: { type: ParameterType.STRING, default: null },
-    /** The label of the button that ends the trial once the report is drawn. */
-    button_label: { type: ParameterType.STRING, default: "Continue" },
+    /** The label of the button that ends the trial once the report is drawn (default:
+     * the survey language's word, messages.continue: "Continue", "Weiter"). */
+    button_label: { type: ParameterType.STRING, default: null },
   },
   data: {
     /** The question's id in the survey file. */
@@ -64,7 +65,7 @@ class DeniableRrPlugin {
       const next = document.createElement("button");
       next.type = "button";
       next.className = "jspsych-btn";
-      next.textContent = trial.button_label;
+      next.textContent = trial.button_label ?? trial.messages?.continue ?? "Continue";
       next.addEventListener("click", () => this.jsPsych.finishTrial({
         question: result.question, report: result.report, group: result.group ?? null,
         digest: result.digest, component_version: result.version, rt,

@@ -69,16 +69,57 @@ def generated(tmp_path):
     return out, survey_file
 
 
+#: The metadata LimeSurvey's own "list with comment" theme carries
+#: (application/views/survey/questions/answer/list_with_comment/config.xml), but the
+#: author's e-mail and web address, which a generated theme has none of.
+CORE_METADATA = {
+    "name", "type", "title", "creationDate", "author", "copyright", "license", "version",
+    "apiVersion", "description", "questionType", "group", "subquestions", "answerscales",
+    "hasdefaultvalues", "assessable", "class",
+}  # fmt: skip
+
+
 def test_the_themes_are_question_themes_over_list_with_comment(generated):
+    import xml.etree.ElementTree as ET
+
     out, _ = generated
     for qid in ("cheat", "panel"):
         folder = out / f"deniable-{qid}" / "survey" / "questions" / "answer" / "list_with_comment"
-        config = (folder / "config.xml").read_text()
-        assert "<questionType>O</questionType>" in config
-        assert f"<class>deniable-{qid}</class>" in config
+        config = ET.parse(folder / "config.xml").getroot()
+        metadata = {child.tag: child.text for child in config.find("metadata")}
+        assert set(metadata) >= CORE_METADATA, CORE_METADATA - set(metadata)
+        assert metadata["questionType"] == "O" and metadata["type"] == "question_theme"
+        assert metadata["class"] == f"deniable-{qid}"
+        engine = {child.tag: child.text for child in config.find("engine")}
+        assert engine == {
+            "load_core_css": "true",
+            "load_core_js": "true",
+            "show_as_template": "true",
+            "show_as_question_type": "false",
+        }
+        assert [v.text for v in config.find("compatibility")] == ["5.0", "6.0"]
+        assert config.findtext("files/js/filename") == "scripts/deniable-rr.js"
         script = (folder / "assets" / "scripts" / "deniable-rr.js").read_text()
         assert "Math.random" not in script and "export " not in script
     assert "LimeSurvey could not be run here" in (out / "README.md").read_text()
+
+
+def test_a_question_text_with_markup_characters_is_escaped_in_the_theme(tmp_path):
+    """`&` and `<` in a question's text: the config stays XML and keeps the text."""
+    import xml.etree.ElementTree as ET
+
+    body = json.loads(json.dumps(SURVEY))
+    body["questions"][0]["text"] = "Cheating & <b>lying</b>?"
+    (tmp_path / "s.json").write_text(json.dumps(body))
+    out = tmp_path / "ls"
+    done = CliRunner().invoke(
+        app, ["embed", "limesurvey", str(tmp_path / "s.json"), "--output", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    qid = body["questions"][0]["id"]
+    config = out / f"deniable-{qid}" / "survey" / "questions" / "answer" / "list_with_comment"
+    title = ET.parse(config / "config.xml").getroot().findtext("metadata/title")
+    assert title == "deniable: Cheating & <b>lying</b>?"
 
 
 def test_the_example_survey_sets_up_the_questions_answers_and_themes(generated):

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from xml.sax.saxutils import escape as xml_escape
 
 from ._host_common import classic_bundle, question_data
 
@@ -27,6 +28,7 @@ _LIMESURVEY_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
         <creationDate>{date}</creationDate>
         <last_update>{date}</last_update>
         <author>deniable embed</author>
+        <copyright>deniable embed, survey {survey_id!r} version {version}</copyright>
         <license>the deniable project's licence</license>
         <version>{version}</version>
         <apiVersion>1</apiVersion>
@@ -45,10 +47,24 @@ _LIMESURVEY_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
         <version>6.0</version>
     </compatibility>
     <files>
+        <css>
+            <filename></filename>
+        </css>
         <js>
             <filename>scripts/deniable-rr.js</filename>
         </js>
+        <preview>
+            <filename></filename>
+        </preview>
     </files>
+    <!-- how LimeSurvey loads the core question's own css and js: the theme only adds
+         its script to the core "list with comment" question -->
+    <engine>
+        <load_core_css>true</load_core_css>
+        <load_core_js>true</load_core_js>
+        <show_as_template>true</show_as_template>
+        <show_as_question_type>false</show_as_question_type>
+    </engine>
 </config>
 """
 
@@ -322,9 +338,9 @@ def limesurvey_files(survey: Survey, randomized: list[str], output: Path) -> lis
         config = folder / "config.xml"
         config.write_text(
             _LIMESURVEY_CONFIG.format(
-                qid=qid, title=survey.question(qid).text[:80].replace("<", "&lt;")
-                .replace("&", "&amp;"), date=date.today().isoformat(),
-                version=survey.version,
+                qid=qid, title=xml_escape(survey.question(qid).text[:80]),
+                date=date.today().isoformat(),
+                version=survey.version, survey_id=survey.id,
             ),
             encoding="utf-8",
         )  # fmt: skip

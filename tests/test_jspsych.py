@@ -121,7 +121,12 @@ def test_the_experiment_runs_in_jspsych_and_keeps_only_reports(experiment, tmp_p
             return view
 
         _four_views(open_view, "host-jspsych", tmp_path)
+        phone = open_view("en", 390)  # the question's box clear of the screen's edges
+        box = phone.locator("fieldset.deniable-rr").bounding_box()
+        assert box is not None and box["x"] >= 8 and box["x"] + box["width"] <= 390 - 8, box
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390
         german = open_view("de", 1000)  # the trial's button in the survey's language
+        assert german.evaluate("document.documentElement.lang") == "de"
         german.locator("fieldset.deniable-rr input[type=radio]").first.check()
         german.get_by_role("button", name="Meine Antwort auf diesem Gerät verlosen").click()
         german.get_by_role("button", name="Weiter", exact=True).wait_for()

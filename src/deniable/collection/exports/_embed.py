@@ -46,6 +46,10 @@ _EXPERIMENT = """<!doctype html>
 <title>{title}</title>
 <link rel="stylesheet" href="node_modules/jspsych/css/jspsych.css">
 <script src="node_modules/jspsych/dist/index.browser.js"></script>
+<style>
+/* a margin at the screen's edges on a phone (jsPsych's content box is 95% wide) */
+.jspsych-content {{ box-sizing: border-box; width: 100%; max-width: 42rem; padding: 0 1rem; }}
+</style>
 </head>
 <body>
 <script type="module">
@@ -55,6 +59,7 @@ import {{ messages, questions }} from "./deniable-questions.js";
 const jsPsych = initJsPsych({{}});
 window.experiment = jsPsych;  // the data: experiment.data.get().json()
 const lang = jsPsych.data.getURLVariable("lang") || "en";
+document.documentElement.lang = lang;
 const participant = jsPsych.data.getURLVariable("participant") || null;
 if (participant) jsPsych.data.addProperties({{ subject: participant }});
 const timeline = questions[lang].map((question) => ({{

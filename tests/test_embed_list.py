@@ -383,18 +383,40 @@ def test_the_jspsych_experiment_asks_the_list_and_its_data_reads_back(
     (out / "node_modules").symlink_to(node_modules)
     with serving(out) as base, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        page = browser.new_page()
+        page = browser.new_context().new_page()  # a context whose tabs share storage
         page.goto(f"{base}/experiment.html?participant=P-3")
         page.get_by_role("radio", name="yes").check()
+        assert page.get_by_role("button", name="Continue").count() == 0  # nothing drawn
         page.get_by_role("button", name="Randomize my answer on this device").click()
+        report = page.locator(".deniable-report").get_attribute("data-report")
         page.get_by_role("button", name="Continue").click()
         longer = page.locator("fieldset li").count() == 4
         page.get_by_role("radio", name="1").check()
+        assert page.get_by_role("button", name="Continue").count() == 0  # no count taken
         page.get_by_role("button", name="Use this answer").click()
         page.get_by_role("button", name="Continue").click()
         data = json.loads(page.evaluate("experiment.data.get().json()"))
         kept = page.evaluate("Object.keys(localStorage)")
+        # 10 reloads and a second tab of the same participant: the report drawn before,
+        # shown at once and never drawn again, and the same list
+        seen = []
+        tabs = [page] * 10 + [page.context.new_page()]
+        for tab in tabs:
+            if tab is page:
+                tab.reload()
+            else:
+                tab.goto(f"{base}/experiment.html?participant=P-3")
+            again = tab.locator(".deniable-report")
+            again.wait_for()
+            assert tab.get_by_role(
+                "button", name="Randomize my answer on this device"
+            ).is_disabled()
+            drawn = again.get_attribute("data-report")
+            tab.get_by_role("button", name="Continue").click()
+            tab.locator("fieldset li").first.wait_for()
+            seen.append((drawn, tab.locator("fieldset li").count() == 4))
         browser.close()
+    assert seen == [(report, longer)] * 11
     (trial,) = [t for t in data if t.get("question") == "done"]
     assert trial["report"] == 1 and trial["group"] == int(longer)
     assert sorted(kept) == [  # the list's group, and the randomized question's report
@@ -431,7 +453,7 @@ def test_the_otree_app_posts_the_count_and_the_group(tmp_path, otree_bin) -> Non
     posted: list[str] = []
     with running_devserver(project, otree_bin) as base, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        page = browser.new_page()
+        page = browser.new_context().new_page()  # a context whose tabs share storage
         page.on(
             "request",
             lambda r: posted.append(r.post_data or "") if r.method == "POST" else None,
@@ -446,12 +468,26 @@ def test_the_otree_app_posts_the_count_and_the_group(tmp_path, otree_bin) -> Non
         page.goto(link)
         page.get_by_role("radio", name="yes").check()
         page.get_by_role("button", name="Randomize my answer on this device").click()
-        page.get_by_role("button", name="Next").click()
+        page.get_by_role("button", name="Continue").click()
         page.wait_for_load_state()
         longer = page.locator("fieldset li").count() == 4
+        # Next hidden until the count is taken; 10 reloads and a second tab of the same
+        # participant show the same list
+        assert not page.get_by_role("button", name="Continue").is_visible()
+        lists = []
+        for _ in range(10):
+            page.reload()
+            page.locator("fieldset li").first.wait_for()
+            lists.append(page.locator("fieldset li").count() == 4)
+        tab = page.context.new_page()
+        tab.goto(page.url)
+        tab.locator("fieldset li").first.wait_for()
+        lists.append(tab.locator("fieldset li").count() == 4)
+        tab.close()
+        assert lists == [longer] * 11
         page.get_by_role("radio", name="3").check()
         page.get_by_role("button", name="Use this answer").click()
-        page.get_by_role("button", name="Next").click()
+        page.get_by_role("button", name="Continue").click()
         page.get_by_text("No more pages left").wait_for()
         browser.close()
         wide = tmp_path / "all_apps_wide.csv"

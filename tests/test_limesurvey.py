@@ -208,3 +208,49 @@ def test_the_theme_in_each_language_at_both_widths(page_at, generated, tmp_path)
         return page
 
     _four_views(open_view, "host-limesurvey-stand-in", tmp_path)
+
+
+@pytest.mark.slow  # a browser, 10 reloads and two more tabs
+def test_a_participants_reloads_and_tabs_keep_the_report(page_at, generated):  # noqa: F811
+    """A survey with participants puts the token in LimeSurvey's form: after a draw, 10
+    reloads and a second tab of that participant show the report drawn before (Submit
+    enabled at once, nothing drawn again); a tab without a token starts fresh."""
+    _, open_page = page_at
+    out, _ = generated
+    folder = out / "deniable-cheat/survey/questions/answer/list_with_comment/assets/scripts"
+    script = (folder / "deniable-rr.js").read_text()
+
+    def load(tab, token: str | None) -> None:
+        tab.evaluate(STAND_IN, ["en"])
+        if token is not None:
+            tab.evaluate(
+                "(t) => document.getElementById('limesurvey').insertAdjacentHTML("
+                "'afterbegin', `<input type='hidden' name='token' value='${t}'>`)",
+                token,
+            )
+        tab.add_script_tag(content=script)
+
+    page = open_page()
+    load(page, "tok3n")
+    page.get_by_role("radio", name="yes").check()
+    page.get_by_role("button", name="Randomize my answer on this device").click()
+    page.wait_for_function("window.__conditions.length === 1")
+    form = "new FormData(document.getElementById('limesurvey')).get('123456X1X42')"
+    first = page.evaluate(form)
+    seen = []
+    tabs = [page] * 10 + [page.context.new_page()]
+    for tab in tabs:
+        if tab is page:
+            page.reload()
+        else:
+            tab.goto(page.url)
+        load(tab, "tok3n")
+        tab.wait_for_function("window.__conditions.length === 1")
+        assert tab.locator("#ls-button-submit").is_enabled()
+        seen.append(tab.evaluate(form))
+    assert seen == [first] * 11
+    stranger = page.context.new_page()
+    stranger.goto(page.url)
+    load(stranger, None)
+    assert stranger.locator("#ls-button-submit").is_disabled()
+    assert stranger.get_by_role("button", name="Randomize my answer on this device").is_enabled()

@@ -150,3 +150,48 @@ def test_the_question_script_in_each_language_at_both_widths(page_at, generated,
         return page
 
     _four_views(open_view, "host-qualtrics-stand-in", tmp_path)
+
+
+@pytest.mark.slow  # a browser, 10 reloads and a second tab
+def test_a_reload_or_a_second_tab_of_one_participant_keeps_the_report(page_at, generated):  # noqa: F811
+    """Qualtrics pipes the participant's id into the script (``deniable_participant``,
+    here written in as Qualtrics would): after a draw, 10 reloads of the page and a
+    second tab show the report drawn before, Next enabled at once, and never draw
+    another; without an id, a new tab starts fresh (the tab's sessionStorage)."""
+    _, open_page = page_at
+    out, _ = generated
+    source = (out / "question-cheat.js").read_text()
+    token = "${e://Field/deniable_participant}"
+    assert token in source
+
+    def load(tab, participant: str) -> str:
+        tab.evaluate(STAND_IN, [False])
+        tab.add_script_tag(content=source.replace(token, participant))
+        tab.evaluate("window.__runLoads()")
+        tab.wait_for_function("window.__next === 'enabled'")
+        return str(tab.evaluate("window.__recorded.__js_deniable_cheat"))
+
+    page = open_page()
+    page.evaluate(STAND_IN, [False])
+    page.add_script_tag(content=source.replace(token, "P-9"))
+    page.evaluate("window.__runLoads()")
+    page.get_by_role("radio", name="yes").check()
+    page.get_by_role("button", name="Randomize my answer on this device").click()
+    page.wait_for_function("window.__next === 'enabled'")
+    first = str(page.evaluate("window.__recorded.__js_deniable_cheat"))
+    seen = []
+    for _ in range(10):
+        page.reload()
+        seen.append(load(page, "P-9"))
+        assert page.get_by_role("button", name="Randomize my answer on this device").is_disabled()
+    tab = page.context.new_page()
+    tab.goto(page.url)
+    seen.append(load(tab, "P-9"))
+    assert seen == [first] * 11
+    stranger = page.context.new_page()  # no id: the tab's own storage, nothing carried over
+    stranger.goto(page.url)
+    stranger.evaluate(STAND_IN, [False])
+    stranger.add_script_tag(content=source)
+    stranger.evaluate("window.__runLoads()")
+    assert stranger.evaluate("window.__next") == "disabled"
+    assert stranger.get_by_role("button", name="Randomize my answer on this device").is_enabled()

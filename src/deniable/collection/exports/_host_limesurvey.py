@@ -109,7 +109,12 @@ def _limesurvey_script(survey: Survey, qid: str) -> str:
         '      if (!data.questions[lang]) lang = "en";\n'
         '      var slot = document.createElement("div");\n'
         "      list.parentNode.insertBefore(slot, list);\n"
-        "      mount(slot, data.questions[lang], { messages: data.messages[lang], lang: lang })\n"
+        "      // a survey with participants: the page's token is the participant's id, and\n"
+        "      // the drawn report and list are kept under it (every tab); otherwise in the tab\n"
+        '      var token = document.querySelector("form#limesurvey input[name=token]");\n'
+        "      var participant = token && token.value ? token.value : null;\n"
+        "      mount(slot, data.questions[lang], { messages: data.messages[lang], lang: lang,\n"
+        "        participant: participant, storage: participant ? window.localStorage : null })\n"
         "        .then(function (result) {\n"
         "          // a list experiment's answer codes carry the group: A<count> on the\n"
         "          // control list, B<count> on the list with the sensitive item\n"

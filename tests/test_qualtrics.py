@@ -184,6 +184,7 @@ def test_a_reload_or_a_second_tab_of_one_participant_keeps_the_report(page_at, g
         page.reload()
         seen.append(load(page, "P-9"))
         assert page.get_by_role("button", name="Randomize my answer on this device").is_disabled()
+        assert "drawn earlier for you: a reload or another tab" in page.inner_text("fieldset")
     tab = page.context.new_page()
     tab.goto(page.url)
     seen.append(load(tab, "P-9"))

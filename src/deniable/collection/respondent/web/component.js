@@ -123,7 +123,7 @@ export function mount(container, question, options = {}) {
     // never a new draw, so reloading until another report comes up gains nothing
     const kept = memo.store ? memo.store.getItem(memo.key("report", q)) : null;
     if (kept !== null && /^\d+$/.test(kept) && Number(kept) < q.reports.length) {
-      finish(Number(kept), t("how_kept"));
+      finish(Number(kept), t(memo.shared ? "how_kept_participant" : "how_kept"));
       return;
     }
     draw.addEventListener("click", async () => {
@@ -258,7 +258,11 @@ function memoOf(options) {
     }
   }
   const who = storage && participant ? participant : "session";
-  return { store, key: (kind, q) => `deniable/${kind}/${who}/${q.id}/${q.design_digest}` };
+  return {
+    store,
+    shared: who !== "session", // every tab of the participant, not this tab only
+    key: (kind, q) => `deniable/${kind}/${who}/${q.id}/${q.design_digest}`,
+  };
 }
 
 /** The respondent's group for a list question: drawn once with equal chances, and kept

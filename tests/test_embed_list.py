@@ -559,3 +559,25 @@ def test_axe_core_finds_no_violation_in_the_list_component_at_phone_width(tmp_pa
     finally:
         store.close()
     assert found.violations_count == 0, json.dumps(found.response["violations"])[:2000]
+
+
+@pytest.mark.parametrize("host", ["jspsych", "qualtrics", "limesurvey", "otree"])
+def test_embed_says_how_to_pass_the_participants_id_for_a_list(tmp_path: Path, host: str) -> None:
+    """Without a participant's id a list's group lives in the tab (a new tab draws it
+    again): embed says so, and how the host passes one; oTree always passes one."""
+    survey_file = tmp_path / "listed.json"
+    survey_file.write_text(json.dumps(SURVEY), encoding="utf-8")
+    args = ["embed", host, str(survey_file), "--output", str(tmp_path / host), "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    warnings = json.loads(out.stdout)["warnings"]
+    if host == "otree":
+        assert warnings == []
+        return
+    (warning,) = warnings
+    assert warning.startswith("list question 'done': its group is kept for every tab")
+    how = {"jspsych": "?participant=ID", "qualtrics": "deniable_participant",
+           "limesurvey": "with participants"}  # fmt: skip
+    assert how[host] in warning
+    table = CliRunner().invoke(app, args[:-1])
+    assert "a new tab draws the group again" in " ".join(table.stderr.split())

@@ -16,6 +16,7 @@ import inspect
 import json
 import pkgutil
 from collections.abc import Callable
+from html import escape as html_escape
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,8 @@ import pytest
 
 import deniable
 import deniable.analysis as an
-from deniable import ForcedResponse, Warner, estimate
-from deniable.estimation import EstimateResult, RangeMean
+from deniable import ForcedResponse, KaryRR, Warner, estimate
+from deniable.estimation import EstimateResult, RangeMean, Summary
 
 #: Classes with a ``std_error`` that are not fits, and why.
 NOT_FITS = {
@@ -301,7 +302,12 @@ def test_every_fit_answers_the_shared_questions(name: str) -> None:
     assert np.atleast_1d(ci.low).shape == est.shape == np.atleast_1d(ci.high).shape
     finite = np.isfinite(np.atleast_1d(ci.low)) & np.isfinite(np.atleast_1d(ci.high))
     assert np.all(np.atleast_1d(ci.low)[finite] <= np.atleast_1d(ci.high)[finite] + 1e-12)
-    assert isinstance(result.summary(), str) and result.summary()
+    summary = result.summary()
+    assert isinstance(summary, Summary) and isinstance(summary, str) and summary
+    assert repr(summary) == str(summary)  # typed bare: the table, not an escaped line
+    html = result._repr_html_()  # a notebook shows the summary as HTML
+    assert html.startswith(("<table", "<pre>")) and html == summary._repr_html_()
+    assert ("</table>" in html) or (html_escape(str(summary).splitlines()[0]) in html)
     frame = result.to_frame(confidence_level=0.9)
     assert {"estimate", "std_error", "low", "high"} <= set(frame.columns)
     assert [str(i) for i in frame.index] == [str(label) for label in labels]
@@ -338,3 +344,22 @@ def test_the_old_names_warn_and_answer_the_same() -> None:
     )
     with pytest.warns(DeprecationWarning, match="confidence_interval"):
         by_seed.credible_interval(0.9)
+
+
+def test_a_summary_renders_as_an_html_table_with_its_warnings_set_apart() -> None:
+    """A prevalence estimate outside [0, 1]: its summary prints as the plain table with a
+    ``warning:`` line, and renders as an HTML table whose cells are the estimates and
+    whose warning is a paragraph of its own (labels escaped)."""
+    import xml.etree.ElementTree as ET
+
+    design = KaryRR(k=2, epsilon=1.0, labels=("no", "<yes & more>"))
+    result = estimate(design, np.array([0] * 30))  # every report "no": below 0
+    summary = result.summary()
+    assert "warning: " in summary and summary.startswith(repr(design))
+    html = summary._repr_html_()
+    table = ET.fromstring(html[: html.index("</table>") + len("</table>")])
+    rows = table.findall("./tbody/tr")
+    assert [r.find("th").text for r in rows] == ["no", "<yes & more>"]  # escaped, read back
+    cells = [float(td.text) for td in rows[1].findall("td")]
+    np.testing.assert_allclose(cells[:2], [result.estimate[1], result.std_error[1]], atol=5e-5)
+    assert html.count("<strong>warning:</strong>") == len(result.warnings) >= 1

@@ -39,6 +39,7 @@ from scipy.special import expit
 
 from .._fitting import PosteriorMixin, model_frame
 from .._validation import JSON, check_integer
+from ..estimation import Summary
 from ..mechanisms import Design
 from ._group_channels import GroupModel, as_channel
 from ._regression import report_codes, rr_logit
@@ -222,7 +223,7 @@ class RRLogitBayesResult(PosteriorMixin):
         )
         return self.conf_int(level)
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Posterior mean, sd, credible interval, R-hat and ESS by term (raises as
         :attr:`estimate`; ``method`` is ``bayes`` or None)."""
         level = confidence_level
@@ -243,7 +244,7 @@ class RRLogitBayesResult(PosteriorMixin):
                 f"{t:14s} {mean.iloc[j]:9.4f} {sd.iloc[j]:9.4f} {low[j]:9.4f} {high[j]:9.4f} "
                 f"{self.rhat[j]:9.3f} {self.ess[j]:9.0f}"
             )
-        return "\n".join(lines)
+        return Summary("\n".join(lines))
 
 
 def rr_logit_bayes(

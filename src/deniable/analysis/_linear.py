@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from scipy import optimize
 
 from .._fitting import LikelihoodFit, Profile, model_frame, normal_only
+from ..estimation import Summary
 from ..mechanisms import Design, is_design
 from ._group_channels import GroupModel, KnownChannel
 from ._linear_model import (
@@ -132,16 +133,19 @@ class RRLinearResult(LikelihoodFit):
         assert self.x_covariance is not None
         return self.x_covariance
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Model, fit statistics and the coefficient table (Wald intervals), and a note
         naming the terms whose profile-likelihood interval disagrees with Wald's."""
         normal_only(method)
         note = self.profile_note(confidence_level)
-        return self._summary(
-            "Linear regression with randomized predictors (finite-mixture maximum likelihood)",
-            confidence_level,
-            f"Design: {self.design!r}",
-        ) + (f"\nNote: {note}" if note else "")
+        return Summary(
+            self._summary(
+                "Linear regression with randomized predictors (finite-mixture maximum likelihood)",
+                confidence_level,
+                f"Design: {self.design!r}",
+            )
+            + (f"\nNote: {note}" if note else "")
+        )
 
 
 def rr_linear(

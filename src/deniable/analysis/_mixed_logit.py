@@ -37,6 +37,7 @@ from .._fitting import (
     observed_covariance,
 )
 from .._validation import check_integer
+from ..estimation import Summary
 from ..mechanisms import Design
 from ._group_channels import as_channel
 from ._regression import report_codes, rr_logit
@@ -133,7 +134,7 @@ class RRMixedLogitResult(LikelihoodFit):
         """None: the summary prints tau's profile interval and test instead."""
         return None
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Model, fit statistics and the coefficient table (Wald intervals), then tau's
         profile interval and the test of tau = 0."""
         normal_only(method)
@@ -144,10 +145,10 @@ class RRMixedLogitResult(LikelihoodFit):
             f"Clusters: {self.random_effects.size}",
         )
         if self.profile is None:
-            return text
+            return Summary(text)
         low, high = self.tau_interval(confidence_level)
         test = self.tau_test()
-        return (
+        return Summary(
             f"{text}\ntau: {confidence_level:.0%} profile-likelihood interval [{low:.4g}, "
             f"{high:.4g}]; test of tau = 0: LR {test.statistic:.3f}, p = {test.pvalue:.3g} "
             "(50:50 chi2(0), chi2(1); Self & Liang 1987)"

@@ -34,6 +34,7 @@ from .._fitting import (
     normal_only,
     observed_covariance,
 )
+from ..estimation import Summary
 from ..mechanisms import Design, is_design
 from ._regression import report_codes
 
@@ -72,12 +73,14 @@ class RRPredictorResult(LikelihoodFit):
     True
     """
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Text summary with the coefficient table (``method``: normal or None)."""
         normal_only(method)
-        return self._summary(
-            "Logistic regression with a randomized-response predictor (maximum likelihood)",
-            confidence_level,
+        return Summary(
+            self._summary(
+                "Logistic regression with a randomized-response predictor (maximum likelihood)",
+                confidence_level,
+            )
         )
 
 

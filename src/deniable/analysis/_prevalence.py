@@ -29,6 +29,7 @@ from .._fitting import (
     observed_covariance,
 )
 from .._validation import as_codes
+from ..estimation import Summary
 from ..mechanisms import Design
 from ._group_channels import GroupModel, as_channel
 
@@ -106,14 +107,14 @@ class ChannelEstimate(CoefficientsMixin):
         stat = max(0.0, 2 * (saturated - self.llf))
         return TestResult(stat, df, float(stats.chi2.sf(stat, df)), name="G2")
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Text summary with the coefficient table (``method``: normal or None)."""
         normal_only(method)
         head = (
             f"{type(self.channel).__name__}: joint maximum likelihood\n"
             f"No. observations: {self.nobs}   Log-likelihood: {self.llf:.4f}\n\n"
         )
-        return head + coefficient_table(self, confidence_level)
+        return Summary(head + coefficient_table(self, confidence_level))
 
 
 def _counts(channel: GroupModel, reports: ArrayLike, groups: ArrayLike | None) -> _Array:

@@ -35,6 +35,7 @@ from .._fitting import (
     observed_covariance,
 )
 from .._validation import JSON
+from ..estimation import Summary
 from ..mechanisms import Design
 from ._group_channels import GroupModel, as_channel
 from ._likelihood import (
@@ -337,7 +338,7 @@ class RRLogitResult(CoefficientsMixin):
             values[:p], values[p:], self.X, self.groups, self.reports, self.channel
         )
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Model, fit statistics and the coefficient table (``method``: normal or None)."""
         normal_only(method)
         head = [
@@ -359,7 +360,7 @@ class RRLogitResult(CoefficientsMixin):
         profile = self.profile_note(confidence_level)
         if profile:
             note += f"\nNote: {profile}"
-        return "\n".join(head) + coefficient_table(self, confidence_level) + note
+        return Summary("\n".join(head) + coefficient_table(self, confidence_level) + note)
 
     def to_dict(self, confidence_level: float = 0.95, method: str | None = None) -> dict[str, JSON]:
         """The one JSON shape (:meth:`~deniable.estimation.EstimateResult.to_dict`): one

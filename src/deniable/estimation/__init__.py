@@ -6,7 +6,8 @@ module                    what it holds
 ``estimators``            :func:`estimate` (moment, maximum likelihood, Bayes) for every
                           mechanism, dispatched on its channel
 ``results``               the result vocabulary: :class:`PrevalenceEstimate`,
-                          :class:`ConfidenceInterval`, :class:`EstimateResult`
+                          :class:`ConfidenceInterval`, :class:`EstimateResult`,
+                          :class:`Summary`
 ``pooled``                designs varying by respondent: the stacked design, its moment
                           estimator
 ``intervals``             interval methods (normal, wilson, beta, ..., chebyshev, bayes)
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from .._extras import lazy_attributes
 from ._arithmetic import detection_limit, search_cost
+from ._base import Summary
 from ._base import summary_table as summary_table
 from ._bayes import posterior_draws as posterior_draws
 from ._byte_prefix_search import counts_from_spectrum as counts_from_spectrum
@@ -76,6 +78,7 @@ __all__ = [
     "RangeMean",
     "RapporEstimate",
     "SearchCost",
+    "Summary",
     "detection_limit",
     "empirical_bayes",
     "estimate",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from html import escape
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
@@ -14,7 +16,14 @@ from .._validation import JSON
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ConfidenceInterval", "EstimateResult", "interval_dict", "plain", "summary_table"]
+__all__ = [
+    "ConfidenceInterval",
+    "EstimateResult",
+    "Summary",
+    "interval_dict",
+    "plain",
+    "summary_table",
+]
 
 
 BoundT = TypeVar("BoundT")
@@ -38,10 +47,59 @@ class ConfidenceInterval(NamedTuple, Generic[BoundT]):
     high: BoundT
 
 
+class Summary(str):
+    """A result's summary: its plain-text table, which is a ``str`` (printed, compared and
+    searched as one), shown as itself when typed bare, and as an HTML table in a
+    notebook (``_repr_html_``), as statsmodels' ``Summary`` is.
+
+    Parameters
+    ----------
+    text : str
+        The plain-text table.
+    html : str, optional
+        Its HTML; default the text in a ``<pre>`` block, escaped, with each line that
+        starts ``warning:`` set apart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> summary = estimate(Warner(p=0.8), np.array([1] * 70 + [0] * 30)).summary()
+    >>> isinstance(summary, str), "<table" in summary._repr_html_()
+    (True, True)
+    """
+
+    _html: str | None
+
+    def __new__(cls, text: str, html: str | None = None) -> Summary:
+        out = super().__new__(cls, text)
+        out._html = html
+        return out
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def with_lines(self, lines: Iterable[str]) -> Summary:
+        """This summary with ``lines`` added below it (its HTML kept)."""
+        return Summary("\n".join([str(self), *lines]), self._html)
+
+    def _repr_html_(self) -> str:
+        warned = [line for line in self.splitlines() if line.startswith("warning: ")]
+        notes = "".join(
+            f'<p style="color:#8a4b00"><strong>warning:</strong> {escape(w[9:])}</p>'
+            for w in warned
+        )
+        if self._html is not None:
+            return self._html + notes
+        body = "\n".join(line for line in self.splitlines() if not line.startswith("warning: "))
+        return f"<pre>{escape(body)}</pre>{notes}"
+
+
 def summary_table(
     title: str, labels: list[str], columns: dict[str, NDArray[np.float64]], footer: str = ""
-) -> str:
-    """A plain-text table: one row per label, one column per entry of ``columns``."""
+) -> Summary:
+    """A plain-text table (one row per label, one column per entry of ``columns``) that
+    renders as an HTML table in a notebook."""
     width = max([len(str(x)) for x in labels] + [8])
     head = f"{'':<{width}}" + "".join(f"{name:>12}" for name in columns)
     rows = [
@@ -49,7 +107,20 @@ def summary_table(
         for i, label in enumerate(labels)
     ]
     rule = "-" * len(head)
-    return "\n".join([title, rule, head, rule, *rows, rule] + ([footer] if footer else []))
+    text = "\n".join([title, rule, head, rule, *rows, rule] + ([footer] if footer else []))
+    cells = "".join(f"<th>{escape(name)}</th>" for name in columns)
+    body = "".join(
+        f"<tr><th>{escape(str(label))}</th>"
+        + "".join(f"<td>{float(col[i]):.4f}</td>" for col in columns.values())
+        + "</tr>"
+        for i, label in enumerate(labels)
+    )
+    html = (
+        f'<table class="deniable-summary"><caption>{escape(title)}</caption>'
+        f"<thead><tr><th></th>{cells}</tr></thead><tbody>{body}</tbody></table>"
+        + (f"<p>{escape(footer)}</p>" if footer else "")
+    )
+    return Summary(text, html)
 
 
 def plain(value: Any) -> Any:
@@ -139,8 +210,9 @@ class EstimateResult(ABC):
     def _title(self) -> str:
         return type(self).__name__
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
-        """Plain-text table: estimate, standard error and interval per entry."""
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
+        """Plain-text table: estimate, standard error and interval per entry (a
+        :class:`Summary`: a ``str`` that renders as an HTML table in a notebook)."""
         ci = self.confidence_interval(confidence_level, method)
         return summary_table(
             self._title(),
@@ -153,6 +225,10 @@ class EstimateResult(ABC):
             },
             f"{confidence_level:.0%} intervals" + (f" ({method})" if method else ""),
         )
+
+    def _repr_html_(self) -> str:
+        """The summary as HTML, for a notebook (its warnings set apart)."""
+        return self.summary()._repr_html_()
 
     def to_frame(self, confidence_level: float = 0.95, method: str | None = None) -> pd.DataFrame:
         """``pandas.DataFrame`` indexed by label: estimate, std_error, low, high.

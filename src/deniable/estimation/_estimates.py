@@ -27,7 +27,7 @@ from .._validation import JSON, check_confidence_level, check_probability
 from ..errors import IntervalCoverageWarning
 from ..mechanisms import BloomChannel, CategoricalMechanism, MatrixChannel, SupportChannel
 from ..tallies import RapporTally, SupportTally, Tally
-from ._base import ConfidenceInterval, EstimateResult, interval_dict, summary_table
+from ._base import ConfidenceInterval, EstimateResult, Summary, interval_dict, summary_table
 from ._intervals import (
     INTERVAL_METHODS,
     binary_hpd,
@@ -239,10 +239,10 @@ class PrevalenceEstimate(EstimateResult):
             return np.zeros(np.shape(self.estimate), dtype=bool)
         return np.asarray(z > FLAG_Z)
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Plain-text table (see :meth:`EstimateResult.summary`), then :attr:`warnings`."""
         table = super().summary(confidence_level, method or self.default_interval_method)
-        return "\n".join([table, *(f"warning: {w}" for w in self.warnings)])
+        return table.with_lines(f"warning: {w}" for w in self.warnings)
 
     def confidence_interval(
         self, confidence_level: float = 0.95, method: str | None = None

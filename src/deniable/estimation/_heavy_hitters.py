@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._extras import require
+from ._base import Summary
 from ._estimates import ConfidenceInterval, EstimateResult, PrevalenceEstimate
 from ._normal_theory import bonferroni_z, normal_only_interval
 
@@ -91,7 +92,7 @@ class HeavyHitters(EstimateResult):
             *normal_only_interval(self.estimate, self.std_error, level, method, True)
         )
 
-    def summary(self, confidence_level: float | None = None, method: str | None = None) -> str:
+    def summary(self, confidence_level: float | None = None, method: str | None = None) -> Summary:
         """Plain-text table of the detected values."""
         level = 1.0 - self.alpha if confidence_level is None else confidence_level
         return super().summary(level, method)

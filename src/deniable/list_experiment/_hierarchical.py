@@ -45,7 +45,7 @@ from scipy import special
 
 from .._fitting import PosteriorMixin, hessian_from_values
 from .._validation import JSON, renamed_keywords
-from ..estimation import ConfidenceInterval
+from ..estimation import ConfidenceInterval, Summary
 from ._draws import (
     batch_se,
     check_prediction,
@@ -124,7 +124,7 @@ class ListHierarchicalResult(PosteriorMixin):
         release with a ``DeprecationWarning``."""
         return deprecated_credible_interval(self, level)
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Posterior mean, SD, Monte Carlo SE and equal-tailed interval of every column.
 
         Raises
@@ -134,7 +134,7 @@ class ListHierarchicalResult(PosteriorMixin):
         """
         table = posterior_table(self, self.mc_se, confidence_level, method)
         rates = ", ".join(f"{k} {v:.2f}" for k, v in self.acceptance.items())
-        return (
+        return Summary(
             f"Multilevel Bayesian list-experiment regression (Blair, Imai & Lyall 2014); "
             f"{len(self.draws):,} draws, {len(self.groups)} groups\nAcceptance: {rates}\n{table}"
         )

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from .._fitting import CoefficientsMixin, coefficient_table, normal_only
 from .._validation import JSON, renamed_keywords
+from ..estimation import Summary
 
 __all__ = ["ListFit"]
 
@@ -79,7 +80,7 @@ class ListFit(CoefficientsMixin):
         """Lines between the title and the table (each fit adds its prevalence)."""
         return []
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Title, the fit's own lines, respondents and items, then the coefficient table
         (Wald intervals; ``method`` is ``normal`` or None).
 
@@ -96,7 +97,7 @@ class ListFit(CoefficientsMixin):
             f"converged: {self.converged}",
             "",
         ]
-        return "\n".join(head) + coefficient_table(self, confidence_level)
+        return Summary("\n".join(head) + coefficient_table(self, confidence_level))
 
     def _dict_fields(self) -> dict[str, Any]:
         """The fit's own JSON fields beside the common shape."""

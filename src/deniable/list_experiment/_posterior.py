@@ -32,7 +32,7 @@ from scipy import special
 
 from .._fitting import PosteriorMixin, inverse_information, maximise_score, score_hessian
 from .._validation import JSON, renamed_keywords
-from ..estimation import ConfidenceInterval
+from ..estimation import ConfidenceInterval, Summary
 from ._draws import (
     batch_se,
     check_prediction,
@@ -116,7 +116,7 @@ class ListBayesResult(PosteriorMixin):
         release with a ``DeprecationWarning``."""
         return deprecated_credible_interval(self, level)
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """Posterior mean, SD, Monte Carlo SE and equal-tailed interval by coefficient,
         then each item's prevalence.
 
@@ -131,7 +131,7 @@ class ListBayesResult(PosteriorMixin):
             f"{k}: {v:.4f} (SD {sd:.4f})"
             for (k, v), sd in zip(self.prevalence.items(), sds, strict=True)
         )
-        return (
+        return Summary(
             f"Bayesian list-experiment regression (Blair & Imai 2012); {len(self.draws):,} "
             f"draws, acceptance {self.acceptance:.2f}\nPrevalence: {items}\n{table}"
         )

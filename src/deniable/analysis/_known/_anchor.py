@@ -36,7 +36,7 @@ from ..._fitting import (
     score_hessian,
 )
 from ..._validation import JSON, check_integer, check_probability, renamed_keywords
-from ...estimation import ConfidenceInterval
+from ...estimation import ConfidenceInterval, Summary
 
 __all__ = ["AnchorCorrection", "AnchorRegressionResult", "anchor_correction", "anchor_regression"]
 
@@ -340,7 +340,7 @@ class AnchorRegressionResult(LikelihoodFit):
         """Respondents (:attr:`nobs`)."""
         return self.nobs
 
-    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> str:
+    def summary(self, confidence_level: float = 0.95, method: str | None = None) -> Summary:
         """The fit and its coefficient table (observed-information standard errors;
         ``method`` is ``normal`` or None).
 
@@ -350,8 +350,10 @@ class AnchorRegressionResult(LikelihoodFit):
             For a level outside (0, 1) or another method.
         """
         normal_only(method)
-        return self._summary(
-            "Crosswise regression with an anchor (Atsusaka & Stevenson 2023)", confidence_level
+        return Summary(
+            self._summary(
+                "Crosswise regression with an anchor (Atsusaka & Stevenson 2023)", confidence_level
+            )
         )
 
 

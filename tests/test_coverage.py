@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from deniable import ForcedResponse, KaryRR, Tally, Warner, estimate
-from deniable.errors import IntervalCoverageWarning
+from deniable.errors import (
+    DegenerateTallyWarning,
+    DeniableWarning,
+    EstimateOutsideWarning,
+    FewReportsWarning,
+    IntervalCoverageWarning,
+)
 from deniable.estimation._intervals import prevalence_intervals
 from deniable.estimation._normal_theory import moment_batch, z_quantile
 from deniable.mechanisms._binary import Crosswise
@@ -534,16 +540,25 @@ def test_warnings_measure_the_distance_at_the_nearest_prevalence_inside():
     below 0: a warning without the flooding sentence, and one for the SE of 0. The
     one-sided z test of a control refuses the SE of 0 and matches the normal tail."""
     design = ForcedResponse(p_yes=0.25, p_no=0.25)
-    est = estimate(design, Tally(np.array([3, 0])))
+    with pytest.warns(DeniableWarning) as issued:  # each kept warning issued, by kind
+        est = estimate(design, Tally(np.array([3, 0])))
     assert est.estimate[1] == pytest.approx(-0.5) and est.std_error[1] == 0
     said = est.warnings
-    assert len(said) == 3 and "1 standard error above 1" in said[0]  # "no": 1.5
-    assert "1 standard error below 0" in said[1] and "standard error of 0" in said[2]
+    assert [(w.category, str(w.message)) for w in issued] == est.warned
+    assert [kind for kind, _ in est.warned] == [
+        FewReportsWarning, EstimateOutsideWarning, EstimateOutsideWarning,
+        DegenerateTallyWarning,
+    ]  # fmt: skip
+    assert "an estimate from 3 reports: fewer than 30" in said[0]
+    assert "1 standard error above 1 (the standard error at 1, 0.5)" in said[1]  # "no": 1.5
+    assert "1 standard error below 0 (the standard error at 0, 0.5)" in said[2]
+    assert "standard error of 0" in said[3]
     assert not any("flooding" in w for w in said)
     assert not est.implausible().any()
     with pytest.raises(ValueError, match="standard error of 0"):
         est.one_sided_pvalue()
-    flooded = estimate(design, Tally(np.array([300, 0])))  # 10 SEs below 0 at n = 300
+    with pytest.warns(EstimateOutsideWarning, match="flooding"):
+        flooded = estimate(design, Tally(np.array([300, 0])))  # 10 SEs below 0 at n = 300
     assert flooded.implausible()[1] and "flooding" in flooded.warnings[1]
     fair = estimate(design, Tally(np.array([500, 500])))  # 0.5, SE sqrt(0.25 / 1000) / 0.5
     assert fair.one_sided_pvalue(0.5) == pytest.approx(0.5, abs=1e-12)

@@ -28,8 +28,12 @@ __all__ = [
     "BudgetExceededError",
     "CredentialError",
     "CredentialRejectedError",
+    "DegenerateTallyWarning",
     "DeniableError",
+    "DeniableWarning",
     "DetectionLimitError",
+    "EstimateOutsideWarning",
+    "FewReportsWarning",
     "IntervalCoverageWarning",
     "InvitationError",
     "InvitationUsedError",
@@ -317,7 +321,74 @@ class CredentialError(DeniableError, ValueError):
     """
 
 
-class IntervalCoverageWarning(UserWarning):
+class DeniableWarning(UserWarning):
+    """Base class of deniable's warnings: each kind is issued as a Python warning of its
+    own category, and kept on the result it concerns (``result.warnings``).
+
+    Examples
+    --------
+    >>> from deniable.errors import DeniableWarning, FewReportsWarning
+    >>> issubclass(FewReportsWarning, DeniableWarning), issubclass(DeniableWarning, UserWarning)
+    (True, True)
+    """
+
+
+class FewReportsWarning(DeniableWarning):
+    """An estimate from a handful of reports (fewer than 30, the smallest crowd the
+    collection server releases): its standard error and interval rest on
+    approximations that need more.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> from deniable.errors import FewReportsWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = estimate(Warner(p=0.8), np.array([0, 1, 1]))
+    >>> any(w.category is FewReportsWarning for w in caught)
+    True
+    """
+
+
+class EstimateOutsideWarning(DeniableWarning):
+    """An unbiased (moment) estimate outside [0, 1]: the true prevalence is near the
+    edge it passed; beyond 3.29 standard errors the reports fit no prevalence.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> from deniable.errors import EstimateOutsideWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = estimate(Warner(p=0.8), np.array([0] * 95 + [1] * 5))
+    >>> any(w.category is EstimateOutsideWarning for w in caught)
+    True
+    """
+
+
+class DegenerateTallyWarning(DeniableWarning):
+    """Every report fell in one category: the plug-in variance vanishes (a standard
+    error of 0), though the interval still reflects the sample size.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from deniable import Warner, estimate
+    >>> from deniable.errors import DegenerateTallyWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = estimate(Warner(p=0.8), np.array([0] * 40))
+    >>> any(w.category is DegenerateTallyWarning for w in caught)
+    True
+    """
+
+
+class IntervalCoverageWarning(DeniableWarning):
     """An interval method asked for where its exact coverage was measured below 94%
     (docs/coverage.md): small samples near the boundary.
 
@@ -335,7 +406,7 @@ class IntervalCoverageWarning(UserWarning):
     """
 
 
-class PrivacyWarning(UserWarning):
+class PrivacyWarning(DeniableWarning):
     """A legal setting that protects respondents poorly (for example epsilon > 5 nats).
 
     Examples

@@ -25,6 +25,7 @@ arithmetic is looked up in :mod:`deniable.estimation`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -203,6 +204,22 @@ def estimate(
     >>> estimate(KaryRR(k=10, epsilon=math.log(3)), np.array([1])).estimate.round(2).tolist()
     [-0.5, 5.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5]
     """
+    result = _estimated(mechanism, reports, method, prior, rng, groups, options)
+    for category, text in getattr(result, "warned", ()):  # kept on the result as well
+        warnings.warn(text, category, stacklevel=2)
+    return result
+
+
+def _estimated(
+    mechanism: Mechanism[Any, Any] | Mapping[Any, Any],
+    reports: Any,
+    method: str,
+    prior: ArrayLike | None,
+    rng: np.random.Generator | int,
+    groups: ArrayLike | None,
+    options: dict[str, Any],
+) -> EstimateResult:
+    """:func:`estimate`'s work, without issuing the result's warnings."""
     if isinstance(mechanism, Mapping):
         if options:
             raise TypeError(f"designs take no options, got {', '.join(sorted(options))}")
@@ -214,7 +231,8 @@ def estimate(
         if method == "moment":  # least squares on sum(pi) = 1, fixed design sizes
             est, cov = pooled_moment(stacked, tally.counts, blocks)
             return PrevalenceEstimate(stacked, tally, method, est, cov, boundary_std_error=edge)
-        result = estimate(stacked, tally, method, prior, rng=rng)
+        result = _estimated(stacked, tally, method, prior, rng, None, {})
+        assert isinstance(result, PrevalenceEstimate)
         return replace(result, boundary_std_error=edge)
     if groups is not None:
         raise ValueError("groups is used only with a mapping of designs")

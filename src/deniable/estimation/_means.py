@@ -226,6 +226,11 @@ class RangeMean(EstimateResult):
         return list(self.share.warnings)
 
     @property
+    def warned(self) -> list[tuple[type[Warning], str]]:
+        """The share's warnings with their categories (:mod:`deniable.errors`)."""
+        return list(self.share.warned)
+
+    @property
     def default_interval_method(self) -> str:
         """The share's default interval method."""
         return str(self.share.default_interval_method)

@@ -660,13 +660,17 @@ def test_postgresql_heap_and_wal_hold_no_true_direct_answer_after_a_sigkill_and_
     survey_id = f"kill{secrets.token_hex(4)}"
     survey = _kill_survey(survey_id)
     engine = create_engine(database_url(POSTGRES_URL), isolation_level="AUTOCOMMIT")
+    # a physical replication slot keeps every WAL segment from here on: another worker's
+    # load would otherwise have the server recycle segments before they are read
+    slot = f"deniable_{survey_id}"
     with engine.connect() as conn:
+        conn.execute(text("SELECT pg_create_physical_replication_slot(:s, true)"), {"s": slot})
         since = conn.execute(text("SELECT CAST(pg_current_wal_lsn() AS text)")).scalar()
     server = Server(POSTGRES_URL, tmp_path)
-    server.start()
-    n = 400
-    _send_all_yes_and_kill(server, survey, n)
     try:
+        server.start()
+        n = 400
+        _send_all_yes_and_kill(server, survey, n)
         for moment in ("right after a SIGKILL", "after a release"):
             with engine.connect() as conn:
                 files = _postgres_files(conn, since)
@@ -698,4 +702,6 @@ def test_postgresql_heap_and_wal_hold_no_true_direct_answer_after_a_sigkill_and_
             server.stop()
     finally:
         server.stop()
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_drop_replication_slot(:s)"), {"s": slot})
         engine.dispose()

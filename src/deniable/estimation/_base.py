@@ -52,13 +52,9 @@ class Summary(str):
     searched as one), shown as itself when typed bare, and as an HTML table in a
     notebook (``_repr_html_``), as statsmodels' ``Summary`` is.
 
-    Parameters
-    ----------
-    text : str
-        The plain-text table.
-    html : str, optional
-        Its HTML; default the text in a ``<pre>`` block, escaped, with each line that
-        starts ``warning:`` set apart.
+    ``Summary(text, html=None)``: the plain-text table and its HTML (default the text in
+    a ``<pre>`` block, escaped); either way each line of the text that starts
+    ``warning:`` is set apart below it.
 
     Examples
     --------

@@ -25,10 +25,7 @@ from numpy.typing import NDArray
 
 from .._validation import JSON, check_confidence_level, check_probability
 from ..errors import (
-    DegenerateTallyWarning,
     DeniableWarning,
-    EstimateOutsideWarning,
-    FewReportsWarning,
     IntervalCoverageWarning,
 )
 from ..mechanisms import BloomChannel, CategoricalMechanism, MatrixChannel, SupportChannel
@@ -43,6 +40,7 @@ from ._intervals import (
 )
 from ._normal_theory import wald_interval, z_quantile
 from ._variance import affine_map
+from ._warned import FLAG_Z, estimate_warnings
 
 __all__ = [
     "FLAG_Z",
@@ -62,14 +60,6 @@ _ESTIMATE_NAMES = {
     "mle": "constrained maximum-likelihood",
     "bayes": "Bayesian posterior mean",
 }
-#: An unbiased estimate further than this many standard errors outside [0, 1] is
-#: flagged (two-sided 0.1% under the normal approximation): a sign of flooding, of
-#: respondents not following the design, or of a design other than the one published.
-FLAG_Z = 3.29
-
-#: Fewer reports than this, and an estimate says so (:class:`FewReportsWarning`): the
-#: smallest crowd the collection server releases (``min_release``'s default).
-FEW_REPORTS = 30
 
 
 @dataclass(frozen=True)
@@ -173,61 +163,9 @@ class PrevalenceEstimate(EstimateResult):
         """Each warning with its category (:mod:`deniable.errors`), as :func:`estimate`
         issues it.
 
-        Fewer than :data:`FEW_REPORTS` reports (:class:`FewReportsWarning`).
-
-        For a design (not an oracle, whose many rare values make it routine): each
-        unbiased (moment) estimate outside [0, 1], by how many standard errors (taken at
-        the nearest prevalence inside, see :meth:`implausible`), what its interval then
-        means, and that ``method="mle"`` stays inside; beyond :data:`FLAG_Z` standard
-        errors, that the reports fit no prevalence (respondents not following the
-        design, or flooding); and a standard error of 0 (every report in one category).
+        What they say: :func:`~._warned.estimate_warnings`.
         """
-        out: list[tuple[type[DeniableWarning], str]] = []
-        if self.n < FEW_REPORTS:
-            out.append(
-                (
-                    FewReportsWarning,
-                    f"an estimate from {self.n} report{'' if self.n == 1 else 's'}: fewer "
-                    f"than {FEW_REPORTS}, its standard error and interval rest on "
-                    "approximations that need more",
-                )
-            )
-        estimate, std_error = np.asarray(self.estimate), self.std_error
-        inside = bool(np.all((estimate >= 0.0) & (estimate <= 1.0)))
-        if inside and not (std_error == 0).any():
-            return out  # nothing else to say: skip the costlier check
-        z = self._outside_z()
-        if z is None:
-            return out
-        for label, value, zj in zip(self.labels, self.estimate, z, strict=True):
-            if 0.0 <= value <= 1.0:
-                continue
-            edge = 0.0 if value < 0 else 1.0
-            distance = f"{zj:.2g} standard error{'' if f'{zj:.2g}' == '1' else 's'}"
-            at_edge = abs(value - edge) / zj if zj > 0 else float("nan")
-            text = (
-                f"the unbiased estimate for {label!r} is {value:.4g}, {distance} "
-                f"{'below 0' if edge == 0 else 'above 1'} (the standard error at {edge:g}, "
-                f"{at_edge:.2g}): the true prevalence is near {edge:g} "
-                f"and the interval reaches {edge:g}; method='mle' gives an estimate inside "
-                "[0, 1]"
-            )
-            if zj > FLAG_Z:
-                text += (
-                    f". More than {FLAG_Z} standard errors out, the reports fit no prevalence: "
-                    "check for flooding or respondents not following the design"
-                )
-            out.append((EstimateOutsideWarning, text))
-        if (self.std_error == 0).any():
-            out.append(
-                (
-                    DegenerateTallyWarning,
-                    "a standard error of 0 means every report fell in one category, where "
-                    "the plug-in variance vanishes; the interval still reflects the sample "
-                    "size",
-                )
-            )
-        return out
+        return estimate_warnings(self)
 
     def _outside_z(self) -> NDArray[np.float64] | None:
         """How many standard errors each moment estimate lies outside [0, 1] (0 inside);

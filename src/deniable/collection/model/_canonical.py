@@ -44,6 +44,9 @@ _LATER_QUESTION_FIELDS: dict[str, Any] = {
     "sensitive_item": None,
     "pram": False,
     "release_epsilon": None,
+    "choice_ids": None,
+    "item_ids": None,
+    "sensitive_item_id": None,
 }
 
 

@@ -28,7 +28,7 @@ so the prior's sd must be finite.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -260,6 +260,7 @@ def rr_logit_bayes(
     burn_in: int = 1000,
     max_rhat: float = 1.01,
     rng: np.random.Generator | int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> RRLogitBayesResult:
     """Sample the posterior of a randomized-response logistic regression (module text).
 
@@ -278,6 +279,9 @@ def rr_logit_bayes(
         about 1,400 and split R-hats below 1.01 in about 20 s.
     max_rhat : float > 1, default 1.01
     rng : Generator or seed, optional
+    progress : callable, optional
+        Called as ``progress(1)`` after each iteration of the sampler (every chain at
+        once), ``burn_in + draws`` calls in all: a bar's advance, or a callback.
 
     Returns
     -------
@@ -328,7 +332,7 @@ def rr_logit_bayes(
     proposal = np.linalg.cholesky(np.linalg.inv(info) * 2.38**2 / p)
     beta = beta_hat + 2.0 * (gen.standard_normal((chains, p)) @ _spread(mle, sd0, p).T)
     model = _Augmented(X, a, b, mean0, sd0, proposal)
-    kept, accepted = _sample(model, beta, burn_in, draws, gen)
+    kept, accepted = _sample(model, beta, burn_in, draws, gen, progress)
     return RRLogitBayesResult(
         draws=kept,
         terms=[str(t) for t in frame.terms],
@@ -384,7 +388,12 @@ class _Augmented(NamedTuple):
 
 
 def _sample(
-    model: _Augmented, beta: _Array, burn_in: int, draws: int, gen: np.random.Generator
+    model: _Augmented,
+    beta: _Array,
+    burn_in: int,
+    draws: int,
+    gen: np.random.Generator,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[_Array, int]:
     """Gibbs over the true answers, Metropolis within for the coefficients, every chain
     at once: the kept draws (chains, draws, p) and the proposals accepted."""
@@ -407,4 +416,6 @@ def _sample(
                 accepted += int(accept.sum())
         if it >= burn_in:
             kept[:, it - burn_in] = beta
+        if progress is not None:
+            progress(1)
     return kept, accepted

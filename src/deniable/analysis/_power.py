@@ -18,6 +18,7 @@ simulation for the regression case).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -312,6 +313,7 @@ def power_coefficient(
     method: str = "formula",
     reps: int = 500,
     rng: np.random.Generator | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> PowerResult:
     """Power of the Wald test that one coefficient of :func:`rr_logit` is zero.
 
@@ -332,6 +334,9 @@ def power_coefficient(
     method : {"formula", "simulation"}
         Expected-information normal approximation, or refits of ``reps`` simulated
         surveys (``rng`` default seeded with 0).
+    progress : callable, optional
+        With ``simulation``: called as ``progress(1)`` after each simulated survey's
+        refit (``reps`` calls): a bar's advance, or a callback.
 
     Returns
     -------
@@ -386,5 +391,7 @@ def power_coefficient(
         )
         se = float(res.bse.iloc[j])
         hits += bool(se > 0 and abs(res.params.iloc[j]) / se > z)
+        if progress is not None:
+            progress(1)
     p = hits / reps
     return PowerResult(p, "simulation", math.sqrt(p * (1 - p) / reps))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -203,6 +204,7 @@ def prevalence_test_error_rates(
     significance_level: float = 0.05,
     n_simulations: int = 10_000,
     rng: np.random.Generator | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> PrevalenceTestErrorRates:
     """False positive / false negative rate of :func:`prevalence_test`, exact and simulated.
 
@@ -224,6 +226,9 @@ def prevalence_test_error_rates(
     n_simulations : int >= 1
     rng : numpy.random.Generator, optional
         Simulation randomness (default seeded with 0).
+    progress : callable, optional
+        Called as ``progress(k)`` after each chunk of ``k`` simulated surveys (they sum
+        to ``n_simulations``): a bar's advance, or a callback.
 
     Returns
     -------
@@ -268,6 +273,8 @@ def prevalence_test_error_rates(
         counts = reports.sum(axis=1, dtype=np.int64)
         rejected += int(reject[counts].sum())
         done += s
+        if progress is not None:
+            progress(s)
     in_null = {"greater": pi <= null, "less": pi >= null, "two-sided": pi == null}[alternative]
     return PrevalenceTestErrorRates(
         pi,

@@ -123,6 +123,7 @@ def test_stochastic_lie_detector_in_two_groups_recovers_the_correlation():
     assert 0.75 < np.mean(ses) / sd < 1.25
 
 
+@pytest.mark.slow  # 4.5 s, simulated groups: the whole suite
 def test_known_designs_by_group():
     """Forced response in group 1, Warner(0.8) in group 2 (a KnownChannel by group):
     on 20,000 respondents cor(X, Y) is within 4 bootstrap SEs of RHO; and a randomized

@@ -254,6 +254,7 @@ def test_the_files_do_not_order_responses_or_pair_them_with_invitations(
             assert r["p"] >= ALPHA, f"{name}: tau {r['tau']:.3f}, p {r['p']:.2g}"
 
 
+@pytest.mark.slow  # 4.4 s, an attack over many responses: the whole suite
 def test_the_attack_orders_responses_when_slots_follow_arrival(tmp_path, monkeypatch):
     """Control: responses written in arrival order (slots taken first to last, crowds
     not shuffled) are ordered by the cell offsets, so the test above has teeth."""

@@ -115,6 +115,7 @@ def test_robust_standard_errors_match_the_spread_of_the_estimates() -> None:
     assert np.mean(r_se, axis=0)[0] > 1.5 * sd[0]
 
 
+@pytest.mark.slow  # 2.2 s, a simulation over many fits: the whole suite
 def test_robust_ml_holds_the_difference_in_means_where_ml_does_not() -> None:
     """Control counts drawn beta-binomial (overdispersed: the binomial model is wrong),
     20,000 respondents. ML's prevalence lies more than 4 of its SEs from the sample's

@@ -302,3 +302,26 @@ def test_oracle_reports_that_are_malformed_are_rejected(tmp_path):
     assert result.exit_code != 0 and "hexadecimal" in result.output
     result = runner.invoke(app, ["analyze", str(path), "--design", "olh:k=10,epsilon=-1"])
     assert result.exit_code != 0 and "epsilon must be in (0, 30]" in result.output
+
+
+@pytest.mark.slow  # 4-7 s: the command's start in a process of its own
+def test_the_command_says_a_deniable_warning_in_one_line(tmp_path):
+    """A command prints deniable's warnings as ``warning: ...`` on stderr, without
+    Python's source file and line (the demo showed ``.../_demo.py:74:
+    EstimateOutsideWarning: ...`` and the source line). In a process of its own: the
+    test runner records warnings instead of showing them."""
+    import subprocess
+    import sys
+
+    reports = tmp_path / "three.csv"
+    reports.write_text("report\n1\n0\n1\n")
+    code = "from deniable._entry import main; main()"
+    args = ["analyze", str(reports), "--design", "warner:p=0.8"]
+    done = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code, *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert "warning: an estimate from 3 reports: fewer than 30" in said
+    assert "FewReportsWarning" not in said and ".py:" not in said

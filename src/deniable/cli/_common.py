@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +14,7 @@ import typer
 from rich.console import Console
 
 from ..data import RR_SURVEYS, load_adult, load_rr_survey
+from ..errors import DeniableWarning
 from ..mechanisms import Design, Mechanism, as_design, design_from_spec, mechanism_from_spec
 
 app = typer.Typer(
@@ -45,6 +47,27 @@ __all__ = [
 ]
 console = Console()
 err = Console(stderr=True)
+
+_python_showwarning = warnings.showwarning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """deniable's own warnings in the command's words: one line on stderr, without
+    Python's source file and line; any other warning as Python shows it."""
+    if issubclass(category, DeniableWarning):
+        err.print(f"warning: {message}", style="yellow", markup=False, highlight=False)
+        return
+    _python_showwarning(message, category, filename, lineno, file, line)
+
+
+warnings.showwarning = _show_warning
 
 DesignOpt = Annotated[
     str,

@@ -7,6 +7,7 @@ permanent layer only with a participant and storage, and says so without them.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -110,6 +111,15 @@ def page_at(tmp_path):
             browser.close()
 
 
+def participant_tag(participant: str) -> str:
+    """The name the component keeps a participant's state under, computed here
+    independently of the browser: PBKDF2-HMAC-SHA256 (RFC 8018) of the id with the salt
+    "deniable participant tag v1", 100,000 iterations, 16 bytes, as hex."""
+    return hashlib.pbkdf2_hmac(
+        "sha256", participant.encode(), b"deniable participant tag v1", 100_000, 16
+    ).hex()
+
+
 def _view(question_id: str) -> dict:
     survey = load_survey(SURVEY)
     view = survey.respondent_view()
@@ -166,9 +176,10 @@ def test_own_coin_mode_and_a_panel_question_with_and_without_storage(page_at):
     page.get_by_role("button", name="Randomize my answer on this device").click()
     assert page.evaluate("window.__result")["report"] in (0, 1)
     kept = page.evaluate("Object.fromEntries(window.__store)")
-    memo = f"deniable/report/P-17/panel/{_view('panel')['design_digest']}"
-    assert set(kept) == {"deniable/panel/P-17", memo}  # the secret, and the report drawn
-    assert len(kept["deniable/panel/P-17"]) == 43
+    tag = participant_tag("P-17")
+    memo = f"deniable/report/{tag}/panel/{_view('panel')['design_digest']}"
+    assert set(kept) == {f"deniable/panel/{tag}", memo}  # the secret, and the report drawn
+    assert len(kept[f"deniable/panel/{tag}"]) == 43
     assert kept[memo] == str(page.evaluate("window.__result")["report"])
     # without storage it says so, and still sends a report of the composed channel
     page = open_page()
@@ -177,6 +188,40 @@ def test_own_coin_mode_and_a_panel_question_with_and_without_storage(page_at):
     page.get_by_role("radio", name="no").check()
     page.get_by_role("button", name="Randomize my answer on this device").click()
     assert page.evaluate("window.__result")["report"] in (0, 1)
+
+
+def test_a_panel_secret_kept_under_the_raw_id_moves_to_the_tag_and_no_subtle_keeps_nothing(
+    page_at,
+):
+    """An earlier component kept the panel secret under the raw participant id: the next
+    mount moves it to the participant's tag (the permanent layer stays the same) and
+    removes the old key. A page without crypto.subtle (not https, not localhost) keeps
+    nothing under the participant: the report goes to the tab's sessionStorage and the
+    panel question says that its layer cannot be kept."""
+    base, open_page = page_at
+    url = f"{base}/static/component.js"
+    page = open_page()
+    secret = "A" * 43
+    page.evaluate(f"localStorage.setItem('deniable/panel/P-17', {secret!r})")
+    who = {"participant": "P-17", "storage": "local"}
+    page.evaluate(MOUNT, [url, _view("panel"), catalog("en"), who])
+    page.get_by_role("radio", name="yes").check()
+    page.get_by_role("button", name="Randomize my answer on this device").click()
+    page.evaluate("window.__result")
+    kept = page.evaluate("Object.fromEntries(Object.entries(localStorage))")
+    assert kept[f"deniable/panel/{participant_tag('P-17')}"] == secret
+    assert not any("P-17" in k for k in kept)
+    bare = open_page()
+    bare.evaluate("Object.defineProperty(window.crypto, 'subtle', { value: undefined })")
+    bare.evaluate(MOUNT, [url, _view("panel"), catalog("en"), who])
+    assert "cannot be kept for later waves" in bare.inner_text("fieldset")
+    bare.get_by_role("radio", name="no").check()
+    bare.get_by_role("button", name="Randomize my answer on this device").click()
+    bare.evaluate("window.__result")
+    assert bare.evaluate("Object.keys(localStorage)") == []
+    assert bare.evaluate("Object.keys(sessionStorage)") == [
+        f"deniable/report/session/panel/{_view('panel')['design_digest']}"
+    ]
 
 
 def test_the_component_draws_the_designs_distribution(page_at):
@@ -248,6 +293,13 @@ def test_a_reload_or_a_second_tab_shows_the_report_drawn_before_and_draws_no_oth
     two.goto(f"{base}/healthz")
     two.evaluate(MOUNT, [url, _view("cheat"), catalog("en"), who])
     assert two.evaluate("window.__result")["report"] == drawn
+    # the next person on the device reads every key: the participant's tag, not the id
+    # (an oTree code or a LimeSurvey token is a credential)
+    keys = two.evaluate("Object.keys(localStorage)")
+    assert keys == [
+        f"deniable/report/{participant_tag('P-17')}/cheat/{_view('cheat')['design_digest']}"
+    ]
+    assert not any("P-17" in k or "P-17" in two.evaluate(f"localStorage[{k!r}]") for k in keys)
     # a list question: one list across reloads
     lists = open_page()
     lists.evaluate(MOUNT, [url, _list_view(), catalog("en"), {}])

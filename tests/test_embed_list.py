@@ -25,6 +25,7 @@ from deniable.collection.model._i18n import catalog
 from deniable.collection.model._survey import load_survey
 
 from .conftest import Z4
+from .test_component import participant_tag
 from .test_jspsych import node_modules  # noqa: F401 (the fixture)
 from .test_otree import otree_bin  # noqa: F401 (the fixture)
 
@@ -298,6 +299,7 @@ def test_the_component_shows_the_drawn_groups_list_and_keeps_the_count_and_group
             sessionStorage.clear(); // 400 tabs: each draws its own group
             const slot = document.createElement("div");
             C.mount(slot, question, { messages, lang: "en" });
+            await new Promise((r) => setTimeout(r, 0)); // the list renders once its memo is read
             ones += slot.querySelectorAll("li").length === 4 ? 1 : 0;
           }
           return ones;
@@ -420,8 +422,9 @@ def test_the_jspsych_experiment_asks_the_list_and_its_data_reads_back(
     (trial,) = [t for t in data if t.get("question") == "done"]
     assert trial["report"] == 1 and trial["group"] == int(longer)
     assert sorted(kept) == [  # the list's group, and the randomized question's report
-        "deniable/list/P-3/done/" + design_digest(_survey().question("done")),
-        "deniable/report/P-3/cheat/" + design_digest(_survey().question("cheat")),
+        f"deniable/list/{participant_tag('P-3')}/done/" + design_digest(_survey().question("done")),
+        f"deniable/report/{participant_tag('P-3')}/cheat/"
+        + design_digest(_survey().question("cheat")),
     ]
     saved = tmp_path / "data.json"
     saved.write_text(json.dumps(data))

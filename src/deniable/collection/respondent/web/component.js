@@ -20,6 +20,12 @@
 // participant id and a storage (options.participant, options.storage: anything with
 // getItem/setItem, such as window.localStorage); without them it says so plainly and
 // draws each time from the composed channel, which spends the question's epsilon again.
+//
+// Kept state is named by the participant's *tag*, never the id: PBKDF2-HMAC-SHA256 of the
+// id (crypto.subtle, 100,000 iterations, 128 bits), because a host's id (an oTree
+// participant code, a LimeSurvey token) is a credential, and the next person on the same
+// device can read every storage key. Without crypto.subtle (a page not served over https
+// or from localhost) nothing is kept under the participant: as without an id.
 import { explainRisk, plainRisk } from "./explain.js";
 import { drawReport, newSecret, panelReport, uniform53 } from "./randomizer.js";
 
@@ -27,6 +33,10 @@ export const COMPONENT_VERSION = "0.2.0";
 
 /** A form id no page has: inputs naming it are owned by no form. */
 const NO_FORM = "deniable-no-form";
+
+/** PBKDF2 iterations of a participant's tag: a guess of the id costs this many HMACs. */
+const TAG_ITERATIONS = 100000;
+const TAG_SALT = "deniable participant tag v1";
 
 let mounted = 0;
 
@@ -49,7 +59,8 @@ export function mount(container, question, options = {}) {
   if (q.list) return mountList(container, q, options, t);
   if (q.direct) throw new Error(`question ${q.id} is asked directly: it needs no component`);
   style();
-  const memo = memoOf(options);
+  const ready = memoOf(options);
+  let memo = null; // set once the participant's tag is derived; the buttons wait for it
   const uid = `deniable-${q.id}-${(mounted += 1)}`;
   const fs = fieldset(q, uid, "deniable-rr");
   if (q.innocuous_question) fs.appendChild(para(t("innocuous", { question: q.innocuous_question })));
@@ -94,7 +105,7 @@ export function mount(container, question, options = {}) {
   line.hidden = true;
   fs.appendChild(line);
   if (q.panel) {
-    const keeps = Boolean(options.storage && options.participant);
+    const keeps = Boolean(options.storage && options.participant && globalThis.crypto?.subtle);
     fs.appendChild(para(keeps ? q.panel.note : t("panel_no_storage"), "deniable-hint"));
   }
   fs.appendChild(para(plainRisk(q, t, lang), "deniable-risk"));
@@ -119,13 +130,20 @@ export function mount(container, question, options = {}) {
       if (memo.store) memo.store.setItem(memo.key("report", q), String(report));
       resolve({ question: q.id, report, digest: q.design_digest, version: COMPONENT_VERSION });
     };
-    // drawn before (a reload, a second tab of the same participant): that report again,
-    // never a new draw, so reloading until another report comes up gains nothing
-    const kept = memo.store ? memo.store.getItem(memo.key("report", q)) : null;
-    if (kept !== null && /^\d+$/.test(kept) && Number(kept) < q.reports.length) {
-      finish(Number(kept), t(memo.shared ? "how_kept_participant" : "how_kept"));
-      return;
-    }
+    draw.disabled = true;
+    own.disabled = true;
+    ready.then((found) => {
+      memo = found;
+      // drawn before (a reload, a second tab of the same participant): that report again,
+      // never a new draw, so reloading until another report comes up gains nothing
+      const kept = memo.store ? memo.store.getItem(memo.key("report", q)) : null;
+      if (kept !== null && /^\d+$/.test(kept) && Number(kept) < q.reports.length) {
+        finish(Number(kept), t(memo.shared ? "how_kept_participant" : "how_kept"));
+        return;
+      }
+      draw.disabled = false;
+      own.disabled = false;
+    });
     draw.addEventListener("click", async () => {
       const truth = readTruth();
       if (truth === null) return;
@@ -166,13 +184,12 @@ export function mount(container, question, options = {}) {
   /** One report of `truth`: both layers of a panel question where a secret can be kept. */
   async function randomize(truth) {
     if (!q.panel) return drawReport(q.columns[truth], uniform53());
-    const { storage, participant } = options;
-    if (storage && participant) {
-      const key = `deniable/panel/${participant}`;
-      let secret = storage.getItem(key);
+    if (memo.shared) {
+      const key = `deniable/panel/${memo.tag}`;
+      let secret = memo.store.getItem(key);
       if (typeof secret !== "string" || secret.length !== 43) {
-        secret = newSecret();
-        storage.setItem(key, secret);
+        secret = keptUnderTheId(memo.store, options.participant) ?? newSecret();
+        memo.store.setItem(key, secret);
       }
       return panelReport(q, truth, secret);
     }
@@ -196,10 +213,10 @@ export function mount(container, question, options = {}) {
  * certain. Nothing is randomized: the count is sent as chosen. Resolves to {question,
  * report (the count), group, digest, version}.
  */
-function mountList(container, q, options, t) {
+async function mountList(container, q, options, t) {
   style();
   const uid = `deniable-${q.id}-${(mounted += 1)}`;
-  const group = listGroup(q, options);
+  const group = listGroup(q, await memoOf(options));
   const view = q.groups[group];
   const fs = fieldset(q, uid, "deniable-rr deniable-list");
   const items = document.createElement("ul");
@@ -242,14 +259,16 @@ function mountList(container, q, options, t) {
   });
 }
 
-/** Where a drawn report and a list's group are kept: under the participant's id in the
- * host's storage where the host gives both (every tab of that participant), otherwise in
- * this tab's sessionStorage (a reload keeps it; the next participant at a shared lab
- * computer, in a new tab, starts fresh). Only reports and groups are kept, never an
- * answer. */
-function memoOf(options) {
+/** Where a drawn report and a list's group are kept: under the participant's tag
+ * (:func:`participantTag`) in the host's storage where the host gives an id and a storage
+ * and the page has crypto.subtle (every tab of that participant), otherwise in this tab's
+ * sessionStorage (a reload keeps it; the next participant at a shared lab computer, in a
+ * new tab, starts fresh). Only reports and groups are kept, never an answer. Resolves to
+ * {store, shared, tag, key(kind, q)}. */
+async function memoOf(options) {
   const { storage, participant } = options;
-  let store = storage && participant ? storage : null;
+  const tag = storage && participant ? await participantTag(participant) : null;
+  let store = tag ? storage : null;
   if (!store) {
     try {
       store = globalThis.sessionStorage || null;
@@ -257,18 +276,54 @@ function memoOf(options) {
       store = null; // storage blocked (a sandboxed frame): nothing kept, said nowhere
     }
   }
-  const who = storage && participant ? participant : "session";
+  const who = tag ?? "session";
   return {
     store,
-    shared: who !== "session", // every tab of the participant, not this tab only
+    tag,
+    shared: tag !== null, // every tab of the participant, not this tab only
     key: (kind, q) => `deniable/${kind}/${who}/${q.id}/${q.design_digest}`,
   };
 }
 
+const tags = new Map();
+
+/**
+ * The name a participant's kept state goes under: PBKDF2-HMAC-SHA256 of the host's
+ * participant id (RFC 8018; crypto.subtle, TAG_ITERATIONS iterations, a fixed salt,
+ * 128 bits) as 32 hex digits, so storage keys never show the id and a guess of it costs
+ * 100,000 HMACs. Null where the page has no crypto.subtle (not https, not localhost).
+ *
+ * @param {string} participant  The host's participant id.
+ * @returns {Promise<string|null>}
+ */
+export function participantTag(participant) {
+  const subtle = globalThis.crypto?.subtle;
+  if (!subtle) return Promise.resolve(null);
+  const id = String(participant);
+  if (!tags.has(id)) {
+    const text = new TextEncoder();
+    tags.set(id, subtle.importKey("raw", text.encode(id), "PBKDF2", false, ["deriveBits"])
+      .then((key) => subtle.deriveBits(
+        { name: "PBKDF2", hash: "SHA-256", salt: text.encode(TAG_SALT), iterations: TAG_ITERATIONS },
+        key, 128))
+      .then((bits) => [...new Uint8Array(bits)].map((b) => b.toString(16).padStart(2, "0")).join("")));
+  }
+  return tags.get(id);
+}
+
+/** A panel secret an earlier version kept under the raw participant id: moved (returned,
+ * and its old key removed) so the permanent layer stays the same, or null. */
+function keptUnderTheId(store, participant) {
+  const old = `deniable/panel/${participant}`;
+  const secret = store.getItem(old);
+  if (typeof secret !== "string" || secret.length !== 43) return null;
+  if (typeof store.removeItem === "function") store.removeItem(old);
+  return secret;
+}
+
 /** The respondent's group for a list question: drawn once with equal chances, and kept
  * (:func:`memoOf`) so a reload or a second tab shows the same list. */
-function listGroup(q, options) {
-  const memo = memoOf(options);
+function listGroup(q, memo) {
   const kept = memo.store ? memo.store.getItem(memo.key("list", q)) : null;
   if (kept === "0" || kept === "1") return Number(kept);
   const group = uniform53() < 0.5 ? 0 : 1;

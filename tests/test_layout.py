@@ -145,6 +145,7 @@ FLOORS = [
     {"_fitting"},
     {"list_experiment"},
     {"analysis"},
+    {"plots"},
     {"collection"},
     {"cli"},
     {"_entry"},

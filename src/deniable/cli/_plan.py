@@ -60,7 +60,7 @@ def plan(
         float, typer.Option(help='Prior prevalence of "yes" for the disclosure risk.')
     ] = 0.1,
     plot: Annotated[
-        Path | None, typer.Option(help="Save a plot of margin against n to this PNG.")
+        Path | None, typer.Option(help="Save a plot of margin against n, the margin and its n marked (PNG, SVG, PDF).")
     ] = None,
     direct_prevalence: Annotated[
         float | None,
@@ -127,9 +127,9 @@ def plan(
     if ecwm_n is not None:
         payload["ecwm"] = {"total": ecwm_n, "per_group": ecwm_n // 2}
     if plot is not None:
-        from ..planning.plots import plot_margin
+        from ..plots import plot_sample_size
 
-        plot_margin(d, confidence_level, plot)
+        plot_sample_size(d, margin=margin, confidence_level=confidence_level).savefig(plot)
         payload["plot"] = str(plot)
     if as_json:
         emit_json(payload)

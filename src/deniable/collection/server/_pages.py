@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ...planning.plots import headless_figure
+from ...plots import headless_figure, plot_intervals
 from ..exports import FORMATS
 from ..model import LANGUAGES, MIN_RELEASE, SMALL_RELEASE, Survey, catalog
 from ..store import Store
@@ -190,18 +190,14 @@ def _plots(rows: list[dict[str, Any]], timeline: list[Any]) -> list[tuple[str, s
     images = []
     shown = [r for r in rows if r["estimate"] is not None and not r.get("numeric")]
     if shown:
-        fig = headless_figure(figsize=(7, 0.45 * len(shown) + 1.2))
-        ax = fig.subplots()
-        y = np.arange(len(shown))[::-1]
         e = np.array([r["estimate"] for r in shown])
         # the unbiased estimate may fall outside [0, 1] while its interval is clipped to
-        # it: draw the interval and the estimate separately (no negative error bars)
-        ax.hlines(y, [r["low"] for r in shown], [r["high"] for r in shown], color="C0", lw=2)
-        ax.plot(e, y, "o", color="C0")
-        ax.set_yticks(y, forest_labels(shown))
-        ax.set_xlim(min(-0.05, float(e.min()) - 0.05), max(1.05, float(e.max()) + 0.05))
-        ax.axvline(0, color="0.8", lw=0.8)
-        ax.set_xlabel("estimated prevalence with 95% confidence interval")
+        # it: plot_intervals draws them apart (no negative error bars)
+        fig = plot_intervals(
+            forest_labels(shown), e, [r["low"] for r in shown], [r["high"] for r in shown],
+            xlim=(min(-0.05, float(e.min()) - 0.05), max(1.05, float(e.max()) + 0.05)),
+            xlabel="estimated prevalence with 95% confidence interval",
+        )  # fmt: skip
         images.append(("Estimates with 95% confidence intervals", _png(fig)))
     means = [r for r in rows if r.get("numeric") and r["estimate"] is not None]
     if means:
@@ -245,16 +241,15 @@ def change_plots(changes: list[dict[str, Any]], level: float) -> list[tuple[str,
             by_question.setdefault(c["question"], []).append((label, r))
     out = []
     for question, rows in by_question.items():
-        fig = headless_figure(figsize=(7, 0.32 * len(rows) + 1.3))
-        ax = fig.subplots()
-        y = np.arange(len(rows))[::-1]
-        colors = ["C3" if r["arm"] == "pooled" else "C0" for _, r in rows]
-        ax.hlines(y, [r["low"] for _, r in rows], [r["high"] for _, r in rows], colors=colors, lw=2)
-        ax.scatter([r["difference"] for _, r in rows], y, c=colors, zorder=3, s=18)
-        ax.set_yticks(y, [label for label, _ in rows], fontsize=8)
-        ax.axvline(0, color="0.6", lw=0.8)
-        ax.set_xlabel(f"change between waves with {100 * level:.0f}% interval (pooled in red)")
-        ax.set_title(question, fontsize=10)
+        fig = plot_intervals(
+            [label for label, _ in rows],
+            [r["difference"] for _, r in rows],
+            [r["low"] for _, r in rows],
+            [r["high"] for _, r in rows],
+            colors=["C3" if r["arm"] == "pooled" else "C0" for _, r in rows],
+            xlabel=f"change between waves with {100 * level:.0f}% interval (pooled in red)",
+            title=question,
+        )
         caption = f"{question}: the change between waves, per arm and pooled"
         out.append((question, caption, _png(fig)))
     return out
@@ -292,11 +287,11 @@ def _means_plot(rows: list[dict[str, Any]]) -> str:
     axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
     for ax, r in zip(axes, rows, strict=True):
         low, high = r["range"]
-        ax.hlines([0], [r["low"]], [r["high"]], color="C2", lw=2)
-        ax.plot([r["estimate"]], [0], "o", color="C2")
-        ax.set_xlim(low - 0.02 * (high - low), high + 0.02 * (high - low))
-        ax.set_yticks([0], [_short(r["id"])])
-        ax.set_xlabel(r["unit"] or "value", labelpad=1)
+        plot_intervals(
+            [_short(r["id"])], [r["estimate"]], [r["low"]], [r["high"]], reference=None,
+            colors=["C2"], xlim=(low - 0.02 * (high - low), high + 0.02 * (high - low)),
+            xlabel=r["unit"] or "value", ax=ax,
+        )  # fmt: skip
     return _png(fig)
 
 

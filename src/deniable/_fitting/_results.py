@@ -14,7 +14,7 @@ from scipy import stats
 from scipy.special import expit
 
 from .._validation import check_confidence_level
-from ..estimation import ConfidenceInterval, EstimateResult, z_quantile
+from ..estimation import ConfidenceInterval, EstimateResult, Summary, z_quantile
 
 if TYPE_CHECKING:
     from ._profile import Profile
@@ -117,6 +117,19 @@ class CoefficientsMixin(WaldResult):
 
     params: pd.Series[float]
     covariance: NDArray[np.float64]
+
+    def _repr_html_(self) -> str:
+        """The summary for a notebook: its lines above and below the coefficients as
+        text, the coefficients as an HTML table (as statsmodels' summary shows them)."""
+        text = str(self.summary())
+        head, found, tail = text.partition(coefficient_table(self))
+        if not found:  # a summary of another shape: its text, whole
+            return Summary(text)._repr_html_()
+        return (
+            Summary(head.rstrip())._repr_html_()
+            + coefficient_html(self)
+            + (Summary(tail.strip())._repr_html_() if tail.strip() else "")
+        )
 
     @property
     def estimate(self) -> pd.Series[float]:
@@ -426,6 +439,26 @@ def coefficient_table(result: CoefficientsMixin, confidence_level: float = 0.95)
             f"{ci.loc[term, 'low']:10.4f} {ci.loc[term, 'high']:10.4f}"
         )
     return "\n".join(lines)
+
+
+def coefficient_html(result: CoefficientsMixin, confidence_level: float = 0.95) -> str:
+    """The coefficient table of :func:`coefficient_table` as HTML (escaped terms)."""
+    from html import escape
+
+    ci = result.conf_int(confidence_level)
+    lo, hi = f"[{(1 - confidence_level) / 2:.3f}", f"{1 - (1 - confidence_level) / 2:.3f}]"
+    head = "".join(f"<th>{h}</th>" for h in ("", "coef", "std err", "z", "P&gt;|z|", lo, hi))
+    rows = "".join(
+        f"<tr><th>{escape(str(term))}</th><td>{result.params[term]:.4f}</td>"
+        f"<td>{result.bse[term]:.4f}</td><td>{result.tvalues[term]:.3f}</td>"
+        f"<td>{result.pvalues[term]:.3f}</td><td>{ci.loc[term, 'low']:.4f}</td>"
+        f"<td>{ci.loc[term, 'high']:.4f}</td></tr>"
+        for term in result.params.index
+    )
+    return (
+        f'<table class="deniable-summary"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from ..mechanisms import Design
 from ..planning import disclosure_risk, sample_size
-from ._common import DesignOpt, JsonOpt, SeedOpt, app, console, emit_json, fail, parse_design
+from ._common import JsonOpt, SeedOpt, app, console, emit_json, fail, parse_design
 
 __all__ = ["audit", "plan"]
 
@@ -51,16 +52,29 @@ def audit(
     console.print(table)
 
 
+#: ``plan``'s design: optional, since ``--compare`` plans without one.
+PlanDesignOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--design", "-d", help='Design spec, e.g. "warner:p=0.7" (deniable analyze --help lists '
+        "them); not with --compare."
+    ),
+]  # fmt: skip
+
+
 @app.command()
 def plan(
-    design: DesignOpt,
+    design: PlanDesignOpt = None,
     margin: Annotated[float, typer.Option(help="Largest acceptable error, in (0, 1).")] = 0.05,
     confidence_level: Annotated[float, typer.Option(help="Confidence level in (0, 1).")] = 0.95,
     prior: Annotated[
         float, typer.Option(help='Prior prevalence of "yes" for the disclosure risk.')
     ] = 0.1,
     plot: Annotated[
-        Path | None, typer.Option(help="Save a plot of margin against n, the margin and its n marked (PNG, SVG, PDF).")
+        Path | None,
+        typer.Option(
+            help="Save a plot of margin against n, the margin and its n marked (PNG, SVG, PDF)."
+        ),
     ] = None,
     direct_prevalence: Annotated[
         float | None,
@@ -81,14 +95,83 @@ def plan(
             "--ecwm", help="A crosswise design: also the extended crosswise study's size."
         ),
     ] = False,
+    compare: Annotated[
+        bool,
+        typer.Option(
+            "--compare",
+            help="Every binary design at each --epsilon (or at --promise), "
+            "with the n each needs, best first.",
+        ),
+    ] = False,
+    epsilon: Annotated[
+        list[float] | None,
+        typer.Option("--epsilon", help="With --compare: epsilon in nats (repeat for several)."),
+    ] = None,
+    promise: Annotated[
+        float | None,
+        typer.Option(
+            help='With --compare: the highest belief in "yes" one report may cause, from --prior.'
+        ),
+    ] = None,
+    min_release: Annotated[
+        int | None,
+        typer.Option(help="With --compare: the survey's min_release (default the server's, 30)."),
+    ] = None,
+    cells: Annotated[
+        int,
+        typer.Option(min=1, help="With --compare: key cells of direct answers (1 if none)."),
+    ] = 1,
     as_json: JsonOpt = False,
 ) -> None:
     """Sample size, epsilon and disclosure risk of a design; with --direct-prevalence
     and --rr-prevalence the arm sizes of a validation study (Lensvelt-Mulders et al.
-    2005); with --ecwm the size of an extended crosswise study (Heck et al. 2018)."""
+    2005); with --ecwm the size of an extended crosswise study (Heck et al. 2018); with
+    --compare every binary design at one epsilon or one disclosure promise."""
+    if compare:
+        if design is not None:
+            raise fail("--compare plans every design: leave out --design")
+        _compare(epsilon or [], promise, prior, margin, confidence_level, min_release, cells,
+                 as_json)  # fmt: skip
+        return
+    if design is None:
+        raise fail("give --design SPEC, or --compare with --epsilon or --promise")
+    if epsilon or promise is not None:
+        raise fail("--epsilon and --promise go with --compare")
+    _plan_one(
+        parse_design(design),
+        margin=margin,
+        confidence_level=confidence_level,
+        prior=prior,
+        plot=plot,
+        direct_prevalence=direct_prevalence,
+        rr_prevalence=rr_prevalence,
+        power=power,
+        alpha=alpha,
+        ratio=ratio,
+        ecwm=ecwm,
+        as_json=as_json,
+    )
+
+
+def _plan_one(
+    d: Design,
+    *,
+    margin: float,
+    confidence_level: float,
+    prior: float,
+    plot: Path | None,
+    direct_prevalence: float | None,
+    rr_prevalence: float | None,
+    power: float,
+    alpha: float,
+    ratio: float,
+    ecwm: bool,
+    as_json: bool,
+) -> None:
+    """``plan --design``: one design's sample sizes, disclosure risk, and on request a
+    validation study's arms, the extended crosswise size and the plot."""
     from ..planning import arm_comparison_size, ecwm_size
 
-    d = parse_design(design)
     if (direct_prevalence is None) != (rr_prevalence is None):
         raise fail("--direct-prevalence and --rr-prevalence go together")
     if ecwm and type(d).__name__ != "Crosswise":
@@ -152,3 +235,71 @@ def plan(
         )
     if plot is not None:
         console.print(f"  plot saved to {plot}")
+
+
+def _compare(
+    epsilons: list[float],
+    promise: float | None,
+    prior: float,
+    margin: float,
+    confidence_level: float,
+    min_release: int | None,
+    cells: int,
+    as_json: bool,
+) -> None:
+    """``plan --compare``: a table of every binary design per target, best first."""
+    from ..collection.model import MIN_RELEASE
+    from ..planning import compare_designs
+
+    if bool(epsilons) == (promise is not None):
+        raise fail("--compare needs --epsilon (one or more) or --promise, not both")
+    targets: list[dict[str, float]] = (
+        [{"epsilon": e} for e in epsilons] if epsilons else [{"promise": float(promise or 0)}]
+    )
+    release = MIN_RELEASE if min_release is None else min_release
+    try:
+        tables = [
+            (t, compare_designs(**t, prior=prior, margin=margin, confidence_level=confidence_level,
+                                min_release=release, cells=cells))
+            for t in targets
+        ]  # fmt: skip
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        emit_json(
+            [
+                {**t, "prior": prior, "margin": margin, "confidence_level": confidence_level,
+                 "min_release": release, "cells": cells, "designs": [r.to_dict() for r in rows]}
+                for t, rows in tables
+            ]
+        )  # fmt: skip
+        return
+    for t, rows in tables:
+        what = (
+            f"epsilon = {t['epsilon']:g} nats"
+            if "epsilon" in t
+            else f'no report above {t["promise"]:.0%} belief in "yes" (prior {prior:.0%})'
+        )
+        table = Table(title=f"Every binary design at {what}: margin {margin} at "
+                      f"{confidence_level:.0%}, best first")  # fmt: skip
+        belief = f"belief in yes at most (prior {prior:.0%})"
+        for c in ("design", "parameters", "epsilon (nats)", belief, "n", "n to collect"):
+            table.add_column(c, justify="left" if c in ("design", "parameters") else "right")
+        for r in rows:
+            if r.design is not None:
+                params = r.design.to_dict()["params"]
+                assert isinstance(params, dict)
+                shown = ", ".join(f"{k}={v:.4g}" for k, v in params.items() if isinstance(v, float))
+                table.add_row(r.family, shown, f"{r.epsilon:.4g}", f"{r.posterior_yes:.1%}",
+                              f"{r.n:,}", f"{r.n_to_collect:,}")  # fmt: skip
+        console.print(table)
+        for r in rows:
+            if r.design is None:
+                console.print(f"  {r.family}: {r.note}")
+    console.print(
+        f"n: released reports for the margin (normal); n to collect adds what the release "
+        f"may withhold, up to {release - 1} responses in each of {cells} key cell(s) of "
+        "direct answers. At one epsilon warner, forced-response, crosswise, kuk and the "
+        "unrelated question (innocuous prevalence 1/2) are one channel: choose by what your "
+        "respondents find credible."
+    )

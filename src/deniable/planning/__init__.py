@@ -1,12 +1,15 @@
-"""Planning a survey: sample size, disclosure risk, the prevalence test, simulation, plots.
+"""Planning a survey: sample size, disclosure risk, the prevalence test, simulation.
 
 ``sample_size`` (normal, Chebyshev, exact binomial), ``arms`` (arm sizes of a
 validation study, the extended crosswise model's size), ``disclosure`` (what one report
 reveals), ``testing`` (the exact threshold test on the reports and its error rates),
-``shuffle`` (the central epsilon of a shuffled release, Feldman, McMillan & Talwar
-2021), ``simulation`` (seeded simulated tallies) and ``plots`` (matplotlib, loaded only there).
+``compare`` (every binary design at one epsilon or one disclosure promise, with the n
+each needs), ``shuffle`` (the central epsilon of a shuffled release, Feldman, McMillan
+& Talwar 2021) and ``simulation`` (seeded simulated tallies). Plots are in
+:mod:`deniable.plots`.
 """
 
+from ._compare import DesignChoice, compare_designs
 from ._disclosure import DisclosureRisk, answer_odds_factors, disclosure_risk
 from ._sample_size import sample_size
 from ._shuffle import ShuffleAmplification, shuffle_amplification
@@ -26,6 +29,7 @@ from ._validation_arms import (
 
 __all__ = [
     "ArmSizes",
+    "DesignChoice",
     "DisclosureRisk",
     "PrevalenceTestErrorRates",
     "PrevalenceTestResult",
@@ -33,6 +37,7 @@ __all__ = [
     "answer_odds_factors",
     "arm_comparison_power",
     "arm_comparison_size",
+    "compare_designs",
     "disclosure_risk",
     "ecwm_size",
     "prevalence_test",

@@ -202,7 +202,13 @@ def plot_coefficients(
         xlabel=f"{what} with its {confidence_level:.0%} interval",
     )  # fmt: skip
     if exponentiate:
-        fig.axes[-1 if ax is None else fig.axes.index(ax)].set_xscale("log")
+        from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
+
+        drawn = fig.axes[-1 if ax is None else fig.axes.index(ax)]
+        drawn.set_xscale("log")
+        drawn.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        drawn.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))  # 0.5, 1, 2: not 5e-1
+        drawn.xaxis.set_minor_formatter(NullFormatter())
     return fig
 
 

@@ -334,9 +334,9 @@ def test_string_and_byte_searches_are_one_search(monkeypatch):
     calls = []
     real = _level_search.run_search
 
-    def spy(frontier, plan):
+    def spy(frontier, plan, progress=None):
         calls.append(type(frontier).__name__)
-        return real(frontier, plan)
+        return real(frontier, plan, progress)
 
     monkeypatch.setattr(_prefix_search, "run_search", spy)
     monkeypatch.setattr(_byte_prefix_search, "run_search", spy)

@@ -135,7 +135,11 @@ def test_heavy_hitters_on_spark_equal_the_in_process_search(spark, tmp_path):
         pq.write_table(report_table(pem, part), tmp_path / f"r{i}.parquet", row_group_size=30_000)
     for options in ({"threshold": 0.02}, {"top_k": 5}):
         here = find_heavy_hitters(pem, reports, **options)
-        there = on_spark.heavy_hitters_parquet(pem, spark, str(tmp_path), **options)
+        levels: list[int] = []  # progress: one call a level, each a Spark job
+        there = on_spark.heavy_hitters_parquet(
+            pem, spark, str(tmp_path), progress=levels.append, **options
+        )
+        assert levels == [1] * pem.levels
         assert there.values == here.values and len(here) > 0
         np.testing.assert_array_equal(there.estimate, here.estimate)
         np.testing.assert_array_equal(there.pvalue, here.pvalue)
@@ -166,7 +170,11 @@ def test_string_heavy_hitters_on_spark_equal_the_in_process_search(spark, tmp_pa
         pq.write_table(report_table(bpem, part), tmp_path / f"s{i}.parquet", row_group_size=15_000)
     for options in ({"threshold": 0.03}, {"top_k": 4}):
         here = find_string_heavy_hitters(bpem, reports, **options)
-        there = on_spark.heavy_hitters_parquet(bpem, spark, str(tmp_path), **options)
+        levels: list[int] = []
+        there = on_spark.heavy_hitters_parquet(
+            bpem, spark, str(tmp_path), progress=levels.append, **options
+        )
+        assert levels == [1] * bpem.levels
         assert there.values == here.values and len(here) >= 3
         np.testing.assert_array_equal(there.estimate, here.estimate)
         np.testing.assert_array_equal(there.pvalue, here.pvalue)

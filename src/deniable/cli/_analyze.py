@@ -71,6 +71,7 @@ from ._export_models import (
     formula_question,
 )
 from ._fits import _analyze_by, _analyze_formula
+from ._heavy_command import analyze_prefix, is_prefix
 from ._stream import is_parquet, stream_design_tally, stream_tally
 
 __all__ = [
@@ -411,6 +412,9 @@ def _run_design(r: AnalyzeRequest) -> None:
     if not r.design:
         raise fail("--design is required (or --question, for a file deniable exported)")
     mechanism = parse_mechanism(r.design)
+    if is_prefix(mechanism):  # an open domain: the search, level by level
+        analyze_prefix(mechanism, r.reports, r.top, r.confidence_level, r.as_json)
+        return
     mode = choose_mode(is_oracle(mechanism), r.mode_options)
     level, as_json = r.confidence_level, r.as_json
     if is_oracle(mechanism):

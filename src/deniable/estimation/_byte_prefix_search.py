@@ -251,6 +251,7 @@ def find_string_heavy_hitters(
     top_k: int | None = None,
     max_survivors: int | None = None,
     on_overflow: Literal["keep", "raise"] = "keep",
+    progress: Callable[[int], None] | None = None,
 ) -> PrefixHeavyHitters:
     """Strings (up to ``bpem.max_bytes`` of UTF-8) whose frequency reaches ``threshold``.
 
@@ -267,6 +268,9 @@ def find_string_heavy_hitters(
     reports : ndarray of the mechanism's report dtype, shape (n,)
     threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow
         As :func:`~deniable.estimation.find_heavy_hitters`.
+    progress : callable, optional
+        Called as ``progress(1)`` after each level is searched (``bpem.levels`` calls
+        in all), for a bar or a log (``tqdm(total=bpem.levels).update`` draws one).
 
     Returns
     -------
@@ -314,6 +318,7 @@ def find_string_heavy_hitters(
         top_k=top_k,
         max_survivors=max_survivors,
         on_overflow=on_overflow,
+        progress=progress,
     )
 
 
@@ -329,6 +334,7 @@ def search_string_levels(
     top_k: int | None = None,
     max_survivors: int | None = None,
     on_overflow: Literal["keep", "raise"] = "keep",
+    progress: Callable[[int], None] | None = None,
 ) -> PrefixHeavyHitters:
     """The search of :func:`find_string_heavy_hitters`, with the reports wherever they
     are: ``extensions(level, parent_hashes)`` returns the support counts of every extension
@@ -350,7 +356,7 @@ def search_string_levels(
         raise ReportValidationError(
             f"reports_per_level must hold {bpem.levels} non-negative counts, not all 0"
         )
-    return run_search(_ByteFrontier(bpem, extensions, support, sizes, plan), plan)
+    return run_search(_ByteFrontier(bpem, extensions, support, sizes, plan), plan, progress)
 
 
 class _ByteFrontier:

@@ -367,8 +367,11 @@ def _test_rule(mechanism: Any, plan: Plan, cut: float, n: int) -> int:
     return least_count(lambda c: support_pvalues(mechanism, plan, c, n) <= cut, n)
 
 
-def run_search(frontier: Frontier, plan: Plan) -> PrefixHeavyHitters:
-    """The search of the module's text over ``frontier``'s candidates.
+def run_search(
+    frontier: Frontier, plan: Plan, progress: Callable[[int], None] | None = None
+) -> PrefixHeavyHitters:
+    """The search of the module's text over ``frontier``'s candidates; ``progress(1)``
+    after each level.
 
     Raises
     ------
@@ -387,6 +390,8 @@ def run_search(frontier: Frontier, plan: Plan) -> PrefixHeavyHitters:
             rule = functools.partial(_test_rule, mechanism, plan, cut)
             kept = frontier.select(level, rule, plan.top_k)
             n_level.append(kept.reports)
+            if progress is not None:
+                progress(1)
             break
         rule = functools.partial(_prune_rule, mechanism, plan, tested)
         kept = frontier.select(level, rule, plan.cap)
@@ -394,6 +399,8 @@ def run_search(frontier: Frontier, plan: Plan) -> PrefixHeavyHitters:
         if kept.passing > plan.cap and plan.top_k is None:
             _overflow(level, kept.passing, frontier, plan, warnings)
         frontier.advance(level, kept)
+        if progress is not None:
+            progress(1)
     estimate, std_error = estimate_level(mechanism, kept.counts, kept.reports)
     pvalue = support_pvalues(mechanism, plan, kept.counts, kept.reports)
     early_ids, early_estimate, early_se, early_pvalue = frontier.earlier(plan)

@@ -146,6 +146,7 @@ def find_heavy_hitters(
     top_k: int | None = None,
     max_survivors: int | None = None,
     on_overflow: Literal["keep", "raise"] = "keep",
+    progress: Callable[[int], None] | None = None,
 ) -> PrefixHeavyHitters:
     """Values whose frequency reaches ``threshold``, found level by level, with the
     expected number of false discoveries at most ``false_discoveries``.
@@ -171,6 +172,9 @@ def find_heavy_hitters(
     on_overflow : {"keep", "raise"}, default "keep"
         When more prefixes pass the pruning than ``max_survivors``: keep the largest
         estimates and say so in ``warnings``, or raise.
+    progress : callable, optional
+        Called as ``progress(1)`` after each level is searched (pem.levels calls in all),
+        for a bar or a log (``tqdm(total=pem.levels).update`` draws one).
 
     Returns
     -------
@@ -213,6 +217,7 @@ def find_heavy_hitters(
         top_k=top_k,
         max_survivors=max_survivors,
         on_overflow=on_overflow,
+        progress=progress,
     )
 
 
@@ -227,6 +232,7 @@ def search_levels(
     top_k: int | None = None,
     max_survivors: int | None = None,
     on_overflow: Literal["keep", "raise"] = "keep",
+    progress: Callable[[int], None] | None = None,
 ) -> PrefixHeavyHitters:
     """:func:`find_heavy_hitters` with the counting handed in: ``count(level,
     candidates)`` returns the candidates' support counts among that level's reports
@@ -235,7 +241,7 @@ def search_levels(
     number of reports of all levels. Same parameters, result and errors.
     """
     plan = plan_search(threshold, miss_rate, false_discoveries, top_k, max_survivors, on_overflow)
-    return run_search(_CodeFrontier(pem, count, n), plan)
+    return run_search(_CodeFrontier(pem, count, n), plan, progress)
 
 
 class _CodeFrontier:

@@ -65,7 +65,8 @@ def heavy_hitters_parquet(
         :func:`deniable.tables.arrow.report_columns`).
     threshold, miss_rate, **options
         As for :func:`~deniable.estimation.find_heavy_hitters` (``false_discoveries``,
-        ``top_k``, ``max_survivors``, ``on_overflow``).
+        ``top_k``, ``max_survivors``, ``on_overflow``, ``progress``: called as
+        ``progress(1)`` after each level, one Spark job or more a level).
     tasks_per_core : int, default 4
         Tasks per core of ``spark.sparkContext.defaultParallelism``.
 

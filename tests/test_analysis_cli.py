@@ -103,7 +103,7 @@ def test_complex_sample(tmp_path: Path) -> None:
 
 
 def test_audit_command() -> None:
-    result = runner.invoke(app, ["audit", "--seed", "3", "--json"])
+    result = runner.invoke(app, ["fairness", "--seed", "3", "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
     assert [r["attribute"] for r in rows] == [
@@ -146,7 +146,7 @@ def test_readme_analysis_commands_run() -> None:
         line.split("#")[0].strip()
         for line in text.splitlines()
         if line.startswith("python -m uv run deniable analyze rr/")
-        or line.startswith("python -m uv run deniable audit")
+        or line.startswith("python -m uv run deniable fairness")
     ]
     assert len(commands) == 2, commands
     for command in commands:

@@ -738,7 +738,7 @@ def test_the_pooled_view_pools_versions_that_ask_a_question_unchanged(tmp_path):
                 str(tmp_path / "campus.csv"),
                 "--arms",
                 "--pooled",
-                "--version",
+                "--survey-version",
                 str(version),
                 "--json",
             ],

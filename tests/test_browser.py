@@ -23,8 +23,8 @@ from scipy import stats
 from deniable.collection.model._survey import load_survey
 from deniable.collection.server._live import serve_in_thread
 from deniable.collection.store._storage import Store
+from deniable.mechanisms import KaryRR
 from deniable.mechanisms._binary import ForcedResponse, Kuk
-from deniable.mechanisms._designs import KaryRR
 
 from .conftest import ANALYST, SURVEY, token_arm
 

@@ -32,7 +32,7 @@ def test_simulate_then_analyze_round_trip(tmp_path):
             "adult",
             "--column",
             "income",
-            "--yes",
+            "--yes-value",
             ">50K",
             "--design",
             "forced-response:p_yes=0.25,p_no=0.25",

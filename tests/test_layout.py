@@ -136,7 +136,7 @@ def test_the_circle_detector_finds_a_circle():
 #: subpackage) and the floors below (docs/design.md). ``deniable`` is the package face,
 #: ``_entry`` the console script.
 FLOORS = [
-    {"errors", "_validation", "_extras"},
+    {"errors", "_validation", "_extras", "_names"},
     {"tallies"},
     {"mechanisms"},
     {"estimation"},

@@ -22,9 +22,8 @@ from deniable.collection.respondent._devices import simulate_responses
 from deniable.collection.server._live import serve_in_thread
 from deniable.collection.store._storage import Store
 from deniable.estimation import estimate
-from deniable.mechanisms import Crosswise, ForcedResponse, Warner
+from deniable.mechanisms import Crosswise, ForcedResponse, KaryRR, Warner
 from deniable.mechanisms._binary import Mangat
-from deniable.mechanisms._designs import KaryRR
 from deniable.mechanisms._direct import Direct
 
 from .conftest import ANALYST

@@ -284,3 +284,30 @@ def test_heavy_hitters_on_a_standalone_cluster_of_two_executors(tmp_path):
     assert result["master"].startswith("spark://127.0.0.1:") and result["executors"] == 2
     assert result["there"] == result["here"] and len(result["here"]) >= 5
     assert result["same"]
+
+
+@pytest.mark.slow
+def test_a_local_session_gives_no_warning_about_pandas_3(tmp_path):
+    """PySpark 4.0 warns once a process that it "does not yet fully support pandas >=
+    3.0.0"; deniable's Spark paths are tested on pandas 3 here, so a fresh process that
+    opens a local session and tallies through Spark, with every warning shown, shows
+    none about pandas."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, pyarrow.parquet as pq\n"
+        "from deniable import Warner\n"
+        "from deniable.tables.arrow import report_table\n"
+        "from deniable.tables import spark as on_spark\n"
+        "d = Warner(p=0.8)\n"
+        "reports = d.randomize(np.arange(100) % 2 == 0)\n"
+        f"pq.write_table(report_table(d, reports), {str(tmp_path / 'r.parquet')!r})\n"
+        "s = on_spark.local_session()\n"
+        f"print(int(on_spark.tally_parquet(d, s, {str(tmp_path / 'r.parquet')!r}).n))\n"
+        "s.stop()\n"
+    )
+    done = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    assert done.stdout.split()[-1] == "100"
+    assert "support pandas" not in done.stderr, done.stderr[-2000:]

@@ -156,7 +156,7 @@ def test_sensitive_answers_default_and_override():
         ({"id": "Bad Id"}, "id", "pattern"),
         ({"version": 0}, "version", "greater than or equal to 1"),
         ({"format": 2}, "format", "1"),
-        ({"colour": "red"}, "colour", "Extra inputs"),
+        ({"colour": "red"}, "colour", "'colour' is not a field of the survey"),
         ({"questions": []}, "questions", "at least 1"),
     ],
 )

@@ -242,3 +242,48 @@ def test_respond_in_the_terminal_takes_numbers_and_tells_the_whole_truth(server,
         assert shown in text, shown
     with httpx.Client(base_url=server.base, timeout=30, headers=AUTH) as http:
         assert http.get("/api/surveys/sleep/status").json()["responses"] == 1
+
+
+@pytest.mark.slow  # a server process (module fixture)
+def test_what_waits_is_said_by_export_and_analyze_and_an_export_knows_its_survey(server, tmp_path):
+    """The README's walk: publish, invite 3, one response, close, export, analyze. The
+    one response never reaches a crowd of min_release (30): export and analyze say it
+    was withheld at the close, and why, instead of a bare "n = 0". The export names its
+    survey in a column, and analyzed with another survey's file it is refused naming
+    both."""
+    base = server.base
+    survey = copy.deepcopy(SURVEY) | {"id": "walk", "requires_invitation": True}
+    (tmp_path / "walk.yaml").write_text(yaml.safe_dump(survey))
+    cli("survey", "publish", "walk.yaml", cwd=tmp_path, base=base)
+    cli("survey", "invite", "walk", "--count", "3", "-o", "inv.csv", cwd=tmp_path, base=base)
+    with (tmp_path / "inv.csv").open() as fh:
+        token = parse_survey_url(next(csv.DictReader(fh))["link"]).token
+    with httpx.Client(base_url=base, timeout=30) as http:
+        body = {"version": 1, "credential": http_credential(http, "walk", token),
+                "reports": {"drugs": 1, "status": 0}}  # fmt: skip
+        assert http.post("/api/surveys/walk/responses", json=body).status_code == 201
+    cli("survey", "close", "walk", cwd=tmp_path, base=base)
+    out = cli("survey", "export", "walk", "--format", "wide", cwd=tmp_path, base=base).stdout
+    said = "1 response was withheld at the close, not exported: fewer than min_release = 30"
+    assert said in " ".join(out.split())
+    analysed = cli("analyze", "walk.wide.csv", "--question", "drugs", cwd=tmp_path, base=base,
+                   check=False)  # fmt: skip
+    assert said in " ".join(analysed.output.split())
+    rows = list(csv.DictReader((tmp_path / "walk.wide.csv").open()))
+    assert rows == [] or rows[0]["survey"] == "walk"
+    header = (tmp_path / "walk.wide.csv").read_text().splitlines()[0].split(",")
+    assert header[0] == "survey"
+    # the export beside another survey's file: refused, naming both
+    other = json.loads((tmp_path / "walk.survey.json").read_text()) | {"survey": "campus"}
+    for version in other["versions"]:
+        version["id"] = "campus"
+    (tmp_path / "moved.wide.csv").write_text(
+        "survey,response_id,version,release,drugs,status\nwalk,abc,1,1,1,0\n"
+    )
+    (tmp_path / "moved.survey.json").write_text(json.dumps(other))
+    refused = cli("analyze", "moved.wide.csv", "--question", "drugs", cwd=tmp_path, base=base,
+                  check=False)  # fmt: skip
+    assert refused.exit_code == 2
+    assert "export of survey 'walk', but its survey file describes survey 'campus'" in " ".join(
+        refused.output.split()
+    )

@@ -13,7 +13,7 @@ from deniable.analysis import validation_check
 from deniable.collection.model._survey import load_survey
 from deniable.collection.store._storage import Store
 from deniable.errors import SurveyError
-from deniable.mechanisms._designs import KaryRR
+from deniable.mechanisms import KaryRR
 
 from .conftest import Z4
 

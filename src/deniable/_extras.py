@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["EXTRAS", "lazy_attributes", "require"]
+__all__ = ["EXTRAS", "lazy_attributes", "require", "require_installed"]
 
 #: The extras of ``pip install 'deniable[...]'`` and what each brings.
 EXTRAS = {
@@ -37,6 +38,23 @@ def require(module: str, extra: str) -> ModuleType:
             f"pip install 'deniable[{extra}]'",
             name=exc.name,
         ) from exc
+
+
+def require_installed(module: str, extra: str) -> None:
+    """Check that ``module`` is installed without importing it (a command's ``--help``
+    stays fast), or raise what :func:`require` raises.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        ``"... needs pandas: pip install 'deniable[analysis]'"``.
+    """
+    if importlib.util.find_spec(module) is None:
+        raise ModuleNotFoundError(
+            f"this part of deniable needs {module} ({EXTRAS[extra]}): "
+            f"pip install 'deniable[{extra}]'",
+            name=module,
+        )
 
 
 def lazy_attributes(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:

@@ -84,13 +84,21 @@ def check_probability(
     return p
 
 
-def check_integer(name: str, value: object, *, minimum: int) -> int:
-    """Return ``value`` as int >= ``minimum`` or raise TypeError/ValueError naming ``name``."""
+def check_integer(
+    name: str, value: object, *, minimum: int, maximum: int | None = None, why: str = ""
+) -> int:
+    """Return ``value`` as int in ``minimum..maximum`` or raise TypeError/ValueError naming
+    ``name``, the allowed range and (``why``) the reason for the largest."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     out = int(value)
     if out < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {out}")
+    if maximum is not None and out > maximum:
+        reason = f" ({why})" if why else ""
+        raise ValueError(
+            f"{name} must be an integer in {minimum}..{maximum:,}{reason}, got {out:,}"
+        )
     return out
 
 

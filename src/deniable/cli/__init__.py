@@ -8,10 +8,10 @@ or :mod:`deniable.data`. Needs the ``cli`` extra (typer, rich) and, for most com
 
 from __future__ import annotations
 
-from .._extras import require
+from .._extras import require_installed
 
-require("typer", "cli")
-require("pandas", "analysis")
+require_installed("typer", "cli")
+require_installed("pandas", "analysis")  # checked here, imported by the commands that run
 
 from . import (  # register the commands
     _analyze,

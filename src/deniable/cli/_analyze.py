@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-from rich.table import Table
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..mechanisms import Design
+    from ..tallies import Tally
+
 
 from ..errors import DeniableError
-from ..estimation import estimate, heavy_hitters
-from ..mechanisms import Design
-from ..tables.frames import reports_from_frame
-from ..tallies import Tally
 from ._analyze_options import (
     POST_PROCESSINGS,
     AlphaOpt,
@@ -28,6 +27,7 @@ from ._analyze_options import (
     ClustersOpt,
     ColumnOpt,
     ConfidenceLevelOpt,
+    EncodingOpt,
     FormulaOpt,
     HostOpt,
     IntervalOpt,
@@ -105,6 +105,11 @@ def _analyze_oracle(
     as_json: bool,
     postprocess: str | None = None,
 ) -> None:
+    from rich.table import Table
+
+    from ..estimation import estimate, heavy_hitters
+    from ..tables.frames import reports_from_frame
+
     if postprocess is not None and postprocess not in POST_PROCESSINGS:
         allowed = ", ".join(POST_PROCESSINGS)
         raise fail(f"--postprocess must be one of {allowed}, got {postprocess!r}")
@@ -116,10 +121,15 @@ def _analyze_oracle(
     stream = is_parquet(reports) and postprocess != "mle"  # EM needs every report
     if stream:
         frame = None
-    elif reports.suffix.lower() in (".parquet", ".pq"):
-        frame = pd.read_parquet(reports)
     else:
-        frame = pd.read_csv(reports, dtype=str)
+        frame = read_table(reports) if reports.suffix.lower() in (".parquet", ".pq") else None
+        if frame is None:
+            from ..tables.frames import read_table_file
+
+            try:
+                frame = read_table_file(reports, dtype=str).frame
+            except (ValueError, OSError) as exc:
+                raise fail(f"cannot read {reports.name}: {exc}") from None
     path = labels_file or labels_path(reports)
     names = path.read_text().splitlines() if path.exists() else None
     if needs_candidates(oracle):
@@ -244,17 +254,19 @@ def analyze(
     strata: StrataOpt = None,
     clusters: ClustersOpt = None,
     variance: VarianceOpt = None,
+    encoding: EncodingOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Estimate the prevalence of each truth from a reports file.
 
-    For a frequency oracle the report columns are those ``simulate`` writes, the value
-    names come from ``--labels`` (default: the ``.labels.txt`` file beside the reports),
-    and the table lists the heavy hitters: values whose estimate passes the detection
-    threshold (Bonferroni at ``--alpha``), with their post-processed frequencies under
-    ``--postprocess``. With ``--formula`` it fits a logistic
-    regression of the randomized answer; with ``--by`` it estimates per subgroup; with
-    ``--pi`` or ``--population`` it gives design-based (Horvitz-Thompson) estimates.
+    For a frequency oracle the report columns are those 'deniable simulate' writes,
+    the value names come from --labels (default: the .labels.txt file beside the
+    reports), and the table lists the heavy hitters: values whose estimate passes the
+    detection threshold (Bonferroni at --alpha), with their post-processed frequencies
+    under --postprocess. PEM and byte-PEM reports (pem:..., pem-bytes:...) give their
+    --top most frequent values, searched level by level. With --formula it fits a
+    logistic regression of the randomized answer; with --by it estimates per subgroup;
+    with --pi or --population it gives design-based (Horvitz-Thompson) estimates.
     """
     _run(
         AnalyzeRequest(
@@ -283,6 +295,7 @@ def analyze(
             strata=strata,
             clusters=clusters,
             variance=variance,
+            encoding=encoding,
             as_json=as_json,
         )
     )
@@ -317,6 +330,7 @@ class AnalyzeRequest:
     strata: str | None
     clusters: str | None
     variance: str | None
+    encoding: str | None
     as_json: bool
 
     @property
@@ -407,6 +421,8 @@ def _run_export(r: AnalyzeRequest) -> None:
 def _run_design(r: AnalyzeRequest) -> None:
     """A reports file through ``--design``: an oracle's heavy hitters, a regression, a
     breakdown, a complex sample, or the prevalence (Parquet streamed in batches)."""
+    import numpy as np
+
     if r.pooled:
         raise fail("--pooled needs --question (a file deniable exported)")
     if not r.design:
@@ -424,14 +440,15 @@ def _run_design(r: AnalyzeRequest) -> None:
     d = design_of(mechanism)
     if mode == "formula":
         assert r.formula is not None
-        _analyze_formula(read_table(r.reports), d, r.formula, level, as_json)
+        _analyze_formula(read_table(r.reports, r.encoding), d, r.formula, level, as_json)
         return
     if mode == "subgroups":
         assert r.by is not None
-        _analyze_by(read_table(r.reports), d, r.column, r.by, level, as_json)
+        _analyze_by(read_table(r.reports, r.encoding), d, r.column, r.by, level, as_json)
         return
     if mode == "complex":
-        options = {"strata": r.strata, "clusters": r.clusters, "variance": r.variance}
+        options = {"strata": r.strata, "clusters": r.clusters, "variance": r.variance,
+                   "encoding": r.encoding}  # fmt: skip
         _analyze_complex(r.reports, d, r.column, r.pi, r.population, options, level, as_json)
         return
     if is_parquet(r.reports):  # out of core: batch by batch, bounded memory
@@ -441,7 +458,7 @@ def _run_design(r: AnalyzeRequest) -> None:
             raise fail(str(exc)) from None
         _analyze_codes(d, tally, missing, r.method, r.interval, level, as_json)
         return
-    raw = read_column(r.reports, r.column)
+    raw = read_column(r.reports, r.column, r.encoding)
     missing = int(raw.isna().sum())
     kept = raw.dropna()
     if not np.all(np.isin(kept, np.arange(d.n_reports))):
@@ -455,6 +472,8 @@ def _analyze_numeric(
 ) -> None:
     """The mean of a numeric question (its units) from its report codes: the design's
     unbiased estimate and default interval, mapped to ``[low, high]``."""
+    from ..estimation import estimate
+
     q = d.question
     try:
         est = estimate(d.design, values)
@@ -488,6 +507,10 @@ def _analyze_codes(
     confidence_level: float,
     as_json: bool,
 ) -> None:
+    from rich.table import Table
+
+    from ..estimation import estimate
+
     try:
         est = estimate(d, values, method=method)
         intervals = tuple(interval or [est.default_interval_method])
@@ -524,9 +547,11 @@ def _analyze_complex(
     as_json: bool,
 ) -> None:
 
+    import numpy as np
+
     from ..analysis import survey_estimate
 
-    frame = read_table(reports)
+    frame = read_table(reports, options.get("encoding"))
     require_columns(
         frame,
         {"--column": column, "--pi": pi}

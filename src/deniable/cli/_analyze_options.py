@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..estimation import ESTIMATION_METHODS, INTERVAL_METHODS
+from .._names import ESTIMATION_METHODS, INTERVAL_METHODS
 
 __all__ = [
     "POST_PROCESSINGS",
@@ -19,6 +19,7 @@ __all__ = [
     "ClustersOpt",
     "ColumnOpt",
     "ConfidenceLevelOpt",
+    "EncodingOpt",
     "FormulaOpt",
     "HostOpt",
     "IntervalOpt",
@@ -55,7 +56,13 @@ QuestionOpt = Annotated[
 
 VersionOpt = Annotated[
     int | None,
-    typer.Option(min=1, help="With --question: the survey version (default: the latest)."),
+    typer.Option(
+        "--survey-version",
+        "--version",
+        min=1,
+        help="With --question: the survey's version (default: the latest). --version is "
+        "its old name.",
+    ),
 ]
 
 ArmsOpt = Annotated[
@@ -171,4 +178,13 @@ ClustersOpt = Annotated[str | None, typer.Option(help="Complex sample: cluster c
 VarianceOpt = Annotated[
     str | None,
     typer.Option(help="Complex sample: deville, ultimate_cluster, jackknife, srswr or srswor."),
+]
+
+EncodingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--encoding",
+        help="A CSV's text encoding (utf-8, cp1252, latin-1, utf-16, ...); default: UTF-8, "
+        "else Windows-1252, said when guessed.",
+    ),
 ]

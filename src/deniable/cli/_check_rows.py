@@ -4,13 +4,12 @@ risk, per arm and per group of a group design, and each arm's cost."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    from ..collection.model import Question, Survey
+    from ..mechanisms import Design
 
-from ..collection.model import Question, Survey, catalog
-from ..mechanisms import Design
-from ..planning import answer_odds_factors, disclosure_risk
 
 __all__ = ["arm_rows", "cost_rows"]
 
@@ -35,6 +34,11 @@ def cost_rows(survey: Survey, prior: float) -> list[dict[str, Any]]:
 def _row(
     q: Question, d: Design, prior: float, arm: str | None, group: int | None
 ) -> dict[str, Any]:
+    import numpy as np
+
+    from ..collection.model import catalog
+    from ..planning import answer_odds_factors, disclosure_risk
+
     risk = disclosure_risk(d, q.prior(prior))
     if group is None:
         epsilon, cost, factors = q.epsilon, q.cost, q.odds_factors

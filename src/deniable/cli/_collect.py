@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+
+if TYPE_CHECKING:
+    pass
+
 
 from ..errors import DeniableError
 from ._common import JsonOpt, app, console, emit_json, err, fail, short_spec
 
 __all__ = ["serve", "survey_app", "survey_check"]
 
-survey_app = typer.Typer(help="Survey definitions.", no_args_is_help=True)
+survey_app = typer.Typer(help="Survey definitions.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(survey_app, name="survey")
 
 
@@ -120,6 +123,8 @@ def _open_arms(survey: Any) -> str | None:
 def _print_costs(survey: Any, payload: dict[str, Any], prior: float) -> None:
     """Each randomized question's cost and disclosure risk, a panel's two epsilons, the
     version's total, the direct questions and each arm's cost."""
+    from rich.table import Table
+
     rows = payload["questions"]
     table = Table(title=f"{survey.title} ({survey.id} v{survey.version})", title_justify="left")
     table.add_column("question")
@@ -228,6 +233,8 @@ def _print_notes(survey: Any, payload: dict[str, Any]) -> None:
 
 def _print_ledger(survey: Any, ledger: Any) -> None:
     """The lifetime budget's ledger across the versions given."""
+    from rich.table import Table
+
     book = Table(
         title=f"Lifetime budget of {survey.id}: {ledger.spent:.4f} of "
         f"{ledger.lifetime_budget:g} nats",

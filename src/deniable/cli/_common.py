@@ -6,21 +6,26 @@ import json
 import math
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..mechanisms import Design, Mechanism
+
 import typer
 from rich.console import Console
 
-from ..data import RR_SURVEYS, load_adult, load_rr_survey
 from ..errors import DeniableWarning
-from ..mechanisms import Design, Mechanism, as_design, design_from_spec, mechanism_from_spec
 
 app = typer.Typer(
     help="Randomized response: simulate private surveys, analyze reports, plan sample sizes.",
     no_args_is_help=True,
     add_completion=False,
+    # plain help, as click prints it: typer's rich help loads Markdown and Pygments
+    # (0.3 s of CPU a --help; bench/cli_startup.py), and an error is one line anyway
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
 
 __all__ = [
@@ -98,9 +103,21 @@ def fail(message: str) -> typer.Exit:
 
 
 def parse_design(spec: str) -> Design:
+    """The finite design of ``--design`` (exit 2 naming what is wrong: a frequency
+    oracle, a numeric or heavy-hitter mechanism, where a finite design is needed, is
+    named as such, with the finite designs this command takes)."""
+    from ..mechanisms import DESIGNS, MECHANISMS, design_from_spec
+
     try:
         return design_from_spec(spec)
     except ValueError as exc:
+        name = spec.split(":", 1)[0].strip().lower()
+        if name in MECHANISMS and name not in DESIGNS:
+            raise fail(
+                f"--design: {name!r} is a frequency oracle, numeric or heavy-hitter mechanism; "
+                f"this command takes a finite design: {', '.join(sorted(DESIGNS))} "
+                "(deniable analyze takes oracles; docs/oracles.md plans them)"
+            ) from None
         raise fail(f"--design: {exc}") from None
 
 
@@ -109,6 +126,8 @@ def emit_json(payload: Any) -> None:
 
 
 def _json_default(value: Any) -> Any:
+    import numpy as np
+
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -116,20 +135,34 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def read_table(path: Path) -> pd.DataFrame:
+def read_table(path: Path, encoding: str | None = None) -> pd.DataFrame:
+    """A shipped data set by name (``adult``, ``rr/nigeria``, ...), or the file at ``path``
+    (:func:`deniable.tables.frames.read_table_file`: CSV in any common encoding, Excel,
+    SPSS, Stata, Parquet); exit 2 naming what cannot be read, and a note on stderr when
+    a CSV's encoding was guessed."""
+    from ..data import RR_SURVEYS, load_adult, load_rr_survey
+    from ..tables.frames import read_table_file
+
     if str(path) == "adult":
         return load_adult()
     if str(path) in RR_SURVEYS:  # a shipped survey by name, e.g. rr/nigeria
         return load_rr_survey(str(path))
     if not path.exists():
         raise fail(f"file not found: {path}")
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    return pd.read_csv(path)
+    try:
+        table = read_table_file(path, encoding=encoding)
+    except (ValueError, OSError) as exc:  # pandas' parser errors are ValueErrors
+        raise fail(f"cannot read {path.name}: {exc}") from None
+    if table.guessed:
+        err.print(f"note: {path.name} is not UTF-8; read as {table.encoding} (Windows "
+                  "Western European); give --encoding if it is another")  # fmt: skip
+    return table.frame
 
 
 def parse_mechanism(spec: str) -> Mechanism[Any, Any]:
     """The mechanism named by ``--design`` (parsed once; exit 2 naming what is wrong)."""
+    from ..mechanisms import mechanism_from_spec
+
     try:
         return mechanism_from_spec(spec)
     except ValueError as exc:
@@ -149,6 +182,8 @@ def needs_candidates(mechanism: Mechanism[Any, Any]) -> bool:
 
 def design_of(mechanism: Mechanism[Any, Any]) -> Design:
     """The finite design behind ``--design`` (exit 2 for numeric mechanisms and PEM)."""
+    from ..mechanisms import as_design
+
     try:
         return as_design(mechanism)
     except ValueError:
@@ -170,8 +205,8 @@ def require_columns(frame: pd.DataFrame, options: dict[str, str | None]) -> None
             raise fail(f"{option} {name!r} not in the file; columns: {names}")
 
 
-def read_column(path: Path, column: str) -> pd.Series:
-    frame = read_table(path)
+def read_column(path: Path, column: str, encoding: str | None = None) -> pd.Series:
+    frame = read_table(path, encoding)
     require_columns(frame, {"--column": column})
     return frame[column]
 

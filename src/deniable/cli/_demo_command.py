@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ..data import DemoRow
+
 import typer
-from rich.progress import Progress
-from rich.table import Table
 
-from ..data import DemoRow, adult_survey, real_surveys
 from ._common import JsonOpt, SeedOpt, app, console, emit_json, err, short_spec
 
 __all__ = ["demo"]
 
 
 def _demo_table(title: str, rows: list[DemoRow]) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     table.add_column("question", overflow="fold")
     table.add_column("design", overflow="fold")
@@ -62,7 +65,11 @@ def demo(
 ) -> None:
     """The main job: a private survey of UCI Adult (in-process and live over HTTP), and real
     surveys analysed."""
+    import numpy as np
+    from rich.progress import Progress
+
     from ..collection.server import LiveDemoResult, live_demo
+    from ..data import adult_survey, real_surveys
 
     rng = np.random.default_rng(seed) if seed is not None else None
     if not console.is_terminal:
@@ -144,6 +151,8 @@ def demo(
 
 
 def _print_live(live: Any) -> None:
+    from rich.table import Table
+
     console.print(
         f"[bold]2. The same survey live over HTTP:[/] {live.respondents:,} people sampled from "
         f"UCI Adult answered through the collection server ({live.base_url}, SQLite). Each "
@@ -173,6 +182,8 @@ def _print_live(live: Any) -> None:
 
 
 def _print_study(live: Any) -> None:
+    from rich.table import Table
+
     console.print(
         f"[bold]4. A study on the same server:[/] the {live.respondents:,} respondents were "
         "asked their sex and age directly; each device drew an arm (a third answered the "

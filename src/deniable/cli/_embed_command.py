@@ -20,7 +20,7 @@ __all__ = ["embed"]
 def embed(
     host: Annotated[str, typer.Argument(help="jspsych, limesurvey, otree or qualtrics.")],
     survey_file: Annotated[Path, typer.Argument(help="Survey definition (.yaml or .json).")],
-    output: Annotated[Path, typer.Option(help="Folder to write the files to.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the files to.")],
     as_json: JsonOpt = False,
 ) -> None:
     """Write the files that put a survey's randomized questions into HOST, with a README:

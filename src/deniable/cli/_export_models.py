@@ -9,9 +9,10 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-import pandas as pd
-from rich.table import Table
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
 
 from ._common import console, emit_json, err, fail
 from ._fits import _analyze_by, _analyze_formula
@@ -157,6 +158,8 @@ def export_question(
     """(design, report codes, missing) of one question of a deniable export: of one
     version, or with ``pooled`` of every version that asks it unchanged (the same
     content digest, so one design)."""
+    import numpy as np
+
     from ..collection.study import has_variants
 
     frame, versions = _read(path)
@@ -185,12 +188,18 @@ def export_question(
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
-    from ..collection.exports import read_export
+    """The export and its versions; on stderr, the responses it lacks and why (waiting
+    for a release, or withheld at the close: fewer than ``min_release``)."""
+    from ..collection.exports import export_definition, not_exported, read_export
 
     try:
-        return read_export(path)
-    except FileNotFoundError as exc:
+        found = read_export(path)
+        note = not_exported(export_definition(path))
+    except (FileNotFoundError, ValueError) as exc:
         raise fail(str(exc)) from None
+    if note:
+        err.print(f"note: {note}", markup=False, highlight=False)
+    return found
 
 
 def _version(versions: list[Survey], question: str | None, version: int | None) -> Survey:
@@ -254,6 +263,8 @@ def analyze_export_waves(path: Path, question: str | None, level: float, as_json
     """``deniable analyze EXPORT --waves``: :func:`deniable.collection.store.wave_analysis`
     on the export's rows (the dashboard's numbers), as tables or JSON (``{"survey",
     "confidence_level", "changes": [...]}``)."""
+    from rich.table import Table
+
     from ..collection.store import wave_analysis
 
     frame, versions = _read(path)
@@ -301,6 +312,8 @@ def analyze_export_waves(path: Path, question: str | None, level: float, as_json
 
 def print_arm_rows(r: dict[str, Any], level: float) -> None:
     """One question's arms, differences, pooled estimate and group fit as text."""
+    from rich.table import Table
+
     title = f'{r["question"]}: {r["text"]} ("{r["answer"]}")'
     if r["control"]:
         title += " (zero-prevalence control)"

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-from rich.table import Table
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..mechanisms import Design
+
 
 from ..errors import DeniableError
-from ..mechanisms import Design
 from ._common import console, emit_json, fail, require_columns
 
 __all__ = ["_analyze_by", "_analyze_formula"]
@@ -25,6 +27,8 @@ def _analyze_formula(
     as_json: bool,
     group: str | None = None,
 ) -> None:
+    from rich.table import Table
+
     from ..analysis import rr_logit
 
     try:
@@ -63,6 +67,9 @@ def _analyze_by(
     design_key: str | None = None,
 ) -> None:
     import warnings
+
+    import numpy as np
+    from rich.table import Table
 
     from ..analysis import subgroup_prevalence
     from ..errors import IntervalCoverageWarning

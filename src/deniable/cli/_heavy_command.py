@@ -4,11 +4,13 @@ level by level (PEM, byte-PEM) with a progress bar on stderr, one step a level."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
+
+if TYPE_CHECKING:
+    pass
+
 
 from ..errors import DeniableError
 from ._common import console, emit_json, fail
@@ -29,6 +31,8 @@ def analyze_prefix(
     its top-k mode (:func:`~deniable.estimation.find_heavy_hitters`,
     :func:`~deniable.estimation.find_string_heavy_hitters`)."""
     import pyarrow.parquet as pq
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.table import Table
 
     from ..estimation import find_heavy_hitters, find_string_heavy_hitters
     from ..tables.arrow import report_columns, reports_from_batch

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from rich.table import Table
+if TYPE_CHECKING:
+    pass
 
-from ..estimation import estimate
 
 if TYPE_CHECKING:
     from ..collection.exports import HostExport
@@ -69,8 +68,12 @@ def host_estimates(path: Path, read: HostExport, level: float, as_json: bool) ->
     """Every randomized question of a host's export (read to ``path``): the one JSON
     shape of an estimate per question, beside the rows refused; a list experiment's
     ``list`` entry (the difference in means, :mod:`deniable.collection.study._list_study`)."""
+    import numpy as np
+    from rich.table import Table
+
     from ..collection.exports import read_export
     from ..collection.study import has_variants, list_item
+    from ..estimation import estimate
 
     frame, (survey,) = read_export(path)
     out: list[dict[str, Any]] = []

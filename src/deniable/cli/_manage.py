@@ -8,12 +8,14 @@ from __future__ import annotations
 import csv
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
-from .. import __version__
+if TYPE_CHECKING:
+    pass
+
+
 from ..collection.exports import CLI_FORMATS
 from ._collect import survey_app
 from ._common import JsonOpt, app, console, emit_json, err, fail
@@ -39,6 +41,8 @@ FORMATS = CLI_FORMATS
 
 
 def _version(value: bool) -> None:
+    from .. import __version__
+
     if value:
         typer.echo(f"deniable {__version__}")
         raise typer.Exit()
@@ -57,6 +61,8 @@ def _main(
 
 def _client(server: str | None) -> Any:
     import httpx
+
+    from .. import __version__
 
     token = os.environ.get("DENIABLE_ANALYST_TOKEN")
     if not token:
@@ -151,7 +157,9 @@ def survey_invite(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option(help="CSV file for a mail merge (a link per row, beside its address)."),
+        typer.Option(
+            "--output", "-o", help="CSV file for a mail merge (a link per row, beside its address)."
+        ),
     ] = None,
     server: _ServerOpt = None,
     as_json: JsonOpt = False,
@@ -252,7 +260,8 @@ def survey_wave(
         typer.Option(help="A previous wave's links file (recipient,link): invite its recipients."),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option(help="CSV file for a mail merge (recipient,link).")
+        Path | None,
+        typer.Option("--output", "-o", help="CSV file for a mail merge (recipient,link)."),
     ] = None,
     server: _ServerOpt = None,
     as_json: JsonOpt = False,
@@ -313,7 +322,9 @@ def survey_remind(
     links: Annotated[
         Path, typer.Option(help="Your links file (the CSV survey invite or survey wave wrote).")
     ],
-    output: Annotated[Path, typer.Option(help="CSV of the rows to remind, for a mail merge.")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="CSV of the rows to remind, for a mail merge.")
+    ],
     server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -356,6 +367,8 @@ def survey_status(
 ) -> None:
     """Versions and responses, invitations issued and used, the budget ledger, open or
     closed."""
+    from rich.table import Table
+
     out = _call(server, "GET", f"/api/surveys/{survey_id}/status").json()
     if as_json:
         emit_json(out)
@@ -453,17 +466,16 @@ def survey_revoke(
 def survey_export(
     survey_id: Annotated[str, typer.Argument(help="Survey id.")],
     format: Annotated[str, typer.Option(help=f"One of {', '.join(FORMATS)}.")] = "csv",
-    output: Annotated[Path | None, typer.Option(help="File (default: named by the server).")] = (
-        None
-    ),
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File (default: named by the server).")
+    ] = (None),
     server: _ServerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Download the reports, and beside them the survey file (FILE.survey.json) that
-    ``deniable analyze FILE --question ID`` reads the designs from. ``--format bundle``
-    writes a folder (``--output``, default ``ID-bundle``) with the wide CSV, the survey
-    file and ``ID.R``, an R script that fits what RRreg and GLMMRR can
-    (:mod:`deniable.collection.exports`)."""
+    'deniable analyze FILE --question ID' reads the designs from. --format bundle
+    writes a folder (--output, default ID-bundle) with the wide CSV, the survey file
+    and ID.R, an R script that fits what RRreg and GLMMRR can."""
     from ..collection.exports import sidecar_path
 
     if format not in FORMATS:
@@ -478,12 +490,18 @@ def survey_export(
     side = sidecar_path(path)
     survey = _call(server, "GET", f"/api/surveys/{survey_id}/export", params={"format": "survey"})
     side.write_bytes(survey.content)
+    from ..collection.exports import not_exported
+
+    note = not_exported(survey.json())
     if as_json:
         emit_json(
-            {"survey": survey_id, "format": format, "file": str(path), "survey_file": str(side)}
-        )
+            {"survey": survey_id, "format": format, "file": str(path), "survey_file": str(side),
+             "not_exported": note}
+        )  # fmt: skip
         return
     console.print(f"{path} ({len(r.content):,} bytes) and its survey file {side}")
+    if note:
+        console.print(f"note: {note}", markup=False, highlight=False)
 
 
 def _bundle(survey_id: str, folder: Path, server: str | None, as_json: bool) -> None:
@@ -532,6 +550,8 @@ def survey_audit(
     """The audit log, newest first: every release of results, export, publish,
     invitations issued, close, reopen and revoke, with when and through which channel."""
     import datetime as dt
+
+    from rich.table import Table
 
     entries = _call(
         server, "GET", f"/api/surveys/{survey_id}/audit", params={"limit": limit}

@@ -1,23 +1,23 @@
-"""``deniable plan`` and ``deniable audit``: sample size, disclosure risk, fairness audit."""
+"""``deniable plan`` and ``deniable fairness``: sample size, disclosure risk, a fairness
+audit (``deniable audit`` is kept for the privacy auditor)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
+if TYPE_CHECKING:
+    from ..mechanisms import Design
+
 import typer
-from rich.table import Table
 
-from ..mechanisms import Design
-from ..planning import disclosure_risk, sample_size
 from ._common import JsonOpt, SeedOpt, app, console, emit_json, fail, parse_design
 
-__all__ = ["audit", "plan"]
+__all__ = ["fairness", "plan"]
 
 
 @app.command()
-def audit(
+def fairness(
     epsilon: Annotated[
         float, typer.Option(min=1e-6, max=20.0, help="Epsilon (nats) of the private attribute.")
     ] = 1.0,
@@ -26,6 +26,9 @@ def audit(
     as_json: JsonOpt = False,
 ) -> None:
     """Fairness audit on UCI Adult: parity of income >50K, clear and with private groups."""
+    import numpy as np
+    from rich.table import Table
+
     from ..analysis import adult_parity_audit
 
     rng = np.random.default_rng(seed)
@@ -170,7 +173,9 @@ def _plan_one(
 ) -> None:
     """``plan --design``: one design's sample sizes, disclosure risk, and on request a
     validation study's arms, the extended crosswise size and the plot."""
-    from ..planning import arm_comparison_size, ecwm_size
+    import numpy as np
+
+    from ..planning import arm_comparison_size, disclosure_risk, ecwm_size, sample_size
 
     if (direct_prevalence is None) != (rr_prevalence is None):
         raise fail("--direct-prevalence and --rr-prevalence go together")
@@ -248,6 +253,8 @@ def _compare(
     as_json: bool,
 ) -> None:
     """``plan --compare``: a table of every binary design per target, best first."""
+    from rich.table import Table
+
     from ..collection.model import MIN_RELEASE
     from ..planning import compare_designs
 

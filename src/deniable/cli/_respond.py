@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    pass
+
 import typer
 
 from ._common import JsonOpt, app, console, emit_json, err, fail
@@ -48,11 +50,10 @@ def respond(
     The invitation is checked (spent for an unlinkable credential) before any question
     is asked. Answers may be typed as numbers or as the answer's label; a numeric
     question takes a number in its range. A report drawn before on this computer for
-    the same person and the same question (the memo, see
-    :mod:`deniable.collection.respondent`) is sent again instead of a new draw.
-    The end of input (Ctrl-D) stops cleanly, with nothing sent. With ``--json`` the
-    prompts go to standard error and standard output gets one JSON object: what was
-    sent.
+    the same person and the same question (the memo kept in this user's data folder)
+    is sent again instead of a new draw. The end of input (Ctrl-D) stops cleanly, with
+    nothing sent. With --json the prompts go to standard error and standard output
+    gets one JSON object: what was sent.
     """
     import httpx
 
@@ -241,6 +242,8 @@ def _ask_randomized(
     """A randomized question's report, drawn on this computer (or the memo's earlier
     draw sent again; a panel question's from its permanent layer); the true answer is
     dropped once drawn."""
+    import numpy as np
+
     from ..collection.respondent import design_from_view, numeric_truth, panel_report
 
     eps = q["epsilon"]

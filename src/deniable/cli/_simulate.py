@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np
+
+
 import typer
-from rich.progress import Progress
 
-from ..tables.frames import reports_to_frame
+from ..errors import DeniableError
 from ._common import (
     CHUNK,
     SECURE_LABEL,
@@ -30,6 +31,9 @@ from ._common import (
     read_column,
 )
 
+#: The most values a simulation's labels file names (one line each).
+MAX_LABELS = 10_000_000
+
 __all__ = ["simulate"]
 
 
@@ -42,7 +46,7 @@ def simulate(
     design: DesignOpt,
     yes: Annotated[
         str | None,
-        typer.Option(help='Value of COLUMN that means "yes" (binary designs).'),
+        typer.Option("--yes-value", help='Value of COLUMN that means "yes" (binary designs).'),
     ] = None,
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Reports file to write (.csv or .parquet).")
@@ -51,6 +55,10 @@ def simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """Randomize every person's true answer through DESIGN and write the reports."""
+    import numpy as np
+    import pandas as pd
+    from rich.progress import Progress
+
     mechanism = parse_mechanism(design)
     if is_oracle(mechanism):
         _simulate_oracle(mechanism, population, column, output, seed, as_json)
@@ -59,7 +67,7 @@ def simulate(
     values = read_column(population, column).dropna()
     if d.n_truths == 2:
         if yes is None:
-            raise fail("--yes is required for a binary design: the value that means yes")
+            raise fail("--yes-value is required for a binary design: the value that means yes")
         truths: np.ndarray = (values.astype(str).str.strip() == yes).to_numpy()
         labels = ["no", "yes"]
     else:
@@ -107,6 +115,17 @@ def simulate(
 def _simulate_oracle(
     oracle: Any, population: Path, column: str, output: Path, seed: int | None, as_json: bool
 ) -> None:
+    import numpy as np
+    import pandas as pd
+    from rich.progress import Progress
+
+    from ..tables.frames import reports_to_frame
+
+    if not needs_candidates(oracle) and oracle.k > MAX_LABELS:
+        raise fail(
+            f"--design: k = {oracle.k:,} values is more than a simulation's labels file names "
+            f"(k at most {MAX_LABELS:,}); the population's values are far fewer"
+        )
     values = read_column(population, column).dropna().astype(str).str.strip()
     labels = sorted(values.unique())
     rng = np.random.default_rng(seed) if seed is not None else None
@@ -128,7 +147,10 @@ def _simulate_oracle(
             codes = values.map({v: i for i, v in enumerate(labels)}).to_numpy(dtype=np.int64)
             for start in range(0, codes.size, CHUNK):
                 part = codes[start : start + CHUNK]
-                parts.append(reports_to_frame(oracle, oracle.randomize(part, rng)))
+                try:
+                    parts.append(reports_to_frame(oracle, oracle.randomize(part, rng)))
+                except DeniableError as exc:  # a report over the memory limit
+                    raise fail(f"--design: {exc}") from None
                 progress.advance(task, part.size)
     frame = pd.concat(parts, ignore_index=True)
     if output.suffix.lower() in (".parquet", ".pq"):

@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..mechanisms import CategoricalMechanism, Design
+    from ..tables.arrow import AnyTally
+    from ..tallies import Tally
+
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..errors import ReportValidationError
-from ..mechanisms import CategoricalMechanism, Design
-from ..tables.arrow import AnyTally, parquet_rows, scan_parquet, tally_parquet
-from ..tallies import Tally
 
 __all__ = [
     "is_parquet",
@@ -38,6 +40,16 @@ def is_parquet(path: Path) -> bool:
 def progress_bar(path: Path) -> Iterator[Callable[[int], None]]:
     """A rich progress bar on stderr over the rows of ``path``; yields ``advance(rows)``.
     Arrow reads through its jemalloc pool meanwhile (:func:`_fast_arrow_pool`)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from ..tables.arrow import parquet_rows
+
     total = parquet_rows(str(path))
     columns = (
         TextColumn("reading {task.description}"),
@@ -77,6 +89,8 @@ def _fast_arrow_pool() -> Iterator[None]:
 
 def stream_tally(mechanism: CategoricalMechanism[Any, Any], path: Path) -> AnyTally:
     """The tally of every report in ``path`` (an oracle's or RAPPOR's columns)."""
+    from ..tables.arrow import tally_parquet
+
     with progress_bar(path) as advance:
         # batches sized in bytes (tables.arrow.BATCH_SHARE of the memory limit)
         result = tally_parquet(mechanism, str(path), progress=advance)
@@ -85,6 +99,8 @@ def stream_tally(mechanism: CategoricalMechanism[Any, Any], path: Path) -> AnyTa
 
 
 def _codes(values: Any, column: str, m: int) -> np.ndarray:
+    import numpy as np
+
     arr = np.asarray(values.to_numpy(zero_copy_only=False))
     if arr.dtype.kind == "f":
         if not np.all(arr == np.round(arr)):
@@ -97,7 +113,11 @@ def _codes(values: Any, column: str, m: int) -> np.ndarray:
 
 def stream_design_tally(design: Design, path: Path, column: str) -> tuple[Tally, int]:
     """Tally of the codes in ``column`` of ``path``, and how many were missing (null)."""
+    import numpy as np
     import pyarrow.compute as pc
+
+    from ..tables.arrow import scan_parquet
+    from ..tallies import Tally
 
     total = Tally(np.zeros(design.n_reports, dtype=np.int64))
     missing = 0

@@ -15,8 +15,9 @@ room           what it holds
 
 Beside the rooms: ``study`` (a study's estimates by arm and group), ``results`` (a
 survey's results page and API from the store) and ``study_demo`` (the demo's study).
-The model, the credentials and the client need NumPy (and ``cryptography``) only; the
-rest needs the ``server`` extra: ``pip install 'deniable[server]'``.
+The credentials need NumPy and ``cryptography`` only; the survey model (pydantic, PyYAML)
+and everything built on it need the ``server`` extra, and say so in one line without it:
+``pip install 'deniable[server]'``.
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ The estimators themselves are described in :mod:`deniable.estimation`."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._names import ESTIMATION_METHODS as ESTIMATION_METHODS
+from .._names import EstimationMethod as EstimationMethod
 from ..errors import ReportValidationError
 from ..mechanisms import FiniteChannel, SupportChannel
 from ..tallies import SupportTally, Tally
@@ -25,9 +27,6 @@ __all__ = [
     "estimate_matrix",
     "estimate_support",
 ]
-
-EstimationMethod = Literal["moment", "mle", "bayes"]
-ESTIMATION_METHODS: tuple[str, ...] = get_args(EstimationMethod)
 
 
 def estimate_matrix(

@@ -70,11 +70,11 @@ clipped.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._names import INTERVAL_METHODS as INTERVAL_METHODS
+from .._names import IntervalMethod as IntervalMethod
 from ..mechanisms import FiniteChannel
 from ._bayes import category_prior, posterior_draws
 from ._normal_theory import moment_batch, z_quantile
@@ -91,10 +91,6 @@ __all__ = [
     "share_to_prevalence",
 ]
 
-IntervalMethod = Literal[
-    "feldman_cousins", "normal", "wilson", "agresti_coull", "beta", "jeffreys", "chebyshev", "bayes"
-]
-INTERVAL_METHODS: tuple[str, ...] = get_args(IntervalMethod)
 _SHARE_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
 #: Points of the exact posterior's grid (``binary_hpd``), and rows handled at once.
 _POINTS = 1601

@@ -48,12 +48,13 @@ from ._channels import FiniteChannel as FiniteChannel
 from ._columns import hex_rows as hex_rows
 from ._dbitflip import DBitFlip
 from ._dbitflip import DBitFlipReports as DBitFlipReports
-from ._designs import Design, KaryRR, MatrixDesign, ReportCodes, ldp_epsilon
+from ._designs import Design, MatrixDesign, ReportCodes, ldp_epsilon
 from ._designs import is_design as is_design
 from ._designs import protected_epsilon as protected_epsilon
 from ._direct import Direct
 from ._geometric import GeometricCount
 from ._hadamard import HadamardResponse
+from ._kary import KaryRR
 from ._kernels import hadamard_spectrum as hadamard_spectrum
 from ._kernels import kernel_backend as kernel_backend
 from ._kernels import linear_hash_counts as linear_hash_counts
@@ -73,6 +74,7 @@ from ._randomness import BlumBlumShub, SecureRandom
 from ._randomness import RandomSource as RandomSource
 from ._rappor import Rappor, RapporReports
 from ._registry import DESIGNS as DESIGNS
+from ._registry import MECHANISMS as MECHANISMS
 from ._registry import as_design as as_design
 from ._registry import check_parameters as check_parameters
 from ._registry import (

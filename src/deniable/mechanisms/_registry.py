@@ -29,9 +29,10 @@ from ..tallies import DBitFlipTally, MeanTally, RapporTally, SupportTally, Tally
 from ._binary import Crosswise, ForcedResponse, Kuk, Mangat, Triangular, UnrelatedQuestion, Warner
 from ._byte_prefix import BytePrefixExtension
 from ._dbitflip import DBitFlip
-from ._designs import Design, KaryRR
+from ._designs import Design
 from ._direct import Direct
 from ._hadamard import HadamardResponse
+from ._kary import KaryRR
 from ._local_hashing import LocalHashing
 from ._numeric import DuchiMean, HybridMean, NumericMechanism, OneBitMean, Piecewise
 from ._oracle import FrequencyOracle

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .._validation import check_integer
-from ._designs import KaryRR
 from ._hadamard import HadamardResponse
+from ._kary import KaryRR
 from ._local_hashing import LocalHashing
 from ._oracle import TWO32, FrequencyOracle, kary_rr_variance_at_zero
 from ._protocol import check_epsilon

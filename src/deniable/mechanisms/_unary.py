@@ -142,6 +142,19 @@ class UnaryEncoding(FrequencyOracle):
         """What a respondent's encoder (``web/oracles.js``: ``encodeOUE``) needs."""
         return {"k": self.k, "threshold_p": self.threshold_p, "threshold_q": self.threshold_q}
 
+    def _memory_advice(self, memory_limit: int) -> str:
+        """What to do when reports pass ``memory_limit``: fewer values a call, or (when
+        one report alone passes it) another oracle."""
+        fits = memory_limit // self.n_bytes
+        if fits:
+            start = f"randomize at most {fits:,} values a call, or use"
+        else:
+            start = (
+                "one report alone is over the limit, so unary encoding cannot serve "
+                f"k = {self.k:,}: use"
+            )
+        return f"{start} LocalHashing or HadamardResponse (reports of 8-24 bytes)"
+
     def randomize(
         self,
         values: ArrayLike,
@@ -188,8 +201,7 @@ class UnaryEncoding(FrequencyOracle):
             f"values: {size:,} reports of {self.n_bytes:,} bytes (k = {self.k:,})",
             size * self.n_bytes,
             memory_limit,
-            f"randomize at most {memory_limit // self.n_bytes:,} values a call, or use "
-            "LocalHashing or HadamardResponse (reports of 8-24 bytes)",
+            self._memory_advice(memory_limit),
         )
         codes = self._values(values)
         if kernel_backend() == "numpy":

@@ -1,4 +1,6 @@
-"""Reading and writing reports as tables (CSV, Parquet) for every mechanism.
+"""Reading and writing reports as tables (CSV, Parquet) for every mechanism, and the
+files people have read as one table (:func:`read_table_file`: CSV in any common
+encoding, Excel, SPSS, Stata, Parquet).
 
 Each mechanism gives its reports' table form (``report_columns`` and
 ``reports_from_columns``): designs ``report`` (codes); unary encoding ``report`` (hex of
@@ -13,12 +15,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._extras import require
 from ..errors import ReportValidationError
 from ..mechanisms import Mechanism
+from ._files import ENCODINGS_TRIED, MAX_TABLE_BYTES, TableFile, read_table_file
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-__all__ = ["reports_from_frame", "reports_to_frame"]
+__all__ = [
+    "ENCODINGS_TRIED",
+    "MAX_TABLE_BYTES",
+    "TableFile",
+    "read_table_file",
+    "reports_from_frame",
+    "reports_to_frame",
+]
 
 #: A mechanism's report type.
 _R = TypeVar("_R")

@@ -55,6 +55,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+#: PySpark 4.0 warns, once a process, that it "does not yet fully support pandas >=
+#: 3.0.0". deniable's Spark paths run on pandas 3 and are tested on it
+#: (tests/test_spark.py), so that one message is silenced, and nothing else.
+warnings.filterwarnings(
+    "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+)
+
 __all__ = [
     "estimate",
     "heavy_hitters_parquet",

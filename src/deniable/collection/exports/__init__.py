@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from ._embed import EMBED_HOSTS, embed
     from ._export import EXPORT_FORMATS, export_bytes, read_export, sidecar_path, survey_file
     from ._export import GROUP_SUFFIX as GROUP_SUFFIX
+    from ._export import export_definition as export_definition
+    from ._export import not_exported as not_exported
     from ._export import wide_frame as wide_frame
     from ._formats import CLI_FORMATS as CLI_FORMATS
     from ._formats import FORMATS as FORMATS
@@ -39,6 +41,8 @@ __all__ = [
 _HOME = {
     "GROUP_SUFFIX": "_export",
     "wide_frame": "_export",
+    "not_exported": "_export",
+    "export_definition": "_export",
     "CLI_FORMATS": "_formats",
     "FORMATS": "_formats",
     "FormatName": "_formats",

@@ -3,9 +3,13 @@
 Formats (:data:`EXPORT_FORMATS`, declared once in :mod:`._formats`; each one's writer is
 in :data:`WRITERS`):
 
-- ``csv``: one row per (response, question): ``response_id, version, question_id,
-  report, report_label, release, arm, group`` (``store.released.export``).
-- ``wide``: CSV, one row per response: ``response_id, version, release``,
+Every report export begins with the column ``survey``, the survey's id, so that an export
+is never read with another survey's file (:func:`read_export` and
+:func:`~deniable.collection.exports.read_host_export` refuse the pairing, naming both).
+
+- ``csv``: one row per (response, question): ``survey, response_id, version,
+  question_id, report, report_label, release, arm, group`` (``store.released.export``).
+- ``wide``: CSV, one row per response: ``survey, response_id, version, release``,
   ``arm`` (the arm's name, for a survey with arms), one column per question id holding
   its report code (empty where that response's version does not ask it) and
   ``ID__group`` (0 or 1) for each group-design question ``ID``.
@@ -36,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..model import Survey, load_survey
+from ..model import MIN_RELEASE, Survey, load_survey
 from ._formats import FORMATS, SERVER_FORMATS, export_format
 
 if TYPE_CHECKING:
@@ -47,8 +51,11 @@ __all__ = [
     "GROUP_SUFFIX",
     "MEDIA_TYPES",
     "PARQUET_KEY",
+    "SURVEY_COLUMN",
     "WRITERS",
     "export_bytes",
+    "export_definition",
+    "not_exported",
     "read_export",
     "sidecar_path",
     "survey_file",
@@ -61,13 +68,18 @@ EXPORT_FORMATS = SERVER_FORMATS
 MEDIA_TYPES = {f.name: f.media_type for f in FORMATS if f.server}
 #: Suffix of a group-design question's group column in the wide exports.
 GROUP_SUFFIX = "__group"
+#: The column of every report export that names its survey.
+SURVEY_COLUMN = "survey"
 #: Parquet metadata key holding the survey file.
 PARQUET_KEY = b"deniable.survey"
 _SUFFIX = {f.name: f.suffix for f in FORMATS if f.server}
 
 
 def survey_file(store: Store, survey_id: str) -> dict[str, Any]:
-    """``{"survey": id, "versions": [definition, ...]}``: every published version.
+    """``{"survey": id, "versions": [definition, ...], "waiting": n, "withheld": m,
+    "closed": bool}``: every published version, and the responses not in an export made
+    now: ``waiting`` for a crowd of ``min_release`` in their cell, and ``withheld`` for
+    good at a close (their cell never reached it).
 
     Parameters
     ----------
@@ -85,15 +97,48 @@ def survey_file(store: Store, survey_id: str) -> dict[str, Any]:
     >>> campus = campus_store()  # the campus survey, 600 simulated responses
     >>> store, survey = campus.store, campus.survey
     >>> sorted(survey_file(store, "campus"))
-    ['survey', 'versions']
+    ['closed', 'survey', 'versions', 'waiting', 'withheld']
     """
     versions = store.versions(survey_id)
-    return {"survey": survey_id, "versions": [json.loads(s.canonical_json()) for s in versions]}
+    return {
+        "survey": survey_id,
+        "versions": [json.loads(s.canonical_json()) for s in versions],
+        "waiting": sum(store.waiting(survey_id).values()),
+        "withheld": sum(v["withheld"] for v in store.released.withheld(survey_id).values()),
+        "closed": store.is_closed(survey_id),
+    }
+
+
+def not_exported(definition: dict[str, Any]) -> str | None:
+    """Why responses are missing from an export, from its survey file
+    (:func:`survey_file`): ``"3 responses were withheld at the close, not exported:
+    fewer than min_release = 30 in their cell, ..."``, or ``None`` when none are."""
+    waiting = int(definition.get("waiting") or 0)
+    withheld = int(definition.get("withheld") or 0)
+    least = min(int(v.get("min_release", MIN_RELEASE)) for v in definition["versions"])
+    said = []
+    if withheld:
+        were = "response was" if withheld == 1 else "responses were"
+        said.append(f"{withheld} {were} withheld at the close, not exported: fewer than "
+                    f"min_release = {least} in their cell, they are never released")  # fmt: skip
+    if waiting:
+        wait = "response waits" if waiting == 1 else "responses wait"
+        said.append(f"{waiting} {wait} for a release, not exported yet: a release adds at "
+                    f"least min_release = {least} to each cell it touches")  # fmt: skip
+    return "; ".join(said) or None
 
 
 def wide_frame(store: Store, survey_id: str) -> pd.DataFrame:
     """One row per response (see the module docstring); codes as nullable ``Int64``."""
-    return _widen(store.released.export(survey_id), store.versions(survey_id))
+    return _tagged(_widen(store.released.export(survey_id), store.versions(survey_id)), survey_id)
+
+
+def _tagged(frame: pd.DataFrame, survey_id: str) -> pd.DataFrame:
+    """``frame`` with the survey's id as its first column, ``survey``: an export names the
+    survey it belongs to, so that it is never read with another survey's file."""
+    out = frame.copy()
+    out.insert(0, SURVEY_COLUMN, survey_id)
+    return out
 
 
 def _widen(long: pd.DataFrame, versions: list[Survey]) -> pd.DataFrame:
@@ -190,6 +235,7 @@ def _readstat_bytes(store: Store, survey_id: str, fmt: str) -> bytes:
     latest = store.survey(survey_id)
     labels: dict[str, str] = {
         "response_id": "random response id",
+        SURVEY_COLUMN: "the survey's id",
         "version": "survey version",
         "release": "number of the version's release that brought the response",
         "arm": "arm drawn at random on the device",
@@ -286,40 +332,73 @@ def read_export(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
     (1, True)
     """
     suffix = path.suffix.lower()
-    definition: dict[str, Any] | None = None
     if suffix in (".parquet", ".pq"):
         import pyarrow.parquet as pq
 
-        table = pq.read_table(path)
-        raw = (table.schema.metadata or {}).get(PARQUET_KEY)
-        definition = json.loads(raw) if raw else None
-        frame = table.to_pandas()
+        frame = pq.read_table(path).to_pandas()
     elif suffix in (".sav", ".dta"):
         import pyreadstat
 
         reader = pyreadstat.read_sav if suffix == ".sav" else pyreadstat.read_dta
         frame, _ = reader(str(path))
     else:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        from ...tables.frames import read_table_file  # any common encoding (Excel's too)
+
+        frame = read_table_file(path, keep_default_na=False, na_values=[""]).frame
         if "arm" in frame and frame["arm"].isna().all():
             frame = frame.drop(columns="arm")  # a survey without arms
-    if definition is None:
-        side = sidecar_path(path)
-        if not side.exists():
-            raise FileNotFoundError(
-                f"{side} not found: the survey file that describes {path.name} (download "
-                "it with the export, or use 'deniable survey export', which writes it)"
-            )
-        definition = json.loads(side.read_text(encoding="utf-8"))
+    definition = export_definition(path)
     versions = sorted((load_survey(d) for d in definition["versions"]), key=lambda s: s.version)
+    _same_survey(frame, str(definition.get("survey", versions[-1].id)), path.name)
     if "question_id" in frame.columns:  # the long export
         frame = _widen(frame, versions)
     return frame, versions
 
 
+def export_definition(path: Path) -> dict[str, Any]:
+    """The survey file of an export (:func:`survey_file`'s shape): from the Parquet
+    metadata, else the sidecar ``FILE.survey.json``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When neither holds it.
+    """
+    if path.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        raw = (pq.read_schema(path).metadata or {}).get(PARQUET_KEY)
+        if raw:
+            found: dict[str, Any] = json.loads(raw)
+            return found
+    side = sidecar_path(path)
+    if not side.exists():
+        raise FileNotFoundError(
+            f"{side} not found: the survey file that describes {path.name} (download "
+            "it with the export, or use 'deniable survey export', which writes it)"
+        )
+    found = json.loads(side.read_text(encoding="utf-8"))
+    return found
+
+
+def _same_survey(frame: pd.DataFrame, survey_id: str, name: str) -> None:
+    """Refuse an export whose ``survey`` column names another survey than its survey
+    file (an export moved beside another's ``.survey.json``)."""
+    if SURVEY_COLUMN not in frame:
+        return  # an export written before the column
+    found = sorted({str(v) for v in frame[SURVEY_COLUMN].dropna().unique()})
+    if found and found != [survey_id]:
+        raise ValueError(
+            f"{name} is an export of survey {', '.join(map(repr, found))}, but its survey "
+            f"file describes survey {survey_id!r}: pair the export with its own survey file"
+        )
+
+
 #: Each server format's writer, ``(store, survey_id) -> bytes``.
 WRITERS: dict[str, Callable[[Store, str], bytes]] = {
-    "csv": lambda store, survey_id: store.released.export(survey_id).to_csv(index=False).encode(),
+    "csv": lambda store, survey_id: (
+        _tagged(store.released.export(survey_id), survey_id).to_csv(index=False).encode()
+    ),
     "wide": lambda store, survey_id: wide_frame(store, survey_id).to_csv(index=False).encode(),
     "parquet": _parquet,
     "sav": _readstat("sav"),

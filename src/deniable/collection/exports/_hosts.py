@@ -158,6 +158,23 @@ def detect_host(path: Path) -> str:
     )
 
 
+def _not_another_surveys_export(frame: Any, survey: Survey, name: str) -> None:
+    """Refuse deniable's own export of another survey read as a host's export of
+    ``survey`` (its ``survey`` column names its survey): same-named question columns
+    would be read as ``survey``'s reports."""
+    from ._export import SURVEY_COLUMN
+
+    if SURVEY_COLUMN not in frame or "response_id" not in frame:
+        return
+    found = sorted({str(v) for v in frame[SURVEY_COLUMN].dropna().unique()})
+    if found and found != [survey.id]:
+        raise ValueError(
+            f"{name} is deniable's export of survey {', '.join(map(repr, found))}, not of "
+            f"the survey file's {survey.id!r}: analyze it with its own survey file "
+            f"({found[0]}.survey.json, beside it when 'deniable survey export' wrote it)"
+        )
+
+
 def read_host_export(path: Path, survey: Survey, host: str | None = None) -> HostExport:
     """Read a host's export of ``survey``'s randomized questions (the module docstring
     says where each host keeps them).
@@ -205,10 +222,13 @@ def read_host_export(path: Path, survey: Survey, host: str | None = None) -> Hos
 
     if path.stat().st_size > MAX_EXPORT_BYTES:
         raise ValueError(f"{path.name} is over {MAX_EXPORT_BYTES // 2**20} MiB")
+    if path.suffix.lower() == ".csv":  # deniable's own export of another survey?
+        _not_another_surveys_export(pd.read_csv(path, nrows=20, dtype=str), survey, path.name)
     host = host or detect_host(path)
     if host not in HOSTS:
         raise ValueError(f"host must be one of {', '.join(HOSTS)}, got {host!r}")
     frame, collapsed = _read_frame(path, host, survey)
+    _not_another_surveys_export(frame, survey, path.name)
     randomized = [q for q in survey.questions if not q.is_direct or q.is_list]
     out = HostExport(host, frame, len(frame))
     repeated = _repeated_participants(host, frame)

@@ -6,21 +6,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..._extras import lazy_attributes
-from ._arms import Arm
-from ._fields import Panel
-from ._groups import GROUP_DESIGNS as GROUP_DESIGNS
-from ._i18n import LANGUAGES
-from ._i18n import catalog as catalog
-from ._i18n import choose_language as choose_language
-from ._meaning import design_digest as design_digest
-from ._questions import Question
-from ._survey import MIN_RELEASE as MIN_RELEASE
-from ._survey import SLUG_PATTERN as SLUG_PATTERN
-from ._survey import SMALL_RELEASE as SMALL_RELEASE
-from ._survey import Survey, load_survey, parse_survey
-from ._survey_designs import SURVEY_DESIGNS as SURVEY_DESIGNS
-from ._survey_designs import survey_design as survey_design
+from ..._extras import lazy_attributes, require
+
+require("pydantic", "server")  # a core-only install: one line naming the extra
+require("yaml", "server")
+
+from ._arms import Arm  # noqa: E402
+from ._fields import Panel  # noqa: E402
+from ._groups import GROUP_DESIGNS as GROUP_DESIGNS  # noqa: E402
+from ._i18n import LANGUAGES  # noqa: E402
+from ._i18n import catalog as catalog  # noqa: E402
+from ._i18n import choose_language as choose_language  # noqa: E402
+from ._meaning import design_digest as design_digest  # noqa: E402
+from ._questions import Question  # noqa: E402
+from ._survey import MIN_RELEASE as MIN_RELEASE  # noqa: E402
+from ._survey import SLUG_PATTERN as SLUG_PATTERN  # noqa: E402
+from ._survey import SMALL_RELEASE as SMALL_RELEASE  # noqa: E402
+from ._survey import Survey, load_survey, parse_survey  # noqa: E402
+from ._survey_designs import SURVEY_DESIGNS as SURVEY_DESIGNS  # noqa: E402
+from ._survey_designs import survey_design as survey_design  # noqa: E402
 
 __all__ = [
     "LANGUAGES",

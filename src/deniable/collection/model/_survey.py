@@ -76,6 +76,7 @@ from ._i18n import (
 from ._questions import Question
 from ._release import DEFAULT_RELEASE_EVERY, key_positions, parse_duration, protect
 from ._views import survey_view
+from ._where import unknown_field, where
 
 __all__ = [
     "BUDGET_SLACK",
@@ -121,14 +122,19 @@ class ReportPlan:
     channels: tuple[tuple[Any, ...], ...] = ()
 
 
-def survey_error(exc: ValidationError) -> SurveyError:
-    """Convert pydantic's error list to a :class:`SurveyError` naming each field."""
+def survey_error(exc: ValidationError, data: Any = None, text: str | None = None) -> SurveyError:
+    """Convert pydantic's error list to a :class:`SurveyError` naming each field by its
+    path; each message ends with the question's id and the file's line where ``data``
+    and ``text`` (the parsed file and its text) tell them (:func:`._where.where`)."""
     out = []
     over_budget = False
     for e in exc.errors():
         over_budget |= isinstance(e.get("ctx", {}).get("error"), BudgetExceededError)
         field = ".".join(str(p) for p in e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = unknown_field(e["loc"], Survey.model_fields)
+        msg += where(e["loc"], data, text)
         if not field and ": " in msg:  # model-level checks name their field first
             field, _, msg = msg.partition(": ")
         out.append((field or "survey", msg))
@@ -578,13 +584,13 @@ def parse_survey(text: str) -> Survey:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise SurveyError([("survey", f"not valid YAML/JSON: {exc}")]) from None
-    return _validate(data)
+    return _validate(data, text)
 
 
-def _validate(data: Any) -> Survey:
+def _validate(data: Any, text: str | None = None) -> Survey:
     if not isinstance(data, Mapping):
         raise SurveyError([("survey", "must be a mapping of fields")])
     try:
         return Survey.model_validate(dict(data))
     except ValidationError as exc:
-        raise survey_error(exc) from None
+        raise survey_error(exc, data, text) from None

@@ -137,7 +137,13 @@ def design_keys(
             designs[label] = q.mechanism
     unknown = sorted(set(rows["arm"]) - set(arms))
     if unknown:
-        raise ValueError(f"arm must be one of {arms}, the export has {unknown}")
+        found = sorted({str(a) for a in rows["arm"]})
+        named = ", ".join(repr(a) if a else "'' (rows without an arm)" for a in found)
+        raise ValueError(
+            f"the export's arm column holds {named}; the survey file's arms are "
+            f"{', '.join(map(repr, arms))}: is the export of another survey, or of a "
+            "version without arms?"
+        )
     return keys, designs
 
 

@@ -104,6 +104,18 @@ async def test_revoke_stops_unused_invitations_and_used_ones_say_so(client):
     assert status["per_person"]["enforced"] is False
 
 
+async def test_a_closed_surveys_page_asks_for_no_more_responses(client):
+    """Closed with 4 responses waiting for a crowd of 5: the dashboard says they are
+    withheld, and why, instead of asking for 1 more response it can no longer take."""
+    await _publish_yaml(client, min_release=5, allow_small_release=True)
+    await _batch(client, [{"drugs": 1, "status": 0}] * 4)
+    assert (await client.post("/api/surveys/health/close", headers=AUTH)).status_code == 200
+    page = (await client.get("/surveys/health/results", headers=AUTH)).text
+    assert "more responses needed" not in page
+    assert "the survey is closed, and a release adds at least 5 to each cell" in page
+    assert "what waits is withheld" in page
+
+
 async def test_nothing_is_released_below_min_release_and_releases_are_audited(client):
     await _publish_yaml(client, min_release=5, allow_small_release=True)
     await _batch(client, [{"drugs": 1, "status": 0}] * 4)

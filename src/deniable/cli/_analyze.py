@@ -118,18 +118,14 @@ def _analyze_oracle(
 
     if not reports.exists():
         raise fail(f"file not found: {reports}")
-    stream = is_parquet(reports) and postprocess != "mle"  # EM needs every report
-    if stream:
-        frame = None
-    else:
-        frame = read_table(reports) if reports.suffix.lower() in (".parquet", ".pq") else None
-        if frame is None:
-            from ..tables.frames import read_table_file
+    frame = None  # a Parquet file is streamed, but EM needs every report at once
+    if not is_parquet(reports) or postprocess == "mle":
+        from ..tables.frames import read_table_file
 
-            try:
-                frame = read_table_file(reports, dtype=str).frame
-            except (ValueError, OSError) as exc:
-                raise fail(f"cannot read {reports.name}: {exc}") from None
+        try:
+            frame = read_table_file(reports, dtype=str).frame
+        except (ValueError, OSError) as exc:
+            raise fail(f"cannot read {reports.name}: {exc}") from None
     path = labels_file or labels_path(reports)
     names = path.read_text().splitlines() if path.exists() else None
     if needs_candidates(oracle):

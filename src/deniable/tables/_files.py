@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .._extras import require
 
 if TYPE_CHECKING:
@@ -127,8 +129,11 @@ def read_table_file(path: Path, *, encoding: str | None = None, **csv: Any) -> T
     text, used, guessed = _decoded(path.read_bytes(), encoding, path.name)
     options: dict[str, Any] = {"sep": "\t"} if suffix == ".tsv" else {}
     options |= {"skip_blank_lines": False} | csv
-    frame = pd.read_csv(io.StringIO(text.rstrip("\r\n") + "\n"), **options)
-    return TableFile(frame, used, guessed)
+    frame = pd.read_csv(io.StringIO(text), **options)
+    del text
+    filled = np.flatnonzero(frame.notna().any(axis=1).to_numpy())
+    ends = int(filled[-1]) + 1 if filled.size else 0  # blank lines at the end are no rows
+    return TableFile(frame.iloc[:ends] if ends < len(frame) else frame, used, guessed)
 
 
 def _decoded(raw: bytes, encoding: str | None, name: str) -> tuple[str, str, bool]:

@@ -145,7 +145,7 @@ def test_readme_analysis_commands_run() -> None:
     commands = [
         line.split("#")[0].strip()
         for line in text.splitlines()
-        if line.startswith("python -m uv run deniable analyze rr/")
+        if line.startswith("python -m uv run deniable analyze regression rr/")
         or line.startswith("python -m uv run deniable fairness")
     ]
     assert len(commands) == 2, commands

@@ -428,6 +428,8 @@ async def test_the_dashboard_by_arm_equals_the_library_on_every_export(client, t
         out = CliRunner().invoke(app, ["analyze", str(path), "--arms", "--json"])
         assert out.exit_code == 0, out.output
         assert_close(json.loads(out.stdout)["questions"], res["study"])
+        sub = CliRunner().invoke(app, ["analyze", "arms", str(path), "--json"])
+        assert sub.exit_code == 0 and sub.stdout == out.stdout, sub.output
         # the regression and the breakdowns, each row through its arm's and group's design
         for question in ("cheat", "plagiarism"):
             out = CliRunner().invoke(

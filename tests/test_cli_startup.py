@@ -131,4 +131,4 @@ def test_every_command_that_prints_results_takes_json_and_one_meaning_per_name()
             assert "-o" in flags, command
         if "--yes" in flags:
             assert "without asking" in flags["--yes"].lower(), command
-    assert "--yes-value" in options["simulate"] and "--survey-version" in options["analyze"]
+    assert "--yes-value" in options["simulate"] and "--survey-version" in options["analyze export"]

@@ -40,7 +40,7 @@ PAGES = sorted(
 PATHS = ["docs/start/study.md", "docs/start/analyse.md", "docs/start/telemetry.md"]
 RUNS = {"python", "bash", "sh"}
 NOT_CODE = {"text"}
-MARK = re.compile(r"<!--\s*(sketch|file|expect):\s*(.*?)\s*-->")
+MARK = re.compile(r"<!--\s*(sketch|file|expect|exit):\s*(.*?)\s*-->")
 
 
 @dataclass
@@ -93,6 +93,7 @@ def run_page(page: str, work: Path, monkeypatch: pytest.MonkeyPatch) -> list[str
     monkeypatch.setenv("DENIABLE_ROOT", str(ROOT))
     monkeypatch.setenv("HOME", str(work))
     monkeypatch.chdir(work)
+    (work / "examples").symlink_to(ROOT / "examples")  # as in the checkout the README is in
     namespace: dict[str, object] = {"__name__": "__docs__"}
     sketches: list[str] = []
     sessions: list[int] = []
@@ -146,8 +147,12 @@ def _run_blocks(
             sessions.append(shell.pid)
             stdout, stderr = shell.communicate(timeout=600)
             done = subprocess.CompletedProcess(shell.args, shell.returncode, stdout, stderr)
-            assert done.returncode == 0, f"{where}: exit {done.returncode}\n{done.stderr[-3000:]}"
-            printed = done.stdout
+            # a block may end in a command that refuses, and says why: <!-- exit: 2 -->
+            wanted = int(b.marks.get("exit", ["0"])[0])
+            assert done.returncode == wanted, (
+                f"{where}: exit {done.returncode}, not {wanted}\n{done.stderr[-3000:]}"
+            )
+            printed = done.stdout + done.stderr  # what the reader sees in the terminal
         for text in b.marks.get("expect", []):  # rich wraps tables at the pipe's width
             assert " ".join(text.split()) in " ".join(printed.split()), (
                 f"{where}: {text!r} not in its output:\n{printed[-3000:]}"

@@ -421,6 +421,8 @@ async def test_a_panel_study_at_every_moment_of_its_life(client, tmp_path):
     out = _cli("analyze", str(path), "--waves", "--json", base="http://x", data_home=tmp_path)
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["changes"] == res["wave_change"]
+    sub = _cli("analyze", "waves", str(path), "--json", base="http://x", data_home=tmp_path)
+    assert sub.exit_code == 0 and sub.stdout == out.stdout, sub.output
     text = _cli("analyze", str(path), "--waves", base="http://x", data_home=tmp_path)
     assert "wave 1 to wave 2" in text.stdout and "pooled" in text.stdout
     one = _cli("analyze", str(path), "--waves", "--arms", base="http://x", data_home=tmp_path)

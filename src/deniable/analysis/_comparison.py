@@ -83,7 +83,7 @@ class ArmDifferences(WaldResult):
 
     def rows(self, confidence_level: float = 0.95) -> list[dict[str, Any]]:
         """One row per arm (``arm``, ``difference``, ``std_error``, ``low``, ``high``,
-        ``pvalue``), as the dashboard and ``deniable analyze --arms`` print them."""
+        ``pvalue``), as the dashboard and ``deniable analyze arms`` print them."""
         ci = self.confidence_interval(confidence_level)
         return [
             {
@@ -233,7 +233,7 @@ class ArmStudy(EstimateResult):
 
     ``estimate``, ``std_error`` and ``confidence_interval`` are the arms' (each arm's
     own design and interval method); :meth:`to_dict` is the one shape the dashboard,
-    the API's ``study`` and ``deniable analyze --arms`` print.
+    the API's ``study`` and ``deniable analyze arms`` print.
 
     Attributes
     ----------

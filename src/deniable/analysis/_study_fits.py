@@ -1,7 +1,7 @@
 """A study's own fits, on the common result base: a group design's joint fit
 (:class:`GroupFit`) and the logistic regression of a randomized question on the
 questions asked directly (:class:`StudyRegression`). The dashboard, the API's results
-and ``deniable analyze --arms`` print their :meth:`to_dict`.
+and ``deniable analyze arms`` print their :meth:`to_dict`.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ require_installed("pandas", "analysis")  # checked here, imported by the command
 
 from . import (  # register the commands
     _analyze,
+    _analyze_commands,
     _collect,
     _demo_command,
     _embed_command,
@@ -26,7 +27,17 @@ from . import (  # register the commands
 from ._common import app
 
 __all__ = ["app", "main"]
-_COMMANDS = (_analyze, _collect, _demo_command, _embed_command, _manage, _plan, _respond, _simulate)
+_COMMANDS = (
+    _analyze,
+    _analyze_commands,
+    _collect,
+    _demo_command,
+    _embed_command,
+    _manage,
+    _plan,
+    _respond,
+    _simulate,
+)
 
 
 def main() -> None:  # pragma: no cover - console script entry

@@ -49,7 +49,6 @@ from ._analyze_options import (
 from ._common import (
     DesignOpt,
     JsonOpt,
-    app,
     console,
     design_of,
     emit_json,
@@ -223,7 +222,6 @@ def choose_mode(is_oracle: bool, given: dict[str, object]) -> str:
     return mode
 
 
-@app.command()
 def analyze(
     reports: ReportsArg,
     design: DesignOpt = "",
@@ -253,7 +251,9 @@ def analyze(
     encoding: EncodingOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Estimate the prevalence of each truth from a reports file.
+    """Estimate from a reports file or an export; the options choose the analysis (the
+    subcommands name it: deniable analyze prevalence|oracle|regression|subgroups|complex|
+    export|arms|waves).
 
     For a frequency oracle the report columns are those 'deniable simulate' writes,
     the value names come from --labels (default: the .labels.txt file beside the
@@ -299,35 +299,36 @@ def analyze(
 
 @dataclass(frozen=True)
 class AnalyzeRequest:
-    """What ``deniable analyze`` was asked (its options, as given)."""
+    """What ``deniable analyze`` was asked (its options, as given; a subcommand gives
+    its own and leaves the rest at these defaults)."""
 
     reports: Path
-    design: str
-    question: str | None
-    version: int | None
-    arms: bool
-    survey_file: Path | None
-    host: str | None
-    bundle: Path | None
-    waves: bool
-    pooled: bool
-    column: str
-    method: str
-    interval: list[str] | None
-    confidence_level: float
-    labels: Path | None
-    alpha: float
-    top: int
-    postprocess: str | None
-    formula: str | None
-    by: str | None
-    pi: str | None
-    population: float | None
-    strata: str | None
-    clusters: str | None
-    variance: str | None
-    encoding: str | None
-    as_json: bool
+    design: str = ""
+    question: str | None = None
+    version: int | None = None
+    arms: bool = False
+    survey_file: Path | None = None
+    host: str | None = None
+    bundle: Path | None = None
+    waves: bool = False
+    pooled: bool = False
+    column: str = "report"
+    method: str = "moment"
+    interval: list[str] | None = None
+    confidence_level: float = 0.95
+    labels: Path | None = None
+    alpha: float = 0.05
+    top: int = 20
+    postprocess: str | None = None
+    formula: str | None = None
+    by: str | None = None
+    pi: str | None = None
+    population: float | None = None
+    strata: str | None = None
+    clusters: str | None = None
+    variance: str | None = None
+    encoding: str | None = None
+    as_json: bool = False
 
     @property
     def mode_options(self) -> dict[str, object]:

@@ -59,8 +59,8 @@ def fairness(
 PlanDesignOpt = Annotated[
     str | None,
     typer.Option(
-        "--design", "-d", help='Design spec, e.g. "warner:p=0.7" (deniable analyze --help lists '
-        "them); not with --compare."
+        "--design", "-d", help='Design spec, e.g. "warner:p=0.7" (deniable analyze prevalence '
+        "--help lists them); not with --compare."
     ),
 ]  # fmt: skip
 

@@ -221,7 +221,7 @@ def pooled_rows(
 ) -> pd.DataFrame:
     """The rows of every version that asks ``question_id`` as ``survey`` does: the same
     arms and, in every arm, the same question (text, labels, design, groups), as the
-    dashboard's pooled view and ``deniable analyze --pooled`` pool them."""
+    dashboard's pooled view and ``deniable analyze arms --pooled`` pool them."""
     from ..model import variants_digest
 
     digest = variants_digest(survey.variants(question_id))
@@ -262,7 +262,7 @@ def arm_analysis(
         One :class:`~deniable.analysis.ArmStudy` per question, a result on the common
         base (its intervals at any level). Its ``to_dict(level)`` (whose keys
         :meth:`ArmStudy.to_dict` lists) is what the dashboard, the API and ``analyze
-        --arms`` print; a validation item's arms
+        arms`` print; a validation item's arms
         carry their :func:`~deniable.analysis.validation_check`.
 
     Examples

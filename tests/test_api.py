@@ -194,12 +194,13 @@ async def test_export_csv_and_parquet(client):
     assert len(frame) == 60 and set(frame["question_id"]) == {"drugs", "status"}
     pq = await client.get("/api/surveys/health/export", params={"format": "parquet"}, headers=AUTH)
     pframe = pd.read_parquet(io.BytesIO(pq.content))
-    assert pframe.shape == (30, 6)  # wide: one row per response
+    assert pframe.shape == (30, 7)  # wide: one row per response
     assert set(pframe["survey"]) == {"health"} and set(frame["survey"]) == {"health"}
     assert list(pframe.columns) == [
         "survey",
         "response_id",
         "version",
+        "designs_digest",
         "release",
         "drugs",
         "status",

@@ -5,11 +5,17 @@ in :data:`WRITERS`):
 
 Every report export begins with the column ``survey``, the survey's id, so that an export
 is never read with another survey's file (:func:`read_export` and
-:func:`~deniable.collection.exports.read_host_export` refuse the pairing, naming both).
+:func:`~deniable.collection.exports.read_host_export` refuse the pairing, naming both),
+and carries beside each row's ``version`` its ``designs_digest``
+(:func:`~deniable.collection.model.designs_digest`: what that version's reports mean), so
+that a survey file whose version was edited after the export is refused too, naming the
+version.
 
 - ``csv``: one row per (response, question): ``survey, response_id, version,
-  question_id, report, report_label, release, arm, group`` (``store.released.export``).
-- ``wide``: CSV, one row per response: ``survey, response_id, version, release``,
+  designs_digest, question_id, report, report_label, release, arm, group``
+  (``store.released.export``).
+- ``wide``: CSV, one row per response: ``survey, response_id, version,
+  designs_digest, release``,
   ``arm`` (the arm's name, for a survey with arms), one column per question id holding
   its report code (empty where that response's version does not ask it) and
   ``ID__group`` (0 or 1) for each group-design question ``ID``.
@@ -40,13 +46,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..model import MIN_RELEASE, Survey, load_survey
+from ..model import MIN_RELEASE, Survey, designs_digest, load_survey
 from ._formats import FORMATS, SERVER_FORMATS, export_format
 
 if TYPE_CHECKING:
     from ..store import Store
 
 __all__ = [
+    "DIGEST_COLUMN",
     "EXPORT_FORMATS",
     "GROUP_SUFFIX",
     "MEDIA_TYPES",
@@ -70,6 +77,8 @@ MEDIA_TYPES = {f.name: f.media_type for f in FORMATS if f.server}
 GROUP_SUFFIX = "__group"
 #: The column of every report export that names its survey.
 SURVEY_COLUMN = "survey"
+#: The column of each row's version's :func:`~deniable.collection.model.designs_digest`.
+DIGEST_COLUMN = "designs_digest"
 #: Parquet metadata key holding the survey file.
 PARQUET_KEY = b"deniable.survey"
 _SUFFIX = {f.name: f.suffix for f in FORMATS if f.server}
@@ -130,14 +139,19 @@ def not_exported(definition: dict[str, Any]) -> str | None:
 
 def wide_frame(store: Store, survey_id: str) -> pd.DataFrame:
     """One row per response (see the module docstring); codes as nullable ``Int64``."""
-    return _tagged(_widen(store.released.export(survey_id), store.versions(survey_id)), survey_id)
+    versions = store.versions(survey_id)
+    return _tagged(_widen(store.released.export(survey_id), versions), survey_id, versions)
 
 
-def _tagged(frame: pd.DataFrame, survey_id: str) -> pd.DataFrame:
-    """``frame`` with the survey's id as its first column, ``survey``: an export names the
-    survey it belongs to, so that it is never read with another survey's file."""
+def _tagged(frame: pd.DataFrame, survey_id: str, versions: list[Survey]) -> pd.DataFrame:
+    """``frame`` with the survey's id as its first column, ``survey``, and each row's
+    version's designs digest after ``version``: an export names the survey and the
+    designs it belongs to, so that it is never read with another survey's file."""
     out = frame.copy()
     out.insert(0, SURVEY_COLUMN, survey_id)
+    digests = {v.version: designs_digest(v) for v in versions}
+    at = list(out.columns).index("version") + 1
+    out.insert(at, DIGEST_COLUMN, out["version"].map(digests).astype("string"))
     return out
 
 
@@ -237,6 +251,7 @@ def _readstat_bytes(store: Store, survey_id: str, fmt: str) -> bytes:
         "response_id": "random response id",
         SURVEY_COLUMN: "the survey's id",
         "version": "survey version",
+        DIGEST_COLUMN: "digest of what the version's reports mean (its designs)",
         "release": "number of the version's release that brought the response",
         "arm": "arm drawn at random on the device",
     }
@@ -350,6 +365,7 @@ def read_export(path: Path) -> tuple[pd.DataFrame, list[Survey]]:
     definition = export_definition(path)
     versions = sorted((load_survey(d) for d in definition["versions"]), key=lambda s: s.version)
     _same_survey(frame, str(definition.get("survey", versions[-1].id)), path.name)
+    _same_designs(frame, versions, path.name)
     if "question_id" in frame.columns:  # the long export
         frame = _widen(frame, versions)
     return frame, versions
@@ -394,10 +410,31 @@ def _same_survey(frame: pd.DataFrame, survey_id: str, name: str) -> None:
         )
 
 
+def _same_designs(frame: pd.DataFrame, versions: list[Survey], name: str) -> None:
+    """Refuse an export whose rows of a version were drawn under other designs than the
+    survey file's version (a survey file edited after the export), naming the version."""
+    if DIGEST_COLUMN not in frame or "version" not in frame:
+        return  # an export written before the column
+    ours = {v.version: designs_digest(v) for v in versions}
+    pairs = frame[["version", DIGEST_COLUMN]].dropna().drop_duplicates()
+    for version, digest in zip(pairs["version"], pairs[DIGEST_COLUMN], strict=True):
+        expected = ours.get(int(version))
+        if expected is not None and str(digest) != expected:
+            raise ValueError(
+                f"{name}: the reports of version {int(version)} were drawn under other "
+                f"designs than the survey file's version {int(version)} (designs digest "
+                f"{digest}, the survey file's {expected}): the survey file was edited after "
+                "the export, or is another survey's; pair the export with the survey file "
+                "exported with it"
+            )
+
+
 #: Each server format's writer, ``(store, survey_id) -> bytes``.
 WRITERS: dict[str, Callable[[Store, str], bytes]] = {
     "csv": lambda store, survey_id: (
-        _tagged(store.released.export(survey_id), survey_id).to_csv(index=False).encode()
+        _tagged(store.released.export(survey_id), survey_id, store.versions(survey_id))
+        .to_csv(index=False)
+        .encode()
     ),
     "wide": lambda store, survey_id: wide_frame(store, survey_id).to_csv(index=False).encode(),
     "parquet": _parquet,

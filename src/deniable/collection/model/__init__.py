@@ -18,6 +18,7 @@ from ._i18n import LANGUAGES  # noqa: E402
 from ._i18n import catalog as catalog  # noqa: E402
 from ._i18n import choose_language as choose_language  # noqa: E402
 from ._meaning import design_digest as design_digest  # noqa: E402
+from ._meaning import designs_digest as designs_digest  # noqa: E402
 from ._questions import Question  # noqa: E402
 from ._survey import MIN_RELEASE as MIN_RELEASE  # noqa: E402
 from ._survey import SLUG_PATTERN as SLUG_PATTERN  # noqa: E402

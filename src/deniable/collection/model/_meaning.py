@@ -22,7 +22,7 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["check_meaning_ids", "design_digest", "meaning"]
+__all__ = ["check_meaning_ids", "design_digest", "designs_digest", "meaning"]
 
 
 def check_meaning_ids(q: Any) -> None:
@@ -108,3 +108,36 @@ def design_digest(q: Any) -> str:
     """
     content = json.dumps(meaning(q), sort_keys=True)
     return hashlib.sha256(content.encode()).hexdigest()
+
+
+def designs_digest(survey: Any) -> str:
+    """16 hex digits of SHA-256 over what every report of one survey version means: each
+    question's :func:`design_digest`, in each arm (a study's arms ask some questions
+    through other designs).
+
+    Every export carries it beside each row's version (the column ``designs_digest``),
+    and :func:`~deniable.collection.exports.read_export` refuses an export whose version
+    was drawn under other designs than the survey file's (a survey file edited after the
+    export, or another survey's with the same id and version). 64 bits catch a file
+    paired by mistake; they are not a seal against someone who edits both files.
+
+    Parameters
+    ----------
+    survey : Survey
+        One version.
+
+    Returns
+    -------
+    str
+        16 lower-case hex digits.
+
+    Examples
+    --------
+    >>> from deniable.collection.model import load_survey
+    >>> survey = load_survey("examples/campus.yaml")
+    >>> len(designs_digest(survey))
+    16
+    """
+    arms = list(survey.arms) if survey.arms else [None]
+    content = {str(arm): {q.id: design_digest(q) for q in survey.questions_in(arm)} for arm in arms}
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]

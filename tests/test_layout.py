@@ -140,7 +140,7 @@ FLOORS = [
     {"tallies"},
     {"mechanisms"},
     {"estimation"},
-    {"planning", "tables"},
+    {"planning", "tables", "audit"},
     {"data"},
     {"_fitting"},
     {"list_experiment"},

@@ -16,6 +16,7 @@ require_installed("pandas", "analysis")  # checked here, imported by the command
 from . import (  # register the commands
     _analyze,
     _analyze_commands,
+    _audit_command,
     _collect,
     _demo_command,
     _embed_command,
@@ -30,6 +31,7 @@ __all__ = ["app", "main"]
 _COMMANDS = (
     _analyze,
     _analyze_commands,
+    _audit_command,
     _collect,
     _demo_command,
     _embed_command,

@@ -72,6 +72,7 @@ from ._protocol import check_question_epsilon as check_question_epsilon
 from ._protocol import check_stated_epsilon as check_stated_epsilon
 from ._randomness import BlumBlumShub, SecureRandom
 from ._randomness import RandomSource as RandomSource
+from ._randomness import default_source_replaced as default_source_replaced
 from ._rappor import Rappor, RapporReports
 from ._registry import DESIGNS as DESIGNS
 from ._registry import MECHANISMS as MECHANISMS

@@ -159,6 +159,10 @@ class Design:
 
     #: Registry name used by :func:`design_from_spec` and the command line.
     spec_name: ClassVar[str] = "matrix"
+    #: Whether :attr:`epsilon` is stated between answers that differ by one (a count:
+    #: :class:`~deniable.mechanisms.GeometricCount`), not between any two; the privacy
+    #: auditor picks its neighbouring answers by it.
+    adjacent_neighbours: ClassVar[bool] = False
     truth_labels: tuple[str, ...]
     report_labels: tuple[str, ...]
 

@@ -78,6 +78,7 @@ class GeometricCount(Design):
     """
 
     spec_name = "geometric-count"
+    adjacent_neighbours = True  # epsilon is between counts that differ by one
 
     def __init__(self, *, k: int, epsilon: float, labels: tuple[str, ...] | None = None) -> None:
         self.k = check_integer("k", k, minimum=2)

@@ -180,6 +180,34 @@ class HadamardResponse(FrequencyOracle):
     def q_star(self) -> float:
         return 0.5
 
+    def support_probabilities(self, truth: int, k: int | None = None) -> NDArray[np.float64]:
+        """``Pr(a report supports v | truth)`` (a report in ``S_v``), shape (k,), float64.
+
+        With one block it is ``p*`` and ``q*``. With several, ``q*`` is an expected
+        weight with half a support outside the value's block, and a report lies in
+        ``S_v`` with ``(b/2) p_in`` for ``v = truth``, ``(b/4)(p_in + p_out)`` for another
+        value of the truth's block and ``(b/2) p_out`` outside it.
+
+        Raises
+        ------
+        ValueError
+            For ``truth`` or ``k`` out of range.
+
+        Examples
+        --------
+        >>> h = HadamardResponse(k=6, epsilon=3.0, blocks=2)
+        >>> h.support_probabilities(0).round(3).tolist()
+        [0.87, 0.457, 0.457, 0.043, 0.043, 0.043]
+        """
+        size = self._support_size(truth, k)
+        if self.B == 1:
+            return super().support_probabilities(truth, k)
+        p_in, p_out = self._column_probabilities
+        values = np.arange(size)
+        same = values // (self.b - 1) == truth // (self.b - 1)
+        rates = np.where(same, self.b / 4 * (p_in + p_out), self.b / 2 * p_out)
+        return np.asarray(np.where(values == truth, self.b / 2 * p_in, rates), dtype=np.float64)
+
     @property
     def bytes_per_report(self) -> int:
         return 8

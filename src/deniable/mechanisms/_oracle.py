@@ -261,6 +261,44 @@ class FrequencyOracle(ABC):
     #: 2 when a report gives half a support to some values (Hadamard response).
     support_scale: int = 1
 
+    def support_probabilities(self, truth: int, k: int | None = None) -> NDArray[np.float64]:
+        """``Pr(a report supports v | truth)`` for ``v`` in ``0..k-1``: what
+        :meth:`support_matrix`'s columns average to, ``p*`` for ``v = truth`` and ``q*``
+        otherwise (Wang et al. 2017); the privacy auditor tests an encoder against it.
+
+        Parameters
+        ----------
+        truth : int in 0..k-1
+        k : int, optional
+            How many values, at most the oracle's ``k`` (default all of them).
+
+        Returns
+        -------
+        ndarray of float64, shape (k,)
+
+        Raises
+        ------
+        ValueError
+            For ``truth`` or ``k`` out of range.
+
+        Examples
+        --------
+        >>> from deniable.mechanisms import UnaryEncoding
+        >>> UnaryEncoding(k=4, epsilon=1.0, optimized=False).support_probabilities(1).round(3)
+        array([0.378, 0.622, 0.378, 0.378])
+        """
+        size = self._support_size(truth, k)
+        return np.where(np.arange(size) == truth, float(self.p_star), float(self.q_star))
+
+    def _support_size(self, truth: int, k: int | None) -> int:
+        size = self.k if k is None else check_integer("k", k, minimum=1)
+        if size > self.k:
+            raise ValueError(f"k must be at most the oracle's k = {self.k}, got {size}")
+        check_integer("truth", truth, minimum=0)
+        if truth >= self.k:
+            raise ValueError(f"truth must be in 0..{self.k - 1}, got {truth}")
+        return size
+
     @property
     def spec(self) -> str:
         """``"name:param=value,..."`` (see :mod:`deniable.mechanisms`)."""

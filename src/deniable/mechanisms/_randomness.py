@@ -27,11 +27,13 @@ A randomizer needs only uniform draws on ``[0, 1)``; every source here has the m
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import secrets
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -44,6 +46,7 @@ __all__ = [
     "BlumBlumShub",
     "RandomSource",
     "SecureRandom",
+    "default_source_replaced",
     "random_bytes",
     "resolve_rng",
     "uniforms",
@@ -291,6 +294,43 @@ def _check_size(size: int) -> int:
 
 
 _SECURE = SecureRandom()
+
+
+@contextlib.contextmanager
+def default_source_replaced(source: Any) -> Iterator[None]:
+    """Serve every ``rng=None`` draw from ``source`` while the block runs, for the
+    privacy auditor's source check (:func:`deniable.audit.source_check`) only.
+
+    It shows whether an encoder reads the default source and nothing else: with the
+    default replaced by one seeded stream, two runs agree. While it lasts, every draw of
+    the process that would be secure is predictable; never use it on a device.
+
+    Parameters
+    ----------
+    source : RandomSource or numpy.random.Generator
+
+    Raises
+    ------
+    TypeError
+        If ``source`` has no ``random(size)`` method.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with default_source_replaced(np.random.default_rng(1)):
+    ...     first = uniforms(None, 3)
+    >>> with default_source_replaced(np.random.default_rng(1)):
+    ...     bool(np.all(uniforms(None, 3) == first))
+    True
+    """
+    global _SECURE
+    replacement = resolve_rng(source)
+    before = _SECURE
+    _SECURE = replacement  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _SECURE = before
 
 
 def _is_probable_prime(n: int, rounds: int = 40) -> bool:

@@ -1,0 +1,341 @@
+"""The browser's randomizer, audited where it runs: in Node (the npm package's or the
+page's own ``randomizer.js``, through ``node_harness.mjs``) and in a browser page (the
+module as the server serves it, through the page's ``evaluate``), drawing every report
+as the page does, ``drawReport(column, uniform53())``.
+
+The Python encoders and the browser's are written twice; a slip in one is invisible to
+a proof about the other, so each is audited on its own draws. :func:`node_encoder` and
+:func:`page_encoder` are encoders for :func:`~deniable.audit.audit_epsilon` and
+:func:`~deniable.audit.fit_test`; the source checks replace ``crypto.getRandomValues``
+by a seeded stream, as :func:`~deniable.audit.source_check` does the secure source in
+Python; :func:`page_timing_check` times batches of calls in the page, as a script on the
+host page could (a browser coarsens ``performance.now`` to 5-100 microseconds, so one
+call cannot be timed there).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._fit import SourceCheck, _same, _varied
+from ._targets import Encoder, audit_targets
+from ._timing import TimingCheck
+
+__all__ = [
+    "HARNESS",
+    "SEEDED",
+    "node_encoder",
+    "node_source_check",
+    "page_encoder",
+    "page_source_check",
+    "page_timing_check",
+]
+
+#: The harness Node runs (beside this module).
+HARNESS = Path(__file__).with_name("node_harness.mjs")
+#: The seeded stand-in for ``crypto.getRandomValues`` of the source checks.
+SEEDED = Path(__file__).with_name("seeded_random.mjs")
+
+
+def _node() -> str:
+    found = shutil.which("node")
+    if found is None:
+        raise RuntimeError("the node runtime needs Node.js 20 or later on the PATH")
+    return found
+
+
+def _draw(module: Path, columns: list[list[float]], truths: NDArray[Any], seed: int | None) -> Any:
+    header = json.dumps({"module": str(module), "columns": columns, "seed": seed})
+    codes = np.asarray(truths, dtype=np.uint8)
+    done = subprocess.run(
+        [_node(), str(HARNESS)],
+        input=header.encode() + b"\n" + codes.tobytes(),
+        capture_output=True,
+        check=False,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"node {module.name}: {done.stderr.decode(errors='replace')[-2000:]}")
+    out = np.frombuffer(done.stdout, dtype=np.uint8)
+    if out.size != codes.size:
+        raise RuntimeError(f"node {module.name} gave {out.size} reports for {codes.size} truths")
+    return out
+
+
+def node_encoder(design: Any, module: str | Path, *, seed: int | None = None) -> Encoder:
+    """An encoder that draws ``design``'s reports in Node with a browser randomizer.
+
+    Parameters
+    ----------
+    design : Design
+        A finite design of at most 256 answers and reports (its matrix gives the
+        columns the page hands the randomizer, ``Pr(report r | truth t)``).
+    module : str or Path
+        The ES module to draw with: the npm package's ``js/dist/randomizer.js`` or the
+        page's ``collection/respondent/web/randomizer.js``; it must export
+        ``drawReport(column, u)`` and ``uniform53()``.
+    seed : int, optional
+        Replace ``crypto.getRandomValues`` by a seeded stream (the source check only).
+
+    Returns
+    -------
+    callable
+        ``(truths, rng) -> reports`` (uint8, shape (n,)); ``rng`` must be None: the
+        module draws from ``crypto.getRandomValues``.
+
+    Raises
+    ------
+    ValueError
+        For a design of more than 256 answers or reports, or an ``rng``.
+    RuntimeError
+        Without Node.js, or when the module fails.
+
+    Examples
+    --------
+    >>> import shutil
+    >>> from deniable import Warner
+    >>> from deniable.audit import audit_epsilon
+    >>> module = "src/deniable/collection/respondent/web/randomizer.js"
+    >>> if shutil.which("node"):
+    ...     encode = node_encoder(Warner(p=0.75), module)
+    ...     print(audit_epsilon(Warner(p=0.75), n=20_000, encode=encode)[0].exceeds)
+    ... else:
+    ...     print(False)
+    False
+    """
+    matrix = np.asarray(design.matrix, dtype=np.float64)
+    if max(matrix.shape) > 256:
+        raise ValueError(
+            f"node_encoder takes designs of at most 256 answers and reports, got {matrix.shape}"
+        )
+    columns = matrix.T.tolist()
+    path = Path(module).resolve()
+
+    def encode(truths: NDArray[Any], rng: Any) -> Any:
+        if rng is not None:
+            raise ValueError("rng must be None: the module draws from crypto.getRandomValues")
+        return _draw(path, columns, truths, seed)
+
+    return encode
+
+
+def node_source_check(design: Any, module: str | Path, *, n: int = 65_536) -> SourceCheck:
+    """Whether the module's reports come from ``crypto.getRandomValues`` alone: two runs
+    differ, and two runs with it replaced by one seeded stream agree (an encoder that
+    also reads a non-cryptographic generator or the clock does not).
+
+    Parameters
+    ----------
+    design : Design
+    module : str or Path
+    n : int, default 65,536
+        Truths per run (``x0`` and ``x1`` of the audit in turn).
+
+    Returns
+    -------
+    SourceCheck
+
+    Raises
+    ------
+    RuntimeError
+        Without Node.js, or when the module fails.
+
+    Examples
+    --------
+    >>> import shutil
+    >>> from deniable import Warner
+    >>> module = "src/deniable/collection/respondent/web/randomizer.js"
+    >>> not shutil.which("node") or node_source_check(Warner(p=0.75), module, n=1024).passes
+    True
+    """
+    (target,) = audit_targets(design)
+    truths = _varied(target, n)
+    fresh = node_encoder(design, module)
+    seeded = node_encoder(design, module, seed=20261207)
+    return SourceCheck(
+        f"{target.name} in Node ({Path(module).name})",
+        not _same(fresh(truths, None), fresh(truths, None)),
+        _same(seeded(truths, None), seeded(truths, None)),
+    )
+
+
+#: In the page: replace ``crypto.getRandomValues`` by the seeded stream of
+#: ``seeded_random.mjs`` (the Node harness's), or restore it; ``[seed]`` (null restores).
+_PAGE_SEED = (
+    "([seed]) => {"
+    + SEEDED.read_text(encoding="utf-8").split("export ", 1)[1]
+    + """
+  if (globalThis.__deniableGetRandomValues === undefined) {
+    globalThis.__deniableGetRandomValues = crypto.getRandomValues.bind(crypto);
+  }
+  crypto.getRandomValues = seed === null
+    ? globalThis.__deniableGetRandomValues
+    : seededGetRandomValues(seed);
+}"""
+)
+
+#: In the page: one report per truth, as the page draws it.
+_PAGE_DRAW = """async ([url, columns, truths]) => {
+  const R = await import(url);
+  return truths.map((t) => R.drawReport(columns[t], R.uniform53()));
+}"""
+
+#: In the page: ``batches`` batches of ``size`` calls, each on truth ``order[i]``, timed.
+_PAGE_TIME = """async ([url, columns, order, size]) => {
+  const R = await import(url);
+  const times = [];
+  let sink = 0;
+  for (const t of order) {
+    const column = columns[t];
+    const start = performance.now();
+    for (let i = 0; i < size; i++) sink += R.drawReport(column, R.uniform53());
+    times.push(performance.now() - start);
+  }
+  return [times, sink];
+}"""
+
+Evaluate = Any  # a page's ``evaluate(expression, argument)``, e.g. Playwright's
+
+
+def page_encoder(evaluate: Evaluate, design: Any, url: str, *, seed: int | None = None) -> Encoder:
+    """An encoder that draws ``design``'s reports in a browser page with the module at
+    ``url`` (the page's own, as the server serves it).
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(expression, argument)`` of a page at a secure origin (Playwright's
+        ``page.evaluate``); deniable needs no browser library itself.
+    design : Design
+        A finite design (its matrix gives the columns the page hands the randomizer).
+    url : str
+        The module's URL, exporting ``drawReport`` and ``uniform53``.
+    seed : int, optional
+        Replace ``crypto.getRandomValues`` by a seeded stream for each call (the source
+        check only); it is restored after.
+
+    Returns
+    -------
+    callable
+        ``(truths, rng) -> reports`` (int64, shape (n,)); ``rng`` must be None.
+
+    Raises
+    ------
+    ValueError
+        For an ``rng``.
+
+    Examples
+    --------
+    >>> from deniable import Warner
+    >>> from deniable.audit import audit_epsilon
+    >>> def audit_in(page, url):  # a Playwright page at a secure (loopback) origin
+    ...     encode = page_encoder(page.evaluate, Warner(p=0.75), url)
+    ...     return audit_epsilon(Warner(p=0.75), n=20_000, encode=encode)[0]
+    """
+    columns = np.asarray(design.matrix, dtype=np.float64).T.tolist()
+
+    def encode(truths: NDArray[Any], rng: Any) -> Any:
+        if rng is not None:
+            raise ValueError("rng must be None: the page draws from crypto.getRandomValues")
+        if seed is not None:
+            evaluate(_PAGE_SEED, [seed])
+        try:
+            codes = [int(t) for t in np.asarray(truths)]
+            return np.asarray(evaluate(_PAGE_DRAW, [url, columns, codes]), dtype=np.int64)
+        finally:
+            if seed is not None:
+                evaluate(_PAGE_SEED, [None])
+
+    return encode
+
+
+def page_source_check(evaluate: Evaluate, design: Any, url: str, *, n: int = 16_384) -> SourceCheck:
+    """:func:`node_source_check` in a browser page (see :func:`page_encoder`).
+
+    Parameters
+    ----------
+    evaluate : callable
+        A page's ``evaluate(expression, argument)`` at a secure origin.
+    design : Design
+    url : str
+        The module's URL.
+    n : int, default 16,384
+        Truths per run.
+
+    Returns
+    -------
+    SourceCheck
+
+    Raises
+    ------
+    Exception
+        Whatever ``evaluate`` raises when the module fails in the page.
+
+    Examples
+    --------
+    >>> from deniable import Warner
+    >>> def check_in(page, url):  # a Playwright page at a secure (loopback) origin
+    ...     return page_source_check(page.evaluate, Warner(p=0.75), url).passes
+    """
+    (target,) = audit_targets(design)
+    truths = _varied(target, n)
+    fresh = page_encoder(evaluate, design, url)
+    seeded = page_encoder(evaluate, design, url, seed=20261207)
+    return SourceCheck(
+        f"{target.name} in the page ({url.rsplit('/', 1)[-1]})",
+        not _same(fresh(truths, None), fresh(truths, None)),
+        _same(seeded(truths, None), seeded(truths, None)),
+    )
+
+
+def page_timing_check(
+    evaluate: Evaluate, design: Any, url: str, *, batches: int = 200, size: int = 10_000
+) -> TimingCheck:
+    """Whether batches of calls in a browser page take a time that tells the answer:
+    ``batches`` batches per answer of ``size`` calls each, in a shuffled order, timed by
+    ``performance.now`` in the page; the AUC of the batch times as a classifier
+    (:class:`~deniable.audit.TimingCheck`; ``calls`` is the batches per answer).
+
+    Parameters
+    ----------
+    evaluate : callable
+        A page's ``evaluate(expression, argument)`` at a secure origin.
+    design : Design
+    url : str
+        The module's URL.
+    batches : int, default 200
+        Batches per answer.
+    size : int, default 10,000
+        Calls a batch: enough that a batch lasts well over the page's clock resolution.
+
+    Returns
+    -------
+    TimingCheck
+
+    Examples
+    --------
+    >>> from deniable.mechanisms import KaryRR
+    >>> def time_in(page, url):  # a Playwright page at a secure (loopback) origin
+    ...     return page_timing_check(page.evaluate, KaryRR(k=4, epsilon=1.0), url).passes
+    """
+    from scipy.stats import mannwhitneyu
+
+    (target,) = audit_targets(design)
+    columns = np.asarray(design.matrix, dtype=np.float64).T.tolist()
+    pair = (int(target.x0), int(target.x1))
+    order = np.random.default_rng(64).permutation(np.repeat([0, 1], batches))  # not secret
+    evaluate(_PAGE_TIME, [url, columns, [pair[i] for i in order[:40].tolist()], size])
+    times, _ = evaluate(_PAGE_TIME, [url, columns, [pair[i] for i in order.tolist()], size])
+    t = np.asarray(times, dtype=np.float64) * 1e6  # milliseconds to nanoseconds
+    t0, t1 = t[order == 0], t[order == 1]
+    u = float(mannwhitneyu(t0, t1).statistic) / (t0.size * t1.size)
+    medians = (float(np.median(t0)), float(np.median(t1)))
+    return TimingCheck(f"{target.name} in the page, {size:,} calls a batch", max(u, 1 - u),
+                       medians, batches)  # fmt: skip

@@ -40,8 +40,9 @@ __all__ = [
 
 #: The harness Node runs (beside this module).
 HARNESS = Path(__file__).with_name("node_harness.mjs")
-#: The seeded stand-in for ``crypto.getRandomValues`` of the source checks.
+#: The seeded stand-in for ``crypto.getRandomValues`` of the source checks, and its seed.
 SEEDED = Path(__file__).with_name("seeded_random.mjs")
+SEED = 20261207
 
 
 def _node() -> str:
@@ -155,15 +156,9 @@ def node_source_check(design: Any, module: str | Path, *, n: int = 65_536) -> So
     >>> not shutil.which("node") or node_source_check(Warner(p=0.75), module, n=1024).passes
     True
     """
-    (target,) = audit_targets(design)
-    truths = _varied(target, n)
     fresh = node_encoder(design, module)
-    seeded = node_encoder(design, module, seed=20261207)
-    return SourceCheck(
-        f"{target.name} in Node ({Path(module).name})",
-        not _same(fresh(truths, None), fresh(truths, None)),
-        _same(seeded(truths, None), seeded(truths, None)),
-    )
+    seeded = node_encoder(design, module, seed=SEED)
+    return _source_check(design, f"in Node ({Path(module).name})", fresh, seeded, n)
 
 
 #: In the page: replace ``crypto.getRandomValues`` by the seeded stream of
@@ -284,12 +279,17 @@ def page_source_check(evaluate: Evaluate, design: Any, url: str, *, n: int = 16_
     >>> def check_in(page, url):  # a Playwright page at a secure (loopback) origin
     ...     return page_source_check(page.evaluate, Warner(p=0.75), url).passes
     """
+    fresh = page_encoder(evaluate, design, url)
+    seeded = page_encoder(evaluate, design, url, seed=SEED)
+    return _source_check(design, f"in the page ({url.rsplit('/', 1)[-1]})", fresh, seeded, n)
+
+
+def _source_check(design: Any, where: str, fresh: Encoder, seeded: Encoder, n: int) -> SourceCheck:
+    """Two runs of ``fresh`` differ; two of ``seeded`` (the stand-in source) agree."""
     (target,) = audit_targets(design)
     truths = _varied(target, n)
-    fresh = page_encoder(evaluate, design, url)
-    seeded = page_encoder(evaluate, design, url, seed=20261207)
     return SourceCheck(
-        f"{target.name} in the page ({url.rsplit('/', 1)[-1]})",
+        f"{target.name} {where}",
         not _same(fresh(truths, None), fresh(truths, None)),
         _same(seeded(truths, None), seeded(truths, None)),
     )

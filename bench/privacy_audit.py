@@ -251,7 +251,10 @@ def markdown(rows: list[dict[str, Any]], seconds: float, quick: bool) -> str:
         "audited between counts that differ by one, the unit its epsilon is stated for. "
         "The browser's randomizer is audited in Node (the npm package's module and the "
         "page's) and in Chromium (the module as the server serves it) by "
-        "`tests/test_audit.py`, not in this table. Not yet audited: the prefix encoders "
+        "`tests/test_audit.py`, not in this table. A page cannot time one call (its "
+        "clock ticks every 5-100 microseconds), so there calls are timed in pairs of "
+        "batches of 1,000, one on each answer, and a leak is a gap in a call's cost whose "
+        "99.9% interval lies beyond 1% (`paired_gap`). Not yet audited: the prefix encoders "
         "of PEM and byte-PEM, and the browser's oracle encoders (`oracles.js`).",
         "",
     ]

@@ -10,6 +10,7 @@ import math
 import random
 import shutil
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 
 from deniable import ForcedResponse, Rappor, Warner
 from deniable.audit import (
+    TimingCheck,
     audit_epsilon,
     clopper_pearson_high,
     clopper_pearson_low,
@@ -30,6 +32,7 @@ from deniable.audit import (
     page_encoder,
     page_source_check,
     page_timing_check,
+    paired_gap,
     source_check,
     timing_check,
 )
@@ -342,6 +345,41 @@ def test_an_answer_dependent_branch_is_caught_by_its_timing():
     assert not check.passes and check.auc > 0.9, check
 
 
+def _batch_pairs(rng: Any, pairs: int, shift: float) -> tuple[np.ndarray, np.ndarray]:
+    """Timed batches as a busy machine gives them: a drift both of a pair share, noise of
+    5% each, and in 5% of batches a pause (a collector, another process) of 1-5 times
+    the batch, on whichever batch of the pair it falls."""
+    drift = rng.lognormal(0.0, 0.2, pairs)
+    a, b = (drift * rng.lognormal(0.0, 0.05, (2, pairs))) * [[1.0], [np.exp(shift)]]
+    a, b = (x * (1 + (rng.random(pairs) < 0.05) * rng.uniform(1, 5, pairs)) for x in (a, b))
+    return a, b
+
+
+def test_the_paired_gap_interval_covers_under_pauses_and_drift():
+    """1,000 simulated checks of 500 pairs at 95%: the misses are Binomial(1000, 0.05)
+    (mean 50, sd 6.9) when the interval is right, so 4 sd allow 23-77; at no gap and at
+    a gap of 2%."""
+    rng = np.random.default_rng(65)
+    for shift in (0.0, 0.02):
+        misses = 0
+        for _ in range(1_000):
+            _, low, high = paired_gap(*_batch_pairs(rng, 500, shift), confidence=0.95)
+            misses += not low <= shift <= high
+        assert 23 <= misses <= 77, (shift, misses)
+
+
+def test_a_batch_check_counts_a_gap_only_when_its_interval_is_beyond_one_percent():
+    check = partial(TimingCheck, "t", 0.6, (1.0, 1.1), 2_000)
+    assert check((-0.005, 0.04)).passes  # a gap of 4% not confirmed: within its noise
+    assert check((-0.03, -0.009)).passes
+    assert not check((0.011, 0.03)).passes and not check((-0.2, -0.0101)).passes
+    for bad in ([1.0] * 19, [1.0] * 19), ([1.0] * 30, [0.0] * 30), ([1.0] * 30, [1.0] * 31):
+        with pytest.raises(ValueError):
+            paired_gap(np.asarray(bad[0]), np.asarray(bad[1]))
+    with pytest.raises(ValueError, match="confidence"):
+        paired_gap(np.ones(30), np.ones(30), confidence=1.0)
+
+
 @pytest.mark.slow
 def test_no_shipped_encoder_leaks_its_answer_by_its_timing():
     """Every shipped randomizer, 20,000 calls an answer (bench/privacy_audit.py prints
@@ -566,12 +604,14 @@ def test_the_pages_randomizer_in_chromium_is_sound_fits_reads_crypto_and_keeps_t
         (fit,) = fit_test(design, n=30_000, alpha=0.01 / 4, encode=encode)
         assert not fit.rejects, fit
         assert page_source_check(tab.evaluate, design, url, n=4_096).passes
-        # batches of 10,000 calls (about 20 ms: the page's clock ticks every 0.1 ms);
-        # a leak is confirmed on fresh batches before it counts, as an exceedance is
-        timing = page_timing_check(tab.evaluate, design, url, batches=200, size=10_000)
-        if not timing.passes:
-            timing = page_timing_check(tab.evaluate, design, url, batches=200, size=10_000)
+        # pairs of batches of 1,000 calls: a gap is a leak when its 99.9% interval lies
+        # beyond 1%. The interval is 0.02 wide on a quiet machine and 0.035 with both
+        # cores busy besides; under 0.06, a gap of 4% would be confirmed at least half
+        # the time, and one of 5% almost always
+        timing = page_timing_check(tab.evaluate, design, url)
         assert timing.passes, timing
+        low, high = timing.gap_interval
+        assert high - low < 0.06, timing
 
 
 @needs_chromium
@@ -592,5 +632,5 @@ def test_defects_planted_in_the_pages_randomizer_are_caught_in_chromium(page):
         slow + " if (p[1] > 0.5) { for (let i = 0; i < 200; i++) "
         "globalThis.waste = (globalThis.waste || 0) + Math.sqrt(i); }",
     )
-    check = page_timing_check(tab.evaluate, design, url, batches=200)
-    assert not check.passes and check.auc > 0.9, check
+    check = page_timing_check(tab.evaluate, design, url, pairs=200)
+    assert not check.passes and check.gap_interval[0] > 0.05 and check.auc > 0.9, check

@@ -14,6 +14,8 @@ name                      what it does
                           (which sees an encoder *more* private than it says)
 :func:`source_check`      the encoder's randomness comes from the secure source alone
 :func:`timing_check`      single-call times do not tell the answers apart
+:func:`paired_gap`        the relative difference of a call's cost from pairs of timed
+                          batches, with its interval (where one call is too short to time)
 :func:`audit_targets`     the inputs and distinguishing event of each claim
 :func:`node_encoder`      the browser's randomizer (the npm package's or the page's
                           module) as an encoder, run in Node; :func:`page_encoder` in
@@ -38,7 +40,7 @@ from ._js import (
     page_timing_check,
 )
 from ._targets import AuditTarget, audit_targets
-from ._timing import TimingCheck, timing_check
+from ._timing import TimingCheck, paired_gap, timing_check
 
 __all__ = [
     "RUNTIMES",
@@ -58,6 +60,7 @@ __all__ = [
     "page_encoder",
     "page_source_check",
     "page_timing_check",
+    "paired_gap",
     "source_check",
     "timing_check",
 ]

@@ -18,8 +18,15 @@ name                      what it does
                           batches, with its interval (where one call is too short to time)
 :func:`audit_targets`     the inputs and distinguishing event of each claim
 :func:`node_encoder`      the browser's randomizer (the npm package's or the page's
-                          module) as an encoder, run in Node; :func:`page_encoder` in
-                          a browser page, with its source and timing checks
+                          module) as an encoder, run in Node, with its source check and
+                          :func:`node_timing_check` (single calls); :func:`page_encoder`
+                          in a browser page, with its source and timing checks
+:func:`node_panel_encoders`  the page's panel question (``panelReport``) in Node, each
+                          layer, with :func:`node_panel_memo_check` (its memo)
+:func:`node_oracle_encoders`  the browser's oracle encoders (``oracles.js``: unary
+                          encoding, local hashing, PEM, byte-PEM, RAPPOR) in Node, with
+                          :func:`node_oracle_source_checks`; :func:`page_oracle_encoders`
+                          and :func:`page_oracle_source_checks` in a browser page
 :func:`epsilon_lower_bound`  the bound from an event's counts
 ========================  ===============================================================
 
@@ -35,10 +42,18 @@ from ._fit import FitTest, SourceCheck, fit_test, source_check
 from ._js import (
     node_encoder,
     node_source_check,
+    node_timing_check,
     page_encoder,
     page_source_check,
     page_timing_check,
 )
+from ._js_oracles import (
+    node_oracle_encoders,
+    node_oracle_source_checks,
+    page_oracle_encoders,
+    page_oracle_source_checks,
+)
+from ._js_panel import MemoCheck, node_panel_encoders, node_panel_memo_check
 from ._targets import AuditTarget, audit_targets
 from ._timing import TimingCheck, paired_gap, timing_check
 
@@ -47,6 +62,7 @@ __all__ = [
     "AuditTarget",
     "EpsilonAudit",
     "FitTest",
+    "MemoCheck",
     "SourceCheck",
     "TimingCheck",
     "audit_epsilon",
@@ -56,8 +72,15 @@ __all__ = [
     "epsilon_lower_bound",
     "fit_test",
     "node_encoder",
+    "node_oracle_encoders",
+    "node_oracle_source_checks",
+    "node_panel_encoders",
+    "node_panel_memo_check",
     "node_source_check",
+    "node_timing_check",
     "page_encoder",
+    "page_oracle_encoders",
+    "page_oracle_source_checks",
     "page_source_check",
     "page_timing_check",
     "paired_gap",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -128,7 +128,7 @@ def audit_epsilon(
     n: int = 100_000,
     confidence: float = 0.99,
     runtime: str | None = None,
-    encode: Encoder | None = None,
+    encode: Encoder | Sequence[Encoder] | None = None,
     rng: Any = None,
 ) -> list[EpsilonAudit]:
     """Audit a mechanism's claimed epsilon by running its shipped encoder.
@@ -143,10 +143,10 @@ def audit_epsilon(
         Of each bound (a family of audits needs ``1 - alpha / m`` each).
     runtime : {"numpy", "numba"}, optional
         The kernels to run; default: whichever the machine uses.
-    encode : callable, optional
+    encode : callable or sequence of callables, optional
         ``(inputs, rng) -> reports`` in place of the shipped encoder (to audit a copy;
-        the mutation tests plant defects this way); not for a panel, whose two layers
-        have two encoders (audit each layer's design instead).
+        the mutation tests plant defects this way); for a panel or RAPPOR, whose two
+        targets have two encoders, a sequence of one per target.
     rng : numpy.random.Generator, optional
         Default None: the encoders' secure source, as on a respondent's device.
 
@@ -159,7 +159,7 @@ def audit_epsilon(
     ------
     ValueError
         For ``n`` or ``confidence`` out of range, an unknown runtime, or ``encode``
-        with a panel.
+        whose length is not the targets' (one callable for a panel or RAPPOR).
     TypeError
         For a mechanism the auditor does not know.
 
@@ -174,7 +174,7 @@ def audit_epsilon(
     out = []
     with kernels(runtime):
         for target in targets:
-            run = encode or target.encode
+            run = target.encode
             run(target.inputs(target.x0, 16), rng)  # compile the kernels outside the clock
             start = time.perf_counter()
             k0 = run_encoder(target, run, target.x0, n, rng)

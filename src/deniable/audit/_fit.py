@@ -13,6 +13,12 @@ samples (``(z_{1 - alpha / 2m} + 1) sqrt(p (1 - p) / n)``, the normal approximat
   (at most 64), against ``p*`` (the value itself) and ``q*`` (another), binomial z-tests.
 * A numeric mechanism: at ``low``, the midpoint and ``high``, the mean debiased report
   against the value, a z-test with the exact variance (:meth:`report_variance`).
+* A prefix encoder (PEM, byte-PEM): for the two strings, the levels' counts against
+  the level probabilities (chi-square), and how often a report supports each string's
+  prefix at its level against ``p*`` (its own) and ``q*`` (the other's), binomial z-tests.
+* dBitFlip: for buckets 0 and 1, how often each bucket (at most 64) is sampled against
+  ``d / k``, and how often a sampled bucket's bit is 1 against ``p*`` (the value's own
+  bucket) and ``q*`` (another), binomial z-tests.
 * RAPPOR: for the two strings, how often each report bit is 1 in each cohort, against
   ``p*`` (the string's Bloom bit set) and ``q*`` (not), binomial z-tests.
 """
@@ -20,7 +26,8 @@ samples (``(z_{1 - alpha / 2m} + 1) sqrt(p (1 - p) / n)``, the normal approximat
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any
 
 import numpy as np
@@ -154,6 +161,61 @@ def _bloom_pvalues(
     return pvalues, max(p, q)
 
 
+def _prefix_pvalues(
+    target: AuditTarget, encode: Encoder, n: int, rng: Any
+) -> tuple[list[float], float]:
+    """PEM and byte-PEM: the level counts, and the support of each string's prefix."""
+    from scipy.stats import chisquare, norm
+
+    mech = target.mechanism
+    levels = np.asarray(mech.level_probabilities, dtype=np.float64)
+    p, q = float(mech.channel.p_star), float(mech.channel.q_star)
+    pvalues = []
+    for x in (target.x0, target.x1):
+        counts = np.zeros(levels.size, dtype=np.int64)
+        own = other = 0
+        for reports in _draw(target, encode, x, n, rng):
+            counts += np.bincount(reports["level"].astype(np.int64), minlength=levels.size)
+            y = target.x1 if x == target.x0 else target.x0
+            own += int(np.count_nonzero(mech.prefix_supports(reports, x)))
+            other += int(np.count_nonzero(mech.prefix_supports(reports, y)))
+        pvalues.append(float(chisquare(counts, n * levels).pvalue) if levels.size > 1 else 1.0)
+        for hits, rate in ((own, p), (other, q)):
+            z = (hits - n * rate) / math.sqrt(n * rate * (1 - rate))
+            pvalues.append(float(2 * norm.sf(abs(z))))
+    return pvalues, p
+
+
+def _bucket_pvalues(
+    target: AuditTarget, encode: Encoder, n: int, rng: Any
+) -> tuple[list[float], float]:
+    """dBitFlip: the sampled buckets' counts, and the bits of the value's bucket and of
+    the others."""
+    from scipy.stats import norm
+
+    mech = target.mechanism
+    k = min(int(mech.k), 64)
+    p, q, share = float(mech.channel.p_star), float(mech.channel.q_star), mech.d / mech.k
+    pvalues = []
+    for x in (0, 1):
+        sampled = np.zeros(k, dtype=np.int64)
+        own = [0, 0]  # [bits that are 1, buckets sampled], the value's bucket
+        other = [0, 0]
+        for reports in _draw(target, encode, x, n, rng):
+            buckets, bits = np.asarray(reports.buckets), np.asarray(reports.bits)
+            sampled += np.bincount(buckets.ravel(), minlength=mech.k)[:k]
+            mine = buckets == x
+            own = [own[0] + int(bits[mine].sum()), own[1] + int(mine.sum())]
+            other = [other[0] + int(bits[~mine].sum()), other[1] + int((~mine).sum())]
+        cells = [(int(c), n, share) for c in sampled] + [(*own, p), (*other, q)]
+        for hits, trials, rate in cells:
+            if trials == 0 or rate in (0.0, 1.0):
+                continue
+            z = (hits - trials * rate) / math.sqrt(trials * rate * (1 - rate))
+            pvalues.append(float(2 * norm.sf(abs(z))))
+    return pvalues, max(p, share)
+
+
 def _numeric_pvalues(
     target: AuditTarget, encode: Encoder, n: int, rng: Any
 ) -> tuple[list[float], float]:
@@ -176,7 +238,7 @@ def fit_test(
     n: int = 100_000,
     alpha: float = 0.01,
     runtime: str | None = None,
-    encode: Encoder | None = None,
+    encode: Encoder | Sequence[Encoder] | None = None,
     rng: Any = None,
 ) -> list[FitTest]:
     """Test an encoder's output frequencies against its documented channel.
@@ -189,8 +251,9 @@ def fit_test(
     alpha : float in (0, 1), default 0.01
         The level of each target's test.
     runtime : {"numpy", "numba"}, optional
-    encode : callable, optional
-        ``(inputs, rng) -> reports`` in place of the shipped encoder (not for a panel).
+    encode : callable or sequence of callables, optional
+        ``(inputs, rng) -> reports`` in place of the shipped encoder; one per target
+        for a panel or RAPPOR.
     rng : numpy.random.Generator, optional
         Default None: the secure source.
 
@@ -202,7 +265,7 @@ def fit_test(
     Raises
     ------
     ValueError
-        For ``n`` or ``alpha`` out of range, or ``encode`` with a panel.
+        For ``n`` or ``alpha`` out of range, or an ``encode`` that is not one per target.
 
     Examples
     --------
@@ -219,13 +282,17 @@ def fit_test(
     out = []
     with kernels(runtime):
         for target in targets:
-            run = encode or target.encode
+            run = target.encode
             if target.kind == "oracle":
                 pvalues, top = _oracle_pvalues(target, run, n, rng)
             elif target.kind == "bloom":
                 pvalues, top = _bloom_pvalues(target, run, n, rng)
             elif target.kind == "numeric":
                 pvalues, top = _numeric_pvalues(target, run, n, rng)
+            elif target.kind == "prefix":
+                pvalues, top = _prefix_pvalues(target, run, n, rng)
+            elif target.kind == "bucket":
+                pvalues, top = _bucket_pvalues(target, run, n, rng)
             else:
                 pvalues, top = _design_pvalues(target, run, n, rng)
             m = len(pvalues)
@@ -268,7 +335,7 @@ class SourceCheck:
 
 
 def source_check(
-    mechanism: Any, *, n: int = 65_536, encode: Encoder | None = None
+    mechanism: Any, *, n: int = 65_536, encode: Encoder | Sequence[Encoder] | None = None
 ) -> list[SourceCheck]:
     """Check that an encoder's randomness comes from the secure source alone.
 
@@ -285,8 +352,8 @@ def source_check(
         Inputs per run: two honest runs agree with probability
         ``prod_i sum_y Pr(y | x_i)^2``, below 10^-9 unless nearly every report is
         certain (epsilon above about 12 nats).
-    encode : callable, optional
-        In place of the shipped encoder (not for a panel).
+    encode : callable or sequence of callables, optional
+        In place of the shipped encoder; one per target for a panel or RAPPOR.
 
     Returns
     -------
@@ -295,7 +362,7 @@ def source_check(
     Raises
     ------
     ValueError
-        For ``encode`` with a panel.
+        For an ``encode`` that is not one per target.
 
     Examples
     --------
@@ -308,7 +375,7 @@ def source_check(
     targets = targets_for(mechanism, encode)
     out = []
     for target in targets:
-        run = encode or target.encode
+        run = target.encode
         values = _varied(target, n)
         fresh = not _same(run(values, None), run(values, None))
         runs = []
@@ -330,7 +397,7 @@ def _varied(target: AuditTarget, n: int) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    if hasattr(a, "bits"):  # RAPPOR's reports: the cohorts and the bits
-        return _same(a.cohort, b.cohort) and _same(a.bits, b.bits)
+    if is_dataclass(a) and is_dataclass(b):  # RAPPOR's and dBitFlip's reports: each field
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
     a, b = np.asarray(a), np.asarray(b)
     return bool(a.shape == b.shape and a.tobytes() == b.tobytes())

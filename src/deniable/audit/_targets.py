@@ -14,6 +14,16 @@ tells their outputs apart, chosen from the channel the mechanism claims.
 * A numeric mechanism (Duchi et al. 2018, the piecewise and hybrid mechanisms of Wang
   et al. 2019, 1BitMean of Ding et al. 2017): the ends of the range, and the event
   "the debiased report is at least ``high``", whose ratio is ``e^epsilon`` for each.
+* A prefix encoder for heavy hitters (PEM over an alphabet, and over UTF-8 bytes; Wang
+  et al. 2021): two one-symbol strings, whose prefixes differ at every level, and the
+  event "the report supports the first's prefix at its level and not the second's".
+  The level is drawn apart from the value and each level is local hashing, so the ratio
+  is ``p* / q*`` given the two buckets differ, the claimed epsilon, at every level.
+* dBitFlip (Ding, Kulkarni & Yekhanin 2017): buckets 0 and 1, and with ``d >= 2`` the
+  event "the report samples both, its bit for 0 is 1 and for 1 is 0", whose ratio is
+  ``(p* / q*)^2 = e^(2 b)``; with ``d = 1``, "it samples 0 with bit 1, or 1 with bit 0",
+  ratio ``p* / q* = e^b``: the claimed epsilon in each case (the buckets are sampled
+  apart from the value).
 * A panel (:class:`~deniable.mechanisms.TwoLayerDesign`): the permanent layer alone
   (``epsilon_inf``) and one report through both layers, the instantaneous layer applied
   to the permanent report (``epsilon_1``).
@@ -28,8 +38,8 @@ tells their outputs apart, chosen from the channel the mechanism claims.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -63,7 +73,7 @@ class AuditTarget:
         The event in words.
     mechanism : object
         The mechanism whose claim this is (for the goodness-of-fit test).
-    kind : {"finite", "oracle", "numeric", "bloom"}
+    kind : {"finite", "oracle", "numeric", "bloom", "prefix", "bucket"}
         Which channel the claim is about (how the fit test reads the reports).
 
     Examples
@@ -143,6 +153,36 @@ def _oracle(oracle: Any) -> AuditTarget:
     )  # fmt: skip
 
 
+def _prefix(mech: Any) -> AuditTarget:
+    symbols = getattr(mech, "alphabet", "ab")  # PEM's own alphabet; any bytes for byte-PEM
+    x0, x1 = (symbols[0], symbols[1]) if len(symbols) > 1 else (symbols[0], "")
+
+    def supports_x0_not_x1(reports: Any) -> NDArray[np.bool_]:
+        return np.asarray(
+            mech.prefix_supports(reports, x0) & ~mech.prefix_supports(reports, x1), np.bool_
+        )
+
+    return AuditTarget(
+        repr(mech), float(mech.epsilon), x0, x1, mech.randomize, supports_x0_not_x1,
+        f"the report supports {x0!r}'s prefix at its level and not {x1!r}'s", mech, "prefix",
+    )  # fmt: skip
+
+
+def _bucket(mech: Any) -> AuditTarget:
+    def sampled_bits_point_to_0(reports: Any) -> NDArray[np.bool_]:
+        buckets, bits = np.asarray(reports.buckets), np.asarray(reports.bits)
+        zero_says_1 = np.any((buckets == 0) & (bits == 1), axis=1)
+        one_says_0 = np.any((buckets == 1) & (bits == 0), axis=1)
+        if mech.d >= 2:
+            return np.asarray(zero_says_1 & one_says_0, dtype=np.bool_)
+        return np.asarray(zero_says_1 | one_says_0, dtype=np.bool_)
+
+    event = ("it samples buckets 0 and 1, bit 1 for 0 and bit 0 for 1" if mech.d >= 2
+             else "it samples bucket 0 with bit 1, or bucket 1 with bit 0")  # fmt: skip
+    return AuditTarget(repr(mech), float(mech.epsilon), 0, 1, mech.randomize,
+                       sampled_bits_point_to_0, event, mech, "bucket")  # fmt: skip
+
+
 def _numeric(mech: Any) -> AuditTarget:
     high = float(mech.high)
     return AuditTarget(
@@ -217,10 +257,10 @@ def audit_targets(mechanism: Any) -> list[AuditTarget]:
 
     Parameters
     ----------
-    mechanism : Design, FrequencyOracle or NumericMechanism
+    mechanism : Design, FrequencyOracle, NumericMechanism, prefix encoder or DBitFlip
         Any of :mod:`deniable.mechanisms`' finite designs, oracles (unary encoding, local
-        hashing, Hadamard response) and numeric mechanisms, or a
-        :class:`~deniable.mechanisms.TwoLayerDesign`.
+        hashing, Hadamard response), prefix encoders (PEM and byte-PEM), dBitFlip and
+        numeric mechanisms, a :class:`~deniable.mechanisms.TwoLayerDesign`, or RAPPOR.
 
     Returns
     -------
@@ -248,31 +288,43 @@ def audit_targets(mechanism: Any) -> list[AuditTarget]:
     supports = hasattr(mechanism, "support_probabilities")
     if getattr(channel, "frequency_oracle", False) and supports:
         return [_oracle(mechanism)]
+    if hasattr(channel, "levels") and hasattr(mechanism, "prefix_supports"):
+        return [_prefix(mechanism)]
+    if hasattr(channel, "p_star") and hasattr(mechanism, "bit_epsilon"):
+        return [_bucket(mechanism)]
     if hasattr(channel, "low") and hasattr(mechanism, "debias"):
         return [_numeric(mechanism)]
     raise TypeError(
         f"cannot audit {type(mechanism).__name__}: give a finite design, a frequency "
-        "oracle (unary encoding, local hashing, Hadamard response), a numeric mechanism "
-        "or a TwoLayerDesign"
+        "oracle (unary encoding, local hashing, Hadamard response), a prefix encoder "
+        "(PEM, byte-PEM), dBitFlip, a numeric mechanism, RAPPOR or a TwoLayerDesign"
     )
 
 
-def targets_for(mechanism: Any, encode: Encoder | None) -> list[AuditTarget]:
-    """:func:`audit_targets`, refusing an ``encode`` in place of a panel's two encoders.
+def targets_for(mechanism: Any, encode: Encoder | Sequence[Encoder] | None) -> list[AuditTarget]:
+    """:func:`audit_targets`, each with the encoder to run: its shipped one, or ``encode``
+    in its place (one callable for a mechanism of one target, a sequence of one per
+    target for a panel or RAPPOR).
 
     Raises
     ------
     ValueError
-        For ``encode`` with a mechanism of several targets (a panel).
+        For one ``encode`` with a mechanism of several targets, or a sequence of another
+        length than the targets.
     TypeError
         For a mechanism the auditor does not know.
     """
     targets = audit_targets(mechanism)
-    if encode is not None and len(targets) > 1:
+    if encode is None:
+        return targets
+    encoders = [encode] if callable(encode) else list(encode)
+    if len(encoders) != len(targets):
+        names = "; ".join(t.name for t in targets)
         raise ValueError(
-            "encode replaces one encoder, and a panel has two: audit each layer's design"
+            f"encode replaces the encoders one for one: {len(targets)} target(s) ({names}), "
+            f"{len(encoders)} encoder(s) given"
         )
-    return targets
+    return [replace(t, encode=e) for t, e in zip(targets, encoders, strict=True)]
 
 
 def check_draws(n: int) -> int:

@@ -21,6 +21,7 @@ beyond 1%, as an epsilon is exceeded only when its lower bound is above the clai
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -99,7 +100,7 @@ def timing_check(
     *,
     calls: int = 20_000,
     runtime: str | None = None,
-    encode: Encoder | None = None,
+    encode: Encoder | Sequence[Encoder] | None = None,
 ) -> list[TimingCheck]:
     """Time single calls of an encoder on each of two answers.
 
@@ -111,8 +112,8 @@ def timing_check(
         ``sqrt((2 calls + 1) / (12 calls^2))``, 0.0029 at 20,000, so 0.52 is 7 of them.
     runtime : {"numpy", "numba"}, optional
         The kernels to time; default: whichever the machine uses.
-    encode : callable, optional
-        In place of the shipped encoder (not for a panel).
+    encode : callable or sequence of callables, optional
+        In place of the shipped encoder; one per target for a panel or RAPPOR.
 
     Returns
     -------
@@ -122,7 +123,7 @@ def timing_check(
     Raises
     ------
     ValueError
-        For ``calls`` out of range, an unknown runtime, or ``encode`` with a panel.
+        For ``calls`` out of range, an unknown runtime, or an ``encode`` that is not one per target.
 
     Examples
     --------
@@ -135,7 +136,7 @@ def timing_check(
     targets = targets_for(mechanism, encode)
     order = np.random.default_rng(64).permutation(np.repeat([0, 1], calls))  # not secret
     with kernels(runtime):
-        return [_time(target, encode or target.encode, order, calls) for target in targets]
+        return [_time(target, target.encode, order, calls) for target in targets]
 
 
 def paired_gap(

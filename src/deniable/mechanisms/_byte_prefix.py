@@ -327,6 +327,44 @@ class BytePrefixExtension:
             x |= padded[:, start + 1].astype(np.uint64) << np.uint64(8)
         return prefix_hashes(padded, start) ^ x
 
+    def prefix_supports(self, reports: Any, value: str) -> NDArray[np.bool_]:
+        """Whether each report supports ``value``'s prefix at the report's own level.
+
+        A report supports a prefix when its bucket ``y`` is ``A id`` of the prefix: with
+        probability :attr:`p_star` for the respondent's own value and :attr:`q_star` for
+        another (exactly, the hash being linear over GF(2)).
+
+        Parameters
+        ----------
+        reports : ndarray of :attr:`dtype`, shape (n,)
+        value : str
+            At most :attr:`max_bytes` bytes of UTF-8 after NFC, no NUL.
+
+        Returns
+        -------
+        ndarray of bool, shape (n,)
+
+        Raises
+        ------
+        ReportValidationError
+            For malformed reports.
+        ValueError
+            For a value too long or with a NUL.
+
+        Examples
+        --------
+        >>> bpem = BytePrefixExtension(2.0, max_bytes=8)
+        >>> reports = bpem.randomize(["ab"] * 4000, np.random.default_rng(1))
+        >>> own, other = (bpem.prefix_supports(reports, v).mean() for v in ("ab", "b"))
+        >>> bool(own > other)
+        True
+        """
+        arr = self.check_reports(reports)
+        padded = self.encode_values([value])
+        ids = np.array([self.prefix_ids(padded, j)[0] for j in range(self.levels)], np.uint64)
+        buckets = self.buckets(arr["a"], ids[arr["level"].astype(np.int64)])
+        return np.asarray(buckets == arr["y"], dtype=np.bool_)
+
     def buckets(self, a: NDArray[np.uint64], ids: NDArray[np.uint64]) -> NDArray[np.uint8]:
         """``A id`` over GF(2): bit ``k`` is the parity of ``a[:, k] & id``; (n,) uint8."""
         out = np.zeros(ids.shape[0], dtype=np.uint8)

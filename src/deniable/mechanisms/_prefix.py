@@ -152,6 +152,53 @@ class PrefixExtension:
         return 28
 
     @property
+    def level_probabilities(self) -> NDArray[np.float64]:
+        """Pr(a report is at level ``j``), shape (levels,), float64: the 32-bit words
+        ``w`` with ``floor(w levels / 2^32) = j``, over ``2^32`` (exactly uniform when
+        ``levels`` divides ``2^32``)."""
+        starts = [-(-j * _TWO32 // self.levels) for j in range(self.levels + 1)]
+        return np.diff(np.array(starts, dtype=np.float64)) / _TWO32
+
+    def prefix_supports(self, reports: Any, value: str) -> NDArray[np.bool_]:
+        """Whether each report supports ``value``'s prefix at the report's own level.
+
+        A report supports a prefix when its bucket ``y`` is the prefix's hash under the
+        report's ``(a, b)``: with probability ``p*`` for the respondent's own value and
+        ``q*`` for another (:attr:`channel`; Wang et al. 2017's support sets).
+
+        Parameters
+        ----------
+        reports : ndarray of PEM_DTYPE, shape (n,)
+        value : str
+            Over :attr:`alphabet`, at most :attr:`max_length` symbols.
+
+        Returns
+        -------
+        ndarray of bool, shape (n,)
+
+        Raises
+        ------
+        ReportValidationError
+            For malformed reports.
+        ValueError
+            For a value outside the alphabet or too long.
+
+        Examples
+        --------
+        >>> pem = PrefixExtension(2.0, max_length=3, alphabet="abc")
+        >>> reports = pem.randomize(["ab"] * 4000, np.random.default_rng(1))
+        >>> own, other = (pem.prefix_supports(reports, v).mean() for v in ("ab", "c"))
+        >>> bool(own > other)
+        True
+        """
+        arr = self.check_reports(reports)
+        (code,) = self.encode_values([value])
+        divisors = np.array([self.base ** (self.max_length - x) for x in self.lengths], np.uint64)
+        prefix = (code // divisors[arr["level"].astype(np.int64)]).astype(np.int64)
+        buckets = self.oracles[0].hash_buckets(arr["a"], arr["b"], prefix)
+        return np.asarray(buckets == arr["y"].astype(np.int64), dtype=np.bool_)
+
+    @property
     def params(self) -> dict[str, Any]:
         """Constructor parameters (JSON-ready)."""
         return {

@@ -612,16 +612,21 @@ PANELS = [TwoLayerDesign(Warner(p=0.9), Warner(p=0.75)),
 @needs_node
 @pytest.mark.slow
 @pytest.mark.parametrize("panel", PANELS, ids=["Warner", "k-ary"])
-def test_the_pages_panel_question_in_node_keeps_both_claims_and_its_memo(panel):
-    """panelReport, a new owner a respondent: each layer sound, at least 90% of its claim
-    and fitting at 60,000 draws an input (99% family-wise over the 4 checks), and the
-    memo kept across two waves with the instantaneous draw fresh."""
+def test_the_pages_panel_question_in_node_keeps_both_claims_and_its_memo(panel, npm_module):
+    """panelReport, a new owner a respondent (an HMAC each: about 3,000 a second): each
+    layer of the page's module sound, at least 90% of its claim and fitting at 60,000
+    draws an input (99% family-wise over the 4 checks), and the memo kept across two
+    waves with the instantaneous draw fresh; the npm package's copy sound at 10,000 and
+    keeping its memo."""
     module = WEB / "randomizer.js"
     encode = node_panel_encoders(panel, module)
     for audit in audit_epsilon(panel, n=60_000, confidence=1 - 0.01 / 4, encode=encode):
         assert not audit.exceeds and audit.tightness >= 0.9, audit
     assert not any(f.rejects for f in fit_test(panel, n=60_000, alpha=0.01 / 4, encode=encode))
     assert node_panel_memo_check(panel, module).passes
+    encode = node_panel_encoders(panel, npm_module)
+    assert not any(a.exceeds for a in audit_epsilon(panel, n=10_000, encode=encode))
+    assert node_panel_memo_check(panel, npm_module, n=1_024).passes
 
 
 #: Defects planted in the page's panelReport: (name, text replaced, replacement, check).
@@ -831,7 +836,7 @@ def _serve_defect(tab: Any, base: str, name: str, old: str, new: str) -> str:
 def test_the_pages_randomizer_in_chromium_is_sound_fits_reads_crypto_and_keeps_time(page):
     tab, base = page
     url = f"{base}/static/randomizer.js"
-    for design in (Warner(p=0.75), KaryRR(k=4, epsilon=2.0)):
+    for design in (Warner(p=0.75), ForcedResponse(p_yes=0.2, p_no=0.1), KaryRR(k=4, epsilon=2.0)):
         encode = page_encoder(tab.evaluate, design, url)
         (audit,) = audit_epsilon(design, n=30_000, confidence=1 - 0.01 / 4, encode=encode)
         assert not audit.exceeds and audit.tightness >= 0.9, audit

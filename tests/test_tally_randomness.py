@@ -177,16 +177,30 @@ def test_a_forked_child_never_repeats_its_parents_stream():
 
 @pytest.mark.parametrize("length", [0, 17, BUFFER_BYTES // 4 - 1, BUFFER_BYTES, (1 << 24) + 33])
 def test_secure_bytes_are_a_read_only_view_of_exactly_the_keystream(length):
-    """``bytes`` writes the keystream into an uninitialised buffer (no zero-fill, no
+    """``bytes_view`` writes the keystream into an uninitialised buffer (no zero-fill, no
     trim: issue 44) and hands out a read-only view of exactly ``length`` bytes; two
     requests never overlap (each ends with a new key, or takes fresh buffer bytes)."""
     source = SecureRandom()
-    out = source.bytes(length)
+    out = source.bytes_view(length)
     assert isinstance(out, memoryview) and out.readonly and out.format == "B"
     assert len(out) == out.nbytes == length and bytes(out) == out.tobytes()
     with pytest.raises(TypeError):
         out[:1] = b"\0"  # the caller cannot scribble on it
     if length >= 64:
-        again = source.bytes(length)
+        again = source.bytes_view(length)
         assert bytes(out[:64]) != bytes(again[:64])  # 2^-512 to fail by chance
         assert np.frombuffer(out, dtype=np.uint8)[-32:].any()  # the tail is keystream too
+
+
+@pytest.mark.parametrize("length", [0, 1, 17, BUFFER_BYTES + 3])
+def test_secure_bytes_are_bytes_as_the_standard_sources_give(length):
+    """``SecureRandom.bytes`` returns ``bytes``, as ``random.randbytes`` and NumPy's
+    ``Generator.bytes`` do; two requests differ."""
+    import random
+
+    source = SecureRandom()
+    out = source.bytes(length)
+    assert type(out) is bytes is type(random.randbytes(length))
+    assert type(out) is type(np.random.default_rng(0).bytes(length)) and len(out) == length
+    if length >= 17:
+        assert out != source.bytes(length)  # 2^-136 to fail by chance

@@ -7,9 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import binom
 
-from deniable import Crosswise, Warner, estimate
+from deniable import Crosswise, ForcedResponse, Warner, estimate
 from deniable.analysis import validation_check
+from deniable.analysis._known._known_prevalence import exact_pvalues
 from deniable.collection.model._survey import load_survey
 from deniable.collection.store._storage import Store
 from deniable.errors import SurveyError
@@ -33,7 +35,11 @@ def test_the_standard_error_is_the_exact_one_at_the_known_prevalence():
     assert check.std_error == pytest.approx(math.sqrt(0.45 * 0.55 / (n * 0.25)), rel=1e-12)
     assert check.estimate == pytest.approx((260 / n - 0.25) / 0.5, rel=1e-12)
     assert check.z == pytest.approx(check.difference / check.std_error)
-    assert check.pvalue_false_negatives + check.pvalue_false_positives == pytest.approx(1.0)
+    # exact tails of the count of 'yes' reports, Binomial(600, 0.45): they share P(Y = 260)
+    assert check.pvalue_false_negatives == pytest.approx(binom.cdf(260, n, 0.45), rel=1e-12)
+    assert check.pvalue_false_positives == pytest.approx(binom.sf(259, n, 0.45), rel=1e-12)
+    both = check.pvalue_false_negatives + check.pvalue_false_positives
+    assert both == pytest.approx(1.0 + binom.pmf(260, n, 0.45), rel=1e-12)
     all_no = estimate(Crosswise(p=0.25), np.zeros(400, dtype=np.int64))
     assert all_no.std_error[1] == 0
     check = validation_check(all_no, 0.0)
@@ -49,11 +55,56 @@ def test_bad_arguments_are_named():
         validation_check(kary, 0.2)
 
 
+def _size(design, known: float, n: int, side: int, alpha: float = 0.05) -> float:
+    """The exact size: the null probability of every report count whose p-value (side 0:
+    false positives, 1: false negatives) is at most alpha."""
+    m = np.asarray(design.matrix, dtype=np.float64)
+    share = m[1, 0] * (1 - known) + m[1, 1] * known  # P(report 1) under the null
+    size = 0.0
+    for ones in range(n + 1):
+        pvalue = exact_pvalues(m, known, n, np.array([n - ones, ones]))[side]
+        size += binom.pmf(ones, n, share) * (pvalue <= alpha)
+    return size
+
+
+@pytest.mark.parametrize(
+    ("design", "known"),
+    [(ForcedResponse(p_yes=0.1, p_no=0.2), 0.0), (Warner(p=0.8), 0.0),
+     (Crosswise(p=0.25), 0.0), (Warner(p=0.8), 0.3), (ForcedResponse(p_yes=0.1, p_no=0.2), 0.5)],
+)  # fmt: skip
+def test_the_exact_test_is_never_over_size_at_small_n(design, known):
+    """Both one-sided tests at nominal 0.05 have size at most 0.05 at every n of 50-300,
+    by exact enumeration of the report counts (the normal approximation reached 0.073
+    for forced response (0.1, 0.2), n 100, known 0: checked here too)."""
+    for n in range(50, 301, 10):
+        for side in (0, 1):
+            assert _size(design, known, n, side) <= 0.05, (n, side)
+    m = np.asarray(ForcedResponse(p_yes=0.1, p_no=0.2).matrix)
+    lam, n = m[1, 0], 100  # the normal approximation's size there, for the record
+    se = math.sqrt(lam * (1 - lam) / n) / (m[1, 1] - m[1, 0])
+    z = (np.arange(n + 1) / n - lam) / (m[1, 1] - m[1, 0]) / se
+    normal = float(binom.pmf(np.arange(n + 1), n, lam)[z >= 1.6448536269514722].sum())
+    assert normal > 0.06
+
+
+def test_the_check_gives_the_exact_p_values_of_its_counts():
+    rng = np.random.default_rng(65)
+    design = ForcedResponse(p_yes=0.1, p_no=0.2)
+    for n in (50, 120, 300):
+        reports = _reports(design, (rng.random(n) < 0.1).astype(np.int64), rng)
+        check = validation_check(estimate(design, reports), 0.05)
+        counts = np.bincount(reports, minlength=2)
+        m = np.asarray(design.matrix, dtype=np.float64)
+        assert (check.pvalue_false_positives, check.pvalue_false_negatives) == exact_pvalues(
+            m, 0.05, n, counts
+        )
+
+
 @pytest.mark.slow  # 2-5 s, a simulation over many surveys or fits: the whole suite
 def test_the_test_holds_its_level_and_finds_false_positives_and_negatives(rng):
     """2,000 surveys of 1,000 through Crosswise(0.25): where respondents follow the
-    design, a zero-prevalence item is flagged at 5% about 5% of the time (within 4
-    binomial SEs); where 8% say "yes" to what nobody carries (Höglinger & Diekmann's
+    design, a zero-prevalence item is flagged at 5% as often as the exact test's size
+    says (within 4 binomial SEs); where 8% say "yes" to what nobody carries (Höglinger & Diekmann's
     false positives), the mean difference is 0.08 within 4 SEs of the mean; a
     known-prevalence item of 0.3 whose carriers deny a third of the time gives -0.1."""
     design, n, surveys = Crosswise(p=0.25), 1_000, 2_000
@@ -67,7 +118,10 @@ def test_the_test_holds_its_level_and_finds_false_positives_and_negatives(rng):
         denied = carriers & (rng.random(n) < 1 / 3)
         said = (carriers & ~denied).astype(np.int64)
         fn.append(validation_check(estimate(design, _reports(design, said, rng)), 0.3).difference)
-    assert abs(flagged / surveys - 0.05) <= Z4 * math.sqrt(0.05 * 0.95 / surveys)
+    size = _size(design, 0.0, n, 0)  # the exact test's size, at most 0.05
+    assert size <= 0.05 and abs(flagged / surveys - size) <= Z4 * math.sqrt(
+        size * (1 - size) / surveys
+    )
     for values, want in ((fp, 0.08), (fn, -0.1)):
         values_ = np.array(values)
         assert abs(values_.mean() - want) <= Z4 * values_.std(ddof=1) / math.sqrt(surveys)

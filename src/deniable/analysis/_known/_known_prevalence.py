@@ -12,7 +12,11 @@ never links a report to a person.
 
 The test uses the unbiased moment estimate and its exact standard error *at the known
 prevalence* (the null hypothesis), not the plug-in one, so an arm whose reports all
-fell one way (plug-in standard error 0) is still tested.
+fell one way (plug-in standard error 0) is still tested. Its p-values are exact: a
+binary design's moment estimate is monotone in the count of reports of the second kind,
+which is Binomial(n, lambda) under the null, ``lambda = M[1, 0] (1 - known) + M[1, 1]
+known`` (the normal approximation was over-size at small n: 0.073 at nominal 0.05 for
+forced response (0.1, 0.2), n 100, known 0).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..._validation import JSON, check_probability
 from ...estimation import PrevalenceEstimate
@@ -47,8 +52,10 @@ class ValidationCheck:
     z : float
         ``difference / std_error``.
     pvalue_false_positives, pvalue_false_negatives : float in [0, 1]
-        One-sided p-values of "no false positives" (``P(Z >= z)``) and "no false
-        negatives" (``P(Z <= z)``), normal approximation.
+        Exact one-sided p-values of "no false positives" (an estimate at least this
+        high) and "no false negatives" (at least this low) under the null: binomial
+        tails of the count of reports that raise the estimate (their sum is ``1 +``
+        the probability of the count observed).
     n : int
         Respondents.
 
@@ -62,7 +69,7 @@ class ValidationCheck:
     >>> round(check.difference, 3), round(check.std_error, 4)
     (0.05, 0.0433)
     >>> round(check.pvalue_false_positives, 3)
-    0.124
+    0.137
     """
 
     known: float
@@ -120,10 +127,8 @@ def validation_check(result: PrevalenceEstimate, known: float) -> ValidationChec
     >>> round(check.difference, 4), round(check.std_error, 4)
     (-0.0333, 0.0406)
     >>> round(check.pvalue_false_negatives, 3)
-    0.206
+    0.218
     """
-    from scipy import stats
-
     from ...estimation import moment_batch, moment_covariance
     from ...tallies import Tally
 
@@ -149,13 +154,55 @@ def validation_check(result: PrevalenceEstimate, known: float) -> ValidationChec
     # a design that reveals the answer at this prevalence (SE 0): any difference is certain
     certain = math.copysign(math.inf, difference) if difference else 0.0
     z = difference / se if se > 0 else certain
+    fp, fn = exact_pvalues(np.asarray(channel.matrix, dtype=np.float64), known, n, counts)
     return ValidationCheck(
         known=known,
         estimate=estimate,
         difference=difference,
         std_error=se,
         z=z,
-        pvalue_false_positives=float(stats.norm.sf(z)),
-        pvalue_false_negatives=float(stats.norm.cdf(z)),
+        pvalue_false_positives=fp,
+        pvalue_false_negatives=fn,
         n=n,
     )
+
+
+def exact_pvalues(
+    matrix: NDArray[np.float64], known: float, n: int, counts: NDArray[np.int64]
+) -> tuple[float, float]:
+    """Exact one-sided p-values of "no false positives" and "no false negatives".
+
+    Parameters
+    ----------
+    matrix : ndarray of float64, shape (2, 2)
+        The binary design's ``Pr(report r | answer t)``.
+    known : float in [0, 1]
+    n : int
+        Respondents, ``counts.sum()``.
+    counts : ndarray of int64, shape (2,)
+        Reports of each kind.
+
+    Returns
+    -------
+    fp, fn : float in [0, 1]
+        ``P(estimate >= observed)`` and ``P(estimate <= observed)`` under the null,
+        binomial tails of the count of the report whose share rises with the prevalence
+        (both 1 for a design whose reports do not depend on the answer).
+
+    Examples
+    --------
+    >>> m = np.array([[0.75, 0.25], [0.25, 0.75]])  # Warner(0.75)
+    >>> [round(p, 4) for p in exact_pvalues(m, 0.0, 10, np.array([5, 5]))]
+    [0.0781, 0.9803]
+    """
+    from scipy.stats import binom
+
+    slope = float(matrix[1, 1] - matrix[1, 0])
+    if slope == 0.0:
+        return 1.0, 1.0
+    rising = 1 if slope > 0 else 0  # the report whose count the estimate increases with
+    share = float(matrix[rising, 0] * (1.0 - known) + matrix[rising, 1] * known)
+    y = int(counts[rising])
+    upper = float(binom.sf(y - 1, n, share))  # P(Y >= y)
+    lower = float(binom.cdf(y, n, share))  # P(Y <= y)
+    return upper, lower

@@ -316,6 +316,49 @@ def test_the_ceiling_model_recovers_a_population_of_ceiling_liars() -> None:
         list_regression("y ~ 1", data, treat="treat", items=j, floor=True, liar_prior="flat")
 
 
+@pytest.mark.slow
+def test_a_liars_share_at_its_boundary_is_held_there_and_the_interval_covers() -> None:
+    """Issue 65: 200 surveys of bench/list_liars.py's setting with ceiling liars (0.3)
+    and none at the floor, so that the floor share's maximum is at 0 in many: there it
+    is held (NaN standard errors and a warning) instead of running off with a standard
+    error of 10^5 and converged=True; no finite standard error above 100; the 95%
+    interval covers 0.3 within 4 binomial standard errors of 0.95 (bench/list_liars.py
+    runs 1,000 a setting: 0.955 with both kinds of liars)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "list_liars", Path(__file__).resolve().parents[1] / "bench" / "list_liars.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    surveys = 200
+    result = bench.run(surveys, 2_000, 0.3, 0.0, seed=65)
+    assert result["held"] >= 20, result  # the boundary is met, and handled
+    assert result["largest_finite_se"] <= 100, result
+    assert result["coverage"] >= 0.95 - Z4 * math.sqrt(0.95 * 0.05 / surveys), result
+    assert abs(result["mean"] - 0.3) <= Z4 * result["sd"] / math.sqrt(surveys), result
+
+
+def test_a_floor_share_at_zero_gives_nan_standard_errors_and_a_warning() -> None:
+    """One survey whose floor liars' maximum is at 0 (seeded: the first such among
+    the seeds 0-2 of this setting): the floor block is held, its standard errors NaN,
+    with a warning; the rest finite and the fit converged."""
+    rng = np.random.default_rng(2)
+    n, j = 2_000, 3
+    t = rng.random(n) < 0.5
+    z = rng.random(n) < 0.3
+    y0 = rng.binomial(j, 0.5, n)
+    ceiling = t & z & (y0 == j) & (rng.random(n) < 0.3)
+    data = pd.DataFrame({"y": y0 + (t & z) - ceiling, "treat": t.astype(int)})
+    with pytest.warns(UserWarning, match="floor liars' share is at its boundary"):
+        fit = list_regression("y ~ 1", data, treat="treat", items=j, ceiling=True, floor=True)
+    assert fit.converged and math.isnan(fit.bse["floor.Intercept"])
+    assert fit.params["floor.Intercept"] == -30.0
+    others = fit.bse.drop("floor.Intercept")
+    assert np.all(np.isfinite(others)) and others.max() < 100
+
+
 # ictreg's documented ceiling and floor examples (Blair & Imai 2012, Table 7, columns 3-8:
 # affirm, J = 3, liars modelled on age + college + male + south, ceiling.fit and
 # floor.fit "bayesglm"), R's EM run 3,000 iterations (its own stopping rule halts it early:

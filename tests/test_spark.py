@@ -208,11 +208,13 @@ def test_string_heavy_hitters_on_spark_name_a_malformed_column(
 def test_a_frame_over_large_row_groups_is_refused_naming_the_row_group_path(
     spark, tmp_path, monkeypatch
 ):
-    """Issue 44: Spark's JVM decodes a Parquet row group's column chunks whole (a 1 GB
-    row group took its heap to 3.2 GB), so a DataFrame tally over row groups of more
-    than MAX_FRAME_ROW_GROUP_BYTES of reports is refused and tally_parquet named; the
-    row-group path tallies the same file. The bound is lowered here to keep the file
-    small."""
+    """Issues 44 and 65: Spark's JVM decodes a Parquet row group's column chunks whole,
+    as many at once as it runs tasks (a 1 GB row group took its heap to 3.2 GB; four of
+    246 MiB on two cores added 2,194 MiB), so a DataFrame tally is refused, naming
+    tally_parquet, where one row group holds more than MAX_FRAME_BYTES_IN_FLIGHT over
+    the tasks (two here) of reports; the row-group path tallies the same file. The bound
+    is lowered here to keep the files small: one row group of about 522,000 bytes, then
+    the same reports in four row groups of about 131,000."""
     import pyarrow.parquet as pq
 
     from deniable.errors import MemoryLimitError
@@ -223,14 +225,20 @@ def test_a_frame_over_large_row_groups_is_refused_naming_the_row_group_path(
 
     oue = UnaryEncoding(k=1000, epsilon=1.0)
     rng = np.random.default_rng(44)
-    path = tmp_path / "wide.parquet"
-    pq.write_table(report_table(oue, rng.integers(0, 256, size=(4000, 125), dtype=np.uint8)), path)
-    monkeypatch.setattr(_spark_rows, "MAX_FRAME_ROW_GROUP_BYTES", 100_000)
-    with pytest.raises(MemoryLimitError, match=r"tables\.spark\.tally_parquet"):
-        tally(oue, spark.read.parquet(str(path)))
-    assert tally_parquet(oue, spark, str(path)).n == 4000
-    monkeypatch.setattr(_spark_rows, "MAX_FRAME_ROW_GROUP_BYTES", 1 << 28)
-    assert tally(oue, spark.read.parquet(str(path))).n == 4000
+    table = report_table(oue, rng.integers(0, 256, size=(4000, 125), dtype=np.uint8))
+    one, four = tmp_path / "one.parquet", tmp_path / "four.parquet"
+    pq.write_table(table, one)
+    pq.write_table(table, four, row_group_size=1000)
+    assert _spark_rows.frame_row_group_limit(spark.read.parquet(str(one)))[1] == 2
+    monkeypatch.setattr(_spark_rows, "MAX_FRAME_BYTES_IN_FLIGHT", 200_000)  # 100,000 a group
+    for path in (one, four):  # four groups of about 131,000 (125 bytes a row and lengths)
+        with pytest.raises(MemoryLimitError, match=r"tables\.spark\.tally_parquet"):
+            tally(oue, spark.read.parquet(str(path)))
+        assert tally_parquet(oue, spark, str(path)).n == 4000
+    monkeypatch.setattr(_spark_rows, "MAX_FRAME_BYTES_IN_FLIGHT", 300_000)  # 150,000 a group
+    assert tally(oue, spark.read.parquet(str(four))).n == 4000
+    with pytest.raises(MemoryLimitError, match="2 at once"):
+        tally(oue, spark.read.parquet(str(one)))
 
 
 _STANDALONE_CHILD = """

@@ -22,11 +22,22 @@ liars' coefficients take the weakly informative priors of Gelman, Jakulin, Pitta
 intercept and Cauchy(0, 2.5) on each other coefficient, unscaled. The estimate is then
 the posterior mode, and its standard errors come from the observed information of the
 log posterior.
+
+Without a prior, a liars' share may have its maximum at 0 (no liars of that kind): its
+intercept then runs off towards minus infinity, where the log-likelihood is flat, and
+the observed information gives it a standard error of 10^5 or more. An intercept below
+:data:`BOUNDARY_LOGIT` is tested against the boundary as the overdispersed model's
+``rho`` is: the block is held at a share of 0 (intercept :data:`HELD_LOGIT`, other
+coefficients 0), the rest refitted, and where a share of 1e-6 does no better the
+boundary is taken, with NaN standard errors for the block and a warning; the others'
+are those of the model with the block held there.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -34,10 +45,25 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import special
 
-from .._fitting import ModelFrame, maximise_score, model_frame, score_hessian
+from .._fitting import (
+    ModelFrame,
+    inverse_information,
+    maximise_score,
+    model_frame,
+    score_hessian,
+)
 from ._channel import ChannelLikelihood
 
 __all__ = ["LiarLikelihood", "fit_liars", "liar_prior_scales", "log_binomial"]
+
+#: A liars' intercept below this (a share under 4.5e-5) is tested against the boundary 0.
+BOUNDARY_LOGIT = -10.0
+#: The intercept at which a share at the boundary is held (a share of 9.4e-14).
+HELD_LOGIT = -30.0
+#: The share whose log-likelihood is compared with the boundary's.
+STEP_SHARE = 1e-6
+
+ValueAndScore = Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]]
 
 #: ``liar_prior`` values: none (maximum likelihood), Gelman et al.'s Cauchy priors, or
 #: those priors with R's standard errors (every scale 2.5 in the information).
@@ -244,21 +270,93 @@ def fit_liars(
     if channel is not None:
         return _fit_through(lik, start, max_iter, channel, names)
     begin = _begin(lik, start)
+    bare = LiarLikelihood(y, t, frame.X, j, designs[0], designs[1], (None, None))
+    if prior is None:  # a share's maximum may be at 0: held there, NaN standard errors
+        theta = maximise_score(lik.value_and_score, begin, max_iter)
+        theta, score, cov = _at_boundary(lik.value_and_score, theta, lik, names, max_iter)
+        return theta, bare.value_and_score(theta)[0], score, cov, names
     if prior == "list_package":
         theta, score = _bayesglm_fixed_point(lik, begin, max_iter)
     else:
         theta = maximise_score(lik.value_and_score, begin, max_iter)
         _, score = lik.value_and_score(theta)
     # the log-likelihood at the estimate, without the prior (as R reports it)
-    ll = LiarLikelihood(y, t, frame.X, j, designs[0], designs[1], (None, None)).value_and_score(
-        theta
-    )[0]
+    ll = bare.value_and_score(theta)[0]
     information = lik
     if prior == "list_package":  # R's Hessian: every liar coefficient at scale 2.5
         flat = [None if s is None else np.full(s.size, 2.5) for s in scales]
         information = LiarLikelihood(y, t, frame.X, j, designs[0], designs[1], (flat[0], flat[1]))
     cov = np.asarray(np.linalg.inv(-score_hessian(information.value_and_score, theta)))
     return theta, ll, score, cov, names
+
+
+def _blocks(lik: LiarLikelihood, names: list[str]) -> list[tuple[str, int, int, int]]:
+    """``(label, first index, width, intercept index)`` of each liar block with an
+    intercept."""
+    out = []
+    for label, offset, width in (("floor", 2 * lik.k, lik.k_floor),
+                                 ("ceiling", 2 * lik.k + lik.k_floor, lik.k_ceiling)):  # fmt: skip
+        block = names[offset - 2 * lik.k : offset - 2 * lik.k + width]
+        if width and f"{label}.Intercept" in block:
+            out.append((label, offset, width, offset + block.index(f"{label}.Intercept")))
+    return out
+
+
+def _held(
+    value_and_score: ValueAndScore, size: int, fixed: dict[int, float]
+) -> tuple[ValueAndScore, Callable[[NDArray[np.float64]], NDArray[np.float64]], list[int]]:
+    """The objective of the coefficients not in ``fixed``, those held at their values."""
+    keep = [i for i in range(size) if i not in fixed]
+
+    def full(free: NDArray[np.float64]) -> NDArray[np.float64]:
+        theta = np.empty(size)
+        theta[keep] = free
+        for i, v in fixed.items():
+            theta[i] = v
+        return theta
+
+    def held(free: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        value, score = value_and_score(full(free))
+        return value, score[keep]
+
+    return held, full, keep
+
+
+def _at_boundary(
+    value_and_score: ValueAndScore,
+    theta: NDArray[np.float64],
+    lik: LiarLikelihood,
+    names: list[str],
+    max_iter: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The maximum likelihood fit with any liars' share whose maximum is at 0 held there
+    (module text): ``(theta, score, covariance)``, NaN in the held blocks' rows."""
+    fixed: dict[int, float] = {}
+    for label, offset, width, intercept in _blocks(lik, names):
+        if theta[intercept] >= BOUNDARY_LOGIT:
+            continue
+        block = {offset + i: 0.0 for i in range(width)} | {intercept: HELD_LOGIT}
+        trial = fixed | block
+        held, full, keep = _held(value_and_score, theta.size, trial)
+        at = full(maximise_score(held, theta[keep], max_iter))
+        step = at.copy()
+        step[intercept] = math.log(STEP_SHARE / (1 - STEP_SHARE))
+        if value_and_score(step)[0] <= value_and_score(at)[0]:
+            fixed, theta = trial, at
+            warnings.warn(
+                f"the {label} liars' share is at its boundary (0: no {label} liars): its "
+                "coefficients' standard errors are undefined (NaN) and the others' are "
+                "those of the model with it held there",
+                stacklevel=6,
+            )
+    held, _, keep = _held(value_and_score, theta.size, fixed)
+    _, score_free = held(theta[keep])
+    cov_free = inverse_information(-score_hessian(held, theta[keep]), "the observed information")
+    cov = np.full((theta.size, theta.size), np.nan)
+    cov[np.ix_(keep, keep)] = cov_free
+    score = np.zeros(theta.size)
+    score[keep] = score_free
+    return theta, score, cov
 
 
 def _begin(lik: LiarLikelihood, start: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -54,22 +54,36 @@ def _row_group_batches(filesystem: Any, path: str, group: int, columns: list[str
         yield from reader.iter_batches(batch_size=rows, row_groups=[group], columns=columns)
 
 
-#: A Parquet row group Spark's JVM reads for a DataFrame tally may hold at most this
-#: many stored bytes of the report columns (the JVM decodes a row group's column chunks;
-#: a 1 GB row group took its heap to 3.2 GB): 256 MiB, 16 default batches.
-MAX_FRAME_ROW_GROUP_BYTES = 1 << 28
+#: Stored bytes of the report columns Spark's JVM may decode at once for a DataFrame
+#: tally. Its tasks each read a Parquet row group's column chunks whole, up to
+#: ``defaultParallelism`` of them at a time, at 3.2-4.5 times their stored bytes on the
+#: heap (one row group of 1 GB took it to 3.2 GB; four of 246 MiB on two cores added
+#: 2,194 MiB): 64 MiB in flight keeps a JVM under 300 MB, and a row group may hold
+#: ``MAX_FRAME_BYTES_IN_FLIGHT / defaultParallelism`` (32 MiB on two cores).
+MAX_FRAME_BYTES_IN_FLIGHT = 1 << 26
+
+
+def frame_row_group_limit(frame: Any) -> tuple[int, int]:
+    """``(bytes a row group may hold, tasks at once)`` for a DataFrame tally of ``frame``:
+    :data:`MAX_FRAME_BYTES_IN_FLIGHT` over the session's ``defaultParallelism``."""
+    try:
+        tasks = max(1, int(frame.sparkSession.sparkContext.defaultParallelism))
+    except Exception:  # a session without a context (Spark Connect): one task at a time
+        tasks = 1
+    return MAX_FRAME_BYTES_IN_FLIGHT // tasks, tasks
 
 
 def refuse_large_row_groups(frame: Any, columns: list[str]) -> None:
     """Refuse a DataFrame tally over Parquet files whose row groups are too large for
-    the JVM to read within bounded memory, naming the row-group path instead.
+    Spark's JVM to decode within bounded memory, naming the row-group path instead.
 
     Raises
     ------
     MemoryLimitError
         If a row group of the frame's Parquet input files holds more than
-        :data:`MAX_FRAME_ROW_GROUP_BYTES` of ``columns`` (uncompressed), naming
-        ``deniable.tables.spark.tally_parquet``, which reads it batch by batch.
+        :data:`MAX_FRAME_BYTES_IN_FLIGHT` / ``defaultParallelism`` bytes of ``columns``
+        (uncompressed: the row groups the tasks decode at once would pass the bound),
+        naming ``deniable.tables.spark.tally_parquet``, which reads them batch by batch.
     """
     from ..errors import MemoryLimitError
     from ._batches import stored_bytes
@@ -80,21 +94,23 @@ def refuse_large_row_groups(frame: Any, columns: list[str]) -> None:
         files = [f for f in frame.inputFiles() if f.endswith((".parquet", ".pq"))]
     except Exception:  # a frame without input files (created in memory, a join)
         return
+    limit, tasks = frame_row_group_limit(frame)
     for uri in files:
         filesystem, path = fs.FileSystem.from_uri(uri)
         with filesystem.open_input_file(path) as handle:
             meta = pq.ParquetFile(handle).metadata
         for g in range(meta.num_row_groups):
             stored = stored_bytes(meta.row_group(g), columns)
-            if stored > MAX_FRAME_ROW_GROUP_BYTES:
+            if stored > limit:
                 raise MemoryLimitError(
                     f"row group {g} of {uri} holds {stored:,} bytes of reports, more than "
-                    f"the {MAX_FRAME_ROW_GROUP_BYTES:,} Spark's JVM may read at once for a "
-                    "DataFrame tally: tally the files with "
-                    "deniable.tables.spark.tally_parquet(mechanism, spark, path), the "
+                    f"the {limit:,} a DataFrame tally allows a row group: Spark's JVM decodes "
+                    f"row groups whole, {tasks} at once here, and at most "
+                    f"{MAX_FRAME_BYTES_IN_FLIGHT:,} bytes may be in flight; tally the files "
+                    "with deniable.tables.spark.tally_parquet(mechanism, spark, path), the "
                     "row-group path, which reads them batch by batch",
                     stored,
-                    MAX_FRAME_ROW_GROUP_BYTES,
+                    limit,
                 )
 
 

@@ -171,12 +171,11 @@ def _prefix_pvalues(
     levels = np.asarray(mech.level_probabilities, dtype=np.float64)
     p, q = float(mech.channel.p_star), float(mech.channel.q_star)
     pvalues = []
-    for x in (target.x0, target.x1):
+    for x, y in ((target.x0, target.x1), (target.x1, target.x0)):
         counts = np.zeros(levels.size, dtype=np.int64)
         own = other = 0
         for reports in _draw(target, encode, x, n, rng):
             counts += np.bincount(reports["level"].astype(np.int64), minlength=levels.size)
-            y = target.x1 if x == target.x0 else target.x0
             own += int(np.count_nonzero(mech.prefix_supports(reports, x)))
             other += int(np.count_nonzero(mech.prefix_supports(reports, y)))
         pvalues.append(float(chisquare(counts, n * levels).pvalue) if levels.size > 1 else 1.0)

@@ -147,13 +147,16 @@ def test_an_unknown_mechanism_is_named():
 @pytest.mark.parametrize("runtime", ["numpy", "numba"])
 def test_no_shipped_encoder_measures_above_its_claim_and_each_fits_its_channel(runtime):
     """99% family-wise: each bound at 1 - 0.01 / m and each fit test at 0.01 / m over the m
-    targets; 40,000 draws an input."""
+    targets; 40,000 draws an input. A fit's rejection counts only when fresh draws confirm
+    it (``confirm=True``): unconfirmed, each such family fails a correct encoder one run in
+    a hundred, and the suite holds ten (a CI run failed so on OLH's numba path, adjusted
+    p 2.8e-4; 150 fresh fits of it gave p-values no smaller than uniform)."""
     targets = shipped()
     m = sum(2 if isinstance(t, TwoLayerDesign) else 1 for t in targets)
     for mech in targets:
         for audit in audit_epsilon(mech, n=40_000, confidence=1 - 0.01 / m, runtime=runtime):
             assert not audit.exceeds, audit
-        for fit in fit_test(mech, n=40_000, alpha=0.01 / m, runtime=runtime):
+        for fit in fit_test(mech, n=40_000, alpha=0.01 / m, runtime=runtime, confirm=True):
             assert not fit.rejects, fit
         assert all(s.passes for s in source_check(mech, n=8_192)), mech
 
@@ -170,7 +173,7 @@ def test_rappors_two_layers_are_audited_apart_sound_tight_and_secure():
     assert report.claimed == pytest.approx(rappor.epsilon_report)
     for audit in (lifetime, report):
         assert not audit.exceeds and audit.tightness >= 0.9, audit
-    assert not any(f.rejects for f in fit_test(rappor, n=40_000, alpha=0.01 / 4))
+    assert not any(f.rejects for f in fit_test(rappor, n=40_000, alpha=0.01 / 4, confirm=True))
     assert all(s.passes for s in source_check(Rappor(n_bloom_bits=16, h=2, n_cohorts=4), n=4_096))
 
 
@@ -342,12 +345,13 @@ DEFECTS: list[tuple[str, Any, Encoder, str, str | None]] = [
 @pytest.mark.parametrize(("defect", "claim", "encode", "check", "runtime"), DEFECTS,
                          ids=[d[0] for d in DEFECTS])  # fmt: skip
 def test_each_planted_defect_is_caught_by_name(defect, claim, encode, check, runtime):
-    """Each at 99% (bound, fit) or by the source check, 200,000 draws an input."""
+    """Each at 99% (bound, fit) or by the source check, 200,000 draws an input; a fit's
+    rejection confirmed on fresh draws, as the shipped encoders' tests ask."""
     if check == "bound":
         (audit,) = audit_epsilon(claim, n=200_000, encode=encode, runtime=runtime)
         assert audit.exceeds, (defect, audit)
     elif check == "fit":
-        (fit,) = fit_test(claim, n=200_000, encode=encode, runtime=runtime)
+        (fit,) = fit_test(claim, n=200_000, encode=encode, runtime=runtime, confirm=True)
         assert fit.rejects, (defect, fit)
     else:
         (source,) = source_check(claim, encode=encode)
@@ -540,7 +544,7 @@ def test_the_release_post_randomization_is_sound_tight_and_secure(qid, kind):
     encode = pram_encoder(survey, "dq", qid)
     (audit,) = audit_epsilon(channel, n=30_000, encode=encode)
     assert not audit.exceeds and audit.tightness >= 0.9, audit
-    (fit,) = fit_test(channel, n=30_000, encode=encode)
+    (fit,) = fit_test(channel, n=30_000, encode=encode, confirm=True)
     assert not fit.rejects, fit
     assert source_check(channel, n=2_048, encode=encode)[0].passes
 
@@ -577,7 +581,7 @@ def test_the_browsers_randomizer_in_node_is_sound_tight_fits_and_reads_crypto_on
         encode = node_encoder(design, module)
         (audit,) = audit_epsilon(design, n=60_000, confidence=1 - 0.01 / 6, encode=encode)
         assert not audit.exceeds and audit.tightness >= 0.9, audit
-        (fit,) = fit_test(design, n=60_000, alpha=0.01 / 6, encode=encode)
+        (fit,) = fit_test(design, n=60_000, alpha=0.01 / 6, encode=encode, confirm=True)
         assert not fit.rejects, fit
         assert node_source_check(design, module, n=8_192).passes
 
@@ -622,7 +626,9 @@ def test_the_pages_panel_question_in_node_keeps_both_claims_and_its_memo(panel, 
     encode = node_panel_encoders(panel, module)
     for audit in audit_epsilon(panel, n=60_000, confidence=1 - 0.01 / 4, encode=encode):
         assert not audit.exceeds and audit.tightness >= 0.9, audit
-    assert not any(f.rejects for f in fit_test(panel, n=60_000, alpha=0.01 / 4, encode=encode))
+    assert not any(
+        f.rejects for f in fit_test(panel, n=60_000, alpha=0.01 / 4, encode=encode, confirm=True)
+    )
     assert node_panel_memo_check(panel, module).passes
     encode = node_panel_encoders(panel, npm_module)
     assert not any(a.exceeds for a in audit_epsilon(panel, n=10_000, encode=encode))
@@ -715,7 +721,7 @@ def test_the_browsers_oracle_encoders_in_node_are_sound_tight_fit_and_read_crypt
     encode = node_oracle_encoders(oracle, WEB / "oracles.js")
     (audit,) = audit_epsilon(oracle, n=60_000, confidence=1 - 0.01 / 3, encode=encode)
     assert not audit.exceeds and audit.tightness >= 0.9, audit
-    (fit,) = fit_test(oracle, n=60_000, alpha=0.01 / 3, encode=encode)
+    (fit,) = fit_test(oracle, n=60_000, alpha=0.01 / 3, encode=encode, confirm=True)
     assert not fit.rejects, fit
     assert all(c.passes for c in node_oracle_source_checks(oracle, WEB / "oracles.js", n=2_048))
 
@@ -730,7 +736,9 @@ def test_the_browsers_rappor_in_node_is_sound_fits_and_reads_crypto():
     encode = node_oracle_encoders(rappor, WEB / "oracles.js")
     for audit in audit_epsilon(rappor, n=20_000, confidence=1 - 0.01 / 6, encode=encode):
         assert not audit.exceeds, audit
-    assert not any(f.rejects for f in fit_test(rappor, n=20_000, alpha=0.01 / 6, encode=encode))
+    assert not any(
+        f.rejects for f in fit_test(rappor, n=20_000, alpha=0.01 / 6, encode=encode, confirm=True)
+    )
     checks = node_oracle_source_checks(rappor, WEB / "oracles.js", n=512)
     assert [c.passes for c in checks] == [True, True]
 
@@ -840,7 +848,7 @@ def test_the_pages_randomizer_in_chromium_is_sound_fits_reads_crypto_and_keeps_t
         encode = page_encoder(tab.evaluate, design, url)
         (audit,) = audit_epsilon(design, n=30_000, confidence=1 - 0.01 / 4, encode=encode)
         assert not audit.exceeds and audit.tightness >= 0.9, audit
-        (fit,) = fit_test(design, n=30_000, alpha=0.01 / 4, encode=encode)
+        (fit,) = fit_test(design, n=30_000, alpha=0.01 / 4, encode=encode, confirm=True)
         assert not fit.rejects, fit
         assert page_source_check(tab.evaluate, design, url, n=4_096).passes
         # pairs of batches of 1,000 calls: a gap is a leak when its 99.9% interval lies
@@ -891,7 +899,7 @@ def test_the_pages_oracle_encoders_in_chromium_are_sound_tight_fit_and_read_cryp
         encode = page_oracle_encoders(tab.evaluate, oracle, url)
         (audit,) = audit_epsilon(oracle, n=30_000, confidence=1 - 0.01 / 3, encode=encode)
         assert not audit.exceeds and audit.tightness >= 0.85, audit
-        (fit,) = fit_test(oracle, n=30_000, alpha=0.01 / 3, encode=encode)
+        (fit,) = fit_test(oracle, n=30_000, alpha=0.01 / 3, encode=encode, confirm=True)
         assert not fit.rejects, fit
         assert all(c.passes for c in page_oracle_source_checks(tab.evaluate, oracle, url))
     rappor = Rappor(n_bloom_bits=16, h=2, n_cohorts=1, f=0.5, p=0.5, q=0.75)
@@ -906,3 +914,30 @@ def test_the_pages_oracle_encoders_in_chromium_are_sound_tight_fit_and_read_cryp
                                                      content_type="text/javascript"))  # fmt: skip
     encode = page_oracle_encoders(tab.evaluate, oracle, defective)
     assert audit_epsilon(oracle, n=30_000, encode=encode)[0].exceeds, name
+
+
+def test_a_fit_rejection_counts_only_when_fresh_draws_confirm_it():
+    """An encoder off its channel on its first batch of draws only (a Warner p of 0.6 for
+    0.75, then the shipped encoder) is rejected unconfirmed and passes confirmed; one off
+    on every batch is rejected both ways, with the larger p-value kept."""
+    design = Warner(p=0.75)
+    calls = []
+
+    def first_only(inputs, rng):
+        calls.append(len(inputs))
+        p = 0.6 if len(calls) <= 2 else 0.75  # a target draws its two answers a batch
+        keep = rng.random(len(inputs)) < p
+        return np.where(keep, inputs, 1 - inputs)
+
+    def always(inputs, rng):
+        keep = rng.random(len(inputs)) < 0.6
+        return np.where(keep, inputs, 1 - inputs)
+
+    rng = np.random.default_rng(65)
+    (plain,) = fit_test(design, n=20_000, encode=first_only, rng=rng)
+    assert plain.rejects
+    calls.clear()
+    (confirmed,) = fit_test(design, n=20_000, encode=first_only, rng=rng, confirm=True)
+    assert not confirmed.rejects and confirmed.pvalue > 0.01
+    (both,) = fit_test(design, n=20_000, encode=always, rng=rng, confirm=True)
+    assert both.rejects

@@ -28,6 +28,8 @@ a 2-core machine: >= 2,000 responses/s sustained, p99 < 50 ms at 500 requests/s,
 issuance >= 500/s (the server process uses one core per worker). Then
 ``bench/ingest_waiting.py``: the store's commit rate with 0, 10^4 and 10^5 responses
 waiting against a survey without direct questions, and one release's time at 10^5.
+Last ``bench/results_reads.py``: ``GET .../results`` at 10^5 released responses for a
+plain survey, one with arms and one with a panel and a list question (goal: 0.5 s).
 """
 
 from __future__ import annotations
@@ -426,6 +428,10 @@ def main() -> None:
     import ingest_waiting
 
     ingest_waiting.main(commits=1000)
+    # the results' reads at 10^5 released responses: plain, with arms, panel and list
+    import results_reads
+
+    results_reads.main([])
 
 
 if __name__ == "__main__":

@@ -315,10 +315,14 @@ class ReleaseSchedule:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
+        from ..study import refresh_results
+
         while True:
             await asyncio.sleep(self.tick_seconds)
             try:
-                await run_in_threadpool(self.store.release_scheduled)
+                if await run_in_threadpool(self.store.release_scheduled):
+                    # the results readers asked for, computed now rather than at a read
+                    await run_in_threadpool(refresh_results, self.store)
             except Exception:  # the next tick retries  # pragma: no cover
                 log.exception("could not make the scheduled releases")
 

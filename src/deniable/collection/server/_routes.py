@@ -14,7 +14,7 @@ import secrets
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -26,7 +26,7 @@ from ..credentials import VARIANT
 from ..exports import FormatName, export_bytes
 from ..model import choose_language, parse_survey
 from ..store import Store
-from ..study import survey_results
+from ..study import refresh_results, survey_results
 from ._ingestion import (
     GroupCommitter,
     acknowledgement,
@@ -454,10 +454,16 @@ def unused_invitations(
 
 
 @analyst_router.post("/api/surveys/{survey_id}/release")
-def release(survey_id: SurveyId, request: Request, store: _StoreDep) -> dict[str, Any]:
+def release(
+    survey_id: SurveyId, request: Request, store: _StoreDep, later: BackgroundTasks
+) -> dict[str, Any]:
     """Release now every complete key cell of the survey's versions (as a scheduled
-    release would; audited): ``{"id", "released"}``, how many responses."""
-    return {"id": survey_id, "released": store.release(survey_id, actor=_actor(request))}
+    release would; audited): ``{"id", "released"}``, how many responses. The results
+    readers asked for are computed again after the answer (:func:`refresh_results`)."""
+    released = store.release(survey_id, actor=_actor(request))
+    if released:
+        later.add_task(refresh_results, store)
+    return {"id": survey_id, "released": released}
 
 
 @analyst_router.post("/api/surveys/{survey_id}/ingestion-keys", status_code=201)

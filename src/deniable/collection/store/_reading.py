@@ -82,6 +82,20 @@ class Released:
                     out[arm] = int(n)
         return out
 
+    def state(self, survey_id: str) -> tuple[tuple[int, int, int, int, int], ...]:
+        """What the releases of a survey id have made readable, in one primary-key read:
+        per version ``(version, released, releases, withheld, as_given)``, sorted. It
+        changes at a release, a close and a publish, never at a response's arrival, so
+        anything computed from the released rows alone can be kept until it changes
+        (the results' cache, :func:`deniable.collection.study.survey_results`)."""
+        c = staging_counts.c
+        q = select(c.version, c.released, c.releases, c.withheld, c.as_given).where(
+            c.survey_id == survey_id
+        )
+        with self._store.reader.connect() as conn:
+            rows = conn.execute(q).all()
+        return tuple(sorted((int(v), int(r), int(n), int(w), int(g)) for v, r, n, w, g in rows))
+
     def withheld(self, survey_id: str) -> dict[int, dict[str, int]]:
         """Per version of a survey id: ``withheld`` (waiting at a close, withheld for
         good) and ``as_given`` (released before post-randomization, their sensitive

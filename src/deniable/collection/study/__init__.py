@@ -13,7 +13,7 @@ from ._by_arm import study_frame as study_frame
 from ._campus import CampusStore, campus_store
 from ._demo_study import StudyRow, run_study
 from ._list_study import list_item as list_item
-from ._survey_results import survey_results
+from ._survey_results import refresh_results, survey_results
 
 __all__ = [
     "CampusStore",
@@ -21,6 +21,7 @@ __all__ = [
     "arm_analysis",
     "campus_store",
     "pooled_estimate",
+    "refresh_results",
     "run_study",
     "survey_results",
 ]

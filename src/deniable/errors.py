@@ -397,7 +397,8 @@ class IntervalCoverageWarning(DeniableWarning):
     >>> import warnings
     >>> import numpy as np
     >>> import deniable
-    >>> result = deniable.estimate(deniable.Warner(p=0.7), np.array([0] * 100 + [1] * 2))
+    >>> design = deniable.ForcedResponse(p_yes=0.25, p_no=0.25)
+    >>> result = deniable.estimate(design, np.array([0] * 18 + [1] * 12))
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     _ = result.confidence_interval(0.95, "bayes")

@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from ..mechanisms import FiniteChannel
 from ._bayes import category_prior
-from ._intervals import binary_hpd, prevalence_intervals
+from ._intervals import category_hpd, prevalence_intervals
 from ._variance import affine_map
 
 __all__ = [
@@ -110,7 +110,7 @@ def _count_intervals(
     r = int(amap.report[j])
     if method == "bayes":
         beta = category_prior(prior, j, design.n_truths)
-        return binary_hpd(amap, j, y, n, confidence_level, beta)
+        return category_hpd(design, amap, j, y, n, confidence_level, beta)
     lo2, hi2 = prevalence_intervals(design, _tallies(design, r, y, n), method, confidence_level)
     return lo2[:, j], hi2[:, j]
 
@@ -216,6 +216,23 @@ def _covered(
     return np.asarray((pmf * covers).sum(axis=1), dtype=np.float64)
 
 
+def boundary_left_out(
+    design: FiniteChannel,
+    n: int,
+    confidence_level: float,
+    j: int,
+    y: NDArray[np.int64],
+    low: NDArray[np.float64],
+    high: NDArray[np.float64],
+) -> NDArray[np.bool_]:
+    """Whether ``bayes``'s interval ``low, high`` of category ``j`` at each count ``y``
+    of its report leaves out 0 or 1 where ``feldman_cousins`` (at least the level at
+    every prevalence) keeps it: the credible interval's warning at a boundary
+    (:meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval`); shape (S,)."""
+    fc_low, fc_high = _count_intervals(design, n, "feldman_cousins", confidence_level, j, y, None)
+    return np.asarray(((low > 0) & (fc_low == 0)) | ((high < 1) & (fc_high == 1)))
+
+
 def warned_coverage(
     design: FiniteChannel,
     n: int,
@@ -246,6 +263,8 @@ def warned_coverage(
     else:
         center = np.clip(float(amap.intercept[j]) + float(amap.slope[j]) * y / n, 0.0, 1.0)
         warned = _local_mean(design, n, j, y, lo_y, hi_y, center) < FLOOR
+    if method == "bayes":  # and the credible interval's warning at a boundary
+        warned |= boundary_left_out(design, n, confidence_level, j, y, lo_y, hi_y)
     cover_all = np.empty(len(prevalences))
     cover_unwarned = np.empty(len(prevalences))
     share = np.empty(len(prevalences))

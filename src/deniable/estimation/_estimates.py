@@ -33,7 +33,6 @@ from ..tallies import RapporTally, SupportTally, Tally
 from ._base import ConfidenceInterval, EstimateResult, Summary, interval_dict, summary_table
 from ._intervals import (
     INTERVAL_METHODS,
-    binary_hpd,
     prevalence_intervals,
     share_interval,
     share_to_prevalence,
@@ -266,39 +265,21 @@ class PrevalenceEstimate(EstimateResult):
         """Warn when the credible interval leaves out 0 or 1 where the default
         (Feldman-Cousins, at least the level everywhere) keeps it: the case in which
         credible intervals under-cover (docs/coverage.md)."""
-        if affine_map(channel) is None:
+        from ._coverage_warning import boundary_left_out
+
+        amap = affine_map(channel)
+        if amap is None:
             return
         assert isinstance(self.tally, Tally)
-        fc_low, fc_high = prevalence_intervals(
-            channel,
-            self.tally.counts[None, :],
-            "feldman_cousins",
-            level,
-        )
-        out = [
-            f"{label!r} ({'0' if lo > 0 else '1'})"
-            for label, lo, hi, f_lo, f_hi in zip(
-                self.labels, low, high, fc_low[0], fc_high[0], strict=True
-            )
-            if (lo > 0 and f_lo == 0) or (hi < 1 and f_hi == 1)
-        ]
-        amap = affine_map(channel)
-        if channel.n_truths == 2 and amap is not None and not out:
-            # power: never narrower than at the count a boundary predicts
-            r = int(amap.report[1])
-            a, b = amap.share_range(channel)
-            y = self.tally.counts[r]
-            clipped = float(np.clip(y, self.n * a[1], self.n * b[1]))
-            if clipped != y:
-                prior = np.ones(2) if self.prior is None else self.prior
-                shape = (float(prior[1]), float(prior[0]))
-                lo_c, hi_c = binary_hpd(amap, 1, clipped, self.n, level, shape)
-                if high[1] < hi_c[0] - 1e-9 or low[1] > lo_c[0] + 1e-9:
-                    out.append(f"{self.labels[1]!r} (narrower than at the boundary's count)")
+        out = []
+        for j, label in enumerate(self.labels):
+            y = self.tally.counts[int(amap.report[j])]
+            if boundary_left_out(channel, self.n, level, j, np.array([y]), low[j:j + 1],
+                                 high[j:j + 1])[0]:  # fmt: skip
+                out.append(f"{label!r} ({'0' if low[j] > 0 else '1'})")
         if out:
             warnings.warn(
-                f"the credible interval leaves out a boundary the data do not rule out, or "
-                f"is narrower there than an estimate at the boundary would be, for "
+                f"the credible interval leaves out a boundary the data do not rule out, for "
                 f"{', '.join(out)}: near the boundary credible intervals under-cover "
                 "(docs/coverage.md); use feldman_cousins, which covers at least the level "
                 "at every prevalence",

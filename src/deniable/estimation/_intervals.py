@@ -8,8 +8,9 @@ Methods (the names of ``statsmodels.stats.proportion.proportion_confint``):
     continuity correction of half a count's step, ``|slope| / (2 n)``, on each side
     (Newcombe 1998, method 2; :func:`continuity_correction`): plain Wald on KaryRR(7, 2)
     at n = 100 covered as little as 0.926 at prevalences where no warning rule could
-    single the surveys out (docs/coverage.md), the corrected one at least 0.9416 at every
-    prevalence of 0, 0.01, ..., 1. R's ``rr`` and ``RRreg`` give plain Wald:
+    single the surveys out (docs/coverage.md); the corrected one covers at least 0.9377
+    on the grid 0, 0.001, ..., 1 there (at 0.134), and docs/coverage.md gives its exact
+    minimum per design and n. R's ``rr`` and ``RRreg`` give plain Wald:
     ``estimate +/- z std_error``.
 ``wilson``, ``agresti_coull``, ``beta``, ``jeffreys``
     A binomial interval for the report share ``lam_r`` (Wilson 1927; Agresti & Coull
@@ -41,25 +42,26 @@ Methods (the names of ``statsmodels.stats.proportion.proportion_confint``):
     exact one-dimensional posterior of that category given its report's count, under the
     prior's Beta marginal (:func:`binary_hpd`: no sampling error): the union of the
     highest-density set (which holds 0 or 1 where the density is highest there) and the
-    equal-tailed interval, so it holds at least the level of the posterior mass. The
-    highest-density set alone holds a boundary by pulling its other end in, to the
-    one-sided point, and covered 0.93 over stretches 2-4 standard errors from the
-    boundary (docs/coverage.md before issue 43); the union covers at least 0.94 on every
-    binary design of docs/coverage.md. On k-ary RR that leaves out how the other reports
-    split, which says little of this category; the interval taken from posterior draws
-    of the whole vector missed 0 in 19-32% of surveys at prevalence 0 (its shortest
-    window of draws starts a draw's width above 0). Otherwise it is computed from the
-    data-augmentation draws (Chen & Shao 1999) and extended to 0 (or 1) when the
-    shortest window starts at the smallest (ends at the largest) draw. Without a prior
-    given, a category's one-dimensional posterior takes the uniform Beta(1, 1) prior on
-    the category (:func:`~deniable.estimation._bayes.category_prior`: the uniform
-    Dirichlet over 7 categories gives a category Beta(1, 6), which pulled it towards 0
-    and covered 0.000-0.108 at prevalence 0.99); a prior given keeps its Beta marginal.
-    A credible interval is not power-constrained;
+    equal-tailed interval, so it holds at least the level of the posterior mass, taken
+    at the count a quarter below and a quarter above the one observed and
+    power-constrained (:func:`category_hpd`). The highest-density set alone holds a
+    boundary by pulling its other end in, to the one-sided point, and covered 0.93 over
+    stretches 2-4 standard errors from the boundary (docs/coverage.md before issue 43).
+    On k-ary RR that leaves out how the other reports split, which says little of this
+    category; the interval taken from posterior draws of the whole vector missed 0 in
+    19-32% of surveys at prevalence 0 (its shortest window of draws starts a draw's
+    width above 0). Otherwise it is computed from the data-augmentation draws (Chen &
+    Shao 1999) and extended to 0 (or 1) when the shortest window starts at the smallest
+    (ends at the largest) draw. Without a prior given, a category's one-dimensional
+    posterior takes the uniform Beta(1, 1) prior on the category
+    (:func:`~deniable.estimation._bayes.category_prior`: the uniform Dirichlet over 7
+    categories gives a category Beta(1, 6), which pulled it towards 0 and covered
+    0.000-0.108 at prevalence 0.99); a prior given keeps its Beta marginal.
     :meth:`~deniable.estimation.PrevalenceEstimate.confidence_interval` warns where it
-    under-covers (:mod:`deniable.estimation`).
+    under-covers, or leaves out a boundary ``feldman_cousins`` keeps
+    (:mod:`deniable.estimation`); docs/coverage.md gives its exact minimum coverage.
 
-The binomial methods and ``normal`` are power-constrained like ``feldman_cousins``
+The binomial methods, ``normal`` and ``bayes`` are power-constrained like ``feldman_cousins``
 (Cowan et al. 2011): never narrower than the interval of the count a boundary predicts,
 so where the data fall below what prevalence 0 gives the interval is ``[0, u]`` with
 ``u`` about two standard errors, not a collapse onto 0.
@@ -92,6 +94,8 @@ __all__ = [
 ]
 
 _SHARE_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
+#: How far either side of a count ``bayes``'s interval is taken (:func:`category_hpd`).
+_SPREAD = 0.25
 #: Points of the exact posterior's grid (``binary_hpd``), and rows handled at once.
 _POINTS = 1601
 _CHUNK = 2048
@@ -289,17 +293,103 @@ def _bayes_intervals(
             posterior = posterior_draws(design, counts, pseudo, rng=rng)
         return hpd_interval(posterior, confidence_level)
     if design.n_truths == 2:  # one category says it all
-        r = int(amap.report[1])
         shape = (float(pseudo[1]), float(pseudo[0]))
-        low1, high1 = binary_hpd(amap, 1, counts[:, r], n, confidence_level, shape)
+        low1, high1 = category_hpd(design, amap, 1, counts[:, int(amap.report[1])], n,
+                                   confidence_level, shape)  # fmt: skip
         return np.stack([1.0 - high1, low1], axis=1), np.stack([1.0 - low1, high1], axis=1)
     low = np.empty(counts.shape, dtype=np.float64)
     high = np.empty(counts.shape, dtype=np.float64)
     for j in range(design.n_truths):  # k-ary RR: each category given its report's count
         shape = category_prior(prior, j, design.n_truths)
         r = int(amap.report[j])
-        low[:, j], high[:, j] = binary_hpd(amap, j, counts[:, r], n, confidence_level, shape)
+        low[:, j], high[:, j] = category_hpd(
+            design, amap, j, counts[:, r], n, confidence_level, shape
+        )
     return low, high
+
+
+def category_hpd(
+    design: FiniteChannel,
+    amap: AffineMap,
+    j: int,
+    y: ArrayLike,
+    n: ArrayLike,
+    level: float,
+    prior: tuple[float, float],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``bayes``'s interval of category ``j`` at each count ``y`` (shape (S,)) of its
+    report among ``n``: the union of :func:`binary_hpd` at ``y - 1/4`` and ``y + 1/4``
+    (:data:`_SPREAD`), each clipped into the range the design's report shares can reach
+    (``n a_j`` to ``n b_j``).
+
+    Power-constrained (Cowan et al. 2011), as ``normal`` is: a count beyond what any
+    prevalence predicts gives the interval of the boundary's count, not a narrower one,
+    since the posterior sharpens against the boundary as the count runs past it while
+    the data are no stronger evidence (an estimate of -0.3 is not more certain of 0 than
+    one of 0). Spread over the middle half of the count's cell, since a count is a
+    lattice point: at the count alone the exact minimum coverage over a 0.001 grid fell
+    to 0.939 (KaryRR(4, 1.5), n 100; Brown, Cai & DasGupta 2001 show the same dips for
+    the Jeffreys interval); spread, it is at least 0.946 on Warner(0.8), forced response
+    (0.1, 0.2), KaryRR(4, 1.5) and KaryRR(7, 2) at n 100, 300 and 1,000, for widths 1-3%
+    larger (``tests/test_coverage_exact.py``)."""
+    a, b = amap.share_range(design)
+    yy = np.asarray(y, dtype=np.float64).reshape(-1)
+    nn = np.broadcast_to(np.asarray(n, dtype=np.float64).reshape(-1), yy.shape)
+    lo1, hi1 = binary_hpd(amap, j, np.clip(yy - _SPREAD, nn * a[j], nn * b[j]), nn, level, prior)
+    lo2, hi2 = binary_hpd(amap, j, np.clip(yy + _SPREAD, nn * a[j], nn * b[j]), nn, level, prior)
+    return np.minimum(lo1, lo2), np.maximum(hi1, hi2)
+
+
+def binary_posterior_moments(
+    amap: AffineMap,
+    j: int,
+    y: ArrayLike,
+    n: ArrayLike,
+    prior: tuple[float, float],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The mean and variance of category ``j``'s exact one-dimensional posterior (the
+    density of :func:`binary_hpd`, on its grid) at each count ``y`` (shape (S,)) of its
+    report among ``n``, under ``Beta(prior[0], prior[1])``. Returns two arrays of shape
+    (S,)."""
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    nn = np.broadcast_to(np.asarray(n, dtype=np.float64), y.shape)
+    mean = np.empty(y.size)
+    var = np.empty(y.size)
+    for start in range(0, y.size, _CHUNK):
+        part = slice(start, start + _CHUNK)
+        grid, dens = _posterior_grid(amap, j, y[part], nn[part], prior)
+        dens[:, [0, -1]] *= 0.5  # the trapezoidal rule on the evenly spaced grid
+        total = dens.sum(axis=1)
+        mean[part] = (dens * grid).sum(axis=1) / total
+        var[part] = np.maximum((dens * grid**2).sum(axis=1) / total - mean[part] ** 2, 0.0)
+    return mean, var
+
+
+def _posterior_grid(
+    amap: AffineMap,
+    j: int,
+    y: NDArray[np.float64],
+    nn: NDArray[np.float64],
+    prior: tuple[float, float],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Category ``j``'s posterior density (unnormalised, peak 1) at each count of ``y``
+    on 1,601 points spanning 12 of the largest standard errors either side of its
+    estimate; shapes (S, 1601)."""
+    from scipy import special
+
+    c, s = float(amap.intercept[j]), float(amap.slope[j])
+    est = np.clip(c + s * y / nn, 0.0, 1.0)
+    half = 12 * abs(s) * 0.5 / np.sqrt(nn)
+    lo = np.maximum(est - half, 0.0)
+    hi = np.minimum(est + half, 1.0)
+    grid = lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, _POINTS)[None, :]
+    lam = np.clip((grid - c) / s, 1e-300, 1 - 1e-16)  # the report's share at pi
+    yy, rest = y[:, None], (nn - y)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logf = special.xlogy(yy, lam) + special.xlog1py(rest, -lam)
+        logf += special.xlogy(prior[0] - 1, grid) + special.xlog1py(prior[1] - 1, -grid)
+    logf = np.where(np.isnan(logf), -np.inf, logf)
+    return grid, np.exp(logf - logf.max(axis=1, keepdims=True))
 
 
 def binary_hpd(
@@ -319,28 +409,13 @@ def binary_hpd(
     a log-concave density, so one interval, holding 0 or 1 where the density is highest
     there) and the equal-tailed interval; both hold ``level`` of the mass, so their
     union holds at least that. Returns ``low, high``, shapes (S,)."""
-    from scipy import special
-
-    c, s = float(amap.intercept[j]), float(amap.slope[j])
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     nn = np.broadcast_to(np.asarray(n, dtype=np.float64), y.shape)
-    est = np.clip(c + s * y / nn, 0.0, 1.0)
-    half = 12 * abs(s) * 0.5 / np.sqrt(nn)
     low = np.empty(y.size)
     high = np.empty(y.size)
-    steps = np.linspace(0.0, 1.0, _POINTS)
     for start in range(0, y.size, _CHUNK):
         part = slice(start, start + _CHUNK)
-        lo = np.maximum(est[part] - half[part], 0.0)
-        hi = np.minimum(est[part] + half[part], 1.0)
-        grid = lo[:, None] + (hi - lo)[:, None] * steps[None, :]
-        lam = np.clip((grid - c) / s, 1e-300, 1 - 1e-16)  # the report's share at pi
-        yy, rest = y[part, None], (nn[part] - y[part])[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logf = special.xlogy(yy, lam) + special.xlog1py(rest, -lam)
-            logf += special.xlogy(prior[0] - 1, grid) + special.xlog1py(prior[1] - 1, -grid)
-        logf = np.where(np.isnan(logf), -np.inf, logf)
-        dens = np.exp(logf - logf.max(axis=1, keepdims=True))
+        grid, dens = _posterior_grid(amap, j, y[part], nn[part], prior)
         order = np.argsort(-dens, axis=1)
         ranked = np.take_along_axis(dens, order, axis=1)
         mass = np.cumsum(ranked, axis=1)
@@ -358,6 +433,10 @@ def binary_hpd(
         tail = (1 - level) / 2
         low[part] = np.minimum(low[part], grid[rows, np.argmax(cum >= tail, axis=1)])
         high[part] = np.maximum(high[part], grid[rows, np.argmax(cum >= 1 - tail, axis=1)])
+        # a grid point's ends lie up to one step inside the exact ones: step out
+        step = grid[:, 1] - grid[:, 0]
+        low[part] = np.maximum(low[part] - step, 0.0)
+        high[part] = np.minimum(high[part] + step, 1.0)
     return low, high
 
 

@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import json
 import os
+import platform
 import re
 import shutil
 import socket
@@ -394,8 +395,10 @@ def main() -> None:
     base_w = rows[0][1]
     base_py = rows[0][2]
     print(
-        f"\nIngestion on {os.cpu_count()} cores, {args.seconds:g} s per measurement, "
-        f"open loop at {args.rate:g} req/s, deniable serve --workers {args.workers}"
+        f"\nIngestion on {os.cpu_count()} cores ({platform.machine()}, load "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end), {args.seconds:g} s "
+        f"per measurement, open loop at {args.rate:g} req/s, deniable serve --workers "
+        f"{args.workers}"
     )
     print(
         f"{'target':<12} {'wrk resp/s':>11} {'x peer':>7} {'py resp/s':>10} {'x peer':>7} "

@@ -17,8 +17,7 @@ import os
 import platform
 import time
 
-from deniable.planning import shuffle_amplification
-from deniable.planning._shuffle import kary_projection_epsilon
+from deniable.planning import kary_projection_epsilon, shuffle_amplification
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -267,16 +267,18 @@ class PrevalenceEstimate(EstimateResult):
         credible intervals under-cover (docs/coverage.md)."""
         from ._coverage_warning import boundary_left_out
 
-        amap = affine_map(channel)
-        if amap is None:
+        if affine_map(channel) is None:
             return
         assert isinstance(self.tally, Tally)
-        out = []
-        for j, label in enumerate(self.labels):
-            y = self.tally.counts[int(amap.report[j])]
-            if boundary_left_out(channel, self.n, level, j, np.array([y]), low[j:j + 1],
-                                 high[j:j + 1])[0]:  # fmt: skip
-                out.append(f"{label!r} ({'0' if low[j] > 0 else '1'})")
+        fc_low, fc_high = prevalence_intervals(
+            channel, self.tally.counts[None, :], "feldman_cousins", level
+        )
+        left_out = boundary_left_out(low, high, fc_low[0], fc_high[0])
+        out = [
+            f"{label!r} ({'0' if lo > 0 else '1'})"
+            for label, lo, flag in zip(self.labels, low, left_out, strict=True)
+            if flag
+        ]
         if out:
             warnings.warn(
                 f"the credible interval leaves out a boundary the data do not rule out, for "

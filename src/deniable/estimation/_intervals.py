@@ -72,6 +72,8 @@ clipped.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -351,18 +353,27 @@ def binary_posterior_moments(
     density of :func:`binary_hpd`, on its grid) at each count ``y`` (shape (S,)) of its
     report among ``n``, under ``Beta(prior[0], prior[1])``. Returns two arrays of shape
     (S,)."""
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
-    nn = np.broadcast_to(np.asarray(n, dtype=np.float64), y.shape)
-    mean = np.empty(y.size)
-    var = np.empty(y.size)
-    for start in range(0, y.size, _CHUNK):
-        part = slice(start, start + _CHUNK)
-        grid, dens = _posterior_grid(amap, j, y[part], nn[part], prior)
+    size = np.asarray(y).size
+    mean = np.empty(size)
+    var = np.empty(size)
+    for part, grid, dens in _posterior_chunks(amap, j, y, n, prior):
         dens[:, [0, -1]] *= 0.5  # the trapezoidal rule on the evenly spaced grid
         total = dens.sum(axis=1)
         mean[part] = (dens * grid).sum(axis=1) / total
         var[part] = np.maximum((dens * grid**2).sum(axis=1) / total - mean[part] ** 2, 0.0)
     return mean, var
+
+
+def _posterior_chunks(
+    amap: AffineMap, j: int, y: ArrayLike, n: ArrayLike, prior: tuple[float, float]
+) -> Iterator[tuple[slice, NDArray[np.float64], NDArray[np.float64]]]:
+    """:func:`_posterior_grid` over the counts ``y`` (shape (S,)) among ``n``, ``_CHUNK``
+    rows at a time: each chunk's rows, grid and density."""
+    yy = np.asarray(y, dtype=np.float64).reshape(-1)
+    nn = np.broadcast_to(np.asarray(n, dtype=np.float64), yy.shape)
+    for start in range(0, yy.size, _CHUNK):
+        part = slice(start, start + _CHUNK)
+        yield (part, *_posterior_grid(amap, j, yy[part], nn[part], prior))
 
 
 def _posterior_grid(
@@ -409,13 +420,10 @@ def binary_hpd(
     a log-concave density, so one interval, holding 0 or 1 where the density is highest
     there) and the equal-tailed interval; both hold ``level`` of the mass, so their
     union holds at least that. Returns ``low, high``, shapes (S,)."""
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
-    nn = np.broadcast_to(np.asarray(n, dtype=np.float64), y.shape)
-    low = np.empty(y.size)
-    high = np.empty(y.size)
-    for start in range(0, y.size, _CHUNK):
-        part = slice(start, start + _CHUNK)
-        grid, dens = _posterior_grid(amap, j, y[part], nn[part], prior)
+    size = np.asarray(y).size
+    low = np.empty(size)
+    high = np.empty(size)
+    for part, grid, dens in _posterior_chunks(amap, j, y, n, prior):
         order = np.argsort(-dens, axis=1)
         ranked = np.take_along_axis(dens, order, axis=1)
         mass = np.cumsum(ranked, axis=1)

@@ -171,3 +171,35 @@ def test_the_categories_of_kary_rr_share_one_table_of_intervals():
         own_low, own_high = _count_intervals(design, 2_000, "bayes", 0.95, j, y, None)
         np.testing.assert_allclose(own_low, low, rtol=0, atol=1e-12)  # the last bits
         np.testing.assert_allclose(own_high, high, rtol=0, atol=1e-12)
+
+
+def test_what_a_category_is_told_never_depends_on_the_tables_kept():
+    """A table is computed from its design's first category with the same interval, so
+    the warning is the same whichever tables an earlier call left (the CI failure of
+    2026-12-07: a design equal to another to 12 digits, not in its last bits, took the
+    other's table; the results' cache then differed from a fresh computation)."""
+    from deniable.estimation import _coverage_warning as rule
+
+    near = KaryRR(k=2, epsilon=float(np.log(3.0)))  # Warner(0.75) but in the last bits
+    twin = Warner(p=0.75)
+    cases = [(KaryRR(k=6, epsilon=1.5), 100, "wilson", 0.93), (near, 113, "jeffreys", 0.02)]
+    for design, n, method, share in cases:
+        estimate_ = np.full(design.n_truths, (1 - share) / (design.n_truths - 1))
+        estimate_[-1] = share
+
+        def told(design=design, n=n, method=method, estimate_=estimate_):
+            return [rule._table(design, n, method, 0.95, j, None, 0.0, 1.0)
+                    for j in range(design.n_truths)] + [
+                rule.coverage_warning(design, n, method, 0.95, estimate_)]  # fmt: skip
+
+        rule._tables.clear()
+        alone = told()
+        rule._tables.clear()
+        rule.coverage_warning(twin, n, method, 0.95, np.array([0.5, 0.5]))  # another design
+        for j in reversed(range(design.n_truths)):  # the last category first
+            rule._table(design, n, method, 0.95, j, None, 0.0, 1.0)
+        again = told()
+        for first, second in zip(alone[:-1], again[:-1], strict=True):
+            for a, b in zip(first, second, strict=True):
+                np.testing.assert_array_equal(a, b)  # to the last bit
+        assert alone[-1] == again[-1]

@@ -284,25 +284,25 @@ _tables: dict[tuple[Any, ...], tuple[NDArray[np.int64], NDArray[np.float64], NDA
 _tables = {}
 
 
-def _category_key(
-    design: FiniteChannel, j: int, prior: NDArray[np.float64] | None
-) -> tuple[float, ...]:
-    """What category ``j``'s interval at a count depends on: its affine map ``pi = c + s
-    lam_r``, the range ``[a_j, b_j]`` its report's share can reach and its Beta prior.
-    The categories of k-ary RR share all of it, so they share one table of intervals (a
-    table a category took 0.6 s at n = 2,000: 20 categories, 11 s)."""
+def _representative(design: FiniteChannel, j: int, prior: NDArray[np.float64] | None) -> int:
+    """The first category of ``design`` whose interval at every count is category
+    ``j``'s: the same affine map ``pi = c + s lam_r``, range ``[a_j, b_j]`` of its
+    report's share and Beta prior, to 12 significant digits (one inverse's rows differ
+    in their last bits). The categories of k-ary RR share all of it, so they share one
+    table of intervals (a table a category took 0.6 s at n = 2,000: 20 categories, 11 s),
+    and a table is always computed from its representative, so that what a category
+    is told never depends on which tables happen to be kept."""
     amap = affine_map(design)
     assert amap is not None
     a, b = amap.share_range(design)
-    exact = (
-        amap.intercept[j],
-        amap.slope[j],
-        a[j],
-        b[j],
-        *category_prior(prior, j, design.n_truths),
-    )
-    # to 12 significant digits: one inverse's rows differ in their last bits
-    return tuple(float(f"{float(v):.12g}") for v in exact)
+
+    def key(i: int) -> tuple[float, ...]:
+        exact = (amap.intercept[i], amap.slope[i], a[i], b[i],
+                 *category_prior(prior, i, design.n_truths))  # fmt: skip
+        return tuple(float(f"{float(v):.12g}") for v in exact)
+
+    mine = key(j)
+    return next(i for i in range(j + 1) if key(i) == mine)
 
 
 def _table(
@@ -324,12 +324,21 @@ def _table(
         ranges = [_count_range(n, float(lam)) for lam in ends]
         y = np.arange(min(r[0] for r in ranges), max(r[1] for r in ranges) + 1, dtype=np.int64)
         return (y, *_count_intervals(design, n, method, confidence_level, j, y, prior))
-    key = (n, method, confidence_level, *_category_key(design, j, prior))
-    if key not in _tables:
+    rep = _representative(design, j, prior)
+    key = (
+        design.matrix.tobytes(),
+        design.matrix.shape,
+        n,
+        method,
+        confidence_level,
+        rep,
+        None if prior is None else np.asarray(prior, dtype=np.float64).tobytes(),
+    )
+    if key not in _tables:  # a function of the key alone, whatever was kept before
         if len(_tables) >= 64:
             _tables.clear()
         y = np.arange(n + 1, dtype=np.int64)
-        _tables[key] = (y, *_count_intervals(design, n, method, confidence_level, j, y, prior))
+        _tables[key] = (y, *_count_intervals(design, n, method, confidence_level, rep, y, prior))
     return _tables[key]
 
 

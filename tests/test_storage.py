@@ -374,3 +374,48 @@ def test_a_credential_spent_in_another_process_is_refused_while_it_waits(tmp_pat
     assert a.waiting(s.id) == {1: 3} and a.released.count(s.id) == 0
     a.close()
     b.close()
+
+
+def _distinct_responses(store, survey_id, version=None):
+    q = select(func.count(func.distinct(reports.c.response_id))).where(
+        reports.c.survey_id == survey_id
+    )
+    if version is not None:
+        q = q.where(reports.c.version == version)
+    with store.reader.connect() as conn:
+        return int(conn.execute(q).scalar())
+
+
+def test_the_released_count_is_the_distinct_responses_of_the_reports(store):
+    """``Released.count`` reads the releases' running total; it equals the distinct
+    responses among the report rows at every step, per version and in all, and a
+    version whose rows predate the total (written straight into ``reports``, as an
+    early store did) is counted too."""
+    first = load_survey(copy.deepcopy(SURVEY) | {"min_release": 5, "allow_small_release": True})
+    second = load_survey(copy.deepcopy(SURVEY) | {"version": 2, "min_release": 5,
+                                                  "allow_small_release": True})  # fmt: skip
+    early = load_survey(copy.deepcopy(SURVEY) | {"version": 3, "min_release": 5,
+                                                 "allow_small_release": True})  # fmt: skip
+    for s in (first, second, early):
+        store.publish(s)
+    assert store.released.count(first.id) == 0
+    for i in range(23):
+        store.submit(first if i % 3 else second, {"drugs": i % 2, "status": i % 3})
+        if i % 4 == 3:
+            store.release()
+        for version in (1, 2, None):
+            assert store.released.count(first.id, version) == _distinct_responses(
+                store, first.id, version
+            )
+    rows = [
+        {"report_id": f"e{i}{q}", "response_id": f"early{i}", "survey_id": early.id,
+         "version": 3, "question_id": q, "report": i % 2, "release_number": 0}
+        for i in range(6) for q in ("drugs", "status")
+    ]  # fmt: skip
+    with store.engine.begin() as conn:
+        conn.execute(reports.insert(), rows)
+    assert store.released.count(first.id, 3) == 6
+    assert store.released.count(first.id) == _distinct_responses(store, first.id)
+    assert store.released.count(first.id) == store.released.count(first.id, 1) + (
+        store.released.count(first.id, 2) + 6
+    )

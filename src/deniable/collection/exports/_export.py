@@ -44,12 +44,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from ..model import MIN_RELEASE, Survey, designs_digest, load_survey
 from ._formats import FORMATS, SERVER_FORMATS, export_format
 
 if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
     from ..store import Store
 
 __all__ = [
@@ -156,12 +159,9 @@ def _tagged(frame: pd.DataFrame, survey_id: str, versions: list[Survey]) -> pd.D
 
 
 def _widen(long: pd.DataFrame, versions: list[Survey]) -> pd.DataFrame:
-    """The wide table of a long export (one row per response, ordered by its id)."""
-    wide = long.pivot(index="response_id", columns="question_id", values="report")
-    with_arms = any(v.arms for v in versions)
-    meta = long.groupby("response_id")[
-        ["version", *(["release"] if "release" in long else [])] + (["arm"] if with_arms else [])
-    ].first()
+    """The wide table of a long export (one row per response, ordered by its id): each
+    report put in its response's row and its question's column at once (integer codes,
+    no pivot of string keys and no loop per response)."""
     questions: list[str] = []
     grouped: list[str] = []
     for version in versions:
@@ -170,19 +170,43 @@ def _widen(long: pd.DataFrame, versions: list[Survey]) -> pd.DataFrame:
                 questions.append(q.id)
             if len(q.groups) > 1 and q.id not in grouped:
                 grouped.append(q.id)
-    frame = meta.join(wide.reindex(columns=questions))
+    row, ids = pd.factorize(long["response_id"], sort=True)
+    first = np.unique(row, return_index=True)[1]  # each response's first report
+    with_arms = any(v.arms for v in versions)
+    meta = ["version", *(["release"] if "release" in long else []), *(["arm"] if with_arms else [])]
+    frame = long.iloc[first][meta].reset_index(drop=True)
+    frame.insert(0, "response_id", pd.Series(ids, dtype=long["response_id"].dtype))
+    asked = pd.Index(questions).get_indexer(pd.Index(long["question_id"]))
+    _spread(frame, row, asked, long["report"].to_numpy(), questions, "")
     if grouped and "group" in long:
-        rows = long[long["question_id"].isin(grouped)]
-        groups = rows.pivot(index="response_id", columns="question_id", values="group")
-        groups = groups.reindex(columns=grouped)
-        groups.columns = [q + GROUP_SUFFIX for q in grouped]
-        frame = frame.join(groups)
-    frame = frame.reset_index()
-    for column in [*questions, *(q + GROUP_SUFFIX for q in grouped)]:
-        if column in frame:
-            frame[column] = frame[column].astype("Int64")
-    frame.columns.name = None
-    return frame.sort_values("response_id", kind="stable").reset_index(drop=True)
+        _spread(frame, row, pd.Index(grouped).get_indexer(pd.Index(long["question_id"])),
+                long["group"].to_numpy(), grouped, GROUP_SUFFIX)  # fmt: skip
+    return frame
+
+
+def _spread(
+    frame: pd.DataFrame,
+    row: NDArray[np.intp],
+    column: NDArray[np.intp],
+    values: NDArray[Any],
+    names: list[str],
+    suffix: str,
+) -> None:
+    """Columns ``name + suffix`` (nullable ``Int64``) into ``frame``: ``values[i]`` at
+    row ``row[i]`` of column ``column[i]`` (-1: none of ``names``), missing elsewhere."""
+    data = np.zeros((len(frame), len(names)), dtype=np.int64)
+    missing = np.ones(data.shape, dtype=bool)
+    ok = column >= 0
+    if not np.issubdtype(values.dtype, np.integer):  # a file's floats (.sav, .dta)
+        as_float = np.asarray(values, dtype=np.float64)
+        ok &= ~np.isnan(as_float)
+        if (as_float[ok] != np.round(as_float[ok])).any():
+            raise ValueError("report: every code of a long export is a whole number")
+        values = np.where(ok, as_float, 0.0).astype(np.int64)
+    data[row[ok], column[ok]] = values[ok]
+    missing[row[ok], column[ok]] = False
+    for j, name in enumerate(names):
+        frame[name + suffix] = pd.arrays.IntegerArray(data[:, j].copy(), missing[:, j].copy())
 
 
 def export_bytes(store: Store, survey_id: str, fmt: str) -> tuple[bytes, str, str]:

@@ -7,15 +7,15 @@ and withheld counts; rows come ordered by their random ids, never by arrival.
 
 from __future__ import annotations
 
-import secrets
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 from sqlalchemy import func, select
 
 from ...tallies import Tally
-from ._schema import arrivals, reports, staging_counts
+from ._schema import arrivals, reports, staging_counts, surveys
 
 if TYPE_CHECKING:
     from ..model import Survey
@@ -118,19 +118,36 @@ class Released:
         if version is not None:
             q = q.where(reports.c.version == version)
         with self._store.reader.connect() as conn:
-            rows = conn.execute(q).all()
-        return pd.DataFrame(rows, columns=list(_LONG_COLUMNS))
+            # the driver's plain tuples (these columns need no conversion): a frame
+            # built from Row objects probed each for attributes, 7 of the 9 s a first
+            # results read of 20,000 responses took
+            rows = conn.execute(q).cursor.fetchall()
+        return pd.DataFrame.from_records(rows, columns=list(_LONG_COLUMNS))
 
     def count(self, survey_id: str, version: int | None = None) -> int:
         """Number of released responses (in results and exports), all versions unless
-        given: a sum of crowds of at least ``min_release`` each."""
-        q = select(func.count(func.distinct(reports.c.response_id))).where(
-            reports.c.survey_id == survey_id
+        given: a sum of crowds of at least ``min_release`` each.
+
+        Read from the releases' running total (``staging_counts.released``, one row a
+        version), not by counting distinct responses over every report row (1.5 s at
+        100,000 responses); a version released before the total was kept (a store of
+        an early format, whose responses were never staged) is counted."""
+        counted = select(staging_counts.c.version, staging_counts.c.released).where(
+            staging_counts.c.survey_id == survey_id
         )
+        published = select(surveys.c.version).where(surveys.c.survey_id == survey_id)
         if version is not None:
-            q = q.where(reports.c.version == version)
+            counted = counted.where(staging_counts.c.version == version)
+            published = published.where(surveys.c.version == version)
         with self._store.reader.connect() as conn:
-            return int(conn.execute(q).scalar() or 0)
+            totals = {int(v): int(n) for v, n in conn.execute(counted)}
+            early = [int(v) for v in conn.execute(published).scalars() if int(v) not in totals]
+            if early:
+                q = select(func.count(func.distinct(reports.c.response_id))).where(
+                    reports.c.survey_id == survey_id, reports.c.version.in_(early)
+                )
+                totals[-1] = int(conn.execute(q).scalar() or 0)
+        return sum(totals.values())
 
     def report_count(self) -> int:
         """Number of stored report rows, all surveys."""
@@ -164,28 +181,41 @@ class Released:
         """
         versions = {s.version: s for s in self._store.versions(survey_id)}
         frame = self._long(survey_id)
-        fresh = {rid: secrets.token_hex(16) for rid in frame["response_id"].unique()}
-        frame["response_id"] = frame["response_id"].map(fresh)
-        frame = frame.sort_values(["response_id", "question_id"], kind="stable")
-        frame = frame.reset_index(drop=True)
-        labels: dict[tuple[int, int, str], list[str]] = {}
-        arm_names: dict[tuple[int, int], str] = {}
-        for number, version in versions.items():
-            for a, arm in enumerate(version.arm_names or [None]):
-                arm_names[number, a] = arm or ""
-                for question in version.questions_in(arm):
-                    labels[number, a, question.id] = question.report_labels
-        frame.insert(
-            4,
-            "report_label",
-            [
-                labels[int(v), int(a), qid][r]
-                for v, a, qid, r in frame[["version", "arm", "question_id", "report"]].itertuples(
-                    index=False
-                )
-            ],
-        )
-        frame["arm"] = [
-            arm_names[int(v), int(a)] for v, a in zip(frame["version"], frame["arm"], strict=False)
-        ]
+        # fresh ids, and the rows ordered by them (then by question): sorted integer
+        # codes, never a sort of a million strings, and no Python loop per row
+        codes, _ = pd.factorize(frame["response_id"])
+        fresh = _fresh_ids(int(codes.max()) + 1 if codes.size else 0)
+        rank = np.empty(fresh.size, dtype=np.int64)
+        rank[np.argsort(fresh, kind="stable")] = np.arange(fresh.size)
+        fresh = fresh.astype(str).astype(object)
+        question, _ = pd.factorize(frame["question_id"], sort=True)
+        order = np.lexsort((question, rank[codes]))
+        frame = frame.iloc[order].reset_index(drop=True)
+        frame["response_id"] = fresh[codes[order]]
+        label = np.empty(len(frame), dtype=object)
+        arm = np.empty(len(frame), dtype=object)
+        report, asked_ids = frame["report"].to_numpy(), frame["question_id"].to_numpy()
+        for pair, rows in frame.groupby(["version", "arm"]).indices.items():
+            v, a = cast("tuple[int, int]", pair)
+            version = versions[int(v)]
+            name = version.arm_names[int(a)] if version.arm_names else None
+            arm[rows] = name or ""
+            asked = {q.id: np.asarray(q.report_labels, dtype=object)
+                     for q in version.questions_in(name)}  # fmt: skip
+            in_arm = asked_ids[rows]
+            for qid, labels in asked.items():
+                mine = rows[in_arm == qid]
+                label[mine] = labels[report[mine]]
+        if pd.isna(label).any():
+            raise KeyError(
+                f"{survey_id}: a released report of a question its version and arm do not ask"
+            )
+        frame.insert(4, "report_label", label)
+        frame["arm"] = arm
         return frame.rename(columns={"grp": "group", "release_number": "release"})
+
+
+def _fresh_ids(m: int) -> np.ndarray:
+    """``m`` fresh random ids, 32 hex digits each (16 bytes of ``os.urandom``, as
+    :func:`secrets.token_hex`), shape (m,), dtype ``S32``."""
+    return np.frombuffer(os.urandom(16 * m).hex().encode("ascii"), dtype="S32")

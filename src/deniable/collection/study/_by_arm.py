@@ -135,9 +135,10 @@ def design_keys(
         else:
             keys.loc[mine] = label
             designs[label] = q.mechanism
-    unknown = sorted(set(rows["arm"]) - set(arms))
+    present = set(pd.unique(rows["arm"]).tolist())  # not a loop over the rows
+    unknown = sorted(present - set(arms))
     if unknown:
-        found = sorted({str(a) for a in rows["arm"]})
+        found = sorted({str(a) for a in present})
         named = ", ".join(repr(a) if a else "'' (rows without an arm)" for a in found)
         raise ValueError(
             f"the export's arm column holds {named}; the survey file's arms are "

@@ -239,3 +239,35 @@ def test_the_list_models_without_a_channel_refuse_it_by_name():
     for name, call in calls.items():
         with pytest.raises(ValueError, match=f"channel: {name} does not take"):
             call()
+
+
+@pytest.mark.parametrize("channel", [None, GeometricCount(k=J + 2, epsilon=math.log(9))])
+@pytest.mark.parametrize("constrained", [True, False])
+def test_the_fit_over_distinct_rows_is_the_fit_over_every_row(channel, constrained):
+    """Rows that repeat (a binary covariate) are fitted once with their number as a
+    weight: the value, score and information are the same sums, so the fit is the one
+    over every row to the optimiser's precision; a continuous covariate keeps every row."""
+    from deniable.list_experiment._item_count_ml import _fit, _start
+
+    data = simulate(2000, 6)
+    data["x"] = (data["x"] > 0).astype(float)
+    counts = data["y" if channel is None else "r"].to_numpy(float)
+    X = np.column_stack([np.ones(len(data)), data["x"]])
+    base = _Likelihood(counts, data["t"].to_numpy(bool), X, J, constrained)
+    distinct = base.collapsed()
+    assert distinct is not base and len(distinct.y) <= 2 * 2 * (J + 2)
+    assert distinct.weights is not None and distinct.weights.sum() == len(data)
+    fits = []
+    for lik in (base, distinct):
+        lik = lik if channel is None else _through(lik, channel, refused=False)
+        theta = np.random.default_rng(7).normal(scale=0.3, size=4 if constrained else 6)
+        value, score = lik.value_and_score(theta)
+        fits.append((value, score, _fit(lik, _start(base), 50)))
+    (v0, s0, (t0, ll0, _, c0)), (v1, s1, (t1, ll1, _, c1)) = fits
+    assert v1 == pytest.approx(v0, rel=1e-12) and np.allclose(s1, s0, rtol=1e-10, atol=1e-9)
+    assert np.allclose(t1, t0, atol=1e-7) and ll1 == pytest.approx(ll0, rel=1e-12)
+    assert np.allclose(c1, c0, rtol=1e-5)
+    continuous = _Likelihood(counts, data["t"].to_numpy(bool),
+                             np.column_stack([np.ones(len(data)), simulate(2000, 6)["x"]]), J,
+                             constrained)  # fmt: skip
+    assert continuous.collapsed() is continuous

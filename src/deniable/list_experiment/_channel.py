@@ -43,6 +43,9 @@ class ChannelLikelihood:
         ``r`` for a count ``c``.
     prior : callable, optional
         ``theta -> (log prior, its gradient)``, added once (not per row).
+    weights : ndarray, shape (n,), float64, optional
+        How many respondents each row stands for (rows collapsed to the distinct ones);
+        one each by default.
     """
 
     def __init__(
@@ -51,8 +54,9 @@ class ChannelLikelihood:
         stored: NDArray[np.float64],
         matrix: NDArray[np.float64],
         prior: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]] | None = None,
+        weights: NDArray[np.float64] | None = None,
     ):
-        self.rows_at, self.prior = rows_at, prior
+        self.rows_at, self.prior, self.weights = rows_at, prior, weights
         with np.errstate(divide="ignore"):
             self.log_p = np.log(matrix)[stored.astype(np.int64)]  # (n, J + 2)
 
@@ -62,7 +66,10 @@ class ChannelLikelihood:
         total = special.logsumexp(joint, axis=1)
         w = np.exp(joint - total[:, None])  # (n, J + 2): Pr(count | stored value)
         score = np.asarray(sum(w[:, c : c + 1] * s for c, (_, s) in enumerate(terms)))
-        value, grad = float(total.sum()), score.sum(axis=0)
+        if self.weights is None:
+            value, grad = float(total.sum()), score.sum(axis=0)
+        else:
+            value, grad = float(self.weights @ total), self.weights @ score
         if self.prior is not None:
             extra, extra_grad = self.prior(theta)
             value, grad = value + extra, grad + extra_grad

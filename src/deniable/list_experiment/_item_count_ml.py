@@ -49,9 +49,11 @@ class _Likelihood:
         x: NDArray[np.float64],
         j: int,
         constrained: bool,
+        weights: NDArray[np.float64] | None = None,
     ):
         self.y, self.t, self.x, self.j, self.constrained = y, t, x, j, constrained
         self.k = x.shape[1]
+        self.weights = weights  # how many respondents a row stands for (None: one each)
 
     def split(self, theta: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
         k = self.k
@@ -62,7 +64,23 @@ class _Likelihood:
 
     def value_and_score(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         ll, score = self.rows(theta, self.y)
-        return float(ll.sum()), score.sum(axis=0)
+        if self.weights is None:
+            return float(ll.sum()), score.sum(axis=0)
+        return float(self.weights @ ll), self.weights @ score
+
+    def collapsed(self) -> _Likelihood:
+        """The same likelihood over the distinct rows (covariates, treatment, count),
+        each weighted by how many respondents share it: its value, score and
+        information are the same sums (an intercept-only fit of 100,000 counts has
+        2 (J + 2) distinct rows, and took 9 s); ``self`` where under half the rows
+        repeat."""
+        rows = np.column_stack([self.x, self.t, self.y])
+        distinct, counts = np.unique(rows, axis=0, return_counts=True)
+        if self.weights is not None or 2 * len(distinct) > len(rows):
+            return self
+        k = self.k
+        return _Likelihood(distinct[:, k + 1], distinct[:, k].astype(bool), distinct[:, :k],
+                           self.j, self.constrained, counts.astype(np.float64))  # fmt: skip
 
     def rows(
         self, theta: NDArray[np.float64], y: NDArray[np.float64]
@@ -114,6 +132,7 @@ def _through(base: _Likelihood, channel: Any, refused: bool) -> ChannelLikelihoo
         lambda theta, c: base.rows(theta, np.full(n, float(c))),
         base.y,
         channel_matrix(channel, base.j),
+        weights=base.weights,
     )
 
 
@@ -408,7 +427,8 @@ def list_regression(
     frame, y, t, j = list_frame(formula, data, treat, items, channel is not None)
     base = _Likelihood(y, t, frame.X, j, constrained)
     refused = error != "none" or bool(overdispersed)
-    lik = base if channel is None else _through(base, channel, refused)
+    distinct = base.collapsed()  # the fit's sums over distinct rows; the rest per row
+    lik = distinct if channel is None else _through(distinct, channel, refused)
     theta, ll, score, cov = _fit(lik, _start(base), max_iter)
     parts = (
         ("sensitive", "control") if constrained else ("sensitive", "control.psi0", "control.psi1")
